@@ -1,0 +1,138 @@
+"""A live session: the spec's rules, made to run.
+
+Every validity decision is a call into ``spec``; this class adds the mutable state (the log, the
+surface nodes), an incremental derived-message cache, and a sink that takes each committed event
+towards storage. Appends are atomic: a rejected append changes nothing and consumes no seq.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from spec.events import Event, Message, derive_event_message
+from spec.json import FrozenDict
+from spec.session import ABSENT, SessionState, plan_event
+from spec.surface import ReplacePlan, splice_plan
+
+Clock = Callable[[], int]
+
+
+def wall_clock_ms() -> int:
+    """Unix epoch milliseconds, the ``time`` of an appended event."""
+    return time.time_ns() // 1_000_000
+
+
+class EventSink(Protocol):
+    """Where committed events go (a persistence handle); ``append`` buffers, ``flush`` is durable."""
+
+    def append(self, events: Sequence[Event]) -> None: ...
+
+    def flush(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class SurfaceView:
+    """A snapshot of the surface: the nodes in model-visible order and the replace count."""
+
+    nodes: tuple[int, ...]
+    replace_generation: int
+
+
+class Session:
+    """One session log. Build it through :class:`reference.store.SessionStore`."""
+
+    def __init__(self, state: SessionState, sink: EventSink | None = None, clock: Clock = wall_clock_ms) -> None:
+        self._header = state.header
+        self._log: list[Event] = list(state.events)
+        self._nodes: list[int] = list(state.surface.nodes)
+        self._generation = state.surface.replace_generation
+        self._first_live_seq = state.first_live_seq
+        self._sink = sink
+        self._clock = clock
+        self._events_snapshot: tuple[Event, ...] | None = None
+        self._surface_snapshot: SurfaceView | None = None
+        self._derived: list[Message] = []
+        self._derived_nodes = 0
+        self._derived_generation = self._generation
+
+    # --- reading -------------------------------------------------------------------------
+
+    @property
+    def id(self) -> str:
+        return str(self._header["id"])
+
+    @property
+    def header(self) -> FrozenDict:
+        return self._header
+
+    @property
+    def seq(self) -> int:
+        """The seq the next event will get."""
+        return len(self._log)
+
+    @property
+    def first_live_seq(self) -> int:
+        """The first seq written by this lifecycle (the seed's length); not ``header.seedLength``."""
+        return self._first_live_seq
+
+    @property
+    def events(self) -> tuple[Event, ...]:
+        """The log; a held snapshot never grows, and its events are frozen."""
+        if self._events_snapshot is None or len(self._events_snapshot) != len(self._log):
+            self._events_snapshot = tuple(self._log)
+        return self._events_snapshot
+
+    @property
+    def surface(self) -> SurfaceView:
+        if self._surface_snapshot is None:
+            self._surface_snapshot = SurfaceView(tuple(self._nodes), self._generation)
+        return self._surface_snapshot
+
+    def derive_messages(self) -> list[Message]:
+        """The model-visible messages, one per surface node. Incremental: a new replaceGeneration
+        rebuilds the cache; otherwise only new nodes are derived. Returns a fresh list."""
+        if self._generation != self._derived_generation:
+            self._derived = []
+            self._derived_nodes = 0
+            self._derived_generation = self._generation
+        for seq in self._nodes[self._derived_nodes :]:
+            message = derive_event_message(self._log[seq])
+            if message is not None:
+                self._derived.append(message)
+        self._derived_nodes = len(self._nodes)
+        return list(self._derived)
+
+    # --- writing -------------------------------------------------------------------------
+
+    def append(
+        self,
+        event_type: object,
+        data: object,
+        surface_op: object = ABSENT,
+        source_event_seqs: object = ABSENT,
+    ) -> Event:
+        """Validate the event through the spec, hand it to the sink, then commit it."""
+        event, plan = plan_event(
+            self._nodes, self._log, event_type, data, surface_op, source_event_seqs, self._clock()
+        )
+        if self._sink is not None:
+            self._sink.append((event,))
+        self._log.append(event)
+        if plan is not None:
+            splice_plan(self._nodes, plan)
+            if isinstance(plan, ReplacePlan):
+                self._generation += 1
+            self._surface_snapshot = None
+        return event
+
+    def flush(self) -> None:
+        """The durability barrier: every event appended so far is on stable storage on return."""
+        if self._sink is not None:
+            self._sink.flush()
+
+    def detach_sink(self) -> EventSink | None:
+        sink, self._sink = self._sink, None
+        return sink

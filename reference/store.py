@@ -1,0 +1,113 @@
+"""The session store: create, get, fork and resume sessions, optionally backed by persistence.
+
+The checks and their order are the spec's (``spec.fork``, ``spec.session``); the store adds the
+registry of live sessions and the wiring to a :class:`PersistenceService`.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from reference.persistence.api import LogHandle, PersistenceService
+from reference.session import Clock, Session, wall_clock_ms
+from spec.codes import Code, reject
+from spec.fork import derive_child_meta, plan_fork_seed, validate_fork_request
+from spec.header import build_header
+from spec.json import JsonValue
+from spec.session import ABSENT, create_session_state
+
+
+class SessionStore:
+    """Live sessions by id. With ``persistence``, every session writes through a log handle."""
+
+    def __init__(self, persistence: PersistenceService | None = None, clock: Clock = wall_clock_ms) -> None:
+        self._live: dict[str, Session] = {}
+        self._handles: dict[str, LogHandle] = {}
+        self._persistence = persistence
+        self._clock = clock
+        self._minted = itertools.count(1)
+
+    # --- registry ------------------------------------------------------------------------
+
+    def get(self, session_id: str) -> Session | None:
+        return self._live.get(session_id)
+
+    def list(self) -> list[Session]:
+        return list(self._live.values())
+
+    def close(self, session_id: str) -> None:
+        """Flush and release a live session (its writer lock too). Unknown ids are ignored."""
+        session = self._live.pop(session_id, None)
+        handle = self._handles.pop(session_id, None)
+        if session is not None:
+            session.detach_sink()
+        if handle is not None:
+            handle.close()
+
+    def close_all(self) -> None:
+        for session_id in list(self._live):
+            self.close(session_id)
+
+    # --- lifecycle -----------------------------------------------------------------------
+
+    def create(
+        self, session_id: str | None = None, seed: list[object] | tuple[object, ...] | None = None, meta: JsonValue = None
+    ) -> Session:
+        """A new session: ``meta`` gives createdAt and lineage fields; a seed (even empty) gets a
+        ``session/end-seed`` marker unless it already ends with one."""
+        session_id = self._mint_id() if session_id is None else session_id
+        if session_id in self._live:
+            raise reject(Code.SESSION_ALREADY_EXISTS, f'session "{session_id}" already exists')
+        now = self._clock()
+        header = build_header(session_id, meta, now, is_seeded=seed is not None)
+        state = create_session_state(session_id, seed, header, now)
+        handle = None
+        if self._persistence is not None:
+            handle = self._persistence.create(state.header)
+            handle.append(state.events)
+            self._handles[session_id] = handle
+        session = Session(state, sink=handle, clock=self._clock)
+        self._live[session_id] = session
+        return session
+
+    def fork(self, source: str | Session, boundary: object = ABSENT, child_id: str | None = None) -> Session:
+        """A child grown from a contiguous prefix of ``source`` that ends outside any open turn,
+        with ``parentSession``, ``seedLength`` and ``cwd`` in its header (DSH's checks, in order)."""
+        source_id = source if isinstance(source, str) else source.id
+        validate_fork_request(self._live.keys(), source_id, child_id)
+        live = self._live[source_id]
+        if not isinstance(source, str) and live is not source:
+            raise reject(Code.SESSION_NOT_LIVE, f'session "{source_id}" is not the live store instance')
+        seed = plan_fork_seed(source_id, live.events, boundary)
+        meta = derive_child_meta(live.header, source_id, len(seed))
+        return self.create(child_id, seed=list(seed), meta=meta)
+
+    def resume(self, session_id: str) -> Session:
+        """Take over a stored log and keep appending after it: the stored events (a torn tail
+        dropped, an open turn closed) become the seed, ``seedLength`` and ``delegationDepth`` stay as
+        stored, and ``session/end-seed`` is appended only if the log does not already end with one."""
+        if self._persistence is None:
+            raise reject(Code.SESSION_NOT_FOUND, f'session "{session_id}" not found (this store has no persistence)')
+        if session_id in self._live:
+            raise reject(Code.SESSION_ALREADY_EXISTS, f'cannot resume session "{session_id}" while it is live')
+        handle = self._persistence.open(session_id)
+        try:
+            stored = handle.read()
+            state = create_session_state(session_id, stored, handle.header, self._clock(), restore=True)
+            handle.append(state.events[len(stored) :])
+        except BaseException:
+            handle.close()
+            raise
+        session = Session(state, sink=handle, clock=self._clock)
+        self._live[session_id] = session
+        self._handles[session_id] = handle
+        return session
+
+    def _mint_id(self) -> str:
+        while True:
+            candidate = f"session-{next(self._minted)}"
+            if candidate in self._live:
+                continue
+            if self._persistence is not None and self._persistence.stat(candidate) is not None:
+                continue
+            return candidate
