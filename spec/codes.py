@@ -99,6 +99,12 @@ class Code(StrEnum):
     COMPACTION_SUMMARY_NOT_SMALLER = "COMPACTION_SUMMARY_NOT_SMALLER"
     COMPACTION_SURFACE_CHANGED = "COMPACTION_SURFACE_CHANGED"
     COMPACTION_RANGE_INVALID = "COMPACTION_RANGE_INVALID"
+    COMPACTION_NO_OPEN_TURN = "COMPACTION_NO_OPEN_TURN"
+    COMPACTION_SUMMARY_UNSUPPORTED_CONTENT = "COMPACTION_SUMMARY_UNSUPPORTED_CONTENT"
+    COMPACTION_SUMMARY_EMPTY = "COMPACTION_SUMMARY_EMPTY"
+    TOKEN_SURFACE_CORRUPT = "TOKEN_SURFACE_CORRUPT"
+    TOKEN_SHADOW_PRICE_MISMATCH = "TOKEN_SHADOW_PRICE_MISMATCH"
+    SPILL_CONFIG_INVALID = "SPILL_CONFIG_INVALID"
 
     # --- storage naming, framing and reading (SPEC-DECISIONS D1-D3; notes/dsh-persistence §2-§6) ---
     EMPTY_PROJECT_PATH = "EMPTY_PROJECT_PATH"
@@ -185,6 +191,12 @@ MEANING: dict[Code, str] = {
     Code.COMPACTION_SUMMARY_NOT_SMALLER: "a summary must cost fewer tokens than the span it replaces",
     Code.COMPACTION_SURFACE_CHANGED: "the surface changed while the summary was being written",
     Code.COMPACTION_RANGE_INVALID: "a compaction range must be a balanced span of the current surface",
+    Code.COMPACTION_NO_OPEN_TURN: "an automatic compaction must run inside an open turn",
+    Code.COMPACTION_SUMMARY_UNSUPPORTED_CONTENT: "a summarizer's output must not contain an image",
+    Code.COMPACTION_SUMMARY_EMPTY: "a summarizer's output must hold a text block with non-whitespace text",
+    Code.TOKEN_SURFACE_CORRUPT: "every priced surface node must name the log event with that seq",
+    Code.TOKEN_SHADOW_PRICE_MISMATCH: "a replace must follow the metering event that prices its exact range",
+    Code.SPILL_CONFIG_INVALID: "maxInlineTokens, when set, must be a non-negative integer",
     Code.EMPTY_PROJECT_PATH: "projectKey needs a non-empty cwd",
     Code.EMPTY_PATH_SEGMENT: "encodeSegment needs a non-empty id",
     Code.MALFORMED_CHUNK_ROW: "a packed chunk row must have the exact v0 row shape",
