@@ -202,7 +202,7 @@ MEANING: dict[Code, str] = {
     Code.MALFORMED_CHUNK_ROW: "a packed chunk row must have the exact v0 row shape",
     Code.LEGACY_MALFORMED_TURN_START: "a v0 turn/start with a trigger has the exact legacy shape",
     Code.LEGACY_MALFORMED_TURN_END: "a v0 turn/end has the exact legacy shape",
-    Code.LEGACY_MALFORMED_MESSAGE: "a v0 pre-identity message has a convertible legacy shape",
+    Code.LEGACY_MALFORMED_MESSAGE: "a v0 steering/message has one of its two legacy shapes",
     Code.LEGACY_MODE_SET: "mode/set is a retired legacy event type",
     Code.UNKNOWN_EVENT_TYPE: "a stored event of unknown type must be marked ignorable",
     Code.CORRUPT_LOG: "stored bytes are damaged somewhere other than a torn tail",
