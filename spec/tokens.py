@@ -55,7 +55,7 @@ def estimate_json(value: JsonValue) -> int:
     return estimate_text(encode_json_text(value))
 
 
-def estimate_content(blocks: JsonValue) -> int:
+def estimate_content(blocks: Sequence[JsonValue] | JsonValue) -> int:
     """The price of a content array, summed per block (§3): ``text``/``reasoning`` cost their text
     plus 4; ``tool-call`` costs its name and its arguments, each rounded up separately, plus 4;
     ``tool-result`` costs its inner content plus 4; any other block costs 4 plus its JSON text.
@@ -63,17 +63,17 @@ def estimate_content(blocks: JsonValue) -> int:
     content is not an array) is priced as an unknown block, and a non-array prices 0: DSH would
     fail on them, this project keeps the estimate total."""
     total = 0
-    pending: list[JsonValue] = [blocks]
+    pending: list[object] = [blocks]
     while pending:
         current = pending.pop()
-        if not isinstance(current, list):
+        if not isinstance(current, (list, tuple)):
             continue
         for block in current:
             total += BLOCK_OVERHEAD + _estimate_block_body(block, pending)
     return total
 
 
-def _estimate_block_body(block: JsonValue, pending: list[JsonValue]) -> int:
+def _estimate_block_body(block: JsonValue, pending: list[object]) -> int:
     """The price of one block without its overhead; a tool-result's inner content is queued."""
     if isinstance(block, dict):
         kind = block.get("type")

@@ -46,17 +46,17 @@ def test_a_tool_call_rounds_its_name_and_arguments_separately() -> None:
 
 
 def test_a_tool_result_costs_its_inner_content_plus_four() -> None:
-    block = {"type": "tool-result", "toolCallId": "c", "content": [text("abcd")], "isError": False}
+    block: Any = {"type": "tool-result", "toolCallId": "c", "content": [text("abcd")], "isError": False}
     assert estimate_content([block]) == (1 + 4) + 4
 
 
 def test_an_unknown_block_costs_four_plus_its_compact_json_text() -> None:
-    block = {"type": "image", "attachment": {"id": "x"}}
+    block: Any = {"type": "image", "attachment": {"id": "x"}}
     assert estimate_content([block]) == 4 + -(-len('{"type":"image","attachment":{"id":"x"}}') // 4)
 
 
 def test_a_lone_surrogate_in_an_unknown_block_is_priced_as_its_json_escape() -> None:
-    block = {"type": "image", "attachment": "\ud800"}
+    block: Any = {"type": "image", "attachment": "\ud800"}
     assert estimate_content([block]) == 4 + -(-len('{"type":"image","attachment":"\\ud800"}') // 4)
 
 
