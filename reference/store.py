@@ -7,6 +7,7 @@ registry of live sessions and the wiring to a :class:`PersistenceService`.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 
 from reference.persistence.api import LogHandle, PersistenceService
 from reference.session import Clock, Session, wall_clock_ms
@@ -51,7 +52,7 @@ class SessionStore:
     # --- lifecycle -----------------------------------------------------------------------
 
     def create(
-        self, session_id: str | None = None, seed: list[object] | tuple[object, ...] | None = None, meta: JsonValue = None
+        self, session_id: str | None = None, seed: Sequence[object] | None = None, meta: JsonValue = None
     ) -> Session:
         """A new session: ``meta`` gives createdAt and lineage fields; a seed (even empty) gets a
         ``session/end-seed`` marker unless it already ends with one."""

@@ -1,0 +1,461 @@
+"""The file store: format v4 JSONL logs, zstd-compressed (default) or plain, on a filesystem seam.
+
+Layout (SPEC-DECISIONS D1)::
+
+    <root>/--<projectKey(cwd)>--/<encodeSegment(id)>/session.v4.jsonl.zstd   (or session.v4.jsonl)
+    <root>/_no-cwd/<encodeSegment(id)>/...                                    (no cwd)
+
+A compressed file is frame 0 = the header line, then one zstd frame (content checksum on) per
+durable batch. Durability (D2): ``flush`` appends one frame and fsyncs the file; a new session is
+published whole (temp file, fsync, link, fsync of the directory). One writer per session holds a
+lock file beside the log. Opening a log for writing (D3) drops a torn tail by rewriting the file
+atomically (complete lines recovered from a torn frame are kept), refuses damage that is not a
+tail with a corrupt-log error naming the byte offset, and closes an open turn with the spec's
+closers, appended as new events. DSH v0 logs are read; resuming one writes the converted log as
+a new v4 file beside it and leaves the old file untouched.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import zstandard
+
+from reference.fs import FileSystem, LockHandle, RealFileSystem
+from reference.persistence.api import OpenReport, SessionStat, StoredLog
+from reference.persistence.common import validate_batch
+from spec.codes import Code, SpecError, reject
+from spec.events import Event
+from spec.header import LEGACY_FORMAT_VERSION
+from spec.json import FrozenDict, JsonValue, encode_json_text, freeze_parsed_json, is_event_seq
+from spec.legacy import upgrade_v0_records
+from spec.repair import derive_closers
+from spec.storage import (
+    V0_PLAIN_NAME,
+    V0_ZSTD_NAME,
+    V4_PLAIN_NAME,
+    V4_ZSTD_NAME,
+    DecodedFrame,
+    decode_header_line,
+    decode_header_text,
+    decode_jsonl_log,
+    decode_storage_record,
+    decode_zstd_log,
+    derive_session_relpath,
+    encode_header_line,
+    encode_segment,
+    scan_zstd_frames,
+)
+from spec.storage import StoredLog as StoredBytes
+
+LOCK_NAME = "session.lock"
+ZSTD_LEVEL = 3  # zstd's default level, as DSH uses
+LOG_NAMES = (V4_ZSTD_NAME, V4_PLAIN_NAME, V0_ZSTD_NAME, V0_PLAIN_NAME)  # lookup order: v4 first
+
+
+def _join(*parts: str) -> str:
+    return "/".join(part.rstrip("/") if index == 0 else part for index, part in enumerate(parts))
+
+
+def _dirname(path: str) -> str:
+    head = path.rsplit("/", 1)[0]
+    return head or "/"
+
+
+# --- encoding -----------------------------------------------------------------------------------
+
+
+def encode_lines(values: Sequence[JsonValue]) -> bytes:
+    """Records as JSONL: one compact JSON text per line, each ended by ``\\n``."""
+    return b"".join(encode_json_text(value).encode("utf-8") + b"\n" for value in values)
+
+
+def compress_frame(plaintext: bytes) -> bytes:
+    """One standard zstd frame with its content checksum."""
+    return zstandard.ZstdCompressor(level=ZSTD_LEVEL, write_checksum=True).compress(plaintext)
+
+
+def decompress_frame(frame: bytes, offset: int) -> bytes:
+    """A complete frame's plaintext, checksum verified; any failure is a corrupt log at ``offset``."""
+    try:
+        reader = zstandard.ZstdDecompressor().decompressobj()
+        plaintext = reader.decompress(frame)
+        if not reader.eof or reader.unused_data:
+            raise zstandard.ZstdError("frame did not end where its structure says")
+    except zstandard.ZstdError as error:
+        raise reject(Code.CORRUPT_LOG, f"corrupt Zstandard session log: frame at byte {offset} failed validation ({error})") from None
+    return bytes(plaintext)
+
+
+def decompress_torn(partial: bytes) -> bytes:
+    """The plaintext of a torn frame's complete blocks, best effort: nothing when it fails."""
+    try:
+        return bytes(zstandard.ZstdDecompressor().decompressobj().decompress(partial))
+    except zstandard.ZstdError:
+        return b""
+
+
+def parse_log_bytes(data: bytes, compressed: bool) -> StoredBytes:
+    """Apply the spec's framing rules to a log's bytes (zstd frames, or plain lines)."""
+    if not compressed:
+        return decode_jsonl_log(data)
+    scan = scan_zstd_frames(data)
+    frames = [
+        DecodedFrame(frame.offset, decompress_frame(data[frame.offset : frame.offset + frame.length], frame.offset))
+        for frame in scan.frames
+        if not frame.skippable
+    ]
+    torn = None
+    if scan.torn_offset is not None:
+        torn = DecodedFrame(scan.torn_offset, decompress_torn(data[scan.torn_offset :]))
+    return decode_zstd_log(frames, torn)
+
+
+@dataclass(frozen=True)
+class LoadedLog:
+    """A parsed log: header, committed events, events recovered from a torn frame, and the offset
+    the file must be cut back to (``None`` when clean)."""
+
+    format_version: int
+    header: FrozenDict
+    events: tuple[Event, ...]
+    recovered: tuple[Event, ...]
+    truncate_to: int | None
+
+
+def load_log(session_id: str | None, data: bytes, compressed: bool) -> LoadedLog:
+    """Parse a log's bytes into events: v4 records are taken as they are (seqs must run 0, 1, 2...),
+    v0 records go through the spec's legacy read path."""
+    stored = parse_log_bytes(data, compressed)
+    version, header = decode_header_line(stored.header_line, session_id)
+    header_id = str(header["id"])
+    if version == LEGACY_FORMAT_VERSION:
+        events = upgrade_v0_records(header_id, stored.records + stored.recovered)
+        committed = events[: len(events) - _expanded_count(stored.recovered)] if stored.recovered else events
+        return LoadedLog(version, header, committed, events[len(committed) :], stored.truncate_to)
+    events = _take_v4_events(stored.records, 0)
+    recovered = _take_v4_events(stored.recovered, len(events))
+    return LoadedLog(version, header, events, recovered, stored.truncate_to)
+
+
+def _expanded_count(records: Sequence[JsonValue]) -> int:
+    return sum(len(decode_storage_record(record)) for record in records)
+
+
+def _take_v4_events(records: Sequence[JsonValue], first_seq: int) -> tuple[Event, ...]:
+    events: list[Event] = []
+    for offset, record in enumerate(records):
+        expected = first_seq + offset
+        if not isinstance(record, dict) or not is_event_seq(record.get("seq")) or record["seq"] != expected:
+            got = record.get("seq") if isinstance(record, dict) else record
+            raise reject(Code.CORRUPT_LOG, f"corrupt session log: seq gap in committed region (expected {expected}, got {got})")
+        frozen = freeze_parsed_json(record)
+        assert isinstance(frozen, FrozenDict)
+        events.append(frozen)
+    return tuple(events)
+
+
+# --- the service --------------------------------------------------------------------------------
+
+
+class FileStore:
+    """Session logs under ``root`` on ``fs`` (the real filesystem unless a seam is given)."""
+
+    def __init__(
+        self,
+        root: str,
+        fs: FileSystem | None = None,
+        compressed: bool = True,
+        temp_token: Callable[[], str] = lambda: secrets.token_hex(6),
+    ) -> None:
+        self.root = root.rstrip("/") or "/"
+        self.fs: FileSystem = fs if fs is not None else RealFileSystem()
+        self.compressed = compressed
+        self._temp_token = temp_token
+
+    # --- paths ---
+
+    def path_for(self, header: FrozenDict) -> str:
+        project, session, name = derive_session_relpath(header, self.compressed)
+        return _join(self.root, project, session, name)
+
+    def locate(self, session_id: str) -> str | None:
+        """The log of ``session_id``: its session directory may sit under any project directory;
+        v4 files are preferred over v0 ones. Two project directories holding it is corruption."""
+        segment = encode_segment(session_id)
+        if not self.fs.is_dir(self.root):
+            return None
+        found: list[str] = []
+        for project in sorted(self.fs.listdir(self.root)):
+            session_dir = _join(self.root, project, segment)
+            if not self.fs.is_dir(session_dir):
+                continue
+            for name in LOG_NAMES:
+                candidate = _join(session_dir, name)
+                if self.fs.exists(candidate):
+                    found.append(candidate)
+                    break
+        if len(found) > 1:
+            raise reject(Code.CORRUPT_LOG, f'duplicate session id "{session_id}" appears in several project directories: {found}')
+        return found[0] if found else None
+
+    # --- service API ---
+
+    def create(self, header: FrozenDict) -> FileLogHandle:
+        """A new session's handle. Nothing is visible on disk until its first flush publishes
+        the header and the first batch as one whole file."""
+        session_id = str(header["id"])
+        if self.locate(session_id) is not None:
+            raise reject(Code.SESSION_ALREADY_EXISTS, f'session "{session_id}" already exists on disk')
+        path = self.path_for(header)
+        lock = self._lock(path, session_id)
+        return FileLogHandle(self, path, header, (), lock, published=False, report=OpenReport())
+
+    def open(self, session_id: str) -> FileLogHandle:
+        """Take over a stored log as its single writer, repairing it first (D3)."""
+        path = self.locate(session_id)
+        if path is None:
+            raise reject(Code.SESSION_NOT_FOUND, f'session "{session_id}" not found')
+        lock = self._lock(path, session_id)
+        try:
+            return self._open_locked(session_id, path, lock)
+        except BaseException:
+            self.fs.unlock(lock)
+            raise
+
+    def read(self, session_id: str) -> StoredLog:
+        """The durable log as a reader sees it: no lock, nothing changed, no closers."""
+        path = self.locate(session_id)
+        if path is None:
+            raise reject(Code.SESSION_NOT_FOUND, f'session "{session_id}" not found')
+        loaded = load_log(session_id, self.fs.read_bytes(path), path.endswith(".zstd"))
+        return StoredLog(loaded.header, loaded.events + loaded.recovered, loaded.format_version)
+
+    def stat(self, session_id: str) -> SessionStat | None:
+        path = self.locate(session_id)
+        if path is None:
+            return None
+        size = self.fs.size(path)
+        version = 0 if path.endswith((V0_ZSTD_NAME, V0_PLAIN_NAME)) else 4
+        return SessionStat(session_id, version, size, f"v{version}:{size}", path)
+
+    def list(self) -> list[FrozenDict]:
+        """The header of every stored session whose log reads (unreadable ones are skipped)."""
+        headers: list[FrozenDict] = []
+        if not self.fs.is_dir(self.root):
+            return headers
+        for project in sorted(self.fs.listdir(self.root)):
+            project_dir = _join(self.root, project)
+            if not self.fs.is_dir(project_dir):
+                continue
+            for session in sorted(self.fs.listdir(project_dir)):
+                for name in LOG_NAMES:
+                    candidate = _join(project_dir, session, name)
+                    if self.fs.exists(candidate):
+                        try:
+                            headers.append(self._read_header(candidate))
+                        except SpecError:
+                            pass
+                        break
+        return headers
+
+    # --- internals ---
+
+    def _read_header(self, path: str) -> FrozenDict:
+        data = self.fs.read_bytes(path)
+        if path.endswith(".zstd"):
+            scan = scan_zstd_frames(data)
+            if not scan.frames:
+                raise reject(Code.CORRUPT_LOG, "empty or header-less Zstandard session log")
+            first = scan.frames[0]
+            data = decompress_frame(data[first.offset : first.offset + first.length], first.offset)
+        line_end = data.find(b"\n")
+        if line_end < 0:
+            raise reject(Code.CORRUPT_LOG, "empty or header-less session log")
+        return decode_header_line(decode_header_text(data[:line_end]))[1]
+
+    def _lock(self, log_path: str, session_id: str) -> LockHandle:
+        session_dir = _dirname(log_path)
+        self._ensure_dirs(session_dir)
+        lock = self.fs.try_lock(_join(session_dir, LOCK_NAME))
+        if lock is None:
+            raise reject(Code.LOCKED, f'session "{session_id}" already has a writer')
+        return lock
+
+    def _ensure_dirs(self, session_dir: str) -> None:
+        """Create the project and session directories, making each new entry durable."""
+        if self.fs.is_dir(session_dir):
+            return
+        chain = []
+        path = session_dir
+        while not self.fs.is_dir(path):
+            chain.append(path)
+            parent = _dirname(path)
+            if parent == path:
+                break
+            path = parent
+        self.fs.makedirs(session_dir)
+        for created in reversed(chain):
+            self.fs.fsync_dir(_dirname(created))
+
+    def _open_locked(self, session_id: str, path: str, lock: LockHandle) -> FileLogHandle:
+        compressed_source = path.endswith(".zstd")
+        loaded = load_log(session_id, self.fs.read_bytes(path), compressed_source)
+        stored = loaded.events + loaded.recovered
+        closers = derive_closers(stored)
+        if loaded.format_version == LEGACY_FORMAT_VERSION:
+            # Migration: the converted log becomes a new v4 file beside the v0 one, published whole.
+            new_path = _join(_dirname(path), V4_ZSTD_NAME if self.compressed else V4_PLAIN_NAME)
+            events = stored + closers
+            self._publish(new_path, loaded.header, events)
+            report = OpenReport(
+                torn_bytes_dropped=0 if loaded.truncate_to is None else self.fs.size(path) - loaded.truncate_to,
+                recovered_events=len(loaded.recovered),
+                closers_appended=len(closers),
+                migrated_from_v0=True,
+            )
+            return FileLogHandle(self, new_path, loaded.header, events, lock, published=True, report=report)
+        torn_bytes = 0
+        if loaded.truncate_to is not None:
+            torn_bytes = self.fs.size(path) - loaded.truncate_to
+            self._rewrite_clean(path, loaded.truncate_to, loaded.recovered + closers, compressed_source)
+        elif closers:
+            self._append_batch(path, closers, compressed_source)
+        report = OpenReport(torn_bytes, len(loaded.recovered), len(closers))
+        return FileLogHandle(self, path, loaded.header, stored + closers, lock, published=True, report=report)
+
+    def _batch_bytes(self, events: Sequence[Event], compressed: bool) -> bytes:
+        plaintext = encode_lines(events)
+        return compress_frame(plaintext) if compressed else plaintext
+
+    def _header_bytes(self, header: FrozenDict, compressed: bool) -> bytes:
+        plaintext = encode_lines([encode_header_line(header)])
+        return compress_frame(plaintext) if compressed else plaintext
+
+    def _publish(self, path: str, header: FrozenDict, events: Sequence[Event]) -> None:
+        """Whole-file publication: temp file, fsync, link to the final name (never overwriting),
+        fsync the directory; the temp name is then removed."""
+        compressed = path.endswith(".zstd")
+        data = self._header_bytes(header, compressed)
+        if events:
+            data += self._batch_bytes(events, compressed)
+        self._ensure_dirs(_dirname(path))
+        temp = f"{path}.{self._temp_token()}.tmp"
+        self.fs.write_new(temp, data)
+        try:
+            self.fs.fsync(temp)
+            self.fs.link(temp, path)
+        except FileExistsError:
+            self._remove_quietly(temp)
+            raise reject(Code.SESSION_ALREADY_EXISTS, f'refusing to publish "{path}": a log already exists') from None
+        except BaseException:
+            self._remove_quietly(temp)
+            raise
+        self.fs.fsync_dir(_dirname(path))
+        self._remove_quietly(temp)
+
+    def _rewrite_clean(self, path: str, keep: int, tail: Sequence[Event], compressed: bool) -> None:
+        """Replace the file, atomically, by its first ``keep`` bytes plus ``tail`` as a new batch."""
+        data = self.fs.read_bytes(path)[:keep]
+        if tail:
+            data += self._batch_bytes(tail, compressed)
+        temp = f"{path}.{self._temp_token()}.tmp"
+        self.fs.write_new(temp, data)
+        try:
+            self.fs.fsync(temp)
+            self.fs.rename(temp, path)
+        except BaseException:
+            self._remove_quietly(temp)
+            raise
+        self.fs.fsync_dir(_dirname(path))
+
+    def _append_batch(self, path: str, events: Sequence[Event], compressed: bool) -> None:
+        """One batch (one zstd frame), then fsync. On failure the file is cut back to its old size
+        so a retry starts clean, and the error is a typed storage error."""
+        data = self._batch_bytes(events, compressed)
+        before = self.fs.size(path)
+        try:
+            self.fs.append(path, data)
+            self.fs.fsync(path)
+        except OSError as error:
+            try:
+                self.fs.truncate(path, before)
+                self.fs.fsync(path)
+            except OSError:
+                pass
+            raise reject(Code.STORAGE_IO, f'could not make "{path}" durable: {error}') from error
+
+    def _remove_quietly(self, path: str) -> None:
+        try:
+            self.fs.remove(path)
+        except OSError:
+            pass
+
+
+class FileLogHandle:
+    """The writer of one log file: buffers appends, writes one batch per flush."""
+
+    def __init__(
+        self,
+        store: FileStore,
+        path: str,
+        header: FrozenDict,
+        durable: Sequence[Event],
+        lock: LockHandle,
+        published: bool,
+        report: OpenReport,
+    ) -> None:
+        self._store = store
+        self.path = path
+        self._header = header
+        self._events: list[Event] = list(durable)
+        self._durable_count = len(durable)
+        self._lock: LockHandle | None = lock
+        self._published = published
+        self._report = report
+
+    @property
+    def header(self) -> FrozenDict:
+        return self._header
+
+    @property
+    def report(self) -> OpenReport:
+        return self._report
+
+    @property
+    def durable_count(self) -> int:
+        return self._durable_count
+
+    def read(self) -> tuple[Event, ...]:
+        return tuple(self._events)
+
+    def append(self, events: Sequence[Event]) -> None:
+        if self._lock is None:
+            raise reject(Code.SESSION_CLOSED, f'session "{self._header["id"]}" is closed')
+        validate_batch(len(self._events), events)
+        self._events.extend(events)
+
+    def flush(self) -> None:
+        if self._lock is None:
+            return
+        pending = self._events[self._durable_count :]
+        if not self._published:
+            try:
+                self._store._publish(self.path, self._header, pending)
+            except OSError as error:
+                raise reject(Code.STORAGE_IO, f'could not publish "{self.path}": {error}') from error
+            self._published = True
+        elif pending:
+            self._store._append_batch(self.path, pending, self.path.endswith(".zstd"))
+        self._durable_count = len(self._events)
+
+    def close(self) -> None:
+        if self._lock is None:
+            return
+        try:
+            self.flush()
+        finally:
+            self._store.fs.unlock(self._lock)
+            self._lock = None
