@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import stat
 import subprocess
@@ -71,6 +72,17 @@ def test_append_is_positioned_at_the_end_even_after_another_writer_grew_the_file
         other.write(b"b\n")
     fs.append(str(tmp_path / "log"), b"c\n")
     assert (tmp_path / "log").read_bytes() == b"a\nb\nc\n"
+
+
+def test_a_second_lock_in_this_process_is_refused_even_where_flock_would_grant_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(fcntl, "flock", lambda fd, operation: None)
+    fs = RealFileSystem()
+    lock = fs.try_lock(str(tmp_path / "session.lock"))
+    assert lock is not None
+    assert fs.try_lock(str(tmp_path / "session.lock")) is None
+    fs.unlock(lock)
 
 
 def test_two_real_filesystems_in_one_process_share_the_lock(tmp_path: Path) -> None:

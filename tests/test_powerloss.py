@@ -1,0 +1,434 @@
+"""PowerLossFileSystem: what survives a power cut (SPEC-DECISIONS D3), faults, and crash points."""
+
+from __future__ import annotations
+
+import errno
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from reference.powerloss import (
+    KEEP_ALL,
+    CrashPlan,
+    Op,
+    PowerLossFileSystem,
+    SimulatedCrash,
+    UnsyncedFile,
+)
+
+
+def _durable_log(content: bytes = b"header\n") -> PowerLossFileSystem:
+    """/s/log holding ``content``, all of it durable."""
+    fs = PowerLossFileSystem()
+    fs.makedirs("/s")
+    fs.write_new("/s/log", content)
+    fs.sync_all()
+    return fs
+
+
+def _contents(fs: PowerLossFileSystem, path: str) -> set[bytes | None]:
+    """The content of ``path`` in every crash state (None: the file is gone)."""
+    return {after.snapshot().get(path) for _, after in fs.crash_states()}
+
+
+def _publish(fs: PowerLossFileSystem, data: bytes, *, fsync_file: bool = True, fsync_dir: bool = True) -> None:
+    """The store's durable publish (notes/dsh-persistence.md §5.3), with steps that can be skipped."""
+    fs.makedirs("/s")
+    fs.write_new("/s/log.tmp", data)
+    if fsync_file:
+        fs.fsync("/s/log.tmp")
+    fs.link("/s/log.tmp", "/s/log")
+    if fsync_dir:
+        fs.fsync_dir("/s")
+    fs.remove("/s/log.tmp")
+
+
+# --- file content ---
+def test_unsynced_appended_bytes_are_lost_on_a_drop_all_crash() -> None:
+    fs = _durable_log()
+    fs.append("/s/log", b"unsynced\n")
+    assert fs.crash().read_bytes("/s/log") == b"header\n"
+
+
+def test_a_keep_all_crash_keeps_every_written_byte() -> None:
+    fs = _durable_log()
+    fs.append("/s/log", b"unsynced\n")
+    assert fs.crash(KEEP_ALL).read_bytes("/s/log") == b"header\nunsynced\n"
+
+
+def test_fsynced_bytes_survive_every_crash() -> None:
+    fs = _durable_log()
+    fs.append("/s/log", b"synced\n")
+    fs.fsync("/s/log")
+    fs.append("/s/log", b"not yet\n")
+    for _, after in fs.crash_states():
+        assert after.read_bytes("/s/log").startswith(b"header\nsynced\n")
+
+
+def test_crash_states_produce_every_prefix_cut_of_the_unsynced_bytes() -> None:
+    fs = _durable_log(b"h\n")
+    fs.append("/s/log", b"abc")
+    assert _contents(fs, "/s/log") == {b"h\n", b"h\na", b"h\nab", b"h\nabc"}
+
+
+def test_a_cut_keeps_exactly_that_many_unsynced_bytes() -> None:
+    fs = _durable_log(b"h\n")
+    fs.append("/s/log", b"abcdef")
+    assert fs.crash(CrashPlan(cuts={"/s/log": 4})).read_bytes("/s/log") == b"h\nabcd"
+
+
+def test_cuts_of_two_files_combine() -> None:
+    fs = _durable_log()
+    fs.write_new("/s/other", b"")
+    fs.sync_all()
+    fs.append("/s/log", b"ab")
+    fs.append("/s/other", b"xy")
+    states = {(a.read_bytes("/s/log"), a.read_bytes("/s/other")) for _, a in fs.crash_states()}
+    assert len(states) == 9
+
+
+def test_unsynced_files_report_durable_kept_and_pending_sizes() -> None:
+    fs = _durable_log(b"12345")
+    fs.truncate("/s/log", 3)
+    fs.append("/s/log", b"ab")
+    assert fs.unsynced_files() == (UnsyncedFile(path="/s/log", durable=5, kept=3, pending=2),)
+
+
+def test_an_unsynced_truncate_can_be_lost_whole() -> None:
+    fs = _durable_log(b"complete\ntorn")
+    fs.truncate("/s/log", 9)
+    assert _contents(fs, "/s/log") == {b"complete\ntorn", b"complete\n"}
+
+
+def test_a_synced_truncate_survives_every_crash() -> None:
+    fs = _durable_log(b"complete\ntorn")
+    fs.truncate("/s/log", 9)
+    fs.fsync("/s/log")
+    assert _contents(fs, "/s/log") == {b"complete\n"}
+
+
+def test_bytes_appended_after_an_unsynced_truncate_survive_only_as_a_prefix_after_the_cut() -> None:
+    fs = _durable_log(b"abcd")
+    fs.truncate("/s/log", 2)
+    fs.append("/s/log", b"XY")
+    assert _contents(fs, "/s/log") == {b"abcd", b"ab", b"abX", b"abXY"}
+
+
+@given(st.lists(st.tuples(st.sampled_from(["append", "fsync"]), st.binary(min_size=1, max_size=4)), max_size=8))
+def test_every_crash_state_is_the_last_synced_content_plus_a_prefix_of_what_followed(
+    steps: list[tuple[str, bytes]],
+) -> None:
+    fs = _durable_log(b"h")
+    synced = written = b"h"
+    for op, data in steps:
+        if op == "append":
+            fs.append("/s/log", data)
+            written += data
+        else:
+            fs.fsync("/s/log")
+            synced = written
+    expected = {written[:cut] for cut in range(len(synced), len(written) + 1)}
+    assert _contents(fs, "/s/log") == expected
+
+
+# --- directory entries ---
+def test_a_new_file_without_fsync_dir_can_vanish() -> None:
+    fs = PowerLossFileSystem()
+    fs.makedirs("/s")
+    fs.sync_all()
+    fs.write_new("/s/log", b"data")
+    fs.fsync("/s/log")
+    assert _contents(fs, "/s/log") == {None, b"data"}
+
+
+def test_a_new_file_with_fsync_and_fsync_dir_stays() -> None:
+    fs = PowerLossFileSystem()
+    fs.makedirs("/s")
+    fs.sync_all()
+    fs.write_new("/s/log", b"data")
+    fs.fsync("/s/log")
+    fs.fsync_dir("/s")
+    assert _contents(fs, "/s/log") == {b"data"}
+
+
+def test_a_renamed_file_without_fsync_dir_can_vanish_under_its_new_name() -> None:
+    fs = _durable_log()
+    fs.rename("/s/log", "/s/final")
+    states = {tuple(after.listdir("/s")) for _, after in fs.crash_states()}
+    assert states == {("log",), ("final",)}
+
+
+def test_a_renamed_file_with_fsync_dir_stays_under_its_new_name() -> None:
+    fs = _durable_log()
+    fs.rename("/s/log", "/s/final")
+    fs.fsync_dir("/s")
+    states = {tuple(after.listdir("/s")) for _, after in fs.crash_states()}
+    assert states == {("final",)}
+
+
+def test_a_removed_file_without_fsync_dir_can_come_back() -> None:
+    fs = _durable_log()
+    fs.remove("/s/log")
+    assert _contents(fs, "/s/log") == {None, b"header\n"}
+
+
+def test_a_removed_file_keeps_its_unsynced_cuts_when_it_comes_back() -> None:
+    fs = _durable_log(b"h")
+    fs.append("/s/log", b"ab")
+    fs.remove("/s/log")
+    assert fs.unsynced_files() == (UnsyncedFile(path="/s/log", durable=1, kept=1, pending=2),)
+    assert _contents(fs, "/s/log") == {None, b"h", b"ha", b"hab"}
+
+
+def test_a_new_directory_vanishes_with_its_files_when_its_parent_was_not_synced() -> None:
+    fs = PowerLossFileSystem()
+    fs.makedirs("/s")
+    fs.write_new("/s/log", b"data")
+    fs.fsync("/s/log")
+    fs.fsync_dir("/s")
+    assert _contents(fs, "/s/log") == {None, b"data"}
+    fs.fsync_dir("/")
+    assert _contents(fs, "/s/log") == {b"data"}
+
+
+def test_hard_links_stay_one_file_after_a_crash() -> None:
+    fs = _durable_log()
+    fs.link("/s/log", "/s/log.tmp")
+    after = fs.crash(KEEP_ALL)
+    after.append("/s/log", b"more\n")
+    assert after.read_bytes("/s/log.tmp") == b"header\nmore\n"
+
+
+# --- the durable publish, at every crash point ---
+def _crash_outcomes_of_publish(**skips: bool) -> set[bytes | None]:
+    """What /s/log can hold after a power cut at any point of a publish, or after it."""
+    counter = PowerLossFileSystem()
+    _publish(counter, b"header\nbatch\n", **skips)
+    outcomes: set[bytes | None] = set()
+    for n in range(1, counter.mutation_count + 2):
+        fs = PowerLossFileSystem()
+        fs.crash_at_op(n)
+        try:
+            _publish(fs, b"header\nbatch\n", **skips)
+        except SimulatedCrash:
+            pass
+        outcomes |= _contents(fs, "/s/log")
+    return outcomes
+
+
+def test_a_published_file_is_whole_or_absent_after_a_crash_at_any_point() -> None:
+    assert _crash_outcomes_of_publish() == {None, b"header\nbatch\n"}
+
+
+def test_a_publish_without_fsync_of_the_temp_file_can_leave_a_half_written_file() -> None:
+    assert b"header\n" in _crash_outcomes_of_publish(fsync_file=False)
+
+
+# --- faults ---
+def test_a_failed_fsync_raises_eio_and_leaves_durable_content_unchanged() -> None:
+    fs = _durable_log()
+    fs.append("/s/log", b"batch\n")
+    fs.fail_next("fsync", errno.EIO)
+    with pytest.raises(OSError) as caught:
+        fs.fsync("/s/log")
+    assert caught.value.errno == errno.EIO
+    assert fs.crash().read_bytes("/s/log") == b"header\n"
+
+
+def test_a_failed_fsync_leaves_the_written_bytes_visible_and_a_later_fsync_makes_them_durable() -> None:
+    fs = _durable_log()
+    fs.append("/s/log", b"batch\n")
+    fs.fail_next("fsync", errno.EIO)
+    with pytest.raises(OSError):
+        fs.fsync("/s/log")
+    assert fs.read_bytes("/s/log") == b"header\nbatch\n"
+    fs.fsync("/s/log")
+    assert fs.crash().read_bytes("/s/log") == b"header\nbatch\n"
+
+
+def test_an_append_failing_with_enospc_writes_nothing() -> None:
+    fs = _durable_log()
+    fs.fail_next("append", errno.ENOSPC)
+    with pytest.raises(OSError) as caught:
+        fs.append("/s/log", b"batch\n")
+    assert caught.value.errno == errno.ENOSPC
+    assert fs.read_bytes("/s/log") == b"header\n"
+    assert fs.crash(KEEP_ALL).read_bytes("/s/log") == b"header\n"
+
+
+def test_a_write_new_failing_with_enospc_creates_no_file() -> None:
+    fs = PowerLossFileSystem()
+    fs.makedirs("/s")
+    fs.fail_next("write_new", errno.ENOSPC)
+    with pytest.raises(OSError):
+        fs.write_new("/s/log.tmp", b"data")
+    assert not fs.exists("/s/log.tmp")
+
+
+def test_fail_next_with_after_fails_the_call_after_that_many_matching_calls() -> None:
+    fs = _durable_log()
+    fs.fail_next("append", errno.EIO, after=2)
+    fs.append("/s/log", b"1")
+    fs.fsync("/s/log")
+    fs.append("/s/log", b"2")
+    with pytest.raises(OSError):
+        fs.append("/s/log", b"3")
+    fs.append("/s/log", b"4")
+    assert fs.read_bytes("/s/log") == b"header\n124"
+
+
+def test_a_fault_fires_once() -> None:
+    fs = _durable_log()
+    fs.fail_next("fsync", errno.EIO)
+    with pytest.raises(OSError):
+        fs.fsync("/s/log")
+    fs.fsync("/s/log")
+
+
+def test_a_failed_call_is_logged_with_its_errno() -> None:
+    fs = _durable_log()
+    fs.fail_next("append", errno.ENOSPC)
+    with pytest.raises(OSError):
+        fs.append("/s/log", b"abc")
+    assert fs.ops[-1] == Op("append", "/s/log", 3, errno=errno.ENOSPC)
+
+
+def test_a_read_can_be_made_to_fail() -> None:
+    fs = _durable_log()
+    fs.fail_next("read_bytes", errno.EIO)
+    with pytest.raises(OSError):
+        fs.read_bytes("/s/log")
+
+
+def test_fail_next_of_an_unknown_op_is_refused() -> None:
+    with pytest.raises(ValueError):
+        PowerLossFileSystem().fail_next("write", errno.EIO)
+
+
+# --- crash points ---
+def test_ops_log_every_mutating_call_in_order() -> None:
+    fs = PowerLossFileSystem()
+    _publish(fs, b"abc")
+    assert fs.ops == (
+        Op("makedirs", "/s"),
+        Op("write_new", "/s/log.tmp", 3),
+        Op("fsync", "/s/log.tmp"),
+        Op("link", "/s/log.tmp", target="/s/log"),
+        Op("fsync_dir", "/s"),
+        Op("remove", "/s/log.tmp"),
+    )
+
+
+def test_crash_at_op_stops_at_exactly_the_nth_mutating_call() -> None:
+    fs = PowerLossFileSystem()
+    fs.crash_at_op(4)
+    with pytest.raises(SimulatedCrash):
+        _publish(fs, b"abc")
+    assert fs.crashed_at == Op("link", "/s/log.tmp", target="/s/log")
+    assert [op.name for op in fs.ops] == ["makedirs", "write_new", "fsync"]
+    assert fs.snapshot() == {"/s": None, "/s/log.tmp": b"abc"}
+
+
+def test_crash_at_op_counts_from_the_moment_it_is_armed() -> None:
+    fs = _durable_log()
+    fs.crash_at_op(1)
+    with pytest.raises(SimulatedCrash):
+        fs.append("/s/log", b"x")
+    assert fs.crash(KEEP_ALL).read_bytes("/s/log") == b"header\n"
+
+
+def test_reads_are_not_crash_points() -> None:
+    fs = _durable_log()
+    fs.crash_at_op(1)
+    fs.read_bytes("/s/log")
+    fs.listdir("/s")
+    with pytest.raises(SimulatedCrash):
+        fs.fsync("/s/log")
+
+
+def test_every_call_after_the_crash_raises_simulated_crash() -> None:
+    fs = _durable_log()
+    fs.crash_at_op(1)
+    with pytest.raises(SimulatedCrash):
+        fs.append("/s/log", b"x")
+    with pytest.raises(SimulatedCrash):
+        fs.read_bytes("/s/log")
+
+
+def test_simulated_crash_is_not_caught_by_except_exception() -> None:
+    fs = _durable_log()
+    fs.crash_at_op(1)
+    with pytest.raises(SimulatedCrash):
+        try:
+            fs.append("/s/log", b"x")
+        except Exception:
+            pytest.fail("a store's cleanup handler caught the power cut")
+
+
+# --- the crash API itself ---
+def test_crash_leaves_the_filesystem_it_was_taken_from_unchanged() -> None:
+    fs = _durable_log()
+    fs.append("/s/log", b"unsynced")
+    fs.crash()
+    assert fs.read_bytes("/s/log") == b"header\nunsynced"
+    assert fs.crash(KEEP_ALL).read_bytes("/s/log") == b"header\nunsynced"
+
+
+def test_everything_in_a_crashed_filesystem_is_durable() -> None:
+    fs = _durable_log()
+    fs.append("/s/log", b"x")
+    after = fs.crash(KEEP_ALL)
+    assert after.unsynced_files() == () and after.unsynced_dirs() == ()
+
+
+def test_no_lock_is_held_after_a_crash() -> None:
+    fs = _durable_log()
+    assert fs.try_lock("/s/session.lock") is not None
+    assert fs.crash(KEEP_ALL).try_lock("/s/session.lock") is not None
+
+
+def test_crash_states_yield_each_outcome_once() -> None:
+    fs = PowerLossFileSystem()
+    fs.makedirs("/s")
+    fs.sync_all()
+    fs.write_new("/s/new", b"abc")  # when its name is lost, its four cuts are one outcome
+    snapshots = [tuple(after.snapshot().items()) for _, after in fs.crash_states()]
+    assert len(snapshots) == len(set(snapshots)) == 5
+
+
+def test_each_crash_state_is_what_its_plan_makes() -> None:
+    fs = _durable_log(b"h")
+    fs.append("/s/log", b"ab")
+    fs.rename("/s/log", "/s/final")
+    for plan, after in fs.crash_states():
+        assert fs.crash(plan).snapshot() == after.snapshot()
+
+
+def test_cut_choices_restrict_the_cuts_enumerated() -> None:
+    fs = _durable_log(b"h")
+    fs.append("/s/log", b"abcdef")
+    states = {a.read_bytes("/s/log") for _, a in fs.crash_states(lambda f: (0, f.pending))}
+    assert states == {b"h", b"habcdef"}
+
+
+def test_a_plan_naming_a_file_without_unsynced_bytes_is_refused() -> None:
+    with pytest.raises(ValueError):
+        _durable_log().crash(CrashPlan(cuts={"/s/log": 0}))
+
+
+def test_a_plan_cutting_past_the_unsynced_bytes_is_refused() -> None:
+    fs = _durable_log()
+    fs.append("/s/log", b"ab")
+    with pytest.raises(ValueError):
+        fs.crash(CrashPlan(cuts={"/s/log": 3}))
+
+
+def test_a_plan_naming_a_directory_without_unsynced_entries_is_refused() -> None:
+    with pytest.raises(ValueError):
+        _durable_log().crash(CrashPlan(dirs={"/s": True}))
+
+
+def test_relative_paths_are_refused() -> None:
+    with pytest.raises(ValueError):
+        PowerLossFileSystem().makedirs("s")
