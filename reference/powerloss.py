@@ -19,8 +19,8 @@ but not yet fsynced may be lost, or kept only as a prefix cut at any byte.
   enumerates every distinct outcome.
 
 Faults (:meth:`PowerLossFileSystem.fail_next`): the chosen call raises ``OSError(errno)`` and has
-no effect at all. A failed write (EIO, ENOSPC) writes nothing; this model does not produce short
-writes, since a short write followed by a crash is already one of the prefix cuts. A failed
+no effect at all. By default a failed write (EIO, ENOSPC) writes nothing; a test of the store's
+rollback can ask a failing ``append`` to leave a prefix of its bytes behind (``written``). A failed
 ``fsync`` leaves both the durable and the visible content as they were; the bytes stay unsynced
 and a later successful ``fsync`` makes them durable. (Linux may instead drop the dirty pages and
 let the next fsync succeed; a store that rolls back after a failed fsync is safe under both.)
@@ -69,8 +69,9 @@ class SimulatedCrash(BaseException):
 
 @dataclass(frozen=True)
 class Op:
-    """One mutating call as it happened: its name, path, bytes written, the destination of a
-    rename or link, and the errno when an injected fault made it fail."""
+    """One mutating call as it happened: its name, path, bytes written (by a failed call: the
+    bytes that landed before the error), the destination of a rename or link, and the errno when
+    an injected fault made it fail."""
 
     name: str
     path: str
@@ -150,6 +151,7 @@ class _Fault:
     op: str
     errno: int
     remaining: int  # matching calls to let through before failing
+    written: int  # bytes: of a failing append, how many land before the error
 
 
 class PowerLossFileSystem:
@@ -280,15 +282,18 @@ class PowerLossFileSystem:
             raise ValueError(f"crash_at_op counts from 1, got {n}")
         self._crash_after = self._mutations + n
 
-    def fail_next(self, op: str, errno: int, after: int = 0) -> None:
-        """The (after+1)-th call of ``op`` from now on raises ``OSError(errno)`` and has no effect.
-        Each armed fault counts on its own; when two fire on one call, the earlier armed wins and
-        both are spent."""
+    def fail_next(self, op: str, errno: int, after: int = 0, written: int = 0) -> None:
+        """The (after+1)-th call of ``op`` from now on raises ``OSError(errno)`` and has no effect,
+        except that a failing ``append`` first writes its first ``written`` bytes (unsynced), as a
+        disk that fills up mid-write does. Each armed fault counts on its own; when two fire on
+        one call, the earlier armed wins and both are spent."""
         if op not in OPS:
             raise ValueError(f"unknown filesystem op {op!r}; one of {sorted(OPS)}")
-        if after < 0:
-            raise ValueError(f"after must be >= 0, got {after}")
-        self._faults.append(_Fault(op, errno, after))
+        if after < 0 or written < 0:
+            raise ValueError(f"after and written must be >= 0, got {after} and {written}")
+        if written and op != "append":
+            raise ValueError("only a failing append can leave a written prefix")
+        self._faults.append(_Fault(op, errno, after, written))
 
     # --- FileSystem: reading ---
     def read_bytes(self, path: str) -> bytes:
@@ -340,7 +345,7 @@ class PowerLossFileSystem:
         self._done("write_new", path, len(data))
 
     def append(self, path: str, data: bytes) -> None:
-        self._enter("append", path, len(data))
+        self._enter("append", path, len(data), data=data)
         self._file(path).data += data
         self._done("append", path, len(data))
 
@@ -423,7 +428,7 @@ class PowerLossFileSystem:
             raise ValueError(f"{lock.path!r} is not locked by this handle")
 
     # --- the gate every call passes ---
-    def _enter(self, op: str, path: str, nbytes: int = 0, target: str | None = None) -> None:
+    def _enter(self, op: str, path: str, nbytes: int = 0, target: str | None = None, data: bytes = b"") -> None:
         if self._crashed_at is not None:
             raise SimulatedCrash(f"{op} {path}: the power is already out")
         if op in MUTATING_OPS:
@@ -437,9 +442,13 @@ class PowerLossFileSystem:
                 fault.remaining -= 1
         self._faults = [fault for fault in self._faults if fault.remaining >= 0]
         if fired:
+            fault = fired[0]
+            partial = data[: fault.written]
+            if partial:
+                self._file(path).data += partial
             if op in MUTATING_OPS:
-                self._ops.append(Op(op, path, nbytes, target, fired[0].errno))
-            raise _error(fired[0].errno, path)
+                self._ops.append(Op(op, path, len(partial), target, fault.errno))
+            raise _error(fault.errno, path)
 
     def _done(self, op: str, path: str, nbytes: int = 0, target: str | None = None) -> None:
         self._ops.append(Op(op, path, nbytes, target))

@@ -291,7 +291,22 @@ def test_a_failed_call_is_logged_with_its_errno() -> None:
     fs.fail_next("append", errno.ENOSPC)
     with pytest.raises(OSError):
         fs.append("/s/log", b"abc")
-    assert fs.ops[-1] == Op("append", "/s/log", 3, errno=errno.ENOSPC)
+    assert fs.ops[-1] == Op("append", "/s/log", 0, errno=errno.ENOSPC)
+
+
+def test_a_failing_append_can_leave_a_prefix_of_its_bytes_unsynced() -> None:
+    fs = _durable_log()
+    fs.fail_next("append", errno.ENOSPC, written=2)
+    with pytest.raises(OSError):
+        fs.append("/s/log", b"batch\n")
+    assert fs.read_bytes("/s/log") == b"header\nba"
+    assert fs.ops[-1] == Op("append", "/s/log", 2, errno=errno.ENOSPC)
+    assert _contents(fs, "/s/log") == {b"header\n", b"header\nb", b"header\nba"}
+
+
+def test_only_a_failing_append_can_leave_a_written_prefix() -> None:
+    with pytest.raises(ValueError):
+        PowerLossFileSystem().fail_next("write_new", errno.ENOSPC, written=2)
 
 
 def test_a_read_can_be_made_to_fail() -> None:
