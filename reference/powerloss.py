@@ -29,7 +29,8 @@ Stopping a workload (:meth:`PowerLossFileSystem.crash_at_op`): the n-th mutating
 raises :class:`SimulatedCrash` before it takes effect, and every later call raises it too — the
 process is dead. ``SimulatedCrash`` is a ``BaseException`` so that a store's ``except Exception``
 cleanup cannot swallow it. The observer methods (``crash``, ``crash_states``, ``snapshot``,
-``unsynced_files``, ``ops``) keep working.
+``unsynced_files``, ``ops``) keep working. :func:`crash_at_every_op` replays a workload with the
+power cut before each of its mutating calls in turn and yields every crash state of each.
 
 Paths are absolute POSIX paths. Not thread-safe: a test drives it from one thread.
 """
@@ -48,8 +49,8 @@ from typing import Final
 from reference.fs import LockHandle
 
 __all__ = [
-    "DROP_ALL", "KEEP_ALL", "MUTATING_OPS", "OPS", "CrashPlan", "Op", "PowerLossFileSystem",
-    "SimulatedCrash", "UnsyncedFile",
+    "DROP_ALL", "KEEP_ALL", "MUTATING_OPS", "OPS", "CrashPlan", "CrashPoint", "Op",
+    "PowerLossFileSystem", "SimulatedCrash", "UnsyncedFile", "crash_at_every_op",
 ]  # fmt: skip
 
 # The calls that change what is on disk or make it durable; crash_at_op counts these.
@@ -570,6 +571,39 @@ class PowerLossFileSystem:
             digest.update(path.encode() + b"\0")
             digest.update(b"d" if content is None else b"f%d:" % len(content) + content)
         return digest.digest()
+
+
+@dataclass(frozen=True)
+class CrashPoint:
+    """One outcome of :func:`crash_at_every_op`: the workload stopped before its ``op_number``-th
+    mutating call (``crashed_at``; None when it ran to the end), then ``plan`` left ``after``."""
+
+    op_number: int
+    crashed_at: Op | None
+    plan: CrashPlan
+    after: PowerLossFileSystem
+
+
+def crash_at_every_op(
+    setup: Callable[[], PowerLossFileSystem],
+    workload: Callable[[PowerLossFileSystem], object],
+    cut_choices: Callable[[UnsyncedFile], Iterable[int | None]] | None = None,
+) -> Iterator[CrashPoint]:
+    """Run ``workload`` on a fresh ``setup()`` once per mutating call it makes, cutting the power
+    before that call, and once more to its end; yield every crash state of each run. The workload
+    must be deterministic: it is replayed from the start for each crash point."""
+    probe = setup()
+    start = probe.mutation_count
+    workload(probe)
+    for n in range(1, probe.mutation_count - start + 2):
+        fs = setup()
+        fs.crash_at_op(n)
+        try:
+            workload(fs)
+        except SimulatedCrash:
+            pass
+        for plan, after in fs.crash_states(cut_choices):
+            yield CrashPoint(n, fs.crashed_at, plan, after)
 
 
 def _parts(path: str) -> list[str]:

@@ -15,6 +15,7 @@ from reference.powerloss import (
     PowerLossFileSystem,
     SimulatedCrash,
     UnsyncedFile,
+    crash_at_every_op,
 )
 
 
@@ -203,18 +204,8 @@ def test_hard_links_stay_one_file_after_a_crash() -> None:
 # --- the durable publish, at every crash point ---
 def _crash_outcomes_of_publish(**skips: bool) -> set[bytes | None]:
     """What /s/log can hold after a power cut at any point of a publish, or after it."""
-    counter = PowerLossFileSystem()
-    _publish(counter, b"header\nbatch\n", **skips)
-    outcomes: set[bytes | None] = set()
-    for n in range(1, counter.mutation_count + 2):
-        fs = PowerLossFileSystem()
-        fs.crash_at_op(n)
-        try:
-            _publish(fs, b"header\nbatch\n", **skips)
-        except SimulatedCrash:
-            pass
-        outcomes |= _contents(fs, "/s/log")
-    return outcomes
+    points = crash_at_every_op(PowerLossFileSystem, lambda fs: _publish(fs, b"header\nbatch\n", **skips))
+    return {point.after.snapshot().get("/s/log") for point in points}
 
 
 def test_a_published_file_is_whole_or_absent_after_a_crash_at_any_point() -> None:
@@ -223,6 +214,14 @@ def test_a_published_file_is_whole_or_absent_after_a_crash_at_any_point() -> Non
 
 def test_a_publish_without_fsync_of_the_temp_file_can_leave_a_half_written_file() -> None:
     assert b"header\n" in _crash_outcomes_of_publish(fsync_file=False)
+
+
+def test_crash_at_every_op_cuts_the_power_before_each_mutating_call_and_after_the_last() -> None:
+    points = list(crash_at_every_op(PowerLossFileSystem, lambda fs: _publish(fs, b"abc")))
+    stops = {(point.op_number, point.crashed_at.name if point.crashed_at else None) for point in points}
+    assert stops == {
+        (1, "makedirs"), (2, "write_new"), (3, "fsync"), (4, "link"), (5, "fsync_dir"), (6, "remove"), (7, None)
+    }  # fmt: skip
 
 
 # --- faults ---
