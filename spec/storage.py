@@ -492,14 +492,12 @@ def measure_zstd_frame(data: bytes, start: int) -> ZstdFrame | None:
     position += 1 + _frame_header_rest(descriptor)
     while True:
         if position + 3 > end:
-            return None
+            return None  # also when the payload of the block before ran past the end
         block_header = int.from_bytes(data[position : position + 3], "little")
         is_last, block_type, size = block_header & 1, (block_header >> 1) & 3, block_header >> 3
         if block_type == _RESERVED_BLOCK_TYPE:
             raise reject(Code.CORRUPT_LOG, f"corrupt Zstandard session log: reserved block type at byte {position}")
         position += 3 + (1 if block_type == _RLE_BLOCK_TYPE else size)
-        if position > end:
-            return None
         if is_last:
             break
     if descriptor & 0x04:

@@ -193,6 +193,12 @@ def test_a_malformed_row_is_refused_with_the_dsh_reason(label: str, row: JsonObj
     assert caught.value.message == f"malformed {row['type']} storage row: {why}"
 
 
+def test_a_dt_shorter_than_the_members_is_refused_too() -> None:
+    with pytest.raises(SpecError) as caught:
+        decode_storage_record(text_row(["a", "b", "c"], [1]))
+    assert caught.value.message == "malformed text-chunks storage row: dt length 1 does not match 3 members"
+
+
 def test_an_array_data_fails_the_exact_keys_check_as_in_dsh() -> None:
     with pytest.raises(SpecError, match="data must be exactly"):
         decode_storage_record({"type": "text-chunks", "seq0": 0, "time0": 1, "data": []})

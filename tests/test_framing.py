@@ -267,6 +267,8 @@ def test_one_to_three_trailing_bytes_are_a_torn_frame_whatever_they_are(tail: by
         ("bare descriptor", MAGIC + b"\x20"),
         ("short window byte", MAGIC + b"\x00"),
         ("short block header", MAGIC + b"\x20\x00" + b"\x01\x00"),
+        ("short block header whose two bytes read as the reserved type", MAGIC + b"\x20\x00" + b"\x07\x00"),
+        ("short payload of a block that is not the last", MAGIC + b"\x20\x05" + (5 << 3).to_bytes(3, "little") + b"ab"),
         ("short block payload", MAGIC + b"\x20\x05" + (5 << 3 | 1).to_bytes(3, "little") + b"ab"),
         ("missing rle byte", MAGIC + b"\x20\x05" + (5 << 3 | 2 | 1).to_bytes(3, "little")),
         ("missing checksum", MAGIC + b"\x24\x00" + (0 << 3 | 1).to_bytes(3, "little") + b"\x00\x00"),
@@ -367,7 +369,7 @@ def test_a_zstd_log_without_a_complete_frame_is_header_less() -> None:
     assert caught.value.message == "empty or header-less Zstandard session log"
 
 
-@pytest.mark.parametrize("plaintext", [b"", HEADER, HEADER + b"\n" + TURN_START + b"\n"])
+@pytest.mark.parametrize("plaintext", [b"", HEADER, HEADER + b"\n" + TURN_START + b"\n", HEADER + b"\n{"])
 def test_a_first_frame_that_is_not_exactly_one_line_is_corrupt(plaintext: bytes) -> None:
     with pytest.raises(SpecError) as caught:
         decode_zstd_log([DecodedFrame(0, plaintext)], None)
