@@ -1,0 +1,650 @@
+"""Summary compaction and spill: the pure rules (SPEC-DECISIONS D8;
+notes/dsh-compaction-projection §4, §5, §10.2).
+
+Summary compaction is lossy and comes last: a head-anchored, balanced span of the surface is
+replaced by one ``user/message`` checkpoint holding a model-written summary. The log brackets the
+attempt with ``compaction/start`` ... ``compaction/end``; an unmatched start is the durable lock.
+Everything here decides; the transaction that appends lives in the reference implementation.
+
+Spill is lossless and comes first: a tool result whose estimated tokens exceed ``maxInlineTokens``
+is saved whole elsewhere and the log records a preview plus how to fetch the rest.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Final
+
+from spec.codes import Code, SpecError, reject
+from spec.events import (
+    COMPACTION_END,
+    COMPACTION_START,
+    END_SEED,
+    TURN_END,
+    TURN_START,
+    Event,
+    Message,
+    derive_event_message,
+    event_data,
+)
+from spec.json import FrozenDict, FrozenList, JsonValue, is_safe_integer, js_text, snapshot_json
+from spec.pairing import derive_cut_balance
+from spec.prune import derive_code_points
+from spec.surface import ReplaceOp, plan_replace
+from spec.tokens import BLOCK_OVERHEAD, CHARS_PER_TOKEN, PricedNode, estimate_content, estimate_message, utf16_length
+
+# --- policy and the compact spec (notes §5.1) ------------------------------------------------------
+
+DEFAULT_THRESHOLD_RATIO: Final = 0.8  # fraction of the context window that triggers compaction
+DEFAULT_RETAIN_RATIO: Final = 0.16  # fraction of the context window kept verbatim at the tail
+DEFAULT_MAX_TOKENS: Final = 8192  # tokens the summarizer may generate
+DEFAULT_COMPACTION_RETRIES: Final = 1  # extra pressure attempts after the first
+DEFAULT_MAX_OVERFLOW_RETRIES: Final = 1  # compaction-then-retry rounds per overflow sequence
+
+CONFIG_NAME: Final = "BasicCompactionConfig"
+POLICY_KEYS: Final = {
+    "thresholdRatio": "threshold_ratio",
+    "retainRatio": "retain_ratio",
+    "retainTokens": "retain_tokens",
+    "summarizationProvider": "summarization_provider",
+    "summarizationModel": "summarization_model",
+    "maxTokens": "max_tokens",
+    "compactionRetries": "compaction_retries",
+    "maxOverflowRetries": "max_overflow_retries",
+}
+
+
+@dataclass(frozen=True)
+class CompactionPolicy:
+    """The pressure policy for one target. Retention is either ``retain_tokens`` or
+    ``retain_ratio``, never both; with neither, the ratio defaults to 0.16 (notes §5.1)."""
+
+    threshold_ratio: float = DEFAULT_THRESHOLD_RATIO
+    retain_ratio: float | None = None
+    retain_tokens: int | None = None
+    summarization_provider: str = ""
+    summarization_model: str = ""
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    compaction_retries: int = DEFAULT_COMPACTION_RETRIES
+    max_overflow_retries: int = DEFAULT_MAX_OVERFLOW_RETRIES
+
+
+@dataclass(frozen=True)
+class CompactSpec:
+    """A policy resolved against a context window, in tokens."""
+
+    threshold_tokens: int
+    retain_tokens: int
+
+
+def derive_retain_ratio(policy: CompactionPolicy) -> float | None:
+    """The ratio retention uses: the configured one, 0.16 when no retention is configured, none
+    when ``retain_tokens`` is set (notes §5.1)."""
+    if policy.retain_ratio is not None:
+        return policy.retain_ratio
+    return DEFAULT_RETAIN_RATIO if policy.retain_tokens is None else None
+
+
+def _is_number(value: object) -> bool:
+    return type(value) in (int, float) and math.isfinite(value)  # type: ignore[arg-type]
+
+
+def _is_ratio(value: object) -> bool:
+    return _is_number(value) and 0 < value <= 1  # type: ignore[operator]
+
+
+def validate_compaction_policy(policy: CompactionPolicy, name: str = CONFIG_NAME) -> None:
+    """Both ratios lie in (0, 1], the retain ratio below the threshold ratio; retention is a ratio
+    or a non-negative token count, not both; the summarization provider and model are both empty or
+    both set; ``maxTokens`` is a positive integer and the two retry counts non-negative integers
+    (notes §5.1)."""
+
+    def fail(message: str) -> SpecError:
+        return reject(Code.COMPACTION_CONFIG_INVALID, message)
+
+    if not _is_ratio(policy.threshold_ratio):
+        raise fail(f"{name}.thresholdRatio ({js_text(policy.threshold_ratio)}) must be a number in (0, 1]")
+    if policy.retain_ratio is not None and policy.retain_tokens is not None:
+        raise fail(f"{name}: retainRatio and retainTokens are mutually exclusive")
+    if policy.retain_ratio is not None:
+        if not _is_ratio(policy.retain_ratio):
+            raise fail(f"{name}.retainRatio ({js_text(policy.retain_ratio)}) must be a number in (0, 1]")
+        if policy.retain_ratio >= policy.threshold_ratio:
+            raise fail(
+                f"{name}: retainRatio ({js_text(policy.retain_ratio)}) must be less than the resolved thresholdRatio "
+                f"({js_text(policy.threshold_ratio)})"
+            )
+    if policy.retain_tokens is not None and not (is_safe_integer(policy.retain_tokens) and policy.retain_tokens >= 0):
+        raise fail(f"{name}.retainTokens ({js_text(policy.retain_tokens)}) must be a non-negative integer")
+    provider, model = policy.summarization_provider, policy.summarization_model
+    if not isinstance(provider, str) or not isinstance(model, str) or (provider == "") != (model == ""):
+        raise fail(f"{name}: summarizationProvider and summarizationModel must be set together as an empty or non-empty pair")
+    if not (is_safe_integer(policy.max_tokens) and policy.max_tokens >= 1):
+        raise fail(f"{name}.maxTokens ({js_text(policy.max_tokens)}) must be a positive integer")
+    for key, value in (("compactionRetries", policy.compaction_retries), ("maxOverflowRetries", policy.max_overflow_retries)):
+        if not (is_safe_integer(value) and value >= 0):
+            raise fail(f"{name}.{key} ({js_text(value)}) must be a non-negative integer")
+
+
+def resolve_target_policy(default: CompactionPolicy, override: Mapping[str, JsonValue] | None) -> CompactionPolicy:
+    """A model policy override (camelCase policy keys) merges over the defaults field by field. An
+    override that names ``retainTokens`` or ``retainRatio`` replaces the inherited retention form;
+    otherwise the default's form is inherited. The result is validated (notes §5.1)."""
+    if not override:
+        validate_compaction_policy(default)
+        return default
+    for key in override:
+        if key not in POLICY_KEYS:
+            raise reject(Code.COMPACTION_CONFIG_INVALID, f'{CONFIG_NAME}: unknown key "{key}"')
+    changes: dict[str, object] = {POLICY_KEYS[key]: value for key, value in override.items()}
+    if "retainTokens" in override or "retainRatio" in override:
+        changes.setdefault("retain_tokens", None)
+        changes.setdefault("retain_ratio", None)
+    merged = replace(default, **changes)  # type: ignore[arg-type]
+    validate_compaction_policy(merged)
+    return merged
+
+
+def resolve_compact_spec(policy: CompactionPolicy, context_window: int, target_key: str | None = None) -> CompactSpec:
+    """``thresholdTokens = floor(window × thresholdRatio)``; ``retainTokens`` is the configured
+    count or ``floor(window × retainRatio)`` and must stay below the threshold. The window is a
+    positive integer (notes §5.1). ``target_key`` (``provider/model``) names the target in messages."""
+    if not (is_safe_integer(context_window) and context_window >= 1):
+        raise reject(
+            Code.COMPACTION_CONFIG_INVALID, f"{CONFIG_NAME}: contextWindow ({js_text(context_window)}) must be a positive integer"
+        )
+    window = int(context_window)
+    threshold = math.floor(window * policy.threshold_ratio)
+    ratio = derive_retain_ratio(policy)
+    retain = int(policy.retain_tokens) if policy.retain_tokens is not None else math.floor(window * (ratio or 0))
+    if retain >= threshold:
+        target = f" {target_key}" if target_key else ""
+        raise reject(
+            Code.COMPACTION_CONFIG_INVALID,
+            f"{CONFIG_NAME}:{target} retainTokens ({retain}) must be less than threshold tokens {threshold}",
+        )
+    return CompactSpec(threshold_tokens=threshold, retain_tokens=retain)
+
+
+# --- which span to compact (notes §5.2, §4.5 step 2) -----------------------------------------------
+
+
+def select_compactable_range(
+    priced: Sequence[PricedNode], nodes: Sequence[int], events: Sequence[Event], retain_tokens: int
+) -> tuple[int, int] | None:
+    """``selectCompactableRange``: walking from the tail, keep nodes until their price reaches
+    ``retain_tokens`` (at least one node is always kept); then move the cut head-ward until it is
+    balanced. The region is everything before the cut, from the head: ``(nodes[0], nodes[cut-1])``,
+    or ``None`` when nothing is left to compact. The priced seqs must be the current surface
+    (notes §5.2)."""
+    if not priced:
+        return None
+    if tuple(seq for seq, _ in priced) != tuple(nodes):
+        raise reject(Code.COMPACTION_SURFACE_MISMATCH, "compaction: token-meter surface does not match the current session surface")
+    keep_from = 0
+    accumulated = 0
+    for index in range(len(priced) - 1, -1, -1):
+        accumulated += priced[index][1]
+        if accumulated >= retain_tokens:
+            keep_from = index
+            break
+    if keep_from == 0:
+        return None
+    cuts = derive_cut_balance(nodes, events)
+    while keep_from > 0 and not cuts[keep_from]:
+        keep_from -= 1
+    if keep_from == 0:
+        return None
+    return nodes[0], nodes[keep_from - 1]
+
+
+@dataclass(frozen=True)
+class CompactionRegion:
+    """A validated span: positions ``first..last`` of the surface hold the ``shadowed`` nodes."""
+
+    start: int
+    end: int
+    first: int
+    last: int
+    shadowed: tuple[int, ...]
+
+
+def plan_compaction_region(nodes: Sequence[int], events: Sequence[Event], start: int, end: int) -> CompactionRegion:
+    """``validateSurfaceRegion``: ``start`` and ``end`` are current nodes, start not after end,
+    the cut before ``start`` and the cut after ``end`` are balanced (notes §4.5 step 2)."""
+    try:
+        first, last = plan_replace(nodes, ReplaceOp(start=start, end=end))
+    except SpecError as error:
+        if error.code == Code.REPLACE_START_NOT_FOUND:
+            raise reject(Code.COMPACTION_RANGE_INVALID, f"compactRegion: start seq {start} not found in surface") from error
+        if error.code == Code.REPLACE_END_NOT_FOUND:
+            raise reject(Code.COMPACTION_RANGE_INVALID, f"compactRegion: end seq {end} not found in surface") from error
+        first, last = list(nodes).index(start), list(nodes).index(end)
+        raise reject(
+            Code.COMPACTION_RANGE_INVALID,
+            f"compactRegion: start seq {start} (position {first}) is after end seq {end} (position {last}) on the surface",
+        ) from error
+    cuts = derive_cut_balance(nodes, events)
+    if not cuts[first]:
+        raise reject(
+            Code.COMPACTION_RANGE_INVALID,
+            f"compactRegion: start seq {start} is not a balanced boundary (would split a step's tool-call/result pair)",
+        )
+    if not cuts[last + 1]:
+        raise reject(
+            Code.COMPACTION_RANGE_INVALID,
+            f"compactRegion: end seq {end} is not a balanced boundary (would split a step, or the step is still open)",
+        )
+    return CompactionRegion(start=start, end=end, first=first, last=last, shadowed=tuple(nodes[first : last + 1]))
+
+
+# --- the durable lock (notes §4.4) -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CompactionEntryState:
+    """What a compaction needs to know about the log before it starts."""
+
+    latest_end_seed_seq: int | None
+    unmatched_start: Event | None
+    open_turn: int | None
+
+
+def derive_compaction_entry_state(events: Sequence[Event]) -> CompactionEntryState:
+    """``inspectCompactionEntryState``, three facts read from the newest relevant events: the seq of
+    the newest ``session/end-seed``; the newest of ``compaction/start``/``compaction/end`` if it is a
+    start (an unmatched start); the newest of ``turn/start``/``turn/end`` if it is a start, as its
+    ``data.turn`` (notes §4.4). A turn/start whose turn is not a safe integer counts as no open turn
+    (a project choice)."""
+    end_seed: int | None = None
+    bracket: Event | None = None
+    turn: Event | None = None
+    seen_bracket = seen_turn = False
+    for index in range(len(events) - 1, -1, -1):
+        event = events[index]
+        kind = event.get("type")
+        if kind == END_SEED and end_seed is None:
+            end_seed = index
+        elif kind in (COMPACTION_START, COMPACTION_END) and not seen_bracket:
+            seen_bracket, bracket = True, event
+        elif kind in (TURN_START, TURN_END) and not seen_turn:
+            seen_turn, turn = True, event
+        if end_seed is not None and seen_bracket and seen_turn:
+            break
+    unmatched = bracket if bracket is not None and bracket.get("type") == COMPACTION_START else None
+    open_turn: int | None = None
+    if turn is not None and turn.get("type") == TURN_START:
+        number = event_data(turn).get("turn")
+        open_turn = int(number) if is_safe_integer(number) else None  # type: ignore[arg-type]
+    return CompactionEntryState(latest_end_seed_seq=end_seed, unmatched_start=unmatched, open_turn=open_turn)
+
+
+def find_active_compaction(events: Sequence[Event]) -> Event | None:
+    """The live lock: the unmatched ``compaction/start``, unless a newer ``session/end-seed`` makes
+    it a stale orphan of an earlier process lifecycle, which never blocks (notes §4.4)."""
+    state = derive_compaction_entry_state(events)
+    start = state.unmatched_start
+    if start is None:
+        return None
+    start_seq = start.get("seq")
+    if state.latest_end_seed_seq is not None and is_safe_integer(start_seq) and state.latest_end_seed_seq > start_seq:  # type: ignore[operator]
+        return None
+    return start
+
+
+def is_compaction_busy(events: Sequence[Event]) -> bool:
+    """Is a compaction in flight: is there a live unmatched ``compaction/start`` (notes §4.4)?"""
+    return find_active_compaction(events) is not None
+
+
+def validate_compaction_inactive(events: Sequence[Event], stage: str = "compaction") -> None:
+    """A compaction may start only when none is live (notes §4.4). ``stage`` names the caller:
+    ``compaction`` in the transaction, ``automatic pressure compaction`` for the pre-check."""
+    if is_compaction_busy(events):
+        raise reject(
+            Code.COMPACTION_BUSY, f"{stage}: compaction already in progress; the session compaction lock is already active"
+        )
+
+
+def plan_compaction_owner(events: Sequence[Event], manual: bool) -> int | None:
+    """The turn that owns a new bracket: a manual compaction runs between turns and owns none
+    (``turn: null``); an automatic one runs inside the open turn and is owned by it (notes §4.5
+    step 4)."""
+    open_turn = derive_compaction_entry_state(events).open_turn
+    if manual:
+        if open_turn is not None:
+            raise reject(Code.COMPACTION_BUSY, "manual compaction: the session already has an open turn")
+        return None
+    if open_turn is None:
+        raise reject(
+            Code.COMPACTION_NO_OPEN_TURN,
+            "compactRegion: no open turn — automatic compaction events must be enclosed in a turn",
+        )
+    return open_turn
+
+
+def derive_compaction_lifecycle(compaction_id: str, turn: int | None, source_command_id: str | None = None) -> FrozenDict:
+    """The data of ``compaction/start``, and of a successful ``compaction/end``:
+    ``{compactionId, sourceCommandId?, turn}`` (notes §4.2)."""
+    lifecycle: dict[str, JsonValue] = {"compactionId": compaction_id}
+    if source_command_id is not None:
+        lifecycle["sourceCommandId"] = source_command_id
+    lifecycle["turn"] = turn
+    return _frozen_object(lifecycle)
+
+
+def derive_compaction_end(lifecycle: Mapping[str, JsonValue], error: str | None = None) -> FrozenDict:
+    """The data of ``compaction/end``: the start's lifecycle, plus ``error`` on a failed attempt
+    (notes §4.2, §4.5 step 7)."""
+    data = dict(lifecycle)
+    if error is not None:
+        data["error"] = error
+    return _frozen_object(data)
+
+
+# --- the checkpoint (notes §4.2, §4.3, §4.5, §4.8) -------------------------------------------------
+
+CHECKPOINT_PREAMBLE: Final = (
+    "This is an automatically generated checkpoint condensing an earlier span of the conversation to free up "
+    "context. Treat the captured context as established background and build on it without restating it. "
+    "Continue the task directly from the messages that follow, without acknowledging this checkpoint."
+)
+SUMMARY_OPEN_TAG: Final = "<compacted-summary>"
+SUMMARY_CLOSE_TAG: Final = "</compacted-summary>"
+CHECKPOINT_PLUGIN: Final = "compact"
+
+# ECMAScript WhiteSpace and LineTerminator, what String.prototype.trim removes.
+_JS_WHITESPACE: Final = "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+
+
+def derive_checkpoint_source(compaction_id: str, source_command_id: str | None = None) -> FrozenDict:
+    """``{kind: "plugin", plugin: "compact", compactionId, sourceCommandId?}``; the last key is
+    left out when there is no command (notes §4.3)."""
+    source: dict[str, JsonValue] = {"kind": "plugin", "plugin": CHECKPOINT_PLUGIN, "compactionId": compaction_id}
+    if source_command_id is not None:
+        source["sourceCommandId"] = source_command_id
+    return _frozen_object(source)
+
+
+def is_compact_checkpoint_source(source: JsonValue) -> bool:
+    """A message source marks a compaction checkpoint when its kind is ``plugin`` and its plugin
+    is ``compact``; nothing else is checked, so any backend is recognised (notes §4.3)."""
+    return isinstance(source, dict) and source.get("kind") == "plugin" and source.get("plugin") == CHECKPOINT_PLUGIN
+
+
+def derive_summary_blocks(output: Sequence[JsonValue]) -> FrozenList:
+    """What a summarizer's output contributes: its top-level ``text`` blocks only (reasoning and
+    tool calls are dropped). An image anywhere, even nested in a tool result, is refused, and so is
+    output with no text block holding non-whitespace text (notes §4.8)."""
+    pending: list[JsonValue] = list(output)
+    while pending:
+        block = pending.pop()
+        if isinstance(block, dict):
+            if block.get("type") == "image":
+                raise reject(Code.COMPACTION_SUMMARY_UNSUPPORTED_CONTENT, "compaction summary cannot contain image output")
+            inner = block.get("content")
+            if block.get("type") == "tool-result" and isinstance(inner, list):
+                pending.extend(inner)
+    texts = [block for block in output if isinstance(block, dict) and block.get("type") == "text"]
+    if not any(isinstance(block.get("text"), str) and block["text"].strip(_JS_WHITESPACE) for block in texts):  # type: ignore[union-attr]
+        raise reject(Code.COMPACTION_SUMMARY_EMPTY, "summarization produced no text summary content")
+    return _frozen_list(texts)
+
+
+def frame_summary(summary: Sequence[JsonValue]) -> FrozenList:
+    """``frameSummary``: the preamble and an opening ``<compacted-summary>`` tag, the summary
+    blocks, then the closing tag, each tag in a text block of its own (notes §4.8)."""
+    opening: JsonValue = {"type": "text", "text": f"{CHECKPOINT_PREAMBLE}\n\n{SUMMARY_OPEN_TAG}"}
+    closing: JsonValue = {"type": "text", "text": SUMMARY_CLOSE_TAG}
+    return _frozen_list([opening, *summary, closing])
+
+
+def derive_checkpoint_message(
+    message_id: str, summary: Sequence[JsonValue], compaction_id: str, source_command_id: str | None = None
+) -> FrozenDict:
+    """The checkpoint ``user/message``: the framed summary, sourced from the compaction
+    (notes §4.2). DSH mints ``message_id`` at random; here the caller supplies it."""
+    message: dict[str, JsonValue] = {
+        "id": message_id,
+        "role": "user",
+        "content": frame_summary(summary),
+        "source": derive_checkpoint_source(compaction_id, source_command_id),
+    }
+    return _frozen_object(message)
+
+
+def is_summary_smaller(checkpoint_message: JsonValue, shadowed_token_count: int) -> bool:
+    """A checkpoint is worth landing only if its estimated price is below that of the nodes it
+    shadows (notes §4.5 step 6.2)."""
+    return estimate_message(checkpoint_message) < shadowed_token_count
+
+
+def validate_summary_smaller(checkpoint_message: JsonValue, shadowed_token_count: int) -> None:
+    """Reject a checkpoint that is not smaller than what it shadows (notes §4.5 step 6.2)."""
+    framed = estimate_message(checkpoint_message)
+    if framed >= shadowed_token_count:
+        raise reject(
+            Code.COMPACTION_SUMMARY_NOT_SMALLER,
+            f"summary is not smaller than the shadowed content ({framed} estimated framed tokens >= {shadowed_token_count})",
+        )
+
+
+def derive_shadowed_token_count(priced: Sequence[PricedNode], region: CompactionRegion) -> int:
+    """The shadow price of a region: the sum of the priced nodes at its positions, which must be
+    exactly its shadowed seqs (notes §4.5 step 6.1)."""
+    selected = priced[region.first : region.last + 1]
+    if tuple(seq for seq, _ in selected) != region.shadowed:
+        raise reject(Code.COMPACTION_SURFACE_CHANGED, "compaction: selected surface changed before summarization began")
+    return sum(tokens for _, tokens in selected)
+
+
+def derive_summarization_messages(events: Sequence[Event], shadowed: Sequence[int]) -> tuple[Message, ...]:
+    """The conversation the summarizer reads: the message of each shadowed node, in surface order,
+    leaving out nodes that show none (notes §4.5 step 6.1). System prompt and tools come from the
+    request header, outside the surface."""
+    messages = (derive_event_message(events[seq]) for seq in shadowed)
+    return tuple(message for message in messages if message is not None)
+
+
+@dataclass(frozen=True)
+class SummarizerOutput:
+    """What a summarizer returns (notes §4.8): the summary blocks and the call's provenance."""
+
+    summary: FrozenList
+    provider: str
+    model: str
+    raw_output: FrozenList | None = None
+    llm_stream_call: bool = False
+    max_tokens: int | None = None
+    usage: FrozenDict | None = None
+
+
+@dataclass(frozen=True)
+class SummaryReplacementPlan:
+    """The commit body: ``compaction/summary`` with ``summary_data``, then at once the checkpoint
+    ``user/message`` with ``checkpoint_data``, ``surface_op`` and ``source_event_seqs``."""
+
+    summary_data: FrozenDict
+    checkpoint_data: FrozenDict
+    surface_op: FrozenDict
+    source_event_seqs: FrozenList
+
+
+def plan_summary_replacement(
+    region: CompactionRegion,
+    start_seq: int,
+    summary_seq: int,
+    lifecycle: Mapping[str, JsonValue],
+    output: SummarizerOutput,
+    shadowed_token_count: int,
+    message_id: str,
+) -> SummaryReplacementPlan:
+    """The two events that commit a summary (notes §4.2, §4.5 step 6.5). The summary event carries
+    the ids, the summary, the call provenance (``rawOutput`` and ``llmStreamCall: true`` only for a
+    streamed call), the shadowed range, seqs and price, and the route. The checkpoint replaces the
+    region and cites the ``compaction/start``, the ``compaction/summary`` and every shadowed node,
+    in that order (notes §4.2; checkpoint provenance §4.3)."""
+    compaction_id = lifecycle.get("compactionId")
+    command = lifecycle.get("sourceCommandId")
+    data: dict[str, JsonValue] = {"compactionId": compaction_id}
+    if "sourceCommandId" in lifecycle:
+        data["sourceCommandId"] = command
+    data["summary"] = output.summary
+    if output.llm_stream_call:
+        data["rawOutput"] = output.raw_output
+        data["llmStreamCall"] = True
+    elif output.raw_output is not None:
+        data["rawOutput"] = output.raw_output
+    data["shadowedRange"] = {"start": region.start, "end": region.end}
+    data["shadowedSeqs"] = list(region.shadowed)
+    data["shadowedTokenCount"] = shadowed_token_count
+    data["provider"] = output.provider
+    data["model"] = output.model
+    if output.max_tokens is not None:
+        data["maxTokens"] = output.max_tokens
+    if output.usage is not None:
+        data["usage"] = output.usage
+    checkpoint = derive_checkpoint_message(
+        message_id, output.summary, str(compaction_id), command if isinstance(command, str) else None
+    )
+    return SummaryReplacementPlan(
+        summary_data=_frozen_object(data),
+        checkpoint_data=checkpoint,
+        surface_op=_frozen_object({"op": "replace", "start": region.start, "end": region.end}),
+        source_event_seqs=_frozen_list([start_seq, summary_seq, *region.shadowed]),
+    )
+
+
+# --- re-validation after the summarizer (notes §4.7) ----------------------------------------------
+
+
+def validate_surface_stable(
+    before: Sequence[PricedNode],
+    after: Sequence[PricedNode],
+    span: CompactionRegion,
+    automatic: bool,
+    events: Sequence[Event],
+) -> None:
+    """``assertStable``. Automatic compaction requires the whole priced surface (seqs and tokens of
+    every node) to be unchanged; log-only appends are fine. Manual compaction requires only the
+    selected span: still a valid region on the current surface, with the same nodes at the same
+    prices; appends elsewhere are fine (notes §4.7). ``before`` is the priced surface the
+    compaction was prepared from, ``after`` the current one, ``events`` the current log."""
+    if automatic:
+        if tuple(before) != tuple(after):
+            raise reject(Code.COMPACTION_SURFACE_CHANGED, "compaction: session surface changed during summarization")
+        return
+    try:
+        now = plan_compaction_region(tuple(seq for seq, _ in after), events, span.start, span.end)
+    except SpecError as error:
+        raise reject(
+            Code.COMPACTION_SURFACE_CHANGED, "compaction: the selected span is no longer a valid replacement target"
+        ) from error
+    if now.shadowed != span.shadowed:
+        raise reject(Code.COMPACTION_SURFACE_CHANGED, "compaction: the selected span changed during summarization")
+    if tuple(after[now.first : now.last + 1]) != tuple(before[span.first : span.last + 1]):
+        raise reject(Code.COMPACTION_SURFACE_CHANGED, "compaction: the selected span was rewritten during summarization")
+
+
+def is_surface_stable(
+    before: Sequence[PricedNode],
+    after: Sequence[PricedNode],
+    span: CompactionRegion,
+    automatic: bool,
+    events: Sequence[Event],
+) -> bool:
+    """Would :func:`validate_surface_stable` accept (notes §4.7)?"""
+    try:
+        validate_surface_stable(before, after, span, automatic, events)
+    except SpecError:
+        return False
+    return True
+
+
+# --- spill (SPEC-DECISIONS D8; seed 002; notes §10.2 adapted from bytes to tokens) ------------------
+
+SPILL_RETRIEVAL_HINT: Final = "Use read with offset/limit, or grep this path to search within it."
+SPILL_SEPARATOR: Final = "\n\n"  # between the preview and the notice
+
+
+def validate_max_inline_tokens(value: object) -> None:
+    """``maxInlineTokens`` is absent (no spilling at all) or a non-negative integer (D8)."""
+    if value is not None and not (is_safe_integer(value) and value >= 0):  # type: ignore[operator]
+        raise reject(Code.SPILL_CONFIG_INVALID, f"spill-policy: maxInlineTokens must be a non-negative integer (got {js_text(value)})")
+
+
+def should_spill(estimated_tokens: int, max_inline_tokens: int | None) -> bool:
+    """A result spills when a limit is configured and its estimated tokens are strictly above it
+    (D8: the seed's ``maxInlineTokens``; strict ``>`` as in notes §10.2)."""
+    return max_inline_tokens is not None and estimated_tokens > max_inline_tokens
+
+
+def derive_spill_text(blocks: Sequence[JsonValue]) -> str | None:
+    """Only an all-text result can spill: its text blocks concatenated with no separator; a result
+    with any other block is left alone (``None``) (notes §10.2 step 3)."""
+    texts: list[str] = []
+    for block in blocks:
+        if not (isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)):
+            return None
+        texts.append(block["text"])  # type: ignore[arg-type]
+    return "".join(texts)
+
+
+def derive_spill_notice(omitted: int, locator: str, retrieval_hint: str = SPILL_RETRIEVAL_HINT) -> str:
+    """What the model is told: how much was left out (in UTF-16 code units, the token meter's
+    unit; nothing when nothing was), where the whole result is, and how to read it."""
+    omitted_text = f"Omitted {omitted} characters. " if omitted > 0 else ""
+    return f"({omitted_text}Full formatted result stored at: {locator}. {retrieval_hint})"
+
+
+def derive_spill_preview(
+    text: str, max_inline_tokens: int, locator: str, retrieval_hint: str = SPILL_RETRIEVAL_HINT
+) -> str | None:
+    """The text the log records in place of a spilled result: a head and a tail of the original
+    joined with no separator, a blank line, then the notice; or the notice alone when no preview
+    fits. As one text block it must cost at most ``max_inline_tokens``; when even that cannot be
+    met the result is kept inline (``None``). Budgets are UTF-16 code units and cuts never split a
+    surrogate pair (this project's token form of notes §10.2 steps 6-9)."""
+    text = "".join(derive_code_points(text))
+    total = utf16_length(text)
+    capacity = max(0, max_inline_tokens - BLOCK_OVERHEAD) * CHARS_PER_TOKEN
+    reserve = utf16_length(derive_spill_notice(total, locator, retrieval_hint)) + len(SPILL_SEPARATOR)
+    budget = max(0, capacity - reserve)
+    head = _take_units(text, (budget + 1) // 2)
+    tail = _take_units(text[len(head) :][::-1], budget // 2)[::-1]
+    preview = head + tail
+    notice = derive_spill_notice(total - utf16_length(preview), locator, retrieval_hint)
+    replaced = f"{preview}{SPILL_SEPARATOR}{notice}" if preview else notice
+    if estimate_content([{"type": "text", "text": replaced}]) > max_inline_tokens:
+        return None
+    return replaced
+
+
+def _take_units(text: str, units: int) -> str:
+    """The longest prefix of ``text`` within ``units`` UTF-16 code units."""
+    used = 0
+    for index, char in enumerate(text):
+        used += 2 if ord(char) > 0xFFFF else 1
+        if used > units:
+            return text[:index]
+    return text
+
+
+# --- helpers ----------------------------------------------------------------------------------------
+
+
+def _frozen_object(value: Mapping[str, JsonValue]) -> FrozenDict:
+    frozen = snapshot_json(dict(value))
+    if not isinstance(frozen, FrozenDict):
+        raise reject(Code.DATA_NOT_JSON, "compaction data is outside the lossless JSON domain")
+    return frozen
+
+
+def _frozen_list(value: Sequence[JsonValue]) -> FrozenList:
+    frozen = snapshot_json(list(value))
+    if not isinstance(frozen, FrozenList):
+        raise reject(Code.DATA_NOT_JSON, "compaction data is outside the lossless JSON domain")
+    return frozen
+
