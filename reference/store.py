@@ -6,16 +6,15 @@ registry of live sessions and the wiring to a :class:`PersistenceService`.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
 
 from reference.persistence.api import LogHandle, PersistenceService
 from reference.session import Clock, Session, wall_clock_ms
 from spec.codes import Code, reject
 from spec.fork import derive_child_meta, plan_fork_seed, validate_fork_request
-from spec.header import build_header
+from spec.header import plan_header_record
 from spec.json import JsonValue
-from spec.session import ABSENT, create_session_state
+from spec.session import ABSENT, create_session_state, plan_session_id
 
 
 class SessionStore:
@@ -26,7 +25,7 @@ class SessionStore:
         self._handles: dict[str, LogHandle] = {}
         self._persistence = persistence
         self._clock = clock
-        self._minted = itertools.count(1)
+        self._minted = 0
 
     # --- registry ------------------------------------------------------------------------
 
@@ -60,7 +59,7 @@ class SessionStore:
         if session_id in self._live:
             raise reject(Code.SESSION_ALREADY_EXISTS, f'session "{session_id}" already exists')
         now = self._clock()
-        header = build_header(session_id, meta, now, is_seeded=seed is not None)
+        header = plan_header_record(session_id, meta, now, is_seeded=seed is not None)
         state = create_session_state(session_id, seed, header, now)
         handle = None
         if self._persistence is not None:
@@ -105,10 +104,8 @@ class SessionStore:
         return session
 
     def _mint_id(self) -> str:
+        """The spec's minting rule, also skipping ids a stored log already holds."""
         while True:
-            candidate = f"session-{next(self._minted)}"
-            if candidate in self._live:
-                continue
-            if self._persistence is not None and self._persistence.stat(candidate) is not None:
-                continue
-            return candidate
+            candidate, self._minted = plan_session_id(self._minted, self._live.keys())
+            if self._persistence is None or self._persistence.stat(candidate) is None:
+                return candidate

@@ -71,14 +71,18 @@ def validate_header(session_id: str, record: JsonValue) -> JsonObject:
 
 
 def build_header(session_id: str, meta: JsonValue, now: int, is_seeded: bool) -> FrozenDict:
-    """The header of a new session: ``version`` 4, the id, ``createdAt`` from ``meta`` or ``now``,
-    the lineage fields ``meta`` gives (``delegationDepth`` defaults to 0), and ``isSeeded``; other
-    ``meta`` keys are dropped. The result is snapshotted, then validated
-    (notes/dsh-session-core §4.6)."""
+    """:func:`plan_header_record`, snapshotted and validated."""
+    return snapshot_header(session_id, plan_header_record(session_id, meta, now, is_seeded))
+
+
+def plan_header_record(session_id: str, meta: JsonValue, now: int, is_seeded: bool) -> dict[str, object]:
+    """The header record of a new session, not yet validated: ``version`` 4, the id, ``createdAt``
+    from ``meta`` or ``now``, the lineage fields ``meta`` gives (``delegationDepth`` defaults to 0),
+    and ``isSeeded``; other ``meta`` keys are dropped (notes/dsh-session-core §4.6)."""
     given = meta if isinstance(meta, dict) else {}
     if meta is not None and not isinstance(meta, dict):
         raise reject(Code.HEADER_NOT_RECORD, "session header is not a plain JSON record")
-    header: dict[str, object] = {  # noqa
+    header: dict[str, object] = {
         "version": HEADER_FORMAT_VERSION,
         "id": session_id,
         "createdAt": given.get("createdAt", now),
@@ -88,7 +92,7 @@ def build_header(session_id: str, meta: JsonValue, now: int, is_seeded: bool) ->
             header[key] = given[key]
     header.setdefault("delegationDepth", 0)
     header["isSeeded"] = is_seeded
-    return snapshot_header(session_id, _ordered(header))
+    return _ordered(header)
 
 
 def snapshot_header(session_id: str, record: object) -> FrozenDict:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal, TypeAlias
 
-from spec.codes import Code, reject
+from spec.codes import Code, SpecError, reject  # SpecError: named by the contracts below
 from spec.events import Event, Message, derive_event_message, is_surface_eligible_type
 from spec.json import index_of, is_event_seq, js_text
 from spec.provenance import validate_provenance
@@ -115,7 +115,12 @@ def read_surface_op(event: Event) -> SurfaceOp | None:
 def plan_replace(nodes: Sequence[int], op: ReplaceOp) -> tuple[int, int]:
     """A replace names two nodes currently on the surface, the start node not after the end node;
     it shadows every node between them, both included (notes/dsh-session-core §3.5).
-    Returns the positions ``(first, last)``."""
+    Returns the positions ``(first, last)``.
+
+    raises: SpecError
+    post: 0 <= __return__[0] <= __return__[1] < len(nodes)
+    post: nodes[__return__[0]] == op.start and nodes[__return__[1]] == op.end
+    """
     node_list = list(nodes) if not isinstance(nodes, list) else nodes
     first = index_of(node_list, op.start)
     if first < 0:
@@ -164,7 +169,15 @@ def plan_surface_event(
 def apply_surface_plan(surface: Surface, plan: SurfacePlan) -> Surface:
     """An append pushes the seq; a replace puts its seq where the first shadowed node stood,
     removes the rest of the span, and adds one to ``replaceGeneration``; log-only changes nothing
-    (notes/dsh-session-core §3.8)."""
+    (notes/dsh-session-core §3.8).
+
+    pre: not isinstance(plan, ReplacePlan) or 0 <= plan.first <= plan.last < len(surface.nodes)
+    post: plan is not None or __return__ == surface
+    post: not isinstance(plan, AppendPlan) or __return__.nodes == surface.nodes + (plan.seq,)
+    post: not isinstance(plan, ReplacePlan) or len(__return__.nodes) == len(surface.nodes) - (plan.last - plan.first)
+    post: not isinstance(plan, ReplacePlan) or __return__.replace_generation == surface.replace_generation + 1
+    post: not isinstance(plan, ReplacePlan) or __return__.nodes[plan.first] == plan.seq
+    """
     if plan is None:
         return surface
     nodes = list(surface.nodes)
