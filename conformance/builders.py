@@ -1,0 +1,90 @@
+"""Well-formed event payloads for the suite's generated workloads (machine, exhaustive, crash).
+
+These build the JSON an agent loop would append: messages with stable ids derived from the seq
+they will get, tool calls and results that answer each other, and the log-only boundaries of turns
+and steps. Nothing here decides validity; the spec model does.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from spec.json import JsonObject, JsonValue
+
+PROVIDER: Final = "suite"
+MODEL: Final = "model-1"
+
+
+def user_message(message_id: str, text: str = "hello", kind: str = "user") -> JsonObject:
+    """A user/message payload: the message itself is the data."""
+    return {"id": message_id, "role": "user", "source": {"kind": kind}, "content": [{"type": "text", "text": text}]}
+
+
+def assistant_message(message_id: str, text: str | None = "ok", calls: tuple[str, ...] = (), turn: int = 1, step: int = 1) -> JsonObject:
+    """An assistant/message payload announcing ``calls``; ``text=None`` and no calls gives empty
+    content, a usage-only message that derives nothing."""
+    content: list[JsonValue] = [] if text is None else [{"type": "text", "text": text}]
+    content += [{"type": "tool-call", "id": call, "name": "read", "arguments": "{}"} for call in calls]
+    message: JsonObject = {
+        "id": message_id,
+        "role": "assistant",
+        "content": content,
+        "source": {"kind": "model", "provider": PROVIDER, "model": MODEL},
+    }
+    return {"turn": turn, "step": step, "message": message}
+
+
+def tool_result(call_id: str, text: str = "result", is_error: bool = False, turn: int = 1, step: int = 1) -> JsonObject:
+    """A tool/result payload answering ``call_id``."""
+    block: JsonObject = {
+        "type": "tool-result",
+        "toolCallId": call_id,
+        "isError": is_error,
+        "content": [{"type": "text", "text": text}],
+    }
+    message: JsonObject = {"id": f"r-{call_id}", "role": "user", "source": {"kind": "tool", "callId": call_id}, "content": [block]}
+    return {"turn": turn, "step": step, "message": message}
+
+
+def rewritten_result(original: JsonValue, text: str, is_error: object = None) -> JsonValue:
+    """``original`` (a tool/result's data) with the text of its first block's content replaced; a
+    given ``is_error`` also changes the block's ``isError`` flag, which the rewrite rule forbids."""
+    if not isinstance(original, dict):
+        return original
+    message = original.get("message")
+    blocks = message.get("content") if isinstance(message, dict) else None
+    if not isinstance(message, dict) or not isinstance(blocks, list) or not blocks or not isinstance(blocks[0], dict):
+        return original
+    block: JsonObject = {**blocks[0], "content": [{"type": "text", "text": text}]}
+    if is_error is not None:
+        block["isError"] = is_error  # type: ignore[assignment]
+    content: list[JsonValue] = [block, *blocks[1:]]
+    return {**original, "message": {**message, "content": content}}
+
+
+def turn_start(turn: int) -> JsonObject:
+    return {"turn": turn}
+
+
+def turn_end(turn: int, kind: str = "completed") -> JsonObject:
+    return {"turn": turn, "reason": {"kind": kind}}
+
+
+def step_start(turn: int, step: int) -> JsonObject:
+    return {"turn": turn, "step": step}
+
+
+def step_end(turn: int, step: int) -> JsonObject:
+    return {"turn": turn, "step": step}
+
+
+def tool_call(call_id: str, turn: int = 1, step: int = 1) -> JsonObject:
+    return {"turn": turn, "step": step, "callId": call_id, "name": "read"}
+
+
+def compaction_start(compaction_id: str, turn: int | None) -> JsonObject:
+    return {"compactionId": compaction_id, "turn": turn}
+
+
+def replace_op(start: int, end: int) -> JsonObject:
+    return {"op": "replace", "start": start, "end": end}

@@ -1,0 +1,327 @@
+"""The spec-side model of a whole store: what a conforming subject must answer to each protocol op.
+
+A :class:`ModelStore` holds the live sessions (each a ``spec.session.SessionState`` plus how many
+of its events are durable), the durable logs of a storage subject, and the clock. Each ``model_*``
+function is a pure transition mirroring one op of ``conformance/PROTOCOL.md``: it returns the next
+model and the :class:`Expected` answer (a result, or an error code). Every decision is a call into
+``spec``; this module only wires the calls together in the order a store makes them.
+
+Resume, in the model: the durable log, then ``spec.repair.derive_closers`` (durable at once, as
+D3 item 6 says), then ``session/end-seed`` unless the log already ends with one (not yet durable).
+A crash loses every live session and keeps the durable logs; what a power cut may keep *beyond*
+them (an unsynced tail) is not determined, so the suite observes it and calls
+:func:`model_adopt_durable` after checking that it is admissible.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Final, TypeAlias
+
+from spec.codes import Code, SpecError, reject
+from spec.events import Event
+from spec.fork import derive_child_meta, plan_fork_seed, validate_fork_request
+from spec.header import plan_header_record
+from spec.json import FrozenDict, JsonValue
+from spec.repair import derive_closers
+from spec.session import ABSENT, SessionState, append_event, create_session_state, derive_session_messages, plan_session_id
+
+STORAGE_KINDS: Final = ("none", "memory", "file")
+
+
+@dataclass(frozen=True)
+class Expected:
+    """A subject's required answer: ``ok`` with ``result``, or an error with ``code``."""
+
+    ok: bool
+    result: JsonValue = None
+    code: str | None = None
+
+    def describe(self) -> str:
+        return f"ok {canonical_text(self.result)[:300]}" if self.ok else f"error {self.code}"
+
+
+def accepted(result: JsonValue) -> Expected:
+    return Expected(ok=True, result=result)
+
+
+def rejected(code: str) -> Expected:
+    return Expected(ok=False, code=str(code))
+
+
+@dataclass(frozen=True)
+class LiveSession:
+    """A live session: its spec state and how many of its events are durable."""
+
+    state: SessionState
+    flushed: int = 0
+
+
+@dataclass(frozen=True)
+class DurableLog:
+    """A stored session as a reader sees it: header and durable events."""
+
+    header: FrozenDict
+    events: tuple[Event, ...]
+
+
+@dataclass(frozen=True)
+class ModelStore:
+    """The whole store. ``stored`` holds only published logs (a session is on storage from its first
+    flush on); ``minted`` is the counter the reference uses for ids it mints."""
+
+    storage: str = "none"
+    now: int = 0
+    live: Mapping[str, LiveSession] = field(default_factory=dict)
+    stored: Mapping[str, DurableLog] = field(default_factory=dict)
+    minted: int = 0
+
+    @property
+    def has_storage(self) -> bool:
+        return self.storage != "none"
+
+
+Step: TypeAlias = tuple[ModelStore, Expected]
+
+
+# --- views ---------------------------------------------------------------------------------------
+
+
+def derive_state_view(state: SessionState) -> JsonValue:
+    """The protocol's ``state`` shape for one session (PROTOCOL.md, Shapes)."""
+    return {
+        "id": state.header["id"],
+        "events": list(state.events),
+        "nodes": list(state.surface.nodes),
+        "replaceGeneration": state.surface.replace_generation,
+        "firstLiveSeq": state.first_live_seq,
+        "seq": len(state.events),
+        "header": state.header,
+        "messages": list(derive_session_messages(state)),
+    }
+
+
+def derive_read_view(log: DurableLog) -> JsonValue:
+    """The protocol's ``read`` shape: the durable header and events."""
+    return {"header": log.header, "events": list(log.events)}
+
+
+def canonical_text(value: object) -> str:
+    """One text per JSON value, independent of key order, that tells ``true`` from ``1`` and
+    ``1`` from ``1.0``: the suite's equality on answers."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def derive_model_key(model: ModelStore) -> str:
+    """A canonical key of everything that decides the model's future answers (for deduplication)."""
+    live = {
+        session_id: [entry.state.header, list(entry.state.events), entry.state.first_live_seq, entry.flushed]
+        for session_id, entry in model.live.items()
+    }
+    stored = {session_id: [log.header, list(log.events)] for session_id, log in model.stored.items()}
+    return canonical_text([model.storage, model.now, model.minted, live, stored])
+
+
+# --- transitions ---------------------------------------------------------------------------------
+
+
+def model_reset(model: ModelStore, storage: str = "none") -> Step:
+    """Forget every session; with storage, start from an empty store. The clock is kept."""
+    return ModelStore(storage=storage, now=model.now), accepted(None)
+
+
+def model_clock(model: ModelStore, now: int) -> Step:
+    return replace(model, now=now), accepted(now)
+
+
+def model_create(model: ModelStore, session_id: object = ABSENT, seed: object = ABSENT, meta: object = ABSENT) -> Step:
+    """The store's order: mint or take the id; refuse a live id; plan the header record; build the
+    session from the seed (which validates the header after the seed); then a storage subject
+    refuses an id already stored."""
+    minted = model.minted
+    if session_id is ABSENT or session_id is None:
+        session_id, minted = _mint(model)
+    assert isinstance(session_id, str)
+    model = replace(model, minted=minted)
+    try:
+        if session_id in model.live:
+            raise reject(Code.SESSION_ALREADY_EXISTS, f'session "{session_id}" already exists')
+        seed_list = None if seed is ABSENT or seed is None else seed
+        header = plan_header_record(session_id, None if meta is ABSENT else meta, model.now, is_seeded=seed_list is not None)  # type: ignore[arg-type]
+        state = create_session_state(session_id, seed_list, header, model.now)  # type: ignore[arg-type]
+        if model.has_storage and session_id in model.stored:
+            raise reject(Code.SESSION_ALREADY_EXISTS, f'session "{session_id}" already exists on storage')
+    except SpecError as error:
+        return model, rejected(error.code)
+    live = {**model.live, session_id: LiveSession(state)}
+    return replace(model, live=live), accepted(derive_state_view(state))
+
+
+def model_append(
+    model: ModelStore,
+    session_id: object,
+    event_type: object,
+    data: object,
+    surface_op: object = ABSENT,
+    source_event_seqs: object = ABSENT,
+) -> Step:
+    """An append to a live session at the model's clock; a rejection changes nothing."""
+    entry = model.live.get(session_id) if isinstance(session_id, str) else None
+    if entry is None:
+        return model, rejected(Code.SESSION_NOT_FOUND)
+    try:
+        state, event = append_event(entry.state, event_type, data, surface_op, source_event_seqs, time=model.now)
+    except SpecError as error:
+        return model, rejected(error.code)
+    live = {**model.live, str(session_id): replace(entry, state=state)}
+    return replace(model, live=live), accepted(event)
+
+
+def model_fork(model: ModelStore, source: object, boundary: object = ABSENT, child: object = ABSENT) -> Step:
+    """DSH's fork checks in order (spec.fork), then a create of the child with the source prefix as
+    its seed and the derived lineage meta."""
+    child_id = None if child is ABSENT else child
+    try:
+        validate_fork_request(model.live.keys(), str(source), child_id)  # type: ignore[arg-type]
+        live = model.live[str(source)]
+        seed = plan_fork_seed(str(source), live.state.events, boundary)
+    except SpecError as error:
+        return model, rejected(error.code)
+    meta = derive_child_meta(live.state.header, str(source), len(seed))
+    return model_create(model, ABSENT if child_id is None else child_id, list(seed), meta)
+
+
+def model_state(model: ModelStore, session_id: object) -> Step:
+    entry = model.live.get(session_id) if isinstance(session_id, str) else None
+    if entry is None:
+        return model, rejected(Code.SESSION_NOT_FOUND)
+    return model, accepted(derive_state_view(entry.state))
+
+
+def model_flush(model: ModelStore, session_id: object) -> Step:
+    """The durability barrier: every event of the session becomes durable; the first flush
+    publishes the header with them."""
+    entry = model.live.get(session_id) if isinstance(session_id, str) else None
+    if entry is None:
+        return model, rejected(Code.SESSION_NOT_FOUND)
+    return _flushed(model, str(session_id), entry), accepted(None)
+
+
+def model_close(model: ModelStore, session_id: object) -> Step:
+    """Flush, then the session is no longer live."""
+    entry = model.live.get(session_id) if isinstance(session_id, str) else None
+    if entry is None:
+        return model, rejected(Code.SESSION_NOT_FOUND)
+    model = _flushed(model, str(session_id), entry)
+    live = {key: value for key, value in model.live.items() if key != session_id}
+    return replace(model, live=live), accepted(None)
+
+
+def model_resume(model: ModelStore, session_id: object) -> Step:
+    """Take over a stored log: refused without storage, for a live id, or for an id not stored;
+    else the durable log plus its closers (written at once) is restored as the seed, and
+    ``session/end-seed`` follows unless the log already ends with one."""
+    if not model.has_storage or not isinstance(session_id, str):
+        return model, rejected(Code.SESSION_NOT_FOUND)
+    if session_id in model.live:
+        return model, rejected(Code.SESSION_ALREADY_EXISTS)
+    log = model.stored.get(session_id)
+    if log is None:
+        return model, rejected(Code.SESSION_NOT_FOUND)
+    durable = derive_resumed_durable(log.events)
+    try:
+        state = derive_resumed_state(session_id, log.header, log.events, model.now)
+    except SpecError as error:
+        return model, rejected(error.code)
+    stored = {**model.stored, session_id: DurableLog(log.header, durable)}
+    live = {**model.live, session_id: LiveSession(state, flushed=len(durable))}
+    return replace(model, live=live, stored=stored), accepted(derive_state_view(state))
+
+
+def model_read(model: ModelStore, session_id: object) -> Step:
+    """A reader's view of what is durable; a session never flushed is not on storage."""
+    log = model.stored.get(session_id) if isinstance(session_id, str) and model.has_storage else None
+    if log is None:
+        return model, rejected(Code.SESSION_NOT_FOUND)
+    return model, accepted(derive_read_view(log))
+
+
+def model_crash(model: ModelStore) -> Step:
+    """Power loss: every live session is gone, the durable logs stay. A crash may keep more than
+    what was flushed; see :func:`is_admissible_after_crash` and :func:`model_adopt_durable`."""
+    return replace(model, live={}), accepted(None)
+
+
+def model_adopt_durable(model: ModelStore, session_id: str, events: Sequence[Event] | None) -> ModelStore:
+    """Take what a subject showed as a session's durable log after a crash (``None``: no session)."""
+    stored = dict(model.stored)
+    if events is None:
+        stored.pop(session_id, None)
+    else:
+        header = model.stored[session_id].header if session_id in model.stored else None
+        if header is None:
+            raise ValueError("a session that was never flushed has no header in the model")
+        stored[session_id] = DurableLog(header, tuple(events))
+    return replace(model, stored=stored)
+
+
+def derive_resumed_durable(events: Sequence[Event]) -> tuple[Event, ...]:
+    """What a resume makes durable before it returns: the stored log and its crash-repair closers
+    (SPEC-DECISIONS D3 items 4, 6)."""
+    return (*events, *derive_closers(events))
+
+
+def derive_resumed_state(session_id: str, header: FrozenDict, events: Sequence[Event], now: int) -> SessionState:
+    """The session a resume of the durable ``events`` hands back: the log and its closers restored
+    as the seed, then ``session/end-seed`` unless that log already ends with one
+    (notes/dsh-session-core §4.4, §8; SPEC-DECISIONS D3 item 6)."""
+    durable = derive_resumed_durable(events)
+    return create_session_state(session_id, durable, header, now, restore=True)
+
+
+# --- dispatch ------------------------------------------------------------------------------------
+
+OPS: Final[Mapping[str, Callable[..., Step]]] = {
+    "reset": lambda model, storage="none", compressed=True: model_reset(model, storage),
+    "clock": lambda model, now: model_clock(model, now),
+    "create": lambda model, id=ABSENT, seed=ABSENT, meta=ABSENT: model_create(model, id, seed, meta),
+    "append": lambda model, id, type, data, surfaceOp=ABSENT, sourceEventSeqs=ABSENT: model_append(
+        model, id, type, data, surfaceOp, sourceEventSeqs
+    ),
+    "fork": lambda model, source, boundary=ABSENT, child=ABSENT: model_fork(model, source, boundary, child),
+    "state": lambda model, id: model_state(model, id),
+    "flush": lambda model, id: model_flush(model, id),
+    "close": lambda model, id: model_close(model, id),
+    "resume": lambda model, id: model_resume(model, id),
+    "read": lambda model, id: model_read(model, id),
+    "crash": lambda model, keep="none": model_crash(model),
+}
+
+
+def model_request(model: ModelStore, op: str, **args: object) -> Step:
+    """Any modelled op by its protocol name, with the protocol's argument names."""
+    return OPS[op](model, **args)
+
+
+# --- internals -----------------------------------------------------------------------------------
+
+
+def _flushed(model: ModelStore, session_id: str, entry: LiveSession) -> ModelStore:
+    if not model.has_storage:
+        return model
+    state = entry.state
+    stored = {**model.stored, session_id: DurableLog(state.header, state.events)}
+    live = {**model.live, session_id: replace(entry, flushed=len(state.events))}
+    return replace(model, live=live, stored=stored)
+
+
+def _mint(model: ModelStore) -> tuple[str, int]:
+    """The spec's minting rule (``spec.session.plan_session_id``), also skipping ids a stored log
+    already holds."""
+    counter = model.minted
+    while True:
+        candidate, counter = plan_session_id(counter, model.live.keys())
+        if candidate not in model.stored:
+            return candidate, counter
