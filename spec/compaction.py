@@ -565,6 +565,7 @@ def is_surface_stable(
 
 # --- spill (SPEC-DECISIONS D8; seed 002; notes §10.2 adapted from bytes to tokens) ------------------
 
+BASE_MAX_INLINE_TOKENS: Final = 12500  # tokens; the value the seed's base configuration ships
 SPILL_RETRIEVAL_HINT: Final = "Use read with offset/limit, or grep this path to search within it."
 SPILL_SEPARATOR: Final = "\n\n"  # between the preview and the notice
 
@@ -576,8 +577,9 @@ def validate_max_inline_tokens(value: object) -> None:
 
 
 def should_spill(estimated_tokens: int, max_inline_tokens: int | None) -> bool:
-    """A result spills when a limit is configured and its estimated tokens are strictly above it
-    (D8: the seed's ``maxInlineTokens``; strict ``>`` as in notes §10.2)."""
+    """A result spills when a limit is configured and its estimated tokens (``estimate_content`` of
+    the result's content) are strictly above it (D8: the seed's ``maxInlineTokens``; strict ``>`` as
+    in notes §10.2)."""
     return max_inline_tokens is not None and estimated_tokens > max_inline_tokens
 
 

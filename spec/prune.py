@@ -184,7 +184,8 @@ def plan_prune_events(
     tool/result is a candidate, in surface order, with no age or recency rule. A candidate whose
     tool-result block's content :func:`plan_pruned_content` shrinks gets a metering event pricing
     the *original* message, and a replacement that differs only in that inner content (the message
-    keeps its id, source, ``toolCallId`` and ``isError``; data keeps every other field). A
+    keeps its id, source, ``toolCallId`` and ``isError``; data keeps every other field; content
+    blocks after the tool-result block are not carried over, as in DSH). A
     tool/result whose ``message.content[0]`` is not a block with a content array is skipped (a
     project choice; DSH would fail). Running the pass on its own result plans nothing (notes §6.3)."""
     validate_prune_config(config)
