@@ -1,0 +1,563 @@
+"""The reference implementation behind the subject protocol (conformance/PROTOCOL.md).
+
+:class:`ReferenceSubject` answers one protocol request at a time with ``handle(request) ->
+response`` on top of :class:`reference.store.SessionStore`; :func:`main` runs it as a stdio server
+(``python -m reference.server``): one JSON request per line on stdin, one JSON response per line on
+stdout.
+
+Read it as a worked example of a subject. Every op is one small method, ``op_<name>``, found
+through the :attr:`ReferenceSubject.ops` table, and the pure functions of capability ``pure`` are
+one table, :attr:`ReferenceSubject.pure_functions`. The override points, for a subclass that
+changes one behaviour (the suite's broken-subject tests do exactly that):
+
+- ``op_<name>(args)`` — one op; ``args`` is an :class:`Args` (absent keys stay absent);
+- :meth:`ReferenceSubject.state_json` — how a live session is shown (the protocol's *state*);
+- :meth:`ReferenceSubject.live` — how an id finds its live session;
+- :attr:`ReferenceSubject.pure_functions` — the ``call`` table, name to adapter;
+- :attr:`ReferenceSubject.capabilities` and :attr:`ReferenceSubject.name` — what ``hello`` says.
+"""
+
+from __future__ import annotations
+
+import errno
+import itertools
+import sys
+from collections.abc import Callable, Mapping
+from typing import ClassVar, Final
+
+from reference.fs import FileSystem, LockHandle
+from reference.persistence.api import PersistenceService
+from reference.persistence.filestore import FileStore
+from reference.persistence.memory import MemoryPersistence
+from reference.powerloss import DROP_ALL, KEEP_ALL, CrashPlan, PowerLossFileSystem, SimulatedCrash
+from reference.session import Session
+from reference.store import SessionStore
+from spec.checker import check_log
+from spec.codes import Code, SpecError, reject
+from spec.header import validate_header
+from spec.json import JsonObject, JsonValue, decode_json_text, encode_json_text, is_safe_integer
+from spec.legacy import upgrade_v0_records
+from spec.pairing import derive_cut_balance, is_balanced_after, is_balanced_before
+from spec.prune import PruneConfig, decode_prune_config, plan_prune_events, plan_pruned_content
+from spec.repair import derive_closers
+from spec.session import ABSENT
+from spec.storage import (
+    decode_header_line,
+    decode_jsonl_log,
+    decode_storage_record,
+    derive_session_relpath,
+    encode_project_key,
+    encode_segment,
+)
+from spec.surface import fold_surface
+from spec.tokens import ShadowClaim, fold_shadow_price, price_surface
+
+PROTOCOL_VERSION: Final = 1
+STORE_ROOT: Final = "/store"  # where the file store lives on the simulated filesystem
+
+# Protocol codes (conformance/PROTOCOL.md): not rule rejections, so not in spec.codes.
+UNSUPPORTED_OP: Final = "UNSUPPORTED_OP"
+BAD_REQUEST: Final = "BAD_REQUEST"
+CRASHED: Final = "CRASHED"
+INTERNAL: Final = "INTERNAL"
+
+ERRNOS: Final = {"EIO": errno.EIO, "ENOSPC": errno.ENOSPC}
+
+
+class BadRequest(Exception):
+    """The request is malformed in a way no rule judges (answered ``BAD_REQUEST``)."""
+
+
+class UnsupportedOp(Exception):
+    """The op or pure function is not implemented (answered ``UNSUPPORTED_OP``)."""
+
+
+class Args:
+    """An op's arguments: the request without ``rid`` and ``op``. A key that is absent stays
+    distinct from ``null`` (:data:`spec.session.ABSENT`)."""
+
+    def __init__(self, values: Mapping[str, JsonValue]) -> None:
+        self._values = values
+
+    def optional(self, key: str) -> object:
+        """The value, or ``ABSENT`` when the key was not passed."""
+        return self._values[key] if key in self._values else ABSENT
+
+    def get(self, key: str, default: JsonValue = None) -> JsonValue:
+        return self._values.get(key, default)
+
+    def session_id(self, key: str = "id") -> str:
+        value = self._values.get(key)
+        if not isinstance(value, str):
+            raise BadRequest(f"{key!r} must be a session id string")
+        return value
+
+    def optional_session_id(self, key: str) -> str | None:
+        """A session id, where absent and ``null`` both mean "mint one"."""
+        if self._values.get(key) is None:
+            return None
+        return self.session_id(key)
+
+    def count(self, key: str, default: int | None = None) -> int:
+        """A non-negative integer argument (``default`` when absent)."""
+        value = self._values.get(key, default)
+        if not is_safe_integer(value) or value < 0:  # type: ignore[operator]
+            raise BadRequest(f"{key!r} must be a non-negative integer")
+        return int(value)  # type: ignore[arg-type]
+
+
+class FaultyFileSystem:
+    """A :class:`PowerLossFileSystem` whose next write or fsync can be made to fail once, as the
+    protocol's ``fail_next`` asks: ``"write"`` is the next ``write_new`` or ``append`` (creating a
+    file or appending to one), ``"fsync"`` the next file fsync. A failing call has no effect."""
+
+    def __init__(self, inner: PowerLossFileSystem) -> None:
+        self.inner = inner
+        self._faults: list[list[int | str]] = []  # [kind, errno, calls to let through first]
+
+    def fail_next(self, kind: str, code: int, after: int) -> None:
+        self._faults.append([kind, code, after])
+
+    def _gate(self, kind: str, path: str) -> None:
+        for fault in self._faults:
+            if fault[0] != kind:
+                continue
+            if fault[2] == 0:
+                self._faults.remove(fault)
+                code = int(fault[1])
+                raise OSError(code, f"injected {errno.errorcode[code]}", path)
+            fault[2] = int(fault[2]) - 1
+
+    def read_bytes(self, path: str) -> bytes:
+        return self.inner.read_bytes(path)
+
+    def exists(self, path: str) -> bool:
+        return self.inner.exists(path)
+
+    def is_dir(self, path: str) -> bool:
+        return self.inner.is_dir(path)
+
+    def listdir(self, path: str) -> list[str]:
+        return self.inner.listdir(path)
+
+    def size(self, path: str) -> int:
+        return self.inner.size(path)
+
+    def makedirs(self, path: str) -> None:
+        self.inner.makedirs(path)
+
+    def write_new(self, path: str, data: bytes) -> None:
+        self._gate("write", path)
+        self.inner.write_new(path, data)
+
+    def append(self, path: str, data: bytes) -> None:
+        self._gate("write", path)
+        self.inner.append(path, data)
+
+    def truncate(self, path: str, size: int) -> None:
+        self.inner.truncate(path, size)
+
+    def fsync(self, path: str) -> None:
+        self._gate("fsync", path)
+        self.inner.fsync(path)
+
+    def fsync_dir(self, path: str) -> None:
+        self.inner.fsync_dir(path)
+
+    def rename(self, src: str, dst: str) -> None:
+        self.inner.rename(src, dst)
+
+    def link(self, src: str, dst: str) -> None:
+        self.inner.link(src, dst)
+
+    def remove(self, path: str) -> None:
+        self.inner.remove(path)
+
+    def try_lock(self, path: str) -> LockHandle | None:
+        return self.inner.try_lock(path)
+
+    def unlock(self, lock: LockHandle) -> None:
+        self.inner.unlock(lock)
+
+
+# --- the pure functions of capability "pure": JSON in, the spec function, JSON out ----------------
+
+PureFunction = Callable[[Mapping[str, JsonValue]], JsonValue]
+
+
+def _list(value: JsonValue, key: str) -> list[JsonValue]:
+    if not isinstance(value, list):
+        raise BadRequest(f"input {key!r} must be an array")
+    return value
+
+
+def _nodes(inputs: Mapping[str, JsonValue]) -> list[int]:
+    return [int(seq) for seq in _list(inputs.get("nodes"), "nodes")]  # type: ignore[arg-type]
+
+
+def _events(inputs: Mapping[str, JsonValue], key: str = "events") -> list[JsonObject]:
+    return _list(inputs.get(key), key)  # type: ignore[return-value]
+
+
+def _call_fold_surface(inputs: Mapping[str, JsonValue]) -> JsonValue:
+    fold = fold_surface(_events(inputs))
+    replacements: list[JsonValue] = [
+        {"seq": r.seq, "start": r.start, "end": r.end, "shadowed": list(r.shadowed)} for r in fold.replacements
+    ]
+    return {"nodes": list(fold.nodes), "replaceGeneration": fold.replace_generation, "replacements": replacements}
+
+
+def _call_plan_pruned_content(inputs: Mapping[str, JsonValue]) -> JsonValue:
+    raw = inputs.get("config")
+    if not isinstance(raw, dict):
+        raise BadRequest("input 'config' must be an object")
+    config = PruneConfig(raw["thresholdChars"], raw["headChars"], raw["tailChars"])  # type: ignore[arg-type]
+    return plan_pruned_content(_list(inputs.get("blocks"), "blocks"), config)
+
+
+def _call_plan_prune_events(inputs: Mapping[str, JsonValue]) -> JsonValue:
+    plans = plan_prune_events(_nodes(inputs), _events(inputs), decode_prune_config(inputs.get("config")))
+    return [
+        {
+            "originalSeq": plan.original_seq,
+            "callId": plan.call_id,
+            "pruneData": plan.prune_data,
+            "replacementData": plan.replacement_data,
+            "surfaceOp": plan.surface_op,
+            "sourceEventSeqs": plan.source_event_seqs,
+            "charsBefore": plan.chars_before,
+            "charsAfter": plan.chars_after,
+        }
+        for plan in plans
+    ]
+
+
+def _call_decode_prune_config(inputs: Mapping[str, JsonValue]) -> JsonValue:
+    config = decode_prune_config(inputs.get("config"))
+    return {"thresholdChars": config.threshold_chars, "headChars": config.head_chars, "tailChars": config.tail_chars}
+
+
+def _call_fold_shadow_price(inputs: Mapping[str, JsonValue]) -> JsonValue:
+    raw = inputs.get("claim")
+    claim = None if not isinstance(raw, dict) else ShadowClaim(int(raw["start"]), int(raw["end"]), int(raw["tokens"]))  # type: ignore[arg-type]
+    event = inputs.get("event")
+    if not isinstance(event, dict):
+        raise BadRequest("input 'event' must be an object")
+    after, delta = fold_shadow_price(claim, event)
+    shown: JsonValue = None if after is None else {"start": after.start, "end": after.end, "tokens": after.tokens}
+    return {"claim": shown, "delta": delta}
+
+
+def _call_check_log(inputs: Mapping[str, JsonValue]) -> JsonValue:
+    header = inputs.get("header")
+    relational = inputs.get("relational", True)
+    violations = check_log(_events(inputs), header if isinstance(header, dict) else None, relational is not False)
+    return [{"rule": violation.rule, "seq": violation.seq} for violation in violations]
+
+
+def _call_derive_session_relpath(inputs: Mapping[str, JsonValue]) -> JsonValue:
+    header = inputs.get("header")
+    if not isinstance(header, dict):
+        raise BadRequest("input 'header' must be an object")
+    return list(derive_session_relpath(header, inputs.get("compressed") is not False))
+
+
+def _call_decode_header_line(inputs: Mapping[str, JsonValue]) -> JsonValue:
+    hint = inputs.get("sessionId")
+    version, header = decode_header_line(inputs.get("line"), hint if isinstance(hint, str) else None)
+    return {"version": version, "header": header}
+
+
+def _call_decode_jsonl_log(inputs: Mapping[str, JsonValue]) -> JsonValue:
+    text = inputs.get("text")
+    if not isinstance(text, str):
+        raise BadRequest("input 'text' must be a string")
+    stored = decode_jsonl_log(text.encode("utf-8"))
+    return {"headerLine": stored.header_line, "records": list(stored.records), "truncateTo": stored.truncate_to}
+
+
+def _call_validate_header(inputs: Mapping[str, JsonValue]) -> JsonValue:
+    validate_header(str(inputs.get("sessionId")), inputs.get("header"))
+    return None
+
+
+PURE_FUNCTIONS: Final[Mapping[str, PureFunction]] = {
+    "spec.surface.fold_surface": _call_fold_surface,
+    "spec.pairing.derive_cut_balance": lambda i: list(derive_cut_balance(_nodes(i), _events(i))),
+    "spec.pairing.is_balanced_before": lambda i: is_balanced_before(_nodes(i), _events(i), int(i["seq"])),  # type: ignore[arg-type]
+    "spec.pairing.is_balanced_after": lambda i: is_balanced_after(_nodes(i), _events(i), int(i["seq"])),  # type: ignore[arg-type]
+    "spec.prune.decode_prune_config": _call_decode_prune_config,
+    "spec.prune.plan_pruned_content": _call_plan_pruned_content,
+    "spec.prune.plan_prune_events": _call_plan_prune_events,
+    "spec.tokens.price_surface": lambda i: [list(node) for node in price_surface(_nodes(i), _events(i))],
+    "spec.tokens.fold_shadow_price": _call_fold_shadow_price,
+    "spec.checker.check_log": _call_check_log,
+    "spec.repair.derive_closers": lambda i: list(derive_closers(_events(i))),
+    "spec.storage.encode_segment": lambda i: encode_segment(str(i.get("id"))),
+    "spec.storage.encode_project_key": lambda i: encode_project_key(str(i.get("cwd"))),
+    "spec.storage.derive_session_relpath": _call_derive_session_relpath,
+    "spec.storage.decode_header_line": _call_decode_header_line,
+    "spec.storage.decode_storage_record": lambda i: decode_storage_record(i.get("record")),
+    "spec.storage.decode_jsonl_log": _call_decode_jsonl_log,
+    "spec.legacy.upgrade_v0_records": lambda i: list(
+        upgrade_v0_records(str(i.get("sessionId")), _list(i.get("records"), "records"))
+    ),
+    "spec.header.validate_header": _call_validate_header,
+}
+
+
+# --- the subject ----------------------------------------------------------------------------------
+
+
+class ReferenceSubject:
+    """The reference store, driven by protocol requests (see the module docstring)."""
+
+    name: ClassVar[str] = "dsh-session-spec reference"
+    capabilities: ClassVar[tuple[str, ...]] = ("core", "storage", "crash-seam", "pure")
+    ops: ClassVar[Mapping[str, str]] = {
+        "hello": "op_hello",
+        "reset": "op_reset",
+        "clock": "op_clock",
+        "create": "op_create",
+        "append": "op_append",
+        "fork": "op_fork",
+        "state": "op_state",
+        "flush": "op_flush",
+        "close": "op_close",
+        "resume": "op_resume",
+        "read": "op_read",
+        "unsynced": "op_unsynced",
+        "crash": "op_crash",
+        "arm_crash": "op_arm_crash",
+        "fail_next": "op_fail_next",
+        "ops": "op_ops",
+        "call": "op_call",
+    }
+    pure_functions: ClassVar[Mapping[str, PureFunction]] = PURE_FUNCTIONS
+
+    def __init__(self) -> None:
+        self.now = 0
+        self.fs: FaultyFileSystem | None = None
+        self.persistence: PersistenceService | None = None
+        self.store = SessionStore(clock=self._clock)
+        self._compressed = True
+
+    # --- the one entry point ------------------------------------------------------------------
+
+    def handle(self, request: Mapping[str, JsonValue]) -> dict[str, JsonValue]:
+        """Answer one request; never raises."""
+        rid = request.get("rid")
+        try:
+            op = request.get("op")
+            method = self.ops.get(op) if isinstance(op, str) else None
+            if method is None:
+                raise UnsupportedOp(f"unsupported op {op!r}")
+            args = Args({key: value for key, value in request.items() if key not in ("rid", "op")})
+            result = getattr(self, method)(args)
+            return {"rid": rid, "ok": True, "result": result}
+        except SpecError as error:
+            return _error(rid, str(error.code), error.message)
+        except UnsupportedOp as error:
+            return _error(rid, UNSUPPORTED_OP, str(error))
+        except BadRequest as error:
+            return _error(rid, BAD_REQUEST, str(error))
+        except SimulatedCrash as crash:
+            return _error(rid, CRASHED, f"simulated power loss: {crash}")
+        except Exception as error:  # noqa: BLE001 - the protocol reports every other failure
+            return _error(rid, INTERNAL, repr(error))
+
+    # --- override points ------------------------------------------------------------------------
+
+    def live(self, session_id: str) -> Session:
+        """The live session with that id, or ``SESSION_NOT_FOUND``."""
+        session = self.store.get(session_id)
+        if session is None:
+            raise reject(Code.SESSION_NOT_FOUND, f'session "{session_id}" not found')
+        return session
+
+    def state_json(self, session: Session) -> JsonObject:
+        """The protocol's *state* of a live session."""
+        surface = session.surface
+        return {
+            "id": session.id,
+            "events": list(session.events),
+            "nodes": list(surface.nodes),
+            "replaceGeneration": surface.replace_generation,
+            "firstLiveSeq": session.first_live_seq,
+            "seq": session.seq,
+            "header": session.header,
+            "messages": list(session.derive_messages()),
+        }
+
+    # --- core ops -------------------------------------------------------------------------------
+
+    def op_hello(self, args: Args) -> JsonValue:
+        return {"protocol": PROTOCOL_VERSION, "name": self.name, "capabilities": list(self.capabilities)}
+
+    def op_reset(self, args: Args) -> JsonValue:
+        storage = args.get("storage", "none")
+        compressed = args.get("compressed", True)
+        if storage not in ("none", "memory", "file") or not isinstance(compressed, bool):
+            raise BadRequest("storage must be 'none', 'memory' or 'file' and compressed a boolean")
+        self.now = 0
+        self._compressed = compressed
+        self.fs = FaultyFileSystem(PowerLossFileSystem()) if storage == "file" else None
+        self.persistence = MemoryPersistence() if storage == "memory" else None
+        self._open_store()
+        return None
+
+    def op_clock(self, args: Args) -> JsonValue:
+        now = args.get("now")
+        if not is_safe_integer(now):
+            raise BadRequest("now must be a safe integer")
+        self.now = int(now)  # type: ignore[arg-type]
+        return self.now
+
+    def op_create(self, args: Args) -> JsonValue:
+        seed = args.get("seed")
+        if seed is not None and not isinstance(seed, list):
+            raise BadRequest("seed must be an array of events")
+        session = self.store.create(args.optional_session_id("id"), seed=seed, meta=args.get("meta"))
+        return self.state_json(session)
+
+    def op_append(self, args: Args) -> JsonValue:
+        session = self.live(args.session_id())
+        return session.append(
+            args.optional("type"), args.optional("data"), args.optional("surfaceOp"), args.optional("sourceEventSeqs")
+        )
+
+    def op_fork(self, args: Args) -> JsonValue:
+        child = self.store.fork(args.session_id("source"), args.optional("boundary"), args.optional_session_id("child"))
+        return self.state_json(child)
+
+    def op_state(self, args: Args) -> JsonValue:
+        return self.state_json(self.live(args.session_id()))
+
+    # --- storage ops ----------------------------------------------------------------------------
+
+    def op_flush(self, args: Args) -> JsonValue:
+        self.live(args.session_id()).flush()
+        return None
+
+    def op_close(self, args: Args) -> JsonValue:
+        session_id = args.session_id()
+        self.live(session_id)
+        self.store.close(session_id)
+        return None
+
+    def op_resume(self, args: Args) -> JsonValue:
+        return self.state_json(self.store.resume(args.session_id()))
+
+    def op_read(self, args: Args) -> JsonValue:
+        session_id = args.session_id()
+        if self.persistence is None:
+            raise reject(Code.SESSION_NOT_FOUND, f'session "{session_id}" not found (this store has no persistence)')
+        stored = self.persistence.read(session_id)
+        return {"header": stored.header, "events": list(stored.events)}
+
+    # --- crash ops ------------------------------------------------------------------------------
+
+    def op_unsynced(self, args: Args) -> JsonValue:
+        return [{"path": f.path, "bytes": f.pending} for f in self._crash_fs().inner.unsynced_files()]
+
+    def op_crash(self, args: Args) -> JsonValue:
+        fs = self._crash_fs()
+        keep = args.get("keep", "none")
+        if keep == "none":
+            plan = DROP_ALL
+        elif keep == "all":
+            plan = KEEP_ALL
+        elif isinstance(keep, dict) and isinstance(keep.get("path"), str) and is_safe_integer(keep.get("bytes")):
+            plan = CrashPlan(cuts={str(keep["path"]): int(keep["bytes"])})  # type: ignore[arg-type]
+        else:
+            raise BadRequest("keep must be 'none', 'all' or {path, bytes}")
+        try:
+            survivor = fs.inner.crash(plan)
+        except ValueError as error:
+            raise BadRequest(str(error)) from None
+        self.fs = FaultyFileSystem(survivor)
+        self._open_store()
+        return None
+
+    def op_arm_crash(self, args: Args) -> JsonValue:
+        self._crash_fs().inner.crash_at_op(args.count("after") + 1)
+        return None
+
+    def op_fail_next(self, args: Args) -> JsonValue:
+        fs = self._crash_fs()
+        kind, code = args.get("fsOp"), args.get("errno")
+        if kind not in ("write", "fsync") or code not in ERRNOS:
+            raise BadRequest("fsOp must be 'write' or 'fsync' and errno 'EIO' or 'ENOSPC'")
+        fs.fail_next(str(kind), ERRNOS[str(code)], args.count("after", 0))
+        return None
+
+    def op_ops(self, args: Args) -> JsonValue:
+        return self._crash_fs().inner.mutation_count
+
+    # --- pure functions -------------------------------------------------------------------------
+
+    def op_call(self, args: Args) -> JsonValue:
+        function, inputs = args.get("function"), args.get("input")
+        if not isinstance(inputs, dict):
+            raise BadRequest("input must be an object")
+        adapter = self.pure_functions.get(function) if isinstance(function, str) else None
+        if adapter is None:
+            raise UnsupportedOp(f"unsupported function {function!r}")
+        return adapter(inputs)
+
+    # --- internals ------------------------------------------------------------------------------
+
+    def _clock(self) -> int:
+        return self.now
+
+    def _open_store(self) -> None:
+        """A fresh store over the current backend: no session is live."""
+        if self.fs is not None:
+            counter = itertools.count(1)
+            self.persistence = FileStore(
+                STORE_ROOT, fs=self.fs, compressed=self._compressed, temp_token=lambda: f"{next(counter):06d}"
+            )
+        self.store = SessionStore(self.persistence, clock=self._clock)
+
+    def _crash_fs(self) -> FaultyFileSystem:
+        if self.fs is None:
+            raise BadRequest("crash ops need reset with storage 'file'")
+        return self.fs
+
+
+def _error(rid: JsonValue, code: str, message: str) -> dict[str, JsonValue]:
+    return {"rid": rid, "ok": False, "error": {"code": code, "message": message}}
+
+
+def serve(subject: ReferenceSubject, lines: Callable[[], str], write: Callable[[str], object]) -> None:
+    """The stdio loop: each line is one request; each answer is one line. A line that is not a
+    JSON object is answered ``BAD_REQUEST`` (with ``rid`` null)."""
+    while line := lines():
+        if not line.strip():
+            continue
+        try:
+            request = decode_json_text(line)
+        except ValueError as error:
+            response = _error(None, BAD_REQUEST, f"request is not JSON: {error}")
+        else:
+            if isinstance(request, dict):
+                response = subject.handle(request)
+            else:
+                response = _error(None, BAD_REQUEST, "request must be a JSON object")
+        write(encode_json_text(response) + "\n")
+
+
+def main() -> None:
+    """``python -m reference.server``: serve the protocol on stdin/stdout until stdin closes."""
+    stdin = open(sys.stdin.fileno(), encoding="utf-8", errors="surrogateescape", closefd=False)
+    stdout = open(sys.stdout.fileno(), "w", encoding="utf-8", errors="surrogatepass", closefd=False)
+
+    def write(text: str) -> None:
+        stdout.write(text)
+        stdout.flush()
+
+    serve(ReferenceSubject(), stdin.readline, write)
+
+
+if __name__ == "__main__":
+    main()
