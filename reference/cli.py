@@ -1,0 +1,165 @@
+"""``dsh-session``: check session logs against the spec, and explain what a log shows the model.
+
+    dsh-session check PATH...       every rule violation of every log (exit 1 if any, 2 if unreadable)
+    dsh-session explain PATH        each event with its place on the surface, then the messages
+    dsh-session rules               the checker's rules, with what each one means
+
+A PATH is a log file (``session.v4.jsonl[.zstd]``, DSH's ``session.jsonl[.zstd]``) or a directory,
+searched for log files. Nothing is ever written: a torn tail is reported, not repaired.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from typing import TextIO
+
+from reference.persistence.filestore import LoadedLog, load_log
+from spec.checker import RULES, check_log
+from spec.codes import SpecError
+from spec.events import derive_event_message
+from spec.json import JsonValue
+from spec.storage import V0_PLAIN_NAME, V0_ZSTD_NAME, V4_PLAIN_NAME, V4_ZSTD_NAME
+from spec.surface import fold_surface
+
+LOG_FILE_NAMES = (V4_ZSTD_NAME, V4_PLAIN_NAME, V0_ZSTD_NAME, V0_PLAIN_NAME)
+EXIT_OK, EXIT_VIOLATIONS, EXIT_UNREADABLE = 0, 1, 2
+
+
+def find_logs(paths: Sequence[str]) -> Iterator[str]:
+    """Each path as given, or, for a directory, every log file below it (sorted)."""
+    for path in paths:
+        if not os.path.isdir(path):
+            yield path
+            continue
+        for folder, _, files in sorted(os.walk(path)):
+            for name in sorted(files):
+                if name in LOG_FILE_NAMES or name.endswith(".jsonl") or name.endswith(".jsonl.zstd"):
+                    yield os.path.join(folder, name)
+
+
+def read_log(path: str) -> LoadedLog:
+    with open(path, "rb") as file:
+        data = file.read()
+    return load_log(None, data, path.endswith(".zstd"))
+
+
+def command_check(paths: Sequence[str], core_only: bool, as_json: bool, out: TextIO) -> int:
+    worst = EXIT_OK
+    for path in find_logs(paths):
+        try:
+            log = read_log(path)
+        except SpecError as error:
+            worst = max(worst, EXIT_UNREADABLE)
+            _report(out, as_json, {"path": path, "error": {"code": str(error.code), "message": error.message}},
+                    f"{path}: unreadable [{error.code}] {error.message}")  # fmt: skip
+            continue
+        except OSError as error:
+            worst = max(worst, EXIT_UNREADABLE)
+            _report(out, as_json, {"path": path, "error": {"code": "STORAGE_IO", "message": str(error)}},
+                    f"{path}: unreadable [STORAGE_IO] {error}")  # fmt: skip
+            continue
+        events = log.events + log.recovered
+        violations = check_log(events, log.header, relational=not core_only)
+        if violations:
+            worst = max(worst, EXIT_VIOLATIONS)
+        torn = "" if log.truncate_to is None else f" (torn tail from byte {log.truncate_to} ignored)"
+        if as_json:
+            rows = [{"rule": v.rule, "seq": v.seq, "message": v.message} for v in violations]
+            _report(out, True, {"path": path, "events": len(events), "tornAt": log.truncate_to, "violations": rows}, "")
+        else:
+            verdict = "ok" if not violations else f"{len(violations)} violation(s)"
+            print(f"{path}: {len(events)} events, format v{log.format_version}, {verdict}{torn}", file=out)
+            for violation in violations:
+                where = "log" if violation.seq is None else f"seq {violation.seq}"
+                print(f"  [{violation.rule}] {where}: {violation.message}", file=out)
+    return worst
+
+
+def command_explain(path: str, out: TextIO) -> int:
+    try:
+        log = read_log(path)
+    except SpecError as error:
+        print(f"{path}: unreadable [{error.code}] {error.message}", file=out)
+        return EXIT_UNREADABLE
+    events = log.events + log.recovered
+    try:
+        fold = fold_surface(events)
+    except SpecError as error:
+        print(f"{path}: the surface does not fold [{error.code}] {error.message}", file=out)
+        return EXIT_VIOLATIONS
+    shadowed_by = {seq: r.seq for r in fold.replacements for seq in r.shadowed}
+    visible = set(fold.nodes)
+    print(f"{path}: session {log.header.get('id')!s}, {len(events)} events, format v{log.format_version}", file=out)
+    for event in events:
+        seq = event.get("seq")
+        kind = str(event.get("type"))
+        if "surfaceOp" not in event:
+            place = "log-only"
+        elif seq in visible:
+            place = "on the surface" + ("" if event["surfaceOp"] == "append" else f" (replaces {_span(event)})")
+        else:
+            place = f"shadowed by seq {shadowed_by.get(int(seq)) if isinstance(seq, int) else '?'}"
+        print(f"  {seq!s:>6}  {kind:<28} {place}", file=out)
+    print(f"surface: {len(fold.nodes)} nodes, replaceGeneration {fold.replace_generation}", file=out)
+    for seq in fold.nodes:
+        message = derive_event_message(events[seq])
+        if message is not None:
+            print(f"  seq {seq}: {message.get('role')}: {_preview(message.get('content'))}", file=out)
+    return EXIT_OK
+
+
+def command_rules(out: TextIO) -> int:
+    for rule, meaning in RULES.items():
+        print(f"{rule}\n    {meaning}", file=out)
+    return EXIT_OK
+
+
+def _span(event: JsonValue) -> str:
+    op = event.get("surfaceOp") if isinstance(event, dict) else None
+    return f"{op.get('start')}..{op.get('end')}" if isinstance(op, dict) else "?"
+
+
+def _preview(content: JsonValue, width: int = 70) -> str:
+    texts: list[str] = []
+    for block in content if isinstance(content, list) else []:
+        if isinstance(block, dict):
+            if isinstance(block.get("text"), str):
+                texts.append(str(block["text"]))
+            elif block.get("type") == "tool-call":
+                texts.append(f"<tool-call {block.get('name')}>")
+            elif block.get("type") == "tool-result":
+                texts.append(f"<tool-result {_preview(block.get('content'), width)}>")
+            else:
+                texts.append(f"<{block.get('type')}>")
+    text = " ".join(texts).replace("\n", " ")
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _report(out: TextIO, as_json: bool, row: dict[str, object], line: str) -> None:
+    print(json.dumps(row) if as_json else line, file=out)
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
+    parser = argparse.ArgumentParser(prog="dsh-session", description=__doc__.split("\n\n")[0] if __doc__ else None)
+    commands = parser.add_subparsers(dest="command", required=True)
+    check = commands.add_parser("check", help="report every rule violation of each log")
+    check.add_argument("paths", nargs="+")
+    check.add_argument("--core-only", action="store_true", help="skip the relational rules DSH does not enforce")
+    check.add_argument("--json", action="store_true", help="one JSON object per log")
+    explain = commands.add_parser("explain", help="show each event's place on the surface")
+    explain.add_argument("path")
+    commands.add_parser("rules", help="list the checker's rules")
+    args = parser.parse_args(argv)
+    if args.command == "check":
+        return command_check(args.paths, args.core_only, args.json, out)
+    if args.command == "explain":
+        return command_explain(args.path, out)
+    return command_rules(out)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
