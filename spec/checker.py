@@ -165,9 +165,11 @@ METERED_REPLACEMENT_TYPE: Final[Mapping[str, str]] = MappingProxyType(
 
 
 def check_log(events: Sequence[Event], header: JsonObject | None = None, relational: bool = True) -> tuple[Violation, ...]:
-    """Every violation in the log, ordered by seq (log-wide ones first): the core rules
-    always; with ``relational`` (the default) the relational rules too; with a ``header``, the
-    lineage rules that tie it to the log (SPEC-DECISIONS D9)."""
+    """Every violation in the log, ordered by seq (log-wide ones first) (SPEC-DECISIONS D9).
+    The core rules (:data:`CORE_RULES`, what a DSH session itself refuses) are always checked.
+    ``relational=True`` (the default) adds :data:`RELATIONAL_RULES`, which DSH leaves to optional
+    companions or does not check at all; given a ``header`` it also ties the header's lineage to the
+    log. ``relational=False`` answers "would DSH load this log?", the default "is it well formed?"."""
     found = list(check_core(events))
     if relational:
         found += check_turn_structure(events)
