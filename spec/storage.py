@@ -168,7 +168,6 @@ def upgrade_v0_header(session_id: str, line: JsonObject) -> FrozenDict:
     DSH's own reader requires ``delegationDepth`` on the line; this reader defaults it, because
     older DSH writers omitted it (19 of the 110 corpus logs have none)."""
     fields = _header_fields(line)
-    fields["version"] = HEADER_FORMAT_VERSION
     fields.setdefault("delegationDepth", 0)
     fields["isSeeded"] = "seedLength" in line
     header = _snapshot_header(fields)
@@ -184,12 +183,14 @@ def validate_no_retired_header_fields(line: JsonObject) -> None:
 
 
 def _header_fields(line: JsonObject) -> JsonObject:
-    fields: JsonObject = {key: line[key] for key in HEADER_FIELD_ORDER if key in line}
-    fields.update((key, value) for key, value in line.items() if key != "type" and key not in fields)
+    # The in-memory header is the line without its type, with the version it is read as.
+    fields = {key: value for key, value in line.items() if key != "type"}
+    fields["version"] = HEADER_FORMAT_VERSION
     return fields
 
 
 def _snapshot_header(fields: JsonObject) -> FrozenDict:
+    # D1 order first, other keys after, as encode_header_line writes them.
     ordered: JsonObject = {key: fields[key] for key in HEADER_FIELD_ORDER if key in fields}
     ordered.update((key, value) for key, value in fields.items() if key not in ordered)
     snapshot = snapshot_json(ordered)

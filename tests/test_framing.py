@@ -154,6 +154,11 @@ def test_invalid_utf8_in_a_complete_line_is_a_corrupt_log() -> None:
     assert caught.value.code is Code.CORRUPT_LOG
 
 
+def test_a_record_nested_twenty_thousand_levels_deep_is_read() -> None:
+    log = decode_jsonl_log(HEADER + b"\n" + b"[" * 20_000 + b"]" * 20_000 + b"\n")
+    assert len(log.records) == 1
+
+
 def test_utf8_text_in_a_record_is_decoded() -> None:
     log = decode_jsonl_log(HEADER + b"\n" + '{"text":"开发 😀"}\n'.encode())
     assert log.records == ({"text": "开发 😀"},)

@@ -83,7 +83,8 @@ def test_a_v4_line_must_say_whether_the_session_was_seeded() -> None:
 
 
 def test_an_integral_float_version_is_that_version() -> None:
-    assert decode_header_line({"type": "session", **V4_HEADER, "version": 4.0})[0] == 4
+    version, header = decode_header_line({"type": "session", **V4_HEADER, "version": 4.0})
+    assert version == 4 and type(header["version"]) is int
 
 
 # --- decode v0 ---------------------------------------------------------------------------------
