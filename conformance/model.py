@@ -254,16 +254,12 @@ def model_crash(model: ModelStore) -> Step:
     return replace(model, live={}), accepted(None)
 
 
-def model_adopt_durable(model: ModelStore, session_id: str, events: Sequence[Event] | None) -> ModelStore:
-    """Take what a subject showed as a session's durable log after a crash (``None``: no session)."""
-    stored = dict(model.stored)
-    if events is None:
-        stored.pop(session_id, None)
-    else:
-        header = model.stored[session_id].header if session_id in model.stored else None
-        if header is None:
-            raise ValueError("a session that was never flushed has no header in the model")
-        stored[session_id] = DurableLog(header, tuple(events))
+def model_adopt_durable(model: ModelStore, session_id: str, log: DurableLog | None) -> ModelStore:
+    """Take what a subject showed as a session's durable log after a crash (``None``: no session),
+    once the suite has checked that the crash could have left exactly that."""
+    stored = {key: value for key, value in model.stored.items() if key != session_id}
+    if log is not None:
+        stored[session_id] = log
     return replace(model, stored=stored)
 
 

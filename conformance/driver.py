@@ -1,0 +1,146 @@
+"""Driving a subject and the spec model side by side.
+
+:class:`Driver` sends one protocol request to the subject, asks :mod:`conformance.model` what the
+answer must be, and raises :class:`Mismatch` (naming the request, the expected answer and the
+actual one) when they differ. The machine, the exhaustive checker and the crash checks all drive
+subjects through it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from conformance.d3 import check_d3_1_header, check_d3_2_prefix, check_d3_3_flushed_kept, check_d3_5_no_false_corruption
+from conformance.model import (
+    DurableLog,
+    Expected,
+    ModelStore,
+    canonical_text,
+    model_adopt_durable,
+    model_crash,
+    model_request,
+    model_state,
+)
+from spec.session import ABSENT
+
+
+class Answer(Protocol):
+    """A subject's response: ``ok`` with ``result``, or ``error_code`` (conformance.subject.Response)."""
+
+    @property
+    def ok(self) -> bool: ...
+
+    @property
+    def result(self) -> Any: ...
+
+    @property
+    def error_code(self) -> str | None: ...
+
+
+class SubjectLike(Protocol):
+    def request(self, op: str, **args: Any) -> Any: ...
+
+
+class Mismatch(AssertionError):
+    """The subject answered differently from the spec model."""
+
+
+def describe_answer(answer: Answer) -> str:
+    if answer.ok:
+        return f"ok {canonical_text(answer.result)[:400]}"
+    return f"error {answer.error_code}"
+
+
+def describe_request(op: str, args: dict[str, Any]) -> str:
+    shown = canonical_text({key: value for key, value in args.items() if value is not ABSENT})
+    return f"{op} {shown[:400]}"
+
+
+def find_mismatch(expected: Expected, answer: Answer) -> str | None:
+    """Why ``answer`` is not ``expected`` (codes compared, never messages), or ``None``."""
+    if expected.ok != answer.ok:
+        return f"expected {expected.describe()}, got {describe_answer(answer)}"
+    if expected.ok and canonical_text(expected.result) != canonical_text(answer.result):
+        return f"expected {expected.describe()}\n     got {describe_answer(answer)}"
+    if not expected.ok and expected.code != answer.error_code:
+        return f"expected error {expected.code}, got error {answer.error_code}"
+    return None
+
+
+def send(subject: SubjectLike, op: str, **args: Any) -> Any:
+    """One request, with ``ABSENT`` arguments left out (absent is not ``null``)."""
+    return subject.request(op, **{key: value for key, value in args.items() if value is not ABSENT})
+
+
+@dataclass
+class Driver:
+    """A subject, the model it must match, and how many requests went by."""
+
+    subject: SubjectLike
+    model: ModelStore = field(default_factory=ModelStore)
+    requests: int = 0
+
+    def raw(self, op: str, **args: Any) -> Any:
+        """A request the model does not predict (the caller checks the answer)."""
+        self.requests += 1
+        return send(self.subject, op, **args)
+
+    def step(self, op: str, **args: Any) -> Any:
+        """Send ``op`` to the subject and to the model; the answers must agree."""
+        model, expected = model_request(self.model, op, **args)
+        answer = self.raw(op, **args)
+        problem = find_mismatch(expected, answer)
+        if problem is not None:
+            raise Mismatch(f"{describe_request(op, args)}\n  {problem}")
+        self.model = model
+        return answer
+
+    def check_state(self, session_id: str) -> None:
+        """The subject's view of ``session_id`` equals the model's (or both say it is not live)."""
+        _, expected = model_state(self.model, session_id)
+        answer = self.raw("state", id=session_id)
+        problem = find_mismatch(expected, answer)
+        if problem is not None:
+            raise Mismatch(f"state {session_id} after the last step\n  {problem}")
+
+    def check_all_live(self) -> None:
+        for session_id in sorted(self.model.live):
+            self.check_state(session_id)
+
+    def crash(self, keep: Any = "none") -> None:
+        """Power loss, then every session the model knew is read back: what survived must be
+        admissible under SPEC-DECISIONS D3 items 1-3 (and a torn tail is never corruption), and
+        the model adopts it."""
+        before = self.model
+        answer = self.raw("crash", keep=keep)
+        if not answer.ok:
+            raise Mismatch(f"crash keep={canonical_text(keep)}: expected ok, got error {answer.error_code}")
+        model, _ = model_crash(before)
+        for session_id in sorted(set(before.live) | set(before.stored)):
+            model = self._adopt_survivor(model, before, session_id)
+        self.model = model
+
+    def _adopt_survivor(self, model: ModelStore, before: ModelStore, session_id: str) -> ModelStore:
+        entry, log = before.live.get(session_id), before.stored.get(session_id)
+        header = entry.state.header if entry is not None else log.header if log is not None else None
+        appended = entry.state.events if entry is not None else log.events if log is not None else ()
+        flushed = len(log.events) if log is not None else 0
+        answer = self.raw("read", id=session_id)
+        found = bool(answer.ok)
+        if not found and answer.error_code != "SESSION_NOT_FOUND":
+            problems = check_d3_5_no_false_corruption(answer.error_code) or (
+                f"read after a crash answered error {answer.error_code}",
+            )
+            raise Mismatch(f"read {session_id} after a crash:\n  " + "\n  ".join(problems))
+        result = answer.result if found and isinstance(answer.result, dict) else {}
+        events = result.get("events") if isinstance(result.get("events"), list) else []
+        assert isinstance(events, list)
+        problems = check_d3_1_header(found, result.get("header"), header, log is not None)
+        if found:
+            problems += check_d3_2_prefix(events, appended) + check_d3_3_flushed_kept(events, flushed)
+        if problems:
+            raise Mismatch(f"read {session_id} after a crash:\n  " + "\n  ".join(problems))
+        if not found or header is None:
+            return model_adopt_durable(model, session_id, None)
+        return model_adopt_durable(model, session_id, DurableLog(header, tuple(appended[: len(events)])))
