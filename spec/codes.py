@@ -105,6 +105,23 @@ class Code(StrEnum):
     TOKEN_SURFACE_CORRUPT = "TOKEN_SURFACE_CORRUPT"
     TOKEN_SHADOW_PRICE_MISMATCH = "TOKEN_SHADOW_PRICE_MISMATCH"
     SPILL_CONFIG_INVALID = "SPILL_CONFIG_INVALID"
+    PRUNE_OUTSIDE_TURN = "PRUNE_OUTSIDE_TURN"
+    COMPACTION_SUMMARY_FAILED = "COMPACTION_SUMMARY_FAILED"
+    COMPACTION_SUMMARY_TIMEOUT = "COMPACTION_SUMMARY_TIMEOUT"
+    COMPACTION_COMMIT_FAILED = "COMPACTION_COMMIT_FAILED"
+    COMPACTION_PERSISTENCE_FAILED = "COMPACTION_PERSISTENCE_FAILED"
+    COMPACTION_STILL_ABOVE_THRESHOLD = "COMPACTION_STILL_ABOVE_THRESHOLD"
+    COMPACTION_NO_CAPACITY = "COMPACTION_NO_CAPACITY"
+    ABORTED = "ABORTED"
+    SPILL_NOT_FOUND = "SPILL_NOT_FOUND"
+
+    # --- projections and their cache (SPEC-DECISIONS D7; notes/dsh-compaction-projection §11) ---
+    PROJECTION_UNIT_INVALID = "PROJECTION_UNIT_INVALID"
+    PROJECTION_VERSION_CONFLICT = "PROJECTION_VERSION_CONFLICT"
+    PROJECTION_STATE_INVALID = "PROJECTION_STATE_INVALID"
+
+    # --- durability checkpoints (seed 002; notes/dsh-compaction-projection §11.5) ---
+    DURABILITY_CHECKPOINT_FAILED = "DURABILITY_CHECKPOINT_FAILED"
 
     # --- storage naming, framing and reading (SPEC-DECISIONS D1-D3; notes/dsh-persistence §2-§6) ---
     EMPTY_PROJECT_PATH = "EMPTY_PROJECT_PATH"
@@ -197,6 +214,19 @@ MEANING: dict[Code, str] = {
     Code.TOKEN_SURFACE_CORRUPT: "every priced surface node must name the log event with that seq",
     Code.TOKEN_SHADOW_PRICE_MISMATCH: "a replace must follow the metering event that prices its exact range",
     Code.SPILL_CONFIG_INVALID: "maxInlineTokens, when set, must be a non-negative integer",
+    Code.PRUNE_OUTSIDE_TURN: "a prune replacement (a replacing tool/result) is appended only inside an open turn",
+    Code.COMPACTION_SUMMARY_FAILED: "a manual compaction could not produce a smaller summary (the attempt is logged)",
+    Code.COMPACTION_SUMMARY_TIMEOUT: "the summarizer did not answer within the engine's timeout",
+    Code.COMPACTION_COMMIT_FAILED: "a compaction's commit appends did not all land; inspect the log before retrying",
+    Code.COMPACTION_PERSISTENCE_FAILED: "a manual compaction committed but its durability flush failed",
+    Code.COMPACTION_STILL_ABOVE_THRESHOLD: "pressure compaction ran out of attempts while still above the threshold",
+    Code.COMPACTION_NO_CAPACITY: "pressure compaction needs the context window of the routed model",
+    Code.ABORTED: "the caller cancelled the operation through its abort signal",
+    Code.SPILL_NOT_FOUND: "no spilled text is stored at that locator",
+    Code.PROJECTION_UNIT_INVALID: "a projection unit has a non-empty key, a non-negative integer stateVersion and callables",
+    Code.PROJECTION_VERSION_CONFLICT: "a projection key is shared only by registrants of the same stateVersion",
+    Code.PROJECTION_STATE_INVALID: "a projection state is plain JSON that passes the unit's stateSchema",
+    Code.DURABILITY_CHECKPOINT_FAILED: "the flush before a model request, a tool or a step failed, so it was not run",
     Code.EMPTY_PROJECT_PATH: "projectKey needs a non-empty cwd",
     Code.EMPTY_PATH_SEGMENT: "encodeSegment needs a non-empty id",
     Code.MALFORMED_CHUNK_ROW: "a packed chunk row must have the exact v0 row shape",

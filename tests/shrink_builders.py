@@ -1,0 +1,131 @@
+"""A conversation driver for the context-shrinking tests: it appends well-formed turns, steps, tool
+calls and results to a reference Session, so that every log it makes passes spec.checker."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from reference.compaction import AbortSignal, SummaryRequest
+from reference.session import Session
+from reference.store import SessionStore
+from spec.checker import check_log
+from spec.compaction import SummarizerOutput
+from spec.events import Event
+from spec.json import FrozenList, snapshot_json
+from spec.pairing import derive_cut_balance
+
+
+class Conversation:
+    """Drives one session: ``prompt`` opens a turn, ``tool_step``/``answer`` add closed steps,
+    ``end_turn`` closes the turn. Message ids and call ids count up from 1."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.turn = 0
+        self.step = 0
+        self.counter = 0
+        self.in_turn = False
+
+    def _id(self, prefix: str) -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter}"
+
+    def prompt(self, text: str) -> Event:
+        self.turn += 1
+        self.step = 0
+        self.in_turn = True
+        self.session.append("turn/start", {"turn": self.turn})
+        return self.user(text)
+
+    def user(self, text: str, kind: str = "user") -> Event:
+        message = {"id": self._id("u"), "role": "user", "source": {"kind": kind}, "content": [{"type": "text", "text": text}]}
+        return self.session.append("user/message", message, "append")
+
+    def request_header(self, system: str = "You are a helpful assistant.", tools: Sequence[Any] = ()) -> Event:
+        header: dict[str, Any] = {"config": {"provider": "p", "model": "m"}, "system": system}
+        if tools:
+            header["tools"] = list(tools)
+        return self.session.append("request/header", {"header": header, "reason": "initial"})
+
+    def tool_step(self, output: str, tool: str = "grep", text: str = "Let me look.") -> str:
+        """One closed step: the assistant calls ``tool``, the call runs, its result is ``output``."""
+        self.step += 1
+        call_id = self._id("call-")
+        turn, step = self.turn, self.step
+        self.session.append("step/start", {"turn": turn, "step": step})
+        content = [{"type": "text", "text": text}, {"type": "tool-call", "id": call_id, "name": tool, "arguments": "{}"}]
+        message = {"id": self._id("a"), "role": "assistant", "content": content, "source": {"kind": "model", "provider": "p", "model": "m"}}
+        self.session.append("assistant/message", {"turn": turn, "step": step, "message": message}, "append")
+        self.session.append("tool/call", {"turn": turn, "step": step, "callId": call_id, "name": tool, "arguments": "{}"})
+        self.tool_result(call_id, output)
+        self.session.append("step/end", {"turn": turn, "step": step})
+        return call_id
+
+    def tool_result(self, call_id: str, output: str) -> Event:
+        block = {"type": "tool-result", "toolCallId": call_id, "content": [{"type": "text", "text": output}]}
+        message = {"id": self._id("r"), "role": "user", "source": {"kind": "tool", "callId": call_id}, "content": [block]}
+        return self.session.append("tool/result", {"turn": self.turn, "step": self.step, "message": message}, "append")
+
+    def answer(self, text: str) -> Event:
+        self.step += 1
+        turn, step = self.turn, self.step
+        self.session.append("step/start", {"turn": turn, "step": step})
+        message = {"id": self._id("a"), "role": "assistant", "content": [{"type": "text", "text": text}],
+                   "source": {"kind": "model", "provider": "p", "model": "m"}}  # fmt: skip
+        event = self.session.append("assistant/message", {"turn": turn, "step": step, "message": message}, "append")
+        self.session.append("step/end", {"turn": turn, "step": step})
+        return event
+
+    def end_turn(self) -> Event:
+        self.in_turn = False
+        return self.session.append("turn/end", {"turn": self.turn, "reason": {"kind": "completed"}})
+
+
+def new_session(session_id: str = "s1", store: SessionStore | None = None) -> Session:
+    clock = iter(range(1_000, 10_000_000))
+    store = store if store is not None else SessionStore(clock=lambda: next(clock))
+    return store.create(session_id, meta={"createdAt": 1})
+
+
+def long_conversation(session: Session, turns: int = 6, output_chars: int = 600, close_last: bool = True) -> Conversation:
+    """``turns`` complete turns of prompt, one tool step, an answer; the last one left open when
+    ``close_last`` is false."""
+    talk = Conversation(session)
+    for number in range(1, turns + 1):
+        talk.prompt(f"Question {number}: where is the bug in module {number}?")
+        talk.tool_step(f"match {number}: " + "x" * output_chars)
+        talk.answer(f"In module {number} the loop bound is off by one; I fixed it.")
+        if number < turns or close_last:
+            talk.end_turn()
+    return talk
+
+
+def assert_log_clean(session: Session) -> None:
+    """The whole-log checker finds nothing, and the surface keeps every tool call with its result."""
+    assert check_log(list(session.events), dict(session.header)) == ()
+    cuts = derive_cut_balance(session.surface.nodes, session.events)
+    assert cuts[0] and cuts[-1] in (True, False)
+
+
+def text_output(text: str, provider: str = "test", model: str = "stub") -> SummarizerOutput:
+    summary = snapshot_json([{"type": "text", "text": text}])
+    assert isinstance(summary, FrozenList)
+    return SummarizerOutput(summary=summary, provider=provider, model=model)
+
+
+class ScriptedSummarizer:
+    """A summarizer whose behaviour is a function: records every request it got."""
+
+    def __init__(self, behaviour: Any = None, text: str = "Short summary.") -> None:
+        self.behaviour = behaviour
+        self.text = text
+        self.requests: list[SummaryRequest] = []
+
+    def summarize(self, request: SummaryRequest, signal: AbortSignal) -> SummarizerOutput:
+        self.requests.append(request)
+        if self.behaviour is not None:
+            answer = self.behaviour(request, signal)
+            if answer is not None:
+                return answer  # type: ignore[no-any-return]
+        return text_output(self.text)
