@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from spec.codes import Code, reject
+from spec.codes import Code, SpecError, reject  # SpecError: named by the contracts
 from spec.events import ASSISTANT_MESSAGE, TOOL_RESULT, Event, event_data, tool_call_ids_of
 from spec.json import index_of, is_event_seq
 
@@ -29,20 +29,40 @@ def derive_pairing_delta(event: Event) -> int:
 
 
 def derive_cut_balance(nodes: Sequence[int], events: Sequence[Event]) -> tuple[bool, ...]:
-    """Whether each of the N+1 cuts of the surface is balanced: cut 0 (the empty prefix) always is,
-    cut ``i+1`` is when no call is open after node ``i``. Every node must name the log event with
-    that seq (``events[seq].seq == seq``), and the running count of open calls must never go below
-    zero (notes/dsh-compaction-projection §2.1 steps 1-3)."""
-    cuts = [True]
-    open_calls = 0
+    """Whether each of the N+1 cuts of the surface is balanced, by
+    :func:`derive_cut_balance_from_deltas` over the nodes' deltas. Every node must name the log
+    event with that seq (``events[seq].seq == seq``); the walk goes node by node, so an orphan
+    result before a corrupt node is the error reported (notes/dsh-compaction-projection §2.1
+    steps 1-3)."""
+    deltas: list[int] = []
     for seq in nodes:
         event = events[seq] if 0 <= seq < len(events) else None
         if event is None or not is_event_seq(event.get("seq")) or event.get("seq") != seq:
+            derive_cut_balance_from_deltas(nodes[: len(deltas)], deltas)
             raise reject(
                 Code.PAIRING_SURFACE_CORRUPT,
                 f"tool-pairing balance: surface seq {seq} has no matching session event (corrupt surface)",
             )
-        open_calls += derive_pairing_delta(event)
+        deltas.append(derive_pairing_delta(event))
+    return derive_cut_balance_from_deltas(nodes, deltas)
+
+
+def derive_cut_balance_from_deltas(nodes: Sequence[int], deltas: Sequence[int]) -> tuple[bool, ...]:
+    """Balance is a counter: the count of open calls starts at 0 and adds each node's delta in
+    surface order; it must never go below zero (an orphan result), and cut ``i`` is balanced when
+    the count over the first ``i`` nodes is 0, so cut 0 always is (notes/dsh-compaction-projection
+    §2.1 step 3). ``deltas[i]`` is the delta of the node ``nodes[i]``.
+
+    raises: SpecError
+    pre: len(nodes) == len(deltas)
+    post: len(__return__) == len(deltas) + 1
+    post: all(__return__[i] == (sum(deltas[:i]) == 0) for i in range(len(__return__)))
+    post: all(sum(deltas[:i]) >= 0 for i in range(len(__return__)))
+    """
+    cuts = [True]
+    open_calls = 0
+    for seq, delta in zip(nodes, deltas):
+        open_calls += delta
         if open_calls < 0:
             raise reject(
                 Code.PAIRING_ORPHAN_RESULT,
