@@ -1,0 +1,283 @@
+"""Exhaustive small-scope checking: every operation sequence up to a fixed depth.
+
+Over a small alphabet of operations on one session (a user message, an assistant message with a
+tool call, a tool result, turn start and end, a summary replacing the head of the surface, a prune
+rewriting the last tool result, a fork at the last event, and for storage subjects flush and
+crash-then-resume), the checker explores every sequence breadth first, deduplicating states by
+the model's canonical key. Every transition is driven on the subject and on the spec model side by
+side (same answers, codes included); every distinct state reached is compared with the subject
+(each live session's ``state``, each stored session's ``read``) and checked against the spec's
+own invariants: the core rules of the log checker, the crash-repair closers rule, the header's
+lineage, the surface as a fold of the log, and closers that close everything.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from conformance import builders as build
+from conformance.driver import Driver, Mismatch
+from conformance.model import ModelStore, derive_model_key
+from spec.checker import check_closers, check_header_lineage, check_log
+from spec.events import ASSISTANT_MESSAGE, TOOL_RESULT, TURN_START, USER_MESSAGE, tool_call_ids_of
+from spec.repair import derive_closers
+from spec.session import SessionState
+from spec.surface import fold_surface
+
+SESSION: Final = "s"
+CHILD: Final = "f"
+START_TIME: Final = 1_000  # ms
+DEPTHS: Final = {"ci": 4, "thorough": 5}  # sequence length per Hypothesis profile name
+
+Request = tuple[str, dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Letter:
+    """One operation of the alphabet: its name and the requests it sends, given the model."""
+
+    name: str
+    requests: Callable[[ModelStore], Sequence[Request]]
+
+
+@dataclass(frozen=True)
+class ExhaustiveOutcome:
+    """How far the search went: the depth, the distinct states, the transitions driven, the
+    requests sent; ``failure`` is the first disagreement (with the sequence that reached it)."""
+
+    depth: int
+    alphabet: tuple[str, ...]
+    states: int
+    transitions: int
+    requests: int
+    seconds: float
+    failure: str | None
+
+
+# --- the alphabet ----------------------------------------------------------------------------------
+
+
+def _state(model: ModelStore) -> SessionState | None:
+    entry = model.live.get(SESSION)
+    return entry.state if entry is not None else None
+
+
+def _append(model: ModelStore, kind: str, data: object, **extra: Any) -> Sequence[Request]:
+    return [("append", {"id": SESSION, "type": kind, "data": data, **extra})]
+
+
+def _user(model: ModelStore) -> Sequence[Request]:
+    state = _state(model)
+    seq = len(state.events) if state else 0
+    return _append(model, USER_MESSAGE, build.user_message(f"u{seq}"), surfaceOp="append")
+
+
+def _assistant_call(model: ModelStore) -> Sequence[Request]:
+    state = _state(model)
+    seq = len(state.events) if state else 0
+    return _append(model, ASSISTANT_MESSAGE, build.assistant_message(f"a{seq}", "calling", (f"c{seq}",)), surfaceOp="append")
+
+
+def _result(model: ModelStore) -> Sequence[Request]:
+    """A result for the last call announced (or for an unknown call when there is none)."""
+    state = _state(model)
+    calls = [
+        call
+        for event in (state.events if state else ())
+        if event.get("type") == ASSISTANT_MESSAGE and isinstance(event.get("data"), dict)
+        for call in tool_call_ids_of(event["data"].get("message"))  # type: ignore[union-attr]
+    ]
+    return _append(model, TOOL_RESULT, build.tool_result(calls[-1] if calls else "c-none", "a long tool output"), surfaceOp="append")
+
+
+def _turn_start(model: ModelStore) -> Sequence[Request]:
+    state = _state(model)
+    started = sum(1 for event in (state.events if state else ()) if event.get("type") == TURN_START)
+    return _append(model, TURN_START, build.turn_start(started + 1))
+
+
+def _turn_end(model: ModelStore) -> Sequence[Request]:
+    state = _state(model)
+    started = sum(1 for event in (state.events if state else ()) if event.get("type") == TURN_START)
+    return _append(model, "turn/end", build.turn_end(max(started, 1)))
+
+
+def _summary(model: ModelStore) -> Sequence[Request]:
+    """A summary replacing the first two surface nodes (or the only one), citing both."""
+    state = _state(model)
+    nodes = list(state.surface.nodes) if state else []
+    span = nodes[:2] if nodes else [0]
+    data = build.user_message(f"summary-{len(state.events) if state else 0}", "summary", kind="compact")
+    return _append(model, USER_MESSAGE, data, surfaceOp=build.replace_op(span[0], span[-1]), sourceEventSeqs=span)
+
+
+def _prune(model: ModelStore) -> Sequence[Request]:
+    """A rewrite of the last tool-result node with shorter content (or of the last node)."""
+    state = _state(model)
+    nodes = list(state.surface.nodes) if state else []
+    results = [node for node in nodes if state is not None and state.events[node].get("type") == TOOL_RESULT]
+    target = results[-1] if results else (nodes[-1] if nodes else 0)
+    original = state.events[target]["data"] if state is not None and target < len(state.events) else build.tool_result("c-none")
+    data = build.rewritten_result(original, "[pruned]")
+    return _append(model, TOOL_RESULT, data, surfaceOp=build.replace_op(target, target), sourceEventSeqs=[target])
+
+
+def _fork(model: ModelStore) -> Sequence[Request]:
+    return [("fork", {"source": SESSION, "child": CHILD})]
+
+
+def _flush(model: ModelStore) -> Sequence[Request]:
+    return [("flush", {"id": SESSION})]
+
+
+CRASH: Final = "crash"
+
+CORE_LETTERS: Final = (
+    Letter("user", _user),
+    Letter("assistant+call", _assistant_call),
+    Letter("result", _result),
+    Letter("turn-start", _turn_start),
+    Letter("turn-end", _turn_end),
+    Letter("summary", _summary),
+    Letter("prune", _prune),
+    Letter("fork", _fork),
+)
+FLUSH_LETTER: Final = Letter("flush", _flush)
+CRASH_LETTER: Final = Letter("crash+resume", lambda model: [(CRASH, {})])
+
+
+def alphabet_for(capabilities: Sequence[str]) -> tuple[Letter, ...]:
+    """The core letters, plus flush for a storage subject and crash-then-resume for a crash-seam one."""
+    letters: tuple[Letter, ...] = CORE_LETTERS
+    if "storage" in capabilities or "crash-seam" in capabilities:
+        letters += (FLUSH_LETTER,)
+    if "crash-seam" in capabilities:
+        letters += (CRASH_LETTER,)
+    return letters
+
+
+# --- the invariants --------------------------------------------------------------------------------
+
+
+def check_state_invariants(state: SessionState) -> list[str]:
+    """What must hold of any session a conforming store can reach: the log obeys the core rules,
+    the closers rule and its header's lineage; the surface is the fold of the log; and a log
+    followed by its closers needs no more closers."""
+    problems = [f"{v.rule} at seq {v.seq}: {v.message}" for v in check_log(state.events, relational=False)]
+    problems += [f"{v.rule}: {v.message}" for v in check_closers(state.events)]
+    problems += [f"{v.rule}: {v.message}" for v in check_header_lineage(state.events, state.header)]
+    fold = fold_surface(state.events)
+    if fold.nodes != state.surface.nodes or fold.replace_generation != state.surface.replace_generation:
+        problems.append("the surface is not the fold of the log")
+    if derive_closers((*state.events, *derive_closers(state.events))):
+        problems.append("the closers of the log do not close everything")
+    return problems
+
+
+# --- the search ------------------------------------------------------------------------------------
+
+
+class _Cursor:
+    """The subject's position: which letter sequence it has been driven through since its reset."""
+
+    def __init__(self, subject: Any, storage: str, letters: Sequence[Letter]) -> None:
+        self.subject = subject
+        self.storage = storage
+        self.letters = letters
+        self.driver = Driver(subject)
+        self.path: tuple[int, ...] | None = None
+        self.requests = 0
+
+    def goto(self, path: tuple[int, ...]) -> None:
+        """Drive the subject to ``path``: onward when it is an extension, else reset and replay."""
+        if self.path is not None and path[: len(self.path)] == self.path:
+            rest = path[len(self.path) :]
+        else:
+            self.requests += self.driver.requests
+            self.driver = Driver(self.subject)
+            self.driver.step("reset", storage=self.storage)
+            self.driver.step("clock", now=START_TIME)
+            self.driver.step("create", id=SESSION)
+            rest = path
+        for index in rest:
+            self.apply(index)
+        self.path = path
+
+    def apply(self, index: int) -> None:
+        for op, args in self.letters[index].requests(self.driver.model):
+            if op == CRASH:
+                self.driver.crash("none")
+                for session_id in sorted(self.driver.model.stored):
+                    self.driver.step("resume", id=session_id)
+            else:
+                self.driver.step(op, **args)
+
+    def total_requests(self) -> int:
+        return self.requests + self.driver.requests
+
+
+def run_exhaustive(subject: Any, capabilities: Sequence[str], depth: int) -> ExhaustiveOutcome:
+    """Every letter sequence up to ``depth``, breadth first, states deduplicated by model key."""
+    storage = "file" if "crash-seam" in capabilities else "memory" if "storage" in capabilities else "none"
+    letters = alphabet_for(capabilities)
+    cursor = _Cursor(subject, storage, letters)
+    started = time.perf_counter()
+    transitions = 0
+    seen: set[str] = set()
+    failure: str | None = None
+    attempt: tuple[int, ...] = ()
+    try:
+        cursor.goto(())
+        seen.add(derive_model_key(cursor.driver.model))
+        _check_reached(cursor)
+        frontier: list[tuple[int, ...]] = [()]
+        for _ in range(depth):
+            next_frontier: list[tuple[int, ...]] = []
+            for path in frontier:
+                for index in range(len(letters)):
+                    attempt = (*path, index)
+                    cursor.goto(path)
+                    key_before = derive_model_key(cursor.driver.model)
+                    cursor.apply(index)
+                    transitions += 1
+                    key = derive_model_key(cursor.driver.model)
+                    cursor.path = (*path, index)
+                    if key == key_before:
+                        cursor.path = path  # nothing changed: the subject is still at ``path``
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                    _check_reached(cursor)
+                    next_frontier.append((*path, index))
+            frontier = next_frontier
+    except (Mismatch, Exception) as error:  # noqa: BLE001 - any escape is the subject's failure
+        steps = " -> ".join(letters[index].name for index in attempt)
+        failure = f"after [{steps}]:\n{type(error).__name__}: {error}"
+    return ExhaustiveOutcome(
+        depth=depth,
+        alphabet=tuple(letter.name for letter in letters),
+        states=len(seen),
+        transitions=transitions,
+        requests=cursor.total_requests(),
+        seconds=time.perf_counter() - started,
+        failure=failure,
+    )
+
+
+def _check_reached(cursor: _Cursor) -> None:
+    """A newly reached state: the subject shows every live session and stored log as the model
+    does, and each live session satisfies the spec's invariants."""
+    driver = cursor.driver
+    driver.check_all_live()
+    for session_id in sorted(driver.model.stored):
+        driver.step("read", id=session_id)
+    for session_id, entry in sorted(driver.model.live.items()):
+        problems = check_state_invariants(entry.state)
+        if problems:
+            raise Mismatch(f"session {session_id} breaks spec invariants:\n  " + "\n  ".join(problems))
+
+
+__all__ = ["ExhaustiveOutcome", "Letter", "alphabet_for", "check_state_invariants", "run_exhaustive"]
