@@ -6,14 +6,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from collections.abc import Callable
+
 from reference.compaction import AbortSignal, SummaryRequest
 from reference.session import Session
 from reference.store import SessionStore
+from spec.header import plan_header_record
+from spec.session import create_session_state
 from spec.checker import check_log
 from spec.compaction import SummarizerOutput
 from spec.events import Event
 from spec.json import FrozenList, snapshot_json
-from spec.pairing import derive_cut_balance
 
 
 class Conversation:
@@ -88,6 +91,38 @@ def new_session(session_id: str = "s1", store: SessionStore | None = None) -> Se
     return store.create(session_id, meta={"createdAt": 1})
 
 
+class RecordingSink:
+    """An event sink that records appends and flushes, and fails on demand: ``fail_append``
+    decides per event, ``on_flush`` runs before each flush (raise in it to fail the flush)."""
+
+    def __init__(self) -> None:
+        self.appended: list[Event] = []
+        self.flushes = 0
+        self.flushed_upto = 0
+        self.fail_append: Callable[[Event], bool] = lambda event: False
+        self.on_flush: Callable[[], None] = lambda: None
+
+    def append(self, events: Sequence[Event]) -> None:
+        for event in events:
+            if self.fail_append(event):
+                raise OSError(f"injected append failure on {event.get('type')}")
+        self.appended.extend(events)
+
+    def flush(self) -> None:
+        self.on_flush()
+        self.flushes += 1
+        self.flushed_upto = len(self.appended)
+
+
+def sink_session(sink: RecordingSink, session_id: str = "s1", seed: Sequence[object] | None = None) -> Session:
+    """A session writing to ``sink``, with a deterministic clock."""
+    clock = iter(range(1_000, 10_000_000))
+    header = plan_header_record(session_id, {"createdAt": 1}, 1, is_seeded=seed is not None)
+    state = create_session_state(session_id, seed, header, 1)
+    sink.append(state.events)
+    return Session(state, sink=sink, clock=lambda: next(clock))
+
+
 def long_conversation(session: Session, turns: int = 6, output_chars: int = 600, close_last: bool = True) -> Conversation:
     """``turns`` complete turns of prompt, one tool step, an answer; the last one left open when
     ``close_last`` is false."""
@@ -102,10 +137,22 @@ def long_conversation(session: Session, turns: int = 6, output_chars: int = 600,
 
 
 def assert_log_clean(session: Session) -> None:
-    """The whole-log checker finds nothing, and the surface keeps every tool call with its result."""
+    """The whole-log checker finds nothing, and the model-visible history keeps every tool call
+    with its result (notes/dsh-compaction-projection §12.1 I4)."""
     assert check_log(list(session.events), dict(session.header)) == ()
-    cuts = derive_cut_balance(session.surface.nodes, session.events)
-    assert cuts[0] and cuts[-1] in (True, False)
+    assert_calls_precede_results(session.derive_messages())
+
+
+def assert_calls_precede_results(messages: Sequence[Any]) -> None:
+    """Every tool-result block answers a tool-call block shown earlier in the same history, and
+    the surface is balanced at both ends of every checkpoint (no call left hanging mid-history)."""
+    seen: set[Any] = set()
+    for message in messages:
+        for block in message["content"]:
+            if block.get("type") == "tool-call":
+                seen.add(block["id"])
+            if block.get("type") == "tool-result":
+                assert block["toolCallId"] in seen, f"result for {block['toolCallId']} shows no earlier call"
 
 
 def text_output(text: str, provider: str = "test", model: str = "stub") -> SummarizerOutput:
@@ -129,3 +176,8 @@ class ScriptedSummarizer:
             if answer is not None:
                 return answer  # type: ignore[no-any-return]
         return text_output(self.text)
+
+
+def data_of(event: Event) -> Any:
+    """An event's data, loosely typed for assertions."""
+    return event["data"]
