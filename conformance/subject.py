@@ -1,0 +1,231 @@
+"""The two ways into an implementation under test (conformance/PROTOCOL.md; SPEC-DECISIONS D10).
+
+Both transports expose one method, ``request(op, **args) -> Response``:
+
+- :class:`InProcessSubject` wraps a Python object with ``handle(request: dict) -> dict``. Requests
+  and responses still travel as JSON text, so the subject shares nothing with the suite and sees
+  exactly what a stdio subject would.
+- :class:`StdioSubject` runs a command and speaks one JSON request per line on its stdin, one JSON
+  response per line on its stdout. A response that does not come within the timeout, or a process
+  that dies, raises :class:`SubjectError` naming what happened and the tail of the subject's
+  stderr; the next request starts the process again.
+
+:func:`load_subject` builds an in-process subject from ``"package.module:factory"``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import queue
+import shlex
+import subprocess
+import threading
+from collections import deque
+from dataclasses import dataclass
+from typing import IO, Any, Final, Protocol
+
+from spec.json import JsonValue, decode_json_text, encode_json_text
+
+DEFAULT_TIMEOUT: Final = 30.0  # seconds to wait for one response
+STDERR_TAIL: Final = 64  # lines of the subject's stderr kept for reports
+
+
+class SubjectError(Exception):
+    """The subject broke the protocol itself: it died, timed out or answered something that is
+    not a response. Any case that meets one fails."""
+
+
+@dataclass(frozen=True)
+class Response:
+    """One answer: ``ok`` with a ``result``, or an error ``code`` and ``message``."""
+
+    ok: bool
+    result: JsonValue = None
+    error_code: str | None = None
+    error_message: str | None = None
+
+
+class Subject(Protocol):
+    """What the suite drives."""
+
+    def request(self, op: str, **args: JsonValue) -> Response: ...
+
+    def close(self) -> None: ...
+
+
+def encode_request(rid: int, op: str, args: dict[str, JsonValue]) -> str:
+    """One request line's text (without the newline)."""
+    if "rid" in args or "op" in args:
+        raise ValueError("'rid' and 'op' are not op arguments")
+    return encode_json_text({"rid": rid, "op": op, **args})
+
+
+def decode_response(text: str, rid: int) -> Response:
+    """Read one response line; anything but a well-formed response with the expected ``rid`` is a
+    :class:`SubjectError`."""
+    try:
+        value = decode_json_text(text)
+    except ValueError as problem:
+        raise SubjectError(f"response is not JSON ({problem}): {text[:200]!r}") from None
+    if not isinstance(value, dict):
+        raise SubjectError(f"response is not a JSON object: {text[:200]!r}")
+    if value.get("rid") != rid:
+        raise SubjectError(f"response rid {value.get('rid')!r} does not answer request rid {rid}")
+    ok = value.get("ok")
+    if ok is True:
+        return Response(ok=True, result=value.get("result"))
+    error = value.get("error")
+    if ok is not False or not isinstance(error, dict) or not isinstance(error.get("code"), str):
+        raise SubjectError(f"malformed response: {text[:200]!r}")
+    message = error.get("message")
+    return Response(ok=False, error_code=str(error["code"]), error_message=message if isinstance(message, str) else None)
+
+
+class InProcessSubject:
+    """A Python object with ``handle(request) -> response``, driven through JSON text."""
+
+    def __init__(self, target: Any) -> None:
+        if not callable(getattr(target, "handle", None)):
+            raise TypeError(f"{target!r} has no handle(request) method")
+        self.target = target
+        self._rid = 0
+
+    def request(self, op: str, **args: JsonValue) -> Response:
+        self._rid += 1
+        request = decode_json_text(encode_request(self._rid, op, args))
+        try:
+            answer = self.target.handle(request)
+            text = encode_json_text(answer)
+        except Exception as error:  # noqa: BLE001 - a subject that raises broke the protocol
+            raise SubjectError(f"handle() raised {error!r}") from error
+        return decode_response(text, self._rid)
+
+    def close(self) -> None:
+        close = getattr(self.target, "close", None)
+        if callable(close):
+            close()
+
+    def stderr_tail(self) -> str:
+        return ""
+
+
+class StdioSubject:
+    """A subject process speaking the line protocol on stdin/stdout (``command`` is split like a
+    shell would, then run without a shell)."""
+
+    def __init__(self, command: str, timeout: float = DEFAULT_TIMEOUT, env: dict[str, str] | None = None) -> None:
+        self.command = command
+        self.timeout = timeout
+        self._argv = shlex.split(command)
+        self._env = env
+        self._process: subprocess.Popen[str] | None = None
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        self._stderr: deque[str] = deque(maxlen=STDERR_TAIL)
+        self._rid = 0
+
+    def request(self, op: str, **args: JsonValue) -> Response:
+        process = self._running()
+        self._rid += 1
+        line = encode_request(self._rid, op, args) + "\n"
+        try:
+            assert process.stdin is not None
+            process.stdin.write(line)
+            process.stdin.flush()
+        except OSError as error:
+            raise self._died(f"could not send {op!r}: {error}") from None
+        try:
+            text = self._lines.get(timeout=self.timeout)
+        except queue.Empty:
+            self._kill()
+            raise SubjectError(f"no response to {op!r} within {self.timeout:g}s; the subject was stopped{self._tail()}") from None
+        if text is None:
+            raise self._died(f"the subject exited while answering {op!r}")
+        return decode_response(text, self._rid)
+
+    def close(self) -> None:
+        process, self._process = self._process, None
+        if process is None:
+            return
+        try:
+            if process.stdin is not None:
+                process.stdin.close()
+            process.wait(timeout=5)
+        except (OSError, subprocess.TimeoutExpired):
+            process.kill()
+            process.wait()
+
+    def stderr_tail(self) -> str:
+        return "".join(self._stderr)
+
+    def _running(self) -> subprocess.Popen[str]:
+        if self._process is not None and self._process.poll() is None:
+            return self._process
+        self._lines = queue.Queue()
+        env = None if self._env is None else {**os.environ, **self._env}
+        try:
+            process = subprocess.Popen(
+                self._argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                encoding="utf-8",
+                errors="surrogateescape",
+                bufsize=1,
+                env=env,
+            )
+        except OSError as error:
+            raise SubjectError(f"could not start {self.command!r}: {error}") from None
+        self._process = process
+        assert process.stdout is not None and process.stderr is not None
+        threading.Thread(target=_pump_lines, args=(process.stdout, self._lines), daemon=True).start()
+        threading.Thread(target=_pump_stderr, args=(process.stderr, self._stderr), daemon=True).start()
+        return process
+
+    def _died(self, what: str) -> SubjectError:
+        process, self._process = self._process, None
+        code = None
+        if process is not None:
+            try:
+                code = process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                code = process.wait()
+        return SubjectError(f"{what} (exit status {code}){self._tail()}")
+
+    def _kill(self) -> None:
+        process, self._process = self._process, None
+        if process is not None:
+            process.kill()
+            process.wait()
+
+    def _tail(self) -> str:
+        tail = self.stderr_tail().strip()
+        return f"; stderr ends:\n{tail}" if tail else ""
+
+
+def _pump_lines(stream: IO[str], lines: queue.Queue[str | None]) -> None:
+    for line in stream:
+        lines.put(line)
+    lines.put(None)
+
+
+def _pump_stderr(stream: IO[str], tail: deque[str]) -> None:
+    for line in stream:
+        tail.append(line)
+
+
+def load_subject(spec: str) -> InProcessSubject:
+    """``"package.module:factory"``: import the module and call ``factory()`` (a class or a
+    function) to get the object that handles requests."""
+    module_name, _, attribute = spec.partition(":")
+    if not module_name or not attribute:
+        raise ValueError(f"expected 'package.module:factory', got {spec!r}")
+    module = importlib.import_module(module_name)
+    factory = module
+    for part in attribute.split("."):
+        factory = getattr(factory, part)
+    if not callable(factory):
+        raise TypeError(f"{spec!r} is not callable")
+    return InProcessSubject(factory())

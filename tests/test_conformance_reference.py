@@ -1,0 +1,98 @@
+"""The reference implementation passes the conformance suite, in process and through its stdio
+server, and the command line reports, writes JUnit XML and exits with the right status."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+from xml.etree import ElementTree
+
+import pytest
+
+from conformance.__main__ import main
+from conformance.report import CaseResult, Options
+from conformance.runner import run_suite, run_vectors
+from conformance.subject import InProcessSubject, StdioSubject
+from reference.server import ReferenceSubject
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class AnswersOkToEverything:
+    """A trivially broken subject: every request succeeds with null."""
+
+    def handle(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        if request["op"] == "hello":
+            return {"rid": request["rid"], "ok": True, "result": {"protocol": 1, "name": "broken", "capabilities": ["core"]}}
+        return {"rid": request["rid"], "ok": True, "result": None}
+
+
+def failures(results: list[CaseResult]) -> list[str]:
+    return [f"[{r.family}] {r.name}: {r.detail}" for r in results if r.outcome == "failed"]
+
+
+def all_capabilities() -> Options:
+    return Options(capabilities=frozenset(ReferenceSubject.capabilities))
+
+
+def test_the_reference_passes_every_vector_in_process() -> None:
+    results = run_vectors(InProcessSubject(ReferenceSubject()), all_capabilities())
+    assert failures(results) == []
+    assert [r.name for r in results if r.outcome == "skipped"] == []
+
+
+def test_the_reference_passes_every_vector_through_the_stdio_server() -> None:
+    subject = StdioSubject(f"{sys.executable} -m reference.server", timeout=60)
+    try:
+        results = run_vectors(subject, all_capabilities())
+    finally:
+        subject.close()
+    assert failures(results) == []
+    assert len(results) > 300
+
+
+def test_a_run_skips_the_vectors_that_need_capabilities_the_subject_lacks() -> None:
+    class CoreOnly(ReferenceSubject):
+        capabilities = ("core",)
+
+    results = run_suite(InProcessSubject(CoreOnly()), Options(families=frozenset({"storage", "pairing"})))
+    skipped = [r for r in results if r.outcome == "skipped"]
+    assert skipped and all(r.detail.startswith("needs capability") for r in skipped)
+    assert failures(results) == []
+
+
+def test_the_cli_exits_0_on_the_reference_and_writes_junit_xml(tmp_path: Path) -> None:
+    report = tmp_path / "report.xml"
+    completed = subprocess.run(
+        [sys.executable, "-m", "conformance", "--subject", "reference.server:ReferenceSubject", "--junit", str(report)],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    assert "total" in completed.stdout
+    suites = ElementTree.parse(report).getroot().findall("testsuite")
+    assert {suite.get("name") for suite in suites} >= {"surface", "fork", "seed", "pairing", "storage"}
+    assert all(suite.get("failures") == "0" for suite in suites)
+
+
+def test_the_cli_exits_1_on_a_trivially_broken_subject(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    report = tmp_path / "report.xml"
+    status = main(["--subject", f"{__name__}:AnswersOkToEverything", "--junit", str(report), "--families", "surface", "fork"])
+    assert status == 1
+    out = capsys.readouterr().out
+    assert "failures:" in out
+    failed = ElementTree.parse(report).getroot().findall(".//testcase/failure")
+    assert failed
+
+
+def test_the_cli_refuses_a_subject_it_cannot_load(tmp_path: Path) -> None:
+    assert main(["--subject", "no_such_module_anywhere:factory", "--junit", str(tmp_path / "r.xml")]) == 2
+
+
+def test_the_cli_runs_only_the_families_it_is_given(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    report = tmp_path / "report.xml"
+    assert main(["--subject", "reference.server:ReferenceSubject", "--junit", str(report), "--families", "tokens"]) == 0
+    names = {suite.get("name") for suite in ElementTree.parse(report).getroot().findall("testsuite")}
+    assert names == {"tokens"}

@@ -1,0 +1,215 @@
+"""The two transports, the reference server's protocol handling, and the run report."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+from xml.etree import ElementTree
+
+import pytest
+
+from conformance.report import CaseResult, format_table, tally, write_junit
+from conformance.runner import compare, first_difference
+from conformance.subject import InProcessSubject, Response, StdioSubject, SubjectError, load_subject
+from reference.server import ReferenceSubject
+
+PY = sys.executable
+
+
+def python_subject(code: str, timeout: float = 10) -> StdioSubject:
+    return StdioSubject(f"{PY} -c {code!r}", timeout=timeout)
+
+
+# --- stdio ---------------------------------------------------------------------------------------
+
+
+def test_a_stdio_subject_answers_in_order_with_its_request_ids() -> None:
+    subject = StdioSubject(f"{PY} -m reference.server")
+    try:
+        assert subject.request("create", id="s").ok
+        answer = subject.request("append", id="s", type="", data={})
+        assert (answer.ok, answer.error_code) == (False, "EVENT_TYPE_INVALID")
+        assert subject.request("state", id="s").result["seq"] == 0  # type: ignore[index]
+    finally:
+        subject.close()
+
+
+def test_a_subject_that_exits_is_reported_with_its_exit_status_and_stderr() -> None:
+    subject = python_subject("import sys; sys.stdin.readline(); print('dying', file=sys.stderr); sys.exit(3)")
+    with pytest.raises(SubjectError, match=r"exit status 3[\s\S]*dying"):
+        subject.request("hello")
+    subject.close()
+
+
+def test_a_subject_that_does_not_answer_in_time_is_stopped() -> None:
+    subject = python_subject("import time; time.sleep(60)", timeout=0.5)
+    with pytest.raises(SubjectError, match="no response"):
+        subject.request("hello")
+    subject.close()
+
+
+def test_a_subject_is_started_again_after_it_died() -> None:
+    code = "import sys, json; line = sys.stdin.readline(); print(json.dumps({'rid': json.loads(line)['rid'], 'ok': True, 'result': 1}), flush=True)"
+    subject = python_subject(code)
+    assert subject.request("hello").result == 1
+    with pytest.raises(SubjectError):
+        subject.request("hello")
+    assert subject.request("hello").result == 1
+    subject.close()
+
+
+def test_a_response_that_is_not_json_breaks_the_protocol() -> None:
+    subject = python_subject("import sys; sys.stdin.readline(); print('hello there', flush=True); sys.stdin.readline()")
+    with pytest.raises(SubjectError, match="not JSON"):
+        subject.request("hello")
+    subject.close()
+
+
+def test_a_command_that_cannot_start_is_reported() -> None:
+    with pytest.raises(SubjectError, match="could not start"):
+        StdioSubject("/no/such/program").request("hello")
+
+
+# --- in process ----------------------------------------------------------------------------------
+
+
+class Echo:
+    def __init__(self) -> None:
+        self.seen: list[dict[str, Any]] = []
+
+    def handle(self, request: dict[str, Any]) -> dict[str, Any]:
+        self.seen.append(request)
+        return {"rid": request["rid"], "ok": True, "result": request}
+
+
+def test_an_in_process_subject_sees_plain_json_and_absent_keys_stay_absent() -> None:
+    echo = Echo()
+    subject = InProcessSubject(echo)
+    result = subject.request("append", id="s", type="x", data={"a": (1, 2)})
+    assert result.result == {"rid": 1, "op": "append", "id": "s", "type": "x", "data": {"a": [1, 2]}}
+    assert "surfaceOp" not in echo.seen[0]
+
+
+def test_an_in_process_subject_that_raises_breaks_the_protocol() -> None:
+    class Raises:
+        def handle(self, request: dict[str, Any]) -> dict[str, Any]:
+            raise RuntimeError("boom")
+
+    with pytest.raises(SubjectError, match="boom"):
+        InProcessSubject(Raises()).request("hello")
+
+
+def test_an_answer_with_the_wrong_request_id_breaks_the_protocol() -> None:
+    class Wrong:
+        def handle(self, request: dict[str, Any]) -> dict[str, Any]:
+            return {"rid": 99, "ok": True, "result": None}
+
+    with pytest.raises(SubjectError, match="rid"):
+        InProcessSubject(Wrong()).request("hello")
+
+
+def test_load_subject_calls_the_named_factory() -> None:
+    subject = load_subject("reference.server:ReferenceSubject")
+    assert isinstance(subject.target, ReferenceSubject)
+    with pytest.raises(ValueError):
+        load_subject("reference.server")
+
+
+# --- the reference server ------------------------------------------------------------------------
+
+
+def handle(subject: ReferenceSubject, **request: Any) -> dict[str, Any]:
+    return subject.handle({"rid": 1, **request})
+
+
+def test_the_server_answers_an_unknown_op_as_unsupported() -> None:
+    assert handle(ReferenceSubject(), op="teleport")["error"]["code"] == "UNSUPPORTED_OP"
+
+
+def test_the_server_answers_an_unknown_pure_function_as_unsupported() -> None:
+    assert handle(ReferenceSubject(), op="call", function="spec.nothing", input={})["error"]["code"] == "UNSUPPORTED_OP"
+
+
+def test_the_server_answers_a_session_id_that_is_not_a_string_as_a_bad_request() -> None:
+    assert handle(ReferenceSubject(), op="state", id=5)["error"]["code"] == "BAD_REQUEST"
+
+
+def test_the_server_refuses_crash_ops_without_file_storage() -> None:
+    assert handle(ReferenceSubject(), op="crash")["error"]["code"] == "BAD_REQUEST"
+
+
+def test_an_unexpected_exception_is_answered_internal() -> None:
+    class Buggy(ReferenceSubject):
+        def op_state(self, args: Any) -> Any:
+            raise ZeroDivisionError("oops")
+
+    answer = handle(Buggy(), op="state", id="s")
+    assert answer["error"]["code"] == "INTERNAL" and "ZeroDivisionError" in answer["error"]["message"]
+
+
+def test_an_armed_crash_stops_the_request_in_flight_and_crash_restarts_the_store() -> None:
+    subject = ReferenceSubject()
+    handle(subject, op="reset", storage="file")
+    handle(subject, op="create", id="s")
+    assert handle(subject, op="flush", id="s")["ok"]
+    handle(subject, op="append", id="s", type="turn/start", data={"turn": 1})
+    handle(subject, op="arm_crash", after=0)
+    assert handle(subject, op="flush", id="s")["error"]["code"] == "CRASHED"
+    assert handle(subject, op="crash")["ok"]
+    assert handle(subject, op="read", id="s")["result"]["events"] == []
+    assert handle(subject, op="resume", id="s")["result"]["seq"] == 1
+
+
+def test_ops_counts_mutating_filesystem_calls_and_unsynced_lists_pending_bytes() -> None:
+    subject = ReferenceSubject()
+    handle(subject, op="reset", storage="file")
+    before = handle(subject, op="ops")["result"]
+    handle(subject, op="create", id="s")
+    handle(subject, op="flush", id="s")
+    assert handle(subject, op="ops")["result"] > before
+    assert handle(subject, op="unsynced")["result"] == []
+
+
+def test_the_stdio_loop_answers_a_line_that_is_not_json_as_a_bad_request() -> None:
+    from reference.server import serve
+
+    lines = iter(['{"rid": 1, "op": "hello"}\n', "nonsense\n", "[1]\n", ""])
+    written: list[str] = []
+    serve(ReferenceSubject(), lambda: next(lines), written.append)
+    assert [('"ok":true' in line, "BAD_REQUEST" in line) for line in written] == [(True, False), (False, True), (False, True)]
+
+
+# --- comparing and reporting ---------------------------------------------------------------------
+
+
+def test_results_compare_as_json_regardless_of_key_order_and_number_spelling() -> None:
+    assert compare({"ok": True, "result": {"a": 1, "b": [1.0]}}, Response(True, {"b": [1], "a": 1.0})) is None
+
+
+def test_a_different_result_names_the_first_path_where_it_differs() -> None:
+    assert first_difference({"a": [1, {"b": 2}]}, {"a": [1, {"b": 3}]}) == "$.a[1].b: expected 2, got 3"
+    assert first_difference({"a": 1}, {"a": 1, "c": 2}) == "$.c: unexpected 2"
+    assert first_difference(True, 1) == "$: expected true, got 1"
+
+
+def test_an_error_code_is_compared_and_its_message_is_not() -> None:
+    assert compare({"ok": False, "code": "X"}, Response(False, None, "X", "anything")) is None
+    assert compare({"ok": False, "code": "X"}, Response(False, None, "Y", "m")) is not None
+    assert compare({"ok": False, "code": "X"}, Response(True, None)) is not None
+
+
+def test_the_table_counts_each_family_and_lists_failures(tmp_path: Path) -> None:
+    results = [
+        CaseResult("surface", "a", "passed"),
+        CaseResult("surface", "b", "failed", "step 3: boom"),
+        CaseResult("fork", "c", "skipped", "needs capability storage"),
+    ]
+    assert [(t.family, t.passed, t.failed, t.skipped) for t in tally(results)] == [("surface", 1, 1, 0), ("fork", 0, 0, 1)]
+    table = format_table(results)
+    assert "[surface] b" in table and "step 3: boom" in table
+    write_junit(results, tmp_path / "r.xml")
+    root = ElementTree.parse(tmp_path / "r.xml").getroot()
+    surface = root.find("testsuite[@name='surface']")
+    assert surface is not None and surface.get("failures") == "1" and surface.get("tests") == "2"
+    assert root.find(".//testcase[@name='c']/skipped") is not None

@@ -1,0 +1,102 @@
+"""The checked-in conformance vectors are exactly what the generator writes from the spec today,
+they cover every code and every checker rule, and the spec itself passes them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conformance import generate_vectors as gen
+from conformance.oracle import SpecOracle
+from conformance.report import Options
+from conformance.runner import load_vectors, run_vectors
+from conformance.subject import InProcessSubject
+from spec.checker import RULES
+from spec.codes import Code
+
+VECTORS = gen.VECTORS_DIR
+
+
+@pytest.fixture(scope="module")
+def fresh() -> dict[str, str]:
+    return gen.generate()
+
+
+def checked_in() -> dict[str, str]:
+    return {str(path.relative_to(VECTORS)): path.read_text(encoding="utf-8") for path in sorted(VECTORS.glob("*/*.json"))}
+
+
+def test_checked_in_vectors_equal_a_fresh_generation(fresh: dict[str, str]) -> None:
+    on_disk = checked_in()
+    missing = sorted(set(fresh) - set(on_disk))
+    extra = sorted(set(on_disk) - set(fresh))
+    changed = sorted(path for path in set(fresh) & set(on_disk) if fresh[path] != on_disk[path])
+    assert (missing, extra, changed) == ([], [], []), "run: python -m conformance.generate_vectors"
+
+
+def test_generating_twice_writes_the_same_bytes(fresh: dict[str, str], tmp_path: Path) -> None:
+    gen.write(fresh, tmp_path)
+    again = gen.generate()
+    assert again == fresh
+    assert {str(p.relative_to(tmp_path)) for p in tmp_path.glob("*/*.json")} == set(fresh)
+
+
+def test_every_code_is_expected_by_a_vector_or_excused_with_a_reason() -> None:
+    covered = gen.covered_codes(checked_in())
+    excused = {str(code): reason for code, reason in {**gen.UNREACHABLE, **gen.NOT_YET_COVERED}.items()}
+    unaccounted = sorted(str(code) for code in Code if str(code) not in covered and str(code) not in excused)
+    assert unaccounted == []
+    assert all(reason.strip() for reason in excused.values())
+
+
+def test_no_excused_code_is_in_fact_covered() -> None:
+    covered = gen.covered_codes(checked_in())
+    assert sorted(covered & {str(code) for code in (*gen.UNREACHABLE, *gen.NOT_YET_COVERED)}) == []
+
+
+def test_every_vector_expects_only_known_codes() -> None:
+    known = {str(code) for code in Code}
+    assert sorted(gen.covered_codes(checked_in()) - known) == []
+
+
+def test_every_checker_rule_is_reported_by_some_vector() -> None:
+    assert sorted(set(RULES) - gen.checker_rules_covered(checked_in())) == []
+
+
+def test_every_family_has_vectors_and_every_vector_sits_in_its_family_folder() -> None:
+    vectors = load_vectors(VECTORS)
+    families = {vector["family"] for vector in vectors}
+    assert families == set(gen.FAMILIES)
+    for path in VECTORS.glob("*/*.json"):
+        assert json.loads(path.read_text(encoding="utf-8"))["family"] == path.parent.name
+
+
+def test_every_vector_names_a_function_of_the_specification() -> None:
+    for vector in load_vectors(VECTORS):
+        gen.validate_rule_name(vector["rule"])
+
+
+def test_the_specification_passes_every_vector_it_can_run() -> None:
+    oracle = InProcessSubject(SpecOracle())
+    results = run_vectors(oracle, Options(capabilities=frozenset(SpecOracle.capabilities)))
+    assert [r.name for r in results if r.outcome == "failed"] == []
+    assert sum(r.outcome == "passed" for r in results) > 300
+
+
+def test_a_case_whose_outcome_is_not_the_one_its_author_meant_is_refused() -> None:
+    meant_to_fail = gen.case("session", "x", "spec.session.append_event", [gen.fails(Code.EVENT_TYPE_INVALID, "create", id="s")])
+    with pytest.raises(gen.GenerationError, match="meant to fail with EVENT_TYPE_INVALID"):
+        gen.build_vector(meant_to_fail)
+
+
+def test_a_case_meant_to_succeed_that_the_spec_rejects_is_refused() -> None:
+    rejected = gen.pure("storage", "x", "spec.storage.encode_segment", id="")
+    with pytest.raises(gen.GenerationError, match="meant to succeed"):
+        gen.build_vector(rejected)
+
+
+def test_a_rule_that_is_not_a_spec_function_is_refused() -> None:
+    with pytest.raises(gen.GenerationError):
+        gen.validate_rule_name("spec.session.no_such_rule")
