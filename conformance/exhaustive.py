@@ -21,6 +21,9 @@ from typing import Any, Final
 from conformance import builders as build
 from conformance.driver import Driver, Mismatch
 from conformance.model import ModelStore, derive_model_key
+from conformance.report import CaseResult, Options
+from conformance.runner import register_check
+from conformance.subject import Subject
 from spec.checker import check_closers, check_header_lineage, check_log
 from spec.events import ASSISTANT_MESSAGE, TOOL_RESULT, TURN_START, USER_MESSAGE, tool_call_ids_of
 from spec.repair import derive_closers
@@ -280,4 +283,20 @@ def _check_reached(cursor: _Cursor) -> None:
             raise Mismatch(f"session {session_id} breaks spec invariants:\n  " + "\n  ".join(problems))
 
 
-__all__ = ["ExhaustiveOutcome", "Letter", "alphabet_for", "check_state_invariants", "run_exhaustive"]
+def check_exhaustive(subject: Subject, options: Options) -> list[CaseResult]:
+    """The runner's entry point: one case, named with the depth and the distinct states explored."""
+    depth = DEPTHS.get(options.profile, DEPTHS["ci"])
+    outcome = run_exhaustive(subject, sorted(options.capabilities), depth)
+    name = (
+        f"every sequence of up to {depth} ops over {len(outcome.alphabet)} letters agrees with the spec model "
+        f"({outcome.states} distinct states, {outcome.transitions} transitions)"
+    )
+    if outcome.failure is None:
+        return [CaseResult("exhaustive", name, "passed", seconds=outcome.seconds)]
+    detail = f"{outcome.failure}\nalphabet: {', '.join(outcome.alphabet)}"
+    return [CaseResult("exhaustive", name, "failed", detail, seconds=outcome.seconds)]
+
+
+register_check("exhaustive", check_exhaustive)
+
+__all__ = ["ExhaustiveOutcome", "Letter", "alphabet_for", "check_exhaustive", "check_state_invariants", "run_exhaustive"]

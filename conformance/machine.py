@@ -26,6 +26,9 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from conformance import builders as build
 from conformance.driver import Driver, Mismatch
+from conformance.report import CaseResult, Options
+from conformance.runner import register_check
+from conformance.subject import Subject
 from spec.events import (
     ASSISTANT_MESSAGE,
     END_SEED,
@@ -489,4 +492,24 @@ def _is_error(data: JsonValue) -> bool:
     return isinstance(first, dict) and first.get("isError") is True
 
 
-__all__ = ["MachineOutcome", "MachineStats", "build_machine", "machine_settings", "profile_name", "run_machine"]
+__all__ = ["MachineOutcome", "MachineStats", "build_machine", "check_machine", "machine_settings", "profile_name", "run_machine"]
+
+
+# --- the "machine" family ---------------------------------------------------------------------------
+
+
+def check_machine(subject: Subject, options: Options) -> list[CaseResult]:
+    """The runner's entry point: one case, named with how much ran and how fast."""
+    outcome = run_machine(subject, sorted(options.capabilities), options.profile)
+    stats = outcome.stats
+    name = (
+        f"every generated step agrees with the spec model ({stats.steps} steps in {stats.examples} runs, "
+        f"{stats.steps_per_second:.0f} steps/s, storage {outcome.storage})"
+    )
+    if outcome.failure is None:
+        return [CaseResult("machine", name, "passed", seconds=stats.seconds)]
+    hint = "" if options.profile == "thorough" else "\n(not shrunk under the ci profile; --profile thorough shrinks it)"
+    return [CaseResult("machine", name, "failed", outcome.failure + hint, seconds=stats.seconds)]
+
+
+register_check("machine", check_machine)
