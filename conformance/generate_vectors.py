@@ -268,7 +268,10 @@ def session_cases() -> Iterator[Case]:
         f, "a minted id skips an id that is already live", "spec.session.plan_session_id",
         [ok("create", id="session-1"), ok("create")],
     )  # fmt: skip
-    yield case(f, "a session created from an empty seed gets a session/end-seed marker at seq 0", "spec.seed.needs_end_seed", [ok("create", id="s", seed=[])])
+    yield case(
+        f, "a session created from an empty seed gets a session/end-seed marker at seq 0", "spec.seed.needs_end_seed",
+        [ok("create", id="s", seed=[])],
+    )  # fmt: skip
     yield case(
         f, "a seed that already ends with session/end-seed gets no second marker", "spec.seed.needs_end_seed",
         [ok("create", id="s", seed=log(user_ev(), ("session/end-seed", {})))],
@@ -399,8 +402,14 @@ def header_cases() -> Iterator[Case | PureCase]:
         "createdAt": 5, "cwd": "/work/project", "parentSession": "p0", "seedLength": 0, "origin": "subagent",
         "delegationDepth": 2, "agentPreset": "coder", "unknown": "dropped",
     }  # fmt: skip
-    yield case(f, "a header takes its lineage fields from meta, in order, and drops unknown keys", build, [ok("create", id="s", meta=full_meta)])
-    yield case(f, "meta fields that are null are left out", build, [ok("create", id="s", meta={"cwd": None, "agentPreset": None, "delegationDepth": None})])
+    yield case(
+        f, "a header takes its lineage fields from meta, in order, and drops unknown keys", build,
+        [ok("create", id="s", meta=full_meta)],
+    )  # fmt: skip
+    yield case(
+        f, "meta fields that are null are left out", build,
+        [ok("create", id="s", meta={"cwd": None, "agentPreset": None, "delegationDepth": None})],
+    )  # fmt: skip
     yield case(f, "meta null is no meta", build, [ok("create", id="s", meta=None)])
     bad_meta: list[tuple[str, Code, JsonValue]] = [
         ("a relative cwd is rejected", Code.HEADER_CWD, {"cwd": "relative/path"}),
@@ -427,11 +436,17 @@ def header_cases() -> Iterator[Case | PureCase]:
     yield pure(f, "a complete version 4 header is valid", validate, sessionId="s", header=valid)
     yield pure(f, "a header keeps unknown extra keys and stays valid", validate, sessionId="s", header={**valid, "extra": {"k": 1}})
     yield pure(f, "a header of another version is rejected", validate, Code.HEADER_VERSION, sessionId="s", header={**valid, "version": 3})
-    yield pure(f, "a header whose version is a string is rejected", validate, Code.HEADER_VERSION, sessionId="s", header={**valid, "version": "4"})
+    yield pure(
+        f, "a header whose version is a string is rejected", validate,
+        Code.HEADER_VERSION, sessionId="s", header={**valid, "version": "4"},
+    )  # fmt: skip
     yield pure(f, "a header naming another session is rejected", validate, Code.HEADER_ID_MISMATCH, sessionId="t", header=valid)
     no_seeded = {key: value for key, value in valid.items() if key != "isSeeded"}
     yield pure(f, "a header without isSeeded is rejected", validate, Code.HEADER_IS_SEEDED, sessionId="s", header=no_seeded)
-    yield pure(f, "a header whose isSeeded is not a boolean is rejected", validate, Code.HEADER_IS_SEEDED, sessionId="s", header={**valid, "isSeeded": 1})
+    yield pure(
+        f, "a header whose isSeeded is not a boolean is rejected", validate,
+        Code.HEADER_IS_SEEDED, sessionId="s", header={**valid, "isSeeded": 1},
+    )  # fmt: skip
     no_depth = {key: value for key, value in valid.items() if key != "delegationDepth"}
     yield pure(f, "a header without delegationDepth is rejected", validate, Code.HEADER_DELEGATION_DEPTH, sessionId="s", header=no_depth)
     yield pure(f, "a header that is an array is not a record", validate, Code.HEADER_NOT_RECORD, sessionId="s", header=[])
@@ -504,7 +519,10 @@ def surface_cases() -> Iterator[Case | PureCase]:
         ("surfaceOp that is an array is not a surface op", ["append"]),
     ]
     for name, op in invalid_ops:
-        yield case(f, name, read, [ok("create", id="s"), fails(Code.SURFACE_OP_INVALID, "append", id="s", type="user/message", data=user_msg(), surfaceOp=op), state()])
+        yield case(
+            f, name, read,
+            [ok("create", id="s"), fails(Code.SURFACE_OP_INVALID, "append", id="s", type="user/message", data=user_msg(), surfaceOp=op), state()],
+        )  # fmt: skip
     malformed: list[tuple[str, JsonValue]] = [
         ("a replace op without end is malformed", {"op": "replace", "start": 0}),
         ("a replace op with an extra key is malformed", {**replace(0, 0), "why": "x"}),
@@ -562,7 +580,10 @@ def provenance_cases() -> Iterator[Case]:
         return {"op": "append", "id": "s", "type": kind, "data": data, "surfaceOp": op, "sourceEventSeqs": sources}
 
     yield case(f, "an append may cite earlier events", rule, [*two, Step(cite("user/message", [0, 1]), OK), state()])
-    yield case(f, "an assistant/message may cite nothing (a known-empty provider stream)", rule, [*two, Step(cite("assistant/message", []), OK)])
+    yield case(
+        f, "an assistant/message may cite nothing (a known-empty provider stream)", rule,
+        [*two, Step(cite("assistant/message", []), OK)],
+    )  # fmt: skip
     refused: list[tuple[str, Code, str, JsonValue]] = [
         ("sourceEventSeqs that is a number is not an array", Code.PROVENANCE_NOT_ARRAY, "user/message", 0),
         ("sourceEventSeqs that is an object is not an array", Code.PROVENANCE_NOT_ARRAY, "user/message", {"0": 0}),
@@ -586,7 +607,10 @@ def provenance_cases() -> Iterator[Case]:
         f, "a replace without sourceEventSeqs does not cite what it shadows", rule,
         [*two, fails(Code.PROVENANCE_MISSING_SHADOWED, "append", id="s", type="user/message", data=user_msg("x"), surfaceOp=replace(0, 1))],
     )  # fmt: skip
-    yield case(f, "a replace must cite every node it shadows", rule, [*two, Step(cite("user/message", [0], replace(0, 1)), str(Code.PROVENANCE_MISSING_SHADOWED))])
+    yield case(
+        f, "a replace must cite every node it shadows", rule,
+        [*two, Step(cite("user/message", [0], replace(0, 1)), str(Code.PROVENANCE_MISSING_SHADOWED))],
+    )  # fmt: skip
     yield case(f, "a replace may cite more than it shadows", rule, [*two, Step(cite("user/message", [0, 1], replace(1, 1)), OK), state()])
     yield case(
         f, "a replace citing an empty list is refused for the empty list first", rule,
@@ -608,7 +632,10 @@ def tool_rewrite_cases() -> Iterator[Case]:
         cited = sources if sources is not None else list(range(start_seq, end_seq + 1))
         return {"op": "append", "id": "s", "type": "tool/result", "data": data, "surfaceOp": replace(start_seq, end_seq), "sourceEventSeqs": cited}
 
-    yield case(f, "a tool/result may replace a tool/result with new inner content", rule, [*setup, Step(rewrite(rewritten(original, "short")), OK), state()])
+    yield case(
+        f, "a tool/result may replace a tool/result with new inner content", rule,
+        [*setup, Step(rewrite(rewritten(original, "short")), OK), state()],
+    )  # fmt: skip
     message = original["message"]
     assert isinstance(message, dict) and isinstance(message["content"], list)
     extra_block = {**original, "message": {**message, "content": [*message["content"], {"type": "text", "text": "note"}]}}
@@ -672,9 +699,15 @@ def seed_cases() -> Iterator[Case]:
         ("step/end", {"turn": 1, "step": 1}),
         ("turn/end", {"turn": 1, "reason": {"kind": "completed"}}),
     )
-    yield case(f, "a well-formed seed is folded into the surface, replaces included", "spec.session.fold_seed", [ok("create", id="s", seed=full), state()])
+    yield case(
+        f, "a well-formed seed is folded into the surface, replaces included", "spec.session.fold_seed",
+        [ok("create", id="s", seed=full), state()],
+    )  # fmt: skip
     yield case(f, "a seed event may be marked ignorable", envelope, [ok("create", id="s", seed=log(("custom/x", {}, {"ignorable": True})))])
-    yield case(f, "a seed event's time may be negative", envelope, [ok("create", id="s", seed=[{"type": "custom/x", "seq": 0, "time": -5, "data": None}])])
+    yield case(
+        f, "a seed event's time may be negative", envelope,
+        [ok("create", id="s", seed=[{"type": "custom/x", "seq": 0, "time": -5, "data": None}])],
+    )  # fmt: skip
     base = event(0, "custom/x", {})
     entry: Any
     for name, entry in [
@@ -692,7 +725,10 @@ def seed_cases() -> Iterator[Case]:
     ]:
         yield refused(name, Code.SEED_ENVELOPE_INVALID, envelope, [entry])
     yield refused("seed events must be numbered from 0", Code.SEED_SEQ_MISMATCH, "spec.seed.validate_seed_seq", [event(1, "custom/x", {})])
-    yield refused("seed events must be contiguous", Code.SEED_SEQ_MISMATCH, "spec.seed.validate_seed_seq", [event(0, "custom/x", {}), event(2, "custom/x", {})])
+    yield refused(
+        "seed events must be contiguous", Code.SEED_SEQ_MISMATCH,
+        "spec.seed.validate_seed_seq", [event(0, "custom/x", {}), event(2, "custom/x", {})],
+    )  # fmt: skip
     yield refused(
         "the first failing seed entry decides the error", Code.SEED_ENVELOPE_INVALID, "spec.session.fold_seed",
         [{**event(0, "custom/x", {}), "extra": 1}, event(5, "custom/x", {})],
@@ -799,8 +835,14 @@ def fork_cases() -> Iterator[Case]:
     )  # fmt: skip
     yield case(f, "a fork at boundary 0 inherits only the first event", seed, [*parent, ok("fork", source="p", boundary=0, child="c")])
     yield case(f, "the parent is unchanged by a fork", seed, [*parent, ok("fork", source="p", boundary=0, child="c"), state("p")])
-    yield case(f, "a fork mints the child id when none is given", "spec.session.plan_session_id", [*parent, ok("fork", source="p"), ok("fork", source="p", child=None)])
-    yield case(f, "a fork of an empty session has an empty seed and seedLength 0", seed, [ok("create", id="p"), ok("fork", source="p", child="c")])
+    yield case(
+        f, "a fork mints the child id when none is given", "spec.session.plan_session_id",
+        [*parent, ok("fork", source="p"), ok("fork", source="p", child=None)],
+    )  # fmt: skip
+    yield case(
+        f, "a fork of an empty session has an empty seed and seedLength 0", seed,
+        [ok("create", id="p"), ok("fork", source="p", child="c")],
+    )  # fmt: skip
     yield case(
         f, "forking a fork inherits its end-seed marker and adds no second one", "spec.seed.needs_end_seed",
         [*parent, ok("fork", source="p", child="c"), ok("fork", source="c", child="g")],
@@ -823,14 +865,23 @@ def fork_cases() -> Iterator[Case]:
         [ok("create", id="p"), fails(Code.INVALID_BOUNDARY, "fork", source="p", boundary=0, child="c")],
     )  # fmt: skip
     in_turn = [ok("create", id="p"), turn(1, "p"), append_user("u1", "p"), append_assistant("a1", "p"), turn_end(1, "p"), turn(2, "p"), append_user("u2", "p")]
-    yield case(f, "a boundary inside an open turn is rejected", boundary_rule, [*in_turn, fails(Code.OPEN_TURN, "fork", source="p", boundary=1, child="c")])
-    yield case(f, "a boundary at a turn/start is inside that turn", boundary_rule, [*in_turn, fails(Code.OPEN_TURN, "fork", source="p", boundary=4, child="c")])
+    yield case(
+        f, "a boundary inside an open turn is rejected", boundary_rule,
+        [*in_turn, fails(Code.OPEN_TURN, "fork", source="p", boundary=1, child="c")],
+    )  # fmt: skip
+    yield case(
+        f, "a boundary at a turn/start is inside that turn", boundary_rule,
+        [*in_turn, fails(Code.OPEN_TURN, "fork", source="p", boundary=4, child="c")],
+    )  # fmt: skip
     yield case(f, "a boundary at a turn/end is outside the turn", boundary_rule, [*in_turn, ok("fork", source="p", boundary=3, child="c")])
     yield case(
         f, "a fork without a boundary of a log that ends inside a turn is rejected", boundary_rule,
         [*in_turn, fails(Code.OPEN_TURN, "fork", source="p", child="c")],
     )  # fmt: skip
-    yield case(f, "a fork of a session that is not live is rejected", "spec.fork.validate_fork_request", [fails(Code.SESSION_NOT_FOUND, "fork", source="nope", child="c")])
+    yield case(
+        f, "a fork of a session that is not live is rejected", "spec.fork.validate_fork_request",
+        [fails(Code.SESSION_NOT_FOUND, "fork", source="nope", child="c")],
+    )  # fmt: skip
     yield case(
         f, "a fork into a live id is rejected", "spec.fork.validate_fork_request",
         [*parent, ok("create", id="c"), fails(Code.SESSION_ALREADY_EXISTS, "fork", source="p", child="c"), state("c")],
@@ -851,22 +902,43 @@ def repair_cases() -> Iterator[Case | PureCase]:
     step_start = ("step/start", {"turn": 1, "step": 1})
     tool_call = ("tool/call", {"turn": 1, "step": 1, "callId": "c1", "name": "read"})
     yield pure(f, "an empty log needs no closers", closers, events=[])
-    yield pure(f, "a log with every turn closed needs no closers", closers, events=log(turn_start, user_ev(), ("turn/end", {"turn": 1, "reason": {"kind": "completed"}})))
-    yield pure(f, "an open turn is closed by an interrupted turn/end that reuses the last event's time", closers, events=log(turn_start, user_ev()))
+    yield pure(
+        f, "a log with every turn closed needs no closers", closers,
+        events=log(turn_start, user_ev(), ("turn/end", {"turn": 1, "reason": {"kind": "completed"}})),
+    )  # fmt: skip
+    yield pure(
+        f, "an open turn is closed by an interrupted turn/end that reuses the last event's time", closers,
+        events=log(turn_start, user_ev()),
+    )  # fmt: skip
     yield pure(f, "an open step is closed before its turn", closers, events=log(turn_start, step_start))
-    yield pure(f, "a call announced but never started gets a TOOL_NOT_STARTED result", closers, events=log(turn_start, step_start, assistant_ev(calls=["c1"])))
-    yield pure(f, "a started call gets a TOOL_OUTCOME_UNKNOWN result that cites its tool/call", closers, events=log(turn_start, step_start, assistant_ev(calls=["c1"]), tool_call))
-    yield pure(f, "an answered call gets no closer", closers, events=log(turn_start, step_start, assistant_ev(calls=["c1"]), tool_call, result_ev("c1")))
+    yield pure(
+        f, "a call announced but never started gets a TOOL_NOT_STARTED result", closers,
+        events=log(turn_start, step_start, assistant_ev(calls=["c1"])),
+    )  # fmt: skip
+    yield pure(
+        f, "a started call gets a TOOL_OUTCOME_UNKNOWN result that cites its tool/call", closers,
+        events=log(turn_start, step_start, assistant_ev(calls=["c1"]), tool_call),
+    )  # fmt: skip
+    yield pure(
+        f, "an answered call gets no closer", closers,
+        events=log(turn_start, step_start, assistant_ev(calls=["c1"]), tool_call, result_ev("c1")),
+    )  # fmt: skip
     yield pure(
         f, "pending calls are closed in the order they were announced", closers,
         events=log(turn_start, step_start, assistant_ev(calls=["c2", "c1", "c3"]), tool_call, result_ev("c3")),
     )  # fmt: skip
-    yield pure(f, "a step/end forgets the calls of its step", closers, events=log(turn_start, step_start, assistant_ev(calls=["c1"]), ("step/end", {"turn": 1, "step": 1})))
+    yield pure(
+        f, "a step/end forgets the calls of its step", closers,
+        events=log(turn_start, step_start, assistant_ev(calls=["c1"]), ("step/end", {"turn": 1, "step": 1})),
+    )  # fmt: skip
     yield pure(
         f, "an open compaction is closed after the call results and before the step and turn", closers,
         events=log(turn_start, step_start, assistant_ev(calls=["c1"]), ("compaction/start", {"compactionId": "k1", "turn": 1, "sourceCommandId": "cmd"})),
     )  # fmt: skip
-    yield pure(f, "an open compaction outside a turn gets its compaction/end alone", closers, events=log(("compaction/start", {"compactionId": "k1", "turn": None})))
+    yield pure(
+        f, "an open compaction outside a turn gets its compaction/end alone", closers,
+        events=log(("compaction/start", {"compactionId": "k1", "turn": None})),
+    )  # fmt: skip
     yield pure(
         f, "a compaction left open before a session/end-seed is a stale orphan and is never closed", closers,
         events=log(("compaction/start", {"compactionId": "k1", "turn": None}), ("session/end-seed", {})),
@@ -932,7 +1004,10 @@ def storage_cases() -> Iterator[Case | PureCase]:
         [ok("create", id="s"), ok("flush", id="s"), fails(Code.SESSION_ALREADY_EXISTS, "resume", id="s")],
         storage="memory",
     )  # fmt: skip
-    yield case(f, "resuming a session that was never stored is rejected", flush, [fails(Code.SESSION_NOT_FOUND, "resume", id="nope")], storage="memory")
+    yield case(
+        f, "resuming a session that was never stored is rejected", flush,
+        [fails(Code.SESSION_NOT_FOUND, "resume", id="nope")], storage="memory",
+    )  # fmt: skip
     yield case(
         f, "creating a session whose id is stored is rejected", "spec.session.validate_new_session_id",
         [ok("create", id="s"), ok("close", id="s"), fails(Code.SESSION_ALREADY_EXISTS, "create", id="s"), gone()],
@@ -1092,7 +1167,10 @@ def storage_pure_cases() -> Iterator[PureCase]:
     second = json.dumps(event(1, "custom/y", {}), separators=(",", ":"))
     yield pure(f, "a plain log is a header line and one record per line", jsonl, text=f"{head}\n{first}\n{second}\n")
     yield pure(f, "a last line without its newline is a torn tail, dropped and cut back", jsonl, text=f"{head}\n{first}\n{second[:10]}")
-    yield pure(f, "a complete line that does not parse is a corrupt log, not a torn tail", jsonl, Code.CORRUPT_LOG, text=f"{head}\n{first[:10]}\n{second}\n")
+    yield pure(
+        f, "a complete line that does not parse is a corrupt log, not a torn tail", jsonl,
+        Code.CORRUPT_LOG, text=f"{head}\n{first[:10]}\n{second}\n",
+    )  # fmt: skip
     yield pure(f, "even the last complete line must parse", jsonl, Code.CORRUPT_LOG, text=f"{head}\n{first}\n{{oops\n")
     yield pure(f, "an empty log is corrupt", jsonl, Code.CORRUPT_LOG, text="")
     yield pure(f, "a header line that is not JSON is not a header", jsonl, Code.HEADER_LINE_INVALID, text="not json\n")
@@ -1125,7 +1203,10 @@ def legacy_cases() -> Iterator[PureCase]:
         f, "packed chunk rows in a v0 log are expanded in place", upgrade, sessionId="old",
         records=[event(0, "turn/start", {"turn": 1}), {"type": "text-chunks", "seq0": 1, "time0": 5, "data": {"turn": 1, "step": 1, "index": 0, "dt": [1], "texts": ["a", "b"]}}, event(3, "custom/x", {}, ignorable=True)],
     )  # fmt: skip
-    yield pure(f, "an unknown event type marked ignorable is kept", upgrade, sessionId="old", records=log(("custom/x", {}, {"ignorable": True})))
+    yield pure(
+        f, "an unknown event type marked ignorable is kept", upgrade,
+        sessionId="old", records=log(("custom/x", {}, {"ignorable": True})),
+    )  # fmt: skip
     for name, code, records in [
         ("a v0 turn/start with a trigger has exactly turn and trigger", Code.LEGACY_MALFORMED_TURN_START, log(("turn/start", {"turn": 1, "trigger": {"kind": "user"}, "extra": 1}))),
         ("a v0 turn/end has a reason with a kind", Code.LEGACY_MALFORMED_TURN_END, log(("turn/end", {"turn": 1, "reason": {}}))),
@@ -1157,9 +1238,15 @@ def pairing_cases() -> Iterator[PureCase]:
     yield pure(f, "the cut after the last result of a step is balanced", after, nodes=nodes, events=events, seq=3)
     yield pure(f, "the cut after an announcement is not balanced", after, nodes=nodes, events=events, seq=1)
     yield pure(f, "balance counts over the surface, not the log: shadowed nodes do not count", cuts, nodes=[0, 4], events=events)
-    yield pure(f, "a tool/result closes one call whatever call it names", cuts, nodes=[1, 2, 2], events=log(user_ev(), assistant_ev(calls=["c1", "c2"]), result_ev("zz")))
+    yield pure(
+        f, "a tool/result closes one call whatever call it names", cuts,
+        nodes=[1, 2, 2], events=log(user_ev(), assistant_ev(calls=["c1", "c2"]), result_ev("zz")),
+    )  # fmt: skip
     nested = {"turn": 1, "step": 1, "message": {"id": "a", "role": "assistant", "source": {"kind": "model", "provider": "p", "model": "m"}, "content": [{"type": "group", "content": [{"type": "tool-call", "id": "c1"}]}]}}
-    yield pure(f, "a tool-call block nested inside another block opens nothing", cuts, nodes=[0], events=log(("assistant/message", nested, APPEND)))
+    yield pure(
+        f, "a tool-call block nested inside another block opens nothing", cuts,
+        nodes=[0], events=log(("assistant/message", nested, APPEND)),
+    )  # fmt: skip
     yield pure(f, "an empty surface has one balanced cut", cuts, nodes=[], events=[])
     yield pure(f, "a surface node must name an event of the log", cuts, Code.PAIRING_SURFACE_CORRUPT, nodes=[0, 7], events=log(user_ev()))
     mismatched = log(user_ev(), user_ev("u2"))
@@ -1167,8 +1254,14 @@ def pairing_cases() -> Iterator[PureCase]:
     mismatched[1] = {**mismatched[1], "seq": 5}
     yield pure(f, "a surface node must name the event with that seq", cuts, Code.PAIRING_SURFACE_CORRUPT, nodes=[0, 1], events=mismatched)
     yield pure(f, "a tool/result before any open call is an orphan", cuts, Code.PAIRING_ORPHAN_RESULT, nodes=[0], events=log(result_ev()))
-    yield pure(f, "a balance query must name a seq on the surface", before, Code.PAIRING_SEQ_NOT_ON_SURFACE, nodes=nodes, events=events, seq=9)
-    yield pure(f, "a shadowed node is not on the surface for a balance query", after, Code.PAIRING_SEQ_NOT_ON_SURFACE, nodes=[0, 4], events=events, seq=2)
+    yield pure(
+        f, "a balance query must name a seq on the surface", before,
+        Code.PAIRING_SEQ_NOT_ON_SURFACE, nodes=nodes, events=events, seq=9,
+    )  # fmt: skip
+    yield pure(
+        f, "a shadowed node is not on the surface for a balance query", after,
+        Code.PAIRING_SEQ_NOT_ON_SURFACE, nodes=[0, 4], events=events, seq=2,
+    )  # fmt: skip
     yield pure(f, "the whole surface is checked before the queried seq", after, Code.PAIRING_ORPHAN_RESULT, nodes=[2], events=events, seq=9)
 
 
@@ -1180,7 +1273,10 @@ def prune_cases() -> Iterator[PureCase]:
     decode = "spec.prune.decode_prune_config"
     yield pure(f, "a null configuration takes the defaults", decode, config=None)
     yield pure(f, "missing keys take their defaults", decode, config={"tailChars": 100})
-    yield pure(f, "head, marker and tail may exactly fill the threshold", decode, config={"thresholdChars": 59, "headChars": 10, "tailChars": 10})
+    yield pure(
+        f, "head, marker and tail may exactly fill the threshold", decode,
+        config={"thresholdChars": 59, "headChars": 10, "tailChars": 10},
+    )  # fmt: skip
     for name, config in [
         ("an unknown configuration key is rejected", {"maxChars": 5}),
         ("a threshold of 0 is rejected", {"thresholdChars": 0, "headChars": 0, "tailChars": 0}),
@@ -1196,7 +1292,10 @@ def prune_cases() -> Iterator[PureCase]:
     small: JsonObject = {"thresholdChars": 60, "headChars": 10, "tailChars": 10}
     digits = "".join(str(i % 10) for i in range(100))
     yield pure(f, "content within the threshold is left alone", content, blocks=[{"type": "text", "text": "x" * 60}], config=small)
-    yield pure(f, "oversized content keeps its head and tail with the marker between", content, blocks=[{"type": "text", "text": digits}], config=small)
+    yield pure(
+        f, "oversized content keeps its head and tail with the marker between", content,
+        blocks=[{"type": "text", "text": digits}], config=small,
+    )  # fmt: skip
     yield pure(
         f, "the cut spans text blocks: the first block it touches gets the marker and emptied blocks are dropped", content,
         blocks=[{"type": "text", "text": digits[:30]}, {"type": "text", "text": digits[30:60]}, {"type": "text", "text": digits[60:]}], config=small,
@@ -1205,7 +1304,10 @@ def prune_cases() -> Iterator[PureCase]:
         f, "blocks that are not text are kept in place and not measured", content,
         blocks=[{"type": "image", "data": "x" * 500}, {"type": "text", "text": digits}, {"type": "text", "text": 5}], config=small,
     )  # fmt: skip
-    yield pure(f, "text is measured in code points: an astral character counts once", content, blocks=[{"type": "text", "text": "\U0001d11e" * 61}], config=small)
+    yield pure(
+        f, "text is measured in code points: an astral character counts once", content,
+        blocks=[{"type": "text", "text": "\U0001d11e" * 61}], config=small,
+    )  # fmt: skip
     yield pure(
         f, "a configuration whose head and tail cover everything finds no span to cut", content, Code.PRUNE_SPAN_NOT_FOUND,
         blocks=[{"type": "text", "text": "abcdef"}], config={"thresholdChars": 1, "headChars": 6, "tailChars": 6},
@@ -1216,12 +1318,21 @@ def prune_cases() -> Iterator[PureCase]:
     )  # fmt: skip
     events = "spec.prune.plan_prune_events"
     big = log(turn_start_entry(), assistant_ev(calls=["c1", "c2"]), result_ev("c1", digits), result_ev("c2", "small"), user_ev("u1", digits))
-    yield pure(f, "every oversized tool/result on the surface gets a metering event and a replacement", events, nodes=[1, 2, 3, 4], events=big, config=small)
+    yield pure(
+        f, "every oversized tool/result on the surface gets a metering event and a replacement", events,
+        nodes=[1, 2, 3, 4], events=big, config=small,
+    )  # fmt: skip
     yield pure(f, "a tool/result that is not on the surface is not pruned", events, nodes=[1, 3, 4], events=big, config=small)
     yield pure(f, "nothing is planned when every result is small", events, nodes=[1, 3], events=big, config=None)
     odd = {"turn": 1, "step": 1, "message": {"id": "r", "role": "user", "source": {"kind": "tool", "callId": "c1"}, "content": ["not a block"]}}
-    yield pure(f, "a tool/result whose first content entry is not a block is skipped", events, nodes=[0], events=log(("tool/result", odd, APPEND)), config=small)
-    yield pure(f, "the session pass validates its configuration", events, Code.PRUNE_CONFIG_INVALID, nodes=[], events=[], config={"thresholdChars": 1})
+    yield pure(
+        f, "a tool/result whose first content entry is not a block is skipped", events,
+        nodes=[0], events=log(("tool/result", odd, APPEND)), config=small,
+    )  # fmt: skip
+    yield pure(
+        f, "the session pass validates its configuration", events,
+        Code.PRUNE_CONFIG_INVALID, nodes=[], events=[], config={"thresholdChars": 1},
+    )  # fmt: skip
 
 
 def turn_start_entry() -> tuple[str, JsonValue]:
@@ -1236,7 +1347,10 @@ def tokens_cases() -> Iterator[PureCase]:
     price = "spec.tokens.price_surface"
     fold = "spec.tokens.fold_shadow_price"
     events = log(user_ev("u1", "hello world"), assistant_ev("a1", text=None), result_ev("c1", "x" * 40), assistant_ev("a2", calls=["c9"]))
-    yield pure(f, "every surface node is priced by the message it shows; an empty assistant message costs 0", price, nodes=[0, 1, 2, 3], events=events)
+    yield pure(
+        f, "every surface node is priced by the message it shows; an empty assistant message costs 0", price,
+        nodes=[0, 1, 2, 3], events=events,
+    )  # fmt: skip
     yield pure(f, "a node that names no event of the log cannot be priced", price, Code.TOKEN_SURFACE_CORRUPT, nodes=[0, 9], events=events)
     metering = event(5, "compaction/prune", {"shadowedRange": {"start": 2, "end": 2}, "shadowedSeqs": [2], "shadowedTokenCount": 30})
     yield pure(f, "a metering event arms a claim on its range", fold, claim=None, event=metering)
@@ -1244,11 +1358,17 @@ def tokens_cases() -> Iterator[PureCase]:
     yield pure(f, "a metering event without a usable range arms nothing", fold, claim=None, event=broken_meter)
     claim: JsonObject = {"start": 2, "end": 2, "tokens": 30}
     yield pure(f, "any other log-only event lets the claim expire", fold, claim=claim, event=event(6, "custom/x", {}))
-    yield pure(f, "an appended surface event adds its price", fold, claim=claim, event=event(6, "user/message", user_msg(), surfaceOp="append"))
+    yield pure(
+        f, "an appended surface event adds its price", fold,
+        claim=claim, event=event(6, "user/message", user_msg(), surfaceOp="append"),
+    )  # fmt: skip
     replacing = event(6, "tool/result", result_msg("c1", "short"), surfaceOp=replace(2, 2), sourceEventSeqs=[2])
     yield pure(f, "a replace over the claimed range adds its price minus the claim", fold, claim=claim, event=replacing)
     yield pure(f, "a replace with no claim adds nothing (legacy drift)", fold, claim=None, event=replacing)
-    yield pure(f, "a replace over another range than the claim is rejected", fold, Code.TOKEN_SHADOW_PRICE_MISMATCH, claim={**claim, "start": 1}, event=replacing)
+    yield pure(
+        f, "a replace over another range than the claim is rejected", fold,
+        Code.TOKEN_SHADOW_PRICE_MISMATCH, claim={**claim, "start": 1}, event=replacing,
+    )  # fmt: skip
 
 
 # --- checker: the whole-log checker (SPEC-DECISIONS D9) --------------------------------------------
@@ -1264,7 +1384,10 @@ def checker_cases() -> Iterator[PureCase]:
     call = ("tool/call", {"turn": 1, "step": 1, "callId": "c1", "name": "read"})
     clean = log(t1, s1, user_ev(), assistant_ev(calls=["c1"]), call, result_ev("c1"), s1_end, t1_end)
     yield pure(f, "a well-formed log has no violations", check, events=clean)
-    yield pure(f, "a well-formed log with its header has no violations", check, events=clean, header={"version": 4, "id": "s", "createdAt": 0, "delegationDepth": 0, "isSeeded": False})
+    yield pure(
+        f, "a well-formed log with its header has no violations", check,
+        events=clean, header={"version": 4, "id": "s", "createdAt": 0, "delegationDepth": 0, "isSeeded": False},
+    )  # fmt: skip
     gap = log(t1, user_ev())
     assert isinstance(gap[1], dict)
     gap[1] = {**gap[1], "seq": 3}
@@ -1310,8 +1433,14 @@ def checker_cases() -> Iterator[PureCase]:
     ]
     for name, events, extra in cases:
         yield PureCase(f, name, check, {"events": events, **extra}, OK)
-    yield pure(f, "every problem is reported, not only the first", check, events=log(t1_end, ("user/message", user_msg()), ("todo/write", {})))
-    yield pure(f, "without the relational rules only the core rules are checked", check, events=log(t1_end, ("user/message", user_msg()), ("todo/write", {})), relational=False)
+    yield pure(
+        f, "every problem is reported, not only the first", check,
+        events=log(t1_end, ("user/message", user_msg()), ("todo/write", {})),
+    )  # fmt: skip
+    yield pure(
+        f, "without the relational rules only the core rules are checked", check,
+        events=log(t1_end, ("user/message", user_msg()), ("todo/write", {})), relational=False,
+    )  # fmt: skip
     yield pure(f, "a log repaired with its closers passes the closers rule", check, events=[*log(t1, s1, assistant_ev(calls=["c1"]), call), *derive_closers(log(t1, s1, assistant_ev(calls=["c1"]), call))])  # type: ignore[arg-type]
 
 
