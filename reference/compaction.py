@@ -266,8 +266,8 @@ class DeterministicSummarizer:
             body = _text_of(blocks)
         points = list(" ".join(body.split()))
         excerpt = "".join(points[: self.excerpt_chars]) + ("…" if len(points) > self.excerpt_chars else "")
-        suffix = f" [called {', '.join(calls)}]" if calls else ""
-        return f"- {who}: {excerpt}{suffix}"
+        called = f"[called {', '.join(calls)}]" if calls else ""
+        return f"- {who}: " + " ".join(part for part in (excerpt, called) if part)
 
 
 def _text_of(blocks: Sequence[JsonValue]) -> str:
