@@ -341,6 +341,7 @@ class ReferenceSubject:
         self.persistence: PersistenceService | None = None
         self.store = SessionStore(clock=self._clock)
         self._compressed = True
+        self._temp_names = itertools.count(1)
 
     # --- the one entry point ------------------------------------------------------------------
 
@@ -513,9 +514,10 @@ class ReferenceSubject:
     def _open_store(self) -> None:
         """A fresh store over the current backend: no session is live."""
         if self.fs is not None:
-            counter = itertools.count(1)
+            # Temp-file names are deterministic but never reused: a temp name whose removal a crash
+            # undid must not collide with a later one.
             self.persistence = FileStore(
-                STORE_ROOT, fs=self.fs, compressed=self._compressed, temp_token=lambda: f"{next(counter):06d}"
+                STORE_ROOT, fs=self.fs, compressed=self._compressed, temp_token=lambda: f"{next(self._temp_names):06d}"
             )
         self.store = SessionStore(self.persistence, clock=self._clock)
 

@@ -213,3 +213,19 @@ def test_the_table_counts_each_family_and_lists_failures(tmp_path: Path) -> None
     surface = root.find("testsuite[@name='surface']")
     assert surface is not None and surface.get("failures") == "1" and surface.get("tests") == "2"
     assert root.find(".//testcase[@name='c']/skipped") is not None
+
+
+def test_a_torn_tail_after_a_crash_mid_flush_is_repaired_on_resume() -> None:
+    subject = ReferenceSubject()
+    handle(subject, op="reset", storage="file")
+    handle(subject, op="create", id="w", meta={"cwd": "/work/project"})
+    handle(subject, op="append", id="w", type="turn/start", data={"turn": 1})
+    handle(subject, op="flush", id="w")
+    handle(subject, op="append", id="w", type="custom/x", data={"text": "x" * 200})
+    handle(subject, op="arm_crash", after=1)  # the append lands, its fsync never happens
+    assert handle(subject, op="flush", id="w")["error"]["code"] == "CRASHED"
+    [torn] = handle(subject, op="unsynced")["result"]
+    handle(subject, op="crash", keep={"path": torn["path"], "bytes": 1})
+    resumed = handle(subject, op="resume", id="w")
+    assert resumed["ok"], resumed
+    assert [event["type"] for event in resumed["result"]["events"]] == ["turn/start", "turn/end", "session/end-seed"]
