@@ -39,6 +39,7 @@ from spec.projection import (
     derive_initial_cell,
     encode_cache_record,
     fold_projection,
+    is_cache_row_durable,
     is_cache_write_due,
     plan_registration,
 )
@@ -435,6 +436,11 @@ def test_the_cache_file_sits_beside_the_session_log() -> None:
     log_path = files.locate("beside")
     assert log_path is not None
     assert files.fs.exists(log_path.rsplit("/", 1)[0] + "/projections.json")
+
+
+def test_a_row_is_durable_only_when_the_log_holds_every_event_it_folded() -> None:
+    assert is_cache_row_durable(-1, 0) and is_cache_row_durable(3, 4)
+    assert not is_cache_row_durable(4, 4)
 
 
 def test_a_write_is_due_after_a_turn_end_or_enough_events() -> None:

@@ -75,9 +75,21 @@ def test_a_result_exactly_at_the_limit_stays_inline() -> None:
     assert policy(1_000).apply("s1", "grep", "c1", content).spilled is None
 
 
-def test_a_result_with_a_non_text_block_stays_inline() -> None:
+class WatchedStore(MemorySpillStore):
+    def __init__(self) -> None:
+        super().__init__()
+        self.saved: list[object] = []
+
+    def save_text(self, session_id: str, tool_name: str, call_id: str, label: str, suggested_name: str, content: str) -> Any:
+        self.saved.append(content)
+        return super().save_text(session_id, tool_name, call_id, label, suggested_name, content)
+
+
+def test_a_result_with_a_non_text_block_stays_inline_and_nothing_is_saved() -> None:
+    store = WatchedStore()
     content: list[JsonValue] = [*text_content(big_text()), {"type": "image", "data": "x"}]
-    assert policy().apply("s1", "grep", "c1", content).spilled is None
+    assert policy(store=store).apply("s1", "grep", "c1", content).spilled is None
+    assert store.saved == []
 
 
 def test_the_read_tool_and_nested_calls_never_spill() -> None:
