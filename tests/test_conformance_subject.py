@@ -30,7 +30,8 @@ def test_a_stdio_subject_answers_in_order_with_its_request_ids() -> None:
         assert subject.request("create", id="s").ok
         answer = subject.request("append", id="s", type="", data={})
         assert (answer.ok, answer.error_code) == (False, "EVENT_TYPE_INVALID")
-        assert subject.request("state", id="s").result["seq"] == 0  # type: ignore[index]
+        answer = subject.request("state", id="s")
+        assert isinstance(answer.result, dict) and answer.result["seq"] == 0
     finally:
         subject.close()
 
@@ -86,7 +87,7 @@ class Echo:
 def test_an_in_process_subject_sees_plain_json_and_absent_keys_stay_absent() -> None:
     echo = Echo()
     subject = InProcessSubject(echo)
-    result = subject.request("append", id="s", type="x", data={"a": (1, 2)})
+    result = subject.request("append", id="s", type="x", data={"a": (1, 2)})  # type: ignore[dict-item]
     assert result.result == {"rid": 1, "op": "append", "id": "s", "type": "x", "data": {"a": [1, 2]}}
     assert "surfaceOp" not in echo.seen[0]
 
