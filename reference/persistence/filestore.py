@@ -342,8 +342,7 @@ class FileStore:
         if events:
             data += self._batch_bytes(events, compressed)
         self._ensure_dirs(_dirname(path))
-        temp = f"{path}.{self._temp_token()}.tmp"
-        self.fs.write_new(temp, data)
+        temp = self._write_temp(path, data)
         try:
             self.fs.fsync(temp)
             self.fs.link(temp, path)
@@ -361,8 +360,7 @@ class FileStore:
         data = self.fs.read_bytes(path)[:keep]
         if tail:
             data += self._batch_bytes(tail, compressed)
-        temp = f"{path}.{self._temp_token()}.tmp"
-        self.fs.write_new(temp, data)
+        temp = self._write_temp(path, data)
         try:
             self.fs.fsync(temp)
             self.fs.rename(temp, path)
@@ -386,6 +384,18 @@ class FileStore:
             except OSError:
                 pass
             raise reject(Code.STORAGE_IO, f'could not make "{path}" durable: {error}') from error
+
+    def _write_temp(self, path: str, data: bytes) -> str:
+        """Write ``data`` to a fresh temp file beside ``path``; a name a crash left behind is
+        skipped, never reused."""
+        for _ in range(100):
+            temp = f"{path}.{self._temp_token()}.tmp"
+            try:
+                self.fs.write_new(temp, data)
+            except FileExistsError:
+                continue
+            return temp
+        raise reject(Code.STORAGE_IO, f'no free temp-file name beside "{path}"')
 
     def _remove_quietly(self, path: str) -> None:
         try:
