@@ -114,20 +114,27 @@ class AbortSignal:
         if self._reason is not None:
             raise self._reason
 
-    def on_abort(self, listener: Callable[[BaseException], None]) -> None:
-        """Call ``listener(reason)`` when the signal aborts (at once if it already has)."""
+    def on_abort(self, listener: Callable[[BaseException], None]) -> Callable[[], None]:
+        """Call ``listener(reason)`` when the signal aborts (at once if it already has); returns a
+        function that forgets the listener."""
         with self._lock:
             if self._reason is None:
                 self._listeners.append(listener)
-                return
+                return lambda: self._forget(listener)
         listener(self._reason)
+        return lambda: None
 
-    def linked(self) -> AbortSignal:
-        """A child signal: aborted with this one's reason when this one aborts, and abortable on
-        its own (a timeout aborts the child, not the caller's signal)."""
+    def _forget(self, listener: Callable[[BaseException], None]) -> None:
+        with self._lock:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+    def linked(self) -> tuple[AbortSignal, Callable[[], None]]:
+        """A child signal, aborted with this one's reason when this one aborts and abortable on its
+        own (a timeout aborts the child, not the caller's signal), and the function that unlinks
+        it once it is no longer needed."""
         child = AbortSignal()
-        self.on_abort(child.abort)
-        return child
+        return child, self.on_abort(child.abort)
 
 
 # --- the summarizer protocol (notes §4.8) ----------------------------------------------------------
@@ -537,7 +544,7 @@ def _call_with_deadline(call: Callable[[AbortSignal], T], signal: AbortSignal, t
     """Run ``call`` on a worker thread and wait for it, for the caller's abort, or for ``timeout``
     seconds, whichever comes first. On abort or timeout the call's own signal is aborted and its
     late answer, if any, is dropped."""
-    inner = signal.linked()
+    inner, unlink = signal.linked()
     wake = threading.Event()
     box: dict[str, object] = {}
 
@@ -553,15 +560,18 @@ def _call_with_deadline(call: Callable[[AbortSignal], T], signal: AbortSignal, t
     worker = threading.Thread(target=run, name="dsh-summarizer", daemon=True)
     worker.start()
     deadline = time.monotonic() + timeout
-    while not ("value" in box or "error" in box):
-        signal.throw_if_aborted()
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            expired = reject(Code.COMPACTION_SUMMARY_TIMEOUT, f"summarization timed out after {timeout:g} s")
-            inner.abort(expired)
-            raise expired
-        wake.wait(remaining)
-        wake.clear()
+    try:
+        while not ("value" in box or "error" in box):
+            signal.throw_if_aborted()
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                expired = reject(Code.COMPACTION_SUMMARY_TIMEOUT, f"summarization timed out after {timeout:g} s")
+                inner.abort(expired)
+                raise expired
+            wake.wait(remaining)
+            wake.clear()
+    finally:
+        unlink()
     if "error" in box:
         raise box["error"]  # type: ignore[misc]
     return box["value"]  # type: ignore[return-value]

@@ -860,3 +860,28 @@ def test_pressure_is_relieved_only_strictly_below_the_threshold() -> None:
     validate_pressure_relieved(99, 100, 1)
     with pytest.raises(SpecError):
         validate_pressure_relieved(100, 100, 1)
+
+
+# --- the abort signal ----------------------------------------------------------------------------
+
+
+def test_an_abort_signal_aborts_once_with_a_default_aborted_reason() -> None:
+    signal = AbortSignal()
+    signal.abort()
+    signal.abort(RuntimeError("later"))
+    assert isinstance(signal.reason, SpecError) and signal.reason.code == Code.ABORTED
+    with pytest.raises(SpecError):
+        signal.throw_if_aborted()
+
+
+def test_a_linked_signal_follows_its_parent_until_unlinked() -> None:
+    parent = AbortSignal()
+    child, unlink = parent.linked()
+    other, unlink_other = parent.linked()
+    unlink_other()
+    reason = RuntimeError("stop")
+    parent.abort(reason)
+    assert child.reason is reason and not other.aborted
+    heard: list[BaseException] = []
+    parent.on_abort(heard.append)
+    assert heard == [reason]
