@@ -295,7 +295,7 @@ def test_the_digest_gives_the_same_state_from_a_cold_cache_a_stale_cache_and_a_f
     assert stale.state_of(resumed, "sessionDigest") == full
     assert calls and min(calls) == stale_cursor + 1
 
-    cold = Projections()
+    cold = Projections(ProjectionCache(MemoryCacheMedium()))  # a cache that holds nothing yet
     cold.register(SESSION_DIGEST)
     assert cold.state_of(resumed, "sessionDigest") == full
     assert cold.state_of_stored(files, "digest", "sessionDigest") == replay(SESSION_DIGEST, files.read("digest").events)
