@@ -18,7 +18,7 @@ def test_every_python_example_in_the_readme_runs_and_prints_its_documented_outpu
     blocks = python_blocks()
     assert blocks, "the README shows the reference in Python"
     for block in blocks:
-        expected = [line[2:] for line in block.splitlines() if line.startswith("# ") and line[2:3] in "[(\\'{"]
+        expected = [line[len("# -> ") :] for line in block.splitlines() if line.startswith("# -> ")]
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
             exec(compile(block, str(README), "exec"), {})
