@@ -30,7 +30,7 @@ from spec.codes import Code, SpecError, reject
 from spec.events import Event
 from spec.header import LEGACY_FORMAT_VERSION
 from spec.json import FrozenDict, JsonValue, encode_json_text, freeze_parsed_json, is_event_seq
-from spec.legacy import upgrade_v0_records
+from spec.legacy import upgrade_v0_records, validate_stored_events
 from spec.repair import derive_closers
 from spec.storage import (
     V0_PLAIN_NAME,
@@ -137,6 +137,7 @@ def load_log(session_id: str | None, data: bytes, compressed: bool) -> LoadedLog
         return LoadedLog(version, header, committed, events[len(committed) :], stored.truncate_to)
     events = _take_v4_events(stored.records, 0)
     recovered = _take_v4_events(stored.recovered, len(events))
+    validate_stored_events(header_id, events + recovered)
     return LoadedLog(version, header, events, recovered, stored.truncate_to)
 
 
@@ -221,6 +222,9 @@ class FileStore:
         lock = self._lock(path, session_id)
         try:
             return self._open_locked(session_id, path, lock)
+        except OSError as error:
+            self.fs.unlock(lock)
+            raise reject(Code.STORAGE_IO, f'could not open "{path}" for writing: {error}') from error
         except BaseException:
             self.fs.unlock(lock)
             raise
@@ -270,7 +274,8 @@ class FileStore:
             if not scan.frames:
                 raise reject(Code.CORRUPT_LOG, "empty or header-less Zstandard session log")
             first = scan.frames[0]
-            data = decompress_frame(data[first.offset : first.offset + first.length], first.offset)
+            plaintext = decompress_frame(data[first.offset : first.offset + first.length], first.offset)
+            return decode_header_line(decode_zstd_log([DecodedFrame(first.offset, plaintext)], None).header_line)[1]
         line_end = data.find(b"\n")
         if line_end < 0:
             raise reject(Code.CORRUPT_LOG, "empty or header-less session log")
@@ -352,7 +357,13 @@ class FileStore:
         except BaseException:
             self._remove_quietly(temp)
             raise
-        self.fs.fsync_dir(_dirname(path))
+        try:
+            self.fs.fsync_dir(_dirname(path))
+        except OSError:
+            # Not durable, so not published: take the name back so that a retry can link again.
+            self._remove_quietly(path)
+            self._remove_quietly(temp)
+            raise
         self._remove_quietly(temp)
 
     def _rewrite_clean(self, path: str, keep: int, tail: Sequence[Event], compressed: bool) -> None:

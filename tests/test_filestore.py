@@ -1,0 +1,605 @@
+"""The file store beyond the shared contract: damage that is not a tail, the writer lock (in this
+process and across processes), storage faults, the v4 layout and framing (notes/dsh-persistence.md
+§9.6-§9.7 items that apply), format versions and the stored-event checks.
+
+Crash recovery at every write boundary is in test_filestore_crash.py.
+"""
+
+from __future__ import annotations
+
+import errno
+import itertools
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import zstandard
+
+from event_builders import at, user_data
+from reference.persistence.api import OpenReport
+from reference.persistence.filestore import FileStore, encode_lines
+from reference.powerloss import KEEP_ALL, PowerLossFileSystem
+from reference.session import Session
+from reference.store import SessionStore
+from spec.codes import Code, SpecError
+from spec.events import END_SEED, Event
+from spec.header import build_header
+from spec.repair import INTERRUPTED_REASON_KIND
+from spec.storage import V4_PLAIN_NAME, V4_ZSTD_NAME, encode_header_line, encode_project_key, scan_zstd_frames
+
+ROOT = "/data"
+CWD = "/work/project"
+REPO = Path(__file__).resolve().parent.parent
+
+
+def new_fs() -> PowerLossFileSystem:
+    return PowerLossFileSystem()
+
+
+def store_on(fs: PowerLossFileSystem, compressed: bool = True) -> SessionStore:
+    ticks = itertools.count(1_000)
+    return SessionStore(FileStore(ROOT, fs=fs, compressed=compressed), clock=lambda: next(ticks))
+
+
+def completed_turn(session: Session, turn: int, text: str = "hello there") -> None:
+    session.append("turn/start", {"turn": turn})
+    session.append("user/message", user_data(f"u{turn}", text), "append")
+    session.append("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
+
+
+def written_session(fs: PowerLossFileSystem, compressed: bool = True, turns: int = 3, session_id: str = "s") -> str:
+    """A closed session with one flush per completed turn; returns its log's path."""
+    store = store_on(fs, compressed)
+    session = store.create(session_id, meta={"cwd": CWD})
+    for turn in range(1, turns + 1):
+        completed_turn(session, turn)
+        session.flush()
+    store.close(session_id)
+    path = FileStore(ROOT, fs=fs).locate(session_id)
+    assert path is not None
+    return path
+
+
+def replace_file(fs: PowerLossFileSystem, path: str, data: bytes) -> None:
+    """Put ``data`` at ``path``, durably, as damage from outside the store would."""
+    fs.remove(path)
+    fs.write_new(path, data)
+    fs.sync_all()
+
+
+def expect_code(code: Code, call: Any, *args: Any) -> SpecError:
+    with pytest.raises(SpecError) as caught:
+        call(*args)
+    assert caught.value.code == code, caught.value
+    return caught.value
+
+
+# --- damage that is not a tail (D3 item 5) -------------------------------------------------------
+
+
+def middle_frame_bytes(data: bytes) -> Iterator[tuple[int, int]]:
+    """Every byte of the middle event frame's compressed blocks and checksum, with that frame's
+    offset: the block contents (not the frame or block headers, whose damage can read as a torn
+    frame: see the xfail below) and the 4 checksum bytes."""
+    frames = scan_zstd_frames(data).frames
+    middle = frames[len(frames) // 2]
+    assert 0 < frames.index(middle) < len(frames) - 1
+    descriptor = data[middle.offset + 4]
+    assert descriptor & 0x20 and not descriptor & 0x03, "expected a single-segment frame without dictionary"
+    content_size_bytes = (1, 2, 4, 8)[descriptor >> 6]
+    position = middle.offset + 5 + content_size_bytes
+    while True:
+        block = int.from_bytes(data[position : position + 3], "little")
+        size = 1 if (block >> 1) & 3 == 1 else block >> 3
+        for index in range(position + 3, position + 3 + size):
+            yield index, middle.offset
+        position += 3 + size
+        if block & 1:
+            break
+    for index in range(position, position + 4):
+        yield index, middle.offset
+    assert position + 4 == middle.offset + middle.length
+
+
+@pytest.mark.parametrize("action", ["open", "read", "resume"])
+def test_every_flipped_byte_in_a_middle_frame_is_a_corrupt_log_naming_the_frame_and_changes_nothing(action: str) -> None:
+    fs = new_fs()
+    path = written_session(fs)
+    data = fs.read_bytes(path)
+    flips = 0
+    for index, frame_offset in middle_frame_bytes(data):
+        damaged = fs.crash(KEEP_ALL)
+        replace_file(damaged, path, data[:index] + bytes([data[index] ^ 0xFF]) + data[index + 1 :])
+        before = damaged.snapshot()
+        files = FileStore(ROOT, fs=damaged)
+        call = {"open": files.open, "read": files.read, "resume": SessionStore(files).resume}[action]
+        error = expect_code(Code.CORRUPT_LOG, call, "s")
+        assert f"frame at byte {frame_offset}" in str(error)
+        assert damaged.snapshot() == before
+        flips += 1
+    assert flips > 40
+
+
+def test_a_failed_open_of_a_corrupt_log_releases_the_writer_lock() -> None:
+    fs = new_fs()
+    path = written_session(fs)
+    data = bytearray(fs.read_bytes(path))
+    index, _ = next(middle_frame_bytes(bytes(data)))
+    data[index] ^= 0xFF
+    replace_file(fs, path, bytes(data))
+    files = FileStore(ROOT, fs=fs)
+    expect_code(Code.CORRUPT_LOG, files.open, "s")
+    assert fs.try_lock(path.rsplit("/", 1)[0] + "/session.lock") is not None
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a middle frame whose block size was damaged upwards reaches past the end of the file, and the "
+    "spec's frame scan (spec.storage.scan_zstd_frames) cannot tell it from a frame a crash tore: the "
+    "frames after it are dropped as a torn tail instead of raising CORRUPT_LOG",
+)
+def test_a_middle_frame_whose_block_size_was_damaged_is_a_corrupt_log() -> None:
+    fs = new_fs()
+    path = written_session(fs)
+    data = bytearray(fs.read_bytes(path))
+    middle = scan_zstd_frames(bytes(data)).frames[2]
+    data[middle.offset + 9] ^= 0xFF  # the high byte of the first block header: its size
+    replace_file(fs, path, bytes(data))
+    expect_code(Code.CORRUPT_LOG, FileStore(ROOT, fs=fs).open, "s")
+
+
+def test_a_bad_complete_plain_line_followed_by_more_lines_is_a_corrupt_log_naming_its_byte_and_changes_nothing() -> None:
+    fs = new_fs()
+    path = written_session(fs, compressed=False)
+    lines = fs.read_bytes(path).split(b"\n")
+    offset = sum(len(line) + 1 for line in lines[:3])
+    lines[3] = lines[3][:-5]
+    replace_file(fs, path, b"\n".join(lines))
+    before = fs.snapshot()
+    for call in (FileStore(ROOT, fs=fs).open, FileStore(ROOT, fs=fs).read, SessionStore(FileStore(ROOT, fs=fs)).resume):
+        error = expect_code(Code.CORRUPT_LOG, call, "s")
+        assert f"(byte {offset})" in str(error)
+    assert fs.snapshot() == before
+
+
+def test_a_bad_last_plain_line_that_kept_its_newline_is_a_corrupt_log_not_a_torn_tail() -> None:
+    """A crash only loses a suffix of the bytes, so a line that kept its newline kept all of it."""
+    fs = new_fs()
+    path = written_session(fs, compressed=False)
+    replace_file(fs, path, fs.read_bytes(path) + b'{"type":"turn/sta\n')
+    expect_code(Code.CORRUPT_LOG, FileStore(ROOT, fs=fs).open, "s")
+
+
+def test_a_complete_frame_holding_a_torn_line_is_a_corrupt_log() -> None:
+    """§9.7: ``{"type":"turn/start"`` with no newline inside a complete frame."""
+    fs = new_fs()
+    path = written_session(fs)
+    frame = zstandard.ZstdCompressor(write_checksum=True).compress(b'{"type":"turn/start"')
+    replace_file(fs, path, fs.read_bytes(path) + frame)
+    error = expect_code(Code.CORRUPT_LOG, FileStore(ROOT, fs=fs).open, "s")
+    assert "torn JSONL record" in str(error)
+
+
+def test_a_seq_gap_between_frames_is_a_corrupt_log() -> None:
+    fs = new_fs()
+    path = written_session(fs)
+    stray: Event = {"type": "session/title", "seq": 40, "time": 1, "data": {"title": "x"}}
+    frame = zstandard.ZstdCompressor(write_checksum=True).compress(encode_lines([stray]))
+    replace_file(fs, path, fs.read_bytes(path) + frame)
+    error = expect_code(Code.CORRUPT_LOG, FileStore(ROOT, fs=fs).open, "s")
+    assert "expected 9, got 40" in str(error)
+
+
+def test_four_or_more_bytes_that_start_no_frame_after_the_last_frame_are_a_corrupt_log() -> None:
+    fs = new_fs()
+    path = written_session(fs)
+    data = fs.read_bytes(path)
+    replace_file(fs, path, data + b"\0\0\0\0garbage")
+    error = expect_code(Code.CORRUPT_LOG, FileStore(ROOT, fs=fs).open, "s")
+    assert f"byte {len(data)}" in str(error)
+
+
+def test_an_empty_compressed_log_is_a_corrupt_log() -> None:
+    """§9.7: 0 bytes → empty or header-less."""
+    fs = new_fs()
+    path = written_session(fs)
+    replace_file(fs, path, b"")
+    error = expect_code(Code.CORRUPT_LOG, FileStore(ROOT, fs=fs).open, "s")
+    assert "empty or header-less" in str(error)
+
+
+def test_a_header_frame_of_two_lines_is_rejected_by_open_and_skipped_by_list() -> None:
+    """§9.7: a malformed header frame."""
+    fs = new_fs()
+    path = written_session(fs)
+    frames = scan_zstd_frames(fs.read_bytes(path)).frames
+    rest = fs.read_bytes(path)[frames[1].offset :]
+    header_line = json.dumps(encode_header_line(build_header("s", {"cwd": CWD, "createdAt": 1}, 1, False)))
+    two_lines = zstandard.ZstdCompressor(write_checksum=True).compress((header_line + "\n{}\n").encode())
+    replace_file(fs, path, two_lines + rest)
+    expect_code(Code.CORRUPT_LOG, FileStore(ROOT, fs=fs).open, "s")
+    assert FileStore(ROOT, fs=fs).list() == []
+
+
+# --- torn tails (D3 item 4; §9.6-§9.7) ---------------------------------------------------------------
+
+
+def open_turn_session(fs: PowerLossFileSystem, compressed: bool = True) -> tuple[str, Session]:
+    """A session whose last durable frame ends inside turn 2 (turn/start, step/start, two messages)."""
+    store = store_on(fs, compressed)
+    session = store.create("s", meta={"cwd": CWD})
+    completed_turn(session, 1)
+    session.flush()
+    session.append("turn/start", {"turn": 2})
+    session.append("step/start", {"turn": 2, "step": 1})
+    session.append("user/message", user_data("u2", "a"), "append")
+    session.append("assistant/chunk", {"turn": 2, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": "x" * 50}})
+    session.flush()
+    store.close("s")
+    path = FileStore(ROOT, fs=fs).locate("s")
+    assert path is not None
+    return path, session
+
+
+def test_a_frame_missing_only_its_checksum_gives_back_every_line_re_framed_with_closers() -> None:
+    """§9.7: the torn frame is cut, its lines recovered and written again with the closers; the
+    committed prefix stays byte-identical and no torn frame remains."""
+    fs = new_fs()
+    path, session = open_turn_session(fs)
+    data = fs.read_bytes(path)
+    last = scan_zstd_frames(data).frames[-1]
+    torn = fs.crash(KEEP_ALL)
+    replace_file(torn, path, data[:-1])
+    handle = FileStore(ROOT, fs=torn).open("s")
+    assert handle.report == OpenReport(torn_bytes_dropped=last.length - 1, recovered_events=4, closers_appended=2)
+    assert handle.read() == session.events + handle.read()[len(session.events) :]
+    assert [e["type"] for e in handle.read()[len(session.events) :]] == ["step/end", "turn/end"]
+    repaired = torn.read_bytes(path)
+    assert repaired[: last.offset] == data[: last.offset]
+    assert scan_zstd_frames(repaired).torn_offset is None
+    assert len(scan_zstd_frames(repaired).frames) == len(scan_zstd_frames(data).frames)
+    handle.close()
+
+
+def test_a_frame_torn_in_its_header_is_dropped_and_the_file_restored_byte_identical() -> None:
+    """§9.7: 2 magic bytes after a balanced log."""
+    fs = new_fs()
+    path = written_session(fs)
+    data = fs.read_bytes(path)
+    replace_file(fs, path, data + b"\x28\xb5")
+    handle = FileStore(ROOT, fs=fs).open("s")
+    assert handle.report == OpenReport(torn_bytes_dropped=2)
+    handle.close()
+    assert fs.read_bytes(path) == data
+
+
+def test_a_torn_frame_cut_inside_its_only_block_loses_that_batch_and_closes_the_turn() -> None:
+    fs = new_fs()
+    path, session = open_turn_session(fs)
+    data = fs.read_bytes(path)
+    last = scan_zstd_frames(data).frames[-1]
+    replace_file(fs, path, data[: last.offset + last.length // 2])
+    handle = FileStore(ROOT, fs=fs).open("s")
+    assert handle.report.recovered_events == 0
+    assert handle.read() == session.events[:3]  # turn 1 was closed: nothing to add
+    handle.close()
+    assert fs.read_bytes(path) == data[: last.offset]
+
+
+def test_a_plain_last_line_without_its_newline_is_dropped_and_the_prefix_kept_byte_identical() -> None:
+    """§9.6: a partial line after the committed lines; the turn it was in is closed."""
+    fs = new_fs()
+    path, session = open_turn_session(fs, compressed=False)
+    data = fs.read_bytes(path)
+    replace_file(fs, path, data + b'{"type":"assistant/chunk","seq":7,"ti')
+    resumed = SessionStore(FileStore(ROOT, fs=fs, compressed=False), clock=lambda: 5).resume("s")
+    assert resumed.events[:7] == session.events
+    assert [e["type"] for e in resumed.events[7:]] == ["step/end", "turn/end", END_SEED]
+    assert at(resumed.events, 8, "data", "reason", "kind") == INTERRUPTED_REASON_KIND
+    assert fs.read_bytes(path).startswith(data)
+
+
+def test_a_header_only_log_with_nothing_after_it_opens_empty() -> None:
+    """§9.6: a header-only log preserves nothing and needs no repair."""
+    fs = new_fs()
+    store = store_on(fs)
+    store.create("s", meta={"cwd": CWD}).flush()
+    store.close("s")
+    handle = FileStore(ROOT, fs=fs).open("s")
+    assert handle.read() == () and handle.report == OpenReport()
+    handle.close()
+
+
+# --- the writer lock (D2) ----------------------------------------------------------------------------
+
+
+def test_a_second_writer_in_this_process_gets_locked_while_a_reader_reads() -> None:
+    fs = new_fs()
+    written_session(fs)
+    store = store_on(fs)
+    session = store.resume("s")
+    expect_code(Code.LOCKED, SessionStore(FileStore(ROOT, fs=fs)).resume, "s")
+    assert FileStore(ROOT, fs=fs).read("s").events == session.events[:-1]  # the end-seed is buffered
+    store.close("s")
+    SessionStore(FileStore(ROOT, fs=fs)).resume("s")
+
+
+def test_creating_a_session_takes_the_lock_before_the_first_flush() -> None:
+    fs = new_fs()
+    files = FileStore(ROOT, fs=fs)
+    files.create(build_header("s", {"cwd": CWD}, 1, False))
+    expect_code(Code.LOCKED, FileStore(ROOT, fs=fs).create, build_header("s", {"cwd": CWD}, 1, False))
+
+
+def _other_process(root: Path, action: str) -> dict[str, Any]:
+    """Run ``action`` ("open" or "read") on session ``s`` under ``root`` in a fresh interpreter."""
+    script = (
+        "import json, sys\n"
+        "from reference.persistence.filestore import FileStore\n"
+        "from spec.codes import SpecError\n"
+        "files = FileStore(sys.argv[1])\n"
+        "try:\n"
+        "    if sys.argv[2] == 'open':\n"
+        "        files.open('s').close()\n"
+        "        print(json.dumps({'ok': True}))\n"
+        "    else:\n"
+        "        print(json.dumps({'ok': True, 'events': len(files.read('s').events)}))\n"
+        "except SpecError as error:\n"
+        "    print(json.dumps({'ok': False, 'code': str(error.code)}))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(root), action], cwd=REPO, capture_output=True, text=True, timeout=60, check=True
+    )
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+def test_a_writer_in_another_process_gets_locked_while_its_reads_still_work(tmp_path: Path) -> None:
+    store = SessionStore(FileStore(str(tmp_path)))
+    session = store.create("s", meta={"cwd": CWD})
+    completed_turn(session, 1)
+    session.flush()
+    assert _other_process(tmp_path, "open") == {"ok": False, "code": "LOCKED"}
+    assert _other_process(tmp_path, "read") == {"ok": True, "events": 3}
+    store.close("s")
+    assert _other_process(tmp_path, "open") == {"ok": True}
+
+
+# --- storage faults (D2: flush raises, nothing flushed before is lost) -----------------------------
+
+
+@pytest.mark.parametrize("compressed", [True, False], ids=["zstd", "plain"])
+@pytest.mark.parametrize(
+    ("op", "code", "written"),
+    [("fsync", errno.EIO, 0), ("append", errno.ENOSPC, 0), ("append", errno.ENOSPC, 7), ("append", errno.EIO, 1)],
+    ids=["fsync-EIO", "append-ENOSPC", "append-ENOSPC-partial", "append-EIO-partial"],
+)
+def test_a_failed_flush_raises_storage_io_loses_nothing_and_a_retry_writes_the_batch_once(
+    compressed: bool, op: str, code: int, written: int
+) -> None:
+    fs = new_fs()
+    store = store_on(fs, compressed)
+    session = store.create("s", meta={"cwd": CWD})
+    completed_turn(session, 1)
+    session.flush()
+    path = FileStore(ROOT, fs=fs).locate("s")
+    assert path is not None
+    durable = fs.read_bytes(path)
+    completed_turn(session, 2)
+    fs.fail_next(op, code, written=written)
+    error = expect_code(Code.STORAGE_IO, session.flush)
+    assert isinstance(error.__cause__, OSError) and error.__cause__.errno == code
+    assert fs.read_bytes(path) == durable, "the failed batch was not rolled back"
+    for _, after in fs.crash_states():
+        assert FileStore(ROOT, fs=after).read("s").events == session.events[:3]
+    session.flush()
+    assert FileStore(ROOT, fs=fs).read("s").events == session.events
+    assert fs.crash().read_bytes(path)[: len(durable)] == durable
+    if compressed:
+        assert len(scan_zstd_frames(fs.read_bytes(path)).frames) == 3  # header, turn 1, turn 2: once
+
+
+@pytest.mark.parametrize("op", ["write_new", "fsync", "link", "fsync_dir"])
+def test_a_failed_first_flush_raises_storage_io_publishes_nothing_and_a_retry_publishes(op: str) -> None:
+    fs = new_fs()
+    store = store_on(fs)
+    session = store.create("s", meta={"cwd": CWD})
+    completed_turn(session, 1)
+    fs.fail_next(op, errno.EIO)
+    expect_code(Code.STORAGE_IO, session.flush)
+    if op != "fsync_dir":  # once linked, the file is visible; only its directory entry is not durable
+        assert FileStore(ROOT, fs=fs).locate("s") is None
+    assert FileStore(ROOT, fs=fs.crash()).locate("s") is None
+    session.flush()
+    assert FileStore(ROOT, fs=fs.crash()).read("s").events == session.events
+    assert [name for name in fs.listdir(FileStore(ROOT, fs=fs).locate("s").rsplit("/", 1)[0]) if name.endswith(".tmp")] == []  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("op", ["write_new", "fsync", "rename", "fsync_dir"])
+def test_a_failed_repair_on_open_raises_storage_io_and_a_later_open_repairs(op: str) -> None:
+    fs = new_fs()
+    path, session = open_turn_session(fs)
+    data = fs.read_bytes(path)
+    replace_file(fs, path, data[:-1])
+    fs.fail_next(op, errno.EIO)
+    expect_code(Code.STORAGE_IO, FileStore(ROOT, fs=fs).open, "s")
+    if op != "fsync_dir":
+        assert fs.read_bytes(path) == data[:-1]
+    handle = FileStore(ROOT, fs=fs).open("s")
+    assert handle.read()[: len(session.events)] == session.events
+    handle.close()
+
+
+# --- layout and framing (D1; §9.6-§9.7) ----------------------------------------------------------------
+
+
+def test_a_session_lives_under_its_project_directory_and_encoded_id() -> None:
+    fs = new_fs()
+    store = store_on(fs)
+    store.create("a/../b", meta={"cwd": CWD}).flush()
+    store.create("n").flush()
+    names = {path for path, content in fs.snapshot().items() if content is not None and "session.v4" in path}
+    assert names == {
+        f"{ROOT}/{encode_project_key(CWD)}/a~002F..~002Fb/{V4_ZSTD_NAME}",
+        f"{ROOT}/_no-cwd/n/{V4_ZSTD_NAME}",
+    }
+
+
+def test_plain_mode_writes_session_v4_jsonl_and_round_trips_byte_identically() -> None:
+    """§9.6: the file is the header line and one line per event, in the encoder's bytes."""
+    fs = new_fs()
+    store = store_on(fs, compressed=False)
+    session = store.create("s", meta={"cwd": CWD})
+    completed_turn(session, 1)
+    session.append("assistant/chunk", {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": "é😀\u2028"}})
+    session.flush()
+    path = FileStore(ROOT, fs=fs).locate("s")
+    assert path is not None and path.endswith(V4_PLAIN_NAME)
+    assert fs.read_bytes(path) == encode_lines([encode_header_line(session.header), *session.events])
+    assert FileStore(ROOT, fs=fs).read("s").events == session.events
+
+
+def test_zstd_mode_writes_one_checksummed_header_frame_then_one_frame_per_flush() -> None:
+    """§9.7: frame 0 holds the header line alone; each frame has its content checksum."""
+    fs = new_fs()
+    store = store_on(fs)
+    session = store.create("s", meta={"cwd": CWD})
+    completed_turn(session, 1)
+    session.flush()
+    completed_turn(session, 2)
+    session.flush()
+    session.flush()  # nothing pending: no frame
+    path = FileStore(ROOT, fs=fs).locate("s")
+    assert path is not None and path.endswith(V4_ZSTD_NAME)
+    data = fs.read_bytes(path)
+    frames = scan_zstd_frames(data).frames
+    plaintexts = [zstandard.ZstdDecompressor().decompress(data[f.offset : f.offset + f.length]) for f in frames]
+    assert all(data[f.offset + 4] & 0x04 for f in frames)
+    assert plaintexts == [
+        encode_lines([encode_header_line(session.header)]),
+        encode_lines(session.events[:3]),
+        encode_lines(session.events[3:]),
+    ]
+
+
+@pytest.mark.parametrize("compressed", [True, False], ids=["zstd", "plain"])
+def test_appending_never_rewrites_the_bytes_already_written(compressed: bool) -> None:
+    """§9.6-§9.7: the old prefix is byte-identical after each append, and after a resume."""
+    fs = new_fs()
+    store = store_on(fs, compressed)
+    session = store.create("s", meta={"cwd": CWD})
+    path = None
+    previous = b""
+    for turn in range(1, 4):
+        completed_turn(session, turn)
+        session.flush()
+        path = FileStore(ROOT, fs=fs).locate("s")
+        assert path is not None
+        current = fs.read_bytes(path)
+        assert current.startswith(previous) and len(current) > len(previous)
+        previous = current
+    store.close("s")
+    assert path is not None
+    store_on(fs, compressed).resume("s").flush()
+    assert fs.read_bytes(path).startswith(previous)
+
+
+def test_a_fork_gets_its_own_location_and_a_resume_keeps_its_location() -> None:
+    """§9.6."""
+    fs = new_fs()
+    store = store_on(fs)
+    parent = store.create("parent", meta={"cwd": CWD})
+    completed_turn(parent, 1)
+    parent.flush()
+    store.fork(parent, child_id="child").flush()
+    locate = FileStore(ROOT, fs=fs).locate
+    parent_path, child_path = locate("parent"), locate("child")
+    assert parent_path and child_path and parent_path != child_path
+    store.close_all()
+    store_on(fs).resume("parent").flush()
+    assert locate("parent") == parent_path
+
+
+def test_list_finds_sessions_across_project_directories_and_skips_unreadable_logs() -> None:
+    """§9.6: several project directories, including ``_no-cwd``; an empty root lists nothing."""
+    fs = new_fs()
+    assert FileStore(ROOT, fs=fs).list() == []
+    store = store_on(fs)
+    store.create("a", meta={"cwd": "/one"}).flush()
+    store.create("b", meta={"cwd": "/two"}).flush()
+    store.create("c").flush()
+    broken = written_session(fs, session_id="d")
+    replace_file(fs, broken, b"not a log")
+    assert sorted(str(header["id"]) for header in FileStore(ROOT, fs=fs).list()) == ["a", "b", "c"]
+
+
+def test_creating_an_id_stored_under_another_project_directory_is_rejected() -> None:
+    """§9.6: createCore rejects an id already on disk under a different project directory."""
+    fs = new_fs()
+    store_on(fs).create("s", meta={"cwd": "/one"}).flush()
+    expect_code(Code.SESSION_ALREADY_EXISTS, store_on(fs).create, "s", None, {"cwd": "/two"})
+
+
+def test_one_id_in_two_project_directories_is_a_corrupt_log() -> None:
+    """§9.6: load and list reject one id materialized in multiple project directories."""
+    fs = new_fs()
+    path = written_session(fs)
+    copy = f"{ROOT}/--elsewhere--/s/{V4_ZSTD_NAME}"
+    fs.makedirs(copy.rsplit("/", 1)[0])
+    fs.write_new(copy, fs.read_bytes(path))
+    expect_code(Code.CORRUPT_LOG, FileStore(ROOT, fs=fs).open, "s")
+
+
+# --- format versions and stored events (D1; §9.2 #35-#37) --------------------------------------------
+
+
+def log_with(header_line: dict[str, Any], records: list[dict[str, Any]]) -> PowerLossFileSystem:
+    """A plain v4-layout log under the ``_no-cwd`` directory holding exactly these lines."""
+    fs = new_fs()
+    fs.makedirs(f"{ROOT}/_no-cwd/s")
+    fs.write_new(f"{ROOT}/_no-cwd/s/{V4_PLAIN_NAME}", encode_lines([header_line, *records]))
+    fs.sync_all()
+    return fs
+
+
+def header_line(**fields: Any) -> dict[str, Any]:
+    return {"type": "session", "version": 4, "id": "s", "createdAt": 1, "delegationDepth": 0, "isSeeded": False, **fields}
+
+
+@pytest.mark.parametrize("version", [99, 5, -1, 1])
+def test_a_log_of_an_unsupported_format_version_is_refused_naming_the_version(version: int) -> None:
+    fs = log_with(header_line(version=version), [])
+    error = expect_code(Code.UNSUPPORTED_FORMAT, FileStore(ROOT, fs=fs).open, "s")
+    assert f"v{version}" in str(error)
+
+
+def test_an_unknown_event_type_in_a_stored_log_is_refused_unless_marked_ignorable() -> None:
+    """§9.2 #37."""
+    unknown = {"type": "plugin/thing", "seq": 0, "time": 1, "data": None}
+    expect_code(Code.UNKNOWN_EVENT_TYPE, FileStore(ROOT, fs=log_with(header_line(), [unknown])).open, "s")
+    ignorable = {**unknown, "ignorable": True}
+    handle = FileStore(ROOT, fs=log_with(header_line(), [ignorable])).open("s")
+    assert handle.read() == (ignorable,)
+    handle.close()
+
+
+def test_a_malformed_stored_message_is_refused_before_it_is_returned() -> None:
+    """§9.2 #11: a message event without an identified message."""
+    bad: Event = {"type": "user/message", "seq": 0, "time": 1, "data": {"role": "user", "content": []}, "surfaceOp": "append"}
+    for call in (FileStore(ROOT, fs=log_with(header_line(), [bad])).read, FileStore(ROOT, fs=log_with(header_line(), [bad])).open):
+        with pytest.raises(SpecError) as rejected:
+            call("s")
+        assert rejected.value.code.startswith("MESSAGE_")
+
+
+def test_a_header_whose_id_is_not_the_requested_session_is_refused_before_any_repair() -> None:
+    """§9.6: a mismatched header; the file is left byte-identical."""
+    fs = log_with(header_line(id="other"), [{"type": "turn/start", "seq": 0, "time": 1, "data": {"turn": 1}}])
+    path = f"{ROOT}/_no-cwd/s/{V4_PLAIN_NAME}"
+    before = fs.read_bytes(path)
+    expect_code(Code.HEADER_ID_MISMATCH, FileStore(ROOT, fs=fs).open, "s")
+    assert fs.read_bytes(path) == before
