@@ -111,45 +111,83 @@ def derive_text_code_points(blocks: Sequence[JsonValue]) -> int:
 
 
 def plan_pruned_content(blocks: Sequence[JsonValue], config: PruneConfig) -> FrozenList | None:
-    """``pruneContent``: content of at most ``thresholdChars`` code points is left alone (``None``).
-    Otherwise the global code-point span ``[head, total - tail)`` across all text blocks is removed:
-    each text block keeps what lies outside it, the first block touching it gets ``PRUNE_MARKER``
-    between its kept head and tail, text blocks left empty are dropped, and other blocks stay in
-    place. The result must hold the marker and be smaller than before and within the threshold
+    """``pruneContent``: the text blocks are cut as :func:`plan_text_cuts` decides from their sizes
+    in code points (``None``: the content is left alone). Each text block keeps its head, the
+    marker if it carries it, and its tail; text blocks left empty are dropped, and other blocks
+    stay in place. The result must be smaller than before and within the threshold, as measured
     (notes §6.2). ``config`` should have passed :func:`validate_prune_config`; one that did not may
-    fail those post-conditions."""
-    total = derive_text_code_points(blocks)
-    if total <= config.threshold_chars:
+    fail these checks."""
+    texts = [_text_of(block) for block in blocks]
+    points = [derive_code_points(text) for text in texts if text is not None]
+    cuts = plan_text_cuts([len(block_points) for block_points in points], config)
+    if cuts is None:
         return None
-    removed_start, removed_end = config.head_chars, total - config.tail_chars
     pruned: list[JsonValue] = []
-    block_start = 0
-    marker_placed = False
-    for block in blocks:
-        text = _text_of(block)
+    text_cuts = iter(zip(points, cuts))
+    for block, text in zip(blocks, texts):
         if text is None:
             pruned.append(block)
             continue
         assert isinstance(block, dict)
-        points = derive_code_points(text)
-        block_end = block_start + len(points)
-        head_end = _clamp(removed_start - block_start, 0, len(points))
-        tail_start = _clamp(removed_end - block_start, 0, len(points))
-        marker = ""
-        if not marker_placed and block_start < removed_end and block_end > removed_start:
-            marker, marker_placed = PRUNE_MARKER, True
-        kept = "".join(points[:head_end]) + marker + "".join(points[tail_start:])
+        block_points, cut = next(text_cuts)
+        marker = PRUNE_MARKER if cut.marker else ""
+        kept = "".join(block_points[: cut.head_end]) + marker + "".join(block_points[cut.tail_start :])
         if kept:
             pruned.append({**block, "text": kept})
-        block_start = block_end
-    if not marker_placed:
-        raise reject(Code.PRUNE_SPAN_NOT_FOUND, "tool-result prune: failed to locate the removed text span")
     after = derive_text_code_points(pruned)
-    if not (after <= config.threshold_chars and after < total):
+    if not (after <= config.threshold_chars and after < sum(cut.length for cut in cuts)):
         raise reject(Code.PRUNE_NOT_SMALLER, "tool-result prune: replacement must be smaller and within threshold")
     frozen = snapshot_json(pruned)
     assert isinstance(frozen, FrozenList)
     return frozen
+
+
+@dataclass(frozen=True)
+class TextCut:
+    """How one text block of ``length`` code points is cut: it keeps ``[0, head_end)``, then the
+    marker when ``marker``, then ``[tail_start, length)``."""
+
+    length: int
+    head_end: int
+    tail_start: int
+    marker: bool
+
+
+def plan_text_cuts(lengths: Sequence[int], config: PruneConfig) -> tuple[TextCut, ...] | None:
+    """The code-point arithmetic of ``pruneContent`` over the text blocks' sizes, in order: a total
+    of at most ``thresholdChars`` is left alone (``None``); otherwise the global span
+    ``[headChars, total - tailChars)`` is removed, each block keeping what lies outside it, and the
+    first block that meets the span carries the marker (notes §6.2). With a valid ``config`` what
+    is kept is exactly ``headChars + tailChars`` code points, so head + marker + tail fits the
+    threshold and is smaller than before, and the span is always found.
+
+    pre: all(length >= 0 for length in lengths)
+    pre: 0 <= config.head_chars and 0 <= config.tail_chars
+    pre: config.head_chars + PRUNE_MARKER_CODE_POINTS + config.tail_chars <= config.threshold_chars
+    post: (__return__ is None) == (sum(lengths) <= config.threshold_chars)
+    post: __return__ is None or tuple(cut.length for cut in __return__) == tuple(lengths)
+    post: __return__ is None or all(0 <= cut.head_end <= cut.tail_start <= cut.length for cut in __return__)
+    post: __return__ is None or sum(1 for cut in __return__ if cut.marker) == 1
+    post: __return__ is None or sum(cut.head_end + cut.length - cut.tail_start for cut in __return__) == config.head_chars + config.tail_chars
+    """
+    total = sum(lengths)
+    if total <= config.threshold_chars:
+        return None
+    removed_start, removed_end = config.head_chars, total - config.tail_chars
+    cuts: list[TextCut] = []
+    block_start = 0
+    marker_placed = False
+    for length in lengths:
+        block_end = block_start + length
+        marker = not marker_placed and block_start < removed_end and block_end > removed_start
+        marker_placed = marker_placed or marker
+        head_end = _clamp(removed_start - block_start, 0, length)
+        tail_start = _clamp(removed_end - block_start, 0, length)
+        cuts.append(TextCut(length=length, head_end=head_end, tail_start=tail_start, marker=marker))
+        block_start = block_end
+    if not marker_placed:
+        raise reject(Code.PRUNE_SPAN_NOT_FOUND, "tool-result prune: failed to locate the removed text span")
+    return tuple(cuts)
 
 
 def _clamp(value: int, low: int, high: int) -> int:
