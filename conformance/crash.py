@@ -57,7 +57,6 @@ START_TIME: Final = 1_000  # ms
 CRASHED: Final = "CRASHED"
 STORAGE_IO: Final = "STORAGE_IO"
 FAULTS: Final = (("fsync", "EIO"), ("write", "ENOSPC"), ("write", "EIO"))
-MAX_FAULT_INDEX: Final = 32  # the n-th fsync/write tried, at most
 KILL_ROUNDS: Final = {"ci": 6, "thorough": 60}
 
 Request = tuple[str, dict[str, Any]]
@@ -96,9 +95,13 @@ class CrashCase:
     problems: tuple[str, ...]
 
 
+class _Enough(Exception):
+    """A failure was found and the run asked to stop at the first one."""
+
+
 @dataclass
 class CrashOutcome:
-    """Every crash point checked, and the ones that broke D3."""
+    """Every crash point checked, and the ones that broke D3 (with ``fail_fast``, only the first)."""
 
     points: int = 0
     boundaries: int = 0
@@ -107,6 +110,7 @@ class CrashOutcome:
     kills: int = 0
     failures: list[CrashCase] = field(default_factory=list)
     seconds: float = 0.0
+    fail_fast: bool = False
 
 
 # --- replaying a workload on the seam --------------------------------------------------------------
@@ -156,8 +160,10 @@ def count_mutations(subject: Any, workload: Sequence[Request], compressed: bool)
     return int(after.result) - int(before.result)
 
 
-def check_after_power_cut(run: _Run, keep: Any) -> tuple[str, ...]:
-    """Cut the power (``keep``), then read back, resume and re-crash every session, checking D3."""
+def check_after_power_cut(run: _Run, keep: Any, retry_storage_io: bool = False) -> tuple[str, ...]:
+    """Cut the power (``keep``), then read back, resume and re-crash every session, checking D3.
+    With ``retry_storage_io``, a resume that meets a still-armed injected fault is tried once more
+    (a fault fails one operation only)."""
     driver = run.driver
     before = driver.model
     in_flight = run.in_flight or before
@@ -183,6 +189,8 @@ def check_after_power_cut(run: _Run, keep: Any) -> tuple[str, ...]:
     driver.model = model
     for session_id, events in survivors.items():
         answer = driver.raw("resume", id=session_id)
+        if retry_storage_io and not answer.ok and answer.error_code == STORAGE_IO:
+            answer = driver.raw("resume", id=session_id)
         if not answer.ok:
             problems += check_d3_5_no_false_corruption(answer.error_code) or (
                 f"D3.1: resume {session_id} after the crash answered {answer.error_code}",
@@ -285,49 +293,58 @@ def run_boundary_crashes(
 
 
 def run_fault_injection(subject: Any, workload: Sequence[Request], compressed: bool, outcome: CrashOutcome) -> None:
-    """The n-th fsync fails (EIO), the n-th write fails (ENOSPC, EIO), for every n the workload
-    reaches: that request answers ``STORAGE_IO``, and a power cut then loses nothing flushed."""
+    """The n-th fsync fails (EIO), the n-th write fails (ENOSPC, EIO), for every n up to the
+    number of mutating operations the workload makes: the request that meets the fault must
+    answer ``STORAGE_IO``, and after a power cut nothing flushed before it is lost. A run in which
+    no request answered ``STORAGE_IO`` is cut too: had the fault been swallowed, a flush would
+    have been acknowledged without being durable."""
     label = "zstd" if compressed else "plain"
+    total = count_mutations(subject, workload, compressed)
     for fs_op, errno_name in FAULTS:
-        for index in range(MAX_FAULT_INDEX):
+        for index in range(total):
             driver = _start(subject, compressed)
             armed = driver.raw("fail_next", fsOp=fs_op, errno=errno_name, after=index)
+            name = f"{label}: {fs_op} number {index + 1} fails with {errno_name}"
             if not armed.ok:
-                _record(outcome, f"{label}: fail_next {fs_op} {errno_name}", (f"fail_next answered {armed.error_code}",))
+                _record(outcome, name, (f"fail_next answered {armed.error_code}",))
                 break
+            outcome.faults += 1
             try:
                 run = _replay(driver, workload, (STORAGE_IO,))
             except Mismatch as error:
-                name = f"{label}: {fs_op} number {index + 1} fails with {errno_name}"
                 _record(outcome, name, (f"the request that met the fault did not answer {STORAGE_IO}: {error}",))
-                outcome.faults += 1
                 continue
-            if run.stopped_at is None:
-                break  # the workload makes fewer such operations: every one has been tried
-            outcome.faults += 1
+            if run.stopped_at is not None:
+                name += f" during request {run.stopped_at} ({workload[run.stopped_at][0]})"
             run.in_flight = None  # a failed request completed nothing
-            name = f"{label}: {fs_op} number {index + 1} fails with {errno_name} during request {run.stopped_at} ({workload[run.stopped_at][0]})"
-            _record(outcome, name, check_after_power_cut(run, "none"))
+            _record(outcome, name, check_after_power_cut(run, "none", retry_storage_io=True))
 
 
 def _record(outcome: CrashOutcome, name: str, problems: Sequence[str]) -> None:
     outcome.points += 1
     if problems:
         outcome.failures.append(CrashCase(name, tuple(problems)))
+        if outcome.fail_fast:
+            raise _Enough()
 
 
-def run_crash_checks(subject: Any, every_byte: bool = True, compressions: Sequence[bool] = (True, False)) -> CrashOutcome:
-    """Every boundary, every byte and every fault of the standard workload, in each format."""
-    outcome = CrashOutcome()
+def run_crash_checks(
+    subject: Any, every_byte: bool = True, compressions: Sequence[bool] = (True, False), fail_fast: bool = False
+) -> CrashOutcome:
+    """Every boundary, every byte and every fault of the standard workload, in each format
+    (zstd-compressed and plain JSONL); with ``fail_fast``, up to the first failing point."""
+    outcome = CrashOutcome(fail_fast=fail_fast)
     started = time.perf_counter()
     workload = standard_workload()
-    for compressed in compressions:
-        try:
-            run_boundary_crashes(subject, workload, compressed, outcome, every_byte)
-            run_fault_injection(subject, workload, compressed, outcome)
-        except Mismatch as error:
-            outcome.points += 1
-            outcome.failures.append(CrashCase(f"{'zstd' if compressed else 'plain'}: replaying the workload", (str(error),)))
+    try:
+        for compressed in compressions:
+            try:
+                run_boundary_crashes(subject, workload, compressed, outcome, every_byte)
+                run_fault_injection(subject, workload, compressed, outcome)
+            except Mismatch as error:
+                _record(outcome, f"{'zstd' if compressed else 'plain'}: replaying the workload", (str(error),))
+    except _Enough:
+        pass
     outcome.seconds = time.perf_counter() - started
     return outcome
 
@@ -495,6 +512,8 @@ STORE_ROOT_ENV: Final = "CONFORMANCE_STORE_ROOT"
 """Set for every process :func:`run_kill_check` starts: a fresh directory the subject should keep its
 file store in (``reset`` with ``storage: "file"`` empties it; a restart must find it again)."""
 OTHER: Final = "replay"
+FAIL_FAST: Final = "fail-fast"
+"""``Options.extra[FAIL_FAST] == "1"``: stop at the first failing crash point (for mutation testing)."""
 
 
 def summarise_crash_outcome(outcome: CrashOutcome, how: str) -> list[CaseResult]:
@@ -526,8 +545,10 @@ def summarise_crash_outcome(outcome: CrashOutcome, how: str) -> list[CaseResult]
 def check_crash(subject: Subject, options: Options) -> list[CaseResult]:
     """The runner's entry point: power cuts through the crash seam, or SIGKILLs of a stdio subject
     that stores without a seam; skipped for a subject with neither."""
+    fail_fast = options.extra.get(FAIL_FAST) == "1"
     if "crash-seam" in options.capabilities:
-        return summarise_crash_outcome(run_crash_checks(subject), "power cuts through the crash seam")
+        outcome = run_crash_checks(subject, fail_fast=fail_fast)
+        return summarise_crash_outcome(outcome, "power cuts through the crash seam")
     if "storage" in options.capabilities and isinstance(subject, StdioSubject):
         rounds = KILL_ROUNDS.get(options.profile, KILL_ROUNDS["ci"])
         with tempfile.TemporaryDirectory(prefix="conformance-kill-") as root:

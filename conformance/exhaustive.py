@@ -133,7 +133,8 @@ def _fork(model: ModelStore) -> Sequence[Request]:
 
 
 def _flush(model: ModelStore) -> Sequence[Request]:
-    return [("flush", {"id": SESSION})]
+    """Flush every live session (the fork child too, so that a resume can bring it back)."""
+    return [("flush", {"id": session_id}) for session_id in sorted(model.live)]
 
 
 CRASH: Final = "crash"

@@ -25,6 +25,7 @@ from spec.events import Event
 from spec.fork import derive_child_meta, plan_fork_seed, validate_fork_request
 from spec.header import plan_header_record
 from spec.json import FrozenDict, JsonValue
+from spec.legacy import validate_stored_events
 from spec.repair import derive_closers
 from spec.session import ABSENT, SessionState, append_event, create_session_state, derive_session_messages, plan_session_id
 
@@ -232,6 +233,7 @@ def model_resume(model: ModelStore, session_id: object) -> Step:
         return model, rejected(Code.SESSION_NOT_FOUND)
     durable = derive_resumed_durable(log.events)
     try:
+        validate_durable_log(model, session_id, log.events)
         state = derive_resumed_state(session_id, log.header, log.events, model.now)
     except SpecError as error:
         return model, rejected(error.code)
@@ -245,7 +247,20 @@ def model_read(model: ModelStore, session_id: object) -> Step:
     log = model.stored.get(session_id) if isinstance(session_id, str) and model.has_storage else None
     if log is None:
         return model, rejected(Code.SESSION_NOT_FOUND)
+    try:
+        validate_durable_log(model, str(session_id), log.events)
+    except SpecError as error:
+        return model, rejected(error.code)
     return model, accepted(derive_read_view(log))
+
+
+def validate_durable_log(model: ModelStore, session_id: str, events: Sequence[Event]) -> None:
+    """A log read back from files passes the stored-event checks: well-formed messages, and every
+    type known or marked ignorable (notes/dsh-persistence §3.5). A session accepts any type on
+    append, so a session can write a log that a file reader refuses. The in-memory backend keeps
+    its events as objects and reads nothing back, so it does not check."""
+    if model.storage == "file":
+        validate_stored_events(session_id, events)
 
 
 def model_crash(model: ModelStore) -> Step:

@@ -1,0 +1,521 @@
+"""Deliberately broken subjects: the reference with exactly one rule broken in each.
+
+They prove that the conformance suite catches bugs (tests/test_mutation_score.py): every one of
+them must make the suite report at least one failure, while the unbroken reference passes. Each
+class's docstring says which rule it breaks and where that rule comes from; ``BROKEN_SUBJECTS``
+lists them all.
+
+The breaks are made the way a real bug would be: a check left out, a counter not bumped, a cache
+not invalidated, an fsync skipped. A few reach into the reference's internals (a session's class,
+a module-level function swapped for the length of one call); that is acceptable in a test and
+never leaks into another subject.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from types import ModuleType
+from typing import Any, ClassVar
+
+import reference.persistence.filestore as filestore_module
+import reference.store as store_module
+from reference.persistence.filestore import FileStore
+from reference.server import FaultyFileSystem, ReferenceSubject
+from reference.session import Session
+from reference.store import SessionStore
+from spec.codes import Code, SpecError, reject
+from spec.events import ASSISTANT_MESSAGE, COMPACTION_END, END_SEED, Event, Message, derive_event_message
+from spec.fork import derive_child_meta, plan_fork_seed, validate_fork_request
+from spec.json import FrozenDict, JsonObject, JsonValue, is_event_seq, snapshot_json
+from spec.session import ABSENT, plan_event
+from spec.surface import ReplaceOp, ReplacePlan, SurfacePlan, plan_replace, splice_plan
+
+# --- plumbing -------------------------------------------------------------------------------------
+
+
+@contextmanager
+def swapped(module: ModuleType, name: str, value: object) -> Iterator[None]:
+    """``module.name`` is ``value`` for the length of the block (single-threaded tests only)."""
+    original = getattr(module, name)
+    setattr(module, name, value)
+    try:
+        yield
+    finally:
+        setattr(module, name, original)
+
+
+def with_field(event: Event, key: str, value: object) -> Event:
+    """``event`` with ``key`` set to ``value`` (removed when ``value`` is ABSENT), in the logged
+    key order ``type, seq, time, data, sourceEventSeqs, surfaceOp``."""
+    fields: dict[str, object] = {k: event[k] for k in ("type", "seq", "time", "data") if k in event}
+    for optional in ("sourceEventSeqs", "surfaceOp"):
+        chosen = value if optional == key else event.get(optional, ABSENT)
+        if chosen is not ABSENT:
+            fields[optional] = chosen
+    if key in ("type", "seq", "time", "data"):
+        fields[key] = value
+    frozen = snapshot_json(fields)
+    assert isinstance(frozen, FrozenDict)
+    return frozen
+
+
+class PlannedSession(Session):
+    """The reference session with its planning step and its replace counter as override points."""
+
+    generation_step: ClassVar[int] = 1
+
+    def append(
+        self, event_type: object, data: object, surface_op: object = ABSENT, source_event_seqs: object = ABSENT
+    ) -> Event:
+        event, plan = self.plan(event_type, data, surface_op, source_event_seqs)
+        if self._sink is not None:
+            self._sink.append((event,))
+        self._log.append(event)
+        if plan is not None:
+            splice_plan(self._nodes, plan)
+            if isinstance(plan, ReplacePlan):
+                self._generation += self.generation_step
+            self._surface_snapshot = None
+        return event
+
+    def plan(self, event_type: object, data: object, surface_op: object, source_event_seqs: object) -> tuple[Event, SurfacePlan]:
+        return plan_event(self._nodes, self._log, event_type, data, surface_op, source_event_seqs, self._clock())
+
+
+class MutantStore(SessionStore):
+    """The reference store with the fork seed plan and the resume result as override points."""
+
+    def fork(self, source: str | Session, boundary: object = ABSENT, child_id: str | None = None) -> Session:
+        source_id = source if isinstance(source, str) else source.id
+        validate_fork_request(self._live.keys(), source_id, child_id)
+        live = self._live[source_id]
+        seed = self.plan_seed(source_id, live.events, boundary)
+        meta = derive_child_meta(live.header, source_id, len(seed))
+        return self.create(child_id, seed=list(seed), meta=meta)
+
+    def plan_seed(self, source_id: str, events: Sequence[Event], boundary: object) -> tuple[Event, ...]:
+        return plan_fork_seed(source_id, events, boundary)
+
+
+class MutantSubject(ReferenceSubject):
+    """The reference server, with a session class, a store class, a file-store class and a
+    filesystem class a subclass can replace."""
+
+    session_class: ClassVar[type[Session]] = PlannedSession
+    store_class: ClassVar[type[SessionStore]] = MutantStore
+    file_store_class: ClassVar[type[FileStore]] = FileStore
+    fs_class: ClassVar[type[FaultyFileSystem]] = FaultyFileSystem
+    rule: ClassVar[str] = ""
+
+    def live(self, session_id: str) -> Session:
+        return self._adopt(super().live(session_id))
+
+    def state_json(self, session: Session) -> JsonObject:
+        return super().state_json(self._adopt(session))
+
+    def _adopt(self, session: Session) -> Session:
+        if type(session) is not self.session_class:
+            session.__class__ = self.session_class
+        return session
+
+    def _open_store(self) -> None:
+        if self.fs is not None and type(self.fs) is not self.fs_class:
+            self.fs.__class__ = self.fs_class
+        super()._open_store()
+        if isinstance(self.persistence, FileStore) and type(self.persistence) is not self.file_store_class:
+            self.persistence.__class__ = self.file_store_class
+        self.store.__class__ = self.store_class
+
+
+# --- the surface ------------------------------------------------------------------------------------
+
+
+class _MissingProvenanceSession(PlannedSession):
+    def plan(self, event_type: object, data: object, surface_op: object, source_event_seqs: object) -> tuple[Event, SurfacePlan]:
+        try:
+            return super().plan(event_type, data, surface_op, source_event_seqs)
+        except SpecError as error:
+            if error.code != Code.PROVENANCE_MISSING_SHADOWED or not isinstance(surface_op, dict):
+                raise
+            first, last = plan_replace(self._nodes, ReplaceOp(int(surface_op["start"]), int(surface_op["end"])))
+            cited = list(source_event_seqs) if isinstance(source_event_seqs, list) else []
+            full = cited + [seq for seq in self._nodes[first : last + 1] if seq not in cited]
+            event, plan = super().plan(event_type, data, surface_op, full)
+            return with_field(event, "sourceEventSeqs", source_event_seqs), plan
+
+
+class AcceptsReplaceMissingShadowedProvenance(MutantSubject):
+    """Accepts a replace whose sourceEventSeqs leave out a node it shadows
+    (notes/dsh-session-core §3.6: a replace cites every node it shadows)."""
+
+    session_class = _MissingProvenanceSession
+    rule = "PROVENANCE_MISSING_SHADOWED"
+
+
+class _InvertedReplaceSession(PlannedSession):
+    def plan(self, event_type: object, data: object, surface_op: object, source_event_seqs: object) -> tuple[Event, SurfacePlan]:
+        try:
+            return super().plan(event_type, data, surface_op, source_event_seqs)
+        except SpecError as error:
+            if error.code != Code.REPLACE_INVERTED or not isinstance(surface_op, dict):
+                raise
+            swapped_op = {"op": "replace", "start": surface_op["end"], "end": surface_op["start"]}
+            event, plan = super().plan(event_type, data, swapped_op, source_event_seqs)
+            return with_field(event, "surfaceOp", surface_op), plan
+
+
+class AcceptsInvertedReplace(MutantSubject):
+    """Accepts a replace whose start node comes after its end node, as if they were the other way
+    round (notes/dsh-session-core §3.5)."""
+
+    session_class = _InvertedReplaceSession
+    rule = "REPLACE_INVERTED"
+
+
+class _LogOnlyProvenanceSession(PlannedSession):
+    def plan(self, event_type: object, data: object, surface_op: object, source_event_seqs: object) -> tuple[Event, SurfacePlan]:
+        try:
+            return super().plan(event_type, data, surface_op, source_event_seqs)
+        except SpecError as error:
+            if error.code != Code.PROVENANCE_ON_LOG_ONLY:
+                raise
+            event, plan = super().plan(event_type, data, surface_op, ABSENT)
+            return with_field(event, "sourceEventSeqs", source_event_seqs), plan
+
+
+class AcceptsProvenanceOnLogOnlyEvent(MutantSubject):
+    """Accepts sourceEventSeqs on an event that cannot join the surface (notes/dsh-session-core §3.4)."""
+
+    session_class = _LogOnlyProvenanceSession
+    rule = "PROVENANCE_ON_LOG_ONLY"
+
+
+class _IsErrorRewriteSession(PlannedSession):
+    def plan(self, event_type: object, data: object, surface_op: object, source_event_seqs: object) -> tuple[Event, SurfacePlan]:
+        try:
+            return super().plan(event_type, data, surface_op, source_event_seqs)
+        except SpecError as error:
+            if error.code != Code.TOOL_REWRITE_CHANGES_MORE_THAN_CONTENT or not isinstance(surface_op, dict):
+                raise
+            original = self._log[int(surface_op["start"])]
+            aligned = _with_first_block_flag(data, _first_block_flag(original.get("data")))
+            event, plan = super().plan(event_type, aligned, surface_op, source_event_seqs)
+            return with_field(event, "data", data), plan
+
+
+def _first_block(data: object) -> dict[str, Any] | None:
+    message = data.get("message") if isinstance(data, dict) else None
+    content = message.get("content") if isinstance(message, dict) else None
+    first = content[0] if isinstance(content, list) and content else None
+    return first if isinstance(first, dict) else None
+
+
+def _first_block_flag(data: object) -> object:
+    block = _first_block(data)
+    return block.get("isError", ABSENT) if block is not None else ABSENT
+
+
+def _with_first_block_flag(data: object, flag: object) -> object:
+    block = _first_block(data)
+    if block is None or not isinstance(data, dict):
+        return data
+    changed = {key: value for key, value in block.items() if key != "isError"}
+    if flag is not ABSENT:
+        changed["isError"] = flag
+    message = data["message"]
+    return {**data, "message": {**message, "content": [changed, *message["content"][1:]]}}
+
+
+class RewriteMayChangeIsError(MutantSubject):
+    """Lets a tool-result rewrite flip the result's isError flag
+    (notes/dsh-session-core §3.7: a rewrite changes the content and nothing else)."""
+
+    session_class = _IsErrorRewriteSession
+    rule = "TOOL_REWRITE_CHANGES_MORE_THAN_CONTENT"
+
+
+class _FrozenGenerationSession(PlannedSession):
+    generation_step = 0
+
+
+class ReplaceGenerationNotIncremented(MutantSubject):
+    """Does not count a replace in replaceGeneration (notes/dsh-session-core §3.8)."""
+
+    session_class = _FrozenGenerationSession
+    rule = "replaceGeneration"
+
+
+# --- the projection ---------------------------------------------------------------------------------
+
+
+class _StaleMessagesSession(PlannedSession):
+    def derive_messages(self) -> list[Message]:
+        self._derived_generation = self._generation  # the cache never learns about a replace
+        return super().derive_messages()
+
+
+class DerivesShadowedMessage(MutantSubject):
+    """Keeps deriving messages of nodes a replace has shadowed: its message cache ignores
+    replaceGeneration (notes/dsh-session-core §6)."""
+
+    session_class = _StaleMessagesSession
+    rule = "derive_messages"
+
+
+class _EmptyAssistantSession(PlannedSession):
+    def derive_messages(self) -> list[Message]:
+        messages: list[Message] = []
+        for seq in self._nodes:
+            event = self._log[seq]
+            message = derive_event_message(event)
+            data = event.get("data")
+            if message is None and event.get("type") == ASSISTANT_MESSAGE and isinstance(data, dict):
+                inner = data.get("message")
+                message = inner if isinstance(inner, dict) else None
+            if message is not None:
+                messages.append(message)
+        return messages
+
+
+class DerivesEmptyAssistantMessage(MutantSubject):
+    """Shows the model an assistant message with empty content, which only hosts usage
+    (notes/dsh-session-core §2.6)."""
+
+    session_class = _EmptyAssistantSession
+    rule = "derive_event_message"
+
+
+# --- fork ---------------------------------------------------------------------------------------
+
+
+class _OpenTurnForkStore(MutantStore):
+    def plan_seed(self, source_id: str, events: Sequence[Event], boundary: object) -> tuple[Event, ...]:
+        try:
+            return super().plan_seed(source_id, events, boundary)
+        except SpecError as error:
+            if error.code != Code.OPEN_TURN:
+                raise
+            cut = len(events) - 1 if boundary is ABSENT else int(boundary)  # type: ignore[call-overload]
+            return tuple(events[: cut + 1])
+
+
+class ForksInsideOpenTurn(MutantSubject):
+    """Forks at a boundary inside an open turn (notes/dsh-session-core §7.1 step 3)."""
+
+    store_class = _OpenTurnForkStore
+    rule = "OPEN_TURN"
+
+
+class _PastEndForkStore(MutantStore):
+    def plan_seed(self, source_id: str, events: Sequence[Event], boundary: object) -> tuple[Event, ...]:
+        if is_event_seq(boundary) and boundary == len(events) and events:
+            boundary = len(events) - 1  # off by one: "up to the end" taken for "at the end"
+        return super().plan_seed(source_id, events, boundary)
+
+
+class AcceptsForkBoundaryPastTheEnd(MutantSubject):
+    """Accepts a fork boundary one past the last event (notes/dsh-session-core §7.1 step 3)."""
+
+    store_class = _PastEndForkStore
+    rule = "INVALID_BOUNDARY"
+
+
+# --- construction and resume ------------------------------------------------------------------------
+
+
+class _NoEmptySeedMarkerStore(MutantStore):
+    def create(self, session_id: str | None = None, seed: Sequence[object] | None = None, meta: JsonValue = None) -> Session:
+        if seed is None or len(seed) > 0:
+            return super().create(session_id, seed, meta)
+        original = getattr(store_module, "create_session_state")
+
+        def without_marker(session_id: str, seed: object, header: object, now: int, restore: bool = False) -> Any:
+            return original(session_id, None if seed == [] else seed, header, now, restore)
+
+        with swapped(store_module, "create_session_state", without_marker):
+            return super().create(session_id, seed, meta)
+
+
+class NoEndSeedForEmptySeed(MutantSubject):
+    """Writes no session/end-seed when a session is created from an empty seed
+    (notes/dsh-session-core §4.2 step 5: an empty seed counts)."""
+
+    store_class = _NoEmptySeedMarkerStore
+    rule = "needs_end_seed"
+
+
+class _SecondEndSeedStore(MutantStore):
+    def resume(self, session_id: str) -> Session:
+        session = super().resume(session_id)
+        if session.seq == session.first_live_seq:
+            session.append(END_SEED, {})
+        return session
+
+
+class WritesSecondEndSeedOnResume(MutantSubject):
+    """Appends session/end-seed on resume even when the stored log already ends with one
+    (notes/dsh-session-core §4.4)."""
+
+    store_class = _SecondEndSeedStore
+    rule = "needs_end_seed"
+
+
+class _NoSeedLengthStore(MutantStore):
+    def resume(self, session_id: str) -> Session:
+        session = super().resume(session_id)
+        header = session.header
+        session._header = FrozenDict({key: value for key, value in header.items() if key != "seedLength"})
+        return session
+
+
+class DropsSeedLengthOnResume(MutantSubject):
+    """Loses the header's seedLength when a forked session is resumed
+    (notes/dsh-session-core §8.2: the stored header is kept)."""
+
+    store_class = _NoSeedLengthStore
+    rule = "seedLength"
+
+
+class _SeedLengthAsFirstLiveStore(MutantStore):
+    def resume(self, session_id: str) -> Session:
+        session = super().resume(session_id)
+        seed_length = session.header.get("seedLength")
+        if is_event_seq(seed_length):
+            session._first_live_seq = int(seed_length)  # type: ignore[arg-type]
+        return session
+
+
+class FirstLiveSeqIsSeedLengthOnResume(MutantSubject):
+    """Reports the header's seedLength as firstLiveSeq after a resume, where it must be the length
+    of the restored log (notes/dsh-session-core §4.5)."""
+
+    store_class = _SeedLengthAsFirstLiveStore
+    rule = "firstLiveSeq"
+
+
+# --- crash repair -----------------------------------------------------------------------------------
+
+
+class _ReversedClosersStore(FileStore):
+    def _open_locked(self, session_id: str, path: str, lock: Any) -> Any:
+        original = getattr(filestore_module, "derive_closers")
+
+        def reversed_closers(events: Sequence[Event]) -> tuple[Event, ...]:
+            closers = original(events)
+            first = int(closers[0]["seq"]) if closers else 0
+            return tuple(with_field(event, "seq", first + index) for index, event in enumerate(reversed(closers)))
+
+        with swapped(filestore_module, "derive_closers", reversed_closers):
+            return super()._open_locked(session_id, path, lock)
+
+
+class EmitsClosersInWrongOrder(MutantSubject):
+    """Writes the crash-repair closers in reverse: turn/end first, the error results last
+    (SPEC-DECISIONS D3 item 6)."""
+
+    file_store_class = _ReversedClosersStore
+    rule = "D3.6"
+
+
+class _NoCompactionEndStore(FileStore):
+    def _open_locked(self, session_id: str, path: str, lock: Any) -> Any:
+        original = getattr(filestore_module, "derive_closers")
+
+        def without_compaction_end(events: Sequence[Event]) -> tuple[Event, ...]:
+            kept = [event for event in original(events) if event.get("type") != COMPACTION_END]
+            first = len(events)
+            return tuple(with_field(event, "seq", first + index) for index, event in enumerate(kept))
+
+        with swapped(filestore_module, "derive_closers", without_compaction_end):
+            return super()._open_locked(session_id, path, lock)
+
+
+class ClosersOmitCompactionEnd(MutantSubject):
+    """Leaves an interrupted compaction open when repairing, as DSH 0.1 does
+    (SPEC-DECISIONS D3 item 6: the seed's rule closes it)."""
+
+    file_store_class = _NoCompactionEndStore
+    rule = "D3.6"
+
+
+class _TornTailKeptStore(FileStore):
+    def _rewrite_clean(self, path: str, keep: int, tail: Sequence[Event], compressed: bool) -> None:
+        if tail:
+            self._append_batch(path, tail, compressed)  # written after the torn bytes, not instead of them
+
+
+class LeavesTornTailOnDisk(MutantSubject):
+    """Drops a torn tail in memory but leaves its bytes in the file, appending after them
+    (SPEC-DECISIONS D3 item 4: the file is rewritten so the next open sees a clean log)."""
+
+    file_store_class = _TornTailKeptStore
+    rule = "D3.4"
+
+
+class _TornTailCorruptStore(FileStore):
+    def _rewrite_clean(self, path: str, keep: int, tail: Sequence[Event], compressed: bool) -> None:
+        raise reject(Code.CORRUPT_LOG, f"corrupt session log: unexpected bytes at {keep}")
+
+
+class ReportsTornTailAsCorrupt(MutantSubject):
+    """Refuses to open a log whose only damage is a torn tail (SPEC-DECISIONS D3 items 4-5)."""
+
+    file_store_class = _TornTailCorruptStore
+    rule = "D3.5"
+
+
+# --- durability -------------------------------------------------------------------------------------
+
+
+class _NoLogFsync(FaultyFileSystem):
+    def fsync(self, path: str) -> None:
+        if path.endswith((".jsonl", ".jsonl.zstd")):
+            return  # the append is acknowledged before it is durable
+        super().fsync(path)
+
+
+class AcknowledgesFlushBeforeFsync(MutantSubject):
+    """Acknowledges a flush of new events without fsyncing the log file
+    (SPEC-DECISIONS D2: flush is the durability barrier; D3 item 3)."""
+
+    fs_class = _NoLogFsync
+    rule = "D3.3"
+
+
+class _SwallowedFsyncError(FaultyFileSystem):
+    def fsync(self, path: str) -> None:
+        try:
+            super().fsync(path)
+        except OSError:
+            pass  # the failure is ignored and the flush reported durable
+
+
+class IgnoresFailedFsync(MutantSubject):
+    """Reports a flush durable although its fsync failed (SPEC-DECISIONS D2, D3 item 3)."""
+
+    fs_class = _SwallowedFsyncError
+    rule = "STORAGE_IO"
+
+
+BROKEN_SUBJECTS: tuple[type[MutantSubject], ...] = (
+    AcceptsReplaceMissingShadowedProvenance,
+    AcceptsInvertedReplace,
+    AcceptsProvenanceOnLogOnlyEvent,
+    RewriteMayChangeIsError,
+    ReplaceGenerationNotIncremented,
+    DerivesShadowedMessage,
+    DerivesEmptyAssistantMessage,
+    ForksInsideOpenTurn,
+    AcceptsForkBoundaryPastTheEnd,
+    NoEndSeedForEmptySeed,
+    WritesSecondEndSeedOnResume,
+    DropsSeedLengthOnResume,
+    FirstLiveSeqIsSeedLengthOnResume,
+    EmitsClosersInWrongOrder,
+    ClosersOmitCompactionEnd,
+    LeavesTornTailOnDisk,
+    ReportsTornTailAsCorrupt,
+    AcknowledgesFlushBeforeFsync,
+    IgnoresFailedFsync,
+)
