@@ -603,3 +603,96 @@ def test_a_header_whose_id_is_not_the_requested_session_is_refused_before_any_re
     before = fs.read_bytes(path)
     expect_code(Code.HEADER_ID_MISMATCH, FileStore(ROOT, fs=fs).open, "s")
     assert fs.read_bytes(path) == before
+
+
+def test_list_reads_only_the_header_frame_so_a_corrupt_event_frame_does_not_hide_the_session() -> None:
+    """§9.7: list succeeds; open fails with the frame's offset."""
+    fs = new_fs()
+    path = written_session(fs)
+    data = bytearray(fs.read_bytes(path))
+    index, frame_offset = next(middle_frame_bytes(bytes(data)))
+    data[index] ^= 0xFF
+    replace_file(fs, path, bytes(data))
+    assert [header["id"] for header in FileStore(ROOT, fs=fs).list()] == ["s"]
+    error = expect_code(Code.CORRUPT_LOG, FileStore(ROOT, fs=fs).open, "s")
+    assert f"frame at byte {frame_offset}" in str(error)
+
+
+def test_a_header_frame_failing_its_checksum_is_a_corrupt_log_and_is_not_listed() -> None:
+    """§9.7: a checksum-corrupt header frame."""
+    fs = new_fs()
+    path = written_session(fs)
+    data = bytearray(fs.read_bytes(path))
+    header_frame = scan_zstd_frames(bytes(data)).frames[0]
+    data[header_frame.offset + header_frame.length - 1] ^= 0xFF
+    replace_file(fs, path, bytes(data))
+    error = expect_code(Code.CORRUPT_LOG, FileStore(ROOT, fs=fs).open, "s")
+    assert "frame at byte 0" in str(error)
+    assert FileStore(ROOT, fs=fs).list() == []
+
+
+# --- DSH v0 logs: read, migrated on resume, never written (D1) -------------------------------------
+
+V0_HEADER: dict[str, Any] = {"type": "session", "version": 0, "id": "old", "createdAt": 5, "cwd": CWD}
+V0_RECORDS: list[Any] = [
+    {"type": "turn/start", "seq": 0, "time": 10, "data": {"turn": 1, "trigger": {"kind": "message"}}},
+    {"type": "user/message", "seq": 1, "time": 11, "data": {"content": [{"type": "text", "text": "hi"}], "source": {"kind": "user"}},
+     "surfaceOp": "append"},
+    {"type": "step/start", "seq": 2, "time": 12, "data": {"turn": 1, "step": 1}},
+    {"type": "text-chunks", "seq0": 3, "time0": 13, "data": {"turn": 1, "step": 1, "index": 0, "dt": [1, 1], "texts": ["a", "b", "c"]}},
+]
+
+
+def v0_log(compressed: bool, torn_tail: bytes = b"") -> tuple[PowerLossFileSystem, str, bytes]:
+    """A DSH v0 session ``old`` left inside a turn: header, a turn/start with its retired trigger,
+    a pre-identity user message, a step and a packed row of three text chunks."""
+    fs = new_fs()
+    directory = f"{ROOT}/{encode_project_key(CWD)}/old"
+    fs.makedirs(directory)
+    if compressed:
+        compressor = zstandard.ZstdCompressor(write_checksum=True)
+        data = compressor.compress(encode_lines([V0_HEADER])) + compressor.compress(encode_lines(V0_RECORDS))
+        path = f"{directory}/session.jsonl.zstd"
+    else:
+        data = encode_lines([V0_HEADER, *V0_RECORDS])
+        path = f"{directory}/session.jsonl"
+    data += torn_tail
+    fs.write_new(path, data)
+    fs.sync_all()
+    return fs, path, data
+
+
+@pytest.mark.parametrize("compressed", [True, False], ids=["zstd", "plain"])
+def test_a_v0_log_resumes_converted_and_closed_and_is_migrated_to_a_v4_file_beside_it(compressed: bool) -> None:
+    fs, path, data = v0_log(compressed)
+    session = store_on(fs, compressed).resume("old")
+    assert [e["type"] for e in session.events] == [
+        "turn/start", "user/message", "step/start", "assistant/chunk", "assistant/chunk", "assistant/chunk",
+        "step/end", "turn/end", END_SEED,
+    ]  # fmt: skip
+    assert "trigger" not in at(session.events, 0, "data")
+    assert at(session.events, 1, "data", "id") == "legacy-message:old:1"
+    assert [at(e, "data", "chunk", "text") for e in session.events[3:6]] == ["a", "b", "c"]
+    assert session.header["version"] == 4 and session.header["createdAt"] == 5
+    session.append("turn/start", {"turn": 2})
+    session.flush()
+    v4_path = path.rsplit("/", 1)[0] + "/" + (V4_ZSTD_NAME if compressed else V4_PLAIN_NAME)
+    assert FileStore(ROOT, fs=fs).locate("old") == v4_path
+    assert fs.read_bytes(path) == data, "a v0 log is never written"
+    assert FileStore(ROOT, fs=fs.crash()).read("old").events == session.events
+
+
+def test_a_v0_log_with_a_torn_tail_migrates_without_it_and_the_v0_file_is_left_as_it_was() -> None:
+    fs, path, data = v0_log(False, torn_tail=b'{"type":"assistant/chunk","seq":6,"ti')
+    handle = FileStore(ROOT, fs=fs).open("old")
+    assert handle.report.migrated_from_v0 and handle.report.torn_bytes_dropped == 37
+    assert [e["type"] for e in handle.read()][-3:] == ["assistant/chunk", "step/end", "turn/end"]
+    handle.close()
+    assert fs.read_bytes(path) == data
+
+
+def test_reading_a_v0_log_changes_nothing_and_adds_no_closers() -> None:
+    fs, path, data = v0_log(True)
+    stored = FileStore(ROOT, fs=fs).read("old")
+    assert stored.format_version == 0 and len(stored.events) == 6
+    assert fs.snapshot()[path] == data and FileStore(ROOT, fs=fs).locate("old") == path
