@@ -318,6 +318,7 @@ def check_every_crash_state(
                 except AssertionError as failure:
                     raise AssertionError(f"crash plan {plan}: {failure}") from failure
                 outcomes[keys[session_id]] = outcome
+                REOPENS["distinct"] += 1
             if summary is not None:
                 summary.update(_outcome_tags(outcome))
     return checked
@@ -344,6 +345,7 @@ def _outcome_tags(outcome: Reopened) -> Iterator[str]:
 MODES = {"zstd": True, "plain": False}
 CHECKED: Counter[str] = Counter()  # crash states checked, per test family
 REACHED: Counter[str] = Counter()  # which repair paths the enumeration reached
+REOPENS: Counter[str] = Counter()  # reopens actually run (equal inputs reuse an earlier outcome)
 
 
 def workload_length(compressed: bool) -> int:
@@ -358,7 +360,12 @@ OP_COUNTS = {mode: workload_length(compressed) for mode, compressed in MODES.ite
 def report_crash_points() -> Iterator[None]:
     yield
     total = sum(CHECKED.values())
-    print(f"\ncrash states checked against D3: {total} ({dict(CHECKED)}); repair paths reached: {dict(REACHED)}")
+    print(
+        f"\ncrash points (mutating calls + the finished run) per mode: { {m: n + 1 for m, n in OP_COUNTS.items()} }"
+        f"\ncrash states checked against D3: {total} ({dict(CHECKED)})"
+        f"\nsession reopens run for the workload and last-frame states: {REOPENS['distinct']}"
+        f"\nrepair paths reached: {dict(REACHED)}"
+    )
 
 
 @pytest.mark.parametrize(
