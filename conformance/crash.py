@@ -461,10 +461,11 @@ def _kill_round(argv: Sequence[str], env: dict[str, str], generator: random.Rand
     finally:
         restarted.stop()
     if answer.get("ok") is not True:
-        code = answer.get("error", {}).get("code") if isinstance(answer.get("error"), dict) else None
-        if code == "SESSION_NOT_FOUND" and log is None:
-            return ()
-        return (*check_d3_5_no_false_corruption(code), f"resume after the kill answered {code}") if code else ("resume failed",)
+        error = answer.get("error")
+        code = str(error.get("code")) if isinstance(error, dict) else None
+        if code == "SESSION_NOT_FOUND":
+            return check_d3_1_header(False, None, None, log is not None)
+        return check_d3_5_no_false_corruption(code) or (f"resume after the kill answered {code}",)
     result = answer.get("result")
     events = result.get("events", []) if isinstance(result, dict) else []
     survived = _surviving_prefix(events, appended)
