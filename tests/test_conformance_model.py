@@ -1,0 +1,123 @@
+"""The suite's own parts: the store model, the D3 item checks, the exhaustive checker and the
+machine's profiles (conformance/model.py, d3.py, exhaustive.py, machine.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from conformance import builders as build
+from conformance.d3 import (
+    check_d3_1_header,
+    check_d3_2_prefix,
+    check_d3_3_flushed_kept,
+    check_d3_4_clean_reopen,
+    check_d3_5_corruption_reported,
+    check_d3_5_no_false_corruption,
+    check_d3_6_closers,
+)
+from conformance.exhaustive import run_exhaustive
+from conformance.machine import machine_settings
+from conformance.model import ModelStore, canonical_text, derive_model_key, model_crash, model_request
+from conformance.subject import InProcessSubject
+from reference.server import ReferenceSubject
+from spec.events import END_SEED, TURN_END, TURN_START
+
+
+def drive(model: ModelStore, *requests: tuple[str, dict[str, Any]]) -> tuple[ModelStore, Any]:
+    expected = None
+    for op, args in requests:
+        model, expected = model_request(model, op, **args)
+    return model, expected
+
+
+def an_open_turn(model: ModelStore) -> ModelStore:
+    model, _ = drive(
+        model,
+        ("create", {"id": "s"}),
+        ("append", {"id": "s", "type": TURN_START, "data": build.turn_start(1)}),
+        ("append", {"id": "s", "type": "user/message", "data": build.user_message("u1"), "surfaceOp": "append"}),
+        ("flush", {"id": "s"}),
+    )
+    return model
+
+
+def test_a_resume_in_the_model_closes_the_open_turn_then_appends_the_end_seed() -> None:
+    model, _ = model_crash(an_open_turn(ModelStore(storage="memory", now=5)))
+    _, expected = model_request(model, "resume", id="s")
+    result: Any = expected.result
+    assert expected.ok
+    assert [event["type"] for event in result["events"]] == [TURN_START, "user/message", TURN_END, END_SEED]
+    assert result["firstLiveSeq"] == 3
+
+
+def test_a_crash_in_the_model_keeps_only_what_was_flushed() -> None:
+    model = an_open_turn(ModelStore(storage="memory"))
+    model, _ = model_request(model, "append", id="s", type="todo/write", data={})
+    model, _ = model_crash(model)
+    _, expected = model_request(model, "read", id="s")
+    result: Any = expected.result
+    assert len(result["events"]) == 2
+
+
+def test_a_session_never_flushed_is_not_found_after_a_crash_in_the_model() -> None:
+    model, _ = drive(ModelStore(storage="memory"), ("create", {"id": "s"}))
+    model, _ = model_crash(model)
+    _, expected = model_request(model, "resume", id="s")
+    assert expected.code == "SESSION_NOT_FOUND"
+
+
+def test_the_model_key_tells_apart_states_that_differ_only_in_what_is_durable() -> None:
+    model, _ = drive(ModelStore(storage="memory"), ("create", {"id": "s"}))
+    flushed, _ = model_request(model, "flush", id="s")
+    assert derive_model_key(model) != derive_model_key(flushed)
+
+
+def test_canonical_text_tells_true_from_one() -> None:
+    assert canonical_text({"a": True}) != canonical_text({"a": 1})
+    assert canonical_text({"a": 1, "b": 2}) == canonical_text({"b": 2, "a": 1})
+
+
+EVENTS: list[Any] = [{"type": TURN_START, "seq": 0, "time": 1, "data": {"turn": 1}}]
+HEADER: Any = {"version": 4, "id": "s"}
+
+
+@pytest.mark.parametrize(
+    ("check", "item"),
+    [
+        (lambda: check_d3_1_header(False, None, HEADER, True), "D3.1"),
+        (lambda: check_d3_1_header(True, {**HEADER, "id": "t"}, HEADER, True), "D3.1"),
+        (lambda: check_d3_2_prefix([{**EVENTS[0], "time": 2}], EVENTS), "D3.2"),
+        (lambda: check_d3_2_prefix(EVENTS * 2, EVENTS), "D3.2"),
+        (lambda: check_d3_3_flushed_kept([], 1), "D3.3"),
+        (lambda: check_d3_4_clean_reopen([], EVENTS), "D3.4"),
+        (lambda: check_d3_5_no_false_corruption("CORRUPT_LOG"), "D3.5"),
+        (lambda: check_d3_5_corruption_reported(None), "D3.5"),
+        (lambda: check_d3_6_closers(EVENTS, EVENTS, 1), "D3.6"),
+    ],
+)
+def test_each_d3_check_names_its_item_when_it_fails(check: Any, item: str) -> None:
+    problems = check()
+    assert problems and all(problem.startswith(item) for problem in problems)
+
+
+def test_the_d3_checks_pass_a_log_repaired_as_the_spec_says() -> None:
+    closed: list[Any] = [*EVENTS, {"type": TURN_END, "seq": 1, "time": 1, "data": {"turn": 1, "reason": {"kind": "interrupted"}}}]
+    resumed = [*closed, {"type": END_SEED, "seq": 2, "time": 9, "data": {}}]
+    assert check_d3_6_closers(resumed, EVENTS, 9) == ()
+    assert check_d3_2_prefix(EVENTS, closed) == ()
+    assert check_d3_1_header(False, None, HEADER, False) == ()
+
+
+def test_the_exhaustive_checker_counts_distinct_states_and_passes_the_reference() -> None:
+    outcome = run_exhaustive(InProcessSubject(ReferenceSubject()), ("core", "storage", "crash-seam"), 2)
+    assert outcome.failure is None
+    assert outcome.transitions > len(outcome.alphabet)  # the root's letters, then the new states' letters
+    assert 1 < outcome.states <= 1 + outcome.transitions
+
+
+def test_the_ci_profile_is_deterministic_and_the_thorough_one_is_longer() -> None:
+    ci, thorough = machine_settings("ci"), machine_settings("thorough")
+    assert ci.derandomize and ci.database is None
+    assert thorough.max_examples * thorough.stateful_step_count > ci.max_examples * ci.stateful_step_count
