@@ -161,8 +161,9 @@ def _store(target: Any, key: str | None, child: Any) -> None:
 def freeze_parsed_json(value: JsonValue) -> JsonValue:
     """Take ownership of freshly parsed JSON (plain dicts and lists nobody else holds) and
     return it frozen, touching each container once (D6: restore takes ownership, no second
-    deep copy). The caller must not keep references into ``value``."""
-    if not isinstance(value, (dict, list)):
+    deep copy). The caller must not keep references into ``value``. A frozen container is
+    returned as it is: this module only ever builds them frozen all the way down."""
+    if not isinstance(value, (dict, list)) or type(value) in (FrozenDict, FrozenList):
         return value
     root: FrozenDict | FrozenList = FrozenDict(value) if isinstance(value, dict) else FrozenList(value)
     stack: list[FrozenDict | FrozenList] = [root]

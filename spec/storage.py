@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from spec.codes import Code, reject
+from spec.codes import Code, SpecError, reject
 from spec.header import HEADER_FIELD_ORDER, HEADER_FORMAT_VERSION, LEGACY_FORMAT_VERSION, validate_header
 from spec.json import FrozenDict, JsonObject, JsonValue, decode_json_text, is_event_seq, is_safe_integer, js_text, snapshot_json
 
@@ -452,16 +452,46 @@ def scan_zstd_frames(data: bytes) -> ZstdScan:
     """A zstd log is frames back to back. Frame boundaries are found from frame and block headers
     alone, without decompressing; a final frame the data ends inside is torn, and so are 1-3
     trailing bytes whatever they are; 4 or more bytes that start no frame are corruption
-    (notes/dsh-persistence §4.3)."""
+    (notes/dsh-persistence §4.3). A frame that cannot end before the data does is torn only if
+    no complete frames follow it: a crash loses a suffix, so complete frames after a "torn" one
+    mean a damaged middle frame (SPEC-DECISIONS D3 item 5)."""
     frames: list[ZstdFrame] = []
     start = 0
     while start < len(data):
         frame = measure_zstd_frame(data, start)
         if frame is None:
+            validate_nothing_complete_after(data, start)
             return ZstdScan(frames=tuple(frames), torn_offset=start)
         frames.append(frame)
         start += frame.length
     return ZstdScan(frames=tuple(frames), torn_offset=None)
+
+
+def validate_nothing_complete_after(data: bytes, torn_start: int) -> None:
+    """No run of complete frames reaching the end of the data starts after a torn frame's start;
+    one that does means the frame at ``torn_start`` is damaged, not torn (D3 item 5)."""
+    magic = ZSTD_MAGIC.to_bytes(4, "little")
+    candidate = data.find(magic, torn_start + 1)
+    while candidate != -1:
+        if _frames_reach_the_end(data, candidate):
+            raise reject(
+                Code.CORRUPT_LOG,
+                f"corrupt Zstandard session log: frame at byte {torn_start} is damaged "
+                f"(complete frames follow it from byte {candidate})",
+            )
+        candidate = data.find(magic, candidate + 1)
+
+
+def _frames_reach_the_end(data: bytes, start: int) -> bool:
+    try:
+        while start < len(data):
+            frame = measure_zstd_frame(data, start)
+            if frame is None:
+                return False
+            start += frame.length
+    except SpecError:
+        return False
+    return True
 
 
 def measure_zstd_frame(data: bytes, start: int) -> ZstdFrame | None:

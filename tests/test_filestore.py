@@ -136,12 +136,6 @@ def test_a_failed_open_of_a_corrupt_log_releases_the_writer_lock() -> None:
     assert fs.try_lock(path.rsplit("/", 1)[0] + "/session.lock") is not None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a middle frame whose block size was damaged upwards reaches past the end of the file, and the "
-    "spec's frame scan (spec.storage.scan_zstd_frames) cannot tell it from a frame a crash tore: the "
-    "frames after it are dropped as a torn tail instead of raising CORRUPT_LOG",
-)
 def test_a_middle_frame_whose_block_size_was_damaged_is_a_corrupt_log() -> None:
     fs = new_fs()
     path = written_session(fs)

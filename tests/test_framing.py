@@ -425,3 +425,29 @@ def test_a_real_log_with_a_torn_final_frame_recovers_its_complete_lines() -> Non
     assert [record["type"] for record in log.records] == ["turn/start"]  # type: ignore[index, call-overload]
     assert [record["type"] for record in log.recovered] == ["step/start"]  # type: ignore[index, call-overload]
     assert log.truncate_to == len(header) + len(batch)
+
+
+def test_a_frame_that_reaches_past_the_end_but_is_followed_by_complete_frames_is_damaged_not_torn() -> None:
+    import zstandard
+
+    from spec.codes import Code, SpecError
+
+    compressor = zstandard.ZstdCompressor(level=3, write_checksum=True)
+    frames = [compressor.compress(b'{"n":%d}\n' % n * 50) for n in range(3)]
+    data = bytearray(b"".join(frames))
+    data[len(frames[0]) + 9] |= 0x80  # the high byte of frame 1's first block header (descriptor 0x64): a huge size
+    with pytest.raises(SpecError) as raised:
+        scan_zstd_frames(bytes(data))
+    assert raised.value.code == Code.CORRUPT_LOG
+    assert f"frame at byte {len(frames[0])} is damaged" in raised.value.message
+
+
+def test_every_cut_of_a_last_frame_is_still_a_torn_tail_when_nothing_complete_follows() -> None:
+    import zstandard
+
+    compressor = zstandard.ZstdCompressor(level=3, write_checksum=True)
+    frames = [compressor.compress(b'{"n":%d}\n' % n * 50) for n in range(3)]
+    whole = b"".join(frames)
+    last_start = len(whole) - len(frames[-1])
+    for cut in range(last_start + 1, len(whole)):
+        assert scan_zstd_frames(whole[:cut]).torn_offset == last_start
