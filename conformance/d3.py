@@ -72,7 +72,8 @@ def check_d3_5_no_false_corruption(code: str | None) -> tuple[str, ...]:
 
 
 def check_d3_5_corruption_reported(code: str | None) -> tuple[str, ...]:
-    """D3 item 5: damage in the middle of a log is a corrupt-log error, not a silent repair."""
+    """D3 item 5: damage in the middle of a log is a corrupt-log error, not a silent repair. (The
+    protocol has no op that damages a stored log yet, so the crash family cannot use this.)"""
     if code != "CORRUPT_LOG":
         return (f"D3.5: a log damaged before its tail reopened with {code or 'success'} instead of CORRUPT_LOG",)
     return ()
@@ -92,12 +93,12 @@ def check_d3_6_closers(resumed: Sequence[JsonValue], survived: Sequence[Event], 
     if seen != expected:
         return (
             f"D3.6: after the {len(survived)} surviving events the resume appended "
-            f"{[_kind(event) for event in resumed[len(survived):]]}, expected {[_kind(event) for event in _tail(durable, survived, now)]}",
+            f"{[_kind(event) for event in resumed[len(survived):]]}, expected {[_kind(event) for event in _tail(durable, survived)]}",
         )
     return ()
 
 
-def _tail(durable: Sequence[Event], survived: Sequence[Event], now: int) -> list[JsonValue]:
+def _tail(durable: Sequence[Event], survived: Sequence[Event]) -> list[JsonValue]:
     tail: list[JsonValue] = list(durable[len(survived) :])
     if needs_end_seed(True, durable):
         tail.append({"type": END_SEED})

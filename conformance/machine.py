@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule, run_state_machine_as_test
 
 from conformance import builders as build
-from conformance.driver import Driver, Mismatch
+from conformance.driver import Driver
 from conformance.report import CaseResult, Options
 from conformance.runner import register_check
 from conformance.subject import Subject
