@@ -571,13 +571,31 @@ def test_a_log_of_an_unsupported_format_version_is_refused_naming_the_version(ve
     assert f"v{version}" in str(error)
 
 
-def test_an_unknown_event_type_in_a_stored_log_is_refused_unless_marked_ignorable() -> None:
-    """§9.2 #37."""
+def v0_log_with(records: list[dict[str, Any]]) -> PowerLossFileSystem:
+    """A DSH v0 plain log under the ``_no-cwd`` directory holding exactly these records."""
+    fs = new_fs()
+    fs.makedirs(f"{ROOT}/_no-cwd/s")
+    v0_header = {"type": "session", "version": 0, "id": "s", "createdAt": 1, "delegationDepth": 0}
+    fs.write_new(f"{ROOT}/_no-cwd/s/session.jsonl", encode_lines([v0_header, *records]))
+    fs.sync_all()
+    return fs
+
+
+def test_an_unknown_event_type_in_a_v0_log_is_refused_unless_marked_ignorable() -> None:
+    """§9.2 #37: DSH's reader refuses vocabulary newer than it."""
     unknown = {"type": "plugin/thing", "seq": 0, "time": 1, "data": None}
-    expect_code(Code.UNKNOWN_EVENT_TYPE, FileStore(ROOT, fs=log_with(header_line(), [unknown])).open, "s")
+    expect_code(Code.UNKNOWN_EVENT_TYPE, FileStore(ROOT, fs=v0_log_with([unknown])).open, "s")
     ignorable = {**unknown, "ignorable": True}
-    handle = FileStore(ROOT, fs=log_with(header_line(), [ignorable])).open("s")
-    assert handle.read() == (ignorable,)
+    handle = FileStore(ROOT, fs=v0_log_with([ignorable])).open("s")
+    assert handle.read()[0] == ignorable
+    handle.close()
+
+
+def test_an_unknown_event_type_this_project_wrote_reads_back_from_a_v4_log() -> None:
+    """The Session accepts any type, so the v4 reader must too: nothing stored is lost."""
+    unknown = {"type": "plugin/thing", "seq": 0, "time": 1, "data": None}
+    handle = FileStore(ROOT, fs=log_with(header_line(), [unknown])).open("s")
+    assert handle.read() == (unknown,)
     handle.close()
 
 
