@@ -1144,7 +1144,7 @@ def storage_pure_cases() -> Iterator[PureCase]:
         ("a version 4 header line's createdAt is a non-negative safe integer", Code.HEADER_CREATED_AT, {**v4, "createdAt": -1}),
     ]:
         yield pure(f, name, line, code, line=value)
-    record = "spec.storage.decode_storage_record"
+    record = "spec.chunk_rows.decode_storage_record"
     text_row: JsonObject = {"type": "text-chunks", "seq0": 3, "time0": 100, "data": {"turn": 1, "step": 1, "index": 0, "dt": [5, 7], "texts": ["a", "b", "c"]}}
     yield pure(f, "a packed text-chunks row expands into one assistant/chunk per member", record, record=text_row)
     yield pure(f, "a packed reasoning-chunks row expands into reasoning deltas", record, record={**text_row, "type": "reasoning-chunks"})
@@ -1161,7 +1161,7 @@ def storage_pure_cases() -> Iterator[PureCase]:
         ("a packed tool-call row whose id is not a string is malformed", {**tool_row, "data": {**tool_row["data"], "id": 1}}),  # type: ignore[dict-item]
     ]:
         yield pure(f, name, record, Code.MALFORMED_CHUNK_ROW, record=value)
-    jsonl = "spec.storage.decode_jsonl_log"
+    jsonl = "spec.framing.decode_jsonl_log"
     head = json.dumps(v4, separators=(",", ":"))
     first = json.dumps(event(0, "custom/x", {}), separators=(",", ":"))
     second = json.dumps(event(1, "custom/y", {}), separators=(",", ":"))

@@ -13,6 +13,8 @@ from collections.abc import Callable, Mapping
 from typing import Final
 
 from spec.checker import check_log
+from spec.chunk_rows import decode_storage_record
+from spec.framing import decode_jsonl_log
 from spec.header import validate_header
 from spec.json import JsonObject, JsonValue
 from spec.legacy import upgrade_v0_records
@@ -21,8 +23,6 @@ from spec.prune import PruneConfig, decode_prune_config, plan_prune_events, plan
 from spec.repair import derive_closers
 from spec.storage import (
     decode_header_line,
-    decode_jsonl_log,
-    decode_storage_record,
     derive_session_relpath,
     encode_project_key,
     encode_segment,
@@ -154,8 +154,8 @@ PURE_FUNCTIONS: Final[Mapping[str, PureFunction]] = {
     "spec.storage.encode_project_key": lambda i: encode_project_key(str(i.get("cwd"))),
     "spec.storage.derive_session_relpath": _call_derive_session_relpath,
     "spec.storage.decode_header_line": _call_decode_header_line,
-    "spec.storage.decode_storage_record": lambda i: decode_storage_record(i.get("record")),
-    "spec.storage.decode_jsonl_log": _call_decode_jsonl_log,
+    "spec.chunk_rows.decode_storage_record": lambda i: decode_storage_record(i.get("record")),
+    "spec.framing.decode_jsonl_log": _call_decode_jsonl_log,
     "spec.legacy.upgrade_v0_records": lambda i: list(
         upgrade_v0_records(str(i.get("sessionId")), _list(i.get("records"), "records"))
     ),

@@ -33,7 +33,9 @@ from reference.powerloss import DROP_ALL, KEEP_ALL, CrashPlan, PowerLossFileSyst
 from reference.session import Session
 from reference.store import SessionStore
 from spec.checker import check_log
+from spec.chunk_rows import decode_storage_record
 from spec.codes import Code, SpecError, reject
+from spec.framing import decode_jsonl_log
 from spec.header import validate_header
 from spec.json import JsonObject, JsonValue, decode_json_text, encode_json_text, is_safe_integer
 from spec.legacy import upgrade_v0_records
@@ -43,8 +45,6 @@ from spec.repair import derive_closers
 from spec.session import ABSENT
 from spec.storage import (
     decode_header_line,
-    decode_jsonl_log,
-    decode_storage_record,
     derive_session_relpath,
     encode_project_key,
     encode_segment,
@@ -297,8 +297,8 @@ PURE_FUNCTIONS: Final[Mapping[str, PureFunction]] = {
     "spec.storage.encode_project_key": lambda i: encode_project_key(str(i.get("cwd"))),
     "spec.storage.derive_session_relpath": _call_derive_session_relpath,
     "spec.storage.decode_header_line": _call_decode_header_line,
-    "spec.storage.decode_storage_record": lambda i: decode_storage_record(i.get("record")),
-    "spec.storage.decode_jsonl_log": _call_decode_jsonl_log,
+    "spec.chunk_rows.decode_storage_record": lambda i: decode_storage_record(i.get("record")),
+    "spec.framing.decode_jsonl_log": _call_decode_jsonl_log,
     "spec.legacy.upgrade_v0_records": lambda i: list(
         upgrade_v0_records(str(i.get("sessionId")), _list(i.get("records"), "records"))
     ),

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
+from spec.chunk_rows import decode_storage_record
 from spec.codes import Code, reject
 from spec.events import (
     ASSISTANT_MESSAGE,
@@ -28,7 +29,6 @@ from spec.events import (
 )
 from spec.json import FrozenDict, JsonObject, JsonValue, freeze_parsed_json, is_safe_integer, js_text
 from spec.seed import validate_message_shape
-from spec.storage import decode_storage_record
 
 MODE_SET: Final = "mode/set"
 STEERING_MESSAGE: Final = "steering/message"
@@ -72,7 +72,7 @@ def validate_stored_events(session_id: str, events: Sequence[Event]) -> None:
 
 
 def decode_v0_events(records: Sequence[JsonValue]) -> list[JsonObject]:
-    """Each stored record gives its events (:func:`spec.storage.decode_storage_record`), and each
+    """Each stored record gives its events (:func:`spec.chunk_rows.decode_storage_record`), and each
     event is an object whose ``seq`` equals its position in the log; otherwise the log is corrupt
     (notes/dsh-persistence §6.2). DSH tolerates a seq gap after the last ``turn/end`` as a torn
     tail; under SPEC-DECISIONS D3 a complete record never comes from a crash, so a gap is damage."""

@@ -7,9 +7,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from spec.chunk_rows import decode_storage_record
 from spec.codes import Code, SpecError
 from spec.json import MAX_SAFE_INTEGER, JsonObject, JsonValue
-from spec.storage import decode_storage_record
 
 
 def chunk_event(seq: int, time: int, chunk: JsonObject, turn: int = 1, step: int = 1) -> JsonObject:

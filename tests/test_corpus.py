@@ -19,12 +19,14 @@ import pytest
 
 from conftest import SHARED, shared_dir
 from spec.checker import check_log
+from spec.chunk_rows import decode_storage_record
 from spec.codes import Code, SpecError
 from spec.events import Event
+from spec.framing import decode_jsonl_log
 from spec.json import FrozenDict, JsonValue, is_deep_equal_json
 from spec.legacy import upgrade_v0_records
 from spec.session import create_session_state
-from spec.storage import decode_header_line, decode_jsonl_log, decode_storage_record
+from spec.storage import decode_header_line
 from spec.surface import fold_surface
 
 CORPUS = ("corpus", "dsh-0.1.0-rc.8")

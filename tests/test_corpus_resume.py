@@ -25,6 +25,7 @@ from conftest import SHARED, shared_dir
 from reference.persistence.filestore import FileStore
 from reference.store import SessionStore
 from spec.codes import Code, SpecError
+from spec.framing import decode_jsonl_log
 from spec.header import LEGACY_FORMAT_VERSION
 from spec.legacy import upgrade_v0_records
 from spec.repair import derive_closers
@@ -35,7 +36,6 @@ from spec.storage import (
     V4_PLAIN_NAME,
     V4_ZSTD_NAME,
     decode_header_line,
-    decode_jsonl_log,
     encode_project_key,
     encode_segment,
 )

@@ -27,9 +27,10 @@ from reference.session import Session
 from reference.store import SessionStore
 from spec.codes import Code, SpecError
 from spec.events import END_SEED, Event
+from spec.framing import scan_zstd_frames
 from spec.header import build_header
 from spec.repair import INTERRUPTED_REASON_KIND
-from spec.storage import V4_PLAIN_NAME, V4_ZSTD_NAME, encode_header_line, encode_project_key, scan_zstd_frames
+from spec.storage import V4_PLAIN_NAME, V4_ZSTD_NAME, encode_header_line, encode_project_key
 
 ROOT = "/data"
 CWD = "/work/project"

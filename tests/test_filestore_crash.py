@@ -30,9 +30,10 @@ from reference.session import Session
 from reference.store import SessionStore
 from spec.codes import Code, SpecError
 from spec.events import COMPACTION_END, END_SEED, TOOL_RESULT, Event
+from spec.framing import scan_zstd_frames, split_jsonl
 from spec.json import FrozenDict
 from spec.repair import derive_closers
-from spec.storage import encode_segment, scan_zstd_frames, split_jsonl
+from spec.storage import encode_segment
 from spec.surface import fold_surface
 
 ROOT = "/data"

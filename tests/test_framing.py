@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spec.codes import Code, SpecError
-from spec.storage import (
+from spec.framing import (
     DecodedFrame,
     JsonlLine,
     StoredLog,

@@ -26,8 +26,11 @@ import zstandard
 from reference.fs import FileSystem, LockHandle, RealFileSystem
 from reference.persistence.api import OpenReport, SessionStat, StoredLog
 from reference.persistence.common import validate_batch
+from spec.chunk_rows import decode_storage_record
 from spec.codes import Code, SpecError, reject
 from spec.events import Event
+from spec.framing import DecodedFrame, decode_header_text, decode_jsonl_log, decode_zstd_log, scan_zstd_frames
+from spec.framing import StoredLog as StoredBytes
 from spec.header import LEGACY_FORMAT_VERSION
 from spec.json import FrozenDict, JsonValue, encode_json_text, freeze_parsed_json, is_event_seq
 from spec.legacy import upgrade_v0_records, validate_stored_events
@@ -37,18 +40,11 @@ from spec.storage import (
     V0_ZSTD_NAME,
     V4_PLAIN_NAME,
     V4_ZSTD_NAME,
-    DecodedFrame,
     decode_header_line,
-    decode_header_text,
-    decode_jsonl_log,
-    decode_storage_record,
-    decode_zstd_log,
     derive_session_relpath,
     encode_header_line,
     encode_segment,
-    scan_zstd_frames,
 )
-from spec.storage import StoredLog as StoredBytes
 
 LOCK_NAME = "session.lock"
 ZSTD_LEVEL = 3  # zstd's default level, as DSH uses
