@@ -58,8 +58,9 @@ UNREACHABLE: Final[Mapping[Code, str]] = {
 }
 
 _COMPACTION_REASON: Final = (
-    "summary compaction, pressure compaction and spill (spec/compaction.py, spec/bracket.py, spec/pressure.py) "
-    "have no protocol op or pure function in protocol version 1; add them to the call table, then vectors here"
+    "summary compaction, pressure compaction and spill (spec/compaction.py, spec/bracket.py, spec/pressure.py, "
+    "spec/spill.py) have no protocol op or pure function in protocol version 1; add them to the call table, then "
+    "vectors here"
 )
 _PROJECTION_REASON: Final = (
     "projections (spec/projection.py) register Python callables, which the protocol cannot carry; a "

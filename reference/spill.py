@@ -3,9 +3,8 @@ to fetch the rest (SPEC-DECISIONS D8; seed 002 "排水"; notes/dsh-compaction-pr
 
 Spill is the cheapest shrinking step and the only lossless one: it happens *before* the result
 enters the log, so the model sees the bounded text from its first request on and nothing is
-rewritten later. The decisions are ``spec.compaction`` (``should_spill``, ``derive_spill_text``,
-``derive_spill_preview``) and ``spec.spill`` (which results, and where); this module adds the
-stores and applies the policy.
+rewritten later. The decisions are ``spec.spill`` (which results, how large, what the log keeps,
+and where the text goes); this module adds the stores and applies the policy.
 
 A store keeps the text byte for byte: it is written as UTF-8 (a lone surrogate, which UTF-8
 cannot hold, is kept with Python's ``surrogatepass`` so that nothing is lost) and reads back
@@ -22,14 +21,18 @@ from typing import Protocol
 
 from reference.fs import FileSystem, RealFileSystem
 from spec.codes import Code, reject
-from spec.compaction import SPILL_RETRIEVAL_HINT, derive_spill_preview, derive_spill_text, should_spill, validate_max_inline_tokens
 from spec.json import FrozenList, JsonValue, snapshot_json
 from spec.spill import (
     SPILL_LABEL,
+    SPILL_RETRIEVAL_HINT,
     derive_spill_file_name,
+    derive_spill_preview,
     derive_spill_session_dir,
     derive_spill_suggested_name,
+    derive_spill_text,
     is_spill_candidate,
+    should_spill,
+    validate_max_inline_tokens,
 )
 from spec.tokens import estimate_content
 

@@ -1,13 +1,10 @@
-"""Summary compaction and spill: the pure rules (SPEC-DECISIONS D8;
-notes/dsh-compaction-projection §4, §5, §10.2).
+"""Summary compaction: the pure rules (SPEC-DECISIONS D8; notes/dsh-compaction-projection §4, §5).
 
 Summary compaction is lossy and comes last: a head-anchored, balanced span of the surface is
 replaced by one ``user/message`` checkpoint holding a model-written summary. The log brackets the
 attempt with ``compaction/start`` ... ``compaction/end``; an unmatched start is the durable lock.
 Everything here decides; the transaction that appends lives in the reference implementation.
-
-Spill is lossless and comes first: a tool result whose estimated tokens exceed ``maxInlineTokens``
-is saved whole elsewhere and the log records a preview plus how to fetch the rest.
+Spill, the lossless step that comes first, is :mod:`spec.spill`.
 """
 
 from __future__ import annotations
@@ -31,9 +28,8 @@ from spec.events import (
 )
 from spec.json import FrozenDict, FrozenList, JsonValue, is_safe_integer, js_text, snapshot_json
 from spec.pairing import derive_cut_balance
-from spec.prune import derive_code_points
 from spec.surface import ReplaceOp, plan_replace
-from spec.tokens import BLOCK_OVERHEAD, CHARS_PER_TOKEN, PricedNode, estimate_content, estimate_message, utf16_length
+from spec.tokens import PricedNode, estimate_message
 
 # --- policy and the compact spec (notes §5.1) ------------------------------------------------------
 
@@ -561,77 +557,6 @@ def is_surface_stable(
     except SpecError:
         return False
     return True
-
-
-# --- spill (SPEC-DECISIONS D8; seed 002; notes §10.2 adapted from bytes to tokens) ------------------
-
-BASE_MAX_INLINE_TOKENS: Final = 12500  # tokens; the value the seed's base configuration ships
-SPILL_RETRIEVAL_HINT: Final = "Use read with offset/limit, or grep this path to search within it."
-SPILL_SEPARATOR: Final = "\n\n"  # between the preview and the notice
-
-
-def validate_max_inline_tokens(value: object) -> None:
-    """``maxInlineTokens`` is absent (no spilling at all) or a non-negative integer (D8)."""
-    if value is not None and not (is_safe_integer(value) and value >= 0):  # type: ignore[operator]
-        raise reject(Code.SPILL_CONFIG_INVALID, f"spill-policy: maxInlineTokens must be a non-negative integer (got {js_text(value)})")
-
-
-def should_spill(estimated_tokens: int, max_inline_tokens: int | None) -> bool:
-    """A result spills when a limit is configured and its estimated tokens (``estimate_content`` of
-    the result's content) are strictly above it (D8: the seed's ``maxInlineTokens``; strict ``>`` as
-    in notes §10.2)."""
-    return max_inline_tokens is not None and estimated_tokens > max_inline_tokens
-
-
-def derive_spill_text(blocks: Sequence[JsonValue]) -> str | None:
-    """Only an all-text result can spill: its text blocks concatenated with no separator; a result
-    with any other block is left alone (``None``) (notes §10.2 step 3)."""
-    texts: list[str] = []
-    for block in blocks:
-        if not (isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)):
-            return None
-        texts.append(block["text"])  # type: ignore[arg-type]
-    return "".join(texts)
-
-
-def derive_spill_notice(omitted: int, locator: str, retrieval_hint: str = SPILL_RETRIEVAL_HINT) -> str:
-    """What the model is told: how much was left out (in UTF-16 code units, the token meter's
-    unit; nothing when nothing was), where the whole result is, and how to read it."""
-    omitted_text = f"Omitted {omitted} characters. " if omitted > 0 else ""
-    return f"({omitted_text}Full formatted result stored at: {locator}. {retrieval_hint})"
-
-
-def derive_spill_preview(
-    text: str, max_inline_tokens: int, locator: str, retrieval_hint: str = SPILL_RETRIEVAL_HINT
-) -> str | None:
-    """The text the log records in place of a spilled result: a head and a tail of the original
-    joined with no separator, a blank line, then the notice; or the notice alone when no preview
-    fits. As one text block it must cost at most ``max_inline_tokens``; when even that cannot be
-    met the result is kept inline (``None``). Budgets are UTF-16 code units and cuts never split a
-    surrogate pair (this project's token form of notes §10.2 steps 6-9)."""
-    text = "".join(derive_code_points(text))
-    total = utf16_length(text)
-    capacity = max(0, max_inline_tokens - BLOCK_OVERHEAD) * CHARS_PER_TOKEN
-    reserve = utf16_length(derive_spill_notice(total, locator, retrieval_hint)) + len(SPILL_SEPARATOR)
-    budget = max(0, capacity - reserve)
-    head = _take_units(text, (budget + 1) // 2)
-    tail = _take_units(text[len(head) :][::-1], budget // 2)[::-1]
-    preview = head + tail
-    notice = derive_spill_notice(total - utf16_length(preview), locator, retrieval_hint)
-    replaced = f"{preview}{SPILL_SEPARATOR}{notice}" if preview else notice
-    if estimate_content([{"type": "text", "text": replaced}]) > max_inline_tokens:
-        return None
-    return replaced
-
-
-def _take_units(text: str, units: int) -> str:
-    """The longest prefix of ``text`` within ``units`` UTF-16 code units."""
-    used = 0
-    for index, char in enumerate(text):
-        used += 2 if ord(char) > 0xFFFF else 1
-        if used > units:
-            return text[:index]
-    return text
 
 
 # --- helpers ----------------------------------------------------------------------------------------

@@ -23,8 +23,6 @@ from spec.compaction import (
     derive_compaction_lifecycle,
     derive_retain_ratio,
     derive_shadowed_token_count,
-    derive_spill_preview,
-    derive_spill_text,
     derive_summarization_messages,
     derive_summary_blocks,
     find_active_compaction,
@@ -39,15 +37,14 @@ from spec.compaction import (
     resolve_compact_spec,
     resolve_target_policy,
     select_compactable_range,
-    should_spill,
     validate_compaction_inactive,
     validate_compaction_policy,
-    validate_max_inline_tokens,
     validate_summary_smaller,
     validate_surface_stable,
 )
 from spec.json import FrozenList
 from spec.pairing import is_balanced_after, is_balanced_before
+from spec.spill import derive_spill_preview, derive_spill_text, should_spill, validate_max_inline_tokens
 from spec.surface import derive_messages, fold_surface
 from spec.tokens import estimate_content, price_surface, utf16_length
 

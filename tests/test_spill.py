@@ -18,9 +18,8 @@ from reference.powerloss import PowerLossFileSystem
 from reference.spill import DirectorySpillStore, MemorySpillStore, SpillPolicy, encode_spill_text
 from shrink_builders import Conversation, assert_log_clean, data_of, new_session
 from spec.codes import Code, SpecError
-from spec.compaction import SPILL_RETRIEVAL_HINT
 from spec.json import JsonValue
-from spec.spill import derive_spill_file_name, derive_spill_session_dir, is_spill_candidate
+from spec.spill import SPILL_RETRIEVAL_HINT, derive_spill_file_name, derive_spill_session_dir, is_spill_candidate
 from spec.tokens import estimate_content
 
 
