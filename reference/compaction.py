@@ -35,25 +35,31 @@ from dataclasses import dataclass
 from typing import Final, Literal, Protocol, TypeVar
 
 from reference.session import Session
-from spec.bracket import MANUAL_FAILURE_TEXT, Stage, derive_error_chain, derive_manual_outcome, should_flush_after_close
+from spec.bracket import (
+    MANUAL_FAILURE_TEXT,
+    Stage,
+    derive_compaction_end,
+    derive_compaction_lifecycle,
+    derive_error_chain,
+    derive_manual_outcome,
+    plan_compaction_owner,
+    should_flush_after_close,
+    validate_compaction_inactive,
+)
 from spec.codes import Code, SpecError, reject
 from spec.compaction import (
     CompactionPolicy,
     CompactionRegion,
     SummarizerOutput,
     derive_checkpoint_message,
-    derive_compaction_end,
-    derive_compaction_lifecycle,
     derive_shadowed_token_count,
     derive_summarization_messages,
     derive_summary_blocks,
     frame_summary,
-    plan_compaction_owner,
     plan_compaction_region,
     plan_summary_replacement,
     resolve_compact_spec,
     select_compactable_range,
-    validate_compaction_inactive,
     validate_summary_smaller,
     validate_surface_stable,
 )

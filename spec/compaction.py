@@ -2,9 +2,9 @@
 
 Summary compaction is lossy and comes last: a head-anchored, balanced span of the surface is
 replaced by one ``user/message`` checkpoint holding a model-written summary. The log brackets the
-attempt with ``compaction/start`` ... ``compaction/end``; an unmatched start is the durable lock.
-Everything here decides; the transaction that appends lives in the reference implementation.
-Spill, the lossless step that comes first, is :mod:`spec.spill`.
+attempt with ``compaction/start`` ... ``compaction/end``, whose rules (the durable lock among them)
+are :mod:`spec.bracket`. Everything here decides; the transaction that appends lives in the
+reference implementation. Spill, the lossless step that comes first, is :mod:`spec.spill`.
 """
 
 from __future__ import annotations
@@ -15,17 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Final
 
 from spec.codes import Code, SpecError, reject
-from spec.events import (
-    COMPACTION_END,
-    COMPACTION_START,
-    END_SEED,
-    TURN_END,
-    TURN_START,
-    Event,
-    Message,
-    derive_event_message,
-    event_data,
-)
+from spec.events import Event, Message, derive_event_message
 from spec.json import FrozenDict, FrozenList, JsonValue, is_safe_integer, js_text, snapshot_json
 from spec.pairing import derive_cut_balance
 from spec.surface import ReplaceOp, plan_replace
@@ -234,110 +224,6 @@ def plan_compaction_region(nodes: Sequence[int], events: Sequence[Event], start:
             f"compactRegion: end seq {end} is not a balanced boundary (would split a step, or the step is still open)",
         )
     return CompactionRegion(start=start, end=end, first=first, last=last, shadowed=tuple(nodes[first : last + 1]))
-
-
-# --- the durable lock (notes §4.4) -----------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class CompactionEntryState:
-    """What a compaction needs to know about the log before it starts."""
-
-    latest_end_seed_seq: int | None
-    unmatched_start: Event | None
-    open_turn: int | None
-
-
-def derive_compaction_entry_state(events: Sequence[Event]) -> CompactionEntryState:
-    """``inspectCompactionEntryState``, three facts read from the newest relevant events: the seq of
-    the newest ``session/end-seed``; the newest of ``compaction/start``/``compaction/end`` if it is a
-    start (an unmatched start); the newest of ``turn/start``/``turn/end`` if it is a start, as its
-    ``data.turn`` (notes §4.4). A turn/start whose turn is not a safe integer counts as no open turn
-    (a project choice)."""
-    end_seed: int | None = None
-    bracket: Event | None = None
-    turn: Event | None = None
-    seen_bracket = seen_turn = False
-    for index in range(len(events) - 1, -1, -1):
-        event = events[index]
-        kind = event.get("type")
-        if kind == END_SEED and end_seed is None:
-            end_seed = index
-        elif kind in (COMPACTION_START, COMPACTION_END) and not seen_bracket:
-            seen_bracket, bracket = True, event
-        elif kind in (TURN_START, TURN_END) and not seen_turn:
-            seen_turn, turn = True, event
-        if end_seed is not None and seen_bracket and seen_turn:
-            break
-    unmatched = bracket if bracket is not None and bracket.get("type") == COMPACTION_START else None
-    open_turn: int | None = None
-    if turn is not None and turn.get("type") == TURN_START:
-        number = event_data(turn).get("turn")
-        open_turn = int(number) if is_safe_integer(number) else None  # type: ignore[arg-type]
-    return CompactionEntryState(latest_end_seed_seq=end_seed, unmatched_start=unmatched, open_turn=open_turn)
-
-
-def find_active_compaction(events: Sequence[Event]) -> Event | None:
-    """The live lock: the unmatched ``compaction/start``, unless a newer ``session/end-seed`` makes
-    it a stale orphan of an earlier process lifecycle, which never blocks (notes §4.4)."""
-    state = derive_compaction_entry_state(events)
-    start = state.unmatched_start
-    if start is None:
-        return None
-    start_seq = start.get("seq")
-    if state.latest_end_seed_seq is not None and is_safe_integer(start_seq) and state.latest_end_seed_seq > start_seq:  # type: ignore[operator]
-        return None
-    return start
-
-
-def is_compaction_busy(events: Sequence[Event]) -> bool:
-    """Is a compaction in flight: is there a live unmatched ``compaction/start`` (notes §4.4)?"""
-    return find_active_compaction(events) is not None
-
-
-def validate_compaction_inactive(events: Sequence[Event], stage: str = "compaction") -> None:
-    """A compaction may start only when none is live (notes §4.4). ``stage`` names the caller:
-    ``compaction`` in the transaction, ``automatic pressure compaction`` for the pre-check."""
-    if is_compaction_busy(events):
-        raise reject(
-            Code.COMPACTION_BUSY, f"{stage}: compaction already in progress; the session compaction lock is already active"
-        )
-
-
-def plan_compaction_owner(events: Sequence[Event], manual: bool) -> int | None:
-    """The turn that owns a new bracket: a manual compaction runs between turns and owns none
-    (``turn: null``); an automatic one runs inside the open turn and is owned by it (notes §4.5
-    step 4)."""
-    open_turn = derive_compaction_entry_state(events).open_turn
-    if manual:
-        if open_turn is not None:
-            raise reject(Code.COMPACTION_BUSY, "manual compaction: the session already has an open turn")
-        return None
-    if open_turn is None:
-        raise reject(
-            Code.COMPACTION_NO_OPEN_TURN,
-            "compactRegion: no open turn — automatic compaction events must be enclosed in a turn",
-        )
-    return open_turn
-
-
-def derive_compaction_lifecycle(compaction_id: str, turn: int | None, source_command_id: str | None = None) -> FrozenDict:
-    """The data of ``compaction/start``, and of a successful ``compaction/end``:
-    ``{compactionId, sourceCommandId?, turn}`` (notes §4.2)."""
-    lifecycle: dict[str, JsonValue] = {"compactionId": compaction_id}
-    if source_command_id is not None:
-        lifecycle["sourceCommandId"] = source_command_id
-    lifecycle["turn"] = turn
-    return _frozen_object(lifecycle)
-
-
-def derive_compaction_end(lifecycle: Mapping[str, JsonValue], error: str | None = None) -> FrozenDict:
-    """The data of ``compaction/end``: the start's lifecycle, plus ``error`` on a failed attempt
-    (notes §4.2, §4.5 step 7)."""
-    data = dict(lifecycle)
-    if error is not None:
-        data["error"] = error
-    return _frozen_object(data)
 
 
 # --- the checkpoint (notes §4.2, §4.3, §4.5, §4.8) -------------------------------------------------

@@ -10,6 +10,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from spec.bracket import (
+    derive_compaction_end,
+    derive_compaction_lifecycle,
+    find_active_compaction,
+    is_compaction_busy,
+    plan_compaction_owner,
+    validate_compaction_inactive,
+)
 from spec.codes import Code, SpecError
 from spec.compaction import (
     CHECKPOINT_PREAMBLE,
@@ -19,25 +27,19 @@ from spec.compaction import (
     SummarizerOutput,
     derive_checkpoint_message,
     derive_checkpoint_source,
-    derive_compaction_end,
-    derive_compaction_lifecycle,
     derive_retain_ratio,
     derive_shadowed_token_count,
     derive_summarization_messages,
     derive_summary_blocks,
-    find_active_compaction,
     frame_summary,
     is_compact_checkpoint_source,
-    is_compaction_busy,
     is_summary_smaller,
     is_surface_stable,
-    plan_compaction_owner,
     plan_compaction_region,
     plan_summary_replacement,
     resolve_compact_spec,
     resolve_target_policy,
     select_compactable_range,
-    validate_compaction_inactive,
     validate_compaction_policy,
     validate_summary_smaller,
     validate_surface_stable,
