@@ -2,8 +2,9 @@
 run on a live :class:`reference.session.Session` (SPEC-DECISIONS D8;
 notes/dsh-compaction-projection §4-§9).
 
-Every decision is a call into ``spec`` (``spec.compaction``, ``spec.prune``, ``spec.pressure``,
-``spec.bracket``); this module adds the appends, the summarizer call, cancellation and timeouts.
+Every decision is a call into ``spec`` (``spec.compaction``, ``spec.summary``, ``spec.bracket``,
+``spec.prune``, ``spec.pressure``); this module adds the appends, the summarizer call, cancellation
+and timeouts.
 
 - :func:`prune_session` cuts the middle out of oversized tool results: per result one
   ``compaction/prune`` then, at once, a single-node ``tool/result`` replace. A second pass finds
@@ -50,17 +51,9 @@ from spec.codes import Code, SpecError, reject
 from spec.compaction import (
     CompactionPolicy,
     CompactionRegion,
-    SummarizerOutput,
-    derive_checkpoint_message,
-    derive_shadowed_token_count,
-    derive_summarization_messages,
-    derive_summary_blocks,
-    frame_summary,
     plan_compaction_region,
-    plan_summary_replacement,
     resolve_compact_spec,
     select_compactable_range,
-    validate_summary_smaller,
     validate_surface_stable,
 )
 from spec.events import COMPACTION_END, COMPACTION_PRUNE, COMPACTION_START, COMPACTION_SUMMARY, TOOL_RESULT, USER_MESSAGE, Message
@@ -79,6 +72,16 @@ from spec.pressure import (
     validate_prune_in_turn,
 )
 from spec.prune import PruneConfig, plan_prune_events
+from spec.summary import (
+    SummarizerOutput,
+    derive_checkpoint_message,
+    derive_shadowed_token_count,
+    derive_summarization_messages,
+    derive_summary_blocks,
+    frame_summary,
+    plan_summary_replacement,
+    validate_summary_smaller,
+)
 from spec.tokens import estimate_content, price_surface
 
 log = logging.getLogger(__name__)
@@ -209,7 +212,7 @@ def summarizer_output_from_model(
     usage: JsonValue = None,
 ) -> SummarizerOutput:
     """Turn a model's answer into a summarizer output: only its text blocks become the summary (an
-    image or an empty answer is refused by ``spec.compaction.derive_summary_blocks``), and the raw
+    image or an empty answer is refused by ``spec.summary.derive_summary_blocks``), and the raw
     blocks are kept as provenance of one model call (notes §4.8)."""
     frozen_raw = snapshot_json(list(raw_output))
     frozen_usage = snapshot_json(usage) if usage is not None else None

@@ -11,12 +11,12 @@ from collections.abc import Callable
 from reference.compaction import AbortSignal, SummaryRequest
 from reference.session import Session
 from reference.store import SessionStore
-from spec.header import plan_header_record
-from spec.session import create_session_state
 from spec.checker import check_log
-from spec.compaction import SummarizerOutput
 from spec.events import Event
+from spec.header import plan_header_record
 from spec.json import FrozenList, snapshot_json
+from spec.session import create_session_state
+from spec.summary import SummarizerOutput
 
 
 class Conversation:

@@ -38,13 +38,14 @@ from shrink_builders import (
 from spec.bracket import classify_manual_failure, derive_error_chain, derive_manual_outcome, should_flush_after_close
 from spec.checker import check_log
 from spec.codes import Code, SpecError
-from spec.compaction import CompactionPolicy, SummarizerOutput
+from spec.compaction import CompactionPolicy
 from spec.events import COMPACTION_END, COMPACTION_START, COMPACTION_SUMMARY, Event
 from spec.json import FrozenList
 from spec.pairing import derive_cut_balance
 from spec.pressure import derive_context_tokens, is_under_pressure, validate_pressure_relieved
 from spec.prune import PruneConfig
 from spec.repair import fold_repair_scan
+from spec.summary import SummarizerOutput
 from spec.surface import derive_messages, fold_surface
 from spec.tokens import price_surface
 

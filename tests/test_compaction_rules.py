@@ -20,33 +20,35 @@ from spec.bracket import (
 )
 from spec.codes import Code, SpecError
 from spec.compaction import (
-    CHECKPOINT_PREAMBLE,
     CompactionPolicy,
     CompactionRegion,
     CompactSpec,
+    derive_retain_ratio,
+    is_surface_stable,
+    plan_compaction_region,
+    resolve_compact_spec,
+    resolve_target_policy,
+    select_compactable_range,
+    validate_compaction_policy,
+    validate_surface_stable,
+)
+from spec.json import FrozenList
+from spec.pairing import is_balanced_after, is_balanced_before
+from spec.spill import derive_spill_preview, derive_spill_text, should_spill, validate_max_inline_tokens
+from spec.summary import (
+    CHECKPOINT_PREAMBLE,
     SummarizerOutput,
     derive_checkpoint_message,
     derive_checkpoint_source,
-    derive_retain_ratio,
     derive_shadowed_token_count,
     derive_summarization_messages,
     derive_summary_blocks,
     frame_summary,
     is_compact_checkpoint_source,
     is_summary_smaller,
-    is_surface_stable,
-    plan_compaction_region,
     plan_summary_replacement,
-    resolve_compact_spec,
-    resolve_target_policy,
-    select_compactable_range,
-    validate_compaction_policy,
     validate_summary_smaller,
-    validate_surface_stable,
 )
-from spec.json import FrozenList
-from spec.pairing import is_balanced_after, is_balanced_before
-from spec.spill import derive_spill_preview, derive_spill_text, should_spill, validate_max_inline_tokens
 from spec.surface import derive_messages, fold_surface
 from spec.tokens import estimate_content, price_surface, utf16_length
 
