@@ -24,7 +24,8 @@ from conformance.model import ModelStore, derive_model_key
 from conformance.report import CaseResult, Options
 from conformance.runner import register_check
 from conformance.subject import Subject
-from spec.checker import check_closers, check_header_lineage, check_log
+from spec.checker import check_log
+from spec.checker_lineage import check_closers, check_header_lineage
 from spec.events import ASSISTANT_MESSAGE, TOOL_RESULT, TURN_START, USER_MESSAGE, tool_call_ids_of
 from spec.repair import derive_closers
 from spec.session import SessionState

@@ -17,9 +17,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from conftest import shared_dir
-from spec.checker import CORE_RULES, RELATIONAL_RULES, RULES, Violation, check_log
+from spec.checker import CORE_RULES, RELATIONAL_RULES, RULES, check_log
 from spec.repair import TOOL_NOT_STARTED, derive_closers
 from spec.surface import fold_surface
+from spec.violation import Violation
 
 Spec = tuple[str, Any, dict[str, Any]]
 
