@@ -12,6 +12,10 @@ For a subject with the ``crash-seam`` capability (storage on a simulated power-l
   n the workload reaches: the request that meets the fault must answer ``STORAGE_IO``, and after a
   power cut nothing flushed before it is lost.
 
+- **damage** — the workload runs to the end, the power is cut, and ``damage`` flips a byte in the
+  middle of the longest log: ``read`` and ``resume`` must answer ``CORRUPT_LOG``, and once the
+  byte is flipped back the log must read as before (damage that is not a tail is never cut off).
+
 After each cut every session is read back (D3 items 1-3; a torn tail is never corruption, item 5),
 resumed (item 6: closers, then the end-seed rule), and the power cut once more, keeping nothing:
 the log must now read exactly as the resume repaired it (item 4).
@@ -42,6 +46,8 @@ from conformance.d3 import (
     check_d3_2_prefix,
     check_d3_3_flushed_kept,
     check_d3_4_clean_reopen,
+    check_d3_5_corruption_reported,
+    check_d3_5_damage_undone,
     check_d3_5_no_false_corruption,
     check_d3_6_closers,
 )
@@ -107,6 +113,7 @@ class CrashOutcome:
     boundaries: int = 0
     byte_cuts: int = 0
     faults: int = 0
+    damages: int = 0
     kills: int = 0
     failures: list[CrashCase] = field(default_factory=list)
     seconds: float = 0.0
@@ -320,6 +327,59 @@ def run_fault_injection(subject: Any, workload: Sequence[Request], compressed: b
             _record(outcome, name, check_after_power_cut(run, "none", retry_storage_io=True))
 
 
+def run_damage_check(subject: Any, workload: Sequence[Request], compressed: bool, outcome: CrashOutcome) -> None:
+    """D3 item 5, the half a crash cannot test: the workload runs to the end, the power is cut,
+    and ``damage`` flips a byte in the middle of the longest log (the subject's default offset).
+    Then ``read`` and ``resume`` must both answer ``CORRUPT_LOG``; a second ``damage`` at the same
+    offset restores the byte, and the log must read exactly as before and resume with its closers
+    (a subject that cut the damage off as if it were a torn tail would have lost the events after
+    it)."""
+    label = "zstd" if compressed else "plain"
+    name = f"{label}: a byte flipped in the middle of a durable log"
+    driver = _start(subject, compressed)
+    _replay(driver, workload, ())
+    driver.crash("none")
+    session_id = max(driver.model.stored, key=lambda key: len(driver.model.stored[key].events))
+    before = driver.raw("read", id=session_id)
+    if not before.ok:
+        _record(outcome, name, (f"read {session_id} before the damage answered {before.error_code}",))
+        return
+    events = before.result.get("events", []) if isinstance(before.result, dict) else []
+    damaged = driver.raw("damage", id=session_id)
+    offset = damaged.result.get("offset") if damaged.ok and isinstance(damaged.result, dict) else None
+    if not isinstance(offset, int):
+        _record(outcome, name, (f"damage {session_id} answered {damaged.error_code or canonical_text(damaged.result)[:200]}",))
+        return
+    outcome.damages += 1
+    name += f" (byte {offset} of {session_id})"
+    problems = [
+        *check_d3_5_corruption_reported("read", _code(driver.raw("read", id=session_id))),
+        *check_d3_5_corruption_reported("resume", _code(driver.raw("resume", id=session_id))),
+    ]
+    restored = driver.raw("damage", id=session_id, offset=offset)
+    if not restored.ok:
+        problems.append(f"D3.5: damage {session_id} at offset {offset}, undoing the first, answered {restored.error_code}: was the log cut back?")
+        _record(outcome, name, problems)
+        return
+    after = driver.raw("read", id=session_id)
+    seen = after.result.get("events", []) if after.ok and isinstance(after.result, dict) else []
+    if not after.ok:
+        problems.append(f"D3.5: with the damaged byte restored, read answered {after.error_code}")
+    else:
+        problems += check_d3_5_damage_undone(seen, events)
+    resumed = driver.raw("resume", id=session_id)
+    if not resumed.ok:
+        problems.append(f"D3.5: with the damaged byte restored, resume answered {resumed.error_code}")
+    elif not problems:
+        shown = resumed.result.get("events", []) if isinstance(resumed.result, dict) else []
+        problems += check_d3_6_closers(shown, driver.model.stored[session_id].events, driver.model.now)
+    _record(outcome, name, problems)
+
+
+def _code(answer: Any) -> str | None:
+    return None if answer.ok else str(answer.error_code)
+
+
 def _record(outcome: CrashOutcome, name: str, problems: Sequence[str]) -> None:
     outcome.points += 1
     if problems:
@@ -339,6 +399,7 @@ def run_crash_checks(
     try:
         for compressed in compressions:
             try:
+                run_damage_check(subject, workload, compressed, outcome)
                 run_boundary_crashes(subject, workload, compressed, outcome, every_byte)
                 run_fault_injection(subject, workload, compressed, outcome)
             except Mismatch as error:
@@ -521,8 +582,11 @@ def summarise_crash_outcome(outcome: CrashOutcome, how: str) -> list[CaseResult]
     """One case per D3 item (failed when any crash point broke it, with the first points that did),
     and one for disagreements that are not about D3 (a workload request answered unexpectedly)."""
     counts = f"{outcome.points} crash points"
-    if outcome.boundaries or outcome.byte_cuts or outcome.faults:
-        counts += f": {outcome.boundaries} op boundaries, {outcome.byte_cuts} byte cuts, {outcome.faults} injected faults"
+    if outcome.boundaries or outcome.byte_cuts or outcome.faults or outcome.damages:
+        counts += (
+            f": {outcome.boundaries} op boundaries, {outcome.byte_cuts} byte cuts, {outcome.faults} injected faults, "
+            f"{outcome.damages} damaged middles"
+        )
     if outcome.kills:
         counts += f": {outcome.kills} SIGKILLs"
     by_item: dict[str, list[str]] = {item: [] for item in (*D3_ITEMS, OTHER)}
@@ -563,5 +627,5 @@ register_check("crash", check_crash)
 
 __all__ = [
     "CrashCase", "CrashOutcome", "check_after_power_cut", "check_crash", "count_mutations", "run_boundary_crashes",
-    "run_crash_checks", "run_fault_injection", "run_kill_check", "standard_workload", "summarise_crash_outcome",
+    "run_crash_checks", "run_damage_check", "run_fault_injection", "run_kill_check", "standard_workload", "summarise_crash_outcome",
 ]  # fmt: skip

@@ -71,11 +71,22 @@ def check_d3_5_no_false_corruption(code: str | None) -> tuple[str, ...]:
     return ()
 
 
-def check_d3_5_corruption_reported(code: str | None) -> tuple[str, ...]:
-    """D3 item 5: damage in the middle of a log is a corrupt-log error, not a silent repair. (The
-    protocol has no op that damages a stored log yet, so the crash family cannot use this.)"""
+def check_d3_5_corruption_reported(op: str, code: str | None) -> tuple[str, ...]:
+    """D3 item 5: damage in the middle of a log is a corrupt-log error, not a silent repair: ``op``
+    (a ``read`` or a ``resume`` of a log the crash seam's ``damage`` changed) answered ``code``."""
     if code != "CORRUPT_LOG":
-        return (f"D3.5: a log damaged before its tail reopened with {code or 'success'} instead of CORRUPT_LOG",)
+        return (f"D3.5: {op} of a log damaged before its tail answered {code or 'success'} instead of CORRUPT_LOG",)
+    return ()
+
+
+def check_d3_5_damage_undone(events_after: Sequence[JsonValue], events_before: Sequence[JsonValue]) -> tuple[str, ...]:
+    """D3 item 5, the other half of "never silent loss": once the damaged byte is restored, the log
+    reads exactly as before the damage, so meeting the damage changed nothing on storage."""
+    if [canonical_text(event) for event in events_after] != [canonical_text(event) for event in events_before]:
+        return (
+            f"D3.5: with the damaged byte restored the log reads {len(events_after)} events, expected the "
+            f"{len(events_before)} it held before the damage: meeting the damage changed the stored log",
+        )
     return ()
 
 

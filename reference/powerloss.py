@@ -296,6 +296,15 @@ class PowerLossFileSystem:
             raise ValueError("only a failing append can leave a written prefix")
         self._faults.append(_Fault(op, errno, after, written))
 
+    def rot_byte(self, path: str, offset: int) -> None:
+        """Bit rot: the byte at ``offset`` of the file becomes its complement (``b ^ 0xFF``), in
+        what a reader sees and, where that byte is durable, in what a crash keeps. The disk did
+        it, not a writer: it is not a mutating call and no fault or armed crash sees it."""
+        file = self._file(path)
+        if not 0 <= offset < len(file.data):
+            raise ValueError(f"offset {offset} is outside {path} ({len(file.data)} bytes)")
+        file.data[offset] ^= 0xFF
+
     # --- FileSystem: reading ---
     def read_bytes(self, path: str) -> bytes:
         self._enter("read_bytes", path)

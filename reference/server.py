@@ -35,7 +35,7 @@ from reference.store import SessionStore
 from spec.checker import check_log
 from spec.chunk_rows import decode_storage_record
 from spec.codes import Code, SpecError, reject
-from spec.framing import decode_jsonl_log
+from spec.framing import decode_jsonl_log, scan_zstd_frames, split_jsonl
 from spec.header import validate_header
 from spec.json import JsonObject, JsonValue, decode_json_text, encode_json_text, is_safe_integer
 from spec.legacy import upgrade_v0_records
@@ -331,6 +331,7 @@ class ReferenceSubject:
         "arm_crash": "op_arm_crash",
         "fail_next": "op_fail_next",
         "ops": "op_ops",
+        "damage": "op_damage",
         "call": "op_call",
     }
     pure_functions: ClassVar[Mapping[str, PureFunction]] = PURE_FUNCTIONS
@@ -495,6 +496,24 @@ class ReferenceSubject:
     def op_ops(self, args: Args) -> JsonValue:
         return self._crash_fs().inner.mutation_count
 
+    def op_damage(self, args: Args) -> JsonValue:
+        fs = self._crash_fs()
+        session_id = args.session_id()
+        path = self.persistence.locate(session_id) if isinstance(self.persistence, FileStore) else None
+        if path is None:
+            raise BadRequest(f'session "{session_id}" has no stored log to damage')
+        if args.optional("offset") is ABSENT:
+            offset = plan_damage_offset(fs.inner.read_bytes(path), path.endswith(".zstd"))
+            if offset is None:
+                raise BadRequest(f'the log of "{session_id}" has no middle: it needs two event units after its header')
+        else:
+            offset = args.count("offset")
+        try:
+            fs.inner.rot_byte(path, offset)
+        except ValueError as error:
+            raise BadRequest(str(error)) from None
+        return {"path": path, "offset": offset}
+
     # --- pure functions -------------------------------------------------------------------------
 
     def op_call(self, args: Args) -> JsonValue:
@@ -525,6 +544,20 @@ class ReferenceSubject:
         if self.fs is None:
             raise BadRequest("crash ops need reset with storage 'file'")
         return self.fs
+
+
+def plan_damage_offset(data: bytes, compressed: bool) -> int | None:
+    """The byte ``damage`` flips when no offset is given (conformance/PROTOCOL.md): the middle
+    byte, ``start + length // 2``, of the log's second unit (its second line, newline counted, or
+    its second zstd frame), provided a third complete unit follows it; ``None`` otherwise."""
+    if compressed:
+        units = [(frame.offset, frame.length) for frame in scan_zstd_frames(data).frames]
+    else:
+        units = [(line.offset, line.end - line.offset) for line in split_jsonl(data).lines]
+    if len(units) < 3:
+        return None
+    start, length = units[1]
+    return start + length // 2
 
 
 def _error(rid: JsonValue, code: str, message: str) -> dict[str, JsonValue]:

@@ -13,6 +13,7 @@ never leaks into another subject.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from types import ModuleType
@@ -465,6 +466,48 @@ class ReportsTornTailAsCorrupt(MutantSubject):
     rule = "D3.5"
 
 
+def _parse_as_far_as_it_reads(data: bytes, compressed: bool) -> Any:
+    """The reference's parse, but a log that does not read is cut back to its longest prefix that
+    does, as if everything from the damage on were a torn tail."""
+    parse = _STRICT_PARSE
+    try:
+        return parse(data, compressed)
+    except SpecError as error:
+        if error.code != Code.CORRUPT_LOG:
+            raise
+        failure = error
+    for end in range(len(data) - 1, 0, -1):
+        try:
+            stored = parse(data[:end], compressed)
+        except SpecError:
+            continue
+        cut = end if stored.truncate_to is None else min(end, stored.truncate_to)
+        return dataclasses.replace(stored, truncate_to=cut)
+    raise failure
+
+
+_STRICT_PARSE = filestore_module.parse_log_bytes
+
+
+class _DamageCutOffStore(FileStore):
+    def read(self, session_id: str) -> Any:
+        with swapped(filestore_module, "parse_log_bytes", _parse_as_far_as_it_reads):
+            return super().read(session_id)
+
+    def _open_locked(self, session_id: str, path: str, lock: Any) -> Any:
+        with swapped(filestore_module, "parse_log_bytes", _parse_as_far_as_it_reads):
+            return super()._open_locked(session_id, path, lock)
+
+
+class TruncatesDamageThatIsNotATail(MutantSubject):
+    """Treats a damaged middle of a log as a torn tail and cuts the log back to before it, losing
+    every event after the damage (SPEC-DECISIONS D3 item 5: damage that is not a tail is a
+    corrupt-log error, never silent loss)."""
+
+    file_store_class = _DamageCutOffStore
+    rule = "D3.5"
+
+
 # --- durability -------------------------------------------------------------------------------------
 
 
@@ -516,6 +559,7 @@ BROKEN_SUBJECTS: tuple[type[MutantSubject], ...] = (
     ClosersOmitCompactionEnd,
     LeavesTornTailOnDisk,
     ReportsTornTailAsCorrupt,
+    TruncatesDamageThatIsNotATail,
     AcknowledgesFlushBeforeFsync,
     IgnoresFailedFsync,
 )

@@ -14,6 +14,7 @@ from conformance.d3 import (
     check_d3_3_flushed_kept,
     check_d3_4_clean_reopen,
     check_d3_5_corruption_reported,
+    check_d3_5_damage_undone,
     check_d3_5_no_false_corruption,
     check_d3_6_closers,
 )
@@ -93,7 +94,9 @@ HEADER: Any = {"version": 4, "id": "s"}
         (lambda: check_d3_3_flushed_kept([], 1), "D3.3"),
         (lambda: check_d3_4_clean_reopen([], EVENTS), "D3.4"),
         (lambda: check_d3_5_no_false_corruption("CORRUPT_LOG"), "D3.5"),
-        (lambda: check_d3_5_corruption_reported(None), "D3.5"),
+        (lambda: check_d3_5_corruption_reported("resume", None), "D3.5"),
+        (lambda: check_d3_5_corruption_reported("read", "INTERNAL"), "D3.5"),
+        (lambda: check_d3_5_damage_undone([], EVENTS), "D3.5"),
         (lambda: check_d3_6_closers(EVENTS, EVENTS, 1), "D3.6"),
     ],
 )
@@ -108,6 +111,8 @@ def test_the_d3_checks_pass_a_log_repaired_as_the_spec_says() -> None:
     assert check_d3_6_closers(resumed, EVENTS, 9) == ()
     assert check_d3_2_prefix(EVENTS, closed) == ()
     assert check_d3_1_header(False, None, HEADER, False) == ()
+    assert check_d3_5_corruption_reported("read", "CORRUPT_LOG") == ()
+    assert check_d3_5_damage_undone(list(EVENTS), EVENTS) == ()
 
 
 def test_the_exhaustive_checker_counts_distinct_states_and_passes_the_reference() -> None:
