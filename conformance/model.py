@@ -1,16 +1,24 @@
 """The spec-side model of a whole store: what a conforming subject must answer to each protocol op.
 
 A :class:`ModelStore` holds the live sessions (each a ``spec.session.SessionState`` plus how many
-of its events are durable), the durable logs of a storage subject, and the clock. Each ``model_*``
-function is a pure transition mirroring one op of ``conformance/PROTOCOL.md``: it returns the next
-model and the :class:`Expected` answer (a result, or an error code). Every decision is a call into
-``spec``; this module only wires the calls together in the order a store makes them.
+of its events are durable), the durable logs of a storage subject, the clock, the id counter and
+the armed storage faults. Each ``model_*`` function is a pure transition mirroring one op of
+``conformance/PROTOCOL.md``: it returns the next model and the :class:`Expected` answer (a result,
+or an error code). Every decision is a call into ``spec``; this module only wires the calls
+together in the order a store makes them. It is the suite's one model: the machine, the
+exhaustive checker and the crash checks drive it beside a subject, and
+:class:`conformance.oracle.SpecOracle` answers the protocol with it to generate the vectors.
 
 Resume, in the model: the durable log, then ``spec.repair.derive_closers`` (durable at once, as
 D3 item 6 says), then ``session/end-seed`` unless the log already ends with one (not yet durable).
 A crash loses every live session and keeps the durable logs; what a power cut may keep *beyond*
 them (an unsynced tail) is not determined, so the suite observes it and calls
 :func:`model_adopt_durable` after checking that it is admissible.
+
+Faults: ``fail_next`` with ``after`` 0 arms a fault; the next flush, close or resume that has
+bytes to write fails with ``STORAGE_IO``, spending the fault and changing nothing durable. The
+byte-level crash ops (``unsynced``, ``arm_crash``, ``ops``, ``damage``, a partial ``keep``) depend
+on an implementation's bytes and are not modelled.
 """
 
 from __future__ import annotations
@@ -30,6 +38,9 @@ from spec.repair import derive_closers
 from spec.session import ABSENT, SessionState, append_event, create_session_state, derive_session_messages, plan_session_id
 
 STORAGE_KINDS: Final = ("none", "memory", "file")
+FS_OPS: Final = ("write", "fsync")
+ERRNOS: Final = ("EIO", "ENOSPC")
+UNSUPPORTED_OP: Final = "UNSUPPORTED_OP"  # a protocol code: the model does not say what a subject answers
 
 
 @dataclass(frozen=True)
@@ -71,13 +82,15 @@ class DurableLog:
 @dataclass(frozen=True)
 class ModelStore:
     """The whole store. ``stored`` holds only published logs (a session is on storage from its first
-    flush on); ``minted`` is the counter the reference uses for ids it mints."""
+    flush on); ``minted`` is the store's counter for the ids it mints; ``faults`` are the armed
+    ``fail_next`` filesystem operations, oldest first."""
 
     storage: str = "none"
     now: int = 0
     live: Mapping[str, LiveSession] = field(default_factory=dict)
     stored: Mapping[str, DurableLog] = field(default_factory=dict)
     minted: int = 0
+    faults: tuple[str, ...] = ()
 
     @property
     def has_storage(self) -> bool:
@@ -122,15 +135,15 @@ def derive_model_key(model: ModelStore) -> str:
         for session_id, entry in model.live.items()
     }
     stored = {session_id: [log.header, list(log.events)] for session_id, log in model.stored.items()}
-    return canonical_text([model.storage, model.now, model.minted, live, stored])
+    return canonical_text([model.storage, model.now, model.minted, live, stored, list(model.faults)])
 
 
 # --- transitions ---------------------------------------------------------------------------------
 
 
 def model_reset(model: ModelStore, storage: str = "none") -> Step:
-    """Forget every session; with storage, start from an empty store. The clock is kept."""
-    return ModelStore(storage=storage, now=model.now), accepted(None)
+    """Forget every session; with storage, start from an empty store; the clock is back at 0."""
+    return ModelStore(storage=storage), accepted(None)
 
 
 def model_clock(model: ModelStore, now: int) -> Step:
@@ -203,21 +216,21 @@ def model_state(model: ModelStore, session_id: object) -> Step:
 
 def model_flush(model: ModelStore, session_id: object) -> Step:
     """The durability barrier: every event of the session becomes durable; the first flush
-    publishes the header with them."""
+    publishes the header with them. A flush with nothing to write cannot meet a fault."""
     entry = model.live.get(session_id) if isinstance(session_id, str) else None
     if entry is None:
         return model, rejected(Code.SESSION_NOT_FOUND)
-    return _flushed(model, str(session_id), entry), accepted(None)
+    return _flushed(model, str(session_id), entry)
 
 
 def model_close(model: ModelStore, session_id: object) -> Step:
-    """Flush, then the session is no longer live."""
+    """The session is no longer live, then it is flushed: a close whose flush fails has still
+    released the session."""
     entry = model.live.get(session_id) if isinstance(session_id, str) else None
     if entry is None:
         return model, rejected(Code.SESSION_NOT_FOUND)
-    model = _flushed(model, str(session_id), entry)
     live = {key: value for key, value in model.live.items() if key != session_id}
-    return replace(model, live=live), accepted(None)
+    return _flushed(replace(model, live=live), str(session_id), entry)
 
 
 def model_resume(model: ModelStore, session_id: object) -> Step:
@@ -237,6 +250,10 @@ def model_resume(model: ModelStore, session_id: object) -> Step:
         state = derive_resumed_state(session_id, log.header, log.events, model.now)
     except SpecError as error:
         return model, rejected(error.code)
+    if len(durable) > len(log.events):  # the closers are written before the resume returns
+        model, failed = _spend_fault(model)
+        if failed is not None:
+            return model, failed
     stored = {**model.stored, session_id: DurableLog(log.header, durable)}
     live = {**model.live, session_id: LiveSession(state, flushed=len(durable))}
     return replace(model, live=live, stored=stored), accepted(derive_state_view(state))
@@ -264,9 +281,19 @@ def validate_durable_log(model: ModelStore, session_id: str, events: Sequence[Ev
 
 
 def model_crash(model: ModelStore) -> Step:
-    """Power loss: every live session is gone, the durable logs stay. A crash may keep more than
-    what was flushed; see :func:`is_admissible_after_crash` and :func:`model_adopt_durable`."""
-    return replace(model, live={}), accepted(None)
+    """Power loss: every live session is gone, the durable logs stay, armed faults are forgotten
+    and the restarted store counts the ids it mints afresh. A crash may keep more than what was
+    flushed; the suite checks what it kept and calls :func:`model_adopt_durable`."""
+    return replace(model, live={}, minted=0, faults=()), accepted(None)
+
+
+def model_fail_next(model: ModelStore, fs_op: object, errno: object, after: object = 0) -> Step:
+    """Arm a fault on the next write or fsync (only ``after`` 0 is modelled)."""
+    if fs_op not in FS_OPS or errno not in ERRNOS:
+        return model, rejected("BAD_REQUEST")
+    if after != 0:
+        return model, rejected(UNSUPPORTED_OP)
+    return replace(model, faults=(*model.faults, str(fs_op))), accepted(None)
 
 
 def model_adopt_durable(model: ModelStore, session_id: str, log: DurableLog | None) -> ModelStore:
@@ -298,7 +325,7 @@ OPS: Final[Mapping[str, Callable[..., Step]]] = {
     "reset": lambda model, storage="none", compressed=True: model_reset(model, storage),
     "clock": lambda model, now: model_clock(model, now),
     "create": lambda model, id=ABSENT, seed=ABSENT, meta=ABSENT: model_create(model, id, seed, meta),
-    "append": lambda model, id, type, data, surfaceOp=ABSENT, sourceEventSeqs=ABSENT: model_append(
+    "append": lambda model, id, type=ABSENT, data=ABSENT, surfaceOp=ABSENT, sourceEventSeqs=ABSENT: model_append(
         model, id, type, data, surfaceOp, sourceEventSeqs
     ),
     "fork": lambda model, source, boundary=ABSENT, child=ABSENT: model_fork(model, source, boundary, child),
@@ -307,7 +334,8 @@ OPS: Final[Mapping[str, Callable[..., Step]]] = {
     "close": lambda model, id: model_close(model, id),
     "resume": lambda model, id: model_resume(model, id),
     "read": lambda model, id: model_read(model, id),
-    "crash": lambda model, keep="none": model_crash(model),
+    "crash": lambda model, keep="none": model_crash(model) if keep in ("none", "all") else (model, rejected(UNSUPPORTED_OP)),
+    "fail_next": lambda model, fsOp=None, errno=None, after=0: model_fail_next(model, fsOp, errno, after),
 }
 
 
@@ -319,13 +347,29 @@ def model_request(model: ModelStore, op: str, **args: object) -> Step:
 # --- internals -----------------------------------------------------------------------------------
 
 
-def _flushed(model: ModelStore, session_id: str, entry: LiveSession) -> ModelStore:
+def _flushed(model: ModelStore, session_id: str, entry: LiveSession) -> Step:
+    """``entry``'s events made durable (and the session published), unless an armed fault fails
+    the write; a live session keeps its new durable count."""
     if not model.has_storage:
-        return model
+        return model, accepted(None)
     state = entry.state
+    if session_id in model.stored and entry.flushed == len(state.events):
+        return model, accepted(None)  # nothing to write
+    model, failed = _spend_fault(model)
+    if failed is not None:
+        return model, failed
     stored = {**model.stored, session_id: DurableLog(state.header, state.events)}
-    live = {**model.live, session_id: replace(entry, flushed=len(state.events))}
-    return replace(model, live=live, stored=stored)
+    live = dict(model.live)
+    if session_id in live:
+        live[session_id] = replace(entry, flushed=len(state.events))
+    return replace(model, live=live, stored=stored), accepted(None)
+
+
+def _spend_fault(model: ModelStore) -> tuple[ModelStore, Expected | None]:
+    """A write (then an fsync) is about to happen: an armed fault, if any, fails it and is spent."""
+    if not model.faults:
+        return model, None
+    return replace(model, faults=model.faults[1:]), rejected(Code.STORAGE_IO)
 
 
 def _mint(model: ModelStore) -> tuple[str, int]:
