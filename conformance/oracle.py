@@ -4,7 +4,7 @@
 thin protocol front over :mod:`conformance.model` (the same model the machine, the exhaustive
 checker and the crash checks drive beside a subject): it checks the requests the way a subject
 must (``BAD_REQUEST`` for arguments no rule judges), hands each modelled op to
-:func:`conformance.model.model_request`, answers ``call`` with :mod:`conformance.pure`, and
+:func:`conformance.model.model_request`, answers ``call`` with :data:`spec.wire.WIRE_FUNCTIONS`, and
 answers ``UNSUPPORTED_OP`` for what the model does not decide (the byte-level crash ops).
 It imports nothing from ``reference``.
 """
@@ -16,9 +16,9 @@ from collections.abc import Mapping
 from typing import Final
 
 from conformance.model import OPS, ModelStore, model_request
-from conformance.pure import BadInput, UnknownFunction, call_pure
 from spec.codes import SpecError
 from spec.json import JsonObject, JsonValue, is_safe_integer
+from spec.wire import WIRE_FUNCTIONS, WireInputError
 
 PROTOCOL_VERSION: Final = 1
 SESSION_ARGUMENTS: Final = {"append": ("id",), "state": ("id",), "flush": ("id",), "close": ("id",), "resume": ("id",), "read": ("id",), "fork": ("source",)}
@@ -94,11 +94,12 @@ def _call(args: JsonObject) -> JsonValue:
     function, inputs = args.get("function"), args.get("input")
     if not isinstance(function, str) or not isinstance(inputs, dict):
         raise _Refused("BAD_REQUEST", "call needs a function name and an input object")
+    adapter = WIRE_FUNCTIONS.get(function)
+    if adapter is None:
+        raise _Refused("UNSUPPORTED_OP", f"unknown pure function {function!r}")
     try:
-        return call_pure(function, inputs)
-    except UnknownFunction as error:
-        raise _Refused("UNSUPPORTED_OP", str(error)) from None
-    except BadInput as error:
+        return adapter(inputs)
+    except WireInputError as error:
         raise _Refused("BAD_REQUEST", str(error)) from None
     except SpecError as error:
         raise _Refused(str(error.code), error.message) from None
