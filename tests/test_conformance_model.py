@@ -18,6 +18,7 @@ from conformance.d3 import (
     check_d3_5_no_false_corruption,
     check_d3_6_closers,
 )
+from conformance.driver import Driver
 from conformance.exhaustive import run_exhaustive
 from conformance.machine import machine_settings
 from conformance.model import ModelStore, canonical_text, derive_model_key, model_crash, model_request
@@ -67,6 +68,37 @@ def test_a_session_never_flushed_is_not_found_after_a_crash_in_the_model() -> No
     model, _ = model_crash(model)
     _, expected = model_request(model, "resume", id="s")
     assert expected.code == "SESSION_NOT_FOUND"
+
+
+def beside_the_reference(*requests: tuple[str, dict[str, Any]]) -> None:
+    """Drive the model and the reference side by side; the Driver raises on any disagreement."""
+    driver = Driver(InProcessSubject(ReferenceSubject()))
+    for op, args in requests:
+        driver.step(op, **args)
+
+
+def test_a_reset_puts_the_clock_back_at_zero_in_the_model_as_in_the_reference() -> None:
+    beside_the_reference(("clock", {"now": 7}), ("reset", {"storage": "memory"}), ("create", {}))
+
+
+def test_a_store_restarted_by_a_crash_counts_minted_ids_afresh_in_the_model_as_in_the_reference() -> None:
+    beside_the_reference(("reset", {"storage": "file"}), ("create", {}), ("crash", {}), ("create", {}))
+
+
+def test_an_armed_fault_fails_the_next_flush_with_bytes_to_write_and_is_spent() -> None:
+    model, _ = drive(ModelStore(storage="file"), ("create", {"id": "s"}), ("flush", {"id": "s"}))
+    model, _ = model_request(model, "fail_next", fsOp="write", errno="EIO")
+    model, nothing_to_write = model_request(model, "flush", id="s")
+    model, _ = model_request(model, "append", id="s", type="todo/write", data={})
+    model, failed = model_request(model, "flush", id="s")
+    _, retried = model_request(model, "flush", id="s")
+    assert (nothing_to_write.ok, failed.code, retried.ok) == (True, "STORAGE_IO", True)
+
+
+def test_a_close_whose_flush_fails_still_releases_the_session_in_the_model() -> None:
+    model, _ = drive(ModelStore(storage="file"), ("create", {"id": "s"}), ("fail_next", {"fsOp": "fsync", "errno": "EIO"}))
+    model, closed = model_request(model, "close", id="s")
+    assert closed.code == "STORAGE_IO" and "s" not in model.live and "s" not in model.stored
 
 
 def test_the_model_key_tells_apart_states_that_differ_only_in_what_is_durable() -> None:
