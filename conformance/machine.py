@@ -134,7 +134,7 @@ def run_machine(subject: Any, capabilities: Sequence[str], profile: str | None =
     started = time.perf_counter()
     failure: str | None = None
     try:
-        run_state_machine_as_test(machine, settings=machine_settings(profile or profile_name()))  # type: ignore[no-untyped-call]
+        run_state_machine_as_test(machine, settings=machine_settings(profile or profile_name()))  # type: ignore[no-untyped-call,unused-ignore]
     except Exception as error:  # noqa: BLE001 - any escape is the subject's failure, reported whole
         notes = "\n".join(getattr(error, "__notes__", ()))
         failure = f"{type(error).__name__}: {error}\n{notes}".strip()
