@@ -25,7 +25,7 @@ import zstandard
 
 from reference.fs import FileSystem, LockHandle, RealFileSystem
 from reference.persistence.api import OpenReport, SessionStat, StoredLog
-from reference.persistence.common import validate_batch
+from reference.persistence.common import BufferedLogHandle
 from spec.chunk_rows import decode_storage_record
 from spec.codes import Code, SpecError, reject
 from spec.events import Event
@@ -411,7 +411,7 @@ class FileStore:
             pass
 
 
-class FileLogHandle:
+class FileLogHandle(BufferedLogHandle):
     """The writer of one log file: buffers appends, writes one batch per flush."""
 
     def __init__(
@@ -424,40 +424,13 @@ class FileLogHandle:
         published: bool,
         report: OpenReport,
     ) -> None:
+        super().__init__(header, durable, report)
         self._store = store
         self.path = path
-        self._header = header
-        self._events: list[Event] = list(durable)
-        self._durable_count = len(durable)
-        self._lock: LockHandle | None = lock
+        self._lock = lock
         self._published = published
-        self._report = report
 
-    @property
-    def header(self) -> FrozenDict:
-        return self._header
-
-    @property
-    def report(self) -> OpenReport:
-        return self._report
-
-    @property
-    def durable_count(self) -> int:
-        return self._durable_count
-
-    def read(self) -> tuple[Event, ...]:
-        return tuple(self._events)
-
-    def append(self, events: Sequence[Event]) -> None:
-        if self._lock is None:
-            raise reject(Code.SESSION_CLOSED, f'session "{self._header["id"]}" is closed')
-        validate_batch(len(self._events), events)
-        self._events.extend(events)
-
-    def flush(self) -> None:
-        if self._lock is None:
-            return
-        pending = self._events[self._durable_count :]
+    def _write_pending(self, pending: Sequence[Event]) -> None:
         if not self._published:
             try:
                 self._store._publish(self.path, self._header, pending)
@@ -466,13 +439,6 @@ class FileLogHandle:
             self._published = True
         elif pending:
             self._store._append_batch(self.path, pending, self.path.endswith(".zstd"))
-        self._durable_count = len(self._events)
 
-    def close(self) -> None:
-        if self._lock is None:
-            return
-        try:
-            self.flush()
-        finally:
-            self._store.fs.unlock(self._lock)
-            self._lock = None
+    def _release(self) -> None:
+        self._store.fs.unlock(self._lock)

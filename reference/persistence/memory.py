@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from reference.persistence.api import OpenReport, SessionStat, StoredLog
-from reference.persistence.common import validate_batch
+from reference.persistence.common import BufferedLogHandle
 from spec.codes import Code, reject
 from spec.events import Event
 from spec.header import HEADER_FORMAT_VERSION
@@ -82,45 +82,16 @@ class MemoryPersistence:
         self._writers.discard(session_id)
 
 
-class MemoryLogHandle:
+class MemoryLogHandle(BufferedLogHandle):
     def __init__(self, owner: MemoryPersistence, header: FrozenDict, durable: tuple[Event, ...], report: OpenReport) -> None:
+        super().__init__(header, durable, report)
         self._owner = owner
-        self._header = header
-        self._events: list[Event] = list(durable)
-        self._durable_count = len(durable)
         self._published = bool(durable) or str(header["id"]) in owner._stored
-        self._closed = False
-        self._report = report
 
-    @property
-    def header(self) -> FrozenDict:
-        return self._header
-
-    @property
-    def report(self) -> OpenReport:
-        return self._report
-
-    def read(self) -> tuple[Event, ...]:
-        return tuple(self._events)
-
-    def append(self, events: Sequence[Event]) -> None:
-        if self._closed:
-            raise reject(Code.SESSION_CLOSED, f'session "{self._header["id"]}" is closed')
-        validate_batch(len(self._events), events)
-        self._events.extend(events)
-
-    def flush(self) -> None:
-        if self._closed:
-            return
-        pending = self._events[self._durable_count :]
+    def _write_pending(self, pending: Sequence[Event]) -> None:
         if pending or not self._published:
             self._owner._commit(self._header, pending)
             self._published = True
-        self._durable_count = len(self._events)
 
-    def close(self) -> None:
-        if self._closed:
-            return
-        self.flush()
-        self._closed = True
+    def _release(self) -> None:
         self._owner._release(str(self._header["id"]))
