@@ -326,10 +326,12 @@ def test_the_bracket_stays_paired_when_the_summarizer_times_out() -> None:
     session = new_session()
     long_conversation(session, turns=3)
     release = threading.Event()
+    started = threading.Event()
     seen: list[AbortSignal] = []
 
     def stuck(request: SummaryRequest, signal: AbortSignal) -> None:
         seen.append(signal)
+        started.set()
         release.wait(30)
 
     mark = session.seq
@@ -338,6 +340,7 @@ def test_the_bracket_stays_paired_when_the_summarizer_times_out() -> None:
             engine(ScriptedSummarizer(stuck), summary_timeout=0.05).compact_now(session)
     finally:
         release.set()
+    started.wait(30)  # on a loaded machine the summarizer's thread may start after the timeout
     assert caught.value.code == Code.COMPACTION_SUMMARY_FAILED
     assert isinstance(caught.value.__cause__, SpecError) and caught.value.__cause__.code == Code.COMPACTION_SUMMARY_TIMEOUT
     assert seen[0].aborted
