@@ -51,7 +51,12 @@ def test_a_subject_that_does_not_answer_in_time_is_stopped() -> None:
 
 
 def test_a_subject_is_started_again_after_it_died() -> None:
-    code = "import sys, json; line = sys.stdin.readline(); print(json.dumps({'rid': json.loads(line)['rid'], 'ok': True, 'result': 1}), flush=True)"
+    # It answers one request, then dies while reading the next: deterministic, whatever the timing.
+    code = (
+        "import sys, json; line = sys.stdin.readline(); "
+        "print(json.dumps({'rid': json.loads(line)['rid'], 'ok': True, 'result': 1}), flush=True); "
+        "sys.stdin.readline(); sys.exit(0)"
+    )
     subject = python_subject(code)
     assert subject.request("hello").result == 1
     with pytest.raises(SubjectError):
