@@ -1078,10 +1078,11 @@ def storage_cases() -> Iterator[Case | PureCase]:
         storage="file",
     )  # fmt: skip
     yield case(
-        f, "a close that hits a storage failure answers STORAGE_IO and releases the session; what was flushed survives", io,
+        f, "a close that hits a storage failure answers STORAGE_IO and keeps the session live; a retried close writes it", io,
         [
             ok("create", id="s"), append_user(), ok("flush", id="s"), append_assistant(),
-            ok("fail_next", fsOp="fsync", errno="EIO"), fails(Code.STORAGE_IO, "close", id="s"), gone(), ok("resume", id="s"),
+            ok("fail_next", fsOp="fsync", errno="EIO"), fails(Code.STORAGE_IO, "close", id="s"), ok("state", id="s"),
+            ok("close", id="s"), gone(), ok("resume", id="s"),
         ],
         storage="file",
     )  # fmt: skip

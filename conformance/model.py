@@ -224,13 +224,16 @@ def model_flush(model: ModelStore, session_id: object) -> Step:
 
 
 def model_close(model: ModelStore, session_id: object) -> Step:
-    """The session is no longer live, then it is flushed: a close whose flush fails has still
-    released the session."""
+    """The session is flushed, then no longer live: a close whose flush fails leaves the session
+    live, so nothing it buffered is dropped and the close can be retried."""
     entry = model.live.get(session_id) if isinstance(session_id, str) else None
     if entry is None:
         return model, rejected(Code.SESSION_NOT_FOUND)
+    model, expected = _flushed(model, str(session_id), entry)
+    if not expected.ok:
+        return model, expected
     live = {key: value for key, value in model.live.items() if key != session_id}
-    return _flushed(replace(model, live=live), str(session_id), entry)
+    return replace(model, live=live), expected
 
 
 def model_resume(model: ModelStore, session_id: object) -> Step:

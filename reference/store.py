@@ -36,7 +36,11 @@ class SessionStore:
         return list(self._live.values())
 
     def close(self, session_id: str) -> None:
-        """Flush and release a live session (its writer lock too). Unknown ids are ignored."""
+        """Flush and release a live session (its writer lock too). Unknown ids are ignored. A flush
+        that fails raises and leaves the session live, so nothing buffered is dropped."""
+        pending = self._handles.get(session_id)
+        if pending is not None:
+            pending.flush()
         session = self._live.pop(session_id, None)
         handle = self._handles.pop(session_id, None)
         if session is not None:

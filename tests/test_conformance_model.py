@@ -95,10 +95,12 @@ def test_an_armed_fault_fails_the_next_flush_with_bytes_to_write_and_is_spent() 
     assert (nothing_to_write.ok, failed.code, retried.ok) == (True, "STORAGE_IO", True)
 
 
-def test_a_close_whose_flush_fails_still_releases_the_session_in_the_model() -> None:
+def test_a_close_whose_flush_fails_leaves_the_session_live_in_the_model_so_a_retry_can_publish_it() -> None:
     model, _ = drive(ModelStore(storage="file"), ("create", {"id": "s"}), ("fail_next", {"fsOp": "fsync", "errno": "EIO"}))
     model, closed = model_request(model, "close", id="s")
-    assert closed.code == "STORAGE_IO" and "s" not in model.live and "s" not in model.stored
+    assert closed.code == "STORAGE_IO" and "s" in model.live and "s" not in model.stored
+    model, retried = model_request(model, "close", id="s")
+    assert retried.ok and "s" not in model.live and "s" in model.stored
 
 
 def test_the_model_key_tells_apart_states_that_differ_only_in_what_is_durable() -> None:

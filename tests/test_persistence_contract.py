@@ -473,3 +473,29 @@ def test_list_returns_the_header_of_every_stored_session(backend: Backend) -> No
     first = write_session(backend.service, "a", interrupted_turn()[:1])
     second = write_session(backend.service, "b", interrupted_turn()[:1], cwd="/other")
     assert sorted(backend.restart().list(), key=lambda stored: str(stored["id"])) == [first, second]
+
+
+def test_a_close_whose_flush_fails_keeps_the_session_live_so_nothing_buffered_is_dropped() -> None:
+    import errno
+
+    from reference.persistence.filestore import FileStore
+    from reference.powerloss import PowerLossFileSystem
+    from reference.store import SessionStore
+    from spec.codes import Code, SpecError
+
+    disk = PowerLossFileSystem()
+    store = SessionStore(FileStore("/closing", fs=disk), clock=lambda: 1)
+    session = store.create("c")
+    session.append("turn/start", {"turn": 1})
+    session.flush()
+    session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
+    disk.fail_next("fsync", errno.EIO)
+    try:
+        store.close("c")
+    except SpecError as error:
+        assert error.code == Code.STORAGE_IO
+    else:
+        raise AssertionError("the failed flush must surface")
+    assert store.get("c") is session
+    store.close("c")
+    assert [event["type"] for event in FileStore("/closing", fs=disk).read("c").events] == ["turn/start", "turn/end"]
