@@ -22,10 +22,9 @@ from spec.checker import RULES, check_log
 from spec.codes import SpecError
 from spec.events import derive_event_message
 from spec.json import JsonValue
-from spec.storage import V0_PLAIN_NAME, V0_ZSTD_NAME, V4_PLAIN_NAME, V4_ZSTD_NAME
 from spec.surface import fold_surface
 
-LOG_FILE_NAMES = (V4_ZSTD_NAME, V4_PLAIN_NAME, V0_ZSTD_NAME, V0_PLAIN_NAME)
+LOG_FILE_SUFFIXES = (".jsonl", ".jsonl.zstd")  # every log name, v4 or v0, ends with one of these
 EXIT_OK, EXIT_VIOLATIONS, EXIT_UNREADABLE = 0, 1, 2
 
 
@@ -37,7 +36,7 @@ def find_logs(paths: Sequence[str]) -> Iterator[str]:
             continue
         for folder, _, files in sorted(os.walk(path)):
             for name in sorted(files):
-                if name in LOG_FILE_NAMES or name.endswith(".jsonl") or name.endswith(".jsonl.zstd"):
+                if name.endswith(LOG_FILE_SUFFIXES):
                     yield os.path.join(folder, name)
 
 

@@ -327,19 +327,16 @@ class FileStore:
         report = OpenReport(torn_bytes, len(loaded.recovered), len(closers))
         return FileLogHandle(self, path, loaded.header, stored + closers, lock, published=True, report=report)
 
-    def _batch_bytes(self, events: Sequence[Event], compressed: bool) -> bytes:
-        plaintext = encode_lines(events)
-        return compress_frame(plaintext) if compressed else plaintext
-
-    def _header_bytes(self, header: FrozenDict, compressed: bool) -> bytes:
-        plaintext = encode_lines([encode_header_line(header)])
+    def _batch_bytes(self, records: Sequence[JsonValue], compressed: bool) -> bytes:
+        """Records as one batch: JSONL lines, as one zstd frame when compressed."""
+        plaintext = encode_lines(records)
         return compress_frame(plaintext) if compressed else plaintext
 
     def _publish(self, path: str, header: FrozenDict, events: Sequence[Event]) -> None:
         """Whole-file publication: temp file, fsync, link to the final name (never overwriting),
         fsync the directory; the temp name is then removed."""
         compressed = path.endswith(".zstd")
-        data = self._header_bytes(header, compressed)
+        data = self._batch_bytes([encode_header_line(header)], compressed)
         if events:
             data += self._batch_bytes(events, compressed)
         self._ensure_dirs(_dirname(path))
