@@ -20,22 +20,50 @@ DEFAULT_JUNIT = Path("conformance-report.xml")
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m conformance", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m conformance",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     target = parser.add_mutually_exclusive_group(required=True)
-    target.add_argument("--subject", metavar="MODULE:FACTORY", help="a Python object with handle(request) -> response")
-    target.add_argument("--stdio", metavar="COMMAND", help="a process speaking the line protocol on stdin/stdout")
-    parser.add_argument("--junit", type=Path, default=DEFAULT_JUNIT, metavar="PATH", help=f"JUnit XML report (default: {DEFAULT_JUNIT})")
-    parser.add_argument("--families", nargs="+", metavar="FAMILY", help="run only these families (default: all)")
-    parser.add_argument("--profile", choices=PROFILES, default="ci", help="size of generated workloads (default: ci)")
-    parser.add_argument("--vectors", type=Path, metavar="DIR", help="vectors to run (default: the suite's own)")
-    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS", help="per-response timeout for --stdio")
+    target.add_argument(
+        "--subject", metavar="MODULE:FACTORY", help="a Python object with handle(request) -> response"
+    )
+    target.add_argument(
+        "--stdio", metavar="COMMAND", help="a process speaking the line protocol on stdin/stdout"
+    )
+    parser.add_argument(
+        "--junit",
+        type=Path,
+        default=DEFAULT_JUNIT,
+        metavar="PATH",
+        help=f"JUnit XML report (default: {DEFAULT_JUNIT})",
+    )
+    parser.add_argument(
+        "--families", nargs="+", metavar="FAMILY", help="run only these families (default: all)"
+    )
+    parser.add_argument(
+        "--profile", choices=PROFILES, default="ci", help="size of generated workloads (default: ci)"
+    )
+    parser.add_argument(
+        "--vectors", type=Path, metavar="DIR", help="vectors to run (default: the suite's own)"
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT,
+        metavar="SECONDS",
+        help="per-response timeout for --stdio",
+    )
     return parser.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     try:
-        subject: Subject = load_subject(args.subject) if args.subject else StdioSubject(args.stdio, timeout=args.timeout)
+        subject: Subject = (
+            load_subject(args.subject) if args.subject else StdioSubject(args.stdio, timeout=args.timeout)
+        )
     except (ImportError, AttributeError, TypeError, ValueError) as error:
         print(f"conformance: cannot load subject {args.subject!r}: {error}", file=sys.stderr)
         return 2
@@ -45,7 +73,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"subject: {name} (capabilities: {', '.join(sorted(capabilities))})")
         except SubjectError as error:
             print(f"subject: not answering hello ({error})")
-        options = Options(profile=args.profile, families=frozenset(args.families) if args.families else None, vectors_dir=args.vectors)
+        options = Options(
+            profile=args.profile,
+            families=frozenset(args.families) if args.families else None,
+            vectors_dir=args.vectors,
+        )
         results = run_suite(subject, options)
     finally:
         subject.close()

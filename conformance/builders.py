@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from spec.json import JsonObject, JsonValue
+from spec.log.json import JsonObject, JsonValue
 
 PROVIDER: Final = "suite"
 MODEL: Final = "model-1"
@@ -17,10 +17,17 @@ MODEL: Final = "model-1"
 
 def user_message(message_id: str, text: str = "hello", kind: str = "user") -> JsonObject:
     """A user/message payload: the message itself is the data."""
-    return {"id": message_id, "role": "user", "source": {"kind": kind}, "content": [{"type": "text", "text": text}]}
+    return {
+        "id": message_id,
+        "role": "user",
+        "source": {"kind": kind},
+        "content": [{"type": "text", "text": text}],
+    }
 
 
-def assistant_message(message_id: str, text: str | None = "ok", calls: tuple[str, ...] = (), turn: int = 1, step: int = 1) -> JsonObject:
+def assistant_message(
+    message_id: str, text: str | None = "ok", calls: tuple[str, ...] = (), turn: int = 1, step: int = 1
+) -> JsonObject:
     """An assistant/message payload announcing ``calls``; ``text=None`` and no calls gives empty
     content, a usage-only message that derives nothing."""
     content: list[JsonValue] = [] if text is None else [{"type": "text", "text": text}]
@@ -34,7 +41,9 @@ def assistant_message(message_id: str, text: str | None = "ok", calls: tuple[str
     return {"turn": turn, "step": step, "message": message}
 
 
-def tool_result(call_id: str, text: str = "result", is_error: bool = False, turn: int = 1, step: int = 1) -> JsonObject:
+def tool_result(
+    call_id: str, text: str = "result", is_error: bool = False, turn: int = 1, step: int = 1
+) -> JsonObject:
     """A tool/result payload answering ``call_id``."""
     block: JsonObject = {
         "type": "tool-result",
@@ -42,7 +51,12 @@ def tool_result(call_id: str, text: str = "result", is_error: bool = False, turn
         "isError": is_error,
         "content": [{"type": "text", "text": text}],
     }
-    message: JsonObject = {"id": f"r-{call_id}", "role": "user", "source": {"kind": "tool", "callId": call_id}, "content": [block]}
+    message: JsonObject = {
+        "id": f"r-{call_id}",
+        "role": "user",
+        "source": {"kind": "tool", "callId": call_id},
+        "content": [block],
+    }
     return {"turn": turn, "step": step, "message": message}
 
 
@@ -53,7 +67,12 @@ def rewritten_result(original: JsonValue, text: str, is_error: object = None) ->
         return original
     message = original.get("message")
     blocks = message.get("content") if isinstance(message, dict) else None
-    if not isinstance(message, dict) or not isinstance(blocks, list) or not blocks or not isinstance(blocks[0], dict):
+    if (
+        not isinstance(message, dict)
+        or not isinstance(blocks, list)
+        or not blocks
+        or not isinstance(blocks[0], dict)
+    ):
         return original
     block: JsonObject = {**blocks[0], "content": [{"type": "text", "text": text}]}
     if is_error is not None:

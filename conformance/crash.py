@@ -1,5 +1,5 @@
 """Crash injection: a storage workload cut short at every point a power loss can strike, each
-reopened log checked against SPEC-DECISIONS D3, item by item (:mod:`conformance.d3`).
+reopened log checked against SPEC-DECISIONS D3, item by item (:mod:`conformance.crash_rules`).
 
 For a subject with the ``crash-seam`` capability (storage on a simulated power-loss filesystem):
 
@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from conformance import builders as build
-from conformance.d3 import (
+from conformance.crash_rules import (
     D3_ITEMS,
     check_d3_1_header,
     check_d3_2_prefix,
@@ -52,12 +52,21 @@ from conformance.d3 import (
     check_d3_6_closers,
 )
 from conformance.driver import Driver, Mismatch, describe_request, find_mismatch
-from conformance.model import DurableLog, ModelStore, canonical_text, derive_resumed_durable, model_adopt_durable, model_crash, model_request
+from conformance.model import (
+    DurableLog,
+    ModelStore,
+    canonical_text,
+    derive_resumed_durable,
+    model_adopt_durable,
+    model_crash,
+    model_request,
+)
 from conformance.report import CaseResult, Options
 from conformance.runner import register_check
 from conformance.subject import StdioSubject, Subject
-from spec.events import ASSISTANT_MESSAGE, TOOL_CALL, TOOL_RESULT, TURN_START, USER_MESSAGE, Event
-from spec.json import FrozenDict, JsonValue, decode_json_text, encode_json_text
+from spec.format.json_text import decode_json_text, encode_json_text
+from spec.log.events import ASSISTANT_MESSAGE, TOOL_CALL, TOOL_RESULT, TURN_START, USER_MESSAGE, Event
+from spec.log.json import FrozenDict, JsonValue
 
 START_TIME: Final = 1_000  # ms
 CRASHED: Final = "CRASHED"
@@ -76,19 +85,51 @@ def standard_workload() -> tuple[Request, ...]:
     return (
         ("create", {"id": w, "meta": {"cwd": "/work/project"}}),
         ("append", {"id": w, "type": TURN_START, "data": build.turn_start(1)}),
-        ("append", {"id": w, "type": USER_MESSAGE, "data": build.user_message("u1", "read the file"), "surfaceOp": "append"}),
+        (
+            "append",
+            {
+                "id": w,
+                "type": USER_MESSAGE,
+                "data": build.user_message("u1", "read the file"),
+                "surfaceOp": "append",
+            },
+        ),
         ("flush", {"id": w}),
         ("append", {"id": w, "type": "step/start", "data": build.step_start(1, 1)}),
-        ("append", {"id": w, "type": ASSISTANT_MESSAGE, "data": build.assistant_message("a1", "reading", ("c1", "c2")), "surfaceOp": "append"}),
+        (
+            "append",
+            {
+                "id": w,
+                "type": ASSISTANT_MESSAGE,
+                "data": build.assistant_message("a1", "reading", ("c1", "c2")),
+                "surfaceOp": "append",
+            },
+        ),
         ("append", {"id": w, "type": TOOL_CALL, "data": build.tool_call("c1")}),
         ("flush", {"id": w}),
-        ("append", {"id": w, "type": TOOL_RESULT, "data": build.tool_result("c1", "contents"), "surfaceOp": "append", "sourceEventSeqs": [4]}),
+        (
+            "append",
+            {
+                "id": w,
+                "type": TOOL_RESULT,
+                "data": build.tool_result("c1", "contents"),
+                "surfaceOp": "append",
+                "sourceEventSeqs": [4],
+            },
+        ),
         ("append", {"id": w, "type": TOOL_CALL, "data": build.tool_call("c2")}),
         ("append", {"id": w, "type": "compaction/start", "data": build.compaction_start("k1", 1)}),
         ("flush", {"id": w}),
         ("create", {"id": "e", "seed": []}),
         ("flush", {"id": "e"}),
-        ("append", {"id": w, "type": "assistant/chunk", "data": {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": "x"}}}),
+        (
+            "append",
+            {
+                "id": w,
+                "type": "assistant/chunk",
+                "data": {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": "x"}},
+            },
+        ),
         ("flush", {"id": w}),
     )
 
@@ -163,7 +204,9 @@ def count_mutations(subject: Any, workload: Sequence[Request], compressed: bool)
     _replay(driver, workload, ())
     after = driver.raw("ops")
     if not (before.ok and after.ok and isinstance(before.result, int) and isinstance(after.result, int)):
-        raise Mismatch(f"the ops counter answered {before.error_code or before.result} / {after.error_code or after.result}")
+        raise Mismatch(
+            f"the ops counter answered {before.error_code or before.result} / {after.error_code or after.result}"
+        )
     return int(after.result) - int(before.result)
 
 
@@ -206,7 +249,10 @@ def check_after_power_cut(run: _Run, keep: Any, retry_storage_io: bool = False) 
         resumed = answer.result.get("events", []) if isinstance(answer.result, dict) else []
         problems += [f"{session_id}: {p}" for p in check_d3_6_closers(resumed, events, driver.model.now)]
         header = answer.result.get("header") if isinstance(answer.result, dict) else None
-        problems += [f"{session_id}: {p}" for p in check_d3_1_header(True, header, _header_of(in_flight, session_id), True)]
+        problems += [
+            f"{session_id}: {p}"
+            for p in check_d3_1_header(True, header, _header_of(in_flight, session_id), True)
+        ]
     if not survivors or problems:
         return tuple(problems)
     answer = driver.raw("crash", keep="none")
@@ -215,10 +261,14 @@ def check_after_power_cut(run: _Run, keep: Any, retry_storage_io: bool = False) 
     for session_id, events in survivors.items():
         answer = driver.raw("read", id=session_id)
         if not answer.ok:
-            problems.append(f"{session_id}: D3.4: after resume and another crash, read answered {answer.error_code}")
+            problems.append(
+                f"{session_id}: D3.4: after resume and another crash, read answered {answer.error_code}"
+            )
             continue
         seen = answer.result.get("events", []) if isinstance(answer.result, dict) else []
-        problems += [f"{session_id}: {p}" for p in check_d3_4_clean_reopen(seen, derive_resumed_durable(events))]
+        problems += [
+            f"{session_id}: {p}" for p in check_d3_4_clean_reopen(seen, derive_resumed_durable(events))
+        ]
     return tuple(problems)
 
 
@@ -230,23 +280,32 @@ def _header_of(model: ModelStore, session_id: str) -> FrozenDict | None:
     return log.header if log is not None else None
 
 
-def _read_back(driver: Driver, before: ModelStore, in_flight: ModelStore, session_id: str) -> tuple[bool, tuple[Event, ...], list[str]]:
+def _read_back(
+    driver: Driver, before: ModelStore, in_flight: ModelStore, session_id: str
+) -> tuple[bool, tuple[Event, ...], list[str]]:
     """Read one session after a cut: D3 items 1-3 against what was appended (the in-flight request
     included) and what completed flushes made durable (before it)."""
     entry = in_flight.live.get(session_id)
     log = before.stored.get(session_id)
-    appended: tuple[Event, ...] = entry.state.events if entry is not None else log.events if log is not None else ()
+    appended: tuple[Event, ...] = (
+        entry.state.events if entry is not None else log.events if log is not None else ()
+    )
     flushed = len(log.events) if log is not None else 0
     answer = driver.raw("read", id=session_id)
     if not answer.ok and answer.error_code != "SESSION_NOT_FOUND":
-        return False, (), [f"{session_id}: {p}" for p in check_d3_5_no_false_corruption(answer.error_code)] or [
-            f"{session_id}: read after the crash answered {answer.error_code}"
-        ]
+        return (
+            False,
+            (),
+            [f"{session_id}: {p}" for p in check_d3_5_no_false_corruption(answer.error_code)]
+            or [f"{session_id}: read after the crash answered {answer.error_code}"],
+        )
     found = bool(answer.ok)
     result = answer.result if found and isinstance(answer.result, dict) else {}
     events = result.get("events") if isinstance(result.get("events"), list) else []
     assert isinstance(events, list)
-    problems = list(check_d3_1_header(found, result.get("header"), _header_of(in_flight, session_id), log is not None))
+    problems = list(
+        check_d3_1_header(found, result.get("header"), _header_of(in_flight, session_id), log is not None)
+    )
     if found:
         problems += check_d3_2_prefix(events, appended) + check_d3_3_flushed_kept(events, flushed)
     return found, tuple(appended[: len(events)]), [f"{session_id}: {p}" for p in problems]
@@ -258,7 +317,11 @@ def _read_back(driver: Driver, before: ModelStore, in_flight: ModelStore, sessio
 def _unsynced(driver: Driver) -> list[tuple[str, int]]:
     answer = driver.raw("unsynced")
     files = answer.result if answer.ok and isinstance(answer.result, list) else []
-    return [(str(entry["path"]), int(entry["bytes"])) for entry in files if isinstance(entry, dict) and int(entry.get("bytes", 0)) > 0]
+    return [
+        (str(entry["path"]), int(entry["bytes"]))
+        for entry in files
+        if isinstance(entry, dict) and int(entry.get("bytes", 0)) > 0
+    ]
 
 
 def _armed_run(subject: Any, workload: Sequence[Request], compressed: bool, after: int) -> _Run:
@@ -270,7 +333,11 @@ def _armed_run(subject: Any, workload: Sequence[Request], compressed: bool, afte
 
 
 def run_boundary_crashes(
-    subject: Any, workload: Sequence[Request], compressed: bool, outcome: CrashOutcome, every_byte: bool = True
+    subject: Any,
+    workload: Sequence[Request],
+    compressed: bool,
+    outcome: CrashOutcome,
+    every_byte: bool = True,
 ) -> None:
     """A power cut at every mutating-op boundary of the workload (keeping nothing, then all that
     was written), and at every byte of whatever unsynced bytes that boundary leaves."""
@@ -278,12 +345,20 @@ def run_boundary_crashes(
     label = "zstd" if compressed else "plain"
     for after in range(total):
         probe = _armed_run(subject, workload, compressed, after)
-        stopped = "the end" if probe.stopped_at is None else f"request {probe.stopped_at} ({workload[probe.stopped_at][0]})"
+        stopped = (
+            "the end"
+            if probe.stopped_at is None
+            else f"request {probe.stopped_at} ({workload[probe.stopped_at][0]})"
+        )
         pending = _unsynced(probe.driver)
         outcome.boundaries += 1
         for keep in ("none", "all"):
             run = probe if keep == "none" else _armed_run(subject, workload, compressed, after)
-            _record(outcome, f"{label}: crash before mutating op {after + 1} of {total}, at {stopped}, keep {keep}", check_after_power_cut(run, keep))
+            _record(
+                outcome,
+                f"{label}: crash before mutating op {after + 1} of {total}, at {stopped}, keep {keep}",
+                check_after_power_cut(run, keep),
+            )
         if not every_byte:
             continue
         for position, (path, size) in enumerate(pending):
@@ -291,7 +366,11 @@ def run_boundary_crashes(
                 run = _armed_run(subject, workload, compressed, after)
                 files = _unsynced(run.driver)
                 if position >= len(files):
-                    _record(outcome, f"{label}: replay of op {after + 1}", ("the unsynced files differ between identical replays",))
+                    _record(
+                        outcome,
+                        f"{label}: replay of op {after + 1}",
+                        ("the unsynced files differ between identical replays",),
+                    )
                     break
                 outcome.byte_cuts += 1
                 keep_cut = {"path": files[position][0], "bytes": kept}
@@ -299,7 +378,9 @@ def run_boundary_crashes(
                 _record(outcome, name, check_after_power_cut(run, keep_cut))
 
 
-def run_fault_injection(subject: Any, workload: Sequence[Request], compressed: bool, outcome: CrashOutcome) -> None:
+def run_fault_injection(
+    subject: Any, workload: Sequence[Request], compressed: bool, outcome: CrashOutcome
+) -> None:
     """The n-th fsync fails (EIO), the n-th write fails (ENOSPC, EIO), for every n up to the
     number of mutating operations the workload makes: the request that meets the fault must
     answer ``STORAGE_IO``, and after a power cut nothing flushed before it is lost. A run in which
@@ -319,7 +400,9 @@ def run_fault_injection(subject: Any, workload: Sequence[Request], compressed: b
             try:
                 run = _replay(driver, workload, (STORAGE_IO,))
             except Mismatch as error:
-                _record(outcome, name, (f"the request that met the fault did not answer {STORAGE_IO}: {error}",))
+                _record(
+                    outcome, name, (f"the request that met the fault did not answer {STORAGE_IO}: {error}",)
+                )
                 continue
             if run.stopped_at is not None:
                 name += f" during request {run.stopped_at} ({workload[run.stopped_at][0]})"
@@ -327,7 +410,9 @@ def run_fault_injection(subject: Any, workload: Sequence[Request], compressed: b
             _record(outcome, name, check_after_power_cut(run, "none", retry_storage_io=True))
 
 
-def run_damage_check(subject: Any, workload: Sequence[Request], compressed: bool, outcome: CrashOutcome) -> None:
+def run_damage_check(
+    subject: Any, workload: Sequence[Request], compressed: bool, outcome: CrashOutcome
+) -> None:
     """D3 item 5, the half a crash cannot test: the workload runs to the end, the power is cut,
     and ``damage`` flips a byte in the middle of the longest log (the subject's default offset).
     Then ``read`` and ``resume`` must both answer ``CORRUPT_LOG``; a second ``damage`` at the same
@@ -348,7 +433,11 @@ def run_damage_check(subject: Any, workload: Sequence[Request], compressed: bool
     damaged = driver.raw("damage", id=session_id)
     offset = damaged.result.get("offset") if damaged.ok and isinstance(damaged.result, dict) else None
     if not isinstance(offset, int):
-        _record(outcome, name, (f"damage {session_id} answered {damaged.error_code or canonical_text(damaged.result)[:200]}",))
+        _record(
+            outcome,
+            name,
+            (f"damage {session_id} answered {damaged.error_code or canonical_text(damaged.result)[:200]}",),
+        )
         return
     outcome.damages += 1
     name += f" (byte {offset} of {session_id})"
@@ -358,7 +447,9 @@ def run_damage_check(subject: Any, workload: Sequence[Request], compressed: bool
     ]
     restored = driver.raw("damage", id=session_id, offset=offset)
     if not restored.ok:
-        problems.append(f"D3.5: damage {session_id} at offset {offset}, undoing the first, answered {restored.error_code}: was the log cut back?")
+        problems.append(
+            f"D3.5: damage {session_id} at offset {offset}, undoing the first, answered {restored.error_code}: was the log cut back?"
+        )
         _record(outcome, name, problems)
         return
     after = driver.raw("read", id=session_id)
@@ -389,7 +480,10 @@ def _record(outcome: CrashOutcome, name: str, problems: Sequence[str]) -> None:
 
 
 def run_crash_checks(
-    subject: Any, every_byte: bool = True, compressions: Sequence[bool] = (True, False), fail_fast: bool = False
+    subject: Any,
+    every_byte: bool = True,
+    compressions: Sequence[bool] = (True, False),
+    fail_fast: bool = False,
 ) -> CrashOutcome:
     """Every boundary, every byte and every fault of the standard workload, in each format
     (zstd-compressed and plain JSONL); with ``fail_fast``, up to the first failing point."""
@@ -403,7 +497,9 @@ def run_crash_checks(
                 run_boundary_crashes(subject, workload, compressed, outcome, every_byte)
                 run_fault_injection(subject, workload, compressed, outcome)
             except Mismatch as error:
-                _record(outcome, f"{'zstd' if compressed else 'plain'}: replaying the workload", (str(error),))
+                _record(
+                    outcome, f"{'zstd' if compressed else 'plain'}: replaying the workload", (str(error),)
+                )
     except _Enough:
         pass
     outcome.seconds = time.perf_counter() - started
@@ -460,7 +556,9 @@ class _Process:
                 self.kill()
 
 
-def run_kill_check(command: str, env: dict[str, str] | None = None, rounds: int = 6, seed: int = 0) -> CrashOutcome:
+def run_kill_check(
+    command: str, env: dict[str, str] | None = None, rounds: int = 6, seed: int = 0
+) -> CrashOutcome:
     """For each round: a fresh store, a seeded random run of appends and flushes, a SIGKILL while
     the k-th request is in flight (k random), a restart of the command, a resume. What the resume
     shows must keep every acknowledged flush (D3.3), be a prefix of what was appended (D3.2) and
@@ -488,7 +586,11 @@ def _kill_round(argv: Sequence[str], env: dict[str, str], generator: random.Rand
     model = ModelStore(storage="file")
     process = _Process(argv, env)
     try:
-        for op, args in (("reset", {"storage": "file"}), ("clock", {"now": START_TIME}), ("create", {"id": "k"})):
+        for op, args in (
+            ("reset", {"storage": "file"}),
+            ("clock", {"now": START_TIME}),
+            ("create", {"id": "k"}),
+        ):
             answer = process.request(op, **args)
             if answer.get("ok") is not True:
                 return (f"{op} answered {canonical_text(answer.get('error'))}",)
@@ -560,10 +662,22 @@ def _kill_plan(generator: random.Random) -> list[Request]:
             turn += 1
             plan.append(("append", {"id": "k", "type": TURN_START, "data": build.turn_start(turn)}))
         elif choice < 0.7:
-            plan.append(("append", {"id": "k", "type": USER_MESSAGE, "data": build.user_message(f"u{seq}", "x" * generator.randint(1, 4000)), "surfaceOp": "append"}))
+            plan.append(
+                (
+                    "append",
+                    {
+                        "id": "k",
+                        "type": USER_MESSAGE,
+                        "data": build.user_message(f"u{seq}", "x" * generator.randint(1, 4000)),
+                        "surfaceOp": "append",
+                    },
+                )
+            )
         else:
             data = build.assistant_message(f"a{seq}", "calling", (f"c{seq}",), max(turn, 1))
-            plan.append(("append", {"id": "k", "type": ASSISTANT_MESSAGE, "data": data, "surfaceOp": "append"}))
+            plan.append(
+                ("append", {"id": "k", "type": ASSISTANT_MESSAGE, "data": data, "surfaceOp": "append"})
+            )
         seq += 1
     return plan
 
@@ -626,6 +740,16 @@ def check_crash(subject: Subject, options: Options) -> list[CaseResult]:
 register_check("crash", check_crash)
 
 __all__ = [
-    "CrashCase", "CrashOutcome", "check_after_power_cut", "check_crash", "count_mutations", "run_boundary_crashes",
-    "run_crash_checks", "run_damage_check", "run_fault_injection", "run_kill_check", "standard_workload", "summarise_crash_outcome",
-]  # fmt: skip
+    "CrashCase",
+    "CrashOutcome",
+    "check_after_power_cut",
+    "check_crash",
+    "count_mutations",
+    "run_boundary_crashes",
+    "run_crash_checks",
+    "run_damage_check",
+    "run_fault_injection",
+    "run_kill_check",
+    "standard_workload",
+    "summarise_crash_outcome",
+]

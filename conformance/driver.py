@@ -9,9 +9,14 @@ subjects through it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
-from conformance.d3 import check_d3_1_header, check_d3_2_prefix, check_d3_3_flushed_kept, check_d3_5_no_false_corruption
+from conformance.crash_rules import (
+    check_d3_1_header,
+    check_d3_2_prefix,
+    check_d3_3_flushed_kept,
+    check_d3_5_no_false_corruption,
+)
 from conformance.model import (
     DurableLog,
     Expected,
@@ -22,31 +27,15 @@ from conformance.model import (
     model_request,
     model_state,
 )
-from spec.session import ABSENT
-
-
-class Answer(Protocol):
-    """A subject's response: ``ok`` with ``result``, or ``error_code`` (conformance.subject.Response)."""
-
-    @property
-    def ok(self) -> bool: ...
-
-    @property
-    def result(self) -> Any: ...
-
-    @property
-    def error_code(self) -> str | None: ...
-
-
-class SubjectLike(Protocol):
-    def request(self, op: str, **args: Any) -> Any: ...
+from conformance.subject import Response, Subject
+from spec.log.session import ABSENT
 
 
 class Mismatch(AssertionError):
     """The subject answered differently from the spec model."""
 
 
-def describe_answer(answer: Answer) -> str:
+def describe_answer(answer: Response) -> str:
     if answer.ok:
         return f"ok {canonical_text(answer.result)[:400]}"
     return f"error {answer.error_code}"
@@ -57,7 +46,7 @@ def describe_request(op: str, args: dict[str, Any]) -> str:
     return f"{op} {shown[:400]}"
 
 
-def find_mismatch(expected: Expected, answer: Answer) -> str | None:
+def find_mismatch(expected: Expected, answer: Response) -> str | None:
     """Why ``answer`` is not ``expected`` (codes compared, never messages), or ``None``."""
     if expected.ok != answer.ok:
         return f"expected {expected.describe()}, got {describe_answer(answer)}"
@@ -68,7 +57,7 @@ def find_mismatch(expected: Expected, answer: Answer) -> str | None:
     return None
 
 
-def send(subject: SubjectLike, op: str, **args: Any) -> Any:
+def send(subject: Subject, op: str, **args: Any) -> Any:
     """One request, with ``ABSENT`` arguments left out (absent is not ``null``)."""
     return subject.request(op, **{key: value for key, value in args.items() if value is not ABSENT})
 
@@ -77,7 +66,7 @@ def send(subject: SubjectLike, op: str, **args: Any) -> Any:
 class Driver:
     """A subject, the model it must match, and how many requests went by."""
 
-    subject: SubjectLike
+    subject: Subject
     model: ModelStore = field(default_factory=ModelStore)
     requests: int = 0
 

@@ -24,12 +24,12 @@ from conformance.model import ModelStore, derive_model_key
 from conformance.report import CaseResult, Options
 from conformance.runner import register_check
 from conformance.subject import Subject
-from spec.checker import check_log
-from spec.checker_lineage import check_closers, check_header_lineage
-from spec.events import ASSISTANT_MESSAGE, TOOL_RESULT, TURN_START, USER_MESSAGE, tool_call_ids_of
-from spec.repair import derive_closers
-from spec.session import SessionState
-from spec.surface import fold_surface
+from spec.checks.lineage import check_closers, check_header_lineage
+from spec.checks.log import check_log
+from spec.lineage.repair import derive_closers
+from spec.log.events import ASSISTANT_MESSAGE, TOOL_RESULT, TURN_START, USER_MESSAGE, tool_call_ids_of
+from spec.log.session import SessionState
+from spec.log.surface import fold_surface
 
 SESSION: Final = "s"
 CHILD: Final = "f"
@@ -82,7 +82,12 @@ def _user(model: ModelStore) -> Sequence[Request]:
 def _assistant_call(model: ModelStore) -> Sequence[Request]:
     state = _state(model)
     seq = len(state.events) if state else 0
-    return _append(model, ASSISTANT_MESSAGE, build.assistant_message(f"a{seq}", "calling", (f"c{seq}",)), surfaceOp="append")
+    return _append(
+        model,
+        ASSISTANT_MESSAGE,
+        build.assistant_message(f"a{seq}", "calling", (f"c{seq}",)),
+        surfaceOp="append",
+    )
 
 
 def _result(model: ModelStore) -> Sequence[Request]:
@@ -94,7 +99,12 @@ def _result(model: ModelStore) -> Sequence[Request]:
         if event.get("type") == ASSISTANT_MESSAGE and isinstance(event.get("data"), dict)
         for call in tool_call_ids_of(event["data"].get("message"))  # type: ignore[union-attr]
     ]
-    return _append(model, TOOL_RESULT, build.tool_result(calls[-1] if calls else "c-none", "a long tool output"), surfaceOp="append")
+    return _append(
+        model,
+        TOOL_RESULT,
+        build.tool_result(calls[-1] if calls else "c-none", "a long tool output"),
+        surfaceOp="append",
+    )
 
 
 def _turn_start(model: ModelStore) -> Sequence[Request]:
@@ -115,7 +125,9 @@ def _summary(model: ModelStore) -> Sequence[Request]:
     nodes = list(state.surface.nodes) if state else []
     span = nodes[:2] if nodes else [0]
     data = build.user_message(f"summary-{len(state.events) if state else 0}", "summary", kind="compact")
-    return _append(model, USER_MESSAGE, data, surfaceOp=build.replace_op(span[0], span[-1]), sourceEventSeqs=span)
+    return _append(
+        model, USER_MESSAGE, data, surfaceOp=build.replace_op(span[0], span[-1]), sourceEventSeqs=span
+    )
 
 
 def _prune(model: ModelStore) -> Sequence[Request]:
@@ -124,9 +136,15 @@ def _prune(model: ModelStore) -> Sequence[Request]:
     nodes = list(state.surface.nodes) if state else []
     results = [node for node in nodes if state is not None and state.events[node].get("type") == TOOL_RESULT]
     target = results[-1] if results else (nodes[-1] if nodes else 0)
-    original = state.events[target]["data"] if state is not None and target < len(state.events) else build.tool_result("c-none")
+    original = (
+        state.events[target]["data"]
+        if state is not None and target < len(state.events)
+        else build.tool_result("c-none")
+    )
     data = build.rewritten_result(original, "[pruned]")
-    return _append(model, TOOL_RESULT, data, surfaceOp=build.replace_op(target, target), sourceEventSeqs=[target])
+    return _append(
+        model, TOOL_RESULT, data, surfaceOp=build.replace_op(target, target), sourceEventSeqs=[target]
+    )
 
 
 def _fork(model: ModelStore) -> Sequence[Request]:
@@ -258,7 +276,7 @@ def run_exhaustive(subject: Any, capabilities: Sequence[str], depth: int) -> Exh
                     _check_reached(cursor)
                     next_frontier.append((*path, index))
             frontier = next_frontier
-    except (Mismatch, Exception) as error:  # noqa: BLE001 - any escape is the subject's failure
+    except (Mismatch, Exception) as error:
         steps = " -> ".join(letters[index].name for index in attempt)
         failure = f"after [{steps}]:\n{type(error).__name__}: {error}"
     return ExhaustiveOutcome(
@@ -301,4 +319,11 @@ def check_exhaustive(subject: Subject, options: Options) -> list[CaseResult]:
 
 register_check("exhaustive", check_exhaustive)
 
-__all__ = ["ExhaustiveOutcome", "Letter", "alphabet_for", "check_exhaustive", "check_state_invariants", "run_exhaustive"]
+__all__ = [
+    "ExhaustiveOutcome",
+    "Letter",
+    "alphabet_for",
+    "check_exhaustive",
+    "check_state_invariants",
+    "run_exhaustive",
+]

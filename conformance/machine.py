@@ -22,14 +22,21 @@ from typing import Any, Final
 
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule, run_state_machine_as_test
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
 
 from conformance import builders as build
 from conformance.driver import Driver
 from conformance.report import CaseResult, Options
 from conformance.runner import register_check
 from conformance.subject import Subject
-from spec.events import (
+from spec.log.events import (
     ASSISTANT_MESSAGE,
     END_SEED,
     STEP_START,
@@ -40,8 +47,8 @@ from spec.events import (
     Event,
     tool_call_ids_of,
 )
-from spec.json import JsonValue, thaw_json
-from spec.session import ABSENT, SessionState
+from spec.log.json import JsonValue, thaw_json
+from spec.log.session import ABSENT, SessionState
 
 POOL: Final = ("s0", "s1", "s2")
 START_TIME: Final = 1_000  # ms: the clock the machine starts every run at
@@ -54,17 +61,56 @@ MACHINE_PROFILES: Final = {
 }
 
 LOG_ONLY_KINDS: Final = (
-    "turn/start", "turn/start", "turn/end", "step/start", "step/start", "step/end", "tool/call", "assistant/chunk",
-    "todo/write", "compaction/start", "compaction/end", "session/end-seed", "unknown/kind",
-)  # fmt: skip
+    "turn/start",
+    "turn/start",
+    "turn/end",
+    "step/start",
+    "step/start",
+    "step/end",
+    "tool/call",
+    "assistant/chunk",
+    "todo/write",
+    "compaction/start",
+    "compaction/end",
+    "session/end-seed",
+    "unknown/kind",
+)
 INVALID_KINDS: Final = (
-    "surfaceOp-null", "surfaceOp-missing", "surfaceOp-string", "surfaceOp-on-log-only",
-    "provenance-on-log-only", "empty-type", "legacy-header-delta", "legacy-fallback",
-    "replace-op-malformed", "provenance-duplicate", "provenance-not-earlier", "provenance-empty",
-    "provenance-not-array", "provenance-not-seq",
-)  # fmt: skip
-REPLACE_VARIANTS: Final = ("full", "full", "extra", "missing-one", "no-provenance", "start-shadowed", "end-unknown", "inverted")
-REWRITE_VARIANTS: Final = ("ok", "ok", "is-error", "message-id", "call-id", "not-a-result", "two-nodes", "missing-provenance")
+    "surfaceOp-null",
+    "surfaceOp-missing",
+    "surfaceOp-string",
+    "surfaceOp-on-log-only",
+    "provenance-on-log-only",
+    "empty-type",
+    "legacy-header-delta",
+    "legacy-fallback",
+    "replace-op-malformed",
+    "provenance-duplicate",
+    "provenance-not-earlier",
+    "provenance-empty",
+    "provenance-not-array",
+    "provenance-not-seq",
+)
+REPLACE_VARIANTS: Final = (
+    "full",
+    "full",
+    "extra",
+    "missing-one",
+    "no-provenance",
+    "start-shadowed",
+    "end-unknown",
+    "inverted",
+)
+REWRITE_VARIANTS: Final = (
+    "ok",
+    "ok",
+    "is-error",
+    "message-id",
+    "call-id",
+    "not-a-result",
+    "two-nodes",
+    "missing-provenance",
+)
 BOUNDARIES: Final = ("absent", "last", "any", "past-end", "negative", "string", "float")
 SEEDS: Final = ("none", "none", "empty", "prefix", "prefix-end-seed")
 METAS: Final = ("none", "none", "cwd", "created", "depth", "subagent", "bad-cwd", "bad-depth", "not-object")
@@ -135,14 +181,16 @@ def run_machine(subject: Any, capabilities: Sequence[str], profile: str | None =
     failure: str | None = None
     try:
         run_state_machine_as_test(machine, settings=machine_settings(profile or profile_name()))  # type: ignore[no-untyped-call,unused-ignore]
-    except Exception as error:  # noqa: BLE001 - any escape is the subject's failure, reported whole
+    except Exception as error:
         notes = "\n".join(getattr(error, "__notes__", ()))
         failure = f"{type(error).__name__}: {error}\n{notes}".strip()
     stats.seconds = time.perf_counter() - started
     return MachineOutcome(stats, failure, storage)
 
 
-def build_machine(subject: Any, storage: str, crash_seam: bool, stats: MachineStats) -> type[RuleBasedStateMachine]:
+def build_machine(
+    subject: Any, storage: str, crash_seam: bool, stats: MachineStats
+) -> type[RuleBasedStateMachine]:
     """A RuleBasedStateMachine class bound to ``subject``."""
     has_storage = storage != "none"
 
@@ -185,9 +233,17 @@ def build_machine(subject: Any, storage: str, crash_seam: bool, stats: MachineSt
             turn, step = 1, 1
             for event in self.events(session_id):
                 data = event.get("data")
-                if event.get("type") == TURN_START and isinstance(data, dict) and isinstance(data.get("turn"), int):
+                if (
+                    event.get("type") == TURN_START
+                    and isinstance(data, dict)
+                    and isinstance(data.get("turn"), int)
+                ):
                     turn, step = int(data["turn"]), 1  # type: ignore[arg-type]
-                elif event.get("type") == STEP_START and isinstance(data, dict) and isinstance(data.get("step"), int):
+                elif (
+                    event.get("type") == STEP_START
+                    and isinstance(data, dict)
+                    and isinstance(data.get("step"), int)
+                ):
                     step = int(data["step"])  # type: ignore[arg-type]
             return turn, step
 
@@ -211,8 +267,14 @@ def build_machine(subject: Any, storage: str, crash_seam: bool, stats: MachineSt
         def create_session(self, id_pick: int, seeded: str, meta: str, pick: int) -> None:
             """Mostly an id neither live nor stored; one time in ten any id of the pool."""
             model = self.driver.model
-            free = [session_id for session_id in POOL if session_id not in model.live and session_id not in model.stored]
-            session_id = free[id_pick % len(free)] if free and id_pick % 10 != 9 else POOL[id_pick % len(POOL)]
+            free = [
+                session_id
+                for session_id in POOL
+                if session_id not in model.live and session_id not in model.stored
+            ]
+            session_id = (
+                free[id_pick % len(free)] if free and id_pick % 10 != 9 else POOL[id_pick % len(POOL)]
+            )
             self.create(session_id, seeded, meta, pick)
 
         def create(self, session_id: str, seeded: str, meta: str, pick: int) -> None:
@@ -237,7 +299,11 @@ def build_machine(subject: Any, storage: str, crash_seam: bool, stats: MachineSt
         def fork(self, source_pick: int, child_pick: int, boundary: str, pick: int) -> None:
             source = self.target(source_pick)
             free = [session_id for session_id in POOL if session_id not in self.driver.model.live]
-            child = free[child_pick % len(free)] if free and child_pick % 10 != 9 else POOL[child_pick % len(POOL)]
+            child = (
+                free[child_pick % len(free)]
+                if free and child_pick % 10 != 9
+                else POOL[child_pick % len(POOL)]
+            )
             count = self.next_seq(source)
             chosen: object = {
                 "absent": ABSENT,
@@ -262,10 +328,18 @@ def build_machine(subject: Any, storage: str, crash_seam: bool, stats: MachineSt
         def append_user(self, session: int, text: str) -> None:
             session_id = self.target(session)
             seq = self.next_seq(session_id)
-            self.do("append", id=session_id, type=USER_MESSAGE, data=build.user_message(f"u{seq}", text), surfaceOp="append")
+            self.do(
+                "append",
+                id=session_id,
+                type=USER_MESSAGE,
+                data=build.user_message(f"u{seq}", text),
+                surfaceOp="append",
+            )
 
         @precondition(any_live)
-        @rule(session=PICK, calls=st.integers(min_value=0, max_value=2), empty=st.booleans(), cite=st.booleans())
+        @rule(
+            session=PICK, calls=st.integers(min_value=0, max_value=2), empty=st.booleans(), cite=st.booleans()
+        )
         def append_assistant(self, session: int, calls: int, empty: bool, cite: bool) -> None:
             session_id = self.target(session)
             seq = self.next_seq(session_id)
@@ -276,7 +350,14 @@ def build_machine(subject: Any, storage: str, crash_seam: bool, stats: MachineSt
             if cite:
                 nodes = self.nodes(session_id)
                 sources = [nodes[-1]] if nodes else []
-            self.do("append", id=session_id, type=ASSISTANT_MESSAGE, data=data, surfaceOp="append", sourceEventSeqs=sources)
+            self.do(
+                "append",
+                id=session_id,
+                type=ASSISTANT_MESSAGE,
+                data=data,
+                surfaceOp="append",
+                sourceEventSeqs=sources,
+            )
 
         @precondition(any_live)
         @rule(session=PICK, pick=PICK, cite=st.booleans(), error=st.booleans())
@@ -292,7 +373,14 @@ def build_machine(subject: Any, storage: str, crash_seam: bool, stats: MachineSt
             seq, call = announced[pick % len(announced)] if announced else (None, "c-unknown")
             sources: object = [seq] if cite and seq is not None else ABSENT
             data = build.tool_result(str(call), f"result {pick % 7}", error, turn, step)
-            self.do("append", id=session_id, type=TOOL_RESULT, data=data, surfaceOp="append", sourceEventSeqs=sources)
+            self.do(
+                "append",
+                id=session_id,
+                type=TOOL_RESULT,
+                data=data,
+                surfaceOp="append",
+                sourceEventSeqs=sources,
+            )
 
         @precondition(any_live)
         @rule(session=PICK, kind=st.sampled_from(LOG_ONLY_KINDS), pick=PICK)
@@ -308,7 +396,11 @@ def build_machine(subject: Any, storage: str, crash_seam: bool, stats: MachineSt
                 "step/start": build.step_start(turn, step + 1),
                 "step/end": build.step_end(turn, step),
                 "tool/call": build.tool_call(f"c{pick % 4}", turn, step),
-                "assistant/chunk": {"turn": turn, "step": step, "chunk": {"type": "text-delta", "index": 0, "text": "h"}},
+                "assistant/chunk": {
+                    "turn": turn,
+                    "step": step,
+                    "chunk": {"type": "text-delta", "index": 0, "text": "h"},
+                },
                 "todo/write": {"todos": [{"content": "x", "status": "pending"}]},
                 "compaction/start": build.compaction_start(f"k{pick % 3}", turn if pick % 2 else None),
                 "compaction/end": {"compactionId": f"k{pick % 3}", "turn": None},
@@ -327,17 +419,54 @@ def build_machine(subject: Any, storage: str, crash_seam: bool, stats: MachineSt
                 "surfaceOp-null": {"type": USER_MESSAGE, "data": user, "surfaceOp": None},
                 "surfaceOp-missing": {"type": USER_MESSAGE, "data": user},
                 "surfaceOp-string": {"type": USER_MESSAGE, "data": user, "surfaceOp": "prepend"},
-                "surfaceOp-on-log-only": {"type": TURN_START, "data": build.turn_start(1), "surfaceOp": "append"},
-                "provenance-on-log-only": {"type": TURN_END, "data": build.turn_end(1), "sourceEventSeqs": [0]},
+                "surfaceOp-on-log-only": {
+                    "type": TURN_START,
+                    "data": build.turn_start(1),
+                    "surfaceOp": "append",
+                },
+                "provenance-on-log-only": {
+                    "type": TURN_END,
+                    "data": build.turn_end(1),
+                    "sourceEventSeqs": [0],
+                },
                 "empty-type": {"type": "", "data": {}},
                 "legacy-header-delta": {"type": "request/header-delta", "data": {}},
                 "legacy-fallback": {"type": "request/header", "data": {"reason": "fallback"}},
-                "replace-op-malformed": {"type": USER_MESSAGE, "data": user, "surfaceOp": {"op": "replace", "start": 0}},
-                "provenance-duplicate": {"type": USER_MESSAGE, "data": user, "surfaceOp": "append", "sourceEventSeqs": [0, 0]},
-                "provenance-not-earlier": {"type": USER_MESSAGE, "data": user, "surfaceOp": "append", "sourceEventSeqs": [seq + pick % 3]},
-                "provenance-empty": {"type": USER_MESSAGE, "data": user, "surfaceOp": "append", "sourceEventSeqs": []},
-                "provenance-not-array": {"type": USER_MESSAGE, "data": user, "surfaceOp": "append", "sourceEventSeqs": 0},
-                "provenance-not-seq": {"type": USER_MESSAGE, "data": user, "surfaceOp": "append", "sourceEventSeqs": [-1]},
+                "replace-op-malformed": {
+                    "type": USER_MESSAGE,
+                    "data": user,
+                    "surfaceOp": {"op": "replace", "start": 0},
+                },
+                "provenance-duplicate": {
+                    "type": USER_MESSAGE,
+                    "data": user,
+                    "surfaceOp": "append",
+                    "sourceEventSeqs": [0, 0],
+                },
+                "provenance-not-earlier": {
+                    "type": USER_MESSAGE,
+                    "data": user,
+                    "surfaceOp": "append",
+                    "sourceEventSeqs": [seq + pick % 3],
+                },
+                "provenance-empty": {
+                    "type": USER_MESSAGE,
+                    "data": user,
+                    "surfaceOp": "append",
+                    "sourceEventSeqs": [],
+                },
+                "provenance-not-array": {
+                    "type": USER_MESSAGE,
+                    "data": user,
+                    "surfaceOp": "append",
+                    "sourceEventSeqs": 0,
+                },
+                "provenance-not-seq": {
+                    "type": USER_MESSAGE,
+                    "data": user,
+                    "surfaceOp": "append",
+                    "sourceEventSeqs": [-1],
+                },
             }[kind]
             self.do("append", id=session_id, **args)
 
@@ -371,7 +500,14 @@ def build_machine(subject: Any, storage: str, crash_seam: bool, stats: MachineSt
                 start, end = nodes[-1], nodes[0]
                 sources = list(nodes)
             data = build.user_message(f"summary-{seq}", "summary of earlier work", kind="compact")
-            self.do("append", id=session_id, type=USER_MESSAGE, data=data, surfaceOp=build.replace_op(start, end), sourceEventSeqs=sources)
+            self.do(
+                "append",
+                id=session_id,
+                type=USER_MESSAGE,
+                data=data,
+                surfaceOp=build.replace_op(start, end),
+                sourceEventSeqs=sources,
+            )
 
         @precondition(any_live)
         @rule(session=PICK, pick=PICK, variant=st.sampled_from(REWRITE_VARIANTS))
@@ -391,7 +527,9 @@ def build_machine(subject: Any, storage: str, crash_seam: bool, stats: MachineSt
                 original = thaw_json(events[target]["data"])
             else:
                 target, original = (nodes[0] if nodes else 0), build.tool_result("c-none")
-            data: Any = build.rewritten_result(original, "[pruned]", not _is_error(original) if variant == "is-error" else None)
+            data: Any = build.rewritten_result(
+                original, "[pruned]", not _is_error(original) if variant == "is-error" else None
+            )
             if variant == "message-id" and isinstance(data, dict) and isinstance(data.get("message"), dict):
                 data = {**data, "message": {**data["message"], "id": "renamed"}}
             if variant == "call-id" and isinstance(data, dict):
@@ -403,7 +541,12 @@ def build_machine(subject: Any, storage: str, crash_seam: bool, stats: MachineSt
             if variant == "missing-provenance":
                 sources = ABSENT
             self.do(
-                "append", id=session_id, type=TOOL_RESULT, data=data, surfaceOp=build.replace_op(target, end), sourceEventSeqs=sources
+                "append",
+                id=session_id,
+                type=TOOL_RESULT,
+                data=data,
+                surfaceOp=build.replace_op(target, end),
+                sourceEventSeqs=sources,
             )
 
         # --- storage ---------------------------------------------------------------------------
@@ -427,7 +570,9 @@ def build_machine(subject: Any, storage: str, crash_seam: bool, stats: MachineSt
                 """Mostly a stored session that is not live; one time in ten any id of the pool."""
                 model = self.driver.model
                 resting = sorted(session_id for session_id in model.stored if session_id not in model.live)
-                chosen = resting[pick % len(resting)] if resting and pick % 10 != 9 else POOL[pick % len(POOL)]
+                chosen = (
+                    resting[pick % len(resting)] if resting and pick % 10 != 9 else POOL[pick % len(POOL)]
+                )
                 self.do("resume", id=chosen)
 
             @rule(session_id=st.sampled_from(POOL))
@@ -507,7 +652,15 @@ def _is_error(data: JsonValue) -> bool:
     return isinstance(first, dict) and first.get("isError") is True
 
 
-__all__ = ["MachineOutcome", "MachineStats", "build_machine", "check_machine", "machine_settings", "profile_name", "run_machine"]
+__all__ = [
+    "MachineOutcome",
+    "MachineStats",
+    "build_machine",
+    "check_machine",
+    "machine_settings",
+    "profile_name",
+    "run_machine",
+]
 
 
 # --- the "machine" family ---------------------------------------------------------------------------
@@ -523,7 +676,11 @@ def check_machine(subject: Subject, options: Options) -> list[CaseResult]:
     )
     if outcome.failure is None:
         return [CaseResult("machine", name, "passed", seconds=stats.seconds)]
-    hint = "" if options.profile == "thorough" else "\n(not shrunk under the ci profile; --profile thorough shrinks it)"
+    hint = (
+        ""
+        if options.profile == "thorough"
+        else "\n(not shrunk under the ci profile; --profile thorough shrinks it)"
+    )
     return [CaseResult("machine", name, "failed", outcome.failure + hint, seconds=stats.seconds)]
 
 

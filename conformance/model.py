@@ -1,6 +1,6 @@
 """The spec-side model of a whole store: what a conforming subject must answer to each protocol op.
 
-A :class:`ModelStore` holds the live sessions (each a ``spec.session.SessionState`` plus how many
+A :class:`ModelStore` holds the live sessions (each a ``spec.log.session.SessionState`` plus how many
 of its events are durable), the durable logs of a storage subject, the clock, the id counter and
 the armed storage faults. Each ``model_*`` function is a pure transition mirroring one op of
 ``conformance/PROTOCOL.md``: it returns the next model and the :class:`Expected` answer (a result,
@@ -9,7 +9,7 @@ together in the order a store makes them. It is the suite's one model: the machi
 exhaustive checker and the crash checks drive it beside a subject, and
 :class:`conformance.oracle.SpecOracle` answers the protocol with it to generate the vectors.
 
-Resume, in the model: the durable log, then ``spec.repair.derive_closers`` (durable at once, as
+Resume, in the model: the durable log, then ``spec.lineage.repair.derive_closers`` (durable at once, as
 D3 item 6 says), then ``session/end-seed`` unless the log already ends with one (not yet durable).
 A crash loses every live session and keeps the durable logs; what a power cut may keep *beyond*
 them (an unsynced tail) is not determined, so the suite observes it and calls
@@ -29,15 +29,21 @@ from dataclasses import dataclass, field, replace
 from typing import Final, TypeAlias
 
 from spec.codes import Code, SpecError, reject
-from spec.events import Event
-from spec.fork import derive_child_meta, plan_fork_seed, validate_fork_request
-from spec.header import plan_header_record
-from spec.json import FrozenDict, JsonValue
-from spec.legacy import validate_stored_events
-from spec.repair import derive_closers
-from spec.session import ABSENT, SessionState, append_event, create_session_state, derive_session_messages, plan_session_id
+from spec.format.legacy import validate_stored_events
+from spec.lineage.fork import derive_child_meta, plan_fork_seed, validate_fork_request
+from spec.lineage.repair import derive_closers
+from spec.log.events import Event
+from spec.log.header import plan_header_record
+from spec.log.json import FrozenDict, JsonValue
+from spec.log.session import (
+    ABSENT,
+    SessionState,
+    append_event,
+    create_session_state,
+    derive_session_messages,
+    plan_session_id,
+)
 
-STORAGE_KINDS: Final = ("none", "memory", "file")
 FS_OPS: Final = ("write", "fsync")
 ERRNOS: Final = ("EIO", "ENOSPC")
 UNSUPPORTED_OP: Final = "UNSUPPORTED_OP"  # a protocol code: the model does not say what a subject answers
@@ -97,7 +103,7 @@ class ModelStore:
         return self.storage != "none"
 
 
-Step: TypeAlias = tuple[ModelStore, Expected]
+Transition: TypeAlias = tuple[ModelStore, Expected]
 
 
 # --- views ---------------------------------------------------------------------------------------
@@ -141,16 +147,18 @@ def derive_model_key(model: ModelStore) -> str:
 # --- transitions ---------------------------------------------------------------------------------
 
 
-def model_reset(model: ModelStore, storage: str = "none") -> Step:
+def model_reset(model: ModelStore, storage: str = "none") -> Transition:
     """Forget every session; with storage, start from an empty store; the clock is back at 0."""
     return ModelStore(storage=storage), accepted(None)
 
 
-def model_clock(model: ModelStore, now: int) -> Step:
+def model_clock(model: ModelStore, now: int) -> Transition:
     return replace(model, now=now), accepted(now)
 
 
-def model_create(model: ModelStore, session_id: object = ABSENT, seed: object = ABSENT, meta: object = ABSENT) -> Step:
+def model_create(
+    model: ModelStore, session_id: object = ABSENT, seed: object = ABSENT, meta: object = ABSENT
+) -> Transition:
     """The store's order: mint or take the id; refuse a live id; plan the header record; build the
     session from the seed (which validates the header after the seed); then a storage subject
     refuses an id already stored."""
@@ -163,7 +171,12 @@ def model_create(model: ModelStore, session_id: object = ABSENT, seed: object = 
         if session_id in model.live:
             raise reject(Code.SESSION_ALREADY_EXISTS, f'session "{session_id}" already exists')
         seed_list = None if seed is ABSENT or seed is None else seed
-        header = plan_header_record(session_id, None if meta is ABSENT else meta, model.now, is_seeded=seed_list is not None)  # type: ignore[arg-type]
+        header = plan_header_record(
+            session_id,
+            None if meta is ABSENT else meta,  # type: ignore[arg-type]
+            model.now,
+            is_seeded=seed_list is not None,
+        )
         state = create_session_state(session_id, seed_list, header, model.now)  # type: ignore[arg-type]
         if model.has_storage and session_id in model.stored:
             raise reject(Code.SESSION_ALREADY_EXISTS, f'session "{session_id}" already exists on storage')
@@ -180,21 +193,25 @@ def model_append(
     data: object,
     surface_op: object = ABSENT,
     source_event_seqs: object = ABSENT,
-) -> Step:
+) -> Transition:
     """An append to a live session at the model's clock; a rejection changes nothing."""
     entry = model.live.get(session_id) if isinstance(session_id, str) else None
     if entry is None:
         return model, rejected(Code.SESSION_NOT_FOUND)
     try:
-        state, event = append_event(entry.state, event_type, data, surface_op, source_event_seqs, time=model.now)
+        state, event = append_event(
+            entry.state, event_type, data, surface_op, source_event_seqs, time=model.now
+        )
     except SpecError as error:
         return model, rejected(error.code)
     live = {**model.live, str(session_id): replace(entry, state=state)}
     return replace(model, live=live), accepted(event)
 
 
-def model_fork(model: ModelStore, source: object, boundary: object = ABSENT, child: object = ABSENT) -> Step:
-    """DSH's fork checks in order (spec.fork), then a create of the child with the source prefix as
+def model_fork(
+    model: ModelStore, source: object, boundary: object = ABSENT, child: object = ABSENT
+) -> Transition:
+    """DSH's fork checks in order (spec.lineage.fork), then a create of the child with the source prefix as
     its seed and the derived lineage meta."""
     child_id = None if child is ABSENT else child
     try:
@@ -207,14 +224,14 @@ def model_fork(model: ModelStore, source: object, boundary: object = ABSENT, chi
     return model_create(model, ABSENT if child_id is None else child_id, list(seed), meta)
 
 
-def model_state(model: ModelStore, session_id: object) -> Step:
+def model_state(model: ModelStore, session_id: object) -> Transition:
     entry = model.live.get(session_id) if isinstance(session_id, str) else None
     if entry is None:
         return model, rejected(Code.SESSION_NOT_FOUND)
     return model, accepted(derive_state_view(entry.state))
 
 
-def model_flush(model: ModelStore, session_id: object) -> Step:
+def model_flush(model: ModelStore, session_id: object) -> Transition:
     """The durability barrier: every event of the session becomes durable; the first flush
     publishes the header with them. A flush with nothing to write cannot meet a fault."""
     entry = model.live.get(session_id) if isinstance(session_id, str) else None
@@ -223,7 +240,7 @@ def model_flush(model: ModelStore, session_id: object) -> Step:
     return _flushed(model, str(session_id), entry)
 
 
-def model_close(model: ModelStore, session_id: object) -> Step:
+def model_close(model: ModelStore, session_id: object) -> Transition:
     """The session is flushed, then no longer live: a close whose flush fails leaves the session
     live, so nothing it buffered is dropped and the close can be retried."""
     entry = model.live.get(session_id) if isinstance(session_id, str) else None
@@ -236,7 +253,7 @@ def model_close(model: ModelStore, session_id: object) -> Step:
     return replace(model, live=live), expected
 
 
-def model_resume(model: ModelStore, session_id: object) -> Step:
+def model_resume(model: ModelStore, session_id: object) -> Transition:
     """Take over a stored log: refused without storage, for a live id, or for an id not stored;
     else the durable log plus its closers (written at once) is restored as the seed, and
     ``session/end-seed`` follows unless the log already ends with one."""
@@ -262,7 +279,7 @@ def model_resume(model: ModelStore, session_id: object) -> Step:
     return replace(model, live=live, stored=stored), accepted(derive_state_view(state))
 
 
-def model_read(model: ModelStore, session_id: object) -> Step:
+def model_read(model: ModelStore, session_id: object) -> Transition:
     """A reader's view of what is durable; a session never flushed is not on storage."""
     log = model.stored.get(session_id) if isinstance(session_id, str) and model.has_storage else None
     if log is None:
@@ -283,14 +300,14 @@ def validate_durable_log(model: ModelStore, session_id: str, events: Sequence[Ev
         validate_stored_events(session_id, events)
 
 
-def model_crash(model: ModelStore) -> Step:
+def model_crash(model: ModelStore) -> Transition:
     """Power loss: every live session is gone, the durable logs stay, armed faults are forgotten
     and the restarted store counts the ids it mints afresh. A crash may keep more than what was
     flushed; the suite checks what it kept and calls :func:`model_adopt_durable`."""
     return replace(model, live={}, minted=0, faults=()), accepted(None)
 
 
-def model_fail_next(model: ModelStore, fs_op: object, errno: object, after: object = 0) -> Step:
+def model_fail_next(model: ModelStore, fs_op: object, errno: object, after: object = 0) -> Transition:
     """Arm a fault on the next write or fsync (only ``after`` 0 is modelled)."""
     if fs_op not in FS_OPS or errno not in ERRNOS:
         return model, rejected("BAD_REQUEST")
@@ -314,7 +331,9 @@ def derive_resumed_durable(events: Sequence[Event]) -> tuple[Event, ...]:
     return (*events, *derive_closers(events))
 
 
-def derive_resumed_state(session_id: str, header: FrozenDict, events: Sequence[Event], now: int) -> SessionState:
+def derive_resumed_state(
+    session_id: str, header: FrozenDict, events: Sequence[Event], now: int
+) -> SessionState:
     """The session a resume of the durable ``events`` hands back: the log and its closers restored
     as the seed, then ``session/end-seed`` unless that log already ends with one
     (notes/dsh-session-core §4.4, §8; SPEC-DECISIONS D3 item 6)."""
@@ -324,12 +343,12 @@ def derive_resumed_state(session_id: str, header: FrozenDict, events: Sequence[E
 
 # --- dispatch ------------------------------------------------------------------------------------
 
-OPS: Final[Mapping[str, Callable[..., Step]]] = {
+OPS: Final[Mapping[str, Callable[..., Transition]]] = {
     "reset": lambda model, storage="none", compressed=True: model_reset(model, storage),
     "clock": lambda model, now: model_clock(model, now),
     "create": lambda model, id=ABSENT, seed=ABSENT, meta=ABSENT: model_create(model, id, seed, meta),
-    "append": lambda model, id, type=ABSENT, data=ABSENT, surfaceOp=ABSENT, sourceEventSeqs=ABSENT: model_append(
-        model, id, type, data, surfaceOp, sourceEventSeqs
+    "append": lambda model, id, type=ABSENT, data=ABSENT, surfaceOp=ABSENT, sourceEventSeqs=ABSENT: (
+        model_append(model, id, type, data, surfaceOp, sourceEventSeqs)
     ),
     "fork": lambda model, source, boundary=ABSENT, child=ABSENT: model_fork(model, source, boundary, child),
     "state": lambda model, id: model_state(model, id),
@@ -337,12 +356,14 @@ OPS: Final[Mapping[str, Callable[..., Step]]] = {
     "close": lambda model, id: model_close(model, id),
     "resume": lambda model, id: model_resume(model, id),
     "read": lambda model, id: model_read(model, id),
-    "crash": lambda model, keep="none": model_crash(model) if keep in ("none", "all") else (model, rejected(UNSUPPORTED_OP)),
+    "crash": lambda model, keep="none": (
+        model_crash(model) if keep in ("none", "all") else (model, rejected(UNSUPPORTED_OP))
+    ),
     "fail_next": lambda model, fsOp=None, errno=None, after=0: model_fail_next(model, fsOp, errno, after),
 }
 
 
-def model_request(model: ModelStore, op: str, **args: object) -> Step:
+def model_request(model: ModelStore, op: str, **args: object) -> Transition:
     """Any modelled op by its protocol name, with the protocol's argument names."""
     return OPS[op](model, **args)
 
@@ -350,7 +371,7 @@ def model_request(model: ModelStore, op: str, **args: object) -> Step:
 # --- internals -----------------------------------------------------------------------------------
 
 
-def _flushed(model: ModelStore, session_id: str, entry: LiveSession) -> Step:
+def _flushed(model: ModelStore, session_id: str, entry: LiveSession) -> Transition:
     """``entry``'s events made durable (and the session published), unless an armed fault fails
     the write; a live session keeps its new durable count."""
     if not model.has_storage:
@@ -376,7 +397,7 @@ def _spend_fault(model: ModelStore) -> tuple[ModelStore, Expected | None]:
 
 
 def _mint(model: ModelStore) -> tuple[str, int]:
-    """The spec's minting rule (``spec.session.plan_session_id``), also skipping ids a stored log
+    """The spec's minting rule (``spec.log.session.plan_session_id``), also skipping ids a stored log
     already holds."""
     counter = model.minted
     while True:

@@ -17,11 +17,19 @@ from typing import Final
 
 from conformance.model import OPS, ModelStore, model_request
 from spec.codes import SpecError
-from spec.json import JsonObject, JsonValue, is_safe_integer
+from spec.log.json import JsonObject, JsonValue, is_safe_integer
 from spec.wire import WIRE_FUNCTIONS, WireInputError
 
 PROTOCOL_VERSION: Final = 1
-SESSION_ARGUMENTS: Final = {"append": ("id",), "state": ("id",), "flush": ("id",), "close": ("id",), "resume": ("id",), "read": ("id",), "fork": ("source",)}
+SESSION_ARGUMENTS: Final = {
+    "append": ("id",),
+    "state": ("id",),
+    "flush": ("id",),
+    "close": ("id",),
+    "resume": ("id",),
+    "read": ("id",),
+    "fork": ("source",),
+}
 OPTIONAL_SESSION_ARGUMENTS: Final = {"create": ("id",), "fork": ("child",)}
 
 

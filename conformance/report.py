@@ -101,10 +101,16 @@ def to_junit(results: Sequence[CaseResult], suite_name: str = "conformance") -> 
         )
         for case in cases:
             element = ElementTree.SubElement(
-                suite, "testcase", classname=f"{suite_name}.{family}", name=case.name, time=f"{case.seconds:.3f}"
+                suite,
+                "testcase",
+                classname=f"{suite_name}.{family}",
+                name=case.name,
+                time=f"{case.seconds:.3f}",
             )
             if case.outcome == "failed":
-                failure = ElementTree.SubElement(element, "failure", message=case.detail.splitlines()[0] if case.detail else "failed")
+                failure = ElementTree.SubElement(
+                    element, "failure", message=case.detail.splitlines()[0] if case.detail else "failed"
+                )
                 failure.text = case.detail
             elif case.outcome == "skipped":
                 ElementTree.SubElement(element, "skipped", message=case.detail)

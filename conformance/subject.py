@@ -25,7 +25,8 @@ from collections import deque
 from dataclasses import dataclass
 from typing import IO, Any, Final, Protocol
 
-from spec.json import JsonValue, decode_json_text, encode_json_text
+from spec.format.json_text import decode_json_text, encode_json_text
+from spec.log.json import JsonValue
 
 DEFAULT_TIMEOUT: Final = 30.0  # seconds to wait for one response
 STDERR_TAIL: Final = 64  # lines of the subject's stderr kept for reports
@@ -79,7 +80,9 @@ def decode_response(text: str, rid: int) -> Response:
     if ok is not False or not isinstance(error, dict) or not isinstance(error.get("code"), str):
         raise SubjectError(f"malformed response: {text[:200]!r}")
     message = error.get("message")
-    return Response(ok=False, error_code=str(error["code"]), error_message=message if isinstance(message, str) else None)
+    return Response(
+        ok=False, error_code=str(error["code"]), error_message=message if isinstance(message, str) else None
+    )
 
 
 class InProcessSubject:
@@ -97,7 +100,7 @@ class InProcessSubject:
         try:
             answer = self.target.handle(request)
             text = encode_json_text(answer)
-        except Exception as error:  # noqa: BLE001 - a subject that raises broke the protocol
+        except Exception as error:
             raise SubjectError(f"handle() raised {error!r}") from error
         return decode_response(text, self._rid)
 
@@ -114,7 +117,9 @@ class StdioSubject:
     """A subject process speaking the line protocol on stdin/stdout (``command`` is split like a
     shell would, then run without a shell)."""
 
-    def __init__(self, command: str, timeout: float = DEFAULT_TIMEOUT, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, command: str, timeout: float = DEFAULT_TIMEOUT, env: dict[str, str] | None = None
+    ) -> None:
         self.command = command
         self.timeout = timeout
         self._argv = shlex.split(command)
@@ -138,7 +143,9 @@ class StdioSubject:
             text = self._lines.get(timeout=self.timeout)
         except queue.Empty:
             self._kill()
-            raise SubjectError(f"no response to {op!r} within {self.timeout:g}s; the subject was stopped{self._tail()}") from None
+            raise SubjectError(
+                f"no response to {op!r} within {self.timeout:g}s; the subject was stopped{self._tail()}"
+            ) from None
         if text is None:
             raise self._died(f"the subject exited while answering {op!r}")
         return decode_response(text, self._rid)

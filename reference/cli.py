@@ -18,11 +18,11 @@ from collections.abc import Iterator, Sequence
 from typing import TextIO
 
 from reference.persistence.filestore import LoadedLog, load_log
-from spec.checker import RULES, check_log
+from spec.checks.log import RULES, check_log
 from spec.codes import SpecError
-from spec.events import derive_event_message
-from spec.json import JsonValue
-from spec.surface import fold_surface
+from spec.log.events import derive_event_message
+from spec.log.json import JsonValue
+from spec.log.surface import fold_surface
 
 LOG_FILE_SUFFIXES = (".jsonl", ".jsonl.zstd")  # every log name, v4 or v0, ends with one of these
 EXIT_OK, EXIT_VIOLATIONS, EXIT_UNREADABLE = 0, 1, 2
@@ -53,13 +53,21 @@ def command_check(paths: Sequence[str], core_only: bool, as_json: bool, out: Tex
             log = read_log(path)
         except SpecError as error:
             worst = max(worst, EXIT_UNREADABLE)
-            _report(out, as_json, {"path": path, "error": {"code": str(error.code), "message": error.message}},
-                    f"{path}: unreadable [{error.code}] {error.message}")  # fmt: skip
+            _report(
+                out,
+                as_json,
+                {"path": path, "error": {"code": str(error.code), "message": error.message}},
+                f"{path}: unreadable [{error.code}] {error.message}",
+            )
             continue
         except OSError as error:
             worst = max(worst, EXIT_UNREADABLE)
-            _report(out, as_json, {"path": path, "error": {"code": "STORAGE_IO", "message": str(error)}},
-                    f"{path}: unreadable [STORAGE_IO] {error}")  # fmt: skip
+            _report(
+                out,
+                as_json,
+                {"path": path, "error": {"code": "STORAGE_IO", "message": str(error)}},
+                f"{path}: unreadable [STORAGE_IO] {error}",
+            )
             continue
         events = log.events + log.recovered
         violations = check_log(events, log.header, relational=not core_only)
@@ -68,7 +76,12 @@ def command_check(paths: Sequence[str], core_only: bool, as_json: bool, out: Tex
         torn = "" if log.truncate_to is None else f" (torn tail from byte {log.truncate_to} ignored)"
         if as_json:
             rows = [{"rule": v.rule, "seq": v.seq, "message": v.message} for v in violations]
-            _report(out, True, {"path": path, "events": len(events), "tornAt": log.truncate_to, "violations": rows}, "")
+            _report(
+                out,
+                True,
+                {"path": path, "events": len(events), "tornAt": log.truncate_to, "violations": rows},
+                "",
+            )
         else:
             verdict = "ok" if not violations else f"{len(violations)} violation(s)"
             print(f"{path}: {len(events)} events, format v{log.format_version}, {verdict}{torn}", file=out)
@@ -92,14 +105,19 @@ def command_explain(path: str, out: TextIO) -> int:
         return EXIT_VIOLATIONS
     shadowed_by = {seq: r.seq for r in fold.replacements for seq in r.shadowed}
     visible = set(fold.nodes)
-    print(f"{path}: session {log.header.get('id')!s}, {len(events)} events, format v{log.format_version}", file=out)
+    print(
+        f"{path}: session {log.header.get('id')!s}, {len(events)} events, format v{log.format_version}",
+        file=out,
+    )
     for event in events:
         seq = event.get("seq")
         kind = str(event.get("type"))
         if "surfaceOp" not in event:
             place = "log-only"
         elif seq in visible:
-            place = "on the surface" + ("" if event["surfaceOp"] == "append" else f" (replaces {_span(event)})")
+            place = "on the surface" + (
+                "" if event["surfaceOp"] == "append" else f" (replaces {_span(event)})"
+            )
         else:
             place = f"shadowed by seq {shadowed_by.get(int(seq)) if isinstance(seq, int) else '?'}"
         print(f"  {seq!s:>6}  {kind:<28} {place}", file=out)
@@ -143,11 +161,15 @@ def _report(out: TextIO, as_json: bool, row: dict[str, object], line: str) -> No
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
-    parser = argparse.ArgumentParser(prog="dsh-session", description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser = argparse.ArgumentParser(
+        prog="dsh-session", description=__doc__.split("\n\n")[0] if __doc__ else None
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     check = commands.add_parser("check", help="report every rule violation of each log")
     check.add_argument("paths", nargs="+")
-    check.add_argument("--core-only", action="store_true", help="skip the relational rules DSH does not enforce")
+    check.add_argument(
+        "--core-only", action="store_true", help="skip the relational rules DSH does not enforce"
+    )
     check.add_argument("--json", action="store_true", help="one JSON object per log")
     explain = commands.add_parser("explain", help="show each event's place on the surface")
     explain.add_argument("path")

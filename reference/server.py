@@ -26,17 +26,18 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import ClassVar, Final
 
-from reference.fs import FileSystem, LockHandle
 from reference.persistence.api import PersistenceService
 from reference.persistence.filestore import FileStore
+from reference.persistence.fs import LockHandle
 from reference.persistence.memory import MemoryPersistence
-from reference.powerloss import DROP_ALL, KEEP_ALL, CrashPlan, PowerLossFileSystem, SimulatedCrash
+from reference.persistence.powerloss import DROP_ALL, KEEP_ALL, CrashPlan, PowerLossFileSystem, SimulatedCrash
 from reference.session import Session
 from reference.store import SessionStore
 from spec.codes import Code, SpecError, reject
-from spec.framing import scan_zstd_frames, split_jsonl
-from spec.json import JsonObject, JsonValue, decode_json_text, encode_json_text, is_safe_integer
-from spec.session import ABSENT
+from spec.format.framing import scan_zstd_frames, split_jsonl
+from spec.format.json_text import decode_json_text, encode_json_text
+from spec.log.json import JsonObject, JsonValue, is_safe_integer
+from spec.log.session import ABSENT
 from spec.wire import WIRE_FUNCTIONS, WireFunction, WireInputError
 
 PROTOCOL_VERSION: Final = 1
@@ -61,14 +62,14 @@ class UnsupportedOp(Exception):
 
 class Args:
     """An op's arguments: the request without ``rid`` and ``op``. A key that is absent stays
-    distinct from ``null`` (:data:`spec.session.ABSENT`)."""
+    distinct from ``null`` (:data:`spec.log.session.ABSENT`)."""
 
     def __init__(self, values: Mapping[str, JsonValue]) -> None:
         self._values = values
 
     def optional(self, key: str) -> object:
         """The value, or ``ABSENT`` when the key was not passed."""
-        return self._values[key] if key in self._values else ABSENT
+        return self._values.get(key, ABSENT)
 
     def get(self, key: str, default: JsonValue = None) -> JsonValue:
         return self._values.get(key, default)
@@ -88,9 +89,9 @@ class Args:
     def count(self, key: str, default: int | None = None) -> int:
         """A non-negative integer argument (``default`` when absent)."""
         value = self._values.get(key, default)
-        if not is_safe_integer(value) or value < 0:  # type: ignore[operator]
+        if not is_safe_integer(value) or value < 0:
             raise BadRequest(f"{key!r} must be a non-negative integer")
-        return int(value)  # type: ignore[arg-type]
+        return int(value)
 
 
 class FaultyFileSystem:
@@ -226,7 +227,7 @@ class ReferenceSubject:
             return _error(rid, BAD_REQUEST, str(error))
         except SimulatedCrash as crash:
             return _error(rid, CRASHED, f"simulated power loss: {crash}")
-        except Exception as error:  # noqa: BLE001 - the protocol reports every other failure
+        except Exception as error:
             return _error(rid, INTERNAL, repr(error))
 
     # --- override points ------------------------------------------------------------------------
@@ -273,7 +274,7 @@ class ReferenceSubject:
         now = args.get("now")
         if not is_safe_integer(now):
             raise BadRequest("now must be a safe integer")
-        self.now = int(now)  # type: ignore[arg-type]
+        self.now = int(now)
         return self.now
 
     def op_create(self, args: Args) -> JsonValue:
@@ -286,11 +287,16 @@ class ReferenceSubject:
     def op_append(self, args: Args) -> JsonValue:
         session = self.live(args.session_id())
         return session.append(
-            args.optional("type"), args.optional("data"), args.optional("surfaceOp"), args.optional("sourceEventSeqs")
+            args.optional("type"),
+            args.optional("data"),
+            args.optional("surfaceOp"),
+            args.optional("sourceEventSeqs"),
         )
 
     def op_fork(self, args: Args) -> JsonValue:
-        child = self.store.fork(args.session_id("source"), args.optional("boundary"), args.optional_session_id("child"))
+        child = self.store.fork(
+            args.session_id("source"), args.optional("boundary"), args.optional_session_id("child")
+        )
         return self.state_json(child)
 
     def op_state(self, args: Args) -> JsonValue:
@@ -314,7 +320,9 @@ class ReferenceSubject:
     def op_read(self, args: Args) -> JsonValue:
         session_id = args.session_id()
         if self.persistence is None:
-            raise reject(Code.SESSION_NOT_FOUND, f'session "{session_id}" not found (this store has no persistence)')
+            raise reject(
+                Code.SESSION_NOT_FOUND, f'session "{session_id}" not found (this store has no persistence)'
+            )
         stored = self.persistence.read(session_id)
         return {"header": stored.header, "events": list(stored.events)}
 
@@ -330,7 +338,11 @@ class ReferenceSubject:
             plan = DROP_ALL
         elif keep == "all":
             plan = KEEP_ALL
-        elif isinstance(keep, dict) and isinstance(keep.get("path"), str) and is_safe_integer(keep.get("bytes")):
+        elif (
+            isinstance(keep, dict)
+            and isinstance(keep.get("path"), str)
+            and is_safe_integer(keep.get("bytes"))
+        ):
             plan = CrashPlan(cuts={str(keep["path"]): int(keep["bytes"])})  # type: ignore[arg-type]
         else:
             raise BadRequest("keep must be 'none', 'all' or {path, bytes}")
@@ -366,7 +378,9 @@ class ReferenceSubject:
         if args.optional("offset") is ABSENT:
             offset = plan_damage_offset(fs.inner.read_bytes(path), path.endswith(".zstd"))
             if offset is None:
-                raise BadRequest(f'the log of "{session_id}" has no middle: it needs two event units after its header')
+                raise BadRequest(
+                    f'the log of "{session_id}" has no middle: it needs two event units after its header'
+                )
         else:
             offset = args.count("offset")
         try:
@@ -400,7 +414,10 @@ class ReferenceSubject:
             # Temp-file names are deterministic but never reused: a temp name whose removal a crash
             # undid must not collide with a later one.
             self.persistence = FileStore(
-                STORE_ROOT, fs=self.fs, compressed=self._compressed, temp_token=lambda: f"{next(self._temp_names):06d}"
+                STORE_ROOT,
+                fs=self.fs,
+                compressed=self._compressed,
+                temp_token=lambda: f"{next(self._temp_names):06d}",
             )
         self.store = SessionStore(self.persistence, clock=self._clock)
 
@@ -448,8 +465,8 @@ def serve(subject: ReferenceSubject, lines: Callable[[], str], write: Callable[[
 
 def main() -> None:
     """``python -m reference.server``: serve the protocol on stdin/stdout until stdin closes."""
-    stdin = open(sys.stdin.fileno(), encoding="utf-8", errors="surrogateescape", closefd=False)
-    stdout = open(sys.stdout.fileno(), "w", encoding="utf-8", errors="surrogatepass", closefd=False)
+    stdin = open(sys.stdin.fileno(), encoding="utf-8", errors="surrogateescape", closefd=False)  # noqa: SIM115 - lives as long as the process
+    stdout = open(sys.stdout.fileno(), "w", encoding="utf-8", errors="surrogatepass", closefd=False)  # noqa: SIM115 - lives as long as the process
 
     def write(text: str) -> None:
         stdout.write(text)

@@ -12,10 +12,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from spec.events import Event, Message, derive_event_message
-from spec.json import FrozenDict
-from spec.session import ABSENT, SessionState, plan_event
-from spec.surface import ReplacePlan, splice_plan
+from spec.log.events import Event, Message, derive_event_message
+from spec.log.json import FrozenDict
+from spec.log.session import ABSENT, SessionState, plan_event
+from spec.log.surface import ReplacePlan, splice_plan
 
 Clock = Callable[[], int]
 
@@ -44,7 +44,9 @@ class SurfaceView:
 class Session:
     """One session log. Build it through :class:`reference.store.SessionStore`."""
 
-    def __init__(self, state: SessionState, sink: EventSink | None = None, clock: Clock = wall_clock_ms) -> None:
+    def __init__(
+        self, state: SessionState, sink: EventSink | None = None, clock: Clock = wall_clock_ms
+    ) -> None:
         self._header = state.header
         self._log: list[Event] = list(state.events)
         self._nodes: list[int] = list(state.surface.nodes)

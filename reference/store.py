@@ -1,6 +1,6 @@
 """The session store: create, get, fork and resume sessions, optionally backed by persistence.
 
-The checks and their order are the spec's (``spec.fork``, ``spec.session``); the store adds the
+The checks and their order are the spec's (``spec.lineage.fork``, ``spec.log.session``); the store adds the
 registry of live sessions and the wiring to a :class:`PersistenceService`.
 """
 
@@ -11,10 +11,10 @@ from collections.abc import Sequence
 from reference.persistence.api import LogHandle, PersistenceService
 from reference.session import Clock, Session, wall_clock_ms
 from spec.codes import Code, reject
-from spec.fork import derive_child_meta, plan_fork_seed, validate_fork_request
-from spec.header import plan_header_record
-from spec.json import JsonValue
-from spec.session import ABSENT, create_session_state, plan_session_id
+from spec.lineage.fork import derive_child_meta, plan_fork_seed, validate_fork_request
+from spec.log.header import plan_header_record
+from spec.log.json import JsonValue
+from spec.log.session import ABSENT, create_session_state, plan_session_id
 
 
 class SessionStore:
@@ -91,9 +91,13 @@ class SessionStore:
         dropped, an open turn closed) become the seed, ``seedLength`` and ``delegationDepth`` stay as
         stored, and ``session/end-seed`` is appended only if the log does not already end with one."""
         if self._persistence is None:
-            raise reject(Code.SESSION_NOT_FOUND, f'session "{session_id}" not found (this store has no persistence)')
+            raise reject(
+                Code.SESSION_NOT_FOUND, f'session "{session_id}" not found (this store has no persistence)'
+            )
         if session_id in self._live:
-            raise reject(Code.SESSION_ALREADY_EXISTS, f'cannot resume session "{session_id}" while it is live')
+            raise reject(
+                Code.SESSION_ALREADY_EXISTS, f'cannot resume session "{session_id}" while it is live'
+            )
         handle = self._persistence.open(session_id)
         try:
             stored = handle.read()

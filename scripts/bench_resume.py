@@ -31,11 +31,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import zstandard  # noqa: E402
+import zstandard
 
-from reference.persistence.filestore import FileStore  # noqa: E402
-from reference.session import Session  # noqa: E402
-from reference.store import SessionStore  # noqa: E402
+from reference.persistence.filestore import FileStore
+from reference.session import Session
+from reference.store import SessionStore
 
 SESSION_ID = "bench"
 CWD = "/work/bench"
@@ -72,7 +72,12 @@ def write_turn(writer: Writer, turn: int) -> None:
     writer.add("turn/start", {"turn": turn})
     writer.add(
         "user/message",
-        {"id": f"u{turn}", "role": "user", "source": {"kind": "user"}, "content": [{"type": "text", "text": text_of(turn, 0, 20)}]},
+        {
+            "id": f"u{turn}",
+            "role": "user",
+            "source": {"kind": "user"},
+            "content": [{"type": "text", "text": text_of(turn, 0, 20)}],
+        },
         "append",
     )
     for step in (1, 2, 3):
@@ -84,14 +89,35 @@ def write_turn(writer: Writer, turn: int) -> None:
         call_id = f"call-{turn}-{step}"
         content: list[Any] = [{"type": "text", "text": text_of(turn, step, 40)}]
         if step < 3:
-            content.append({"type": "tool-call", "id": call_id, "name": "read_file", "arguments": json.dumps({"path": f"src/m{turn}.py"})})
-        message = {"id": f"a{turn}-{step}", "role": "assistant", "content": content, "source": {"kind": "model", "provider": "p", "model": "m"}}
+            content.append(
+                {
+                    "type": "tool-call",
+                    "id": call_id,
+                    "name": "read_file",
+                    "arguments": json.dumps({"path": f"src/m{turn}.py"}),
+                }
+            )
+        message = {
+            "id": f"a{turn}-{step}",
+            "role": "assistant",
+            "content": content,
+            "source": {"kind": "model", "provider": "p", "model": "m"},
+        }
         writer.add("assistant/message", {"turn": turn, "step": step, "message": message}, "append")
         if step < 3:
             call = writer.session.seq
             writer.add("tool/call", {"turn": turn, "step": step, "callId": call_id, "name": "read_file"})
-            block = {"type": "tool-result", "toolCallId": call_id, "content": [{"type": "text", "text": text_of(turn, step, 120)}]}
-            result = {"id": f"r-{call_id}", "role": "user", "source": {"kind": "tool", "callId": call_id}, "content": [block]}
+            block = {
+                "type": "tool-result",
+                "toolCallId": call_id,
+                "content": [{"type": "text", "text": text_of(turn, step, 120)}],
+            }
+            result = {
+                "id": f"r-{call_id}",
+                "role": "user",
+                "source": {"kind": "tool", "callId": call_id},
+                "content": [block],
+            }
             writer.add("tool/result", {"turn": turn, "step": step, "message": result}, "append", [call])
         writer.add("step/end", {"turn": turn, "step": step})
     writer.add("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
@@ -132,11 +158,17 @@ def baseline(path: Path) -> tuple[float, int]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--events", type=int, default=100_000)
     parser.add_argument("--flush-every", type=int, default=100)
-    parser.add_argument("--root", type=Path, default=None, help="where to build the session (default: a temp dir)")
-    parser.add_argument("--profile", action="store_true", help="profile a second resume and print the top functions")
+    parser.add_argument(
+        "--root", type=Path, default=None, help="where to build the session (default: a temp dir)"
+    )
+    parser.add_argument(
+        "--profile", action="store_true", help="profile a second resume and print the top functions"
+    )
     args = parser.parse_args()
 
     root = args.root or Path(tempfile.mkdtemp(prefix="bench-resume-"))

@@ -30,11 +30,11 @@ PLUGIN: Final = ROOT / "scripts" / "crosshair_plugin.py"
 
 # Modules whose docstrings carry contracts, in the order they are started (longest first).
 CONTRACT_MODULES: Final = (
-    "spec.surface",
-    "spec.prune",
-    "spec.fork",
-    "spec.provenance",
-    "spec.pairing",
+    "spec.log.surface",
+    "spec.shrink.prune",
+    "spec.lineage.fork",
+    "spec.log.provenance",
+    "spec.shrink.pairing",
 )
 BUDGET_SECONDS: Final = int(os.environ.get("CROSSHAIR_BUDGET", "240"))  # wall seconds for the whole run
 JOBS: Final = int(os.environ.get("CROSSHAIR_JOBS", str(min(2, os.cpu_count() or 1))))
@@ -78,15 +78,31 @@ def check_module(module: str, per_condition: float) -> ModuleResult:
     expected = post_clause_lines(path)
     share = len(expected) * per_condition + STARTUP_SECONDS
     command = [
-        sys.executable, "-m", "crosshair", "check", "--analysis_kind=PEP316", "--report_all",
-        f"--per_condition_timeout={per_condition:g}", f"--extra_plugin={PLUGIN}", module,
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "crosshair",
+        "check",
+        "--analysis_kind=PEP316",
+        "--report_all",
+        f"--per_condition_timeout={per_condition:g}",
+        f"--extra_plugin={PLUGIN}",
+        module,
+    ]
     started = time.monotonic()
     try:
-        result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=share * OVERRUN_FACTOR)
+        result = subprocess.run(
+            command, capture_output=True, text=True, cwd=ROOT, timeout=share * OVERRUN_FACTOR
+        )
     except subprocess.TimeoutExpired:
         took = time.monotonic() - started
-        return ModuleResult(module, share, took, len(expected), 0, (f"stopped after {took:.0f}s: its contracts were not all checked",))
+        return ModuleResult(
+            module,
+            share,
+            took,
+            len(expected),
+            0,
+            (f"stopped after {took:.0f}s: its contracts were not all checked",),
+        )
     took = time.monotonic() - started
     problems: list[str] = []
     reported: set[int] = set()
@@ -124,7 +140,9 @@ def plan_per_condition() -> float:
 
 def main() -> int:
     per_condition = plan_per_condition()
-    print(f"crosshair: {len(CONTRACT_MODULES)} modules, {JOBS} at a time, {per_condition:g}s CPU per post clause")
+    print(
+        f"crosshair: {len(CONTRACT_MODULES)} modules, {JOBS} at a time, {per_condition:g}s CPU per post clause"
+    )
     started = time.monotonic()
     with ThreadPoolExecutor(max_workers=max(1, JOBS)) as pool:
         results = list(pool.map(lambda module: check_module(module, per_condition), CONTRACT_MODULES))

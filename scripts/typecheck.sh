@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# mypy --strict over the three packages, then CrossHair on the spec's contracts within a budget.
+# The formatter and the linter (ruff), mypy --strict over the three packages, then CrossHair on the
+# spec's contracts within a budget.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+.venv/bin/ruff format --check --quiet spec reference conformance tests scripts
+.venv/bin/ruff check --quiet spec reference conformance tests scripts
 .venv/bin/python -m mypy --strict spec reference conformance
 .venv/bin/python scripts/crosshair_budget.py

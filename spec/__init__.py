@@ -1,9 +1,55 @@
 """dsh-session-spec: the executable specification of the DSH session event log.
 
 Every rule is a typed pure function with a docstring that states it; every rejection is a
-:class:`spec.codes.SpecError` with a stable code. The README's "short tour" gives a reading order.
+:class:`spec.codes.SpecError` with a stable code. The README's "short tour" gives a reading order;
+the chapters are the subpackages:
+
+- ``spec.log``: the value domain, the event envelope, the header, the surface and the session;
+- ``spec.lineage``: seeds, fork, crash repair and resume;
+- ``spec.shrink``: tool pairing, token prices, pruning, spill and summary compaction;
+- ``spec.projections``: projections as folds of the log, and durability checkpoints;
+- ``spec.format``: JSON text, file naming, framing and DSH's v0 records;
+- ``spec.checks``: the whole-log checker.
+
+Modules moved into those chapters keep answering at their protocol version 1 paths
+(:mod:`spec._moved`).
 """
 
+from spec import _moved
 from spec.codes import Code, SpecError
+
+_moved.install(
+    {
+        "spec.json": ("spec.log.json", "spec.format.json_text"),
+        "spec.events": ("spec.log.events",),
+        "spec.header": ("spec.log.header",),
+        "spec.surface": ("spec.log.surface",),
+        "spec.provenance": ("spec.log.provenance",),
+        "spec.tool_rewrite": ("spec.log.tool_rewrite",),
+        "spec.session": ("spec.log.session",),
+        "spec.seed": ("spec.lineage.seed",),
+        "spec.fork": ("spec.lineage.fork",),
+        "spec.repair": ("spec.lineage.repair",),
+        "spec.pairing": ("spec.shrink.pairing",),
+        "spec.tokens": ("spec.shrink.tokens",),
+        "spec.prune": ("spec.shrink.prune",),
+        "spec.spill": ("spec.shrink.spill",),
+        "spec.summary": ("spec.shrink.summary",),
+        "spec.bracket": ("spec.shrink.bracket",),
+        "spec.pressure": ("spec.shrink.pressure",),
+        "spec.compaction": ("spec.shrink.compaction",),
+        "spec.projection": ("spec.projections.units",),
+        "spec.durability": ("spec.projections.durability",),
+        "spec.storage": ("spec.format.naming",),
+        "spec.framing": ("spec.format.framing",),
+        "spec.chunk_rows": ("spec.format.chunk_rows",),
+        "spec.legacy": ("spec.format.legacy",),
+        "spec.checker": ("spec.checks.log",),
+        "spec.checker_turns": ("spec.checks.turns",),
+        "spec.checker_compaction": ("spec.checks.compaction",),
+        "spec.checker_lineage": ("spec.checks.lineage",),
+        "spec.violation": ("spec.checks.violation",),
+    }
+)
 
 __all__ = ["Code", "SpecError"]

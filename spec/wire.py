@@ -21,19 +21,25 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Final, TypeAlias
 
-from spec.checker import check_log
-from spec.chunk_rows import decode_storage_record
-from spec.events import Event
-from spec.framing import decode_jsonl_log
-from spec.header import validate_header
-from spec.json import JsonObject, JsonValue, is_safe_integer
-from spec.legacy import upgrade_v0_records
-from spec.pairing import derive_cut_balance, is_balanced_after, is_balanced_before
-from spec.prune import PruneConfig, PrunePlan, decode_prune_config, plan_prune_events, plan_pruned_content
-from spec.repair import derive_closers
-from spec.storage import decode_header_line, derive_session_relpath, encode_project_key, encode_segment
-from spec.surface import SurfaceFold, fold_surface
-from spec.tokens import ShadowClaim, fold_shadow_price, price_surface
+from spec.checks.log import check_log
+from spec.format.chunk_rows import decode_storage_record
+from spec.format.framing import decode_jsonl_log
+from spec.format.legacy import upgrade_v0_records
+from spec.format.naming import decode_header_line, derive_session_relpath, encode_project_key, encode_segment
+from spec.lineage.repair import derive_closers
+from spec.log.events import Event
+from spec.log.header import validate_header
+from spec.log.json import JsonObject, JsonValue, is_safe_integer
+from spec.log.surface import SurfaceFold, fold_surface
+from spec.shrink.pairing import derive_cut_balance, is_balanced_after, is_balanced_before
+from spec.shrink.prune import (
+    PruneConfig,
+    PrunePlan,
+    decode_prune_config,
+    plan_prune_events,
+    plan_pruned_content,
+)
+from spec.shrink.tokens import ShadowClaim, fold_shadow_price, price_surface
 
 Inputs: TypeAlias = Mapping[str, JsonValue]
 WireFunction: TypeAlias = Callable[[Inputs], JsonValue]
@@ -96,9 +102,11 @@ def decode_nodes(inputs: Inputs) -> list[int]:
 
 def decode_exact_prune_config(inputs: Inputs) -> PruneConfig:
     """``config`` as ``{thresholdChars, headChars, tailChars}``, taken as given (not validated:
-    :func:`spec.prune.plan_pruned_content` is called with any sizes)."""
+    :func:`spec.shrink.prune.plan_pruned_content` is called with any sizes)."""
     raw = decode_object(inputs, "config")
-    sizes = [decode_integer(raw.get(key), f"config.{key}") for key in ("thresholdChars", "headChars", "tailChars")]
+    sizes = [
+        decode_integer(raw.get(key), f"config.{key}") for key in ("thresholdChars", "headChars", "tailChars")
+    ]
     return PruneConfig(*sizes)
 
 
@@ -117,13 +125,22 @@ def decode_shadow_claim(inputs: Inputs) -> ShadowClaim | None:
 def encode_surface_fold(fold: SurfaceFold) -> JsonValue:
     """``{nodes, replaceGeneration, replacements: [{seq, start, end, shadowed}]}``."""
     replacements: list[JsonValue] = [
-        {"seq": r.seq, "start": r.start, "end": r.end, "shadowed": list(r.shadowed)} for r in fold.replacements
+        {"seq": r.seq, "start": r.start, "end": r.end, "shadowed": list(r.shadowed)}
+        for r in fold.replacements
     ]
-    return {"nodes": list(fold.nodes), "replaceGeneration": fold.replace_generation, "replacements": replacements}
+    return {
+        "nodes": list(fold.nodes),
+        "replaceGeneration": fold.replace_generation,
+        "replacements": replacements,
+    }
 
 
 def encode_prune_config(config: PruneConfig) -> JsonValue:
-    return {"thresholdChars": config.threshold_chars, "headChars": config.head_chars, "tailChars": config.tail_chars}
+    return {
+        "thresholdChars": config.threshold_chars,
+        "headChars": config.head_chars,
+        "tailChars": config.tail_chars,
+    }
 
 
 def encode_prune_plan(plan: PrunePlan) -> JsonValue:
@@ -153,7 +170,11 @@ def _fold_shadow_price(inputs: Inputs) -> JsonValue:
 
 def _check_log(inputs: Inputs) -> JsonValue:
     header = inputs.get("header")
-    violations = check_log(decode_events(inputs), header if isinstance(header, dict) else None, inputs.get("relational") is not False)
+    violations = check_log(
+        decode_events(inputs),
+        header if isinstance(header, dict) else None,
+        inputs.get("relational") is not False,
+    )
     return [{"rule": violation.rule, "seq": violation.seq} for violation in violations]
 
 
@@ -169,7 +190,11 @@ def _decode_jsonl_log(inputs: Inputs) -> JsonValue:
     except UnicodeEncodeError:
         raise WireInputError("input 'text' must be UTF-8 text (it holds a lone surrogate)") from None
     stored = decode_jsonl_log(data)
-    return {"headerLine": stored.header_line, "records": list(stored.records), "truncateTo": stored.truncate_to}
+    return {
+        "headerLine": stored.header_line,
+        "records": list(stored.records),
+        "truncateTo": stored.truncate_to,
+    }
 
 
 def _validate_header(inputs: Inputs) -> JsonValue:
@@ -180,24 +205,37 @@ def _validate_header(inputs: Inputs) -> JsonValue:
 WIRE_FUNCTIONS: Final[Mapping[str, WireFunction]] = {
     "spec.surface.fold_surface": lambda i: encode_surface_fold(fold_surface(decode_events(i))),
     "spec.pairing.derive_cut_balance": lambda i: list(derive_cut_balance(decode_nodes(i), decode_events(i))),
-    "spec.pairing.is_balanced_before": lambda i: is_balanced_before(decode_nodes(i), decode_events(i), decode_integer(i.get("seq"), "seq")),
-    "spec.pairing.is_balanced_after": lambda i: is_balanced_after(decode_nodes(i), decode_events(i), decode_integer(i.get("seq"), "seq")),
+    "spec.pairing.is_balanced_before": lambda i: is_balanced_before(
+        decode_nodes(i), decode_events(i), decode_integer(i.get("seq"), "seq")
+    ),
+    "spec.pairing.is_balanced_after": lambda i: is_balanced_after(
+        decode_nodes(i), decode_events(i), decode_integer(i.get("seq"), "seq")
+    ),
     "spec.prune.decode_prune_config": lambda i: encode_prune_config(decode_prune_config(i.get("config"))),
-    "spec.prune.plan_pruned_content": lambda i: plan_pruned_content(decode_array(i, "blocks"), decode_exact_prune_config(i)),
+    "spec.prune.plan_pruned_content": lambda i: plan_pruned_content(
+        decode_array(i, "blocks"), decode_exact_prune_config(i)
+    ),
     "spec.prune.plan_prune_events": lambda i: [
-        encode_prune_plan(plan) for plan in plan_prune_events(decode_nodes(i), decode_events(i), decode_prune_config(i.get("config")))
+        encode_prune_plan(plan)
+        for plan in plan_prune_events(decode_nodes(i), decode_events(i), decode_prune_config(i.get("config")))
     ],
-    "spec.tokens.price_surface": lambda i: [list(node) for node in price_surface(decode_nodes(i), decode_events(i))],
+    "spec.tokens.price_surface": lambda i: [
+        list(node) for node in price_surface(decode_nodes(i), decode_events(i))
+    ],
     "spec.tokens.fold_shadow_price": _fold_shadow_price,
     "spec.checker.check_log": _check_log,
     "spec.repair.derive_closers": lambda i: list(derive_closers(decode_events(i))),
     "spec.storage.encode_segment": lambda i: encode_segment(decode_string(i, "id")),
     "spec.storage.encode_project_key": lambda i: encode_project_key(decode_string(i, "cwd")),
-    "spec.storage.derive_session_relpath": lambda i: list(derive_session_relpath(decode_object(i, "header"), i.get("compressed") is not False)),
+    "spec.storage.derive_session_relpath": lambda i: list(
+        derive_session_relpath(decode_object(i, "header"), i.get("compressed") is not False)
+    ),
     "spec.storage.decode_header_line": _decode_header_line,
     "spec.chunk_rows.decode_storage_record": lambda i: decode_storage_record(i.get("record")),
     "spec.framing.decode_jsonl_log": _decode_jsonl_log,
-    "spec.legacy.upgrade_v0_records": lambda i: list(upgrade_v0_records(decode_string(i, "sessionId"), decode_array(i, "records"))),
+    "spec.legacy.upgrade_v0_records": lambda i: list(
+        upgrade_v0_records(decode_string(i, "sessionId"), decode_array(i, "records"))
+    ),
     "spec.header.validate_header": _validate_header,
 }
 """Every function of capability ``pure``, by the name a ``call`` gives (the protocol's table)."""

@@ -26,11 +26,11 @@ from reference.server import FaultyFileSystem, ReferenceSubject
 from reference.session import Session
 from reference.store import SessionStore
 from spec.codes import Code, SpecError, reject
-from spec.events import ASSISTANT_MESSAGE, COMPACTION_END, END_SEED, Event, Message, derive_event_message
-from spec.fork import derive_child_meta, plan_fork_seed, validate_fork_request
-from spec.json import FrozenDict, JsonObject, JsonValue, is_event_seq, snapshot_json
-from spec.session import ABSENT, plan_event
-from spec.surface import ReplaceOp, ReplacePlan, SurfacePlan, plan_replace, splice_plan
+from spec.lineage.fork import derive_child_meta, plan_fork_seed, validate_fork_request
+from spec.log.events import ASSISTANT_MESSAGE, COMPACTION_END, END_SEED, Event, Message, derive_event_message
+from spec.log.json import FrozenDict, JsonObject, JsonValue, is_event_seq, snapshot_json
+from spec.log.session import ABSENT, plan_event
+from spec.log.surface import ReplaceOp, ReplacePlan, SurfacePlan, plan_replace, splice_plan
 
 # --- plumbing -------------------------------------------------------------------------------------
 
@@ -67,7 +67,11 @@ class PlannedSession(Session):
     generation_step: ClassVar[int] = 1
 
     def append(
-        self, event_type: object, data: object, surface_op: object = ABSENT, source_event_seqs: object = ABSENT
+        self,
+        event_type: object,
+        data: object,
+        surface_op: object = ABSENT,
+        source_event_seqs: object = ABSENT,
     ) -> Event:
         event, plan = self.plan(event_type, data, surface_op, source_event_seqs)
         if self._sink is not None:
@@ -80,8 +84,12 @@ class PlannedSession(Session):
             self._surface_snapshot = None
         return event
 
-    def plan(self, event_type: object, data: object, surface_op: object, source_event_seqs: object) -> tuple[Event, SurfacePlan]:
-        return plan_event(self._nodes, self._log, event_type, data, surface_op, source_event_seqs, self._clock())
+    def plan(
+        self, event_type: object, data: object, surface_op: object, source_event_seqs: object
+    ) -> tuple[Event, SurfacePlan]:
+        return plan_event(
+            self._nodes, self._log, event_type, data, surface_op, source_event_seqs, self._clock()
+        )
 
 
 class MutantStore(SessionStore):
@@ -133,13 +141,17 @@ class MutantSubject(ReferenceSubject):
 
 
 class _MissingProvenanceSession(PlannedSession):
-    def plan(self, event_type: object, data: object, surface_op: object, source_event_seqs: object) -> tuple[Event, SurfacePlan]:
+    def plan(
+        self, event_type: object, data: object, surface_op: object, source_event_seqs: object
+    ) -> tuple[Event, SurfacePlan]:
         try:
             return super().plan(event_type, data, surface_op, source_event_seqs)
         except SpecError as error:
             if error.code != Code.PROVENANCE_MISSING_SHADOWED or not isinstance(surface_op, dict):
                 raise
-            first, last = plan_replace(self._nodes, ReplaceOp(int(surface_op["start"]), int(surface_op["end"])))
+            first, last = plan_replace(
+                self._nodes, ReplaceOp(int(surface_op["start"]), int(surface_op["end"]))
+            )
             cited = list(source_event_seqs) if isinstance(source_event_seqs, list) else []
             full = cited + [seq for seq in self._nodes[first : last + 1] if seq not in cited]
             event, plan = super().plan(event_type, data, surface_op, full)
@@ -155,7 +167,9 @@ class AcceptsReplaceMissingShadowedProvenance(MutantSubject):
 
 
 class _InvertedReplaceSession(PlannedSession):
-    def plan(self, event_type: object, data: object, surface_op: object, source_event_seqs: object) -> tuple[Event, SurfacePlan]:
+    def plan(
+        self, event_type: object, data: object, surface_op: object, source_event_seqs: object
+    ) -> tuple[Event, SurfacePlan]:
         try:
             return super().plan(event_type, data, surface_op, source_event_seqs)
         except SpecError as error:
@@ -175,7 +189,9 @@ class AcceptsInvertedReplace(MutantSubject):
 
 
 class _LogOnlyProvenanceSession(PlannedSession):
-    def plan(self, event_type: object, data: object, surface_op: object, source_event_seqs: object) -> tuple[Event, SurfacePlan]:
+    def plan(
+        self, event_type: object, data: object, surface_op: object, source_event_seqs: object
+    ) -> tuple[Event, SurfacePlan]:
         try:
             return super().plan(event_type, data, surface_op, source_event_seqs)
         except SpecError as error:
@@ -193,7 +209,9 @@ class AcceptsProvenanceOnLogOnlyEvent(MutantSubject):
 
 
 class _IsErrorRewriteSession(PlannedSession):
-    def plan(self, event_type: object, data: object, surface_op: object, source_event_seqs: object) -> tuple[Event, SurfacePlan]:
+    def plan(
+        self, event_type: object, data: object, surface_op: object, source_event_seqs: object
+    ) -> tuple[Event, SurfacePlan]:
         try:
             return super().plan(event_type, data, surface_op, source_event_seqs)
         except SpecError as error:
@@ -326,12 +344,16 @@ class AcceptsForkBoundaryPastTheEnd(MutantSubject):
 
 
 class _NoEmptySeedMarkerStore(MutantStore):
-    def create(self, session_id: str | None = None, seed: Sequence[object] | None = None, meta: JsonValue = None) -> Session:
+    def create(
+        self, session_id: str | None = None, seed: Sequence[object] | None = None, meta: JsonValue = None
+    ) -> Session:
         if seed is None or len(seed) > 0:
             return super().create(session_id, seed, meta)
-        original = getattr(store_module, "create_session_state")
+        original = store_module.create_session_state
 
-        def without_marker(session_id: str, seed: object, header: object, now: int, restore: bool = False) -> Any:
+        def without_marker(
+            session_id: str, seed: object, header: object, now: int, restore: bool = False
+        ) -> Any:
             return original(session_id, None if seed == [] else seed, header, now, restore)
 
         with swapped(store_module, "create_session_state", without_marker):
@@ -400,12 +422,14 @@ class FirstLiveSeqIsSeedLengthOnResume(MutantSubject):
 
 class _ReversedClosersStore(FileStore):
     def _open_locked(self, session_id: str, path: str, lock: Any) -> Any:
-        original = getattr(filestore_module, "derive_closers")
+        original = filestore_module.derive_closers
 
         def reversed_closers(events: Sequence[Event]) -> tuple[Event, ...]:
             closers = original(events)
             first = int(closers[0]["seq"]) if closers else 0
-            return tuple(with_field(event, "seq", first + index) for index, event in enumerate(reversed(closers)))
+            return tuple(
+                with_field(event, "seq", first + index) for index, event in enumerate(reversed(closers))
+            )
 
         with swapped(filestore_module, "derive_closers", reversed_closers):
             return super()._open_locked(session_id, path, lock)
@@ -421,7 +445,7 @@ class EmitsClosersInWrongOrder(MutantSubject):
 
 class _NoCompactionEndStore(FileStore):
     def _open_locked(self, session_id: str, path: str, lock: Any) -> Any:
-        original = getattr(filestore_module, "derive_closers")
+        original = filestore_module.derive_closers
 
         def without_compaction_end(events: Sequence[Event]) -> tuple[Event, ...]:
             kept = [event for event in original(events) if event.get("type") != COMPACTION_END]

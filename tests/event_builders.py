@@ -4,30 +4,51 @@ from __future__ import annotations
 
 from typing import Any
 
-from spec.session import ABSENT
+from spec.log.session import ABSENT
 
 
 def user_data(message_id: str = "u1", text: str = "hello", kind: str = "user") -> dict[str, Any]:
     """A user/message payload (the message itself is the data)."""
-    return {"id": message_id, "role": "user", "source": {"kind": kind}, "content": [{"type": "text", "text": text}]}
+    return {
+        "id": message_id,
+        "role": "user",
+        "source": {"kind": kind},
+        "content": [{"type": "text", "text": text}],
+    }
 
 
-def assistant_data(message_id: str = "a1", text: str | None = "hi", calls: tuple[str, ...] = ()) -> dict[str, Any]:
+def assistant_data(
+    message_id: str = "a1", text: str | None = "hi", calls: tuple[str, ...] = ()
+) -> dict[str, Any]:
     """An assistant/message payload; ``text=None`` gives empty content (a usage-only message)."""
     content: list[Any] = [] if text is None else [{"type": "text", "text": text}]
     content += [{"type": "tool-call", "id": call, "name": "read", "arguments": "{}"} for call in calls]
-    message = {"id": message_id, "role": "assistant", "content": content, "source": {"kind": "model", "provider": "p", "model": "m"}}
+    message = {
+        "id": message_id,
+        "role": "assistant",
+        "content": content,
+        "source": {"kind": "model", "provider": "p", "model": "m"},
+    }
     return {"turn": 1, "step": 1, "message": message}
 
 
-def tool_result_data(call_id: str = "c1", text: str = "result", message_id: str | None = None, **extra: Any) -> dict[str, Any]:
+def tool_result_data(
+    call_id: str = "c1", text: str = "result", message_id: str | None = None, **extra: Any
+) -> dict[str, Any]:
     """A tool/result payload answering ``call_id``."""
     block = {"type": "tool-result", "toolCallId": call_id, "content": [{"type": "text", "text": text}]}
-    message = {"id": message_id or f"r-{call_id}", "role": "user", "source": {"kind": "tool", "callId": call_id}, "content": [block]}
+    message = {
+        "id": message_id or f"r-{call_id}",
+        "role": "user",
+        "source": {"kind": "tool", "callId": call_id},
+        "content": [block],
+    }
     return {"turn": 1, "step": 1, "message": message, **extra}
 
 
-def event(seq: int, kind: str, data: Any, surface_op: Any = ABSENT, sources: Any = ABSENT, time: int = 1000) -> dict[str, Any]:
+def event(
+    seq: int, kind: str, data: Any, surface_op: Any = ABSENT, sources: Any = ABSENT, time: int = 1000
+) -> dict[str, Any]:
     """A raw event in the append key order: type, seq, time, data, sourceEventSeqs?, surfaceOp?."""
     built: dict[str, Any] = {"type": kind, "seq": seq, "time": time, "data": data}
     if sources is not ABSENT:
@@ -45,11 +66,15 @@ def user(seq: int, text: str = "hello", surface_op: Any = "append", sources: Any
     return event(seq, "user/message", user_data(f"u{seq}", text), surface_op, sources)
 
 
-def assistant(seq: int, text: str | None = "hi", surface_op: Any = "append", sources: Any = ABSENT) -> dict[str, Any]:
+def assistant(
+    seq: int, text: str | None = "hi", surface_op: Any = "append", sources: Any = ABSENT
+) -> dict[str, Any]:
     return event(seq, "assistant/message", assistant_data(f"a{seq}", text), surface_op, sources)
 
 
-def tool_result(seq: int, call_id: str = "c1", text: str = "result", surface_op: Any = "append", sources: Any = ABSENT) -> dict[str, Any]:
+def tool_result(
+    seq: int, call_id: str = "c1", text: str = "result", surface_op: Any = "append", sources: Any = ABSENT
+) -> dict[str, Any]:
     return event(seq, "tool/result", tool_result_data(call_id, text), surface_op, sources)
 
 
@@ -62,7 +87,11 @@ def turn_end(seq: int, turn: int = 1, kind: str = "completed") -> dict[str, Any]
 
 
 def chunk(seq: int, text: str = "h") -> dict[str, Any]:
-    return event(seq, "assistant/chunk", {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": text}})
+    return event(
+        seq,
+        "assistant/chunk",
+        {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": text}},
+    )
 
 
 def at(value: object, *path: str | int) -> Any:

@@ -1,22 +1,20 @@
 """A conversation driver for the context-shrinking tests: it appends well-formed turns, steps, tool
-calls and results to a reference Session, so that every log it makes passes spec.checker."""
+calls and results to a reference Session, so that every log it makes passes spec.checks.log."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from collections.abc import Callable
-
-from reference.compaction import AbortSignal, SummaryRequest
 from reference.session import Session
+from reference.shrink.compaction import AbortSignal, SummaryRequest
 from reference.store import SessionStore
-from spec.checker import check_log
-from spec.events import Event
-from spec.header import plan_header_record
-from spec.json import FrozenList, snapshot_json
-from spec.session import create_session_state
-from spec.summary import SummarizerOutput
+from spec.checks.log import check_log
+from spec.log.events import Event
+from spec.log.header import plan_header_record
+from spec.log.json import FrozenList, snapshot_json
+from spec.log.session import create_session_state
+from spec.shrink.summary import SummarizerOutput
 
 
 class Conversation:
@@ -42,10 +40,17 @@ class Conversation:
         return self.user(text)
 
     def user(self, text: str, kind: str = "user") -> Event:
-        message = {"id": self._id("u"), "role": "user", "source": {"kind": kind}, "content": [{"type": "text", "text": text}]}
+        message = {
+            "id": self._id("u"),
+            "role": "user",
+            "source": {"kind": kind},
+            "content": [{"type": "text", "text": text}],
+        }
         return self.session.append("user/message", message, "append")
 
-    def request_header(self, system: str = "You are a helpful assistant.", tools: Sequence[Any] = ()) -> Event:
+    def request_header(
+        self, system: str = "You are a helpful assistant.", tools: Sequence[Any] = ()
+    ) -> Event:
         header: dict[str, Any] = {"config": {"provider": "p", "model": "m"}, "system": system}
         if tools:
             header["tools"] = list(tools)
@@ -57,26 +62,49 @@ class Conversation:
         call_id = self._id("call-")
         turn, step = self.turn, self.step
         self.session.append("step/start", {"turn": turn, "step": step})
-        content = [{"type": "text", "text": text}, {"type": "tool-call", "id": call_id, "name": tool, "arguments": "{}"}]
-        message = {"id": self._id("a"), "role": "assistant", "content": content, "source": {"kind": "model", "provider": "p", "model": "m"}}
+        content = [
+            {"type": "text", "text": text},
+            {"type": "tool-call", "id": call_id, "name": tool, "arguments": "{}"},
+        ]
+        message = {
+            "id": self._id("a"),
+            "role": "assistant",
+            "content": content,
+            "source": {"kind": "model", "provider": "p", "model": "m"},
+        }
         self.session.append("assistant/message", {"turn": turn, "step": step, "message": message}, "append")
-        self.session.append("tool/call", {"turn": turn, "step": step, "callId": call_id, "name": tool, "arguments": "{}"})
+        self.session.append(
+            "tool/call", {"turn": turn, "step": step, "callId": call_id, "name": tool, "arguments": "{}"}
+        )
         self.tool_result(call_id, output)
         self.session.append("step/end", {"turn": turn, "step": step})
         return call_id
 
     def tool_result(self, call_id: str, output: str) -> Event:
         block = {"type": "tool-result", "toolCallId": call_id, "content": [{"type": "text", "text": output}]}
-        message = {"id": self._id("r"), "role": "user", "source": {"kind": "tool", "callId": call_id}, "content": [block]}
-        return self.session.append("tool/result", {"turn": self.turn, "step": self.step, "message": message}, "append")
+        message = {
+            "id": self._id("r"),
+            "role": "user",
+            "source": {"kind": "tool", "callId": call_id},
+            "content": [block],
+        }
+        return self.session.append(
+            "tool/result", {"turn": self.turn, "step": self.step, "message": message}, "append"
+        )
 
     def answer(self, text: str) -> Event:
         self.step += 1
         turn, step = self.turn, self.step
         self.session.append("step/start", {"turn": turn, "step": step})
-        message = {"id": self._id("a"), "role": "assistant", "content": [{"type": "text", "text": text}],
-                   "source": {"kind": "model", "provider": "p", "model": "m"}}  # fmt: skip
-        event = self.session.append("assistant/message", {"turn": turn, "step": step, "message": message}, "append")
+        message = {
+            "id": self._id("a"),
+            "role": "assistant",
+            "content": [{"type": "text", "text": text}],
+            "source": {"kind": "model", "provider": "p", "model": "m"},
+        }
+        event = self.session.append(
+            "assistant/message", {"turn": turn, "step": step, "message": message}, "append"
+        )
         self.session.append("step/end", {"turn": turn, "step": step})
         return event
 
@@ -114,7 +142,9 @@ class RecordingSink:
         self.flushed_upto = len(self.appended)
 
 
-def sink_session(sink: RecordingSink, session_id: str = "s1", seed: Sequence[object] | None = None) -> Session:
+def sink_session(
+    sink: RecordingSink, session_id: str = "s1", seed: Sequence[object] | None = None
+) -> Session:
     """A session writing to ``sink``, with a deterministic clock."""
     clock = iter(range(1_000, 10_000_000))
     header = plan_header_record(session_id, {"createdAt": 1}, 1, is_seeded=seed is not None)
@@ -123,7 +153,9 @@ def sink_session(sink: RecordingSink, session_id: str = "s1", seed: Sequence[obj
     return Session(state, sink=sink, clock=lambda: next(clock))
 
 
-def long_conversation(session: Session, turns: int = 6, output_chars: int = 600, close_last: bool = True) -> Conversation:
+def long_conversation(
+    session: Session, turns: int = 6, output_chars: int = 600, close_last: bool = True
+) -> Conversation:
     """``turns`` complete turns of prompt, one tool step, an answer; the last one left open when
     ``close_last`` is false."""
     talk = Conversation(session)

@@ -18,12 +18,12 @@ from typing import ClassVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from conformance.crash import STORE_ROOT_ENV  # noqa: E402
-from reference.fs import RealFileSystem  # noqa: E402
-from reference.persistence.filestore import FileStore  # noqa: E402
-from reference.server import Args, ReferenceSubject, serve  # noqa: E402
-from reference.store import SessionStore  # noqa: E402
-from spec.json import JsonValue  # noqa: E402
+from conformance.crash import STORE_ROOT_ENV
+from reference.persistence.filestore import FileStore
+from reference.persistence.fs import RealFileSystem
+from reference.server import Args, ReferenceSubject, serve
+from reference.store import SessionStore
+from spec.log.json import JsonValue
 
 
 class RealDirectorySubject(ReferenceSubject):
@@ -67,8 +67,8 @@ class LazyFlushSubject(RealDirectorySubject):
 
 def main() -> None:
     subject = LazyFlushSubject() if "--lazy-flush" in sys.argv[1:] else RealDirectorySubject()
-    stdin = open(sys.stdin.fileno(), encoding="utf-8", closefd=False)
-    stdout = open(sys.stdout.fileno(), "w", encoding="utf-8", closefd=False)
+    stdin = open(sys.stdin.fileno(), encoding="utf-8", closefd=False)  # noqa: SIM115 - lives as long as the process
+    stdout = open(sys.stdout.fileno(), "w", encoding="utf-8", closefd=False)  # noqa: SIM115 - lives as long as the process
 
     def write(text: str) -> None:
         stdout.write(text)

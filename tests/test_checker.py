@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from shared_material import shared_dir
 
-from conftest import shared_dir
-from spec.checker import CORE_RULES, RELATIONAL_RULES, RULES, check_log
-from spec.repair import TOOL_NOT_STARTED, derive_closers
-from spec.surface import fold_surface
-from spec.violation import Violation
+from spec.checks.log import CORE_RULES, RELATIONAL_RULES, RULES, check_log
+from spec.checks.violation import Violation
+from spec.lineage.repair import TOOL_NOT_STARTED, derive_closers
+from spec.log.surface import fold_surface
 
 Spec = tuple[str, Any, dict[str, Any]]
 
@@ -29,7 +29,10 @@ Spec = tuple[str, Any, dict[str, Any]]
 
 def log(*specs: Spec) -> list[dict[str, Any]]:
     """Number the given events 0, 1, 2..."""
-    return [{"type": kind, "seq": seq, "time": 1000, "data": data, **extra} for seq, (kind, data, extra) in enumerate(specs)]
+    return [
+        {"type": kind, "seq": seq, "time": 1000, "data": data, **extra}
+        for seq, (kind, data, extra) in enumerate(specs)
+    ]
 
 
 def turn_start(turn: Any) -> Spec:
@@ -49,27 +52,57 @@ def step_end(turn: Any, step: Any) -> Spec:
 
 
 def user(text: str = "hi", surface_op: Any = "append", **extra: Any) -> Spec:
-    data = {"id": f"u-{text}", "role": "user", "source": {"kind": "user"}, "content": [{"type": "text", "text": text}]}
+    data = {
+        "id": f"u-{text}",
+        "role": "user",
+        "source": {"kind": "user"},
+        "content": [{"type": "text", "text": text}],
+    }
     return ("user/message", data, {"surfaceOp": surface_op, **extra})
 
 
 def assistant(turn: Any, step: Any, *call_ids: str) -> Spec:
-    content = [{"type": "text", "text": "ok"}] + [{"type": "tool-call", "id": c, "name": "bash", "arguments": "{}"} for c in call_ids]
-    message = {"id": f"a-{turn}-{step}", "role": "assistant", "content": content, "source": {"kind": "model", "provider": "p", "model": "m"}}
+    content = [{"type": "text", "text": "ok"}] + [
+        {"type": "tool-call", "id": c, "name": "bash", "arguments": "{}"} for c in call_ids
+    ]
+    message = {
+        "id": f"a-{turn}-{step}",
+        "role": "assistant",
+        "content": content,
+        "source": {"kind": "model", "provider": "p", "model": "m"},
+    }
     return ("assistant/message", {"turn": turn, "step": step, "message": message}, {"surfaceOp": "append"})
 
 
 def chunk(turn: Any, step: Any) -> Spec:
-    return ("assistant/chunk", {"turn": turn, "step": step, "chunk": {"type": "text-delta", "index": 0, "text": "o"}}, {})
+    return (
+        "assistant/chunk",
+        {"turn": turn, "step": step, "chunk": {"type": "text-delta", "index": 0, "text": "o"}},
+        {},
+    )
 
 
 def tool_call(turn: Any, step: Any, call_id: str) -> Spec:
-    return ("tool/call", {"turn": turn, "step": step, "callId": call_id, "name": "bash", "arguments": "{}"}, {})
+    return (
+        "tool/call",
+        {"turn": turn, "step": step, "callId": call_id, "name": "bash", "arguments": "{}"},
+        {},
+    )
 
 
 def tool_result_data(turn: Any, step: Any, call_id: str, text: str = "out") -> dict[str, Any]:
-    block = {"type": "tool-result", "toolCallId": call_id, "isError": False, "content": [{"type": "text", "text": text}]}
-    message = {"id": f"r-{call_id}", "role": "user", "source": {"kind": "tool", "callId": call_id}, "content": [block]}
+    block = {
+        "type": "tool-result",
+        "toolCallId": call_id,
+        "isError": False,
+        "content": [{"type": "text", "text": text}],
+    }
+    message = {
+        "id": f"r-{call_id}",
+        "role": "user",
+        "source": {"kind": "tool", "callId": call_id},
+        "content": [block],
+    }
     return {"turn": turn, "step": step, "message": message}
 
 
@@ -90,7 +123,11 @@ def replace(start: int, end: int) -> dict[str, Any]:
 
 def rewrite(turn: Any, step: Any, call_id: str, shadowed: int) -> Spec:
     """A tool/result that rewrites the result at ``shadowed`` (same call, new text)."""
-    return ("tool/result", tool_result_data(turn, step, call_id, text="pruned"), {"sourceEventSeqs": [shadowed], "surfaceOp": replace(shadowed, shadowed)})
+    return (
+        "tool/result",
+        tool_result_data(turn, step, call_id, text="pruned"),
+        {"sourceEventSeqs": [shadowed], "surfaceOp": replace(shadowed, shadowed)},
+    )
 
 
 def plain(kind: str, data: Any = None) -> Spec:
@@ -106,16 +143,28 @@ def compaction_start(compaction_id: str, turn: Any, **extra: Any) -> Spec:
 
 
 def summary(compaction_id: str, start: int, end: int, seqs: list[int] | None = None, **extra: Any) -> Spec:
-    return plain("compaction/summary", {
-        "compactionId": compaction_id, **extra, "summary": [{"type": "text", "text": "s"}],
-        "shadowedRange": {"start": start, "end": end}, "shadowedSeqs": seqs if seqs is not None else list(range(start, end + 1)),
-        "shadowedTokenCount": 10, "provider": "p", "model": "m",
-    })  # fmt: skip
+    return plain(
+        "compaction/summary",
+        {
+            "compactionId": compaction_id,
+            **extra,
+            "summary": [{"type": "text", "text": "s"}],
+            "shadowedRange": {"start": start, "end": end},
+            "shadowedSeqs": seqs if seqs is not None else list(range(start, end + 1)),
+            "shadowedTokenCount": 10,
+            "provider": "p",
+            "model": "m",
+        },
+    )
 
 
 def checkpoint(compaction_id: str, start: int, end: int, sources: list[int]) -> Spec:
-    data = {"id": f"ck-{compaction_id}", "role": "user", "content": [{"type": "text", "text": "summary"}],
-            "source": {"kind": "plugin", "plugin": "compact", "compactionId": compaction_id}}  # fmt: skip
+    data = {
+        "id": f"ck-{compaction_id}",
+        "role": "user",
+        "content": [{"type": "text", "text": "summary"}],
+        "source": {"kind": "plugin", "plugin": "compact", "compactionId": compaction_id},
+    }
     return ("user/message", data, {"sourceEventSeqs": sources, "surfaceOp": replace(start, end)})
 
 
@@ -124,7 +173,10 @@ def compaction_end(compaction_id: str, turn: Any, **extra: Any) -> Spec:
 
 
 def prune(start: int, end: int) -> Spec:
-    return plain("compaction/prune", {"shadowedRange": {"start": start, "end": end}, "shadowedSeqs": [start], "shadowedTokenCount": 5})
+    return plain(
+        "compaction/prune",
+        {"shadowedRange": {"start": start, "end": end}, "shadowedSeqs": [start], "shadowedTokenCount": 5},
+    )
 
 
 def rules_at(violations: tuple[Violation, ...]) -> list[tuple[str, int | None]]:
@@ -133,22 +185,57 @@ def rules_at(violations: tuple[Violation, ...]) -> list[tuple[str, int | None]]:
 
 # A well-formed turn: a user prompt, one step with a started and answered call, another without calls.
 GOOD_TURN: tuple[Spec, ...] = (
-    turn_start(1), user(), step_start(1, 1), request_context(), chunk(1, 1), assistant(1, 1, "c1"),
-    tool_call(1, 1, "c1"), tool_result(1, 1, "c1"), step_end(1, 1), step_start(1, 2), assistant(1, 2), step_end(1, 2),
+    turn_start(1),
+    user(),
+    step_start(1, 1),
+    request_context(),
+    chunk(1, 1),
+    assistant(1, 1, "c1"),
+    tool_call(1, 1, "c1"),
+    tool_result(1, 1, "c1"),
+    step_end(1, 1),
+    step_start(1, 2),
+    assistant(1, 2),
+    step_end(1, 2),
     turn_end(1),
-)  # fmt: skip
+)
 
 
 # --- each rule, broken once by a minimal log ---------------------------------------------------------
 
 BREAKS: dict[str, tuple[Callable[[], list[dict[str, Any]]], int | None, dict[str, Any] | None]] = {
-    "seq-contiguous": (lambda: [{**e, "seq": 5} if e["seq"] == 1 else e for e in log(user("a"), user("b"))], 5, None),
+    "seq-contiguous": (
+        lambda: [{**e, "seq": 5} if e["seq"] == 1 else e for e in log(user("a"), user("b"))],
+        5,
+        None,
+    ),
     "envelope": (lambda: [{**e, "extra": 1} for e in log(user())], 0, None),
-    "message-shape": (lambda: log(("user/message", {"role": "user", "source": {"kind": "user"}, "content": []}, {"surfaceOp": "append"})), 0, None),
+    "message-shape": (
+        lambda: log(
+            (
+                "user/message",
+                {"role": "user", "source": {"kind": "user"}, "content": []},
+                {"surfaceOp": "append"},
+            )
+        ),
+        0,
+        None,
+    ),
     "surface-op": (lambda: log(("turn/start", {"turn": 1}, {"surfaceOp": "append"})), 0, None),
     "surface-replace": (lambda: log(user("a"), user("b", replace(7, 7), sourceEventSeqs=[0])), 1, None),
     "provenance": (lambda: log(user("a"), user("b", replace(0, 0))), 1, None),
-    "tool-rewrite": (lambda: log(user("a"), ("tool/result", tool_result_data(1, 1, "c"), {"sourceEventSeqs": [0], "surfaceOp": replace(0, 0)})), 1, None),
+    "tool-rewrite": (
+        lambda: log(
+            user("a"),
+            (
+                "tool/result",
+                tool_result_data(1, 1, "c"),
+                {"sourceEventSeqs": [0], "surfaceOp": replace(0, 0)},
+            ),
+        ),
+        1,
+        None,
+    ),
     "turn-numbering": (lambda: log(turn_start(2)), 0, None),
     "turn-open": (lambda: log(turn_start(1), turn_start(2)), 1, None),
     "turn-end": (lambda: log(turn_start(1), turn_end(2)), 1, None),
@@ -156,11 +243,31 @@ BREAKS: dict[str, tuple[Callable[[], list[dict[str, Any]]], int | None, dict[str
     "step-in-turn": (lambda: log(step_start(1, 1), step_end(1, 1)), 0, None),
     "step-numbering": (lambda: log(turn_start(1), step_start(1, 2), step_end(1, 2), turn_end(1)), 1, None),
     "step-scoped": (lambda: log(turn_start(1), chunk(1, 1), turn_end(1)), 1, None),
-    "tool-result-pairing": (lambda: log(turn_start(1), step_start(1, 1), tool_result(1, 1, "c"), step_end(1, 1), turn_end(1)), 2, None),
+    "tool-result-pairing": (
+        lambda: log(turn_start(1), step_start(1, 1), tool_result(1, 1, "c"), step_end(1, 1), turn_end(1)),
+        2,
+        None,
+    ),
     "turn-enclosed": (lambda: log(request_context()), 0, None),
     "compaction-bracket": (lambda: log(compaction_end("k", None, error="x")), 0, None),
-    "compaction-turn": (lambda: log(turn_start(1), compaction_start("k", None), compaction_end("k", None, error="x"), turn_end(1)), 1, None),
-    "compaction-summary": (lambda: log(user("a"), compaction_start("k", None), summary("k", 0, 0, seqs=[]), checkpoint("k", 0, 0, [1, 2, 0]), compaction_end("k", None)), 2, None),
+    "compaction-turn": (
+        lambda: log(
+            turn_start(1), compaction_start("k", None), compaction_end("k", None, error="x"), turn_end(1)
+        ),
+        1,
+        None,
+    ),
+    "compaction-summary": (
+        lambda: log(
+            user("a"),
+            compaction_start("k", None),
+            summary("k", 0, 0, seqs=[]),
+            checkpoint("k", 0, 0, [1, 2, 0]),
+            compaction_end("k", None),
+        ),
+        2,
+        None,
+    ),
     "compaction-checkpoint": (lambda: log(user("a"), checkpoint("k", 0, 0, [0])), 1, None),
     "shadow-price": (lambda: log(user("a"), user("b", replace(0, 0), sourceEventSeqs=[0])), 1, None),
     "closers": (lambda: log(turn_start(1), step_start(1, 1), turn_end(1, kind="interrupted")), 2, None),
@@ -171,7 +278,7 @@ BREAKS: dict[str, tuple[Callable[[], list[dict[str, Any]]], int | None, dict[str
 
 def test_every_rule_has_an_explanation_and_a_level() -> None:
     assert all(text.strip() for text in RULES.values())
-    assert CORE_RULES | RELATIONAL_RULES == set(RULES) and not CORE_RULES & RELATIONAL_RULES
+    assert set(RULES) == CORE_RULES | RELATIONAL_RULES and not CORE_RULES & RELATIONAL_RULES
 
 
 def test_every_rule_has_a_minimal_breaking_log_here() -> None:
@@ -187,10 +294,13 @@ def test_a_minimal_log_breaking_a_rule_is_reported_with_that_rule_and_seq(rule: 
 
 def test_a_log_breaking_three_rules_reports_all_three() -> None:
     events = log(turn_start(2), request_context(), user("x", replace(9, 9), sourceEventSeqs=[0]))
-    events = events[:1] + [{**events[1], "seq": 4}] + [{**events[2], "seq": 5}]
+    events = [*events[:1], {**events[1], "seq": 4}, {**events[2], "seq": 5}]
     assert rules_at(check_log(events)) == [
-        ("turn-numbering", 0), ("seq-contiguous", 4), ("surface-replace", 5), ("shadow-price", 5),
-    ]  # fmt: skip
+        ("turn-numbering", 0),
+        ("seq-contiguous", 4),
+        ("surface-replace", 5),
+        ("shadow-price", 5),
+    ]
 
 
 def test_well_formed_turns_report_nothing() -> None:
@@ -214,7 +324,10 @@ def test_a_violation_names_the_broken_rule_in_its_message() -> None:
 
 
 def test_a_seq_gap_is_reported_once_and_the_count_resumes_after_it() -> None:
-    events = [{**event, "seq": event["seq"] + (10 if event["seq"] >= 2 else 0)} for event in log(user("a"), user("b"), user("c"), user("d"))]
+    events = [
+        {**event, "seq": event["seq"] + (10 if event["seq"] >= 2 else 0)}
+        for event in log(user("a"), user("b"), user("c"), user("d"))
+    ]
     assert rules_at(check_log(events)) == [("seq-contiguous", 12)]
 
 
@@ -249,8 +362,17 @@ def test_an_ignorable_flag_other_than_true_breaks_the_envelope_rule() -> None:
 def test_a_tool_result_that_rewrites_more_than_its_content_is_reported() -> None:
     kind, data, extra = rewrite(1, 1, "c", 4)
     data["message"]["content"][0]["isError"] = True
-    events = log(turn_start(1), step_start(1, 1), assistant(1, 1, "c"), tool_call(1, 1, "c"), tool_result(1, 1, "c"),
-                 step_end(1, 1), prune(4, 4), (kind, data, extra), turn_end(1))  # fmt: skip
+    events = log(
+        turn_start(1),
+        step_start(1, 1),
+        assistant(1, 1, "c"),
+        tool_call(1, 1, "c"),
+        tool_result(1, 1, "c"),
+        step_end(1, 1),
+        prune(4, 4),
+        (kind, data, extra),
+        turn_end(1),
+    )
     assert rules_at(check_log(events)) == [("tool-rewrite", 7)]
 
 
@@ -279,7 +401,10 @@ def test_a_turn_end_for_another_turn_does_not_match_the_open_turn() -> None:
 
 def test_turn_numbers_rise_by_one() -> None:
     (violation,) = check_log(log(turn_start(1), turn_end(1), turn_start(3), turn_end(3)))
-    assert (violation.rule, violation.seq) == ("turn-numbering", 2) and "expected turn 2, got 3" in violation.message
+    assert (violation.rule, violation.seq) == (
+        "turn-numbering",
+        2,
+    ) and "expected turn 2, got 3" in violation.message
 
 
 def test_a_turn_started_over_an_open_one_counts_as_the_next_turn() -> None:
@@ -288,9 +413,15 @@ def test_a_turn_started_over_an_open_one_counts_as_the_next_turn() -> None:
 
 
 def test_execution_records_are_allowed_inside_a_step() -> None:
-    events = log(turn_start(1), step_start(1, 1), plain("todo/write", {"todos": []}),
-                 plain("request/header", {"header": {"config": {"provider": "p", "model": "m"}}, "reason": "initial"}),
-                 request_context(), step_end(1, 1), turn_end(1))  # fmt: skip
+    events = log(
+        turn_start(1),
+        step_start(1, 1),
+        plain("todo/write", {"todos": []}),
+        plain("request/header", {"header": {"config": {"provider": "p", "model": "m"}}, "reason": "initial"}),
+        request_context(),
+        step_end(1, 1),
+        turn_end(1),
+    )
     assert check_log(events) == ()
 
 
@@ -300,7 +431,11 @@ def test_an_idle_user_message_between_turns_is_allowed() -> None:
 
 @pytest.mark.parametrize("kind", ["request/context", "request/header", "todo/write"])
 def test_an_execution_record_outside_a_turn_is_not_turn_enclosed(kind: str) -> None:
-    data = {"header": {"config": {"provider": "p", "model": "m"}}, "reason": "initial"} if kind == "request/header" else {}
+    data = (
+        {"header": {"config": {"provider": "p", "model": "m"}}, "reason": "initial"}
+        if kind == "request/header"
+        else {}
+    )
     assert rules_at(check_log(log(turn_start(1), turn_end(1), plain(kind, data)))) == [("turn-enclosed", 2)]
 
 
@@ -314,8 +449,12 @@ def test_a_step_in_another_turn_names_the_open_turn() -> None:
 
 
 def test_a_step_start_while_a_step_is_open_says_the_step_is_still_open() -> None:
-    violations = check_log(log(turn_start(1), step_start(1, 1), step_start(1, 2), step_end(1, 2), turn_end(1)))
-    assert rules_at(violations) == [("step-open", 2)] and "while step 1 is still open" in violations[0].message
+    violations = check_log(
+        log(turn_start(1), step_start(1, 1), step_start(1, 2), step_end(1, 2), turn_end(1))
+    )
+    assert (
+        rules_at(violations) == [("step-open", 2)] and "while step 1 is still open" in violations[0].message
+    )
 
 
 def test_a_turn_end_while_a_step_is_open_says_the_step_is_still_open() -> None:
@@ -330,7 +469,9 @@ def test_a_step_scoped_event_naming_another_step_is_reported(wrong: Spec) -> Non
 
 
 def test_step_numbers_rise_by_one_within_a_turn() -> None:
-    events = log(turn_start(1), step_start(1, 1), step_end(1, 1), step_start(1, 3), step_end(1, 3), turn_end(1))
+    events = log(
+        turn_start(1), step_start(1, 1), step_end(1, 1), step_start(1, 3), step_end(1, 3), turn_end(1)
+    )
     (violation,) = check_log(events)
     assert violation.rule == "step-numbering" and "expected step 2 in turn 1, got 3" in violation.message
 
@@ -346,39 +487,84 @@ def test_a_chunk_after_its_step_ended_names_no_open_step() -> None:
 
 
 def test_a_tool_result_without_a_prior_tool_call_is_unpaired() -> None:
-    events = log(turn_start(1), step_start(1, 1), assistant(1, 1, "c"), tool_result(1, 1, "c"), step_end(1, 1), turn_end(1))
+    events = log(
+        turn_start(1),
+        step_start(1, 1),
+        assistant(1, 1, "c"),
+        tool_result(1, 1, "c"),
+        step_end(1, 1),
+        turn_end(1),
+    )
     (violation,) = check_log(events)
     assert violation.rule == "tool-result-pairing" and "no prior tool/call" in violation.message
 
 
 def test_an_appended_tool_result_outside_a_step_is_step_checked() -> None:
-    events = log(turn_start(1), step_start(1, 1), tool_call(1, 1, "c"), step_end(1, 1), tool_result(1, 1, "c"), turn_end(1))
+    events = log(
+        turn_start(1),
+        step_start(1, 1),
+        tool_call(1, 1, "c"),
+        step_end(1, 1),
+        tool_result(1, 1, "c"),
+        turn_end(1),
+    )
     assert rules_at(check_log(events)) == [("step-scoped", 4)]
 
 
 def test_a_tool_result_replacement_in_a_turn_without_a_step_is_accepted() -> None:
     events = log(
-        turn_start(1), step_start(1, 1), tool_call(1, 1, "c"), tool_result(1, 1, "c"), step_end(1, 1), turn_end(1),
-        turn_start(2), prune(3, 3), rewrite(1, 1, "c", 3), turn_end(2),
-    )  # fmt: skip
+        turn_start(1),
+        step_start(1, 1),
+        tool_call(1, 1, "c"),
+        tool_result(1, 1, "c"),
+        step_end(1, 1),
+        turn_end(1),
+        turn_start(2),
+        prune(3, 3),
+        rewrite(1, 1, "c", 3),
+        turn_end(2),
+    )
     assert check_log(events) == ()
 
 
 def test_a_tool_result_replacement_outside_a_turn_is_not_turn_enclosed() -> None:
-    events = log(turn_start(1), step_start(1, 1), tool_call(1, 1, "c"), tool_result(1, 1, "c"), step_end(1, 1), turn_end(1),
-                 prune(3, 3), rewrite(1, 1, "c", 3))  # fmt: skip
+    events = log(
+        turn_start(1),
+        step_start(1, 1),
+        tool_call(1, 1, "c"),
+        tool_result(1, 1, "c"),
+        step_end(1, 1),
+        turn_end(1),
+        prune(3, 3),
+        rewrite(1, 1, "c", 3),
+    )
     assert rules_at(check_log(events)) == [("turn-enclosed", 7)]
 
 
 def test_not_started_repair_results_and_unresolved_calls_at_step_end_are_allowed() -> None:
-    events = log(turn_start(1), step_start(1, 1), assistant(1, 1, "a", "b"), tool_call(1, 1, "b"),
-                 not_started_result(1, 1, "a"), step_end(1, 1), turn_end(1))  # fmt: skip
+    events = log(
+        turn_start(1),
+        step_start(1, 1),
+        assistant(1, 1, "a", "b"),
+        tool_call(1, 1, "b"),
+        not_started_result(1, 1, "a"),
+        step_end(1, 1),
+        turn_end(1),
+    )
     assert check_log(events) == ()
 
 
 def test_a_result_in_a_later_step_does_not_answer_an_earlier_call() -> None:
-    events = log(turn_start(1), step_start(1, 1), tool_call(1, 1, "c"), step_end(1, 1),
-                 step_start(1, 2), tool_result(1, 2, "c"), step_end(1, 2), turn_end(1))  # fmt: skip
+    events = log(
+        turn_start(1),
+        step_start(1, 1),
+        tool_call(1, 1, "c"),
+        step_end(1, 1),
+        step_start(1, 2),
+        tool_result(1, 2, "c"),
+        step_end(1, 2),
+        turn_end(1),
+    )
     assert rules_at(check_log(events)) == [("tool-result-pairing", 5)]
 
 
@@ -388,7 +574,14 @@ def test_a_seed_with_two_turn_starts_is_reported() -> None:
 
 
 def test_an_end_seed_inside_an_open_turn_keeps_the_turn_open() -> None:
-    events = log(turn_start(1), plain("session/end-seed"), step_start(1, 1), step_end(1, 1), turn_end(1), plain("session/end-seed"))
+    events = log(
+        turn_start(1),
+        plain("session/end-seed"),
+        step_start(1, 1),
+        step_end(1, 1),
+        turn_end(1),
+        plain("session/end-seed"),
+    )
     assert check_log(events) == ()
 
 
@@ -398,9 +591,15 @@ def test_an_end_seed_inside_an_open_turn_keeps_the_turn_open() -> None:
 def compacted_turn() -> list[dict[str, Any]]:
     """A turn compacting its two user messages (seqs 1-2) into a checkpoint."""
     return log(
-        turn_start(1), user("a"), user("b"), compaction_start("k", 1), summary("k", 1, 2),
-        checkpoint("k", 1, 2, [3, 4, 1, 2]), compaction_end("k", 1), turn_end(1),
-    )  # fmt: skip
+        turn_start(1),
+        user("a"),
+        user("b"),
+        compaction_start("k", 1),
+        summary("k", 1, 2),
+        checkpoint("k", 1, 2, [3, 4, 1, 2]),
+        compaction_end("k", 1),
+        turn_end(1),
+    )
 
 
 def test_a_compaction_inside_its_turn_is_well_formed() -> None:
@@ -409,19 +608,26 @@ def test_a_compaction_inside_its_turn_is_well_formed() -> None:
 
 def test_a_standalone_compaction_between_turns_is_well_formed() -> None:
     events = log(
-        user("a"), compaction_start("k", None, sourceCommandId="cmd"), summary("k", 0, 0, sourceCommandId="cmd"),
-        checkpoint("k", 0, 0, [1, 2, 0]), compaction_end("k", None, sourceCommandId="cmd"),
-    )  # fmt: skip
+        user("a"),
+        compaction_start("k", None, sourceCommandId="cmd"),
+        summary("k", 0, 0, sourceCommandId="cmd"),
+        checkpoint("k", 0, 0, [1, 2, 0]),
+        compaction_end("k", None, sourceCommandId="cmd"),
+    )
     events[3]["data"]["source"]["sourceCommandId"] = "cmd"
     assert check_log(events) == ()
 
 
 def test_a_failed_compaction_is_a_start_and_an_end_with_an_error() -> None:
-    assert check_log(log(user("a"), compaction_start("k", None), compaction_end("k", None, error="boom"))) == ()
+    assert (
+        check_log(log(user("a"), compaction_start("k", None), compaction_end("k", None, error="boom"))) == ()
+    )
 
 
 def test_a_compaction_start_while_one_is_open_is_reported() -> None:
-    events = log(compaction_start("k1", None), compaction_start("k2", None), compaction_end("k2", None, error="x"))
+    events = log(
+        compaction_start("k1", None), compaction_start("k2", None), compaction_end("k2", None, error="x")
+    )
     violations = check_log(events)
     assert rules_at(violations) == [("compaction-bracket", 1)] and "still compacting" in violations[0].message
 
@@ -432,7 +638,9 @@ def test_a_compaction_end_with_another_id_does_not_match() -> None:
 
 
 def test_a_successful_compaction_end_needs_a_summary() -> None:
-    assert rules_at(check_log(log(compaction_start("k", None), compaction_end("k", None)))) == [("compaction-bracket", 1)]
+    assert rules_at(check_log(log(compaction_start("k", None), compaction_end("k", None)))) == [
+        ("compaction-bracket", 1)
+    ]
 
 
 def test_a_second_summary_in_one_compaction_is_reported() -> None:
@@ -446,18 +654,26 @@ def test_a_second_summary_in_one_compaction_is_reported() -> None:
 def test_a_turn_boundary_cannot_cross_an_open_compaction() -> None:
     events = log(turn_start(1), compaction_start("k", 1), turn_end(1))
     violations = check_log(events)
-    assert rules_at(violations) == [("compaction-turn", 2)] and "cannot cross an open compaction for turn 1" in violations[0].message
+    assert (
+        rules_at(violations) == [("compaction-turn", 2)]
+        and "cannot cross an open compaction for turn 1" in violations[0].message
+    )
 
 
 def test_a_standalone_compaction_inside_a_turn_is_reported() -> None:
-    events = log(turn_start(1), compaction_start("k", None), compaction_end("k", None, error="x"), turn_end(1))
+    events = log(
+        turn_start(1), compaction_start("k", None), compaction_end("k", None, error="x"), turn_end(1)
+    )
     assert rules_at(check_log(events)) == [("compaction-turn", 1), ("compaction-turn", 2)]
 
 
 def test_a_compaction_end_names_the_owner_of_its_start() -> None:
     events = log(turn_start(1), compaction_start("k", 1), compaction_end("k", 2, error="x"), turn_end(1))
     violations = check_log(events)
-    assert rules_at(violations) == [("compaction-turn", 2)] and "owner 2 does not match compaction/start owner 1" in violations[0].message
+    assert (
+        rules_at(violations) == [("compaction-turn", 2)]
+        and "owner 2 does not match compaction/start owner 1" in violations[0].message
+    )
 
 
 def test_a_summary_range_must_span_its_shadowed_seqs() -> None:
@@ -472,12 +688,19 @@ def test_a_compaction_checkpoint_without_its_bracket_is_reported() -> None:
 
 
 def test_an_end_seed_makes_an_open_compaction_a_stale_orphan() -> None:
-    events = log(compaction_start("k1", None), plain("session/end-seed"), compaction_start("k2", None), compaction_end("k2", None, error="x"))
+    events = log(
+        compaction_start("k1", None),
+        plain("session/end-seed"),
+        compaction_start("k2", None),
+        compaction_end("k2", None, error="x"),
+    )
     assert check_log(events) == ()
 
 
 def test_a_stale_orphan_is_never_closed_afterwards() -> None:
-    events = log(compaction_start("k1", None), plain("session/end-seed"), compaction_end("k1", None, error="x"))
+    events = log(
+        compaction_start("k1", None), plain("session/end-seed"), compaction_end("k1", None, error="x")
+    )
     assert rules_at(check_log(events)) == [("compaction-bracket", 2)]
 
 
@@ -489,7 +712,10 @@ def test_turn_boundaries_before_the_end_seed_may_cross_an_inherited_orphan() -> 
 def test_a_replace_without_its_metering_event_has_no_shadow_price() -> None:
     events = log(user("a"), user("b", replace(0, 0), sourceEventSeqs=[0]))
     violations = check_log(events)
-    assert rules_at(violations) == [("shadow-price", 1)] and "has no adjacent shadow price" in violations[0].message
+    assert (
+        rules_at(violations) == [("shadow-price", 1)]
+        and "has no adjacent shadow price" in violations[0].message
+    )
 
 
 def test_a_metering_event_over_another_range_does_not_price_the_replace() -> None:
@@ -500,12 +726,19 @@ def test_a_metering_event_over_another_range_does_not_price_the_replace() -> Non
 
 
 def test_a_prune_meters_a_tool_result_and_not_a_user_message() -> None:
-    events = log(turn_start(1), user("a"), prune(1, 1), user("b", replace(1, 1), sourceEventSeqs=[1]), turn_end(1))
+    events = log(
+        turn_start(1), user("a"), prune(1, 1), user("b", replace(1, 1), sourceEventSeqs=[1]), turn_end(1)
+    )
     assert rules_at(check_log(events)) == [("shadow-price", 3)]
 
 
 def test_a_summary_whose_replace_never_came_is_allowed() -> None:
-    events = log(user("a"), compaction_start("k", None), summary("k", 0, 0), compaction_end("k", None, error="replace refused"))
+    events = log(
+        user("a"),
+        compaction_start("k", None),
+        summary("k", 0, 0),
+        compaction_end("k", None, error="replace refused"),
+    )
     assert check_log(events) == ()
 
 
@@ -513,25 +746,39 @@ def test_a_summary_whose_replace_never_came_is_allowed() -> None:
 
 
 def test_a_repaired_log_passes_every_rule() -> None:
-    events = log(turn_start(1), user(), step_start(1, 1), assistant(1, 1, "a", "b"), tool_call(1, 1, "b"), compaction_start("k", 1))
+    events = log(
+        turn_start(1),
+        user(),
+        step_start(1, 1),
+        assistant(1, 1, "a", "b"),
+        tool_call(1, 1, "b"),
+        compaction_start("k", 1),
+    )
     assert check_log(events + list(derive_closers(events))) == ()
 
 
 def test_a_repaired_log_goes_on_with_its_next_turn() -> None:
     events = log(turn_start(1), step_start(1, 1))
     repaired = events + list(derive_closers(events))
-    more = [{**event, "seq": len(repaired) + event["seq"]} for event in log(plain("session/end-seed"), turn_start(2), turn_end(2))]
+    more = [
+        {**event, "seq": len(repaired) + event["seq"]}
+        for event in log(plain("session/end-seed"), turn_start(2), turn_end(2))
+    ]
     assert check_log(repaired + more) == ()
 
 
 def test_an_interrupted_turn_end_that_leaves_a_call_unanswered_is_not_a_closer() -> None:
-    events = log(turn_start(1), step_start(1, 1), assistant(1, 1, "c"), step_end(1, 1), turn_end(1, kind="interrupted"))
+    events = log(
+        turn_start(1), step_start(1, 1), assistant(1, 1, "c"), step_end(1, 1), turn_end(1, kind="interrupted")
+    )
     events[3] = {**events[3], "type": "plugin/x"}
     assert rules_at(check_log(events)) == [("step-open", 4), ("closers", 4)]
 
 
 def test_an_interrupted_turn_end_after_the_step_closed_is_a_closer_block_of_one() -> None:
-    events = log(turn_start(1), step_start(1, 1), assistant(1, 1, "c"), step_end(1, 1), turn_end(1, kind="interrupted"))
+    events = log(
+        turn_start(1), step_start(1, 1), assistant(1, 1, "c"), step_end(1, 1), turn_end(1, kind="interrupted")
+    )
     assert check_log(events) == ()
 
 
@@ -552,7 +799,10 @@ def test_a_seeded_header_without_an_end_seed_is_reported() -> None:
 # --- DSH's own answers ----------------------------------------------------------------------------------
 
 DSH_MESSAGE_RULES: tuple[tuple[str, str], ...] = (
-    (r"is not surface-eligible and cannot carry|invalid (replace )?surfaceOp|requires a surfaceOp", "surface-op"),
+    (
+        r"is not surface-eligible and cannot carry|invalid (replace )?surfaceOp|requires a surfaceOp",
+        "surface-op",
+    ),
     (r"surface replace: (start|end) seq \d+ (not found|\(index)", "surface-replace"),
     (r"sourceEventSeqs", "provenance"),
     (r"tool/result surface replacement", "tool-rewrite"),
@@ -578,15 +828,24 @@ def test_the_core_check_refuses_exactly_the_appends_dsh_refused() -> None:
             elif op["op"] == "append":
                 events = sessions[op["id"]]
                 attempt = response.get("result") or {
-                    "type": op["type"], "seq": len(events), "time": 1000, "data": op["data"],
+                    "type": op["type"],
+                    "seq": len(events),
+                    "time": 1000,
+                    "data": op["data"],
                     **{key: op[key] for key in ("sourceEventSeqs", "surfaceOp") if key in op},
-                }  # fmt: skip
-                found = {v.rule for v in check_log([*events, attempt], relational=False) if v.seq == len(events)}
+                }
+                found = {
+                    v.rule for v in check_log([*events, attempt], relational=False) if v.seq == len(events)
+                }
                 if "result" in response:
                     assert found <= {"message-shape"}, (path.name, found)
                     events.append(response["result"])
                 else:
-                    assert expected_rule(response["error"]["message"]) in found, (path.name, response["error"], found)
+                    assert expected_rule(response["error"]["message"]) in found, (
+                        path.name,
+                        response["error"],
+                        found,
+                    )
                     refused += 1
     assert refused > 0
 
@@ -614,8 +873,14 @@ def agent_log(draw: st.DrawFn) -> list[dict[str, Any]]:
         if draw(st.booleans()):
             emit(compaction_end(compaction_id, turn, error="summary failed"))
             return
-        summary_seq = emit(summary(compaction_id, nodes[first], nodes[last], seqs=list(nodes[first : last + 1])))
-        emit(checkpoint(compaction_id, nodes[first], nodes[last], [start_seq, summary_seq, *nodes[first : last + 1]]))
+        summary_seq = emit(
+            summary(compaction_id, nodes[first], nodes[last], seqs=list(nodes[first : last + 1]))
+        )
+        emit(
+            checkpoint(
+                compaction_id, nodes[first], nodes[last], [start_seq, summary_seq, *nodes[first : last + 1]]
+            )
+        )
         emit(compaction_end(compaction_id, turn))
 
     for turn in range(1, draw(st.integers(0, 3)) + 1):
@@ -654,25 +919,68 @@ def test_an_agent_loop_log_is_well_formed(events: list[dict[str, Any]]) -> None:
 
 
 @given(agent_log(), st.data())
-def test_a_log_cut_anywhere_and_repaired_is_well_formed(events: list[dict[str, Any]], data: st.DataObject) -> None:
+def test_a_log_cut_anywhere_and_repaired_is_well_formed(
+    events: list[dict[str, Any]], data: st.DataObject
+) -> None:
     cut = events[: data.draw(st.integers(0, len(events)))]
     assert check_log(cut + list(derive_closers(cut))) == ()
 
 
-ANY_VALUE = st.one_of(st.none(), st.booleans(), st.integers(-2, 4), st.sampled_from(["1", "c1", ""]), st.just({"a": 1}))
+ANY_VALUE = st.one_of(
+    st.none(), st.booleans(), st.integers(-2, 4), st.sampled_from(["1", "c1", ""]), st.just({"a": 1})
+)
 
 
-@given(st.lists(st.fixed_dictionaries(
-    {"type": st.sampled_from(["turn/start", "turn/end", "step/start", "step/end", "tool/call", "tool/result", "assistant/message",
-                              "user/message", "compaction/start", "compaction/summary", "compaction/end", "compaction/prune",
-                              "session/end-seed", "request/context", "plugin/x"]),
-     "seq": st.integers(0, 6), "time": st.just(0),
-     "data": st.fixed_dictionaries({}, optional={"turn": ANY_VALUE, "step": ANY_VALUE, "callId": ANY_VALUE, "compactionId": ANY_VALUE,
-                                                  "shadowedRange": st.just({"start": 0, "end": 0}), "error": ANY_VALUE})},
-    optional={"surfaceOp": st.one_of(st.just("append"), st.builds(replace, st.integers(0, 3), st.integers(0, 3)), ANY_VALUE),
-              "sourceEventSeqs": st.lists(st.integers(-1, 5), max_size=3)},
-), max_size=12))  # fmt: skip
+@given(
+    st.lists(
+        st.fixed_dictionaries(
+            {
+                "type": st.sampled_from(
+                    [
+                        "turn/start",
+                        "turn/end",
+                        "step/start",
+                        "step/end",
+                        "tool/call",
+                        "tool/result",
+                        "assistant/message",
+                        "user/message",
+                        "compaction/start",
+                        "compaction/summary",
+                        "compaction/end",
+                        "compaction/prune",
+                        "session/end-seed",
+                        "request/context",
+                        "plugin/x",
+                    ]
+                ),
+                "seq": st.integers(0, 6),
+                "time": st.just(0),
+                "data": st.fixed_dictionaries(
+                    {},
+                    optional={
+                        "turn": ANY_VALUE,
+                        "step": ANY_VALUE,
+                        "callId": ANY_VALUE,
+                        "compactionId": ANY_VALUE,
+                        "shadowedRange": st.just({"start": 0, "end": 0}),
+                        "error": ANY_VALUE,
+                    },
+                ),
+            },
+            optional={
+                "surfaceOp": st.one_of(
+                    st.just("append"), st.builds(replace, st.integers(0, 3), st.integers(0, 3)), ANY_VALUE
+                ),
+                "sourceEventSeqs": st.lists(st.integers(-1, 5), max_size=3),
+            },
+        ),
+        max_size=12,
+    )
+)
 def test_the_checker_is_total_and_reports_only_known_rules(events: list[dict[str, Any]]) -> None:
     violations = check_log(events, {"seedLength": 3, "isSeeded": True})
     assert all(violation.rule in RULES for violation in violations)
-    assert [v.seq for v in violations if v.seq is not None] == sorted(v.seq for v in violations if v.seq is not None)
+    assert [v.seq for v in violations if v.seq is not None] == sorted(
+        v.seq for v in violations if v.seq is not None
+    )

@@ -6,14 +6,14 @@ from __future__ import annotations
 import errno
 
 import pytest
-
-from reference.checkpoints import DurabilityCheckpoints
-from reference.persistence.filestore import FileStore
-from reference.powerloss import PowerLossFileSystem
-from reference.store import SessionStore
 from shrink_builders import Conversation, RecordingSink, sink_session
+
+from reference.persistence.filestore import FileStore
+from reference.persistence.powerloss import PowerLossFileSystem
+from reference.projections.checkpoints import DurabilityCheckpoints
+from reference.store import SessionStore
 from spec.codes import Code, SpecError
-from spec.durability import CHECKPOINT_MOMENTS, is_durability_checkpoint
+from spec.projections.durability import CHECKPOINT_MOMENTS, is_durability_checkpoint
 
 
 def test_a_model_request_is_sent_only_after_the_log_is_flushed() -> None:

@@ -3,20 +3,29 @@ chunk-rows.spec.ts checklist; notes/dsh-persistence §3.2). This project never w
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from spec.chunk_rows import decode_storage_record
 from spec.codes import Code, SpecError
-from spec.json import MAX_SAFE_INTEGER, JsonObject, JsonValue
+from spec.format.chunk_rows import decode_storage_record
+from spec.log.json import MAX_SAFE_INTEGER, JsonObject, JsonValue
 
 
 def chunk_event(seq: int, time: int, chunk: JsonObject, turn: int = 1, step: int = 1) -> JsonObject:
-    return {"type": "assistant/chunk", "seq": seq, "time": time, "data": {"turn": turn, "step": step, "chunk": chunk}}
+    return {
+        "type": "assistant/chunk",
+        "seq": seq,
+        "time": time,
+        "data": {"turn": turn, "step": step, "chunk": chunk},
+    }
 
 
-def text_row(texts: list[str], dt: list[int], seq0: int = 0, time0: int = 1000, tag: str = "text-chunks") -> JsonObject:
+def text_row(
+    texts: list[str], dt: list[int], seq0: int = 0, time0: int = 1000, tag: str = "text-chunks"
+) -> JsonObject:
     return {
         "type": tag,
         "seq0": seq0,
@@ -41,7 +50,8 @@ def test_a_text_row_expands_into_its_text_delta_events() -> None:
 def test_a_reasoning_row_expands_into_reasoning_delta_events() -> None:
     row = text_row(["a", "b", "c"], [1, 1], seq0=7, tag="reasoning-chunks")
     assert decode_storage_record(row) == [
-        chunk_event(7 + k, 1000 + k, {"type": "reasoning-delta", "index": 0, "text": text}) for k, text in enumerate("abc")
+        chunk_event(7 + k, 1000 + k, {"type": "reasoning-delta", "index": 0, "text": text})
+        for k, text in enumerate("abc")
     ]
 
 
@@ -50,10 +60,22 @@ def test_a_tool_call_row_expands_with_its_id_and_name() -> None:
         "type": "tool-call-chunks",
         "seq0": 4,
         "time0": 1004,
-        "data": {"turn": 1, "step": 1, "index": 1, "id": "c1", "name": "write", "dt": [1, 1], "args": ["a4", "a5", "a6"]},
+        "data": {
+            "turn": 1,
+            "step": 1,
+            "index": 1,
+            "id": "c1",
+            "name": "write",
+            "dt": [1, 1],
+            "args": ["a4", "a5", "a6"],
+        },
     }
     assert decode_storage_record(row) == [
-        chunk_event(seq, 1000 + seq, {"type": "tool-call-delta", "index": 1, "id": "c1", "name": "write", "argumentsDelta": f"a{seq}"})
+        chunk_event(
+            seq,
+            1000 + seq,
+            {"type": "tool-call-delta", "index": 1, "id": "c1", "name": "write", "argumentsDelta": f"a{seq}"},
+        )
         for seq in (4, 5, 6)
     ]
 
@@ -67,7 +89,10 @@ def test_a_name_less_tool_call_row_expands_without_a_name_key() -> None:
     }
     decoded = decode_storage_record(row)
     assert decoded == [
-        chunk_event(seq, 1000, {"type": "tool-call-delta", "index": 0, "id": "c1", "argumentsDelta": f"a{seq}"}) for seq in range(3)
+        chunk_event(
+            seq, 1000, {"type": "tool-call-delta", "index": 0, "id": "c1", "argumentsDelta": f"a{seq}"}
+        )
+        for seq in range(3)
     ]
 
 
@@ -79,7 +104,11 @@ def test_expanded_events_keep_the_envelope_and_chunk_key_order_dsh_writes() -> N
         "data": {"turn": 1, "step": 1, "index": 0, "id": "c", "name": "n", "dt": [], "args": ["x"]},
     }
     (event,) = decode_storage_record(row)
-    assert isinstance(event, dict) and isinstance(event["data"], dict) and isinstance(event["data"]["chunk"], dict)
+    assert (
+        isinstance(event, dict)
+        and isinstance(event["data"], dict)
+        and isinstance(event["data"]["chunk"], dict)
+    )
     assert list(event) == ["type", "seq", "time", "data"]
     assert list(event["data"]) == ["turn", "step", "chunk"]
     assert list(event["data"]["chunk"]) == ["type", "index", "id", "name", "argumentsDelta"]
@@ -102,7 +131,9 @@ def test_integral_float_placements_decode_to_integer_seqs_and_times() -> None:
     assert all(type(seq) is int and type(time) is int for seq, time in placements(row))
 
 
-@pytest.mark.parametrize("value", [{"type": "turn/start", "seq": 0, "time": 1, "data": {"turn": 1}}, "junk", None, 42, []])
+@pytest.mark.parametrize(
+    "value", [{"type": "turn/start", "seq": 0, "time": 1, "data": {"turn": 1}}, "junk", None, 42, []]
+)
 def test_a_value_that_is_not_a_row_passes_through_as_one_unvalidated_event(value: JsonValue) -> None:
     decoded = decode_storage_record(value)
     assert decoded == [value]
@@ -116,22 +147,51 @@ def _text_data(**overrides: JsonValue) -> JsonObject:
 
 
 MALFORMED_ROWS: list[tuple[str, JsonObject, str]] = [
-    ("a non-object data", {"type": "text-chunks", "seq0": 0, "time0": 1, "data": "x"}, "data must be an object"),
+    (
+        "a non-object data",
+        {"type": "text-chunks", "seq0": 0, "time0": 1, "data": "x"},
+        "data must be an object",
+    ),
     (
         "an envelope with extra keys",
         {"type": "text-chunks", "seq0": 0, "time0": 1, "data": _text_data(), "extra": 1},
         "envelope must be exactly {type, seq0, time0, data}",
     ),
-    ("a negative seq0", {"type": "text-chunks", "seq0": -1, "time0": 1, "data": _text_data()}, "seq0 must be a non-negative safe integer"),
-    ("a non-finite time0", {"type": "text-chunks", "seq0": 0, "time0": float("inf"), "data": _text_data()}, "time0 must be a safe integer"),
-    ("a fractional time0", {"type": "text-chunks", "seq0": 0, "time0": 1.5, "data": _text_data()}, "time0 must be a safe integer"),
+    (
+        "a negative seq0",
+        {"type": "text-chunks", "seq0": -1, "time0": 1, "data": _text_data()},
+        "seq0 must be a non-negative safe integer",
+    ),
+    (
+        "a non-finite time0",
+        {"type": "text-chunks", "seq0": 0, "time0": float("inf"), "data": _text_data()},
+        "time0 must be a safe integer",
+    ),
+    (
+        "a fractional time0",
+        {"type": "text-chunks", "seq0": 0, "time0": 1.5, "data": _text_data()},
+        "time0 must be a safe integer",
+    ),
     (
         "a data shape mismatch",
-        {"type": "text-chunks", "seq0": 0, "time0": 1, "data": {"turn": 1, "step": 1, "index": 0, "dt": [], "args": ["a"]}},
+        {
+            "type": "text-chunks",
+            "seq0": 0,
+            "time0": 1,
+            "data": {"turn": 1, "step": 1, "index": 0, "dt": [], "args": ["a"]},
+        },
         "data must be exactly {turn, step, index, dt, texts}",
     ),
-    ("a non-string member", {"type": "text-chunks", "seq0": 0, "time0": 1, "data": _text_data(texts=[7])}, "texts must be a non-empty string array"),
-    ("an empty member list", {"type": "text-chunks", "seq0": 0, "time0": 1, "data": _text_data(texts=[])}, "texts must be a non-empty string array"),
+    (
+        "a non-string member",
+        {"type": "text-chunks", "seq0": 0, "time0": 1, "data": _text_data(texts=[7])},
+        "texts must be a non-empty string array",
+    ),
+    (
+        "an empty member list",
+        {"type": "text-chunks", "seq0": 0, "time0": 1, "data": _text_data(texts=[])},
+        "texts must be a non-empty string array",
+    ),
     (
         "a dt arity mismatch",
         {"type": "text-chunks", "seq0": 0, "time0": 1, "data": _text_data(dt=[1, 2], texts=["a", "b"])},
@@ -139,7 +199,12 @@ MALFORMED_ROWS: list[tuple[str, JsonObject, str]] = [
     ),
     (
         "a non-finite dt gap",
-        {"type": "text-chunks", "seq0": 0, "time0": 1, "data": _text_data(dt=[float("nan")], texts=["a", "b"])},
+        {
+            "type": "text-chunks",
+            "seq0": 0,
+            "time0": 1,
+            "data": _text_data(dt=[float("nan")], texts=["a", "b"]),
+        },
         "dt must be an array of safe integers",
     ),
     (
@@ -149,23 +214,47 @@ MALFORMED_ROWS: list[tuple[str, JsonObject, str]] = [
     ),
     (
         "a member seq leaving safe range",
-        {"type": "text-chunks", "seq0": MAX_SAFE_INTEGER, "time0": 1, "data": _text_data(dt=[0, 0], texts=["a", "b", "c"])},
+        {
+            "type": "text-chunks",
+            "seq0": MAX_SAFE_INTEGER,
+            "time0": 1,
+            "data": _text_data(dt=[0, 0], texts=["a", "b", "c"]),
+        },
         "member seqs must stay safe integers",
     ),
     (
         "a member time leaving safe range",
-        {"type": "text-chunks", "seq0": 0, "time0": MAX_SAFE_INTEGER, "data": _text_data(dt=[1], texts=["a", "b"])},
+        {
+            "type": "text-chunks",
+            "seq0": 0,
+            "time0": MAX_SAFE_INTEGER,
+            "data": _text_data(dt=[1], texts=["a", "b"]),
+        },
         "member times must stay safe integers",
     ),
-    ("a non-numeric turn", {"type": "text-chunks", "seq0": 0, "time0": 1, "data": _text_data(turn="x")}, "turn/step/index must be numbers"),
+    (
+        "a non-numeric turn",
+        {"type": "text-chunks", "seq0": 0, "time0": 1, "data": _text_data(turn="x")},
+        "turn/step/index must be numbers",
+    ),
     (
         "a tool-call row without id",
-        {"type": "tool-call-chunks", "seq0": 0, "time0": 1, "data": {"turn": 1, "step": 1, "index": 0, "dt": [], "args": ["a"]}},
+        {
+            "type": "tool-call-chunks",
+            "seq0": 0,
+            "time0": 1,
+            "data": {"turn": 1, "step": 1, "index": 0, "dt": [], "args": ["a"]},
+        },
         "data must be exactly {turn, step, index, id, name?, dt, args}",
     ),
     (
         "a tool-call row with non-string id",
-        {"type": "tool-call-chunks", "seq0": 0, "time0": 1, "data": {"turn": 1, "step": 1, "index": 0, "id": 7, "dt": [], "args": ["a"]}},
+        {
+            "type": "tool-call-chunks",
+            "seq0": 0,
+            "time0": 1,
+            "data": {"turn": 1, "step": 1, "index": 0, "id": 7, "dt": [], "args": ["a"]},
+        },
         "id (and name when present) must be strings",
     ),
     (
@@ -185,7 +274,9 @@ def test_there_are_seventeen_malformed_row_cases() -> None:
     assert len(MALFORMED_ROWS) == 17
 
 
-@pytest.mark.parametrize(("label", "row", "why"), MALFORMED_ROWS, ids=[label for label, _, _ in MALFORMED_ROWS])
+@pytest.mark.parametrize(
+    ("label", "row", "why"), MALFORMED_ROWS, ids=[label for label, _, _ in MALFORMED_ROWS]
+)
 def test_a_malformed_row_is_refused_with_the_dsh_reason(label: str, row: JsonObject, why: str) -> None:
     with pytest.raises(SpecError) as caught:
         decode_storage_record(row)
@@ -226,7 +317,7 @@ def delta_runs(draw: st.DrawFn) -> tuple[JsonObject, list[JsonObject]]:
     members = [draw(st.text(max_size=5)) for _ in range(count)]
     turn, step, index = draw(st.integers(1, 5)), draw(st.integers(1, 5)), draw(st.integers(0, 3))
     name = draw(st.none() | st.sampled_from(["write", "read"]))
-    dt: list[JsonValue] = [later - earlier for earlier, later in zip(times, times[1:])]
+    dt: list[JsonValue] = [later - earlier for earlier, later in itertools.pairwise(times)]
     data: JsonObject = {"turn": turn, "step": step, "index": index, "dt": dt}
     events: list[JsonObject] = []
     for k, member in enumerate(members):
@@ -237,7 +328,11 @@ def delta_runs(draw: st.DrawFn) -> tuple[JsonObject, list[JsonObject]]:
                 chunk["name"] = name
             chunk["argumentsDelta"] = member
         else:
-            chunk = {"type": "text-delta" if kind == "text-chunks" else "reasoning-delta", "index": index, "text": member}
+            chunk = {
+                "type": "text-delta" if kind == "text-chunks" else "reasoning-delta",
+                "index": index,
+                "text": member,
+            }
         events.append(chunk_event(seq0 + k, times[k], chunk, turn, step))
     if kind == "tool-call-chunks":
         data.update({"id": "c1", **({"name": name} if name is not None else {}), "args": list(members)})
@@ -247,6 +342,8 @@ def delta_runs(draw: st.DrawFn) -> tuple[JsonObject, list[JsonObject]]:
 
 
 @given(delta_runs())
-def test_decoding_a_packed_run_reproduces_its_events_exactly(case: tuple[JsonObject, list[JsonObject]]) -> None:
+def test_decoding_a_packed_run_reproduces_its_events_exactly(
+    case: tuple[JsonObject, list[JsonObject]],
+) -> None:
     row, events = case
     assert decode_storage_record(row) == events

@@ -6,14 +6,25 @@ import io
 import json
 from pathlib import Path
 
+from shared_material import shared_dir
+
 from reference.cli import main
 from reference.persistence.filestore import FileStore
 from reference.store import SessionStore
-from tests.conftest import shared_dir
 
-USER = {"id": "u1", "role": "user", "source": {"kind": "user"}, "content": [{"type": "text", "text": "hello"}]}
+USER = {
+    "id": "u1",
+    "role": "user",
+    "source": {"kind": "user"},
+    "content": [{"type": "text", "text": "hello"}],
+}
 CALL = {"type": "tool-call", "id": "c1", "name": "read", "arguments": "{}"}
-ASSISTANT = {"id": "a1", "role": "assistant", "source": {"kind": "model", "provider": "p", "model": "m"}, "content": [CALL]}
+ASSISTANT = {
+    "id": "a1",
+    "role": "assistant",
+    "source": {"kind": "model", "provider": "p", "model": "m"},
+    "content": [CALL],
+}
 
 
 def tool_result(text: str) -> dict[str, object]:
@@ -90,7 +101,7 @@ def test_explain_shows_the_shadowed_event_and_its_replacement(tmp_path: Path) ->
 
 
 def test_rules_lists_every_rule_with_its_meaning() -> None:
-    from spec.checker import RULES
+    from spec.checks.log import RULES
 
     code, text = run("rules")
     assert code == 0

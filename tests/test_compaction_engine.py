@@ -10,8 +10,27 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from shrink_builders import (
+    Conversation,
+    RecordingSink,
+    ScriptedSummarizer,
+    assert_calls_precede_results,
+    assert_log_clean,
+    data_of,
+    long_conversation,
+    new_session,
+    sink_session,
+)
 
-from reference.compaction import (
+from reference.persistence.filestore import FileStore
+from reference.persistence.powerloss import (
+    PowerLossFileSystem,
+    SimulatedCrash,
+    UnsyncedFile,
+    crash_at_every_op,
+)
+from reference.session import Session
+from reference.shrink.compaction import (
     AbortSignal,
     CompactionEngine,
     DeterministicSummarizer,
@@ -19,35 +38,24 @@ from reference.compaction import (
     derive_model_request,
     summarizer_output_from_model,
 )
-from reference.persistence.filestore import FileStore
-from reference.powerloss import PowerLossFileSystem, SimulatedCrash, UnsyncedFile, crash_at_every_op
-from reference.session import Session
 from reference.store import SessionStore
-from shrink_builders import (
-    Conversation,
-    RecordingSink,
-    ScriptedSummarizer,
-    assert_calls_precede_results,
-    assert_log_clean,
-    long_conversation,
-    new_session,
-    data_of,
-    sink_session,
-    text_output,
-)
-from spec.bracket import classify_manual_failure, derive_error_chain, derive_manual_outcome, should_flush_after_close
-from spec.checker import check_log
+from spec.checks.log import check_log
 from spec.codes import Code, SpecError
-from spec.compaction import CompactionPolicy
-from spec.events import COMPACTION_END, COMPACTION_START, COMPACTION_SUMMARY, Event
-from spec.json import FrozenList
-from spec.pairing import derive_cut_balance
-from spec.pressure import derive_context_tokens, is_under_pressure, validate_pressure_relieved
-from spec.prune import PruneConfig
-from spec.repair import fold_repair_scan
-from spec.summary import SummarizerOutput
-from spec.surface import derive_messages, fold_surface
-from spec.tokens import price_surface
+from spec.lineage.repair import fold_repair_scan
+from spec.log.events import COMPACTION_END, COMPACTION_START, COMPACTION_SUMMARY, Event
+from spec.log.json import FrozenList
+from spec.log.surface import derive_messages, fold_surface
+from spec.shrink.bracket import (
+    classify_manual_failure,
+    derive_error_chain,
+    derive_manual_outcome,
+    should_flush_after_close,
+)
+from spec.shrink.compaction import CompactionPolicy
+from spec.shrink.pairing import derive_cut_balance
+from spec.shrink.pressure import derive_context_tokens, is_under_pressure, validate_pressure_relieved
+from spec.shrink.summary import SummarizerOutput
+from spec.shrink.tokens import price_surface
 
 
 def ids() -> Any:
@@ -101,11 +109,21 @@ def test_a_manual_compaction_writes_a_standalone_bracket_correlated_with_its_sou
     mark = session.seq
     result = engine().compact_now(session, source_command_id="cmd-7")
     assert result is not None
-    assert types_after(session, mark) == ["compaction/start", "compaction/summary", "user/message", "compaction/end"]
+    assert types_after(session, mark) == [
+        "compaction/start",
+        "compaction/summary",
+        "user/message",
+        "compaction/end",
+    ]
     start, summary, checkpoint, end = session.events[mark:]
     assert data_of(start) == {"compactionId": result.compaction_id, "sourceCommandId": "cmd-7", "turn": None}
     assert data_of(summary)["sourceCommandId"] == "cmd-7"
-    assert data_of(checkpoint)["source"] == {"kind": "plugin", "plugin": "compact", "compactionId": result.compaction_id, "sourceCommandId": "cmd-7"}
+    assert data_of(checkpoint)["source"] == {
+        "kind": "plugin",
+        "plugin": "compact",
+        "compactionId": result.compaction_id,
+        "sourceCommandId": "cmd-7",
+    }
     assert data_of(end) == data_of(start)
 
 
@@ -218,7 +236,10 @@ def test_automatic_compaction_is_owned_by_the_open_turn() -> None:
     talk = in_open_turn(session)
     result = engine().compact_region(session, *head_span(session))
     assert data_of(session.events[result.start_seq])["turn"] == talk.turn
-    assert data_of(session.events[result.end_seq]) == {"compactionId": result.compaction_id, "turn": talk.turn}
+    assert data_of(session.events[result.end_seq]) == {
+        "compactionId": result.compaction_id,
+        "turn": talk.turn,
+    }
     assert_log_clean(session)
 
 
@@ -249,9 +270,16 @@ def test_the_checkpoint_cites_the_start_the_summary_and_every_shadowed_node() ->
     checkpoint = session.events[result.summary_seq + 1]
     summary = session.events[result.summary_seq]
     assert checkpoint["sourceEventSeqs"] == [result.start_seq, result.summary_seq, *result.shadowed_seqs]
-    assert checkpoint["surfaceOp"] == {"op": "replace", "start": result.shadowed_range[0], "end": result.shadowed_range[1]}
+    assert checkpoint["surfaceOp"] == {
+        "op": "replace",
+        "start": result.shadowed_range[0],
+        "end": result.shadowed_range[1],
+    }
     assert data_of(summary)["shadowedSeqs"] == list(result.shadowed_seqs)
-    assert data_of(summary)["shadowedRange"] == {"start": result.shadowed_seqs[0], "end": result.shadowed_seqs[-1]}
+    assert data_of(summary)["shadowedRange"] == {
+        "start": result.shadowed_seqs[0],
+        "end": result.shadowed_seqs[-1],
+    }
 
 
 def test_the_shadowed_price_is_the_heuristic_price_of_exactly_the_replaced_nodes() -> None:
@@ -308,7 +336,9 @@ def test_the_bracket_stays_paired_when_an_automatic_summarizer_raises() -> None:
     assert_log_clean(session)
 
 
-def test_the_bracket_stays_paired_when_a_manual_summarizer_raises_and_the_failure_is_a_summary_failure() -> None:
+def test_the_bracket_stays_paired_when_a_manual_summarizer_raises_and_the_failure_is_a_summary_failure() -> (
+    None
+):
     sink = RecordingSink()
     session = sink_session(sink)
     long_conversation(session, turns=3)
@@ -342,7 +372,10 @@ def test_the_bracket_stays_paired_when_the_summarizer_times_out() -> None:
         release.set()
     started.wait(30)  # on a loaded machine the summarizer's thread may start after the timeout
     assert caught.value.code == Code.COMPACTION_SUMMARY_FAILED
-    assert isinstance(caught.value.__cause__, SpecError) and caught.value.__cause__.code == Code.COMPACTION_SUMMARY_TIMEOUT
+    assert (
+        isinstance(caught.value.__cause__, SpecError)
+        and caught.value.__cause__.code == Code.COMPACTION_SUMMARY_TIMEOUT
+    )
     assert seen[0].aborted
     assert types_after(session, mark) == [COMPACTION_START, COMPACTION_END]
     assert data_of(session.events[-1])["error"] == "summarization timed out after 0.05 s"
@@ -416,7 +449,12 @@ def test_cancellation_during_the_flush_wins_over_a_committed_manual_compaction()
     with pytest.raises(SpecError) as caught:
         engine().compact_now(session, signal)
     assert caught.value.code == Code.ABORTED
-    assert types_after(session, mark) == [COMPACTION_START, COMPACTION_SUMMARY, "user/message", COMPACTION_END]
+    assert types_after(session, mark) == [
+        COMPACTION_START,
+        COMPACTION_SUMMARY,
+        "user/message",
+        COMPACTION_END,
+    ]
     assert sink.flushes == 1
 
 
@@ -424,7 +462,9 @@ def test_an_automatic_compaction_still_commits_when_cancellation_lands_during_su
     session = new_session()
     in_open_turn(session)
     signal = AbortSignal()
-    result = engine(ScriptedSummarizer(lambda request, seen: signal.abort())).compact_region(session, *head_span(session), signal)
+    result = engine(ScriptedSummarizer(lambda request, seen: signal.abort())).compact_region(
+        session, *head_span(session), signal
+    )
     assert "error" not in data_of(session.events[result.end_seq])
 
 
@@ -449,9 +489,9 @@ def test_the_bracket_stays_paired_when_the_surface_changes_during_automatic_summ
 def test_log_only_appends_during_automatic_summarization_are_tolerated() -> None:
     session = new_session()
     talk = in_open_turn(session)
-    result = engine(ScriptedSummarizer(lambda request, signal: talk.request_header() and None)).compact_region(
-        session, *head_span(session)
-    )
+    result = engine(
+        ScriptedSummarizer(lambda request, signal: talk.request_header() and None)
+    ).compact_region(session, *head_span(session))
     assert "error" not in data_of(session.events[result.end_seq])
     assert_log_clean(session)
 
@@ -478,7 +518,12 @@ def test_a_manual_compaction_whose_span_changed_during_summarization_reports_cha
     first = session.surface.nodes[0]
 
     def rewrite(request: SummaryRequest, signal: AbortSignal) -> None:
-        message = {"id": "rewritten", "role": "user", "source": {"kind": "user"}, "content": [{"type": "text", "text": "x"}]}
+        message = {
+            "id": "rewritten",
+            "role": "user",
+            "source": {"kind": "user"},
+            "content": [{"type": "text", "text": "x"}],
+        }
         session.append("user/message", message, {"op": "replace", "start": first, "end": first}, [first])
 
     mark = session.seq
@@ -551,7 +596,10 @@ def test_a_commit_body_failure_closes_the_bracket_with_an_error() -> None:
         engine().compact_now(session)
     assert caught.value.code == Code.COMPACTION_COMMIT_FAILED
     assert types_after(session, mark) == [COMPACTION_START, COMPACTION_END]
-    assert data_of(session.events[-1])["turn"] is None and "injected append failure" in data_of(session.events[-1])["error"]
+    assert (
+        data_of(session.events[-1])["turn"] is None
+        and "injected append failure" in data_of(session.events[-1])["error"]
+    )
     assert_log_clean(session)
 
 
@@ -599,7 +647,9 @@ def test_an_interrupt_during_summarization_still_closes_the_bracket_and_propagat
 
 def crash_workload(fs: PowerLossFileSystem) -> None:
     clock = iter(range(1_000, 1_000_000))
-    store = SessionStore(persistence=FileStore("/data", fs=fs, temp_token=lambda: "tmp"), clock=lambda: next(clock))
+    store = SessionStore(
+        persistence=FileStore("/data", fs=fs, temp_token=lambda: "tmp"), clock=lambda: next(clock)
+    )
     session = store.create("crashy", meta={"createdAt": 1})
     in_open_turn(session, turns=2)
     session.flush()
@@ -619,7 +669,9 @@ def test_a_crash_between_start_and_end_leaves_a_log_that_repair_closes() -> None
         fs.crash_at_op(1)
 
     clock = iter(range(1_000, 1_000_000))
-    store = SessionStore(persistence=FileStore("/data", fs=fs, temp_token=lambda: "tmp"), clock=lambda: next(clock))
+    store = SessionStore(
+        persistence=FileStore("/data", fs=fs, temp_token=lambda: "tmp"), clock=lambda: next(clock)
+    )
     session = store.create("crashy", meta={"createdAt": 1})
     in_open_turn(session)
     session.flush()
@@ -632,7 +684,9 @@ def test_a_crash_between_start_and_end_leaves_a_log_that_repair_closes() -> None
     ends = [event for event in events if event["type"] == COMPACTION_END]
     assert len(starts) == len(ends) == 1
     assert data_of(ends[0])["error"].startswith("interrupted")
-    assert [event["type"] for event in events[-3:]] == [COMPACTION_END, "step/end", "turn/end"] or events[-2]["type"] == COMPACTION_END
+    assert [event["type"] for event in events[-3:]] == [COMPACTION_END, "step/end", "turn/end"] or events[-2][
+        "type"
+    ] == COMPACTION_END
     assert check_log(list(events), dict(reopened.header)) == ()
     reopened.close()
 
@@ -681,7 +735,9 @@ def test_pressure_above_the_threshold_compacts_the_head_and_keeps_the_retained_t
     assert result is not None
     assert not is_under_pressure(CompactionEngine.measure(session), int(window * 0.8))
     kept = session.surface.nodes[1:]
-    retained = sum(tokens for seq, tokens in price_surface(session.surface.nodes, session.events) if seq in kept)
+    retained = sum(
+        tokens for seq, tokens in price_surface(session.surface.nodes, session.events) if seq in kept
+    )
     assert retained >= int(window * 0.16)
     assert_log_clean(session)
 
@@ -729,7 +785,9 @@ def test_pruning_then_summarising_keeps_every_tool_call_with_its_result() -> Non
 def test_pressure_that_compaction_cannot_relieve_ends_still_above_the_threshold() -> None:
     session = pressured_session()
     with pytest.raises(SpecError) as caught:
-        engine(context_window=60, policy=CompactionPolicy(retain_tokens=1), prune=None).compact_if_needed(session, "pressure")
+        engine(context_window=60, policy=CompactionPolicy(retain_tokens=1), prune=None).compact_if_needed(
+            session, "pressure"
+        )
     assert caught.value.code == Code.COMPACTION_STILL_ABOVE_THRESHOLD
     assert "after 2 compaction attempts" in caught.value.message
     assert_log_clean(session)
@@ -757,7 +815,9 @@ def test_pressure_checks_the_lock_before_anything_else() -> None:
     output=st.integers(min_value=0, max_value=12_000),
     ratio=st.sampled_from([0.3, 0.6, 0.9]),
 )
-def test_every_log_pressure_compaction_produces_passes_the_checker(turns: int, output: int, ratio: float) -> None:
+def test_every_log_pressure_compaction_produces_passes_the_checker(
+    turns: int, output: int, ratio: float
+) -> None:
     session = pressured_session(output_chars=output, turns=turns)
     window = max(200, int(CompactionEngine.measure(session) * ratio))
     try:
@@ -781,7 +841,12 @@ def test_the_deterministic_summarizer_gives_the_same_summary_for_the_same_span()
 
 def test_the_deterministic_summarizer_keeps_the_newest_messages_when_its_budget_is_short() -> None:
     messages = tuple(
-        {"id": f"u{n}", "role": "user", "source": {"kind": "user"}, "content": [{"type": "text", "text": f"message {n}"}]}
+        {
+            "id": f"u{n}",
+            "role": "user",
+            "source": {"kind": "user"},
+            "content": [{"type": "text", "text": f"message {n}"}],
+        }
         for n in range(50)
     )
     request = SummaryRequest("s", messages, None, None, 100, shadowed_token_count=400)  # type: ignore[arg-type]
@@ -798,7 +863,12 @@ def test_a_model_output_keeps_only_its_text_blocks_and_records_the_raw_output() 
 
 
 def test_a_model_request_ends_with_the_compaction_instruction() -> None:
-    message = {"id": "u1", "role": "user", "source": {"kind": "user"}, "content": [{"type": "text", "text": "hi"}]}
+    message = {
+        "id": "u1",
+        "role": "user",
+        "source": {"kind": "user"},
+        "content": [{"type": "text", "text": "hi"}],
+    }
     request = SummaryRequest("s", (message,), None, None, 100, 50)  # type: ignore[arg-type]
     sent = derive_model_request(request)
     assert sent[0] == message and "## Primary Request and Intent" in str(sent[-1]["content"])
@@ -809,15 +879,22 @@ def test_a_model_backed_summarizer_commits_with_its_call_provenance() -> None:
     long_conversation(session, turns=3)
 
     def model(request: SummaryRequest, signal: AbortSignal) -> SummarizerOutput:
-        return summarizer_output_from_model([{"type": "text", "text": "## Current Work\nfixing loops"}], "acme", "big-1", 512)
+        return summarizer_output_from_model(
+            [{"type": "text", "text": "## Current Work\nfixing loops"}], "acme", "big-1", 512
+        )
 
     result = engine(ScriptedSummarizer(model)).compact_now(session)
     assert result is not None
     data = data_of(session.events[result.summary_seq])
-    assert (data["provider"], data["model"], data["llmStreamCall"], data["maxTokens"]) == ("acme", "big-1", True, 512)
+    assert (data["provider"], data["model"], data["llmStreamCall"], data["maxTokens"]) == (
+        "acme",
+        "big-1",
+        True,
+        512,
+    )
 
 
-# --- the outcome rules (spec.bracket) -------------------------------------------------------------
+# --- the outcome rules (spec.shrink.bracket) -------------------------------------------------------------
 
 
 def test_the_error_chain_renders_message_group_members_and_a_differing_cause() -> None:
@@ -855,8 +932,12 @@ def test_only_a_closed_manual_bracket_is_flushed() -> None:
 
 
 def test_the_context_measure_adds_the_request_envelope_to_the_surface() -> None:
-    header: dict[str, Any] = {"type": "request/header", "seq": 0, "time": 0,
-                              "data": {"header": {"config": {}, "system": "abcd", "tools": [1]}}}  # fmt: skip
+    header: dict[str, Any] = {
+        "type": "request/header",
+        "seq": 0,
+        "time": 0,
+        "data": {"header": {"config": {}, "system": "abcd", "tools": [1]}},
+    }
     assert derive_context_tokens([header], [(1, 10)]) == (1 + 4) + (1 + 4) + 10
 
 
@@ -880,7 +961,7 @@ def test_an_abort_signal_aborts_once_with_a_default_aborted_reason() -> None:
 
 def test_a_linked_signal_follows_its_parent_until_unlinked() -> None:
     parent = AbortSignal()
-    child, unlink = parent.linked()
+    child, _unlink = parent.linked()
     other, unlink_other = parent.linked()
     unlink_other()
     reason = RuntimeError("stop")

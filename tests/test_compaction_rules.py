@@ -10,7 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from spec.bracket import (
+from spec.codes import Code, SpecError
+from spec.log.json import FrozenList
+from spec.log.surface import derive_messages, fold_surface
+from spec.shrink.bracket import (
     derive_compaction_end,
     derive_compaction_lifecycle,
     find_active_compaction,
@@ -18,8 +21,7 @@ from spec.bracket import (
     plan_compaction_owner,
     validate_compaction_inactive,
 )
-from spec.codes import Code, SpecError
-from spec.compaction import (
+from spec.shrink.compaction import (
     CompactionPolicy,
     CompactionRegion,
     CompactSpec,
@@ -32,10 +34,14 @@ from spec.compaction import (
     validate_compaction_policy,
     validate_surface_stable,
 )
-from spec.json import FrozenList
-from spec.pairing import is_balanced_after, is_balanced_before
-from spec.spill import derive_spill_preview, derive_spill_text, should_spill, validate_max_inline_tokens
-from spec.summary import (
+from spec.shrink.pairing import is_balanced_after, is_balanced_before
+from spec.shrink.spill import (
+    derive_spill_preview,
+    derive_spill_text,
+    should_spill,
+    validate_max_inline_tokens,
+)
+from spec.shrink.summary import (
     CHECKPOINT_PREAMBLE,
     SummarizerOutput,
     derive_checkpoint_message,
@@ -49,8 +55,7 @@ from spec.summary import (
     plan_summary_replacement,
     validate_summary_smaller,
 )
-from spec.surface import derive_messages, fold_surface
-from spec.tokens import estimate_content, price_surface, utf16_length
+from spec.shrink.tokens import estimate_content, price_surface, utf16_length
 
 
 def text(value: str) -> dict[str, Any]:
@@ -73,17 +78,36 @@ class Log:
         return len(self.events) - 1
 
     def user(self, value: str = "hello there") -> int:
-        message = {"id": f"u{len(self.events)}", "role": "user", "content": [text(value)], "source": {"kind": "user"}}
+        message = {
+            "id": f"u{len(self.events)}",
+            "role": "user",
+            "content": [text(value)],
+            "source": {"kind": "user"},
+        }
         return self.add("user/message", message, "append")
 
     def call(self, *call_ids: str) -> int:
         blocks = [{"type": "tool-call", "id": c, "name": "read", "arguments": "{}"} for c in call_ids]
-        return self.add("assistant/message", {"message": {"id": f"a{len(self.events)}", "role": "assistant",
-                        "content": blocks, "source": {"kind": "model", "provider": "p", "model": "m"}}}, "append")  # fmt: skip
+        return self.add(
+            "assistant/message",
+            {
+                "message": {
+                    "id": f"a{len(self.events)}",
+                    "role": "assistant",
+                    "content": blocks,
+                    "source": {"kind": "model", "provider": "p", "model": "m"},
+                }
+            },
+            "append",
+        )
 
     def result(self, call_id: str, output: str = "ok") -> int:
-        message = {"id": f"r{len(self.events)}", "role": "user", "source": {"kind": "tool", "callId": call_id},
-                   "content": [{"type": "tool-result", "toolCallId": call_id, "content": [text(output)]}]}  # fmt: skip
+        message = {
+            "id": f"r{len(self.events)}",
+            "role": "user",
+            "source": {"kind": "tool", "callId": call_id},
+            "content": [{"type": "tool-result", "toolCallId": call_id, "content": [text(output)]}],
+        }
         return self.add("tool/result", {"message": message}, "append")
 
     @property
@@ -122,7 +146,9 @@ def test_the_threshold_is_floored() -> None:
     "threshold, retain, window, expected",
     [(0.5, 0.12, 1000, (500, 120)), (0.8, 0.1, 2000, (1600, 200)), (0.6, 0.2, 2000, (1200, 400))],
 )
-def test_ratios_scale_with_the_context_window(threshold: float, retain: float, window: int, expected: tuple[int, int]) -> None:
+def test_ratios_scale_with_the_context_window(
+    threshold: float, retain: float, window: int, expected: tuple[int, int]
+) -> None:
     spec = resolve_compact_spec(CompactionPolicy(threshold_ratio=threshold, retain_ratio=retain), window)
     assert (spec.threshold_tokens, spec.retain_tokens) == expected
 
@@ -152,19 +178,49 @@ def test_an_override_with_an_unknown_key_is_rejected() -> None:
 @pytest.mark.parametrize(
     "policy, message",
     [
-        (CompactionPolicy(threshold_ratio=0), "BasicCompactionConfig.thresholdRatio (0) must be a number in (0, 1]"),
-        (CompactionPolicy(threshold_ratio=1.5), "BasicCompactionConfig.thresholdRatio (1.5) must be a number in (0, 1]"),
-        (CompactionPolicy(threshold_ratio=True), "BasicCompactionConfig.thresholdRatio (true) must be a number in (0, 1]"),
-        (CompactionPolicy(retain_ratio=0.2, retain_tokens=5), "BasicCompactionConfig: retainRatio and retainTokens are mutually exclusive"),
-        (CompactionPolicy(retain_ratio=0.8), "BasicCompactionConfig: retainRatio (0.8) must be less than the resolved thresholdRatio (0.8)"),
-        (CompactionPolicy(retain_ratio=0), "BasicCompactionConfig.retainRatio (0) must be a number in (0, 1]"),
-        (CompactionPolicy(retain_tokens=-1), "BasicCompactionConfig.retainTokens (-1) must be a non-negative integer"),
-        (CompactionPolicy(summarization_provider="p"), "BasicCompactionConfig: summarizationProvider and summarizationModel must be set together as an empty or non-empty pair"),
+        (
+            CompactionPolicy(threshold_ratio=0),
+            "BasicCompactionConfig.thresholdRatio (0) must be a number in (0, 1]",
+        ),
+        (
+            CompactionPolicy(threshold_ratio=1.5),
+            "BasicCompactionConfig.thresholdRatio (1.5) must be a number in (0, 1]",
+        ),
+        (
+            CompactionPolicy(threshold_ratio=True),
+            "BasicCompactionConfig.thresholdRatio (true) must be a number in (0, 1]",
+        ),
+        (
+            CompactionPolicy(retain_ratio=0.2, retain_tokens=5),
+            "BasicCompactionConfig: retainRatio and retainTokens are mutually exclusive",
+        ),
+        (
+            CompactionPolicy(retain_ratio=0.8),
+            "BasicCompactionConfig: retainRatio (0.8) must be less than the resolved thresholdRatio (0.8)",
+        ),
+        (
+            CompactionPolicy(retain_ratio=0),
+            "BasicCompactionConfig.retainRatio (0) must be a number in (0, 1]",
+        ),
+        (
+            CompactionPolicy(retain_tokens=-1),
+            "BasicCompactionConfig.retainTokens (-1) must be a non-negative integer",
+        ),
+        (
+            CompactionPolicy(summarization_provider="p"),
+            "BasicCompactionConfig: summarizationProvider and summarizationModel must be set together as an empty or non-empty pair",
+        ),
         (CompactionPolicy(max_tokens=0), "BasicCompactionConfig.maxTokens (0) must be a positive integer"),
-        (CompactionPolicy(compaction_retries=-1), "BasicCompactionConfig.compactionRetries (-1) must be a non-negative integer"),
-        (CompactionPolicy(max_overflow_retries=1.5), "BasicCompactionConfig.maxOverflowRetries (1.5) must be a non-negative integer"),  # type: ignore[arg-type]
+        (
+            CompactionPolicy(compaction_retries=-1),
+            "BasicCompactionConfig.compactionRetries (-1) must be a non-negative integer",
+        ),
+        (
+            CompactionPolicy(max_overflow_retries=1.5),
+            "BasicCompactionConfig.maxOverflowRetries (1.5) must be a non-negative integer",
+        ),  # type: ignore[arg-type]
     ],
-)  # fmt: skip
+)
 def test_an_invalid_policy_is_rejected(policy: CompactionPolicy, message: str) -> None:
     with pytest.raises(SpecError) as caught:
         validate_compaction_policy(policy)
@@ -172,7 +228,9 @@ def test_an_invalid_policy_is_rejected(policy: CompactionPolicy, message: str) -
 
 
 def test_zero_overflow_retries_and_a_summarization_pair_are_valid() -> None:
-    validate_compaction_policy(CompactionPolicy(max_overflow_retries=0, summarization_provider="p", summarization_model="m"))
+    validate_compaction_policy(
+        CompactionPolicy(max_overflow_retries=0, summarization_provider="p", summarization_model="m")
+    )
 
 
 @pytest.mark.parametrize("window", [0, -5, 1.5, True])
@@ -185,7 +243,10 @@ def test_a_context_window_must_be_a_positive_integer(window: Any) -> None:
 def test_retention_must_stay_below_the_threshold_tokens() -> None:
     with pytest.raises(SpecError) as caught:
         resolve_compact_spec(CompactionPolicy(retain_tokens=800), 1000, "p/m")
-    assert caught.value.message == "BasicCompactionConfig: p/m retainTokens (800) must be less than threshold tokens 800"
+    assert (
+        caught.value.message
+        == "BasicCompactionConfig: p/m retainTokens (800) must be less than threshold tokens 800"
+    )
 
 
 # --- range selection ------------------------------------------------------------------------------
@@ -245,7 +306,10 @@ def test_the_cut_snaps_head_ward_over_an_open_tool_call() -> None:
     log.call("c1")
     log.result("c1")
     log.user()
-    assert select_compactable_range(priced_as(log.nodes, 5, 5, 5, 5), log.nodes, log.events, 10) == (first, first)
+    assert select_compactable_range(priced_as(log.nodes, 5, 5, 5, 5), log.nodes, log.events, 10) == (
+        first,
+        first,
+    )
 
 
 def test_a_cut_that_would_consume_the_only_tool_pair_selects_nothing() -> None:
@@ -283,7 +347,9 @@ def build(kinds: list[str]) -> Log:
 
 
 @given(shapes, st.data())
-def test_a_selected_range_is_head_anchored_balanced_and_keeps_the_retention(kinds: list[str], data: st.DataObject) -> None:
+def test_a_selected_range_is_head_anchored_balanced_and_keeps_the_retention(
+    kinds: list[str], data: st.DataObject
+) -> None:
     log = build(kinds)
     nodes = log.nodes
     prices = data.draw(st.lists(st.integers(0, 20), min_size=len(nodes), max_size=len(nodes)))
@@ -313,8 +379,14 @@ def closed_step() -> tuple[Log, int, int, int, int]:
         ((9, 3), "compactRegion: start seq 9 not found in surface"),
         ((0, 9), "compactRegion: end seq 9 not found in surface"),
         ((3, 0), "compactRegion: start seq 3 (position 3) is after end seq 0 (position 0) on the surface"),
-        ((2, 3), "compactRegion: start seq 2 is not a balanced boundary (would split a step's tool-call/result pair)"),
-        ((0, 1), "compactRegion: end seq 1 is not a balanced boundary (would split a step, or the step is still open)"),
+        (
+            (2, 3),
+            "compactRegion: start seq 2 is not a balanced boundary (would split a step's tool-call/result pair)",
+        ),
+        (
+            (0, 1),
+            "compactRegion: end seq 1 is not a balanced boundary (would split a step, or the step is still open)",
+        ),
     ],
 )
 def test_an_invalid_region_is_rejected(bounds: tuple[int, int], message: str) -> None:
@@ -326,7 +398,9 @@ def test_an_invalid_region_is_rejected(bounds: tuple[int, int], message: str) ->
 
 def test_a_balanced_region_names_its_positions_and_shadowed_nodes() -> None:
     log, user, _, result, _ = closed_step()
-    assert plan_compaction_region(log.nodes, log.events, user, result) == CompactionRegion(0, 2, 0, 2, (0, 1, 2))
+    assert plan_compaction_region(log.nodes, log.events, user, result) == CompactionRegion(
+        0, 2, 0, 2, (0, 1, 2)
+    )
 
 
 # --- the durable lock -----------------------------------------------------------------------------
@@ -350,7 +424,9 @@ def test_an_unmatched_start_is_the_live_lock() -> None:
 
 
 def test_a_matched_start_releases_the_lock() -> None:
-    assert is_compaction_busy(bracket_log("compaction/start", "compaction/summary", "compaction/end")) is False
+    assert (
+        is_compaction_busy(bracket_log("compaction/start", "compaction/summary", "compaction/end")) is False
+    )
 
 
 def test_the_newest_bracket_event_decides_the_lock() -> None:
@@ -404,7 +480,12 @@ def test_a_standalone_start_carries_exactly_its_id_and_a_null_turn() -> None:
 
 def test_a_failed_end_carries_the_lifecycle_and_the_error() -> None:
     lifecycle = derive_compaction_lifecycle("k", 2, "cmd")
-    assert derive_compaction_end(lifecycle, "boom") == {"compactionId": "k", "sourceCommandId": "cmd", "turn": 2, "error": "boom"}
+    assert derive_compaction_end(lifecycle, "boom") == {
+        "compactionId": "k",
+        "sourceCommandId": "cmd",
+        "turn": 2,
+        "error": "boom",
+    }
 
 
 # --- the checkpoint -------------------------------------------------------------------------------
@@ -417,29 +498,44 @@ def test_a_checkpoint_source_omits_a_missing_command() -> None:
 
 @pytest.mark.parametrize(
     "source, expected",
-    [({"kind": "plugin", "plugin": "compact", "compactionId": "other-backend"}, True),
-     ({"kind": "plugin", "plugin": "other"}, False), ({"kind": "user"}, False), (None, False)],
-)  # fmt: skip
+    [
+        ({"kind": "plugin", "plugin": "compact", "compactionId": "other-backend"}, True),
+        ({"kind": "plugin", "plugin": "other"}, False),
+        ({"kind": "user"}, False),
+        (None, False),
+    ],
+)
 def test_a_checkpoint_source_is_recognised_by_kind_and_plugin_only(source: Any, expected: bool) -> None:
     assert is_compact_checkpoint_source(source) is expected
 
 
 def test_a_summary_is_framed_by_the_preamble_and_tags() -> None:
     assert frame_summary([text("S")]) == [
-        text(CHECKPOINT_PREAMBLE + "\n\n<compacted-summary>"), text("S"), text("</compacted-summary>")
+        text(CHECKPOINT_PREAMBLE + "\n\n<compacted-summary>"),
+        text("S"),
+        text("</compacted-summary>"),
     ]
 
 
 def test_only_text_blocks_of_the_summarizer_output_are_kept() -> None:
-    output = [{"type": "reasoning", "text": "r"}, text("S"), {"type": "tool-call", "id": "c", "name": "n", "arguments": ""}]
+    output = [
+        {"type": "reasoning", "text": "r"},
+        text("S"),
+        {"type": "tool-call", "id": "c", "name": "n", "arguments": ""},
+    ]
     assert derive_summary_blocks(output) == [text("S")]
 
 
 @pytest.mark.parametrize(
     "output",
-    [[text("S"), {"type": "image", "attachment": "a"}],
-     [text("S"), {"type": "tool-result", "toolCallId": "c", "content": [{"type": "image", "attachment": "a"}]}]],
-)  # fmt: skip
+    [
+        [text("S"), {"type": "image", "attachment": "a"}],
+        [
+            text("S"),
+            {"type": "tool-result", "toolCallId": "c", "content": [{"type": "image", "attachment": "a"}]},
+        ],
+    ],
+)
 def test_an_image_in_the_summarizer_output_is_refused(output: list[Any]) -> None:
     with pytest.raises(SpecError, match="cannot contain image output") as caught:
         derive_summary_blocks(output)
@@ -460,7 +556,10 @@ def test_a_summary_must_cost_less_than_what_it_shadows() -> None:
     with pytest.raises(SpecError) as caught:
         validate_summary_smaller(checkpoint, price)
     assert caught.value.code == Code.COMPACTION_SUMMARY_NOT_SMALLER
-    assert caught.value.message == f"summary is not smaller than the shadowed content ({price} estimated framed tokens >= {price})"
+    assert (
+        caught.value.message
+        == f"summary is not smaller than the shadowed content ({price} estimated framed tokens >= {price})"
+    )
 
 
 def test_the_shadow_price_sums_the_region_and_requires_its_nodes() -> None:
@@ -475,7 +574,11 @@ def test_the_shadow_price_sums_the_region_and_requires_its_nodes() -> None:
 def test_the_summarizer_reads_the_messages_of_the_shadowed_nodes() -> None:
     log = Log()
     user = log.user("question")
-    host = log.add("assistant/message", {"message": {"id": "h", "role": "assistant", "content": [], "source": {}}}, "append")
+    host = log.add(
+        "assistant/message",
+        {"message": {"id": "h", "role": "assistant", "content": [], "source": {}}},
+        "append",
+    )
     assert derive_summarization_messages(log.events, (user, host)) == (log.events[user]["data"],)
 
 
@@ -502,28 +605,47 @@ def test_a_landed_checkpoint_replaces_the_region_and_is_balanced_on_both_sides()
     log, _, _ = compacted()
     checkpoint = 6
     assert log.nodes == (checkpoint, 3)
-    assert is_balanced_before(log.nodes, log.events, checkpoint) and is_balanced_after(log.nodes, log.events, checkpoint)
-    assert derive_messages(log.events, log.nodes)[0]["source"] == {"kind": "plugin", "plugin": "compact", "compactionId": "k"}
+    assert is_balanced_before(log.nodes, log.events, checkpoint) and is_balanced_after(
+        log.nodes, log.events, checkpoint
+    )
+    assert derive_messages(log.events, log.nodes)[0]["source"] == {
+        "kind": "plugin",
+        "plugin": "compact",
+        "compactionId": "k",
+    }
 
 
 def test_the_summary_event_records_range_seqs_price_and_route() -> None:
     log, region, plan = compacted()
     assert plan.summary_data == {
-        "compactionId": "k", "summary": [text("S")], "shadowedRange": {"start": 0, "end": 2}, "shadowedSeqs": [0, 1, 2],
+        "compactionId": "k",
+        "summary": [text("S")],
+        "shadowedRange": {"start": 0, "end": 2},
+        "shadowedSeqs": [0, 1, 2],
         "shadowedTokenCount": derive_shadowed_token_count(price_surface((0, 1, 2, 3), log.events), region),
-        "provider": "p", "model": "m",
-    }  # fmt: skip
+        "provider": "p",
+        "model": "m",
+    }
 
 
 @pytest.mark.parametrize(
     "stream, raw, expected",
-    [(True, [text("raw")], {"rawOutput": [text("raw")], "llmStreamCall": True}),
-     (False, [text("raw")], {"rawOutput": [text("raw")]}), (False, None, {})],
-)  # fmt: skip
+    [
+        (True, [text("raw")], {"rawOutput": [text("raw")], "llmStreamCall": True}),
+        (False, [text("raw")], {"rawOutput": [text("raw")]}),
+        (False, None, {}),
+    ],
+)
 def test_call_provenance_marks_only_a_streamed_call(stream: bool, raw: Any, expected: dict[str, Any]) -> None:
-    output = SummarizerOutput(FrozenList([text("S")]), "p", "m", raw_output=FrozenList(raw) if raw else None, llm_stream_call=stream)
-    plan = plan_summary_replacement(CompactionRegion(0, 0, 0, 0, (0,)), 1, 2, {"compactionId": "k", "turn": None}, output, 9, "m")
-    assert {key: plan.summary_data[key] for key in ("rawOutput", "llmStreamCall") if key in plan.summary_data} == expected
+    output = SummarizerOutput(
+        FrozenList([text("S")]), "p", "m", raw_output=FrozenList(raw) if raw else None, llm_stream_call=stream
+    )
+    plan = plan_summary_replacement(
+        CompactionRegion(0, 0, 0, 0, (0,)), 1, 2, {"compactionId": "k", "turn": None}, output, 9, "m"
+    )
+    assert {
+        key: plan.summary_data[key] for key in ("rawOutput", "llmStreamCall") if key in plan.summary_data
+    } == expected
 
 
 # --- re-validation after the summarizer ------------------------------------------------------------
@@ -557,8 +679,12 @@ def test_an_append_outside_the_span_keeps_a_manual_compaction_stable() -> None:
 
 def test_a_replaced_span_edge_is_no_longer_a_valid_manual_target() -> None:
     log, region, before = prepared()
-    log.add("user/message", {"id": "x", "role": "user", "content": [], "source": {"kind": "user"}},
-            {"op": "replace", "start": 0, "end": 0}, [0])  # fmt: skip
+    log.add(
+        "user/message",
+        {"id": "x", "role": "user", "content": [], "source": {"kind": "user"}},
+        {"op": "replace", "start": 0, "end": 0},
+        [0],
+    )
     with pytest.raises(SpecError, match="no longer a valid replacement target"):
         validate_surface_stable(before, log.priced, region, False, log.events)
 
@@ -583,8 +709,12 @@ def test_a_repriced_span_was_rewritten_during_summarization() -> None:
 # --- spill ----------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("tokens, limit, expected", [(100, None, False), (100, 100, False), (101, 100, True), (1, 0, True)])
-def test_a_result_spills_only_strictly_above_a_configured_limit(tokens: int, limit: int | None, expected: bool) -> None:
+@pytest.mark.parametrize(
+    "tokens, limit, expected", [(100, None, False), (100, 100, False), (101, 100, True), (1, 0, True)]
+)
+def test_a_result_spills_only_strictly_above_a_configured_limit(
+    tokens: int, limit: int | None, expected: bool
+) -> None:
     assert should_spill(tokens, limit) is expected
 
 
@@ -611,8 +741,10 @@ def test_a_spill_preview_keeps_a_head_and_a_tail_and_says_where_the_rest_is() ->
     assert preview is not None and estimate_content([text(preview)]) <= 200
     body, notice = preview.split("\n\n", 1)
     assert body.startswith("H") and body.endswith("T") and set(body) == {"H", "T"}
-    assert notice == f"(Omitted {3000 - len(body)} characters. Full formatted result stored at: /spill/x.txt. " \
-                     "Use read with offset/limit, or grep this path to search within it.)"  # fmt: skip
+    assert (
+        notice == f"(Omitted {3000 - len(body)} characters. Full formatted result stored at: /spill/x.txt. "
+        "Use read with offset/limit, or grep this path to search within it.)"
+    )
 
 
 def test_a_limit_too_small_for_the_notice_keeps_the_result_inline() -> None:
@@ -625,12 +757,16 @@ def test_a_spill_preview_never_splits_a_surrogate_pair() -> None:
 
 
 @given(st.text(max_size=400), st.integers(0, 120))
-def test_a_spill_preview_fits_the_limit_and_is_a_prefix_and_suffix_of_the_original(original: str, limit: int) -> None:
+def test_a_spill_preview_fits_the_limit_and_is_a_prefix_and_suffix_of_the_original(
+    original: str, limit: int
+) -> None:
     preview = derive_spill_preview(original, limit, "/p")
     if preview is None:
         return
     assert estimate_content([text(preview)]) <= limit
     body = preview.rsplit("\n\n(", 1)[0] if "\n\n(" in preview else ""
     kept = utf16_length(body)
-    assert any(original.startswith(body[:cut]) and original.endswith(body[cut:]) for cut in range(len(body) + 1))
+    assert any(
+        original.startswith(body[:cut]) and original.endswith(body[cut:]) for cut in range(len(body) + 1)
+    )
     assert kept <= utf16_length(original)

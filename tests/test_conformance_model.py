@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from conformance import builders as build
-from conformance.d3 import (
+from conformance.crash_rules import (
     check_d3_1_header,
     check_d3_2_prefix,
     check_d3_3_flushed_kept,
@@ -24,7 +24,7 @@ from conformance.machine import machine_settings
 from conformance.model import ModelStore, canonical_text, derive_model_key, model_crash, model_request
 from conformance.subject import InProcessSubject
 from reference.server import ReferenceSubject
-from spec.events import END_SEED, TURN_END, TURN_START
+from spec.log.events import END_SEED, TURN_END, TURN_START
 
 
 def drive(model: ModelStore, *requests: tuple[str, dict[str, Any]]) -> tuple[ModelStore, Any]:
@@ -39,7 +39,10 @@ def an_open_turn(model: ModelStore) -> ModelStore:
         model,
         ("create", {"id": "s"}),
         ("append", {"id": "s", "type": TURN_START, "data": build.turn_start(1)}),
-        ("append", {"id": "s", "type": "user/message", "data": build.user_message("u1"), "surfaceOp": "append"}),
+        (
+            "append",
+            {"id": "s", "type": "user/message", "data": build.user_message("u1"), "surfaceOp": "append"},
+        ),
         ("flush", {"id": "s"}),
     )
     return model
@@ -96,7 +99,9 @@ def test_an_armed_fault_fails_the_next_flush_with_bytes_to_write_and_is_spent() 
 
 
 def test_a_close_whose_flush_fails_leaves_the_session_live_in_the_model_so_a_retry_can_publish_it() -> None:
-    model, _ = drive(ModelStore(storage="file"), ("create", {"id": "s"}), ("fail_next", {"fsOp": "fsync", "errno": "EIO"}))
+    model, _ = drive(
+        ModelStore(storage="file"), ("create", {"id": "s"}), ("fail_next", {"fsOp": "fsync", "errno": "EIO"})
+    )
     model, closed = model_request(model, "close", id="s")
     assert closed.code == "STORAGE_IO" and "s" in model.live and "s" not in model.stored
     model, retried = model_request(model, "close", id="s")
@@ -140,7 +145,10 @@ def test_each_d3_check_names_its_item_when_it_fails(check: Any, item: str) -> No
 
 
 def test_the_d3_checks_pass_a_log_repaired_as_the_spec_says() -> None:
-    closed: list[Any] = [*EVENTS, {"type": TURN_END, "seq": 1, "time": 1, "data": {"turn": 1, "reason": {"kind": "interrupted"}}}]
+    closed: list[Any] = [
+        *EVENTS,
+        {"type": TURN_END, "seq": 1, "time": 1, "data": {"turn": 1, "reason": {"kind": "interrupted"}}},
+    ]
     resumed = [*closed, {"type": END_SEED, "seq": 2, "time": 9, "data": {}}]
     assert check_d3_6_closers(resumed, EVENTS, 9) == ()
     assert check_d3_2_prefix(EVENTS, closed) == ()

@@ -26,7 +26,11 @@ class AnswersOkToEverything:
 
     def handle(self, request: Mapping[str, Any]) -> dict[str, Any]:
         if request["op"] == "hello":
-            return {"rid": request["rid"], "ok": True, "result": {"protocol": 1, "name": "broken", "capabilities": ["core"]}}
+            return {
+                "rid": request["rid"],
+                "ok": True,
+                "result": {"protocol": 1, "name": "broken", "capabilities": ["core"]},
+            }
         return {"rid": request["rid"], "ok": True, "result": None}
 
 
@@ -67,9 +71,20 @@ def test_a_run_skips_the_vectors_that_need_capabilities_the_subject_lacks() -> N
 def test_the_cli_exits_0_on_the_reference_and_writes_junit_xml(tmp_path: Path) -> None:
     report = tmp_path / "report.xml"
     completed = subprocess.run(
-        [sys.executable, "-m", "conformance", "--subject", "reference.server:ReferenceSubject", "--junit", str(report)],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "conformance",
+            "--subject",
+            "reference.server:ReferenceSubject",
+            "--junit",
+            str(report),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert completed.returncode == 0, completed.stdout + completed.stderr
     assert "total" in completed.stdout
     suites = ElementTree.parse(report).getroot().findall("testsuite")
@@ -77,9 +92,21 @@ def test_the_cli_exits_0_on_the_reference_and_writes_junit_xml(tmp_path: Path) -
     assert all(suite.get("failures") == "0" for suite in suites)
 
 
-def test_the_cli_exits_1_on_a_trivially_broken_subject(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_cli_exits_1_on_a_trivially_broken_subject(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     report = tmp_path / "report.xml"
-    status = main(["--subject", f"{__name__}:AnswersOkToEverything", "--junit", str(report), "--families", "surface", "fork"])
+    status = main(
+        [
+            "--subject",
+            f"{__name__}:AnswersOkToEverything",
+            "--junit",
+            str(report),
+            "--families",
+            "surface",
+            "fork",
+        ]
+    )
     assert status == 1
     out = capsys.readouterr().out
     assert "failures:" in out
@@ -91,8 +118,15 @@ def test_the_cli_refuses_a_subject_it_cannot_load(tmp_path: Path) -> None:
     assert main(["--subject", "no_such_module_anywhere:factory", "--junit", str(tmp_path / "r.xml")]) == 2
 
 
-def test_the_cli_runs_only_the_families_it_is_given(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_cli_runs_only_the_families_it_is_given(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     report = tmp_path / "report.xml"
-    assert main(["--subject", "reference.server:ReferenceSubject", "--junit", str(report), "--families", "tokens"]) == 0
+    assert (
+        main(
+            ["--subject", "reference.server:ReferenceSubject", "--junit", str(report), "--families", "tokens"]
+        )
+        == 0
+    )
     names = {suite.get("name") for suite in ElementTree.parse(report).getroot().findall("testsuite")}
     assert names == {"tokens"}

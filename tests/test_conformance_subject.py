@@ -66,7 +66,9 @@ def test_a_subject_is_started_again_after_it_died() -> None:
 
 
 def test_a_response_that_is_not_json_breaks_the_protocol() -> None:
-    subject = python_subject("import sys; sys.stdin.readline(); print('hello there', flush=True); sys.stdin.readline()")
+    subject = python_subject(
+        "import sys; sys.stdin.readline(); print('hello there', flush=True); sys.stdin.readline()"
+    )
     with pytest.raises(SubjectError, match="not JSON"):
         subject.request("hello")
     subject.close()
@@ -134,7 +136,10 @@ def test_the_server_answers_an_unknown_op_as_unsupported() -> None:
 
 
 def test_the_server_answers_an_unknown_pure_function_as_unsupported() -> None:
-    assert handle(ReferenceSubject(), op="call", function="spec.nothing", input={})["error"]["code"] == "UNSUPPORTED_OP"
+    assert (
+        handle(ReferenceSubject(), op="call", function="spec.nothing", input={})["error"]["code"]
+        == "UNSUPPORTED_OP"
+    )
 
 
 def test_the_server_answers_a_session_id_that_is_not_a_string_as_a_bad_request() -> None:
@@ -183,7 +188,11 @@ def test_the_stdio_loop_answers_a_line_that_is_not_json_as_a_bad_request() -> No
     lines = iter(['{"rid": 1, "op": "hello"}\n', "nonsense\n", "[1]\n", ""])
     written: list[str] = []
     serve(ReferenceSubject(), lambda: next(lines), written.append)
-    assert [('"ok":true' in line, "BAD_REQUEST" in line) for line in written] == [(True, False), (False, True), (False, True)]
+    assert [('"ok":true' in line, "BAD_REQUEST" in line) for line in written] == [
+        (True, False),
+        (False, True),
+        (False, True),
+    ]
 
 
 # --- comparing and reporting ---------------------------------------------------------------------
@@ -211,7 +220,10 @@ def test_the_table_counts_each_family_and_lists_failures(tmp_path: Path) -> None
         CaseResult("surface", "b", "failed", "step 3: boom"),
         CaseResult("fork", "c", "skipped", "needs capability storage"),
     ]
-    assert [(t.family, t.passed, t.failed, t.skipped) for t in tally(results)] == [("surface", 1, 1, 0), ("fork", 0, 0, 1)]
+    assert [(t.family, t.passed, t.failed, t.skipped) for t in tally(results)] == [
+        ("surface", 1, 1, 0),
+        ("fork", 0, 0, 1),
+    ]
     table = format_table(results)
     assert "[surface] b" in table and "step 3: boom" in table
     write_junit(results, tmp_path / "r.xml")
@@ -234,4 +246,8 @@ def test_a_torn_tail_after_a_crash_mid_flush_is_repaired_on_resume() -> None:
     handle(subject, op="crash", keep={"path": torn["path"], "bytes": 1})
     resumed = handle(subject, op="resume", id="w")
     assert resumed["ok"], resumed
-    assert [event["type"] for event in resumed["result"]["events"]] == ["turn/start", "turn/end", "session/end-seed"]
+    assert [event["type"] for event in resumed["result"]["events"]] == [
+        "turn/start",
+        "turn/end",
+        "session/end-seed",
+    ]

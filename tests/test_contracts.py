@@ -11,11 +11,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from spec.codes import Code, SpecError
-from spec.events import TURN_END, TURN_START
-from spec.fork import derive_open_turn_start, plan_fork_seed_length
-from spec.pairing import derive_cut_balance, derive_cut_balance_from_deltas
-from spec.provenance import decode_cited_seqs, validate_cited_seqs
-from spec.prune import PRUNE_MARKER_CODE_POINTS, PruneConfig, plan_text_cuts
+from spec.lineage.fork import derive_open_turn_start, plan_fork_seed_length
+from spec.log.events import TURN_END, TURN_START
+from spec.log.provenance import decode_cited_seqs, validate_cited_seqs
+from spec.shrink.pairing import derive_cut_balance, derive_cut_balance_from_deltas
+from spec.shrink.prune import PRUNE_MARKER_CODE_POINTS, PruneConfig, plan_text_cuts
 
 # --- tool-pairing balance ---------------------------------------------------------------------------
 
@@ -76,7 +76,7 @@ def test_a_duplicate_is_reported_before_a_later_seq() -> None:
 
 
 def test_shadowed_nodes_missing_from_the_cited_seqs_are_listed_in_surface_order() -> None:
-    with pytest.raises(SpecError, match="missing 3, 1$") as caught:
+    with pytest.raises(SpecError, match=r"missing 3, 1$") as caught:
         validate_cited_seqs(9, (2,), (3, 2, 1))
     assert caught.value.code == Code.PROVENANCE_MISSING_SHADOWED
 
@@ -95,17 +95,24 @@ def _valid_configs(draw: st.DrawFn) -> PruneConfig:
     head = draw(st.integers(min_value=0, max_value=30))
     tail = draw(st.integers(min_value=0, max_value=30))
     slack = draw(st.integers(min_value=0, max_value=30))
-    return PruneConfig(threshold_chars=head + PRUNE_MARKER_CODE_POINTS + tail + slack, head_chars=head, tail_chars=tail)
+    return PruneConfig(
+        threshold_chars=head + PRUNE_MARKER_CODE_POINTS + tail + slack, head_chars=head, tail_chars=tail
+    )
 
 
 @given(st.lists(st.integers(min_value=0, max_value=80), max_size=6), _valid_configs())
-def test_text_cuts_keep_exactly_head_plus_tail_code_points_with_one_marker(lengths: list[int], config: PruneConfig) -> None:
+def test_text_cuts_keep_exactly_head_plus_tail_code_points_with_one_marker(
+    lengths: list[int], config: PruneConfig
+) -> None:
     cuts = plan_text_cuts(lengths, config)
     if sum(lengths) <= config.threshold_chars:
         assert cuts is None
         return
     assert cuts is not None
-    assert sum(cut.head_end + cut.length - cut.tail_start for cut in cuts) == config.head_chars + config.tail_chars
+    assert (
+        sum(cut.head_end + cut.length - cut.tail_start for cut in cuts)
+        == config.head_chars + config.tail_chars
+    )
     assert [cut.marker for cut in cuts].count(True) == 1
 
 
@@ -132,7 +139,9 @@ def test_the_open_turn_is_the_last_turn_start_with_no_turn_end_after_it(kinds: l
 
 
 def test_a_boundary_past_the_last_event_does_not_exist() -> None:
-    with pytest.raises(SpecError, match=r'fork boundary 3 does not exist in session "s" \(last seq: 2\)') as caught:
+    with pytest.raises(
+        SpecError, match=r'fork boundary 3 does not exist in session "s" \(last seq: 2\)'
+    ) as caught:
         plan_fork_seed_length("s", (0, 1, 2), 3)
     assert caught.value.code == Code.INVALID_BOUNDARY
 

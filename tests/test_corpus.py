@@ -16,18 +16,18 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+from shared_material import SHARED, shared_dir
 
-from conftest import SHARED, shared_dir
-from spec.checker import check_log
-from spec.chunk_rows import decode_storage_record
+from spec.checks.log import check_log
 from spec.codes import Code, SpecError
-from spec.events import Event
-from spec.framing import decode_jsonl_log
-from spec.json import FrozenDict, JsonValue, is_deep_equal_json
-from spec.legacy import upgrade_v0_records
-from spec.session import create_session_state
-from spec.storage import decode_header_line
-from spec.surface import fold_surface
+from spec.format.chunk_rows import decode_storage_record
+from spec.format.framing import decode_jsonl_log
+from spec.format.legacy import upgrade_v0_records
+from spec.format.naming import decode_header_line
+from spec.log.events import Event
+from spec.log.json import FrozenDict, JsonValue, is_deep_equal_json
+from spec.log.session import create_session_state
+from spec.log.surface import fold_surface
 
 CORPUS = ("corpus", "dsh-0.1.0-rc.8")
 SHARED_CORPUS = SHARED.joinpath(*CORPUS)
@@ -65,7 +65,9 @@ def needs_conversion(path: Path) -> bool:
     session_id = decode_header_line(log.header_line)[1]["id"]
     assert isinstance(session_id, str)
     stored = [event for record in log.records for event in decode_storage_record(record)]
-    renumbered: list[JsonValue] = [{**event, "seq": seq} for seq, event in enumerate(stored) if isinstance(event, dict)]
+    renumbered: list[JsonValue] = [
+        {**event, "seq": seq} for seq, event in enumerate(stored) if isinstance(event, dict)
+    ]
     upgraded = upgrade_v0_records(session_id, renumbered)
     return any(not is_deep_equal_json(before, after) for before, after in zip(renumbered, upgraded))
 
@@ -74,7 +76,7 @@ def test_the_corpus_holds_every_log() -> None:
     assert len(corpus_logs()) == CORPUS_LOG_COUNT
 
 
-# Logs the relational rules of spec.checker flag. DSH checks these rules only in optional companions
+# Logs the relational rules of spec.checks.log flag. DSH checks these rules only in optional companions
 # (notes/dsh-session-core §11.1), and these fixtures are not whole sessions, so the checker's owner
 # must decide whether each is a true break or a checker bug; strict xfail makes a fix visible.
 RELATIONAL_FINDINGS = {
@@ -113,7 +115,9 @@ def test_a_corpus_log_reads_folds_restores_and_passes_the_core_checks(name: str)
 @pytest.mark.parametrize(
     "name",
     [
-        pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=RELATIONAL_FINDINGS[name])) if name in RELATIONAL_FINDINGS else name
+        pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=RELATIONAL_FINDINGS[name]))
+        if name in RELATIONAL_FINDINGS
+        else name
         for name in readable_names()
     ],
 )
@@ -127,7 +131,10 @@ def test_the_seq_gap_fixture_is_refused_as_a_corrupt_log() -> None:
     with pytest.raises(SpecError) as caught:
         read_log(path)
     assert caught.value.code is Code.CORRUPT_LOG
-    assert caught.value.message == "corrupt session log: seq gap in committed region at line 7 (expected 6, got 87)"
+    assert (
+        caught.value.message
+        == "corrupt session log: seq gap in committed region at line 7 (expected 6, got 87)"
+    )
 
 
 def test_the_number_of_logs_needing_a_legacy_conversion_is_known() -> None:
@@ -141,6 +148,11 @@ def test_every_corpus_header_upgrades_to_a_v4_header() -> None:
 
 
 def test_corpus_headers_without_delegation_depth_are_read_with_depth_zero() -> None:
-    missing = [path for path in corpus_logs() if b'"delegationDepth"' not in path.read_bytes().split(b"\n", 1)[0]]
+    missing = [
+        path for path in corpus_logs() if b'"delegationDepth"' not in path.read_bytes().split(b"\n", 1)[0]
+    ]
     assert len(missing) == 19
-    assert all(decode_header_line(decode_jsonl_log(path.read_bytes()).header_line)[1]["delegationDepth"] == 0 for path in missing)
+    assert all(
+        decode_header_line(decode_jsonl_log(path.read_bytes()).header_line)[1]["delegationDepth"] == 0
+        for path in missing
+    )

@@ -3,10 +3,10 @@
 Each log is copied into a fresh root at the place DSH keeps it (the v0 layout:
 ``<root>/<projectKey(cwd)>/<encodeSegment(id)>/session.jsonl``), resumed with
 ``SessionStore.resume`` on a ``FileStore``, and compared with what the spec predicts: the header
-line decoded, the records upgraded (``spec.legacy.upgrade_v0_records``), the closers of
-``spec.repair.derive_closers`` appended, then the session built from that log
-(``spec.session.create_session_state`` in restore mode, which adds the end-seed when the log does
-not end with one); its surface is ``spec.surface.fold_surface`` of those events. Resuming migrates:
+line decoded, the records upgraded (``spec.format.legacy.upgrade_v0_records``), the closers of
+``spec.lineage.repair.derive_closers`` appended, then the session built from that log
+(``spec.log.session.create_session_state`` in restore mode, which adds the end-seed when the log does
+not end with one); its surface is ``spec.log.surface.fold_surface`` of those events. Resuming migrates:
 the converted log is published as a new v4 file beside the v0 one, which stays byte-identical,
 and the next resume reads the v4 file (SPEC-DECISIONS D1, D3).
 
@@ -20,17 +20,14 @@ import shutil
 from pathlib import Path
 
 import pytest
+from shared_material import SHARED, shared_dir
 
-from conftest import SHARED, shared_dir
 from reference.persistence.filestore import FileStore
 from reference.store import SessionStore
 from spec.codes import Code, SpecError
-from spec.framing import decode_jsonl_log
-from spec.header import LEGACY_FORMAT_VERSION
-from spec.legacy import upgrade_v0_records
-from spec.repair import derive_closers
-from spec.session import SessionState, create_session_state
-from spec.storage import (
+from spec.format.framing import decode_jsonl_log
+from spec.format.legacy import upgrade_v0_records
+from spec.format.naming import (
     NO_CWD_DIR,
     V0_PLAIN_NAME,
     V4_PLAIN_NAME,
@@ -39,7 +36,10 @@ from spec.storage import (
     encode_project_key,
     encode_segment,
 )
-from spec.surface import fold_surface
+from spec.lineage.repair import derive_closers
+from spec.log.header import LEGACY_FORMAT_VERSION
+from spec.log.session import SessionState, create_session_state
+from spec.log.surface import fold_surface
 
 CORPUS = ("corpus", "dsh-0.1.0-rc.8")
 SEQ_GAP_FIXTURE = "apps__web__tests__snapshots__cordis-tool-round__session.jsonl"
@@ -81,7 +81,9 @@ def store_at(root: Path, compressed: bool) -> SessionStore:
 
 @pytest.mark.parametrize("compressed", [True, False], ids=["zstd", "plain"])
 @pytest.mark.parametrize("name", [name for name in corpus_names() if name != SEQ_GAP_FIXTURE])
-def test_a_corpus_log_resumes_to_the_predicted_session_and_migrates_to_v4(name: str, compressed: bool, tmp_path: Path) -> None:
+def test_a_corpus_log_resumes_to_the_predicted_session_and_migrates_to_v4(
+    name: str, compressed: bool, tmp_path: Path
+) -> None:
     source = shared_dir(*CORPUS) / name
     session_id, v0_path = place_as_v0(source, tmp_path)
     predicted = predicted_session(source)
@@ -115,7 +117,9 @@ def test_the_corpus_log_with_a_seq_gap_is_refused_and_nothing_is_written_beside_
         store_at(tmp_path, True).resume(session_id)
     assert caught.value.code == Code.CORRUPT_LOG
     assert "seq gap in committed region" in caught.value.message
-    assert sorted(path.name for path in v0_path.parent.iterdir() if path.name != "session.lock") == [V0_PLAIN_NAME]
+    assert sorted(path.name for path in v0_path.parent.iterdir() if path.name != "session.lock") == [
+        V0_PLAIN_NAME
+    ]
     assert v0_path.read_bytes() == source.read_bytes()
     with pytest.raises(SpecError) as again:
         store_at(tmp_path, True).resume(session_id)

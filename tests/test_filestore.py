@@ -18,19 +18,19 @@ from typing import Any
 
 import pytest
 import zstandard
-
 from event_builders import at, user_data
+
 from reference.persistence.api import OpenReport
 from reference.persistence.filestore import FileStore, encode_lines
-from reference.powerloss import KEEP_ALL, PowerLossFileSystem
+from reference.persistence.powerloss import KEEP_ALL, PowerLossFileSystem
 from reference.session import Session
 from reference.store import SessionStore
 from spec.codes import Code, SpecError
-from spec.events import END_SEED, Event
-from spec.framing import scan_zstd_frames
-from spec.header import build_header
-from spec.repair import INTERRUPTED_REASON_KIND
-from spec.storage import V4_PLAIN_NAME, V4_ZSTD_NAME, encode_header_line, encode_project_key
+from spec.format.framing import scan_zstd_frames
+from spec.format.naming import V4_PLAIN_NAME, V4_ZSTD_NAME, encode_header_line, encode_project_key
+from spec.lineage.repair import INTERRUPTED_REASON_KIND
+from spec.log.events import END_SEED, Event
+from spec.log.header import build_header
 
 ROOT = "/data"
 CWD = "/work/project"
@@ -52,7 +52,9 @@ def completed_turn(session: Session, turn: int, text: str = "hello there") -> No
     session.append("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
 
 
-def written_session(fs: PowerLossFileSystem, compressed: bool = True, turns: int = 3, session_id: str = "s") -> str:
+def written_session(
+    fs: PowerLossFileSystem, compressed: bool = True, turns: int = 3, session_id: str = "s"
+) -> str:
     """A closed session with one flush per completed turn; returns its log's path."""
     store = store_on(fs, compressed)
     session = store.create(session_id, meta={"cwd": CWD})
@@ -107,7 +109,9 @@ def middle_frame_bytes(data: bytes) -> Iterator[tuple[int, int]]:
 
 
 @pytest.mark.parametrize("action", ["open", "read", "resume"])
-def test_every_flipped_byte_in_a_middle_frame_is_a_corrupt_log_naming_the_frame_and_changes_nothing(action: str) -> None:
+def test_every_flipped_byte_in_a_middle_frame_is_a_corrupt_log_naming_the_frame_and_changes_nothing(
+    action: str,
+) -> None:
     fs = new_fs()
     path = written_session(fs)
     data = fs.read_bytes(path)
@@ -147,7 +151,9 @@ def test_a_middle_frame_whose_block_size_was_damaged_is_a_corrupt_log() -> None:
     expect_code(Code.CORRUPT_LOG, FileStore(ROOT, fs=fs).open, "s")
 
 
-def test_a_bad_complete_plain_line_followed_by_more_lines_is_a_corrupt_log_naming_its_byte_and_changes_nothing() -> None:
+def test_a_bad_complete_plain_line_followed_by_more_lines_is_a_corrupt_log_naming_its_byte_and_changes_nothing() -> (
+    None
+):
     fs = new_fs()
     path = written_session(fs, compressed=False)
     lines = fs.read_bytes(path).split(b"\n")
@@ -155,7 +161,11 @@ def test_a_bad_complete_plain_line_followed_by_more_lines_is_a_corrupt_log_namin
     lines[3] = lines[3][:-5]
     replace_file(fs, path, b"\n".join(lines))
     before = fs.snapshot()
-    for call in (FileStore(ROOT, fs=fs).open, FileStore(ROOT, fs=fs).read, SessionStore(FileStore(ROOT, fs=fs)).resume):
+    for call in (
+        FileStore(ROOT, fs=fs).open,
+        FileStore(ROOT, fs=fs).read,
+        SessionStore(FileStore(ROOT, fs=fs)).resume,
+    ):
         error = expect_code(Code.CORRUPT_LOG, call, "s")
         assert f"(byte {offset})" in str(error)
     assert fs.snapshot() == before
@@ -232,7 +242,10 @@ def open_turn_session(fs: PowerLossFileSystem, compressed: bool = True) -> tuple
     session.append("turn/start", {"turn": 2})
     session.append("step/start", {"turn": 2, "step": 1})
     session.append("user/message", user_data("u2", "a"), "append")
-    session.append("assistant/chunk", {"turn": 2, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": "x" * 50}})
+    session.append(
+        "assistant/chunk",
+        {"turn": 2, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": "x" * 50}},
+    )
     session.flush()
     store.close("s")
     path = FileStore(ROOT, fs=fs).locate("s")
@@ -250,7 +263,9 @@ def test_a_frame_missing_only_its_checksum_gives_back_every_line_re_framed_with_
     torn = fs.crash(KEEP_ALL)
     replace_file(torn, path, data[:-1])
     handle = FileStore(ROOT, fs=torn).open("s")
-    assert handle.report == OpenReport(torn_bytes_dropped=last.length - 1, recovered_events=4, closers_appended=2)
+    assert handle.report == OpenReport(
+        torn_bytes_dropped=last.length - 1, recovered_events=4, closers_appended=2
+    )
     assert handle.read() == session.events + handle.read()[len(session.events) :]
     assert [e["type"] for e in handle.read()[len(session.events) :]] == ["step/end", "turn/end"]
     repaired = torn.read_bytes(path)
@@ -347,7 +362,12 @@ def _other_process(root: Path, action: str) -> dict[str, Any]:
         "    print(json.dumps({'ok': False, 'code': str(error.code)}))\n"
     )
     done = subprocess.run(
-        [sys.executable, "-c", script, str(root), action], cwd=REPO, capture_output=True, text=True, timeout=60, check=True
+        [sys.executable, "-c", script, str(root), action],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
     )
     result: dict[str, Any] = json.loads(done.stdout)
     return result
@@ -370,7 +390,12 @@ def test_a_writer_in_another_process_gets_locked_while_its_reads_still_work(tmp_
 @pytest.mark.parametrize("compressed", [True, False], ids=["zstd", "plain"])
 @pytest.mark.parametrize(
     ("op", "code", "written"),
-    [("fsync", errno.EIO, 0), ("append", errno.ENOSPC, 0), ("append", errno.ENOSPC, 7), ("append", errno.EIO, 1)],
+    [
+        ("fsync", errno.EIO, 0),
+        ("append", errno.ENOSPC, 0),
+        ("append", errno.ENOSPC, 7),
+        ("append", errno.EIO, 1),
+    ],
     ids=["fsync-EIO", "append-ENOSPC", "append-ENOSPC-partial", "append-EIO-partial"],
 )
 def test_a_failed_flush_raises_storage_io_loses_nothing_and_a_retry_writes_the_batch_once(
@@ -411,7 +436,11 @@ def test_a_failed_first_flush_raises_storage_io_publishes_nothing_and_a_retry_pu
     assert FileStore(ROOT, fs=fs.crash()).locate("s") is None
     session.flush()
     assert FileStore(ROOT, fs=fs.crash()).read("s").events == session.events
-    assert [name for name in fs.listdir(FileStore(ROOT, fs=fs).locate("s").rsplit("/", 1)[0]) if name.endswith(".tmp")] == []  # type: ignore[union-attr]
+    assert [
+        name
+        for name in fs.listdir(FileStore(ROOT, fs=fs).locate("s").rsplit("/", 1)[0])
+        if name.endswith(".tmp")
+    ] == []  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("op", ["write_new", "fsync", "rename", "fsync_dir"])
@@ -450,7 +479,10 @@ def test_plain_mode_writes_session_v4_jsonl_and_round_trips_byte_identically() -
     store = store_on(fs, compressed=False)
     session = store.create("s", meta={"cwd": CWD})
     completed_turn(session, 1)
-    session.append("assistant/chunk", {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": "é😀\u2028"}})
+    session.append(
+        "assistant/chunk",
+        {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": "é😀\u2028"}},
+    )
     session.flush()
     path = FileStore(ROOT, fs=fs).locate("s")
     assert path is not None and path.endswith(V4_PLAIN_NAME)
@@ -472,7 +504,9 @@ def test_zstd_mode_writes_one_checksummed_header_frame_then_one_frame_per_flush(
     assert path is not None and path.endswith(V4_ZSTD_NAME)
     data = fs.read_bytes(path)
     frames = scan_zstd_frames(data).frames
-    plaintexts = [zstandard.ZstdDecompressor().decompress(data[f.offset : f.offset + f.length]) for f in frames]
+    plaintexts = [
+        zstandard.ZstdDecompressor().decompress(data[f.offset : f.offset + f.length]) for f in frames
+    ]
     assert all(data[f.offset + 4] & 0x04 for f in frames)
     assert plaintexts == [
         encode_lines([encode_header_line(session.header)]),
@@ -562,7 +596,15 @@ def log_with(header_line: dict[str, Any], records: list[dict[str, Any]]) -> Powe
 
 
 def header_line(**fields: Any) -> dict[str, Any]:
-    return {"type": "session", "version": 4, "id": "s", "createdAt": 1, "delegationDepth": 0, "isSeeded": False, **fields}
+    return {
+        "type": "session",
+        "version": 4,
+        "id": "s",
+        "createdAt": 1,
+        "delegationDepth": 0,
+        "isSeeded": False,
+        **fields,
+    }
 
 
 @pytest.mark.parametrize("version", [99, 5, -1, 1])
@@ -602,8 +644,17 @@ def test_an_unknown_event_type_this_project_wrote_reads_back_from_a_v4_log() -> 
 
 def test_a_malformed_stored_message_is_refused_before_it_is_returned() -> None:
     """§9.2 #11: a message event without an identified message."""
-    bad: Event = {"type": "user/message", "seq": 0, "time": 1, "data": {"role": "user", "content": []}, "surfaceOp": "append"}
-    for call in (FileStore(ROOT, fs=log_with(header_line(), [bad])).read, FileStore(ROOT, fs=log_with(header_line(), [bad])).open):
+    bad: Event = {
+        "type": "user/message",
+        "seq": 0,
+        "time": 1,
+        "data": {"role": "user", "content": []},
+        "surfaceOp": "append",
+    }
+    for call in (
+        FileStore(ROOT, fs=log_with(header_line(), [bad])).read,
+        FileStore(ROOT, fs=log_with(header_line(), [bad])).open,
+    ):
         with pytest.raises(SpecError) as rejected:
             call("s")
         assert rejected.value.code.startswith("MESSAGE_")
@@ -649,10 +700,20 @@ def test_a_header_frame_failing_its_checksum_is_a_corrupt_log_and_is_not_listed(
 V0_HEADER: dict[str, Any] = {"type": "session", "version": 0, "id": "old", "createdAt": 5, "cwd": CWD}
 V0_RECORDS: list[Any] = [
     {"type": "turn/start", "seq": 0, "time": 10, "data": {"turn": 1, "trigger": {"kind": "message"}}},
-    {"type": "user/message", "seq": 1, "time": 11, "data": {"content": [{"type": "text", "text": "hi"}], "source": {"kind": "user"}},
-     "surfaceOp": "append"},
+    {
+        "type": "user/message",
+        "seq": 1,
+        "time": 11,
+        "data": {"content": [{"type": "text", "text": "hi"}], "source": {"kind": "user"}},
+        "surfaceOp": "append",
+    },
     {"type": "step/start", "seq": 2, "time": 12, "data": {"turn": 1, "step": 1}},
-    {"type": "text-chunks", "seq0": 3, "time0": 13, "data": {"turn": 1, "step": 1, "index": 0, "dt": [1, 1], "texts": ["a", "b", "c"]}},
+    {
+        "type": "text-chunks",
+        "seq0": 3,
+        "time0": 13,
+        "data": {"turn": 1, "step": 1, "index": 0, "dt": [1, 1], "texts": ["a", "b", "c"]},
+    },
 ]
 
 
@@ -676,13 +737,22 @@ def v0_log(compressed: bool, torn_tail: bytes = b"") -> tuple[PowerLossFileSyste
 
 
 @pytest.mark.parametrize("compressed", [True, False], ids=["zstd", "plain"])
-def test_a_v0_log_resumes_converted_and_closed_and_is_migrated_to_a_v4_file_beside_it(compressed: bool) -> None:
+def test_a_v0_log_resumes_converted_and_closed_and_is_migrated_to_a_v4_file_beside_it(
+    compressed: bool,
+) -> None:
     fs, path, data = v0_log(compressed)
     session = store_on(fs, compressed).resume("old")
     assert [e["type"] for e in session.events] == [
-        "turn/start", "user/message", "step/start", "assistant/chunk", "assistant/chunk", "assistant/chunk",
-        "step/end", "turn/end", END_SEED,
-    ]  # fmt: skip
+        "turn/start",
+        "user/message",
+        "step/start",
+        "assistant/chunk",
+        "assistant/chunk",
+        "assistant/chunk",
+        "step/end",
+        "turn/end",
+        END_SEED,
+    ]
     assert "trigger" not in at(session.events, 0, "data")
     assert at(session.events, 1, "data", "id") == "legacy-message:old:1"
     assert [at(e, "data", "chunk", "text") for e in session.events[3:6]] == ["a", "b", "c"]

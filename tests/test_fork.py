@@ -9,19 +9,26 @@ import pytest
 from event_builders import assistant, at, event, turn_end, turn_start, user, user_data
 
 from spec.codes import Code, SpecError
-from spec.fork import derive_child_meta, plan_fork_seed, validate_fork_request
-from spec.header import build_header
-from spec.session import ABSENT, SessionState, append_event, create_session_state, derive_session_messages
+from spec.lineage.fork import derive_child_meta, plan_fork_seed, validate_fork_request
+from spec.log.header import build_header
+from spec.log.session import ABSENT, SessionState, append_event, create_session_state, derive_session_messages
 
 NOW = 2_000  # the pinned clock, ms
 
 
 def live(events: list[dict[str, Any]], session_id: str = "src", meta: Any = None) -> SessionState:
     """A live source built by appending (so it has no end-seed of its own)."""
-    state = create_session_state(session_id, None, build_header(session_id, meta or {"cwd": "/workspace"}, 1, False), 1)
+    state = create_session_state(
+        session_id, None, build_header(session_id, meta or {"cwd": "/workspace"}, 1, False), 1
+    )
     for item in events:
         state, _ = append_event(
-            state, item["type"], item["data"], item.get("surfaceOp", ABSENT), item.get("sourceEventSeqs", ABSENT), time=1
+            state,
+            item["type"],
+            item["data"],
+            item.get("surfaceOp", ABSENT),
+            item.get("sourceEventSeqs", ABSENT),
+            time=1,
         )
     return state
 
@@ -47,8 +54,11 @@ def test_an_empty_source_forks_into_an_empty_child_with_lineage() -> None:
     child = fork(live([]))
     assert [item["type"] for item in child.events] == ["session/end-seed"]
     assert {key: child.header.get(key) for key in ("id", "cwd", "parentSession", "seedLength")} == {
-        "id": "child", "cwd": "/workspace", "parentSession": "src", "seedLength": 0,
-    }  # fmt: skip
+        "id": "child",
+        "cwd": "/workspace",
+        "parentSession": "src",
+        "seedLength": 0,
+    }
 
 
 def test_the_default_boundary_is_the_last_event() -> None:
@@ -75,14 +85,23 @@ def test_an_earlier_boundary_works_while_the_tail_is_inside_an_open_turn() -> No
     source = live([*CLOSED_TURN, turn_start(4, 2), user(5, "second")])
     child = fork(source, boundary=3)
     assert child.header["seedLength"] == 4
-    assert [at(message, "content", 0, "text") for message in derive_session_messages(child)] == ["first", "hi"]
+    assert [at(message, "content", 0, "text") for message in derive_session_messages(child)] == [
+        "first",
+        "hi",
+    ]
 
 
 @pytest.mark.parametrize(
     "reason",
-    [{"kind": "completed"}, {"kind": "aborted", "reason": {"kind": "user"}}, {"kind": "error", "error": {"message": "m", "code": "c"}},
-     {"kind": "aborted", "reason": {"kind": "disposed"}}, {"kind": "max-tokens"}, {"kind": "interrupted"}],
-)  # fmt: skip
+    [
+        {"kind": "completed"},
+        {"kind": "aborted", "reason": {"kind": "user"}},
+        {"kind": "error", "error": {"message": "m", "code": "c"}},
+        {"kind": "aborted", "reason": {"kind": "disposed"}},
+        {"kind": "max-tokens"},
+        {"kind": "interrupted"},
+    ],
+)
 def test_every_turn_end_reason_is_a_valid_boundary(reason: dict[str, Any]) -> None:
     source = live([turn_start(0), event(1, "turn/end", {"turn": 1, "reason": reason})])
     assert len(plan_fork_seed("src", source.events, 1)) == 2
@@ -108,13 +127,19 @@ def test_a_fork_of_a_fork_does_not_mark_its_seed_twice() -> None:
         ([], 0, 'fork boundary 0 does not exist in session "src" (last seq: none)'),
         (CLOSED_TURN, -1, 'fork boundary for session "src" must be a non-negative safe integer, got -1'),
         (CLOSED_TURN, 0.5, 'fork boundary for session "src" must be a non-negative safe integer, got 0.5'),
-        (CLOSED_TURN, 2**53, 'fork boundary for session "src" must be a non-negative safe integer, got 9007199254740992'),
+        (
+            CLOSED_TURN,
+            2**53,
+            'fork boundary for session "src" must be a non-negative safe integer, got 9007199254740992',
+        ),
         (CLOSED_TURN, "1", 'fork boundary for session "src" must be a non-negative safe integer, got 1'),
         (CLOSED_TURN, None, 'fork boundary for session "src" must be a non-negative safe integer, got null'),
         (CLOSED_TURN, 4, 'fork boundary 4 does not exist in session "src" (last seq: 3)'),
     ],
 )
-def test_an_invalid_boundary_is_rejected_with_dsh_s_message(events: list[Any], boundary: object, message: str) -> None:
+def test_an_invalid_boundary_is_rejected_with_dsh_s_message(
+    events: list[Any], boundary: object, message: str
+) -> None:
     error = fork_error(live(events), boundary)
     assert (error.code, error.message) == (Code.INVALID_BOUNDARY, message)
 
@@ -131,12 +156,26 @@ def test_a_log_whose_positions_do_not_match_their_seqs_is_rejected() -> None:
     assert caught.value.message == 'fork boundary 1 does not match a contiguous event seq in session "src"'
 
 
-@pytest.mark.parametrize("boundary", [0, 1, 2, 3, 4], ids=["turn/start", "step/start", "user/message", "assistant/message", "tool/call"])
+@pytest.mark.parametrize(
+    "boundary",
+    [0, 1, 2, 3, 4],
+    ids=["turn/start", "step/start", "user/message", "assistant/message", "tool/call"],
+)
 def test_a_boundary_inside_an_open_turn_is_rejected(boundary: int) -> None:
-    source = live([turn_start(0), event(1, "step/start", {"turn": 1, "step": 1}), user(2), assistant(3),
-                   event(4, "tool/call", {"turn": 1, "step": 1, "callId": "c1", "name": "n", "arguments": "{}"})])  # fmt: skip
+    source = live(
+        [
+            turn_start(0),
+            event(1, "step/start", {"turn": 1, "step": 1}),
+            user(2),
+            assistant(3),
+            event(4, "tool/call", {"turn": 1, "step": 1, "callId": "c1", "name": "n", "arguments": "{}"}),
+        ]
+    )
     error = fork_error(source, boundary)
-    assert (error.code, error.message) == (Code.OPEN_TURN, f'fork boundary {boundary} in session "src" ends inside open turn 1')
+    assert (error.code, error.message) == (
+        Code.OPEN_TURN,
+        f'fork boundary {boundary} in session "src" ends inside open turn 1',
+    )
 
 
 def test_the_open_turn_check_ignores_everything_after_the_boundary() -> None:
@@ -147,13 +186,19 @@ def test_the_open_turn_check_ignores_everything_after_the_boundary() -> None:
 def test_an_unknown_source_is_not_found() -> None:
     with pytest.raises(SpecError) as caught:
         validate_fork_request({"src"}, "missing", None)
-    assert (caught.value.code, caught.value.message) == (Code.SESSION_NOT_FOUND, 'session "missing" not found')
+    assert (caught.value.code, caught.value.message) == (
+        Code.SESSION_NOT_FOUND,
+        'session "missing" not found',
+    )
 
 
 def test_a_live_child_id_is_rejected() -> None:
     with pytest.raises(SpecError) as caught:
         validate_fork_request({"src", "k1"}, "src", "k1")
-    assert (caught.value.code, caught.value.message) == (Code.SESSION_ALREADY_EXISTS, 'session "k1" already exists')
+    assert (caught.value.code, caught.value.message) == (
+        Code.SESSION_ALREADY_EXISTS,
+        'session "k1" already exists',
+    )
 
 
 def test_a_duplicate_child_id_is_reported_before_a_missing_source() -> None:
@@ -168,8 +213,16 @@ def test_a_free_child_id_and_a_live_source_pass() -> None:
 
 
 def test_the_child_inherits_only_cwd_parent_and_seed_length() -> None:
-    parent: dict[str, Any] = {"version": 4, "id": "p", "createdAt": 1, "cwd": "/w", "origin": "subagent",
-              "delegationDepth": 2, "agentPreset": "x", "isSeeded": False}  # fmt: skip
+    parent: dict[str, Any] = {
+        "version": 4,
+        "id": "p",
+        "createdAt": 1,
+        "cwd": "/w",
+        "origin": "subagent",
+        "delegationDepth": 2,
+        "agentPreset": "x",
+        "isSeeded": False,
+    }
     assert derive_child_meta(parent, "p", 3) == {"cwd": "/w", "parentSession": "p", "seedLength": 3}
 
 

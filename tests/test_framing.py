@@ -12,10 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spec.codes import Code, SpecError
-from spec.framing import (
+from spec.format.framing import (
     DecodedFrame,
+    FramedLog,
     JsonlLine,
-    StoredLog,
     ZstdFrame,
     decode_jsonl_log,
     decode_zstd_log,
@@ -132,7 +132,9 @@ def test_a_bad_line_followed_by_more_data_is_a_corrupt_log_naming_its_line_and_b
         decode_jsonl_log(data)
     assert caught.value.code is Code.CORRUPT_LOG
     offset = len(HEADER) + len(TURN_START) + 2
-    assert caught.value.message == f"corrupt session log: unparsable committed event at line 2 (byte {offset})"
+    assert (
+        caught.value.message == f"corrupt session log: unparsable committed event at line 2 (byte {offset})"
+    )
 
 
 def test_a_bad_last_complete_line_is_a_corrupt_log_because_a_crash_cannot_produce_it() -> None:
@@ -180,7 +182,9 @@ def test_a_header_line_that_is_not_json_is_not_a_header() -> None:
 
 
 def test_a_header_only_log_has_no_records() -> None:
-    assert decode_jsonl_log(HEADER + b"\n") == StoredLog(header_line=decode_jsonl_log(HEADER + b"\n").header_line, records=())
+    assert decode_jsonl_log(HEADER + b"\n") == FramedLog(
+        header_line=decode_jsonl_log(HEADER + b"\n").header_line, records=()
+    )
 
 
 # --- scan_zstd_frames: boundaries ------------------------------------------------------------
@@ -200,24 +204,37 @@ def test_one_checksummed_frame_is_found_whole(name: str) -> None:
 
 
 def test_concatenated_frames_of_every_size_are_found_at_exactly_their_boundaries() -> None:
-    frames = [frame(content) for content in CONTENTS.values()] + [streamed_frame(b"hello " * 1000), frame(b"z", write_content_size=False)]
+    frames = [frame(content) for content in CONTENTS.values()] + [
+        streamed_frame(b"hello " * 1000),
+        frame(b"z", write_content_size=False),
+    ]
     data = b"".join(frames)
     offsets = [sum(len(f) for f in frames[:i]) for i in range(len(frames))]
     scan = scan_zstd_frames(data)
     assert boundaries(scan.frames) == [(offset, len(f)) for offset, f in zip(offsets, frames)]
     assert scan.torn_offset is None
-    assert [decompress(data[f.offset : f.offset + f.length]) for f in scan.frames[: len(CONTENTS)]] == list(CONTENTS.values())
+    assert [decompress(data[f.offset : f.offset + f.length]) for f in scan.frames[: len(CONTENTS)]] == list(
+        CONTENTS.values()
+    )
 
 
 def test_the_rle_friendly_frame_really_holds_rle_blocks_and_the_large_ones_several_blocks() -> None:
     # 300,000 bytes exceed the 128 KiB block maximum, so these frames must have several blocks.
     assert len(CONTENTS["rle-friendly (300 KB of one byte)"]) > 128 * 1024
-    assert len(frame(CONTENTS["rle-friendly (300 KB of one byte)"])) < 100  # only RLE blocks can be this small
+    assert (
+        len(frame(CONTENTS["rle-friendly (300 KB of one byte)"])) < 100
+    )  # only RLE blocks can be this small
     assert len(frame(CONTENTS["noise (200 KB, raw blocks)"])) > 128 * 1024
 
 
 @settings(max_examples=25)
-@given(st.lists(st.binary(max_size=3000) | st.builds(lambda b, n: b * n, st.binary(min_size=1, max_size=3), st.integers(1, 5000)), max_size=6))
+@given(
+    st.lists(
+        st.binary(max_size=3000)
+        | st.builds(lambda b, n: b * n, st.binary(min_size=1, max_size=3), st.integers(1, 5000)),
+        max_size=6,
+    )
+)
 def test_frames_of_any_content_are_found_at_their_boundaries(contents: list[bytes]) -> None:
     frames = [frame(content) for content in contents]
     scan = scan_zstd_frames(b"".join(frames))
@@ -241,7 +258,10 @@ def test_every_truncation_of_the_last_frame_is_reported_as_torn_at_its_start(nam
     for cut in cut_points(len(last)):
         scan = scan_zstd_frames(prefix + last[:cut])
         assert scan.torn_offset == len(prefix), cut
-        assert [f.length for f in scan.frames] == [len(prefix) - len(frame(TURN_START + b"\n")), len(frame(TURN_START + b"\n"))]
+        assert [f.length for f in scan.frames] == [
+            len(prefix) - len(frame(TURN_START + b"\n")),
+            len(frame(TURN_START + b"\n")),
+        ]
 
 
 def test_every_truncation_of_a_streamed_frame_is_torn() -> None:
@@ -273,7 +293,10 @@ def test_one_to_three_trailing_bytes_are_a_torn_frame_whatever_they_are(tail: by
         ("short window byte", MAGIC + b"\x00"),
         ("short block header", MAGIC + b"\x20\x00" + b"\x01\x00"),
         ("short block header whose two bytes read as the reserved type", MAGIC + b"\x20\x00" + b"\x07\x00"),
-        ("short payload of a block that is not the last", MAGIC + b"\x20\x05" + (5 << 3).to_bytes(3, "little") + b"ab"),
+        (
+            "short payload of a block that is not the last",
+            MAGIC + b"\x20\x05" + (5 << 3).to_bytes(3, "little") + b"ab",
+        ),
         ("short block payload", MAGIC + b"\x20\x05" + (5 << 3 | 1).to_bytes(3, "little") + b"ab"),
         ("missing rle byte", MAGIC + b"\x20\x05" + (5 << 3 | 2 | 1).to_bytes(3, "little")),
         ("missing checksum", MAGIC + b"\x24\x00" + (0 << 3 | 1).to_bytes(3, "little") + b"\x00\x00"),
@@ -300,7 +323,10 @@ def test_a_reserved_or_unused_descriptor_bit_is_refused(bit: int) -> None:
     with pytest.raises(SpecError) as caught:
         scan_zstd_frames(head + MAGIC + bytes([0x20 | bit]) + b"\x00" + b"\x01\x00\x00")
     assert caught.value.code is Code.CORRUPT_LOG
-    assert caught.value.message == f"corrupt Zstandard session log: reserved frame-header bit at byte {len(head) + 4}"
+    assert (
+        caught.value.message
+        == f"corrupt Zstandard session log: reserved frame-header bit at byte {len(head) + 4}"
+    )
 
 
 def test_the_reserved_block_type_is_refused() -> None:
@@ -361,7 +387,11 @@ def test_a_truncated_skippable_frame_is_torn() -> None:
 
 
 def test_a_zstd_log_is_its_header_frame_then_whole_lines_per_frame() -> None:
-    frames = [DecodedFrame(0, HEADER + b"\n"), DecodedFrame(40, TURN_START + b"\n" + STEP_START + b"\n"), DecodedFrame(90, b"")]
+    frames = [
+        DecodedFrame(0, HEADER + b"\n"),
+        DecodedFrame(40, TURN_START + b"\n" + STEP_START + b"\n"),
+        DecodedFrame(90, b""),
+    ]
     log = decode_zstd_log(frames, None)
     assert isinstance(log.header_line, dict) and log.header_line["id"] == "s1"
     assert len(log.records) == 2 and log.recovered == () and log.truncate_to is None
@@ -393,7 +423,9 @@ def test_an_unparsable_line_in_a_complete_frame_is_corrupt_even_as_the_last_line
     with pytest.raises(SpecError) as caught:
         decode_zstd_log([DecodedFrame(0, HEADER + b"\n"), DecodedFrame(57, TURN_START + b"\n{oops\n")], None)
     assert caught.value.code is Code.CORRUPT_LOG
-    assert caught.value.message == "corrupt session log: unparsable committed event at line 2 (frame at byte 57)"
+    assert (
+        caught.value.message == "corrupt session log: unparsable committed event at line 2 (frame at byte 57)"
+    )
 
 
 def test_the_complete_lines_of_a_torn_frame_are_recovered_and_its_fragment_dropped() -> None:
@@ -435,7 +467,9 @@ def test_a_frame_that_reaches_past_the_end_but_is_followed_by_complete_frames_is
     compressor = zstandard.ZstdCompressor(level=3, write_checksum=True)
     frames = [compressor.compress(b'{"n":%d}\n' % n * 50) for n in range(3)]
     data = bytearray(b"".join(frames))
-    data[len(frames[0]) + 9] |= 0x80  # the high byte of frame 1's first block header (descriptor 0x64): a huge size
+    data[len(frames[0]) + 9] |= (
+        0x80  # the high byte of frame 1's first block header (descriptor 0x64): a huge size
+    )
     with pytest.raises(SpecError) as raised:
         scan_zstd_frames(bytes(data))
     assert raised.value.code == Code.CORRUPT_LOG

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from reference.fs import FileSystem, RealFileSystem
-from reference.powerloss import PowerLossFileSystem
+from reference.persistence.fs import FileSystem, RealFileSystem
+from reference.persistence.powerloss import PowerLossFileSystem
 
 
 @pytest.fixture(params=["real", "powerloss"])
@@ -135,7 +135,9 @@ def test_append_adds_bytes_at_the_end(fs: FileSystem, root: str) -> None:
     assert fs.read_bytes(f"{root}/log") == b"one\ntwo\n"
 
 
-def test_append_to_a_missing_file_raises_file_not_found_and_creates_nothing(fs: FileSystem, root: str) -> None:
+def test_append_to_a_missing_file_raises_file_not_found_and_creates_nothing(
+    fs: FileSystem, root: str
+) -> None:
     with pytest.raises(FileNotFoundError):
         fs.append(f"{root}/log", b"x")
     assert not fs.exists(f"{root}/log")

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from reference.fs import RealFileSystem
+from reference.persistence.fs import RealFileSystem
 
 # Exits 0 when the lock at argv[1] is free (and takes it), 3 when someone holds it.
 _LOCK_PROBE = (
-    "import sys; from reference.fs import RealFileSystem; "
+    "import sys; from reference.persistence.fs import RealFileSystem; "
     "sys.exit(0 if RealFileSystem().try_lock(sys.argv[1]) is not None else 3)"
 )
 
@@ -123,15 +123,18 @@ def test_a_lock_held_by_another_process_refuses_this_one(tmp_path: Path) -> None
     path = tmp_path / "session.lock"
     project = Path(__file__).resolve().parent.parent
     holder_code = (
-        "import sys; from reference.fs import RealFileSystem; "
+        "import sys; from reference.persistence.fs import RealFileSystem; "
         "lock = RealFileSystem().try_lock(sys.argv[1]); print('held' if lock else 'busy', flush=True); "
         "sys.stdin.read()"
     )
     env = {**os.environ, "PYTHONPATH": str(project) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     holder = subprocess.Popen(
         [sys.executable, "-c", holder_code, str(path)],
-        env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
         assert RealFileSystem().try_lock(str(path)) is None

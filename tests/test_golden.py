@@ -1,4 +1,4 @@
-"""Agreement with DSH's own answers: every golden scenario replayed through spec.session and spec.fork.
+"""Agreement with DSH's own answers: every golden scenario replayed through spec.log.session and spec.lineage.fork.
 
 Each file under ``../shared/golden/dsh-0.1.0-rc.8`` is one scenario that DSH 0.1.0-rc.8's session
 core ran on a fresh store, one operation per line with DSH's response. A tiny store here (a dict of
@@ -6,7 +6,7 @@ id -> SessionState, with the clock pinned by ``clock``) replays the same operati
 spec. Accept/reject must agree exactly; a rejection's code must be the one the DSH message maps to
 (and the text must be DSH's); an acceptance must produce the same event, surface, messages and
 header (headers compared without ``version``, and only on DSH's keys: ours add ``isSeeded`` and
-``delegationDepth``). ``closers`` operations are compared through spec.repair.derive_closers; until
+``delegationDepth``). ``closers`` operations are compared through spec.lineage.repair.derive_closers; until
 that module exists they are passed over with a warning. The scenarios hold no compaction events, so
 this project's extra compaction/end closer (SPEC-DECISIONS D3.6) never shows here.
 """
@@ -22,13 +22,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SHARED, shared_dir
+from shared_material import SHARED, shared_dir
 
 from spec.codes import Code, SpecError
-from spec.fork import derive_child_meta, plan_fork_seed, validate_fork_request
-from spec.header import build_header
-from spec.json import decode_json_text, encode_json_text
-from spec.session import (
+from spec.format.json_text import decode_json_text, encode_json_text
+from spec.lineage.fork import derive_child_meta, plan_fork_seed, validate_fork_request
+from spec.log.header import build_header
+from spec.log.session import (
     ABSENT,
     SessionState,
     append_event,
@@ -37,42 +37,73 @@ from spec.session import (
     plan_session_id,
     validate_new_session_id,
 )
-from spec.surface import fold_surface
+from spec.log.surface import fold_surface
 
 GOLDEN = ("golden", "dsh-0.1.0-rc.8")
 _FOLDER = SHARED.joinpath(*GOLDEN)
-SCENARIOS = sorted(path.name for path in _FOLDER.glob("scenario-*.jsonl")) if _FOLDER.is_dir() else ["<absent>"]
+SCENARIOS = (
+    sorted(path.name for path in _FOLDER.glob("scenario-*.jsonl")) if _FOLDER.is_dir() else ["<absent>"]
+)
 
-HAS_REPAIR = importlib.util.find_spec("spec.repair") is not None
+HAS_REPAIR = importlib.util.find_spec("spec.lineage.repair") is not None
 
 _TYPE = r'"[^"]*"'
 DSH_MESSAGE_CODES: tuple[tuple[str, Code], ...] = (
     (rf"^session event {_TYPE} carries an invalid replace surfaceOp$", Code.REPLACE_OP_INVALID),
     (rf"^session event {_TYPE} carries an invalid surfaceOp$", Code.SURFACE_OP_INVALID),
-    (rf"^session event {_TYPE} is not surface-eligible and cannot carry surfaceOp$", Code.SURFACE_OP_ON_LOG_ONLY),
-    (rf"^session event {_TYPE} is not surface-eligible and cannot carry sourceEventSeqs$", Code.PROVENANCE_ON_LOG_ONLY),
-    (rf"^session event {_TYPE} is surface-eligible and requires a surfaceOp marker$", Code.SURFACE_OP_MISSING),
+    (
+        rf"^session event {_TYPE} is not surface-eligible and cannot carry surfaceOp$",
+        Code.SURFACE_OP_ON_LOG_ONLY,
+    ),
+    (
+        rf"^session event {_TYPE} is not surface-eligible and cannot carry sourceEventSeqs$",
+        Code.PROVENANCE_ON_LOG_ONLY,
+    ),
+    (
+        rf"^session event {_TYPE} is surface-eligible and requires a surfaceOp marker$",
+        Code.SURFACE_OP_MISSING,
+    ),
     (r"^session event seq \S+ is not contiguous; expected \d+$", Code.SEQ_NOT_CONTIGUOUS),
     (r"^surface replace: start seq \S+ not found in surface$", Code.REPLACE_START_NOT_FOUND),
     (r"^surface replace: end seq \S+ not found in surface$", Code.REPLACE_END_NOT_FOUND),
-    (r"^surface replace: start seq \S+ \(index \d+\) is after end seq \S+ \(index \d+\)$", Code.REPLACE_INVERTED),
-    (r"^surface replace: sourceEventSeqs must include every shadowed surface node; missing [\d, ]+$",
-     Code.PROVENANCE_MISSING_SHADOWED),
+    (
+        r"^surface replace: start seq \S+ \(index \d+\) is after end seq \S+ \(index \d+\)$",
+        Code.REPLACE_INVERTED,
+    ),
+    (
+        r"^surface replace: sourceEventSeqs must include every shadowed surface node; missing [\d, ]+$",
+        Code.PROVENANCE_MISSING_SHADOWED,
+    ),
     (r"^sourceEventSeqs on event at seq \d+ must be an array when present$", Code.PROVENANCE_NOT_ARRAY),
     (r"^sourceEventSeqs must not be empty except on assistant/message$", Code.PROVENANCE_EMPTY),
-    (rf"^session event {_TYPE} sourceEventSeqs must densely contain non-negative safe integers$", Code.PROVENANCE_NOT_SEQ),
+    (
+        rf"^session event {_TYPE} sourceEventSeqs must densely contain non-negative safe integers$",
+        Code.PROVENANCE_NOT_SEQ,
+    ),
     (r"^sourceEventSeqs must not contain duplicates$", Code.PROVENANCE_DUPLICATE),
     (r"^sourceEventSeqs must reference earlier events: \S+ >= current seq \d+$", Code.PROVENANCE_NOT_EARLIER),
-    (r"^tool/result surface replacement must rewrite exactly one current node$", Code.TOOL_REWRITE_NOT_ONE_NODE),
+    (
+        r"^tool/result surface replacement must rewrite exactly one current node$",
+        Code.TOOL_REWRITE_NOT_ONE_NODE,
+    ),
     (r"^tool/result surface replacement must target a current tool/result$", Code.TOOL_REWRITE_NOT_A_RESULT),
-    (r"^tool/result surface replacement may change only content$", Code.TOOL_REWRITE_CHANGES_MORE_THAN_CONTENT),
+    (
+        r"^tool/result surface replacement may change only content$",
+        Code.TOOL_REWRITE_CHANGES_MORE_THAN_CONTENT,
+    ),
     (rf"^session event {_TYPE} carries non-JSON-serializable data$", Code.DATA_NOT_JSON),
-    (rf"^session event {_TYPE} carries non-JSON-serializable surface metadata$", Code.SURFACE_METADATA_NOT_JSON),
+    (
+        rf"^session event {_TYPE} carries non-JSON-serializable surface metadata$",
+        Code.SURFACE_METADATA_NOT_JSON,
+    ),
     (r"uses unsupported legacy request/header-delta format$", Code.LEGACY_HEADER_DELTA),
     (r'uses unsupported legacy request/header reason "fallback"$', Code.LEGACY_FALLBACK_REASON),
     (r"^seed event at index \d+ is not losslessly JSON-serializable$", Code.SEED_NOT_JSON),
     (r"^seed event at index \d+ has an invalid event envelope$", Code.SEED_ENVELOPE_INVALID),
-    (r"^seed event at index \d+ has seq \S+ \(expected \d+\); seed must be contiguous from 0$", Code.SEED_SEQ_MISMATCH),
+    (
+        r"^seed event at index \d+ has seq \S+ \(expected \d+\); seed must be contiguous from 0$",
+        Code.SEED_SEQ_MISMATCH,
+    ),
     (r"^seed \S+ at index \d+ lacks an identified message$", Code.MESSAGE_UNIDENTIFIED),
     (r"^seed \S+ at index \d+ message must have role", Code.MESSAGE_ROLE),
     (r"^seed \S+ at index \d+ message has invalid source$", Code.MESSAGE_SOURCE),
@@ -82,10 +113,13 @@ DSH_MESSAGE_CODES: tuple[tuple[str, Code], ...] = (
     (r"^seed \S+ at index \d+ message must contain one tool-result block$", Code.MESSAGE_TOOL_BLOCK),
     (r"^seed \S+ at index \d+ message has mismatched tool call ids$", Code.MESSAGE_TOOL_CALL_ID_MISMATCH),
     (r"^seed request/header at index \d+ lacks provider/model$", Code.REQUEST_HEADER_PROVIDER_MODEL),
-    (r"^seed request/header at index \d+ has an invalid reasoningEffort$", Code.REQUEST_HEADER_REASONING_EFFORT),
+    (
+        r"^seed request/header at index \d+ has an invalid reasoningEffort$",
+        Code.REQUEST_HEADER_REASONING_EFFORT,
+    ),
     (r"^seed request/header at index \d+ has invalid adapterDefaults$", Code.REQUEST_HEADER_ADAPTER_DEFAULTS),
     (r'^session "[^"]*" already exists$', Code.SESSION_ALREADY_EXISTS),
-)  # fmt: skip
+)
 SEED_WRAPPER = re.compile(r"^invalid seed event at index \d+: (.*)$", re.DOTALL)
 DRIVER_NO_SESSION = "DRIVER_NO_SESSION"
 HEADER_KEYS_DSH_LACKS = frozenset({"version", "isSeeded", "delegationDepth"})
@@ -149,7 +183,12 @@ def run_create(store: GoldenStore, op: dict[str, Any]) -> Any:
 def run_append(store: GoldenStore, op: dict[str, Any]) -> Any:
     state = store.session(op["id"])
     state, event = append_event(
-        state, op["type"], op["data"], op.get("surfaceOp", ABSENT), op.get("sourceEventSeqs", ABSENT), time=store.now
+        state,
+        op["type"],
+        op["data"],
+        op.get("surfaceOp", ABSENT),
+        op.get("sourceEventSeqs", ABSENT),
+        time=store.now,
     )
     store.sessions[op["id"]] = state
     return event
@@ -171,13 +210,14 @@ def run_fork(store: GoldenStore, op: dict[str, Any]) -> Any:
 def run_fold(store: GoldenStore, op: dict[str, Any]) -> Any:
     fold = fold_surface(op["events"])
     replacements = [
-        {"seq": r.seq, "start": r.start, "end": r.end, "shadowedSeqs": list(r.shadowed)} for r in fold.replacements
+        {"seq": r.seq, "start": r.start, "end": r.end, "shadowedSeqs": list(r.shadowed)}
+        for r in fold.replacements
     ]
     return {"nodes": list(fold.nodes), "replacements": replacements}
 
 
 def run_closers(store: GoldenStore, op: dict[str, Any]) -> Any:
-    from spec.repair import derive_closers  # type: ignore[import-not-found, unused-ignore]
+    from spec.lineage.repair import derive_closers  # type: ignore[import-not-found, unused-ignore]
 
     return list(derive_closers(op["events"]))
 
@@ -208,7 +248,9 @@ def assert_same_state(ours: dict[str, Any], theirs: dict[str, Any], where: str) 
 
 def assert_same_header(ours: dict[str, Any], theirs: dict[str, Any], where: str) -> None:
     shared = {key: value for key, value in theirs.items() if key != "version"}
-    assert {key: ours.get(key, ABSENT) for key in shared} == shared, f"{where}: header {ours!r} vs DSH {theirs!r}"
+    assert {key: ours.get(key, ABSENT) for key in shared} == shared, (
+        f"{where}: header {ours!r} vs DSH {theirs!r}"
+    )
     assert set(ours) - set(theirs) <= HEADER_KEYS_DSH_LACKS, f"{where}: header has extra keys {ours!r}"
 
 
@@ -224,19 +266,28 @@ def replay_line(store: GoldenStore, op: dict[str, Any], response: dict[str, Any]
     if kind == "reset":
         return GoldenStore()
     if kind == "closers" and not HAS_REPAIR:
-        warnings.warn("golden `closers` ops not compared: spec/repair.py (derive_closers) is not written yet", stacklevel=1)
+        warnings.warn(
+            "golden `closers` ops not compared: spec/lineage/repair.py (derive_closers) is not written yet",
+            stacklevel=1,
+        )
         return store
     try:
         ours = RUNNERS[kind](store, op)
     except NoSession:
-        assert response.get("error", {}).get("code") == DRIVER_NO_SESSION, f"{where}: we have no session, DSH does"
+        assert response.get("error", {}).get("code") == DRIVER_NO_SESSION, (
+            f"{where}: we have no session, DSH does"
+        )
         return store
     except SpecError as error:
         assert "error" in response, f"{where}: we rejected [{error.code}] {error.message}; DSH accepted"
         dsh = response["error"]
-        assert dsh.get("code") != DRIVER_NO_SESSION, f"{where}: we rejected {error.code}; the session should be missing"
+        assert dsh.get("code") != DRIVER_NO_SESSION, (
+            f"{where}: we rejected {error.code}; the session should be missing"
+        )
         assert error.code == code_for_dsh_error(dsh), f"{where}: code {error.code} vs DSH {dsh['message']!r}"
-        assert error.message == dsh["message"], f"{where}: message {error.message!r} vs DSH {dsh['message']!r}"
+        assert error.message == dsh["message"], (
+            f"{where}: message {error.message!r} vs DSH {dsh['message']!r}"
+        )
         return store
     assert "result" in response, f"{where}: we accepted; DSH rejected with {response.get('error')!r}"
     assert_same_result(kind, ours, response["result"], where)

@@ -8,14 +8,28 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from spec.codes import Code, SpecError
-from spec.json import FrozenDict, JsonObject, JsonValue
-from spec.storage import decode_header_line, encode_header_line
+from spec.format.naming import decode_header_line, encode_header_line
+from spec.log.json import FrozenDict, JsonObject, JsonValue
 
-V4_HEADER: JsonObject = {"version": 4, "id": "s1", "createdAt": 1000, "cwd": "/work", "delegationDepth": 0, "isSeeded": False}
+V4_HEADER: JsonObject = {
+    "version": 4,
+    "id": "s1",
+    "createdAt": 1000,
+    "cwd": "/work",
+    "delegationDepth": 0,
+    "isSeeded": False,
+}
 
 
 def v0_line(fields: JsonObject | None = None, drop: tuple[str, ...] = ()) -> JsonObject:
-    line: JsonObject = {"type": "session", "version": 0, "id": "s1", "createdAt": 1000, "cwd": "/work", "delegationDepth": 0}
+    line: JsonObject = {
+        "type": "session",
+        "version": 0,
+        "id": "s1",
+        "createdAt": 1000,
+        "cwd": "/work",
+        "delegationDepth": 0,
+    }
     line.update(fields or {})
     return {key: value for key, value in line.items() if key not in drop}
 
@@ -31,28 +45,67 @@ def rejection(value: JsonValue, hint: str | None = None) -> SpecError:
 
 def test_the_header_line_puts_type_first_then_the_d1_fields_in_order_then_unknown_keys() -> None:
     header: JsonObject = {
-        "isSeeded": True, "pad": "x", "agentPreset": "p", "delegationDepth": 1, "origin": "subagent",
-        "seedLength": 2, "parentSession": "p1", "cwd": "/w", "createdAt": 5, "id": "s", "version": 4,
-    }  # fmt: skip
+        "isSeeded": True,
+        "pad": "x",
+        "agentPreset": "p",
+        "delegationDepth": 1,
+        "origin": "subagent",
+        "seedLength": 2,
+        "parentSession": "p1",
+        "cwd": "/w",
+        "createdAt": 5,
+        "id": "s",
+        "version": 4,
+    }
     assert list(encode_header_line(header)) == [
-        "type", "version", "id", "createdAt", "cwd", "parentSession", "seedLength",
-        "origin", "delegationDepth", "agentPreset", "isSeeded", "pad",
-    ]  # fmt: skip
+        "type",
+        "version",
+        "id",
+        "createdAt",
+        "cwd",
+        "parentSession",
+        "seedLength",
+        "origin",
+        "delegationDepth",
+        "agentPreset",
+        "isSeeded",
+        "pad",
+    ]
     assert encode_header_line(header)["type"] == "session"
 
 
 def test_optional_fields_are_omitted_not_written_as_null() -> None:
-    line = encode_header_line({"version": 4, "id": "s", "createdAt": 1, "delegationDepth": 0, "isSeeded": False})
-    assert line == {"type": "session", "version": 4, "id": "s", "createdAt": 1, "delegationDepth": 0, "isSeeded": False}
+    line = encode_header_line(
+        {"version": 4, "id": "s", "createdAt": 1, "delegationDepth": 0, "isSeeded": False}
+    )
+    assert line == {
+        "type": "session",
+        "version": 4,
+        "id": "s",
+        "createdAt": 1,
+        "delegationDepth": 0,
+        "isSeeded": False,
+    }
 
 
 @given(
     st.fixed_dictionaries(
-        {"version": st.just(4), "id": st.text(min_size=1), "createdAt": st.integers(0, 2**53 - 1),
-         "delegationDepth": st.integers(0, 9), "isSeeded": st.booleans()},
-        optional={"cwd": st.just("/w"), "parentSession": st.text(), "seedLength": st.integers(0, 9),
-                  "origin": st.just("subagent"), "agentPreset": st.text(), "extra": st.integers()},
-    )  # fmt: skip
+        {
+            "version": st.just(4),
+            "id": st.text(min_size=1),
+            "createdAt": st.integers(0, 2**53 - 1),
+            "delegationDepth": st.integers(0, 9),
+            "isSeeded": st.booleans(),
+        },
+        optional={
+            "cwd": st.just("/w"),
+            "parentSession": st.text(),
+            "seedLength": st.integers(0, 9),
+            "origin": st.just("subagent"),
+            "agentPreset": st.text(),
+            "extra": st.integers(),
+        },
+    )
 )
 def test_decoding_an_encoded_v4_header_gives_it_back(header: JsonObject) -> None:
     version, decoded = decode_header_line(encode_header_line(header))
@@ -103,7 +156,9 @@ def test_a_v0_line_with_a_seed_length_was_created_from_a_seed() -> None:
 
 
 def test_a_v0_line_without_a_seed_length_was_not_seeded_even_with_a_parent() -> None:
-    _, header = decode_header_line(v0_line({"parentSession": "p", "origin": "subagent", "delegationDepth": 1}))
+    _, header = decode_header_line(
+        v0_line({"parentSession": "p", "origin": "subagent", "delegationDepth": 1})
+    )
     assert header["isSeeded"] is False and header["delegationDepth"] == 1
 
 
@@ -178,7 +233,9 @@ def test_a_foreign_version_names_a_non_string_id_as_javascript_prints_it() -> No
 
 @pytest.mark.parametrize("version", [-1, 1, 3, 1.5, 7])
 def test_every_version_but_four_and_zero_is_unsupported_and_named(version: float) -> None:
-    error = rejection({"type": "session", "version": version, "id": "s1", "createdAt": 1, "delegationDepth": 0})
+    error = rejection(
+        {"type": "session", "version": version, "id": "s1", "createdAt": 1, "delegationDepth": 0}
+    )
     assert error.code is Code.UNSUPPORTED_FORMAT
     assert f"v{version}" in error.message
 

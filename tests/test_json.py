@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from spec.json import (
+from spec.format.json_text import decode_json_text
+from spec.log.json import (
     MAX_SAFE_INTEGER,
     NOT_JSON,
     FrozenDict,
     FrozenList,
-    decode_json_text,
     freeze_parsed_json,
     is_deep_equal_json,
     is_event_seq,
@@ -27,7 +27,23 @@ from spec.json import (
 
 DEPTH = 20_000  # nesting levels that must not meet Python's recursion limit (D6)
 
-SCALARS = [None, True, False, "", "text", "\ud800", 0, 1, -1, 1.5, -2.25, 1.0, MAX_SAFE_INTEGER, -MAX_SAFE_INTEGER, 1e300]
+SCALARS = [
+    None,
+    True,
+    False,
+    "",
+    "text",
+    "\ud800",
+    0,
+    1,
+    -1,
+    1.5,
+    -2.25,
+    1.0,
+    MAX_SAFE_INTEGER,
+    -MAX_SAFE_INTEGER,
+    1e300,
+]
 LOSSY_SCALARS = [
     pytest.param(-0.0, id="negative-zero"),
     pytest.param(math.nan, id="nan"),
@@ -164,20 +180,38 @@ def test_a_dict_that_is_its_own_grandchild_is_not_json() -> None:
     assert snapshot_json(outer) is NOT_JSON
 
 
-@pytest.mark.parametrize("mutate", [
-    lambda d: d.__setitem__("x", 1), lambda d: d.__delitem__("a"), lambda d: d.update(x=1),
-    lambda d: d.pop("a"), lambda d: d.setdefault("x", 1), lambda d: d.clear(), lambda d: d.popitem(),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        lambda d: d.__setitem__("x", 1),
+        lambda d: d.__delitem__("a"),
+        lambda d: d.update(x=1),
+        lambda d: d.pop("a"),
+        lambda d: d.setdefault("x", 1),
+        lambda d: d.clear(),
+        lambda d: d.popitem(),
+    ],
+)
 def test_a_frozen_object_refuses_every_mutation(mutate: Any) -> None:
     frozen = snapshot_json({"a": 1})
     with pytest.raises(TypeError):
         mutate(frozen)
 
 
-@pytest.mark.parametrize("mutate", [
-    lambda l: l.append(1), lambda l: l.__setitem__(0, 1), lambda l: l.extend([1]), lambda l: l.insert(0, 1),
-    lambda l: l.pop(), lambda l: l.remove(1), lambda l: l.sort(), lambda l: l.reverse(), lambda l: l.clear(),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        lambda items: items.append(1),
+        lambda items: items.__setitem__(0, 1),
+        lambda items: items.extend([1]),
+        lambda items: items.insert(0, 1),
+        lambda items: items.pop(),
+        lambda items: items.remove(1),
+        lambda items: items.sort(),
+        lambda items: items.reverse(),
+        lambda items: items.clear(),
+    ],
+)
 def test_a_frozen_array_refuses_every_mutation(mutate: Any) -> None:
     frozen = snapshot_json([1, 2])
     with pytest.raises(TypeError):

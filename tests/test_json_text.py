@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from spec.json import decode_json_text, encode_json_text, is_deep_equal_json
+from spec.format.json_text import decode_json_text, encode_json_text
+from spec.log.json import is_deep_equal_json
 
 DEPTH = 20_000  # D6: deep JSON never hits the recursion limit
 
@@ -23,7 +24,7 @@ def test_twenty_thousand_levels_of_nesting_encode_and_decode_back_to_the_same_va
 
 
 def test_deep_text_is_the_same_text_the_fast_encoder_writes_for_shallow_values() -> None:
-    from spec.json import _encode_deep
+    from spec.format.json_text import _encode_deep
 
     value = {"a": [1, {"b": "é\u2028"}, [], {}], "c": None}
     assert _encode_deep(value) == encode_json_text(value)  # type: ignore[arg-type]
@@ -31,7 +32,7 @@ def test_deep_text_is_the_same_text_the_fast_encoder_writes_for_shallow_values()
 
 @pytest.mark.parametrize("text", ["[1,]", '{"a":1,}', "[1 2]", "{]", "NaN", "[1]x", "", '{"a"}', "[-]"])
 def test_the_deep_decoder_refuses_what_is_not_json(text: str) -> None:
-    from spec.json import _decode_deep
+    from spec.format.json_text import _decode_deep
 
     with pytest.raises(ValueError):
         _decode_deep(text)

@@ -6,11 +6,16 @@ from __future__ import annotations
 import pytest
 
 from spec.codes import Code, SpecError
-from spec.json import FrozenDict, JsonObject, JsonValue
-from spec.legacy import upgrade_v0_records, validate_stored_events
+from spec.format.legacy import upgrade_v0_records, validate_stored_events
+from spec.log.json import FrozenDict, JsonObject, JsonValue
 
 SID = "s1"
-USER: JsonObject = {"id": "u1", "role": "user", "content": [{"type": "text", "text": "hi"}], "source": {"kind": "user"}}
+USER: JsonObject = {
+    "id": "u1",
+    "role": "user",
+    "content": [{"type": "text", "text": "hi"}],
+    "source": {"kind": "user"},
+}
 MODEL: JsonObject = {"provider": "deepseek", "model": "v4"}
 
 
@@ -43,7 +48,9 @@ def data_of(event: JsonObject) -> JsonObject:
 
 
 def test_a_turn_start_trigger_is_removed() -> None:
-    event = upgrade_one(ev(0, "turn/start", {"turn": 1, "trigger": {"kind": "message", "source": {"kind": "user"}}}))
+    event = upgrade_one(
+        ev(0, "turn/start", {"turn": 1, "trigger": {"kind": "message", "source": {"kind": "user"}}})
+    )
     assert event == ev(0, "turn/start", {"turn": 1})
 
 
@@ -80,12 +87,25 @@ def test_a_malformed_turn_start_with_a_trigger_is_refused(data: JsonObject) -> N
         ({"kind": "aborted", "reason": {"kind": "user"}}, {"kind": "aborted", "reason": {"kind": "user"}}),
         ({"kind": "disposed"}, {"kind": "aborted", "reason": {"kind": "disposed"}}),
         (
-            {"kind": "error", "step": 2, "failure": {"message": "boom", "code": "E1", "status": 500, "requestId": "r"}},
+            {
+                "kind": "error",
+                "step": 2,
+                "failure": {"message": "boom", "code": "E1", "status": 500, "requestId": "r"},
+            },
             {"kind": "error", "error": {"message": "boom", "code": "E1", "status": 500, "requestId": "r"}},
         ),
-        ({"kind": "error", "step": 0, "message": "boom", "code": "E2"}, {"kind": "error", "error": {"message": "boom", "code": "E2"}}),
-        ({"kind": "error", "step": 1, "message": "boom"}, {"kind": "error", "error": {"message": "boom", "code": "UNKNOWN"}}),
-        ({"kind": "error", "error": {"message": "m", "code": "c"}}, {"kind": "error", "error": {"message": "m", "code": "c"}}),
+        (
+            {"kind": "error", "step": 0, "message": "boom", "code": "E2"},
+            {"kind": "error", "error": {"message": "boom", "code": "E2"}},
+        ),
+        (
+            {"kind": "error", "step": 1, "message": "boom"},
+            {"kind": "error", "error": {"message": "boom", "code": "UNKNOWN"}},
+        ),
+        (
+            {"kind": "error", "error": {"message": "m", "code": "c"}},
+            {"kind": "error", "error": {"message": "m", "code": "c"}},
+        ),
         ({"kind": "future-kind", "anything": 1}, {"kind": "future-kind", "anything": 1}),
     ],
 )
@@ -110,7 +130,10 @@ def test_a_turn_end_reason_is_mapped_to_its_current_form(reason: JsonObject, cur
         {"turn": 1, "reason": {"kind": "error", "step": 1, "message": 7}},
         {"turn": 1, "reason": {"kind": "error", "step": 1, "message": "m", "code": None}},
         {"turn": 1, "reason": {"kind": "error", "step": 1, "failure": {"message": "m", "code": "c", "x": 1}}},
-        {"turn": 1, "reason": {"kind": "error", "step": 1, "failure": {"message": "m", "code": "c", "status": "500"}}},
+        {
+            "turn": 1,
+            "reason": {"kind": "error", "step": 1, "failure": {"message": "m", "code": "c", "status": "500"}},
+        },
     ],
 )
 def test_a_malformed_turn_end_is_refused(data: JsonObject) -> None:
@@ -130,12 +153,23 @@ def test_a_wrapped_steering_message_becomes_the_user_message_it_wraps() -> None:
 def test_an_unwrapped_steering_message_becomes_a_user_message_with_a_legacy_id() -> None:
     event = upgrade_one(ev(0, "steering/message", {"turn": 1, "content": [], "source": {"kind": "steering"}}))
     assert event["type"] == "user/message"
-    assert event["data"] == {"content": [], "source": {"kind": "steering"}, "id": "legacy-message:s1:0", "role": "user"}
+    assert event["data"] == {
+        "content": [],
+        "source": {"kind": "steering"},
+        "id": "legacy-message:s1:0",
+        "role": "user",
+    }
 
 
 @pytest.mark.parametrize(
     "data",
-    [None, {"turn": 1}, {"turn": "1", "message": USER}, {"turn": 1, "content": [], "source": {}, "extra": 1}, {"turn": 1, "message": "hi"}],
+    [
+        None,
+        {"turn": 1},
+        {"turn": "1", "message": USER},
+        {"turn": 1, "content": [], "source": {}, "extra": 1},
+        {"turn": 1, "message": "hi"},
+    ],
 )
 def test_a_malformed_steering_message_is_refused(data: JsonValue) -> None:
     error = refusal([ev(0, "steering/message", data)])
@@ -147,23 +181,43 @@ def test_a_malformed_steering_message_is_refused(data: JsonValue) -> None:
 
 
 def test_a_pre_identity_user_message_gets_a_legacy_id_and_the_user_role() -> None:
-    event = upgrade_one(ev(0, "user/message", {"content": [], "source": {"kind": "user"}}, surfaceOp="append"), [ev(0, "turn/start", {"turn": 1})])
-    assert data_of(event) == {"content": [], "source": {"kind": "user"}, "id": "legacy-message:s1:1", "role": "user"}
+    event = upgrade_one(
+        ev(0, "user/message", {"content": [], "source": {"kind": "user"}}, surfaceOp="append"),
+        [ev(0, "turn/start", {"turn": 1})],
+    )
+    assert data_of(event) == {
+        "content": [],
+        "source": {"kind": "user"},
+        "id": "legacy-message:s1:1",
+        "role": "user",
+    }
 
 
 def test_a_pre_identity_assistant_message_is_wrapped_with_a_model_source() -> None:
-    stored = ev(0, "assistant/message", {"turn": 1, "step": 1, "content": [], "provenance": MODEL, "usage": {"in": 1}})
+    stored = ev(
+        0, "assistant/message", {"turn": 1, "step": 1, "content": [], "provenance": MODEL, "usage": {"in": 1}}
+    )
     event = upgrade_one(stored)
     assert data_of(event) == {
         "turn": 1,
         "step": 1,
         "usage": {"in": 1},
-        "message": {"id": "legacy-message:s1:0", "role": "assistant", "content": [], "source": {**MODEL, "kind": "model"}},
+        "message": {
+            "id": "legacy-message:s1:0",
+            "role": "assistant",
+            "content": [],
+            "source": {**MODEL, "kind": "model"},
+        },
     }
 
 
 def legacy_tool_result(seq: int, **extra: JsonValue) -> JsonObject:
-    return ev(seq, "tool/result", {"turn": 1, "step": 1, "callId": "c1", "content": [{"type": "text", "text": "ok"}], "isError": False}, **extra)
+    return ev(
+        seq,
+        "tool/result",
+        {"turn": 1, "step": 1, "callId": "c1", "content": [{"type": "text", "text": "ok"}], "isError": False},
+        **extra,
+    )
 
 
 def test_a_pre_identity_tool_result_is_wrapped_into_a_tool_result_message() -> None:
@@ -174,7 +228,14 @@ def test_a_pre_identity_tool_result_is_wrapped_into_a_tool_result_message() -> N
         "message": {
             "id": "legacy-message:s1:0",
             "role": "user",
-            "content": [{"type": "tool-result", "toolCallId": "c1", "content": [{"type": "text", "text": "ok"}], "isError": False}],
+            "content": [
+                {
+                    "type": "tool-result",
+                    "toolCallId": "c1",
+                    "content": [{"type": "text", "text": "ok"}],
+                    "isError": False,
+                }
+            ],
             "source": {"kind": "tool", "callId": "c1"},
         },
     }
@@ -188,22 +249,41 @@ def test_a_replacing_pre_identity_tool_result_inherits_the_id_of_the_message_it_
 
 
 def test_a_replacing_tool_result_inherits_a_current_message_id_too() -> None:
-    current = ev(1, "tool/result", {"turn": 1, "step": 1, "message": {
-        "id": "m-7", "role": "user", "source": {"kind": "tool", "callId": "c1"},
-        "content": [{"type": "tool-result", "toolCallId": "c1", "content": []}],
-    }}, surfaceOp="append")  # fmt: skip
-    event = upgrade_one(legacy_tool_result(2, surfaceOp={"op": "replace", "start": 1, "end": 1}), [ev(0, "turn/start", {"turn": 1}), current])
+    current = ev(
+        1,
+        "tool/result",
+        {
+            "turn": 1,
+            "step": 1,
+            "message": {
+                "id": "m-7",
+                "role": "user",
+                "source": {"kind": "tool", "callId": "c1"},
+                "content": [{"type": "tool-result", "toolCallId": "c1", "content": []}],
+            },
+        },
+        surfaceOp="append",
+    )
+    event = upgrade_one(
+        legacy_tool_result(2, surfaceOp={"op": "replace", "start": 1, "end": 1}),
+        [ev(0, "turn/start", {"turn": 1}), current],
+    )
     message = data_of(event)["message"]
     assert isinstance(message, dict) and message["id"] == "m-7"
 
 
 def test_a_replacing_tool_result_whose_start_holds_no_message_is_unidentified() -> None:
-    records: list[JsonValue] = [ev(0, "turn/start", {"turn": 1}), legacy_tool_result(1, surfaceOp={"op": "replace", "start": 0, "end": 0})]
+    records: list[JsonValue] = [
+        ev(0, "turn/start", {"turn": 1}),
+        legacy_tool_result(1, surfaceOp={"op": "replace", "start": 0, "end": 0}),
+    ]
     assert refusal(records).code is Code.MESSAGE_UNIDENTIFIED
 
 
 def test_a_current_user_message_is_left_alone() -> None:
-    assert upgrade_one(ev(0, "user/message", USER, surfaceOp="append")) == ev(0, "user/message", USER, surfaceOp="append")
+    assert upgrade_one(ev(0, "user/message", USER, surfaceOp="append")) == ev(
+        0, "user/message", USER, surfaceOp="append"
+    )
 
 
 def test_a_current_looking_malformed_message_is_not_disguised_as_legacy() -> None:
@@ -213,7 +293,10 @@ def test_a_current_looking_malformed_message_is_not_disguised_as_legacy() -> Non
 
 
 def test_a_pre_identity_message_that_still_lacks_a_shape_is_refused_after_conversion() -> None:
-    assert refusal([ev(0, "assistant/message", {"turn": 1, "step": 1, "content": [], "provenance": None})]).code is Code.MESSAGE_MODEL_SOURCE
+    assert (
+        refusal([ev(0, "assistant/message", {"turn": 1, "step": 1, "content": [], "provenance": None})]).code
+        is Code.MESSAGE_MODEL_SOURCE
+    )
 
 
 # --- refused vocabulary ---------------------------------------------------------------------------
@@ -234,11 +317,15 @@ def test_a_mode_set_is_refused() -> None:
 def test_a_request_header_with_the_fallback_reason_is_refused() -> None:
     error = refusal([ev(0, "request/header", {"header": {}, "reason": "fallback"})])
     assert error.code is Code.LEGACY_FALLBACK_REASON
-    assert error.message == 'session "s1" contains unsupported legacy request/header reason "fallback" at seq 0'
+    assert (
+        error.message == 'session "s1" contains unsupported legacy request/header reason "fallback" at seq 0'
+    )
 
 
 def test_a_header_delta_anywhere_is_reported_before_an_earlier_mode_set() -> None:
-    assert refusal([ev(0, "mode/set", {}), ev(1, "request/header-delta", {})]).code is Code.LEGACY_HEADER_DELTA
+    assert (
+        refusal([ev(0, "mode/set", {}), ev(1, "request/header-delta", {})]).code is Code.LEGACY_HEADER_DELTA
+    )
 
 
 def test_retired_vocabulary_is_refused_before_any_conversion_fails() -> None:
@@ -267,21 +354,39 @@ def test_unknown_types_are_checked_after_conversion_so_steering_passes() -> None
 
 
 def test_an_unknown_type_is_refused_only_after_every_event_converted() -> None:
-    assert refusal([ev(0, "plugin/future", {}), ev(1, "turn/end", {"turn": 0})]).code is Code.LEGACY_MALFORMED_TURN_END
+    assert (
+        refusal([ev(0, "plugin/future", {}), ev(1, "turn/end", {"turn": 0})]).code
+        is Code.LEGACY_MALFORMED_TURN_END
+    )
 
 
 # --- records, rows and freezing --------------------------------------------------------------------
 
 
 def test_packed_rows_are_expanded_before_conversion() -> None:
-    row: JsonObject = {"type": "text-chunks", "seq0": 1, "time0": 5, "data": {"turn": 1, "step": 1, "index": 0, "dt": [1, 1], "texts": ["a", "b", "c"]}}
-    events = upgrade_v0_records(SID, [ev(0, "step/start", {"turn": 1, "step": 1}), row, ev(4, "step/end", {"turn": 1, "step": 1})])
+    row: JsonObject = {
+        "type": "text-chunks",
+        "seq0": 1,
+        "time0": 5,
+        "data": {"turn": 1, "step": 1, "index": 0, "dt": [1, 1], "texts": ["a", "b", "c"]},
+    }
+    events = upgrade_v0_records(
+        SID, [ev(0, "step/start", {"turn": 1, "step": 1}), row, ev(4, "step/end", {"turn": 1, "step": 1})]
+    )
     assert [event["seq"] for event in events] == [0, 1, 2, 3, 4]
-    assert [event["type"] for event in events] == ["step/start", "assistant/chunk", "assistant/chunk", "assistant/chunk", "step/end"]
+    assert [event["type"] for event in events] == [
+        "step/start",
+        "assistant/chunk",
+        "assistant/chunk",
+        "assistant/chunk",
+        "step/end",
+    ]
 
 
 def test_a_seq_gap_in_the_records_is_a_corrupt_log() -> None:
-    error = refusal([ev(0, "turn/start", {"turn": 1}), ev(2, "turn/end", {"turn": 1, "reason": {"kind": "completed"}})])
+    error = refusal(
+        [ev(0, "turn/start", {"turn": 1}), ev(2, "turn/end", {"turn": 1, "reason": {"kind": "completed"}})]
+    )
     assert error.code is Code.CORRUPT_LOG
     assert error.message == "corrupt session log: seq gap in committed region at line 2 (expected 1, got 2)"
 
@@ -316,7 +421,9 @@ def test_an_empty_log_has_no_events() -> None:
 
 
 def test_stored_v4_events_pass_when_their_messages_and_types_are_good() -> None:
-    validate_stored_events(SID, [ev(0, "turn/start", {"turn": 1}), ev(1, "user/message", USER, surfaceOp="append")])
+    validate_stored_events(
+        SID, [ev(0, "turn/start", {"turn": 1}), ev(1, "user/message", USER, surfaceOp="append")]
+    )
 
 
 def test_a_stored_v4_event_is_not_converted_so_a_pre_identity_message_is_refused() -> None:

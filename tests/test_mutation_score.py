@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
 from broken_subjects import BROKEN_SUBJECTS, MutantSubject
+
 from conformance.crash import FAIL_FAST
 from conformance.report import CaseResult, Options
 from conformance.runner import run_suite, vector_families
@@ -31,7 +31,10 @@ GENERATED_FAMILIES = ("machine", "exhaustive", "crash")
 def family_groups() -> list[tuple[str, frozenset[str]]]:
     """The order a broken subject meets the suite in: the generated checks first (so the score
     shows what they catch without the hand-written vectors), then the vectors."""
-    return [*((family, frozenset({family})) for family in GENERATED_FAMILIES), ("vectors", frozenset(vector_families()))]
+    return [
+        *((family, frozenset({family})) for family in GENERATED_FAMILIES),
+        ("vectors", frozenset(vector_families())),
+    ]
 
 
 def run_all(subject: Subject) -> list[CaseResult]:
@@ -97,7 +100,9 @@ def test_the_reference_passes_every_family_in_process(reference_results: list[Ca
 
 
 def test_the_reference_passes_every_family_through_its_stdio_server() -> None:
-    results = run_all(StdioSubject(f"{sys.executable} -m reference.server", env={"PYTHONPATH": str(REPOSITORY)}))
+    results = run_all(
+        StdioSubject(f"{sys.executable} -m reference.server", env={"PYTHONPATH": str(REPOSITORY)})
+    )
     assert {r.family for r in results} >= {"machine", "exhaustive", "crash"}
     assert not failures(results), describe(failures(results))
 
@@ -109,9 +114,13 @@ def test_there_are_at_least_fifteen_broken_subjects_each_naming_its_rule() -> No
 
 
 @pytest.mark.parametrize("broken", BROKEN_SUBJECTS, ids=lambda broken: broken.__name__)
-def test_the_suite_fails_the_broken_subject(broken: type[MutantSubject], verdicts: dict[str, Verdict]) -> None:
+def test_the_suite_fails_the_broken_subject(
+    broken: type[MutantSubject], verdicts: dict[str, Verdict]
+) -> None:
     verdict = verdicts[broken.__name__]
-    assert verdict.caught_by is not None, f"{broken.__name__} ({broken.rule}) passed every family of the suite"
+    assert verdict.caught_by is not None, (
+        f"{broken.__name__} ({broken.rule}) passed every family of the suite"
+    )
 
 
 def test_the_mutation_score_is_every_broken_subject(verdicts: dict[str, Verdict]) -> None:

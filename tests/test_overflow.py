@@ -10,16 +10,34 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from shrink_builders import (
+    Conversation,
+    ScriptedSummarizer,
+    assert_log_clean,
+    data_of,
+    long_conversation,
+    new_session,
+)
 
-from reference.compaction import AbortSignal, CompactionEngine, DeterministicSummarizer, OverflowRecovery, SummaryRequest
 from reference.session import Session
-from shrink_builders import Conversation, ScriptedSummarizer, assert_log_clean, data_of, long_conversation, new_session
+from reference.shrink.compaction import (
+    AbortSignal,
+    CompactionEngine,
+    DeterministicSummarizer,
+    OverflowRecovery,
+    SummaryRequest,
+)
 from spec.codes import Code, SpecError
-from spec.compaction import CompactionPolicy
-from spec.events import COMPACTION_END, COMPACTION_START, Message
-from spec.pressure import CONTEXT_WINDOW_EXCEEDED, is_context_window_exceeded, is_overflow_retry_earned, may_attempt_overflow_recovery
-from spec.prune import PruneConfig
-from spec.tokens import estimate_message
+from spec.log.events import COMPACTION_END, COMPACTION_START, Message
+from spec.shrink.compaction import CompactionPolicy
+from spec.shrink.pressure import (
+    CONTEXT_WINDOW_EXCEEDED,
+    is_context_window_exceeded,
+    is_overflow_retry_earned,
+    may_attempt_overflow_recovery,
+)
+from spec.shrink.prune import PruneConfig
+from spec.shrink.tokens import estimate_message
 
 
 class ProviderError(Exception):
@@ -31,8 +49,12 @@ class ProviderError(Exception):
 OVERFLOW = ProviderError(CONTEXT_WINDOW_EXCEEDED, "prompt is too long")
 
 
-def recovery(summarizer: Any = None, prune: PruneConfig | None = PruneConfig(), **policy: Any) -> OverflowRecovery:
-    compactor = CompactionEngine(summarizer or DeterministicSummarizer(), policy=CompactionPolicy(**policy), prune=prune)
+def recovery(
+    summarizer: Any = None, prune: PruneConfig | None = PruneConfig(), **policy: Any
+) -> OverflowRecovery:
+    compactor = CompactionEngine(
+        summarizer or DeterministicSummarizer(), policy=CompactionPolicy(**policy), prune=prune
+    )
     return OverflowRecovery(compactor)
 
 
@@ -113,7 +135,9 @@ def test_no_retry_when_cancellation_lands_during_an_awaited_compaction_that_comm
     session = overflowing_session()
     signal = AbortSignal()
     generation = session.surface.replace_generation
-    assert not recovery(ScriptedSummarizer(lambda request, seen: signal.abort())).on_request_error(session, OVERFLOW, signal)
+    assert not recovery(ScriptedSummarizer(lambda request, seen: signal.abort())).on_request_error(
+        session, OVERFLOW, signal
+    )
     assert session.surface.replace_generation == generation + 1
 
 
@@ -174,7 +198,9 @@ def test_an_explicit_cap_overrides_the_policy() -> None:
 def test_a_request_that_overflows_is_sent_again_on_the_compacted_surface() -> None:
     session = overflowing_session(turns=6)
     sent: list[int] = []
-    limit = int(sum(estimate_message(message) for message in session.derive_messages()) * 0.7)  # tokens the provider accepts
+    limit = int(
+        sum(estimate_message(message) for message in session.derive_messages()) * 0.7
+    )  # tokens the provider accepts
 
     def send(messages: list[Message]) -> str:
         total = sum(estimate_message(message) for message in messages)
@@ -201,7 +227,7 @@ def test_a_second_overflow_in_one_sequence_is_not_retried_again() -> None:
     assert sum(1 for event in session.events if event["type"] == COMPACTION_START) == 1
 
 
-# --- the rules (spec.pressure) --------------------------------------------------------------------
+# --- the rules (spec.shrink.pressure) --------------------------------------------------------------------
 
 
 def test_only_the_canonical_code_is_a_context_overflow() -> None:
@@ -210,13 +236,19 @@ def test_only_the_canonical_code_is_a_context_overflow() -> None:
 
 
 @given(before=st.integers(0, 5), grew=st.integers(-1, 2), aborted=st.booleans())
-def test_a_retry_is_earned_exactly_when_the_generation_grew_and_nothing_was_cancelled(before: int, grew: int, aborted: bool) -> None:
+def test_a_retry_is_earned_exactly_when_the_generation_grew_and_nothing_was_cancelled(
+    before: int, grew: int, aborted: bool
+) -> None:
     assert is_overflow_retry_earned(before, before + grew, aborted) == (grew > 0 and not aborted)
 
 
 @given(retries=st.integers(0, 4), cap=st.integers(0, 4), aborted=st.booleans())
-def test_recovery_is_attempted_only_below_the_cap_for_an_uncancelled_overflow(retries: int, cap: int, aborted: bool) -> None:
-    assert may_attempt_overflow_recovery(CONTEXT_WINDOW_EXCEEDED, aborted, retries, cap) == (retries < cap and not aborted)
+def test_recovery_is_attempted_only_below_the_cap_for_an_uncancelled_overflow(
+    retries: int, cap: int, aborted: bool
+) -> None:
+    assert may_attempt_overflow_recovery(CONTEXT_WINDOW_EXCEEDED, aborted, retries, cap) == (
+        retries < cap and not aborted
+    )
     assert not may_attempt_overflow_recovery("RATE_LIMIT", False, 0, 4)
 
 
@@ -232,4 +264,6 @@ def test_overflow_compaction_needs_no_context_window() -> None:
     with pytest.raises(SpecError) as caught:
         CompactionEngine(DeterministicSummarizer()).compact_if_needed(session, "pressure")
     assert caught.value.code == Code.COMPACTION_NO_CAPACITY
-    assert CompactionEngine(DeterministicSummarizer()).compact_if_needed(session, "context-overflow") is not None
+    assert (
+        CompactionEngine(DeterministicSummarizer()).compact_if_needed(session, "context-overflow") is not None
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
@@ -9,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from spec.codes import Code, SpecError
-from spec.pairing import derive_cut_balance, is_balanced_after, is_balanced_before
-from spec.surface import fold_surface
+from spec.log.surface import fold_surface
+from spec.shrink.pairing import derive_cut_balance, is_balanced_after, is_balanced_before
 
 
 class Log:
@@ -28,19 +29,33 @@ class Log:
         return seq
 
     def user(self, text: str = "hi", op: Any = "append", sources: list[int] | None = None) -> int:
-        message = {"id": f"u{len(self.events)}", "role": "user", "content": [{"type": "text", "text": text}],
-                   "source": {"kind": "user"}}  # fmt: skip
+        message = {
+            "id": f"u{len(self.events)}",
+            "role": "user",
+            "content": [{"type": "text", "text": text}],
+            "source": {"kind": "user"},
+        }
         return self._add("user/message", message, op, sources)
 
     def assistant(self, *call_ids: str, extra: list[Any] | None = None) -> int:
-        blocks: list[Any] = [{"type": "tool-call", "id": c, "name": "read", "arguments": "{}"} for c in call_ids]
-        message = {"id": f"a{len(self.events)}", "role": "assistant", "content": blocks + (extra or []),
-                   "source": {"kind": "model", "provider": "p", "model": "m"}}  # fmt: skip
+        blocks: list[Any] = [
+            {"type": "tool-call", "id": c, "name": "read", "arguments": "{}"} for c in call_ids
+        ]
+        message = {
+            "id": f"a{len(self.events)}",
+            "role": "assistant",
+            "content": blocks + (extra or []),
+            "source": {"kind": "model", "provider": "p", "model": "m"},
+        }
         return self._add("assistant/message", {"message": message})
 
     def result(self, call_id: str) -> int:
-        message = {"id": f"r{len(self.events)}", "role": "user", "source": {"kind": "tool", "callId": call_id},
-                   "content": [{"type": "tool-result", "toolCallId": call_id, "content": [], "isError": False}]}  # fmt: skip
+        message = {
+            "id": f"r{len(self.events)}",
+            "role": "user",
+            "source": {"kind": "tool", "callId": call_id},
+            "content": [{"type": "tool-result", "toolCallId": call_id, "content": [], "isError": False}],
+        }
         return self._add("tool/result", {"message": message})
 
     def log_only(self, kind: str = "turn/end") -> int:
@@ -60,17 +75,26 @@ def closed_step() -> tuple[Log, int, int, int]:
 
 def test_a_user_message_before_a_closed_step_is_balanced_on_both_sides() -> None:
     log, user, _, _ = closed_step()
-    assert (is_balanced_before(log.nodes, log.events, user), is_balanced_after(log.nodes, log.events, user)) == (True, True)
+    assert (
+        is_balanced_before(log.nodes, log.events, user),
+        is_balanced_after(log.nodes, log.events, user),
+    ) == (True, True)
 
 
 def test_an_assistant_call_is_balanced_before_and_open_after() -> None:
     log, _, call, _ = closed_step()
-    assert (is_balanced_before(log.nodes, log.events, call), is_balanced_after(log.nodes, log.events, call)) == (True, False)
+    assert (
+        is_balanced_before(log.nodes, log.events, call),
+        is_balanced_after(log.nodes, log.events, call),
+    ) == (True, False)
 
 
 def test_a_tool_result_is_open_before_and_balanced_after() -> None:
     log, _, _, result = closed_step()
-    assert (is_balanced_before(log.nodes, log.events, result), is_balanced_after(log.nodes, log.events, result)) == (False, True)
+    assert (
+        is_balanced_before(log.nodes, log.events, result),
+        is_balanced_after(log.nodes, log.events, result),
+    ) == (False, True)
 
 
 def test_an_open_step_is_unbalanced_after_its_call() -> None:
@@ -84,7 +108,10 @@ def test_a_multi_call_message_is_balanced_only_after_its_last_result() -> None:
     log = Log()
     log.assistant("c1", "c2")
     first, second = log.result("c1"), log.result("c2")
-    assert (is_balanced_after(log.nodes, log.events, first), is_balanced_after(log.nodes, log.events, second)) == (False, True)
+    assert (
+        is_balanced_after(log.nodes, log.events, first),
+        is_balanced_after(log.nodes, log.events, second),
+    ) == (False, True)
 
 
 def test_a_neutral_node_inside_an_open_pair_is_unbalanced_on_both_sides() -> None:
@@ -92,13 +119,19 @@ def test_a_neutral_node_inside_an_open_pair_is_unbalanced_on_both_sides() -> Non
     log.assistant("c1")
     injected = log.user("injected")
     log.result("c1")
-    assert (is_balanced_before(log.nodes, log.events, injected), is_balanced_after(log.nodes, log.events, injected)) == (False, False)
+    assert (
+        is_balanced_before(log.nodes, log.events, injected),
+        is_balanced_after(log.nodes, log.events, injected),
+    ) == (False, False)
 
 
 def test_a_free_neutral_node_is_balanced_on_both_sides() -> None:
     log, _, _, _ = closed_step()
     free = log.user("later")
-    assert (is_balanced_before(log.nodes, log.events, free), is_balanced_after(log.nodes, log.events, free)) == (True, True)
+    assert (
+        is_balanced_before(log.nodes, log.events, free),
+        is_balanced_after(log.nodes, log.events, free),
+    ) == (True, True)
 
 
 def whole_surface_checkpoint() -> tuple[Log, tuple[int, ...], int]:
@@ -110,7 +143,10 @@ def whole_surface_checkpoint() -> tuple[Log, tuple[int, ...], int]:
 
 def test_a_checkpoint_replacing_the_whole_surface_is_balanced_on_both_sides() -> None:
     log, _, checkpoint = whole_surface_checkpoint()
-    assert (is_balanced_before(log.nodes, log.events, checkpoint), is_balanced_after(log.nodes, log.events, checkpoint)) == (True, True)
+    assert (
+        is_balanced_before(log.nodes, log.events, checkpoint),
+        is_balanced_after(log.nodes, log.events, checkpoint),
+    ) == (True, True)
 
 
 @pytest.mark.parametrize("query", [is_balanced_before, is_balanced_after])
@@ -175,7 +211,11 @@ def test_call_ids_are_not_matched_so_any_result_closes_any_call() -> None:
 
 def test_nested_tool_call_blocks_do_not_open_calls() -> None:
     log = Log()
-    nested = {"type": "tool-result", "toolCallId": "x", "content": [{"type": "tool-call", "id": "y", "name": "n", "arguments": ""}]}
+    nested = {
+        "type": "tool-result",
+        "toolCallId": "x",
+        "content": [{"type": "tool-call", "id": "y", "name": "n", "arguments": ""}],
+    }
     call = log.assistant(extra=[nested])
     assert is_balanced_after(log.nodes, log.events, call) is True
 
@@ -215,5 +255,5 @@ def test_a_surface_of_n_nodes_has_n_plus_one_cuts_and_the_empty_prefix_is_balanc
 def test_before_a_node_equals_after_the_previous_node(shapes: list[str]) -> None:
     log = build(shapes)
     nodes = log.nodes
-    for previous, node in zip(nodes, nodes[1:]):
+    for previous, node in itertools.pairwise(nodes):
         assert is_balanced_before(nodes, log.events, node) == is_balanced_after(nodes, log.events, previous)

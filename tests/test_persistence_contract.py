@@ -13,26 +13,26 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-
 from event_builders import assistant_data, at, user_data
+
 from reference.persistence.api import LogHandle, PersistenceService
 from reference.persistence.filestore import FileStore
 from reference.persistence.memory import MemoryPersistence
-from reference.powerloss import PowerLossFileSystem
+from reference.persistence.powerloss import PowerLossFileSystem
 from reference.session import Session
 from reference.store import SessionStore
 from spec.codes import Code, SpecError
-from spec.events import END_SEED, Event
-from spec.header import build_header
-from spec.json import FrozenDict, JsonValue
-from spec.repair import (
+from spec.lineage.repair import (
     INTERRUPTED_REASON_KIND,
     TOOL_NOT_STARTED,
     TOOL_NOT_STARTED_TEXT,
     TOOL_OUTCOME_UNKNOWN,
     TOOL_OUTCOME_UNKNOWN_TEXT,
 )
-from spec.session import create_session_state
+from spec.log.events import END_SEED, Event
+from spec.log.header import build_header
+from spec.log.json import FrozenDict, JsonValue
+from spec.log.session import create_session_state
 
 ROOT = "/data"
 CWD = "/work/project"
@@ -88,7 +88,9 @@ def events_of(*specs: tuple[str, Any], start: int = 0) -> tuple[Event, ...]:
     return session.events[start:]
 
 
-def write_session(service: PersistenceService, session_id: str, events: Sequence[Event], **meta: Any) -> FrozenDict:
+def write_session(
+    service: PersistenceService, session_id: str, events: Sequence[Event], **meta: Any
+) -> FrozenDict:
     """A stored session holding ``events`` (flushed and closed); returns its header."""
     stored_header = header(session_id, **meta)
     handle = service.create(stored_header)
@@ -166,7 +168,9 @@ def test_a_fractional_created_at_is_rejected_without_reserving_the_session_id(ba
     assert backend.service.read("s").header["createdAt"] == 2
 
 
-def test_reading_an_interrupted_turn_adds_no_closers_and_leaves_the_revision_unchanged(backend: Backend) -> None:
+def test_reading_an_interrupted_turn_adds_no_closers_and_leaves_the_revision_unchanged(
+    backend: Backend,
+) -> None:
     """§9.1 #3 (inspect) and #8 (no closers on an open turn)."""
     write_session(backend.service, "s", interrupted_turn())
     service = backend.restart()
@@ -175,7 +179,9 @@ def test_reading_an_interrupted_turn_adds_no_closers_and_leaves_the_revision_unc
     assert revision(service, "s") == before
 
 
-def test_reopening_an_interrupted_turn_closes_it_and_the_next_append_continues_the_seq(backend: Backend) -> None:
+def test_reopening_an_interrupted_turn_closes_it_and_the_next_append_continues_the_seq(
+    backend: Backend,
+) -> None:
     """§9.1 #3: the open turn is kept, closed by step/end and turn/end {interrupted}; the
     revision changes; an append continues at the next seq."""
     write_session(backend.service, "s", interrupted_turn())
@@ -207,7 +213,9 @@ def test_an_announced_but_unstarted_tool_call_gets_a_retryable_not_started_resul
     assert "sourceEventSeqs" not in closers[0]
 
 
-def test_a_started_tool_call_without_a_result_gets_an_outcome_unknown_result_paired_with_it(backend: Backend) -> None:
+def test_a_started_tool_call_without_a_result_gets_an_outcome_unknown_result_paired_with_it(
+    backend: Backend,
+) -> None:
     """§9.1 #5: the result tells the model to assess retry risk and cites the tool/call."""
     write_session(backend.service, "s", pending_call(started=True))
     store = SessionStore(backend.restart(), clock=lambda: 50)
@@ -320,7 +328,12 @@ def test_an_unflushed_new_session_is_not_found_after_a_restart(backend: Backend)
 def test_seed_length_and_delegation_depth_round_trip_through_a_resume(backend: Backend) -> None:
     """§9.2 #5, #6, #38 and notes/dsh-session-core §8.2: the header comes back verbatim."""
     seed = events_of(("turn/start", {"turn": 1}), ("turn/end", {"turn": 1, "reason": {"kind": "completed"}}))
-    meta: dict[str, JsonValue] = {"cwd": "/w", "parentSession": "parent-sess", "seedLength": 2, "delegationDepth": 1}
+    meta: dict[str, JsonValue] = {
+        "cwd": "/w",
+        "parentSession": "parent-sess",
+        "seedLength": 2,
+        "delegationDepth": 1,
+    }
     backend.store().create("forked", seed=list(seed), meta=meta).flush()
     resumed = SessionStore(backend.restart()).resume("forked")
     assert {key: resumed.header.get(key) for key in meta} == meta
@@ -369,7 +382,11 @@ def test_a_fork_persists_its_seed_once_with_the_end_seed_last(backend: Backend) 
 def test_resume_does_not_re_append_its_seed_and_continues_the_seq(backend: Backend) -> None:
     """§9.2 #14: a 6-event seed, end-seed at 6, then 7 and 8 appended after the resume."""
     seed = events_of(
-        *[("turn/start", {"turn": 1}), ("user/message", user_data("u1")), ("assistant/message", assistant_data("a1"))],
+        *[
+            ("turn/start", {"turn": 1}),
+            ("user/message", user_data("u1")),
+            ("assistant/message", assistant_data("a1")),
+        ],
         ("turn/end", {"turn": 1, "reason": {"kind": "completed"}}),
         ("session/title", {"title": "x"}),
         ("todo/write", {"todos": []}),
@@ -385,7 +402,9 @@ def test_resume_does_not_re_append_its_seed_and_continues_the_seq(backend: Backe
     assert seqs(stored) == list(range(9)) and types(stored).count(END_SEED) == 1
 
 
-def test_a_resume_of_a_log_not_ending_with_the_end_seed_appends_one_after_the_closers(backend: Backend) -> None:
+def test_a_resume_of_a_log_not_ending_with_the_end_seed_appends_one_after_the_closers(
+    backend: Backend,
+) -> None:
     """notes/dsh-session-core §8.2: stored log, closers, then the end-seed."""
     write_session(backend.service, "s", interrupted_turn())
     resumed = SessionStore(backend.restart(), clock=lambda: 77).resume("s")
@@ -479,7 +498,7 @@ def test_a_close_whose_flush_fails_keeps_the_session_live_so_nothing_buffered_is
     import errno
 
     from reference.persistence.filestore import FileStore
-    from reference.powerloss import PowerLossFileSystem
+    from reference.persistence.powerloss import PowerLossFileSystem
     from reference.store import SessionStore
     from spec.codes import Code, SpecError
 
@@ -498,4 +517,7 @@ def test_a_close_whose_flush_fails_keeps_the_session_live_so_nothing_buffered_is
         raise AssertionError("the failed flush must surface")
     assert store.get("c") is session
     store.close("c")
-    assert [event["type"] for event in FileStore("/closing", fs=disk).read("c").events] == ["turn/start", "turn/end"]
+    assert [event["type"] for event in FileStore("/closing", fs=disk).read("c").events] == [
+        "turn/start",
+        "turn/end",
+    ]

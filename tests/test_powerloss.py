@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reference.powerloss import (
+from reference.persistence.powerloss import (
     KEEP_ALL,
     CrashPlan,
     Op,
@@ -33,7 +33,9 @@ def _contents(fs: PowerLossFileSystem, path: str) -> set[bytes | None]:
     return {after.snapshot().get(path) for _, after in fs.crash_states()}
 
 
-def _publish(fs: PowerLossFileSystem, data: bytes, *, fsync_file: bool = True, fsync_dir: bool = True) -> None:
+def _publish(
+    fs: PowerLossFileSystem, data: bytes, *, fsync_file: bool = True, fsync_dir: bool = True
+) -> None:
     """The store's durable publish (notes/dsh-persistence.md §5.3), with steps that can be skipped."""
     fs.makedirs("/s")
     fs.write_new("/s/log.tmp", data)
@@ -116,7 +118,9 @@ def test_bytes_appended_after_an_unsynced_truncate_survive_only_as_a_prefix_afte
     assert _contents(fs, "/s/log") == {b"abcd", b"ab", b"abX", b"abXY"}
 
 
-@given(st.lists(st.tuples(st.sampled_from(["append", "fsync"]), st.binary(min_size=1, max_size=4)), max_size=8))
+@given(
+    st.lists(st.tuples(st.sampled_from(["append", "fsync"]), st.binary(min_size=1, max_size=4)), max_size=8)
+)
 def test_every_crash_state_is_the_last_synced_content_plus_a_prefix_of_what_followed(
     steps: list[tuple[str, bytes]],
 ) -> None:
@@ -220,8 +224,14 @@ def test_crash_at_every_op_cuts_the_power_before_each_mutating_call_and_after_th
     points = list(crash_at_every_op(PowerLossFileSystem, lambda fs: _publish(fs, b"abc")))
     stops = {(point.op_number, point.crashed_at.name if point.crashed_at else None) for point in points}
     assert stops == {
-        (1, "makedirs"), (2, "write_new"), (3, "fsync"), (4, "link"), (5, "fsync_dir"), (6, "remove"), (7, None)
-    }  # fmt: skip
+        (1, "makedirs"),
+        (2, "write_new"),
+        (3, "fsync"),
+        (4, "link"),
+        (5, "fsync_dir"),
+        (6, "remove"),
+        (7, None),
+    }
 
 
 # --- faults ---

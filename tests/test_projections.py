@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from shrink_builders import Conversation, RecordingSink, long_conversation, new_session, sink_session
 
-from reference.compaction import CompactionEngine, DeterministicSummarizer
 from reference.persistence.filestore import FileStore
-from reference.powerloss import PowerLossFileSystem
-from reference.projections import (
+from reference.persistence.powerloss import PowerLossFileSystem
+from reference.projections.registry import (
     DIGEST_ZERO,
     SESSION_DIGEST,
     FileCacheMedium,
@@ -25,12 +25,13 @@ from reference.projections import (
     apply_session_digest,
 )
 from reference.session import Session
+from reference.shrink.compaction import CompactionEngine, DeterministicSummarizer
 from reference.store import SessionStore
-from shrink_builders import Conversation, RecordingSink, long_conversation, new_session, sink_session
 from spec.codes import Code, SpecError
-from spec.events import Event
-from spec.json import JsonValue, encode_json_text
-from spec.projection import (
+from spec.format.json_text import encode_json_text
+from spec.log.events import Event
+from spec.log.json import JsonValue
+from spec.projections.units import (
     CACHE_FORMAT,
     ProjectionCell,
     ProjectionUnit,
@@ -43,10 +44,12 @@ from spec.projection import (
     is_cache_write_due,
     plan_registration,
 )
-from spec.prune import PruneConfig
+from spec.shrink.prune import PruneConfig
 
 
-def counter_unit(key: str = "count", version: int = 1, wire: bool = False, calls: list[int] | None = None) -> ProjectionUnit:
+def counter_unit(
+    key: str = "count", version: int = 1, wire: bool = False, calls: list[int] | None = None
+) -> ProjectionUnit:
     """Counts every event; records the seq of every event it was applied to in ``calls``."""
 
     def apply(state: JsonValue, event: Event) -> JsonValue:
@@ -196,7 +199,9 @@ def test_a_state_read_is_frozen() -> None:
 
 def test_a_unit_that_breaks_its_own_schema_fails_loudly() -> None:
     projections = Projections()
-    projections.register(ProjectionUnit("bad", 1, lambda s: isinstance(s, int), lambda: "zero", lambda s, e: s))
+    projections.register(
+        ProjectionUnit("bad", 1, lambda s: isinstance(s, int), lambda: "zero", lambda s, e: s)
+    )
     with pytest.raises(SpecError) as caught:
         projections.state_of(new_session(), "bad")
     assert caught.value.code == Code.PROJECTION_STATE_INVALID
@@ -246,7 +251,11 @@ def test_the_digest_counts_what_happened_not_what_the_surface_still_shows() -> N
     projections.register(SESSION_DIGEST)
     state: Any = projections.state_of(session, "sessionDigest")
     assert state["compactions"] == 2 and state["prunes"] == 2
-    visible = [session.events[seq]["type"] for seq in session.surface.nodes if isinstance(session.events[seq].get("surfaceOp"), dict)]
+    visible = [
+        session.events[seq]["type"]
+        for seq in session.surface.nodes
+        if isinstance(session.events[seq].get("surfaceOp"), dict)
+    ]
     assert visible == ["user/message", "tool/result"]  # one checkpoint, one pruned result still shown
     assert state == replay(SESSION_DIGEST, session.events)
 
@@ -254,7 +263,11 @@ def test_the_digest_counts_what_happened_not_what_the_surface_still_shows() -> N
 def test_the_digest_is_zero_on_an_empty_log() -> None:
     projections = Projections()
     projections.register(SESSION_DIGEST)
-    assert projections.state_of(new_session(), "sessionDigest") == {"compactions": 0, "prunes": 0, "lastShadowedTokens": None}
+    assert projections.state_of(new_session(), "sessionDigest") == {
+        "compactions": 0,
+        "prunes": 0,
+        "lastShadowedTokens": None,
+    }
 
 
 # --- the persisted cache (D7; notes §11.3-§11.4) --------------------------------------------------
@@ -268,7 +281,7 @@ def file_world() -> tuple[PowerLossFileSystem, FileStore, Callable[[], SessionSt
 
 
 def test_the_digest_gives_the_same_state_from_a_cold_cache_a_stale_cache_and_a_full_replay() -> None:
-    fs, files, stores = file_world()
+    _fs, files, stores = file_world()
     writer = stores()
     session = writer.create("digest", meta={"createdAt": 1})
     talk = Conversation(session)
@@ -287,7 +300,8 @@ def test_the_digest_gives_the_same_state_from_a_cold_cache_a_stale_cache_and_a_f
 
     calls: list[int] = []
     counting = dataclasses.replace(
-        SESSION_DIGEST, apply=lambda state, event: calls.append(int(event["seq"])) or apply_session_digest(state, event)  # type: ignore[arg-type, func-returns-value]
+        SESSION_DIGEST,
+        apply=lambda state, event: calls.append(int(event["seq"])) or apply_session_digest(state, event),  # type: ignore[arg-type, func-returns-value]
     )
     stale = Projections(ProjectionCache(FileCacheMedium(files)))
     stale.register(counting)
@@ -298,7 +312,9 @@ def test_the_digest_gives_the_same_state_from_a_cold_cache_a_stale_cache_and_a_f
     cold = Projections(ProjectionCache(MemoryCacheMedium()))  # a cache that holds nothing yet
     cold.register(SESSION_DIGEST)
     assert cold.state_of(resumed, "sessionDigest") == full
-    assert cold.state_of_stored(files, "digest", "sessionDigest") == replay(SESSION_DIGEST, files.read("digest").events)
+    assert cold.state_of_stored(files, "digest", "sessionDigest") == replay(
+        SESSION_DIGEST, files.read("digest").events
+    )
 
 
 def test_a_fresh_cache_row_needs_no_fold_at_all() -> None:
@@ -345,7 +361,10 @@ def test_a_row_of_another_log_lifecycle_is_never_served() -> None:
     session = new_session()
     long_conversation(session, turns=1)
     other = {**session.header, "createdAt": 999}
-    medium.write(session.id, encode_json_text(encode_cache_record(other, {"count": {"ver": 1, "seq": 1, "val": 1_000}})).encode())
+    medium.write(
+        session.id,
+        encode_json_text(encode_cache_record(other, {"count": {"ver": 1, "seq": 1, "val": 1_000}})).encode(),
+    )
     projections = Projections(ProjectionCache(medium))
     projections.register(counter_unit())
     assert projections.state_of(session, "count") == session.seq

@@ -15,12 +15,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from spec.codes import SpecError
-from spec.events import derive_event_message, is_surface_eligible_type
-from spec.fork import plan_fork_seed
-from spec.header import build_header
-from spec.json import thaw_json
-from spec.session import ABSENT, SessionState, append_event, create_session_state, derive_session_messages
-from spec.surface import fold_surface
+from spec.lineage.fork import plan_fork_seed
+from spec.log.events import derive_event_message, is_surface_eligible_type
+from spec.log.header import build_header
+from spec.log.json import thaw_json
+from spec.log.session import ABSENT, SessionState, append_event, create_session_state, derive_session_messages
+from spec.log.surface import fold_surface
 
 NOW = 1_000  # the pinned clock, ms
 
@@ -28,7 +28,11 @@ LOG_ONLY: dict[str, Callable[[int], Any]] = {
     "turn/start": lambda a: {"turn": a},
     "turn/end": lambda a: {"turn": a, "reason": {"kind": "completed"}},
     "step/start": lambda a: {"turn": 1, "step": a},
-    "assistant/chunk": lambda a: {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": str(a)}},
+    "assistant/chunk": lambda a: {
+        "turn": 1,
+        "step": 1,
+        "chunk": {"type": "text-delta", "index": 0, "text": str(a)},
+    },
     "plugin/event": lambda a: None if a % 2 else {"n": a},
 }
 KINDS = ["user", "assistant", "tool", "replace", "rewrite", *LOG_ONLY]
@@ -48,16 +52,24 @@ def step(state: SessionState, kind: str, a: int, b: int) -> SessionState:
         return append_event(state, "user/message", user_data(f"u{seq}", f"t{a}"), "append", time=NOW)[0]
     if kind == "assistant":
         message = assistant_data(f"a{seq}", None if a % 4 == 0 else f"t{a}", (f"c{b}",) if b % 3 == 0 else ())
-        return append_event(state, "assistant/message", message, "append", [] if b % 2 else ABSENT, time=NOW)[0]
+        return append_event(state, "assistant/message", message, "append", [] if b % 2 else ABSENT, time=NOW)[
+            0
+        ]
     if kind == "tool":
         sources = [seq - 1] if seq and a % 2 else ABSENT
-        return append_event(state, "tool/result", tool_result_data(f"c{a}", message_id=f"r{seq}"), "append", sources, time=NOW)[0]
+        return append_event(
+            state, "tool/result", tool_result_data(f"c{a}", message_id=f"r{seq}"), "append", sources, time=NOW
+        )[0]
     if kind == "replace" and nodes:
         first, last = sorted((a % len(nodes), b % len(nodes)))
         op, sources = replace(nodes[first], nodes[last]), list(nodes[first : last + 1])
         if b % 2:
-            return append_event(state, "user/message", user_data(f"u{seq}", "summary"), op, sources, time=NOW)[0]
-        return append_event(state, "assistant/message", assistant_data(f"a{seq}", "summary"), op, sources, time=NOW)[0]
+            return append_event(
+                state, "user/message", user_data(f"u{seq}", "summary"), op, sources, time=NOW
+            )[0]
+        return append_event(
+            state, "assistant/message", assistant_data(f"a{seq}", "summary"), op, sources, time=NOW
+        )[0]
     results = [node for node in nodes if state.events[node]["type"] == "tool/result"]
     if kind == "rewrite" and results:
         target = results[a % len(results)]
@@ -86,7 +98,9 @@ def test_replaying_the_log_through_a_fold_gives_the_same_surface(plan: list[tupl
 
 
 @given(actions, st.data())
-def test_a_replace_shortens_the_surface_by_its_span_minus_one(plan: list[tuple[str, int, int]], data: st.DataObject) -> None:
+def test_a_replace_shortens_the_surface_by_its_span_minus_one(
+    plan: list[tuple[str, int, int]], data: st.DataObject
+) -> None:
     state = build(plan)
     nodes = state.surface.nodes
     if not nodes:
@@ -94,7 +108,11 @@ def test_a_replace_shortens_the_surface_by_its_span_minus_one(plan: list[tuple[s
     first = data.draw(st.integers(0, len(nodes) - 1))
     last = data.draw(st.integers(first, len(nodes) - 1))
     after, appended = append_event(
-        state, "user/message", user_data("x"), replace(nodes[first], nodes[last]), list(nodes[first : last + 1])
+        state,
+        "user/message",
+        user_data("x"),
+        replace(nodes[first], nodes[last]),
+        list(nodes[first : last + 1]),
     )
     assert len(after.surface.nodes) == len(nodes) - (last - first + 1) + 1
     assert after.surface.nodes == (*nodes[:first], appended["seq"], *nodes[last + 1 :])
@@ -104,7 +122,9 @@ def test_a_replace_shortens_the_surface_by_its_span_minus_one(plan: list[tuple[s
 @given(actions)
 def test_derived_messages_never_include_shadowed_or_log_only_events(plan: list[tuple[str, int, int]]) -> None:
     state = build(plan)
-    shadowed = {seq for replacement in fold_surface(state.events).replacements for seq in replacement.shadowed}
+    shadowed = {
+        seq for replacement in fold_surface(state.events).replacements for seq in replacement.shadowed
+    }
     assert shadowed.isdisjoint(state.surface.nodes)
     assert all(is_surface_eligible_type(state.events[seq]["type"]) for seq in state.surface.nodes)
     visible = [derive_event_message(state.events[seq]) for seq in state.surface.nodes]
@@ -152,14 +172,21 @@ SURFACE_ITEMS: dict[str, Callable[[int], tuple[str, dict[str, Any]]]] = {
 }
 
 
-@given(st.lists(st.sampled_from(sorted(SURFACE_ITEMS)), max_size=8), st.lists(st.sampled_from(sorted(LOG_ONLY)), max_size=8),
-       st.data())  # fmt: skip
+@given(
+    st.lists(st.sampled_from(sorted(SURFACE_ITEMS)), max_size=8),
+    st.lists(st.sampled_from(sorted(LOG_ONLY)), max_size=8),
+    st.data(),
+)
 def test_log_only_events_never_change_the_derived_history(
     surface_kinds: list[str], log_kinds: list[str], data: st.DataObject
 ) -> None:
     """Any interleaving that keeps each stream's order derives the same messages (§11.3 property 5)."""
-    surface: list[tuple[str, Any, object]] = [(*SURFACE_ITEMS[kind](n), "append") for n, kind in enumerate(surface_kinds)]
-    log: list[tuple[str, Any, object]] = [(kind, LOG_ONLY[kind](n), ABSENT) for n, kind in enumerate(log_kinds)]
+    surface: list[tuple[str, Any, object]] = [
+        (*SURFACE_ITEMS[kind](n), "append") for n, kind in enumerate(surface_kinds)
+    ]
+    log: list[tuple[str, Any, object]] = [
+        (kind, LOG_ONLY[kind](n), ABSENT) for n, kind in enumerate(log_kinds)
+    ]
     order = data.draw(st.permutations([True] * len(surface) + [False] * len(log)))
     streams = (iter(surface), iter(log))
     plain, mixed = fresh(), fresh()

@@ -11,7 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from spec.codes import Code, SpecError
-from spec.prune import (
+from spec.log.surface import fold_surface
+from spec.shrink.prune import (
     PRUNE_MARKER,
     PRUNE_MARKER_CODE_POINTS,
     PruneConfig,
@@ -23,8 +24,7 @@ from spec.prune import (
     plan_pruned_content,
     validate_prune_config,
 )
-from spec.surface import fold_surface
-from spec.tokens import estimate_message, fold_shadow_price, price_surface
+from spec.shrink.tokens import estimate_message, fold_shadow_price, price_surface
 
 SMALL = PruneConfig(threshold_chars=50, head_chars=4, tail_chars=3)
 
@@ -61,12 +61,21 @@ def test_an_unknown_config_key_is_rejected_with_the_allowed_keys() -> None:
     with pytest.raises(SpecError) as caught:
         decode_prune_config({"maxChars": 1})
     assert caught.value.code == Code.PRUNE_CONFIG_INVALID
-    assert caught.value.message == 'ToolResultPruneConfig: unknown key "maxChars" (allowed: thresholdChars, headChars, tailChars)'
+    assert (
+        caught.value.message
+        == 'ToolResultPruneConfig: unknown key "maxChars" (allowed: thresholdChars, headChars, tailChars)'
+    )
 
 
 @pytest.mark.parametrize(
     "raw",
-    [{"thresholdChars": 0}, {"thresholdChars": 1.5}, {"headChars": -1}, {"tailChars": True}, {"headChars": "4"}],
+    [
+        {"thresholdChars": 0},
+        {"thresholdChars": 1.5},
+        {"headChars": -1},
+        {"tailChars": True},
+        {"headChars": "4"},
+    ],
 )
 def test_invalid_config_scalars_are_rejected(raw: Any) -> None:
     with pytest.raises(SpecError) as caught:
@@ -78,7 +87,10 @@ def test_an_output_budget_above_the_threshold_is_rejected() -> None:
     with pytest.raises(SpecError) as caught:
         validate_prune_config(PruneConfig(threshold_chars=8192, head_chars=5000, tail_chars=4000))
     assert caught.value.code == Code.PRUNE_CONFIG_INVALID
-    assert caught.value.message == "ToolResultPruneConfig: headChars + marker + tailChars (9039) must be at most thresholdChars (8192)"
+    assert (
+        caught.value.message
+        == "ToolResultPruneConfig: headChars + marker + tailChars (9039) must be at most thresholdChars (8192)"
+    )
 
 
 def test_an_output_budget_equal_to_the_threshold_is_accepted() -> None:
@@ -89,7 +101,11 @@ def test_an_output_budget_equal_to_the_threshold_is_accepted() -> None:
 
 
 def test_only_text_code_points_are_measured() -> None:
-    blocks = [text("a\U0001f600b"), {"type": "reasoning", "text": "xxxxxxxx"}, {"type": "image", "attachment": "y"}]
+    blocks = [
+        text("a\U0001f600b"),
+        {"type": "reasoning", "text": "xxxxxxxx"},
+        {"type": "image", "attachment": "y"},
+    ]
     assert derive_text_code_points(blocks) == 3
 
 
@@ -162,7 +178,9 @@ def test_a_result_that_would_not_be_smaller_and_within_threshold_is_reported() -
 def configs(draw: st.DrawFn) -> PruneConfig:
     head = draw(st.integers(0, 20))
     tail = draw(st.integers(0, 20))
-    return PruneConfig(threshold_chars=head + 39 + tail + draw(st.integers(0, 20)), head_chars=head, tail_chars=tail)
+    return PruneConfig(
+        threshold_chars=head + 39 + tail + draw(st.integers(0, 20)), head_chars=head, tail_chars=tail
+    )
 
 
 blocks_strategy = st.lists(
@@ -211,17 +229,39 @@ class Log:
         return event["seq"]  # type: ignore[no-any-return]
 
     def user(self, value: str = "hi") -> int:
-        return self.add("user/message", {"id": f"u{len(self.events)}", "role": "user", "content": [text(value)],
-                                          "source": {"kind": "user"}})  # fmt: skip
+        return self.add(
+            "user/message",
+            {
+                "id": f"u{len(self.events)}",
+                "role": "user",
+                "content": [text(value)],
+                "source": {"kind": "user"},
+            },
+        )
 
     def call(self, call_id: str) -> int:
         block = {"type": "tool-call", "id": call_id, "name": "read", "arguments": "{}"}
-        return self.add("assistant/message", {"message": {"id": f"a{call_id}", "role": "assistant", "content": [block],
-                                                          "source": {"kind": "model", "provider": "p", "model": "m"}}})  # fmt: skip
+        return self.add(
+            "assistant/message",
+            {
+                "message": {
+                    "id": f"a{call_id}",
+                    "role": "assistant",
+                    "content": [block],
+                    "source": {"kind": "model", "provider": "p", "model": "m"},
+                }
+            },
+        )
 
     def result(self, call_id: str, output: str, **extra: Any) -> int:
-        message = {"id": f"r{call_id}", "role": "user", "source": {"kind": "tool", "callId": call_id},
-                   "content": [{"type": "tool-result", "toolCallId": call_id, "content": [text(output)], "isError": False}]}  # fmt: skip
+        message = {
+            "id": f"r{call_id}",
+            "role": "user",
+            "source": {"kind": "tool", "callId": call_id},
+            "content": [
+                {"type": "tool-result", "toolCallId": call_id, "content": [text(output)], "isError": False}
+            ],
+        }
         return self.add("tool/result", {"turn": 1, "step": 1, "message": message, **extra})
 
     def apply(self, plans: tuple[PrunePlan, ...]) -> None:
@@ -247,14 +287,19 @@ def two_results() -> tuple[Log, int, int]:
 def test_only_results_over_the_threshold_are_planned() -> None:
     log, big, _ = two_results()
     plans = plan_prune_events(log.nodes, log.events, SMALL)
-    assert [(p.original_seq, p.call_id, p.chars_before, p.chars_after) for p in plans] == [(big, "c1", 60, 4 + 39 + 3)]
+    assert [(p.original_seq, p.call_id, p.chars_before, p.chars_after) for p in plans] == [
+        (big, "c1", 60, 4 + 39 + 3)
+    ]
 
 
 def test_the_metering_event_prices_the_original_message() -> None:
     log, big, _ = two_results()
     (plan,) = plan_prune_events(log.nodes, log.events, SMALL)
-    expected = {"shadowedRange": {"start": big, "end": big}, "shadowedSeqs": [big],
-                "shadowedTokenCount": estimate_message(log.events[big]["data"]["message"])}  # fmt: skip
+    expected = {
+        "shadowedRange": {"start": big, "end": big},
+        "shadowedSeqs": [big],
+        "shadowedTokenCount": estimate_message(log.events[big]["data"]["message"]),
+    }
     assert plan.prune_data == expected
 
 
@@ -292,10 +337,14 @@ def test_a_second_pass_over_the_pruned_surface_plans_nothing() -> None:
 
 
 def test_results_shadowed_by_a_checkpoint_are_not_candidates() -> None:
-    log, big, small = two_results()
+    log, _big, _small = two_results()
     nodes = log.nodes
-    log.add("user/message", {"id": "k", "role": "user", "content": [text("summary")], "source": {"kind": "user"}},
-            op={"op": "replace", "start": nodes[0], "end": nodes[-1]}, sources=list(nodes))  # fmt: skip
+    log.add(
+        "user/message",
+        {"id": "k", "role": "user", "content": [text("summary")], "source": {"kind": "user"}},
+        op={"op": "replace", "start": nodes[0], "end": nodes[-1]},
+        sources=list(nodes),
+    )
     assert plan_prune_events(log.nodes, log.events, SMALL) == ()
 
 
@@ -309,13 +358,24 @@ def test_a_pass_with_an_invalid_config_is_rejected() -> None:
 def test_a_tool_result_without_a_content_array_is_skipped() -> None:
     log = Log()
     log.call("c1")
-    log.add("tool/result", {"message": {"id": "r", "role": "user", "source": {"kind": "tool", "callId": "c1"},
-                                        "content": [{"type": "tool-result", "toolCallId": "c1", "content": "x" * 99}]}})  # fmt: skip
+    log.add(
+        "tool/result",
+        {
+            "message": {
+                "id": "r",
+                "role": "user",
+                "source": {"kind": "tool", "callId": "c1"},
+                "content": [{"type": "tool-result", "toolCallId": "c1", "content": "x" * 99}],
+            }
+        },
+    )
     assert plan_prune_events(log.nodes, log.events, SMALL) == ()
 
 
 @given(st.lists(st.integers(0, 120), min_size=1, max_size=6))
-def test_a_metered_prune_pass_keeps_the_folded_token_count_equal_to_the_surface_price(sizes: list[int]) -> None:
+def test_a_metered_prune_pass_keeps_the_folded_token_count_equal_to_the_surface_price(
+    sizes: list[int],
+) -> None:
     log = Log()
     for index, size in enumerate(sizes):
         log.call(f"c{index}")

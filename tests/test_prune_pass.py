@@ -7,8 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
-from reference.compaction import CompactionEngine, DeterministicSummarizer, prune_session
 from shrink_builders import (
     Conversation,
     assert_log_clean,
@@ -16,12 +14,14 @@ from shrink_builders import (
     long_conversation,
     new_session,
 )
+
+from reference.shrink.compaction import CompactionEngine, DeterministicSummarizer, prune_session
 from spec.codes import Code, SpecError
-from spec.events import COMPACTION_PRUNE, TOOL_RESULT
-from spec.json import thaw_json
-from spec.prune import PRUNE_MARKER, PruneConfig, derive_text_code_points
-from spec.surface import derive_messages, fold_surface
-from spec.tokens import estimate_message
+from spec.log.events import COMPACTION_PRUNE, TOOL_RESULT
+from spec.log.json import thaw_json
+from spec.log.surface import derive_messages, fold_surface
+from spec.shrink.prune import PRUNE_MARKER, PruneConfig, derive_text_code_points
+from spec.shrink.tokens import estimate_message
 
 BIG = 10_000  # code points: above the default 8192 threshold
 SMALL = 500  # code points: below it
@@ -53,7 +53,11 @@ def test_every_oversized_result_gets_a_prune_event_followed_by_its_single_node_r
         meter, replacement = session.events[entry.replacement_seq - 1], session.events[entry.replacement_seq]
         assert data_of(meter)["shadowedRange"] == {"start": entry.original_seq, "end": entry.original_seq}
         assert data_of(meter)["shadowedSeqs"] == [entry.original_seq]
-        assert replacement["surfaceOp"] == {"op": "replace", "start": entry.original_seq, "end": entry.original_seq}
+        assert replacement["surfaceOp"] == {
+            "op": "replace",
+            "start": entry.original_seq,
+            "end": entry.original_seq,
+        }
         assert replacement["sourceEventSeqs"] == [entry.original_seq]
     assert_log_clean(session)
 
@@ -135,7 +139,10 @@ def test_a_replay_of_the_pruned_log_gives_the_same_messages() -> None:
     session, _ = session_with_results(BIG, SMALL, BIG)
     prune_session(session)
     fold = fold_surface(session.events)
-    assert (fold.nodes, fold.replace_generation) == (session.surface.nodes, session.surface.replace_generation)
+    assert (fold.nodes, fold.replace_generation) == (
+        session.surface.nodes,
+        session.surface.replace_generation,
+    )
     assert derive_messages(session.events, fold.nodes) == session.derive_messages()
 
 

@@ -8,11 +8,9 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from shared_material import shared_dir
 
-from conftest import shared_dir
-from spec.events import Event
-from spec.json import FrozenDict
-from spec.repair import (
+from spec.lineage.repair import (
     COMPACTION_INTERRUPTED_ERROR,
     TOOL_NOT_STARTED,
     TOOL_NOT_STARTED_TEXT,
@@ -21,13 +19,18 @@ from spec.repair import (
     fold_repair_scan,
     has_open_turn,
 )
+from spec.log.events import Event
+from spec.log.json import FrozenDict
 
 # --- a tiny log builder: each helper returns (type, data, extra envelope keys) ----------------------
 
 
 def log(*specs: tuple[str, dict[str, Any], dict[str, Any]], time: int = 1000) -> list[Event]:
     """Number the given events 0, 1, 2... (all at ``time``)."""
-    return [{"type": kind, "seq": seq, "time": time, "data": data, **extra} for seq, (kind, data, extra) in enumerate(specs)]
+    return [
+        {"type": kind, "seq": seq, "time": time, "data": data, **extra}
+        for seq, (kind, data, extra) in enumerate(specs)
+    ]
 
 
 def turn_start(turn: int) -> tuple[str, dict[str, Any], dict[str, Any]]:
@@ -47,28 +50,55 @@ def step_end(turn: int, step: int) -> tuple[str, dict[str, Any], dict[str, Any]]
 
 
 def user(text: str = "hi") -> tuple[str, dict[str, Any], dict[str, Any]]:
-    data = {"id": f"u-{text}", "role": "user", "source": {"kind": "user"}, "content": [{"type": "text", "text": text}]}
+    data = {
+        "id": f"u-{text}",
+        "role": "user",
+        "source": {"kind": "user"},
+        "content": [{"type": "text", "text": text}],
+    }
     return ("user/message", data, {"surfaceOp": "append"})
 
 
 def assistant(turn: int, step: int, *call_ids: str) -> tuple[str, dict[str, Any], dict[str, Any]]:
-    content = [{"type": "tool-call", "id": call_id, "name": "bash", "arguments": "{}"} for call_id in call_ids]
-    message = {"id": "a", "role": "assistant", "content": content or [{"type": "text", "text": "ok"}],
-               "source": {"kind": "model", "provider": "p", "model": "m"}}  # fmt: skip
+    content = [
+        {"type": "tool-call", "id": call_id, "name": "bash", "arguments": "{}"} for call_id in call_ids
+    ]
+    message = {
+        "id": "a",
+        "role": "assistant",
+        "content": content or [{"type": "text", "text": "ok"}],
+        "source": {"kind": "model", "provider": "p", "model": "m"},
+    }
     return ("assistant/message", {"turn": turn, "step": step, "message": message}, {"surfaceOp": "append"})
 
 
 def tool_call(turn: int, step: int, call_id: str) -> tuple[str, dict[str, Any], dict[str, Any]]:
-    return ("tool/call", {"turn": turn, "step": step, "callId": call_id, "name": "bash", "arguments": "{}"}, {})
+    return (
+        "tool/call",
+        {"turn": turn, "step": step, "callId": call_id, "name": "bash", "arguments": "{}"},
+        {},
+    )
 
 
 def tool_result(turn: int, step: int, call_id: str) -> tuple[str, dict[str, Any], dict[str, Any]]:
-    block = {"type": "tool-result", "toolCallId": call_id, "isError": False, "content": [{"type": "text", "text": "out"}]}
-    message = {"id": f"r-{call_id}", "role": "user", "source": {"kind": "tool", "callId": call_id}, "content": [block]}
+    block = {
+        "type": "tool-result",
+        "toolCallId": call_id,
+        "isError": False,
+        "content": [{"type": "text", "text": "out"}],
+    }
+    message = {
+        "id": f"r-{call_id}",
+        "role": "user",
+        "source": {"kind": "tool", "callId": call_id},
+        "content": [block],
+    }
     return ("tool/result", {"turn": turn, "step": step, "message": message}, {"surfaceOp": "append"})
 
 
-def compaction_start(compaction_id: str, turn: int | None, command: str | None = None) -> tuple[str, dict[str, Any], dict[str, Any]]:
+def compaction_start(
+    compaction_id: str, turn: int | None, command: str | None = None
+) -> tuple[str, dict[str, Any], dict[str, Any]]:
     data: dict[str, Any] = {"compactionId": compaction_id}
     if command is not None:
         data["sourceCommandId"] = command
@@ -132,7 +162,13 @@ def test_an_announced_call_that_never_started_gets_a_not_started_result() -> Non
 
 
 def test_a_call_that_already_has_a_result_is_not_answered_again() -> None:
-    events = log(turn_start(1), step_start(1, 1), assistant(1, 1, "call-1"), tool_call(1, 1, "call-1"), tool_result(1, 1, "call-1"))
+    events = log(
+        turn_start(1),
+        step_start(1, 1),
+        assistant(1, 1, "call-1"),
+        tool_call(1, 1, "call-1"),
+        tool_result(1, 1, "call-1"),
+    )
     assert types_and_seqs(closers_of(events)) == [("step/end", 5), ("turn/end", 6)]
 
 
@@ -143,15 +179,23 @@ def test_a_closed_step_leaves_only_the_turn_to_close() -> None:
 
 def test_calls_of_an_earlier_committed_turn_are_not_repaired() -> None:
     events = log(
-        turn_start(1), step_start(1, 1), assistant(1, 1, "old-call"), step_end(1, 1), turn_end(1),
-        turn_start(2), step_start(2, 1), assistant(2, 1, "new-call"),
-    )  # fmt: skip
+        turn_start(1),
+        step_start(1, 1),
+        assistant(1, 1, "old-call"),
+        step_end(1, 1),
+        turn_end(1),
+        turn_start(2),
+        step_start(2, 1),
+        assistant(2, 1, "new-call"),
+    )
     results = [event for event in closers_of(events) if event["type"] == "tool/result"]
     assert [event["data"]["message"]["source"]["callId"] for event in results] == ["new-call"]
 
 
 def test_only_the_unanswered_one_of_two_calls_gets_a_result() -> None:
-    events = log(turn_start(1), step_start(1, 1), assistant(1, 1, "call-a", "call-b"), tool_result(1, 1, "call-a"))
+    events = log(
+        turn_start(1), step_start(1, 1), assistant(1, 1, "call-a", "call-b"), tool_result(1, 1, "call-a")
+    )
     results = [event for event in closers_of(events) if event["type"] == "tool/result"]
     assert [event["data"]["message"]["source"]["callId"] for event in results] == ["call-b"]
 
@@ -201,8 +245,12 @@ def test_closers_are_frozen() -> None:
 
 def test_a_re_announced_call_keeps_its_place_and_forgets_its_start() -> None:
     events = log(
-        turn_start(1), step_start(1, 1), assistant(1, 1, "a", "b"), tool_call(1, 1, "a"), assistant(1, 2, "a"),
-    )  # fmt: skip
+        turn_start(1),
+        step_start(1, 1),
+        assistant(1, 1, "a", "b"),
+        tool_call(1, 1, "a"),
+        assistant(1, 2, "a"),
+    )
     results = closers_of(events)[:2]
     assert [event["data"]["message"]["source"]["callId"] for event in results] == ["a", "b"]
     assert results[0]["data"]["step"] == 2 and "sourceEventSeqs" not in results[0]
@@ -210,7 +258,12 @@ def test_a_re_announced_call_keeps_its_place_and_forgets_its_start() -> None:
 
 def test_a_replacing_tool_result_still_answers_its_call() -> None:
     kind, data, _ = tool_result(1, 1, "c")
-    events = log(turn_start(1), step_start(1, 1), assistant(1, 1, "c"), (kind, data, {"surfaceOp": {"op": "replace", "start": 2, "end": 2}}))
+    events = log(
+        turn_start(1),
+        step_start(1, 1),
+        assistant(1, 1, "c"),
+        (kind, data, {"surfaceOp": {"op": "replace", "start": 2, "end": 2}}),
+    )
     assert types_and_seqs(closers_of(events)) == [("step/end", 4), ("turn/end", 5)]
 
 
@@ -219,14 +272,22 @@ def test_a_replacing_tool_result_still_answers_its_call() -> None:
 
 def test_an_unmatched_compaction_in_an_open_turn_is_closed_after_the_results_and_before_the_step() -> None:
     events = log(turn_start(1), step_start(1, 1), assistant(1, 1, "c"), compaction_start("k1", 1))
-    assert types_and_seqs(closers_of(events)) == [("tool/result", 4), ("compaction/end", 5), ("step/end", 6), ("turn/end", 7)]
+    assert types_and_seqs(closers_of(events)) == [
+        ("tool/result", 4),
+        ("compaction/end", 5),
+        ("step/end", 6),
+        ("turn/end", 7),
+    ]
 
 
 def test_a_compaction_closer_carries_the_start_id_command_and_owner_with_an_error() -> None:
     closer = closers_of(log(turn_start(3), compaction_start("k1", 3, command="cmd-7")))[0]
     assert dict(closer["data"]) == {
-        "compactionId": "k1", "sourceCommandId": "cmd-7", "turn": 3, "error": COMPACTION_INTERRUPTED_ERROR,
-    }  # fmt: skip
+        "compactionId": "k1",
+        "sourceCommandId": "cmd-7",
+        "turn": 3,
+        "error": COMPACTION_INTERRUPTED_ERROR,
+    }
 
 
 def test_a_compaction_closer_omits_a_command_id_the_start_did_not_have() -> None:
@@ -282,7 +343,13 @@ def test_a_log_without_turn_boundaries_has_no_open_turn() -> None:
 
 
 def test_repairing_a_repaired_log_adds_nothing() -> None:
-    events = log(turn_start(1), step_start(1, 1), assistant(1, 1, "a", "b"), tool_call(1, 1, "b"), compaction_start("k", 1))
+    events = log(
+        turn_start(1),
+        step_start(1, 1),
+        assistant(1, 1, "a", "b"),
+        tool_call(1, 1, "b"),
+        compaction_start("k", 1),
+    )
     repaired = events + list(closers_of(events))
     assert derive_closers(repaired) == ()
     assert not has_open_turn(repaired)
@@ -315,10 +382,23 @@ STEPS = st.integers(min_value=1, max_value=3)
 @st.composite
 def any_event(draw: st.DrawFn) -> tuple[str, dict[str, Any], dict[str, Any]]:
     """One event from the vocabulary repair reads, with small id pools so that ids collide."""
-    choice = draw(st.sampled_from(
-        ["turn/start", "turn/end", "step/start", "step/end", "assistant", "tool/call", "tool/result",
-         "compaction/start", "compaction/end", "end-seed", "user"]
-    ))  # fmt: skip
+    choice = draw(
+        st.sampled_from(
+            [
+                "turn/start",
+                "turn/end",
+                "step/start",
+                "step/end",
+                "assistant",
+                "tool/call",
+                "tool/result",
+                "compaction/start",
+                "compaction/end",
+                "end-seed",
+                "user",
+            ]
+        )
+    )
     turn, step = draw(TURNS), draw(STEPS)
     if choice == "turn/start":
         return turn_start(turn)
@@ -346,7 +426,9 @@ def any_event(draw: st.DrawFn) -> tuple[str, dict[str, Any], dict[str, Any]]:
 
 
 @given(st.lists(any_event(), max_size=25))
-def test_closers_close_everything_and_a_second_repair_adds_nothing(specs: list[tuple[str, dict[str, Any], dict[str, Any]]]) -> None:
+def test_closers_close_everything_and_a_second_repair_adds_nothing(
+    specs: list[tuple[str, dict[str, Any], dict[str, Any]]],
+) -> None:
     events = log(*specs)
     closers = closers_of(events)
     repaired = events + list(closers)

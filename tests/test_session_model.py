@@ -8,14 +8,13 @@ from typing import Any
 
 import pytest
 from event_builders import (
-    at,
     assistant,
     assistant_data,
+    at,
     chunk,
     event,
     replace,
     tool_result,
-    tool_result_data,
     turn_end,
     turn_start,
     user,
@@ -23,10 +22,10 @@ from event_builders import (
 )
 
 from spec.codes import Code, SpecError
-from spec.header import build_header
-from spec.json import FrozenDict, thaw_json
-from spec.seed import needs_end_seed, validate_message_shape, validate_seed_event
-from spec.session import (
+from spec.lineage.seed import needs_end_seed, validate_message_shape, validate_seed_event
+from spec.log.header import build_header
+from spec.log.json import FrozenDict, thaw_json
+from spec.log.session import (
     ABSENT,
     SessionState,
     append_event,
@@ -67,7 +66,9 @@ def append_error(state: SessionState, *args: Any, **kwargs: Any) -> SpecError:
     return caught.value
 
 
-def request_header(seq: int, config: Any = None, reason: str = "initial", **header_extra: Any) -> dict[str, Any]:
+def request_header(
+    seq: int, config: Any = None, reason: str = "initial", **header_extra: Any
+) -> dict[str, Any]:
     config = {"provider": "p", "model": "m"} if config is None else config
     return event(seq, "request/header", {"header": {"config": config, **header_extra}, "reason": reason})
 
@@ -141,8 +142,11 @@ def test_needs_end_seed_follows_the_table(seed_given: bool, types: list[str], ex
 
 def test_a_replayed_log_keeps_its_events_and_messages_with_one_more_seq() -> None:
     live = create()
-    for kind, data, op in [("turn/start", {"turn": 1}, ABSENT), ("user/message", user_data(), "append"),
-                           ("assistant/message", assistant_data(), "append")]:  # fmt: skip
+    for kind, data, op in [
+        ("turn/start", {"turn": 1}, ABSENT),
+        ("user/message", user_data(), "append"),
+        ("assistant/message", assistant_data(), "append"),
+    ]:
         live, _ = append_event(live, kind, data, op, time=NOW)
     replayed = create(list(live.events))
     assert replayed.events[:3] == live.events
@@ -159,17 +163,28 @@ def test_a_well_formed_seed_is_accepted() -> None:
 
 def test_a_seed_entry_outside_the_json_domain_is_rejected() -> None:
     error = seed_error([user(0), event(1, "plugin/x", (1, 2))])
-    assert (error.code, error.message) == (Code.SEED_NOT_JSON, "seed event at index 1 is not losslessly JSON-serializable")
+    assert (error.code, error.message) == (
+        Code.SEED_NOT_JSON,
+        "seed event at index 1 is not losslessly JSON-serializable",
+    )
 
 
 def test_non_json_surface_metadata_in_a_seed_is_rejected() -> None:
-    assert seed_error([user(0), user(1, "x", {"op": "replace", "start": math.nan, "end": 0}, [0])]).code == Code.SEED_NOT_JSON
+    assert (
+        seed_error([user(0), user(1, "x", {"op": "replace", "start": math.nan, "end": 0}, [0])]).code
+        == Code.SEED_NOT_JSON
+    )
 
 
-@pytest.mark.parametrize("entry", [None, 5, "event", [1], []], ids=["null", "number", "string", "array", "empty-array"])
+@pytest.mark.parametrize(
+    "entry", [None, 5, "event", [1], []], ids=["null", "number", "string", "array", "empty-array"]
+)
 def test_a_seed_entry_that_is_not_an_object_has_an_invalid_envelope(entry: Any) -> None:
     error = seed_error([entry])
-    assert (error.code, error.message) == (Code.SEED_ENVELOPE_INVALID, "seed event at index 0 has an invalid event envelope")
+    assert (error.code, error.message) == (
+        Code.SEED_ENVELOPE_INVALID,
+        "seed event at index 0 has an invalid event envelope",
+    )
 
 
 @pytest.mark.parametrize(
@@ -218,25 +233,56 @@ def test_a_seed_event_whose_seq_is_not_its_index_is_rejected() -> None:
 def test_a_surface_error_in_a_seed_keeps_its_code_and_names_the_index() -> None:
     error = seed_error([user(0), event(1, "user/message", user_data("u1"))])
     assert error.code == Code.SURFACE_OP_MISSING
-    assert error.message == 'invalid seed event at index 1: session event "user/message" is surface-eligible and requires a surfaceOp marker'
+    assert (
+        error.message
+        == 'invalid seed event at index 1: session event "user/message" is surface-eligible and requires a surfaceOp marker'
+    )
 
 
 @pytest.mark.parametrize(
     ("entry", "code", "message"),
     [
-        (request_header(0, config={"provider": "p"}), Code.REQUEST_HEADER_PROVIDER_MODEL, "seed request/header at index 0 lacks provider/model"),
-        (event(0, "request/header", None), Code.REQUEST_HEADER_PROVIDER_MODEL, "seed request/header at index 0 lacks provider/model"),
-        (event(0, "request/header", {"header": "h"}), Code.REQUEST_HEADER_PROVIDER_MODEL, "seed request/header at index 0 lacks provider/model"),
-        (request_header(0, config={"provider": "", "model": "m"}), Code.REQUEST_HEADER_PROVIDER_MODEL, "seed request/header at index 0 lacks provider/model"),
-        (request_header(0, config={"provider": "p", "model": "m", "reasoningEffort": ""}), Code.REQUEST_HEADER_REASONING_EFFORT,
-         "seed request/header at index 0 has an invalid reasoningEffort"),
-        (request_header(0, config={"provider": "p", "model": "m", "reasoningEffort": 1}), Code.REQUEST_HEADER_REASONING_EFFORT,
-         "seed request/header at index 0 has an invalid reasoningEffort"),
-        (assistant(0) | {"data": {"message": {**assistant_data()["message"], "source": {"kind": "model"}}}},
-         Code.MESSAGE_MODEL_SOURCE, "seed assistant/message at index 0 message must have model source"),
+        (
+            request_header(0, config={"provider": "p"}),
+            Code.REQUEST_HEADER_PROVIDER_MODEL,
+            "seed request/header at index 0 lacks provider/model",
+        ),
+        (
+            event(0, "request/header", None),
+            Code.REQUEST_HEADER_PROVIDER_MODEL,
+            "seed request/header at index 0 lacks provider/model",
+        ),
+        (
+            event(0, "request/header", {"header": "h"}),
+            Code.REQUEST_HEADER_PROVIDER_MODEL,
+            "seed request/header at index 0 lacks provider/model",
+        ),
+        (
+            request_header(0, config={"provider": "", "model": "m"}),
+            Code.REQUEST_HEADER_PROVIDER_MODEL,
+            "seed request/header at index 0 lacks provider/model",
+        ),
+        (
+            request_header(0, config={"provider": "p", "model": "m", "reasoningEffort": ""}),
+            Code.REQUEST_HEADER_REASONING_EFFORT,
+            "seed request/header at index 0 has an invalid reasoningEffort",
+        ),
+        (
+            request_header(0, config={"provider": "p", "model": "m", "reasoningEffort": 1}),
+            Code.REQUEST_HEADER_REASONING_EFFORT,
+            "seed request/header at index 0 has an invalid reasoningEffort",
+        ),
+        (
+            assistant(0)
+            | {"data": {"message": {**assistant_data()["message"], "source": {"kind": "model"}}}},
+            Code.MESSAGE_MODEL_SOURCE,
+            "seed assistant/message at index 0 message must have model source",
+        ),
     ],
-)  # fmt: skip
-def test_pre_provider_request_headers_and_assistant_messages_are_rejected(entry: Any, code: Code, message: str) -> None:
+)
+def test_pre_provider_request_headers_and_assistant_messages_are_rejected(
+    entry: Any, code: Code, message: str
+) -> None:
     error = seed_error([entry])
     assert (error.code, error.message) == (code, message)
 
@@ -253,7 +299,10 @@ def test_pre_provider_request_headers_and_assistant_messages_are_rejected(entry:
 )
 def test_invalid_adapter_default_markers_are_rejected(markers: Any) -> None:
     error = seed_error([request_header(0, adapterDefaults=markers)])
-    assert (error.code, error.message) == (Code.REQUEST_HEADER_ADAPTER_DEFAULTS, "seed request/header at index 0 has invalid adapterDefaults")
+    assert (error.code, error.message) == (
+        Code.REQUEST_HEADER_ADAPTER_DEFAULTS,
+        "seed request/header at index 0 has invalid adapterDefaults",
+    )
 
 
 @pytest.mark.parametrize(
@@ -271,7 +320,10 @@ def test_valid_request_headers_round_trip(config: dict[str, Any], markers: dict[
 
 def test_the_legacy_fallback_reason_is_rejected_after_the_shape_check() -> None:
     assert seed_error([request_header(0, reason="fallback")]).code == Code.LEGACY_FALLBACK_REASON
-    assert seed_error([request_header(0, config={}, reason="fallback")]).code == Code.REQUEST_HEADER_PROVIDER_MODEL
+    assert (
+        seed_error([request_header(0, config={}, reason="fallback")]).code
+        == Code.REQUEST_HEADER_PROVIDER_MODEL
+    )
 
 
 def broken(kind: str, path: tuple[Any, ...], value: Any) -> dict[str, Any]:
@@ -289,25 +341,54 @@ def broken(kind: str, path: tuple[Any, ...], value: Any) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("entry", "code", "fragment"),
     [
-        (broken("user", ("id",), ABSENT), Code.MESSAGE_UNIDENTIFIED, "seed user/message at index 0 lacks an identified message"),
-        (broken("tool", ("id",), ""), Code.MESSAGE_UNIDENTIFIED, "seed tool/result at index 0 lacks an identified message"),
+        (
+            broken("user", ("id",), ABSENT),
+            Code.MESSAGE_UNIDENTIFIED,
+            "seed user/message at index 0 lacks an identified message",
+        ),
+        (
+            broken("tool", ("id",), ""),
+            Code.MESSAGE_UNIDENTIFIED,
+            "seed tool/result at index 0 lacks an identified message",
+        ),
         (broken("user", ("role",), "assistant"), Code.MESSAGE_ROLE, 'message must have role "user"'),
         (broken("assistant", ("role",), "user"), Code.MESSAGE_ROLE, 'message must have role "assistant"'),
         (broken("user", ("source",), {"kind": ""}), Code.MESSAGE_SOURCE, "message has invalid source"),
         (broken("user", ("content",), "text"), Code.MESSAGE_CONTENT, "message has invalid content"),
-        (broken("tool", ("source", "kind"), "user"), Code.MESSAGE_TOOL_SOURCE, "message must have tool source"),
-        (broken("tool", ("content",), []), Code.MESSAGE_TOOL_BLOCK, "message must contain one tool-result block"),
-        (broken("tool", ("content", 0, "content"), "x"), Code.MESSAGE_TOOL_BLOCK, "message must contain one tool-result block"),
-        (broken("tool", ("content", 0, "toolCallId"), "c2"), Code.MESSAGE_TOOL_CALL_ID_MISMATCH, "message has mismatched tool call ids"),
+        (
+            broken("tool", ("source", "kind"), "user"),
+            Code.MESSAGE_TOOL_SOURCE,
+            "message must have tool source",
+        ),
+        (
+            broken("tool", ("content",), []),
+            Code.MESSAGE_TOOL_BLOCK,
+            "message must contain one tool-result block",
+        ),
+        (
+            broken("tool", ("content", 0, "content"), "x"),
+            Code.MESSAGE_TOOL_BLOCK,
+            "message must contain one tool-result block",
+        ),
+        (
+            broken("tool", ("content", 0, "toolCallId"), "c2"),
+            Code.MESSAGE_TOOL_CALL_ID_MISMATCH,
+            "message has mismatched tool call ids",
+        ),
     ],
-)  # fmt: skip
+)
 def test_malformed_seeded_messages_are_rejected(entry: Any, code: Code, fragment: str) -> None:
     error = seed_error([entry])
     assert error.code == code and fragment in error.message
 
 
 def test_plugin_blocks_and_sources_pass_the_message_shape_check() -> None:
-    data = {"id": "p1", "role": "user", "source": {"kind": "plugin", "plugin": "x"}, "content": [{"type": "plugin-block"}]}
+    data = {
+        "id": "p1",
+        "role": "user",
+        "source": {"kind": "plugin", "plugin": "x"},
+        "content": [{"type": "plugin-block"}],
+    }
     assert create([event(0, "user/message", data, "append")]).surface.nodes == (0,)
 
 
@@ -461,7 +542,10 @@ def test_cyclic_event_data_is_rejected() -> None:
 )
 def test_non_json_surface_metadata_is_rejected(surface_op: Any, sources: Any) -> None:
     state, _ = append_event(create(), "user/message", user_data("u0"), "append")
-    assert append_error(state, "user/message", user_data(), surface_op, sources).code == Code.SURFACE_METADATA_NOT_JSON
+    assert (
+        append_error(state, "user/message", user_data(), surface_op, sources).code
+        == Code.SURFACE_METADATA_NOT_JSON
+    )
 
 
 @pytest.mark.parametrize(
@@ -474,7 +558,9 @@ def test_non_json_surface_metadata_is_rejected(surface_op: Any, sources: Any) ->
         (ABSENT, ABSENT, Code.SURFACE_OP_MISSING),
     ],
 )
-def test_invalid_plain_surface_metadata_is_rejected_at_append(surface_op: Any, sources: Any, code: Code) -> None:
+def test_invalid_plain_surface_metadata_is_rejected_at_append(
+    surface_op: Any, sources: Any, code: Code
+) -> None:
     state, _ = append_event(create(), "user/message", user_data("u0"), "append")
     assert append_error(state, "user/message", user_data(), surface_op, sources).code == code
 
@@ -507,9 +593,16 @@ def test_an_event_type_must_be_a_non_empty_string(event_type: Any) -> None:
 
 def test_append_rejects_the_legacy_request_header_vocabulary() -> None:
     delta = append_error(create(), "request/header-delta", {})
-    fallback = append_error(create(), "request/header", {"header": {"config": {"provider": "p", "model": "m"}}, "reason": "fallback"})
+    fallback = append_error(
+        create(),
+        "request/header",
+        {"header": {"config": {"provider": "p", "model": "m"}}, "reason": "fallback"},
+    )
     assert (delta.code, fallback.code) == (Code.LEGACY_HEADER_DELTA, Code.LEGACY_FALLBACK_REASON)
-    assert fallback.message == 'session event "request/header" uses unsupported legacy request/header reason "fallback"'
+    assert (
+        fallback.message
+        == 'session event "request/header" uses unsupported legacy request/header reason "fallback"'
+    )
 
 
 def test_append_checks_data_then_vocabulary_then_metadata_then_surface() -> None:
@@ -519,7 +612,9 @@ def test_append_checks_data_then_vocabulary_then_metadata_then_surface() -> None
 
 
 def test_append_does_not_check_message_shapes_but_a_seed_does() -> None:
-    state, _ = append_event(create(), "user/message", {"content": [], "source": {"kind": "user"}, "extra": [1]}, "append")
+    state, _ = append_event(
+        create(), "user/message", {"content": [], "source": {"kind": "user"}, "extra": [1]}, "append"
+    )
     assert seed_error(list(state.events)).code == Code.MESSAGE_UNIDENTIFIED
 
 
@@ -541,13 +636,18 @@ def test_planning_an_append_changes_nothing_and_applying_it_equals_appending() -
     state, _ = append_event(create(), "user/message", user_data("u0"), "append")
     planned, plan = plan_append(state, "user/message", user_data("u1"), replace(0, 0), [0], time=3)
     assert len(state.events) == 1
-    assert apply_append(state, planned, plan) == append_event(state, "user/message", user_data("u1"), replace(0, 0), [0], time=3)[0]
+    assert (
+        apply_append(state, planned, plan)
+        == append_event(state, "user/message", user_data("u1"), replace(0, 0), [0], time=3)[0]
+    )
 
 
 def test_plan_event_on_plain_sequences_agrees_with_plan_append() -> None:
     state, _ = append_event(create(), "user/message", user_data("u0"), "append")
     by_state = plan_append(state, "assistant/message", assistant_data(), "append", time=2)
-    plain = plan_event(list(state.surface.nodes), list(state.events), "assistant/message", assistant_data(), "append", time=2)
+    plain = plan_event(
+        list(state.surface.nodes), list(state.events), "assistant/message", assistant_data(), "append", time=2
+    )
     assert by_state == plain
 
 
@@ -589,8 +689,16 @@ def test_a_session_state_cannot_be_reassigned() -> None:
 
 
 def test_messages_derive_from_the_log_in_surface_order() -> None:
-    state = create([turn_start(0), user(1), chunk(2), event(3, "assistant/message", assistant_data("a3", "x", ("c1",)), "append"),
-                    tool_result(4), turn_end(5)])  # fmt: skip
+    state = create(
+        [
+            turn_start(0),
+            user(1),
+            chunk(2),
+            event(3, "assistant/message", assistant_data("a3", "x", ("c1",)), "append"),
+            tool_result(4),
+            turn_end(5),
+        ]
+    )
     messages = derive_session_messages(state)
     assert [message["role"] for message in messages] == ["user", "assistant", "user"]
     assert at(messages, 2, "content", 0, "type") == "tool-result"
@@ -624,4 +732,7 @@ def test_minted_session_ids_skip_live_ids() -> None:
 def test_a_live_id_cannot_be_created_again() -> None:
     with pytest.raises(SpecError) as caught:
         validate_new_session_id({"s"}, "s")
-    assert (caught.value.code, caught.value.message) == (Code.SESSION_ALREADY_EXISTS, 'session "s" already exists')
+    assert (caught.value.code, caught.value.message) == (
+        Code.SESSION_ALREADY_EXISTS,
+        'session "s" already exists',
+    )

@@ -13,14 +13,19 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from reference.powerloss import PowerLossFileSystem
-from reference.spill import DirectorySpillStore, MemorySpillStore, SpillPolicy, encode_spill_text
 from shrink_builders import Conversation, assert_log_clean, data_of, new_session
+
+from reference.persistence.powerloss import PowerLossFileSystem
+from reference.shrink.spill import DirectorySpillStore, MemorySpillStore, SpillPolicy, encode_spill_text
 from spec.codes import Code, SpecError
-from spec.json import JsonValue
-from spec.spill import SPILL_RETRIEVAL_HINT, derive_spill_file_name, derive_spill_session_dir, is_spill_candidate
-from spec.tokens import estimate_content
+from spec.log.json import JsonValue
+from spec.shrink.spill import (
+    SPILL_RETRIEVAL_HINT,
+    derive_spill_file_name,
+    derive_spill_session_dir,
+    is_spill_candidate,
+)
+from spec.shrink.tokens import estimate_content
 
 
 def text_content(text: str) -> list[JsonValue]:
@@ -79,7 +84,9 @@ class WatchedStore(MemorySpillStore):
         super().__init__()
         self.saved: list[object] = []
 
-    def save_text(self, session_id: str, tool_name: str, call_id: str, label: str, suggested_name: str, content: str) -> Any:
+    def save_text(
+        self, session_id: str, tool_name: str, call_id: str, label: str, suggested_name: str, content: str
+    ) -> Any:
         self.saved.append(content)
         return super().save_text(session_id, tool_name, call_id, label, suggested_name, content)
 
@@ -127,7 +134,9 @@ def test_a_negative_or_fractional_limit_is_refused() -> None:
 
 @settings(max_examples=25)
 @given(text=st.text(min_size=1, max_size=3_000), limit=st.integers(min_value=60, max_value=400))
-def test_a_spilled_result_is_bounded_and_smaller_and_its_text_reads_back_unchanged(text: str, limit: int) -> None:
+def test_a_spilled_result_is_bounded_and_smaller_and_its_text_reads_back_unchanged(
+    text: str, limit: int
+) -> None:
     store = MemorySpillStore()
     content = text_content(text)
     outcome = SpillPolicy(limit, store).apply("s1", "grep", "c1", content)
@@ -155,9 +164,13 @@ def test_the_spilled_result_enters_the_log_already_bounded() -> None:
 # --- the stores -------------------------------------------------------------------------------------
 
 
-def test_the_directory_store_writes_the_exact_utf8_bytes_under_a_per_session_directory(tmp_path: Path) -> None:
+def test_the_directory_store_writes_the_exact_utf8_bytes_under_a_per_session_directory(
+    tmp_path: Path,
+) -> None:
     text = "naïve — 数据 🚀\n" * 100
-    ref = DirectorySpillStore(str(tmp_path), token=lambda: "0123456789ab").save_text("s1", "grep", "c1", "result", "grep.txt", text)
+    ref = DirectorySpillStore(str(tmp_path), token=lambda: "0123456789ab").save_text(
+        "s1", "grep", "c1", "result", "grep.txt", text
+    )
     path = Path(ref.locator)
     assert path.parent.name == derive_spill_session_dir("s1") and path.name == "0123456789ab-grep.txt"
     assert path.read_bytes() == text.encode("utf-8")
@@ -165,7 +178,9 @@ def test_the_directory_store_writes_the_exact_utf8_bytes_under_a_per_session_dir
 
 
 def test_the_directory_store_keeps_its_files_private(tmp_path: Path) -> None:
-    ref = DirectorySpillStore(str(tmp_path / "spill")).save_text("s1", "grep", "c1", "result", "grep.txt", "x")
+    ref = DirectorySpillStore(str(tmp_path / "spill")).save_text(
+        "s1", "grep", "c1", "result", "grep.txt", "x"
+    )
     assert stat.S_IMODE(os.stat(ref.locator).st_mode) == 0o600
     assert stat.S_IMODE(os.stat(Path(ref.locator).parent).st_mode) == 0o700
 

@@ -10,8 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from spec.codes import Code, SpecError
-from spec.json import JsonObject
-from spec.storage import (
+from spec.format.naming import (
     NO_CWD_DIR,
     V4_PLAIN_NAME,
     V4_ZSTD_NAME,
@@ -19,10 +18,14 @@ from spec.storage import (
     encode_project_key,
     encode_segment,
 )
+from spec.log.json import JsonObject
 
 # Any JavaScript string: code points plus lone surrogates, which Python keeps as surrogate code points.
-js_strings = st.lists(st.integers(0, 0x10FFFF), min_size=1, max_size=12).map(lambda points: "".join(map(chr, points))) | st.lists(
-    st.sampled_from(["a", "~", ".", "-", "/", "\ud800", "\udc00", "\U0001f600", "开", "\x00", "~D800"]), min_size=1
+js_strings = st.lists(st.integers(0, 0x10FFFF), min_size=1, max_size=12).map(
+    lambda points: "".join(map(chr, points))
+) | st.lists(
+    st.sampled_from(["a", "~", ".", "-", "/", "\ud800", "\udc00", "\U0001f600", "开", "\x00", "~D800"]),
+    min_size=1,
 ).map("".join)
 
 
@@ -136,17 +139,30 @@ def test_project_key_is_a_bounded_safe_directory_name(cwd: str) -> None:
 
 
 def test_session_relpath_places_a_compressed_v4_log_under_its_project_and_session_dirs() -> None:
-    header: JsonObject = {"version": 4, "id": "a/b", "createdAt": 1, "cwd": "/work", "delegationDepth": 0, "isSeeded": False}
+    header: JsonObject = {
+        "version": 4,
+        "id": "a/b",
+        "createdAt": 1,
+        "cwd": "/work",
+        "delegationDepth": 0,
+        "isSeeded": False,
+    }
     assert derive_session_relpath(header, compressed=True) == ("--work--", "a~002Fb", V4_ZSTD_NAME)
 
 
 def test_session_relpath_without_a_cwd_uses_the_no_cwd_dir_and_the_plain_name() -> None:
     header: JsonObject = {"version": 4, "id": "s1", "createdAt": 1, "delegationDepth": 0, "isSeeded": False}
     assert derive_session_relpath(header, compressed=False) == (NO_CWD_DIR, "s1", V4_PLAIN_NAME)
-    assert (NO_CWD_DIR, V4_ZSTD_NAME, V4_PLAIN_NAME) == ("_no-cwd", "session.v4.jsonl.zstd", "session.v4.jsonl")
+    assert (NO_CWD_DIR, V4_ZSTD_NAME, V4_PLAIN_NAME) == (
+        "_no-cwd",
+        "session.v4.jsonl.zstd",
+        "session.v4.jsonl",
+    )
 
 
 def test_session_relpath_refuses_a_header_whose_id_cannot_name_a_path() -> None:
     with pytest.raises(SpecError) as caught:
-        derive_session_relpath({"version": 4, "id": "", "createdAt": 1, "delegationDepth": 0, "isSeeded": False}, True)
+        derive_session_relpath(
+            {"version": 4, "id": "", "createdAt": 1, "delegationDepth": 0, "isSeeded": False}, True
+        )
     assert caught.value.code is Code.EMPTY_PATH_SEGMENT

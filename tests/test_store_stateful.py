@@ -1,8 +1,8 @@
 """A stateful test of the store on a disk that loses power: sessions are created, appended to,
 flushed, forked, crashed with a chosen cut, reopened and resumed at random, and every reopened
 log is compared with the spec's answer: the events the sessions appended, cut back to what
-reached the disk (at least what a completed flush made durable), then spec.repair.derive_closers
-and the end-seed rule, with a surface equal to spec.surface.fold_surface of that log
+reached the disk (at least what a completed flush made durable), then spec.lineage.repair.derive_closers
+and the end-seed rule, with a surface equal to spec.log.surface.fold_surface of that log
 (SPEC-DECISIONS D2, D3).
 """
 
@@ -11,33 +11,63 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+from crash_reopen import (
+    END_SEED_TIME,
+    ROOT,
+    _outcome_tags,
+    assistant_msg,
+    check_reopen,
+    tool_result_msg,
+)
+from event_builders import user_data
 from hypothesis import event, note, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from event_builders import user_data
 from reference.persistence.filestore import FileStore
-from reference.powerloss import CrashPlan, PowerLossFileSystem, SimulatedCrash
+from reference.persistence.powerloss import CrashPlan, PowerLossFileSystem, SimulatedCrash
 from reference.session import Session
 from reference.store import SessionStore
 from spec.codes import Code, SpecError
-from spec.events import END_SEED, Event
-from spec.fork import validate_boundary_outside_open_turn
-from spec.repair import derive_closers, fold_repair_scan
-from spec.surface import fold_surface
-from test_filestore_crash import END_SEED_TIME, ROOT, _outcome_tags, assistant_msg, check_reopen, tool_result_msg
+from spec.lineage.fork import validate_boundary_outside_open_turn
+from spec.lineage.repair import derive_closers, fold_repair_scan
+from spec.log.events import END_SEED, Event
+from spec.log.surface import fold_surface
 
 SESSION_IDS = ("alpha", "beta", "gamma", "delta")
 EVENT_KINDS = (
-    "turn/start", "step/start", "user/message", "assistant/message", "assistant/call", "assistant/chunk",
-    "tool/call", "tool/result", "step/end", "turn/end", "compaction/start", "compaction/end", "session/title",
-)  # fmt: skip
+    "turn/start",
+    "step/start",
+    "user/message",
+    "assistant/message",
+    "assistant/call",
+    "assistant/chunk",
+    "tool/call",
+    "tool/result",
+    "step/end",
+    "turn/end",
+    "compaction/start",
+    "compaction/end",
+    "session/title",
+)
 
 
 ROUND = (
-    "turn/start", "user/message", "step/start", "assistant/chunk", "assistant/call", "tool/call", "tool/result",
-    "compaction/start", "compaction/end", "step/end", "step/start", "assistant/message", "step/end", "turn/end",
-)  # fmt: skip
+    "turn/start",
+    "user/message",
+    "step/start",
+    "assistant/chunk",
+    "assistant/call",
+    "tool/call",
+    "tool/result",
+    "compaction/start",
+    "compaction/end",
+    "step/end",
+    "step/start",
+    "assistant/message",
+    "step/end",
+    "turn/end",
+)
 
 
 class StoreOnFlakyPower(RuleBasedStateMachine):
@@ -55,7 +85,9 @@ class StoreOnFlakyPower(RuleBasedStateMachine):
         self.store = self._new_store()
 
     def _new_store(self) -> SessionStore:
-        return SessionStore(FileStore(ROOT, fs=self.fs, compressed=self.compressed), clock=lambda: next(self.clock))
+        return SessionStore(
+            FileStore(ROOT, fs=self.fs, compressed=self.compressed), clock=lambda: next(self.clock)
+        )
 
     def _live(self, session_id: str) -> Session:
         session = self.store.get(session_id)
@@ -98,19 +130,25 @@ class StoreOnFlakyPower(RuleBasedStateMachine):
             session.append(kind, user_data(f"u{len(events)}", text), "append")
         elif kind in ("assistant/message", "assistant/call"):
             calls = (f"c{len(events)}",) if kind == "assistant/call" else ()
-            session.append("assistant/message", assistant_msg(f"a{len(events)}", turn, step, text, calls), "append")
+            session.append(
+                "assistant/message", assistant_msg(f"a{len(events)}", turn, step, text, calls), "append"
+            )
         elif kind == "tool/result" and pending:
             session.append(kind, tool_result_msg(pending[0], turn, step, text), "append")
         elif kind == "tool/call" and pending:
             session.append(kind, {"turn": turn, "step": step, "callId": pending[-1], "name": "read"})
         elif kind == "assistant/chunk":
-            session.append(kind, {"turn": turn, "step": step, "chunk": {"type": "text-delta", "index": 0, "text": text}})
+            session.append(
+                kind, {"turn": turn, "step": step, "chunk": {"type": "text-delta", "index": 0, "text": text}}
+            )
         elif kind in ("compaction/start", "compaction/end"):
             session.append(kind, {"compactionId": f"k{turn}", "turn": turn})
         elif kind == "turn/end":
             session.append(kind, {"turn": turn, "reason": {"kind": "completed"}})
         elif kind in ("turn/start", "step/start", "step/end"):
-            session.append(kind, {"turn": turn + (kind == "turn/start"), "step": step + (kind == "step/start")})
+            session.append(
+                kind, {"turn": turn + (kind == "turn/start"), "step": step + (kind == "step/start")}
+            )
         else:
             session.append("session/title", {"title": text})
         self._track(session)
@@ -139,12 +177,17 @@ class StoreOnFlakyPower(RuleBasedStateMachine):
         if child_id in self.appended:
             return
         source = data.draw(st.sampled_from(sorted(self.store.list(), key=lambda s: s.id)), label="source")
-        boundaries = [seq for seq in range(len(source.events)) if _outside_open_turn(source.id, source.events, seq)]
+        boundaries = [
+            seq for seq in range(len(source.events)) if _outside_open_turn(source.id, source.events, seq)
+        ]
         if not boundaries:
             return
         boundary = data.draw(st.sampled_from(boundaries), label="boundary")
         child = self.store.fork(source, boundary, child_id)
-        assert child.events[: boundary + 1] == source.events[: boundary + 1] and child.events[-1]["type"] == END_SEED
+        assert (
+            child.events[: boundary + 1] == source.events[: boundary + 1]
+            and child.events[-1]["type"] == END_SEED
+        )
         assert len(child.events) == boundary + 1 + (source.events[boundary]["type"] != END_SEED)
         self.flushed[child_id] = 0
         self._track(child)
@@ -158,7 +201,9 @@ class StoreOnFlakyPower(RuleBasedStateMachine):
         self._cut_power(data)
 
     def _unflushed(self) -> list[Session]:
-        return sorted((s for s in self.store.list() if len(s.events) > self.flushed[s.id]), key=lambda s: s.id)
+        return sorted(
+            (s for s in self.store.list() if len(s.events) > self.flushed[s.id]), key=lambda s: s.id
+        )
 
     @precondition(lambda self: bool(self._unflushed()))
     @rule(data=st.data(), at_op=st.sampled_from([2, 1, 3, 4, 5, 6]) | st.just(2))
@@ -201,7 +246,12 @@ class StoreOnFlakyPower(RuleBasedStateMachine):
     def _reopen_all(self) -> None:
         for session_id in list(self.appended):
             outcome = check_reopen(
-                self.fs, self.compressed, session_id, self.appended[session_id], self.flushed[session_id], self.headers[session_id]
+                self.fs,
+                self.compressed,
+                session_id,
+                self.appended[session_id],
+                self.flushed[session_id],
+                self.headers[session_id],
             )
             event("reopened: " + ", ".join(_outcome_tags(outcome)))
             if not outcome.found:
@@ -243,6 +293,4 @@ def _outside_open_turn(session_id: str, events: tuple[Event, ...], boundary: int
 
 
 TestStoreOnFlakyPower = StoreOnFlakyPower.TestCase
-TestStoreOnFlakyPower.settings = settings(
-    settings.default, stateful_step_count=40
-)
+TestStoreOnFlakyPower.settings = settings(settings.default, stateful_step_count=40)

@@ -20,10 +20,15 @@ from event_builders import (
 )
 
 from spec.codes import Code, SpecError
-from spec.events import is_append_surface_event, is_replacement_surface_event, is_surface_eligible_type, is_surface_event
-from spec.header import build_header
-from spec.session import SessionState, append_event, create_session_state, derive_session_messages
-from spec.surface import Replacement, Surface, derive_messages, fold_surface, plan_surface_event
+from spec.log.events import (
+    is_append_surface_event,
+    is_replacement_surface_event,
+    is_surface_eligible_type,
+    is_surface_event,
+)
+from spec.log.header import build_header
+from spec.log.session import SessionState, append_event, create_session_state, derive_session_messages
+from spec.log.surface import Replacement, Surface, derive_messages, fold_surface, plan_surface_event
 
 
 def fold_code(events: list[dict[str, Any]]) -> Code:
@@ -43,7 +48,9 @@ def fresh(session_id: str = "s") -> SessionState:
 
 
 def texts(messages: list[Any]) -> list[str]:
-    return [block["text"] for message in messages for block in message["content"] if block.get("type") == "text"]
+    return [
+        block["text"] for message in messages for block in message["content"] if block.get("type") == "text"
+    ]
 
 
 # --- foldSurface: source-event references ------------------------------------------------------
@@ -75,7 +82,11 @@ def test_an_explicit_empty_source_list_on_an_assistant_message_is_accepted() -> 
         pytest.param([user(0), user(1, sources=[True])], Code.PROVENANCE_NOT_SEQ, id="boolean"),
         pytest.param([user(0, sources=[0])], Code.PROVENANCE_NOT_EARLIER, id="self-reference"),
         pytest.param([user(0), user(2)], Code.SEQ_NOT_CONTIGUOUS, id="gap"),
-        pytest.param([user(0), user(1), user(2, "s", replace(0, 1), [0])], Code.PROVENANCE_MISSING_SHADOWED, id="missing"),
+        pytest.param(
+            [user(0), user(1), user(2, "s", replace(0, 1), [0])],
+            Code.PROVENANCE_MISSING_SHADOWED,
+            id="missing",
+        ),
     ],
 )
 def test_invalid_source_event_references_are_rejected(events: list[dict[str, Any]], code: Code) -> None:
@@ -134,8 +145,10 @@ def test_a_tool_result_rewrite_changing_the_block_header_is_rejected(key: str, v
 
 
 def test_a_tool_result_rewrite_with_a_structurally_equal_meta_array_is_accepted() -> None:
-    events = [event(0, "tool/result", tool_result_data(meta=[1, {"a": 2}]), "append"),
-              rewrite(1, 0, tool_result_data(text="x", meta=[1, {"a": 2}]))]  # fmt: skip
+    events = [
+        event(0, "tool/result", tool_result_data(meta=[1, {"a": 2}]), "append"),
+        rewrite(1, 0, tool_result_data(text="x", meta=[1, {"a": 2}])),
+    ]
     assert fold_surface(events).nodes == (1,)
 
 
@@ -149,7 +162,10 @@ def test_a_tool_result_rewrite_with_a_structurally_equal_meta_array_is_accepted(
     ],
 )
 def test_a_tool_result_rewrite_with_a_different_meta_is_rejected(before: Any, after: Any) -> None:
-    events = [event(0, "tool/result", tool_result_data(meta=before), "append"), rewrite(1, 0, tool_result_data(meta=after))]
+    events = [
+        event(0, "tool/result", tool_result_data(meta=before), "append"),
+        rewrite(1, 0, tool_result_data(meta=after)),
+    ]
     assert fold_code(events) == Code.TOOL_REWRITE_CHANGES_MORE_THAN_CONTENT
 
 
@@ -184,7 +200,7 @@ def test_nested_replacements_are_reported_in_log_order() -> None:
 
 
 def test_the_incremental_surface_keeps_no_replacement_history() -> None:
-    assert {name for name in Surface.__dataclass_fields__} == {"nodes", "replace_generation"}
+    assert set(Surface.__dataclass_fields__) == {"nodes", "replace_generation"}
 
 
 def test_fold_and_seed_report_the_same_invalid_replacement() -> None:
@@ -193,7 +209,10 @@ def test_fold_and_seed_report_the_same_invalid_replacement() -> None:
     with pytest.raises(SpecError) as caught:
         create_session_state("s", events, build_header("s", None, 1, True), 1)
     assert caught.value.code == Code.REPLACE_START_NOT_FOUND
-    assert caught.value.message == "invalid seed event at index 1: surface replace: start seq 42 not found in surface"
+    assert (
+        caught.value.message
+        == "invalid seed event at index 1: surface replace: start seq 42 not found in surface"
+    )
 
 
 def test_planning_a_rejected_candidate_leaves_the_nodes_untouched() -> None:
@@ -282,10 +301,16 @@ def test_a_numerically_larger_start_is_valid_when_its_node_comes_first() -> None
     [
         (replace(5, 0), Code.REPLACE_START_NOT_FOUND, "surface replace: start seq 5 not found in surface"),
         (replace(0, 99), Code.REPLACE_END_NOT_FOUND, "surface replace: end seq 99 not found in surface"),
-        (replace(1, 0), Code.REPLACE_INVERTED, "surface replace: start seq 1 (index 1) is after end seq 0 (index 0)"),
+        (
+            replace(1, 0),
+            Code.REPLACE_INVERTED,
+            "surface replace: start seq 1 (index 1) is after end seq 0 (index 0)",
+        ),
     ],
 )
-def test_a_replace_range_must_resolve_in_order_on_the_surface(surface_op: Any, code: Code, message: str) -> None:
+def test_a_replace_range_must_resolve_in_order_on_the_surface(
+    surface_op: Any, code: Code, message: str
+) -> None:
     error = fold_error([user(0), user(1), user(2, "s", surface_op, [0, 1])])
     assert (error.code, error.message) == (code, message)
 
@@ -363,8 +388,19 @@ def test_an_empty_assistant_message_is_a_node_without_a_message() -> None:
 
 
 def test_only_message_producing_types_are_surface_eligible() -> None:
-    eligible = [kind for kind in ("user/message", "assistant/message", "tool/result", "tool/call", "turn/start",
-                                  "assistant/chunk", "plugin/event") if is_surface_eligible_type(kind)]  # fmt: skip
+    eligible = [
+        kind
+        for kind in (
+            "user/message",
+            "assistant/message",
+            "tool/result",
+            "tool/call",
+            "turn/start",
+            "assistant/chunk",
+            "plugin/event",
+        )
+        if is_surface_eligible_type(kind)
+    ]
     assert eligible == ["user/message", "assistant/message", "tool/result"]
 
 

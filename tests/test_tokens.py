@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from spec.codes import Code, SpecError
-from spec.tokens import (
+from spec.shrink.tokens import (
     ShadowClaim,
     estimate_content,
     estimate_message,
@@ -42,7 +42,9 @@ def test_utf16_length_counts_a_lone_surrogate_once() -> None:
 
 
 def test_a_tool_call_rounds_its_name_and_arguments_separately() -> None:
-    assert estimate_content([{"type": "tool-call", "id": "c", "name": "ab", "arguments": "abcde"}]) == 1 + 2 + 4
+    assert (
+        estimate_content([{"type": "tool-call", "id": "c", "name": "ab", "arguments": "abcde"}]) == 1 + 2 + 4
+    )
 
 
 def test_a_tool_result_costs_its_inner_content_plus_four() -> None:
@@ -61,7 +63,9 @@ def test_a_lone_surrogate_in_an_unknown_block_is_priced_as_its_json_escape() -> 
 
 
 def test_a_text_block_without_a_string_text_is_priced_as_an_unknown_block() -> None:
-    assert estimate_content([{"type": "text", "text": 12345}]) == 4 + -(-len('{"type":"text","text":12345}') // 4)
+    assert estimate_content([{"type": "text", "text": 12345}]) == 4 + -(
+        -len('{"type":"text","text":12345}') // 4
+    )
 
 
 def test_a_message_costs_its_content_plus_four() -> None:
@@ -129,8 +133,16 @@ def test_pricing_a_node_without_its_event_is_rejected() -> None:
 
 
 def metering(seq: int, kind: str, start: int, end: int, tokens: int) -> dict[str, Any]:
-    return {"type": kind, "seq": seq, "time": 0, "data": {"shadowedRange": {"start": start, "end": end},
-            "shadowedSeqs": [start], "shadowedTokenCount": tokens}}  # fmt: skip
+    return {
+        "type": kind,
+        "seq": seq,
+        "time": 0,
+        "data": {
+            "shadowedRange": {"start": start, "end": end},
+            "shadowedSeqs": [start],
+            "shadowedTokenCount": tokens,
+        },
+    }
 
 
 @pytest.mark.parametrize("kind", ["compaction/summary", "compaction/prune"])
@@ -139,7 +151,9 @@ def test_a_metering_event_arms_a_claim_at_no_cost(kind: str) -> None:
 
 
 def test_any_other_log_only_event_expires_the_claim() -> None:
-    assert fold_shadow_price(ShadowClaim(1, 2, 40), {"type": "turn/end", "seq": 4, "time": 0, "data": {}}) == (None, 0)
+    assert fold_shadow_price(
+        ShadowClaim(1, 2, 40), {"type": "turn/end", "seq": 4, "time": 0, "data": {}}
+    ) == (None, 0)
 
 
 def test_an_append_adds_its_price_and_clears_the_claim() -> None:
@@ -158,6 +172,8 @@ def test_a_replace_without_a_claim_is_legacy_drift_at_no_cost() -> None:
 
 def test_a_replace_over_another_range_than_the_claim_is_rejected() -> None:
     replace = event(4, "user/message", USER, {"op": "replace", "start": 1, "end": 3})
-    with pytest.raises(SpecError, match=r"over range 1-3 has no adjacent shadow price \(armed claim covers 1-2\)") as caught:
+    with pytest.raises(
+        SpecError, match=r"over range 1-3 has no adjacent shadow price \(armed claim covers 1-2\)"
+    ) as caught:
         fold_shadow_price(ShadowClaim(1, 2, 40), replace)
     assert caught.value.code == Code.TOKEN_SHADOW_PRICE_MISMATCH

@@ -13,7 +13,7 @@ from conformance.oracle import SpecOracle
 from conformance.report import Options
 from conformance.runner import load_vectors, run_vectors
 from conformance.subject import InProcessSubject
-from spec.checker import RULES
+from spec.checks.log import RULES
 from spec.codes import Code
 
 VECTORS = gen.VECTORS_DIR
@@ -25,7 +25,10 @@ def fresh() -> dict[str, str]:
 
 
 def checked_in() -> dict[str, str]:
-    return {str(path.relative_to(VECTORS)): path.read_text(encoding="utf-8") for path in sorted(VECTORS.glob("*/*.json"))}
+    return {
+        str(path.relative_to(VECTORS)): path.read_text(encoding="utf-8")
+        for path in sorted(VECTORS.glob("*/*.json"))
+    }
 
 
 def test_checked_in_vectors_equal_a_fresh_generation(fresh: dict[str, str]) -> None:
@@ -86,7 +89,12 @@ def test_the_specification_passes_every_vector_it_can_run() -> None:
 
 
 def test_a_case_whose_outcome_is_not_the_one_its_author_meant_is_refused() -> None:
-    meant_to_fail = gen.case("session", "x", "spec.session.append_event", [gen.fails(Code.EVENT_TYPE_INVALID, "create", id="s")])
+    meant_to_fail = gen.case(
+        "session",
+        "x",
+        "spec.log.session.append_event",
+        [gen.fails(Code.EVENT_TYPE_INVALID, "create", id="s")],
+    )
     with pytest.raises(gen.GenerationError, match="meant to fail with EVENT_TYPE_INVALID"):
         gen.build_vector(meant_to_fail)
 
@@ -99,4 +107,4 @@ def test_a_case_meant_to_succeed_that_the_spec_rejects_is_refused() -> None:
 
 def test_a_rule_that_is_not_a_spec_function_is_refused() -> None:
     with pytest.raises(gen.GenerationError):
-        gen.validate_rule_name("spec.session.no_such_rule")
+        gen.validate_rule_name("spec.log.session.no_such_rule")

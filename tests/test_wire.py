@@ -13,11 +13,17 @@ import pytest
 from conformance.generate_vectors import validate_rule_name
 from conformance.oracle import SpecOracle
 from reference.server import ReferenceSubject
-from spec.json import JsonValue
+from spec.log.json import JsonValue
 from spec.wire import WIRE_FUNCTIONS, WireInputError
 
 PROTOCOL = Path(__file__).resolve().parent.parent / "conformance" / "PROTOCOL.md"
-EVENT: Any = {"type": "user/message", "seq": 0, "time": 0, "data": {"message": {"role": "user", "content": "hi"}}, "surfaceOp": "append"}
+EVENT: Any = {
+    "type": "user/message",
+    "seq": 0,
+    "time": 0,
+    "data": {"message": {"role": "user", "content": "hi"}},
+    "surfaceOp": "append",
+}
 
 
 def protocol_function_names() -> set[str]:
@@ -51,21 +57,31 @@ MALFORMED: list[tuple[str, dict[str, JsonValue]]] = [
 ]
 
 
-@pytest.mark.parametrize(("function", "inputs"), MALFORMED, ids=[f"{f}-{n}" for n, (f, _) in enumerate(MALFORMED)])
-def test_an_input_of_the_wrong_shape_is_a_wire_input_error(function: str, inputs: dict[str, JsonValue]) -> None:
+@pytest.mark.parametrize(
+    ("function", "inputs"), MALFORMED, ids=[f"{f}-{n}" for n, (f, _) in enumerate(MALFORMED)]
+)
+def test_an_input_of_the_wrong_shape_is_a_wire_input_error(
+    function: str, inputs: dict[str, JsonValue]
+) -> None:
     with pytest.raises(WireInputError):
         WIRE_FUNCTIONS[function](inputs)
 
 
 @pytest.mark.parametrize("subject", [SpecOracle, ReferenceSubject], ids=["oracle", "reference"])
-@pytest.mark.parametrize(("function", "inputs"), MALFORMED[:4], ids=[f"{f}-{n}" for n, (f, _) in enumerate(MALFORMED[:4])])
-def test_both_subjects_answer_a_wrong_shaped_input_bad_request(subject: Any, function: str, inputs: dict[str, JsonValue]) -> None:
+@pytest.mark.parametrize(
+    ("function", "inputs"), MALFORMED[:4], ids=[f"{f}-{n}" for n, (f, _) in enumerate(MALFORMED[:4])]
+)
+def test_both_subjects_answer_a_wrong_shaped_input_bad_request(
+    subject: Any, function: str, inputs: dict[str, JsonValue]
+) -> None:
     answer = subject().handle({"rid": 1, "op": "call", "function": function, "input": inputs})
     assert answer["ok"] is False and answer["error"]["code"] == "BAD_REQUEST"
 
 
 def test_a_rule_that_rejects_the_input_answers_its_code_not_bad_request() -> None:
-    answer = ReferenceSubject().handle({"rid": 1, "op": "call", "function": "spec.storage.encode_segment", "input": {"id": ""}})
+    answer = ReferenceSubject().handle(
+        {"rid": 1, "op": "call", "function": "spec.storage.encode_segment", "input": {"id": ""}}
+    )
     assert answer["ok"] is False and answer["error"]["code"] not in ("BAD_REQUEST", "INTERNAL")
 
 

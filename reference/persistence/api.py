@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from spec.events import Event
-from spec.json import FrozenDict
+from spec.log.events import Event
+from spec.log.json import FrozenDict
 
 
 @dataclass(frozen=True)

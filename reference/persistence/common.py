@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 from reference.persistence.api import OpenReport
 from spec.codes import Code, reject
-from spec.events import Event
-from spec.json import FrozenDict
+from spec.log.events import Event
+from spec.log.json import FrozenDict
 
 
 def validate_batch(next_seq: int, events: Sequence[Event]) -> None:
@@ -19,10 +19,9 @@ def validate_batch(next_seq: int, events: Sequence[Event]) -> None:
             raise TypeError("persistence takes frozen events produced by a session")
         if event.get("seq") != expected:
             raise reject(
-                Code.SEQ_NOT_CONTIGUOUS, f"stored next seq is {expected}, but the batch offers seq {event.get('seq')}"
+                Code.SEQ_NOT_CONTIGUOUS,
+                f"stored next seq is {expected}, but the batch offers seq {event.get('seq')}",
             )
-
-
 
 
 class BufferedLogHandle:
@@ -44,10 +43,6 @@ class BufferedLogHandle:
     @property
     def report(self) -> OpenReport:
         return self._report
-
-    @property
-    def durable_count(self) -> int:
-        return self._durable_count
 
     def read(self) -> tuple[Event, ...]:
         return tuple(self._events)

@@ -23,19 +23,22 @@ from dataclasses import dataclass
 
 import zstandard
 
-from reference.fs import FileSystem, LockHandle, RealFileSystem
 from reference.persistence.api import OpenReport, SessionStat, StoredLog
 from reference.persistence.common import BufferedLogHandle
-from spec.chunk_rows import decode_storage_record
+from reference.persistence.fs import FileSystem, LockHandle, RealFileSystem
 from spec.codes import Code, SpecError, reject
-from spec.events import Event
-from spec.framing import DecodedFrame, decode_header_text, decode_jsonl_log, decode_zstd_log, scan_zstd_frames
-from spec.framing import StoredLog as StoredBytes
-from spec.header import LEGACY_FORMAT_VERSION
-from spec.json import FrozenDict, JsonValue, encode_json_text, freeze_parsed_json, is_event_seq
-from spec.legacy import upgrade_v0_records, validate_stored_events
-from spec.repair import derive_closers
-from spec.storage import (
+from spec.format.chunk_rows import decode_storage_record
+from spec.format.framing import (
+    DecodedFrame,
+    FramedLog,
+    decode_header_text,
+    decode_jsonl_log,
+    decode_zstd_log,
+    scan_zstd_frames,
+)
+from spec.format.json_text import encode_json_text
+from spec.format.legacy import upgrade_v0_records, validate_stored_events
+from spec.format.naming import (
     V0_PLAIN_NAME,
     V0_ZSTD_NAME,
     V4_PLAIN_NAME,
@@ -45,6 +48,10 @@ from spec.storage import (
     encode_header_line,
     encode_segment,
 )
+from spec.lineage.repair import derive_closers
+from spec.log.events import Event
+from spec.log.header import LEGACY_FORMAT_VERSION
+from spec.log.json import FrozenDict, JsonValue, freeze_parsed_json, is_event_seq
 
 LOCK_NAME = "session.lock"
 ZSTD_LEVEL = 3  # zstd's default level, as DSH uses
@@ -81,7 +88,10 @@ def decompress_frame(frame: bytes, offset: int) -> bytes:
         if not reader.eof or reader.unused_data:
             raise zstandard.ZstdError("frame did not end where its structure says")
     except zstandard.ZstdError as error:
-        raise reject(Code.CORRUPT_LOG, f"corrupt Zstandard session log: frame at byte {offset} failed validation ({error})") from None
+        raise reject(
+            Code.CORRUPT_LOG,
+            f"corrupt Zstandard session log: frame at byte {offset} failed validation ({error})",
+        ) from None
     return bytes(plaintext)
 
 
@@ -93,13 +103,15 @@ def decompress_torn(partial: bytes) -> bytes:
         return b""
 
 
-def parse_log_bytes(data: bytes, compressed: bool) -> StoredBytes:
+def parse_log_bytes(data: bytes, compressed: bool) -> FramedLog:
     """Apply the spec's framing rules to a log's bytes (zstd frames, or plain lines)."""
     if not compressed:
         return decode_jsonl_log(data)
     scan = scan_zstd_frames(data)
     frames = [
-        DecodedFrame(frame.offset, decompress_frame(data[frame.offset : frame.offset + frame.length], frame.offset))
+        DecodedFrame(
+            frame.offset, decompress_frame(data[frame.offset : frame.offset + frame.length], frame.offset)
+        )
         for frame in scan.frames
         if not frame.skippable
     ]
@@ -147,7 +159,10 @@ def _take_v4_events(records: Sequence[JsonValue], first_seq: int) -> tuple[Event
         expected = first_seq + offset
         if not isinstance(record, dict) or not is_event_seq(record.get("seq")) or record["seq"] != expected:
             got = record.get("seq") if isinstance(record, dict) else record
-            raise reject(Code.CORRUPT_LOG, f"corrupt session log: seq gap in committed region (expected {expected}, got {got})")
+            raise reject(
+                Code.CORRUPT_LOG,
+                f"corrupt session log: seq gap in committed region (expected {expected}, got {got})",
+            )
         frozen = freeze_parsed_json(record)
         assert isinstance(frozen, FrozenDict)
         events.append(frozen)
@@ -195,7 +210,10 @@ class FileStore:
                     found.append(candidate)
                     break
         if len(found) > 1:
-            raise reject(Code.CORRUPT_LOG, f'duplicate session id "{session_id}" appears in several project directories: {found}')
+            raise reject(
+                Code.CORRUPT_LOG,
+                f'duplicate session id "{session_id}" appears in several project directories: {found}',
+            )
         return found[0] if found else None
 
     # --- service API ---
@@ -271,7 +289,9 @@ class FileStore:
                 raise reject(Code.CORRUPT_LOG, "empty or header-less Zstandard session log")
             first = scan.frames[0]
             plaintext = decompress_frame(data[first.offset : first.offset + first.length], first.offset)
-            return decode_header_line(decode_zstd_log([DecodedFrame(first.offset, plaintext)], None).header_line)[1]
+            return decode_header_line(
+                decode_zstd_log([DecodedFrame(first.offset, plaintext)], None).header_line
+            )[1]
         line_end = data.find(b"\n")
         if line_end < 0:
             raise reject(Code.CORRUPT_LOG, "empty or header-less session log")
@@ -312,7 +332,9 @@ class FileStore:
             events = stored + closers
             self._publish(new_path, loaded.header, events)
             report = OpenReport(
-                torn_bytes_dropped=0 if loaded.truncate_to is None else self.fs.size(path) - loaded.truncate_to,
+                torn_bytes_dropped=0
+                if loaded.truncate_to is None
+                else self.fs.size(path) - loaded.truncate_to,
                 recovered_events=len(loaded.recovered),
                 closers_appended=len(closers),
                 migrated_from_v0=True,
@@ -346,7 +368,9 @@ class FileStore:
             self.fs.link(temp, path)
         except FileExistsError:
             self._remove_quietly(temp)
-            raise reject(Code.SESSION_ALREADY_EXISTS, f'refusing to publish "{path}": a log already exists') from None
+            raise reject(
+                Code.SESSION_ALREADY_EXISTS, f'refusing to publish "{path}": a log already exists'
+            ) from None
         except BaseException:
             self._remove_quietly(temp)
             raise

@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from reference.persistence.api import OpenReport, SessionStat, StoredLog
 from reference.persistence.common import BufferedLogHandle
 from spec.codes import Code, reject
-from spec.events import Event
-from spec.header import HEADER_FORMAT_VERSION
-from spec.json import FrozenDict
-from spec.repair import derive_closers
+from spec.lineage.repair import derive_closers
+from spec.log.events import Event
+from spec.log.header import HEADER_FORMAT_VERSION
+from spec.log.json import FrozenDict
 
 
 @dataclass
@@ -49,7 +49,9 @@ class MemoryPersistence:
             stored.events.extend(closers)
             stored.revision += 1
         self._writers.add(session_id)
-        return MemoryLogHandle(self, stored.header, tuple(stored.events), OpenReport(closers_appended=len(closers)))
+        return MemoryLogHandle(
+            self, stored.header, tuple(stored.events), OpenReport(closers_appended=len(closers))
+        )
 
     def read(self, session_id: str) -> StoredLog:
         stored = self._require(session_id)
@@ -59,7 +61,9 @@ class MemoryPersistence:
         stored = self._stored.get(session_id)
         if stored is None:
             return None
-        return SessionStat(session_id, HEADER_FORMAT_VERSION, len(stored.events), str(stored.revision), "memory")
+        return SessionStat(
+            session_id, HEADER_FORMAT_VERSION, len(stored.events), str(stored.revision), "memory"
+        )
 
     def list(self) -> list[FrozenDict]:
         return [stored.header for stored in self._stored.values()]
@@ -83,7 +87,9 @@ class MemoryPersistence:
 
 
 class MemoryLogHandle(BufferedLogHandle):
-    def __init__(self, owner: MemoryPersistence, header: FrozenDict, durable: tuple[Event, ...], report: OpenReport) -> None:
+    def __init__(
+        self, owner: MemoryPersistence, header: FrozenDict, durable: tuple[Event, ...], report: OpenReport
+    ) -> None:
         super().__init__(header, durable, report)
         self._owner = owner
         self._published = bool(durable) or str(header["id"]) in owner._stored

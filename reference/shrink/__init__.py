@@ -1,0 +1,2 @@
+"""Shrinking the context, made to run: the compaction engine (prune, summary, overflow recovery)
+and spill stores."""

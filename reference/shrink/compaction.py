@@ -1,0 +1,718 @@
+"""The compaction engine: prune pass, summary compaction, pressure and overflow recovery, made to
+run on a live :class:`reference.session.Session` (SPEC-DECISIONS D8;
+notes/dsh-compaction-projection §4-§9).
+
+Every decision is a call into ``spec`` (``spec.shrink.compaction``, ``spec.shrink.summary``, ``spec.shrink.bracket``,
+``spec.shrink.prune``, ``spec.shrink.pressure``); this module adds the appends, the summarizer call, cancellation
+and timeouts.
+
+- :func:`prune_session` cuts the middle out of oversized tool results: per result one
+  ``compaction/prune`` then, at once, a single-node ``tool/result`` replace. A second pass finds
+  nothing to do.
+- :meth:`CompactionEngine.compact_region` / :meth:`CompactionEngine.compact_now` run the summary
+  transaction: ``compaction/start`` → price → summarize → shrink check → stability check →
+  ``compaction/summary`` + checkpoint ``user/message`` (replace) → ``compaction/end``. After the
+  start, exactly one ``compaction/end`` is attempted on every path, with ``error`` on failure.
+- :meth:`CompactionEngine.compact_if_needed` applies pressure (prune, then summarize while above
+  the threshold) and the forced overflow path; :class:`OverflowRecovery` decides retries.
+
+The engine is synchronous, like the session. A summarizer may be slow (a model call): it receives an
+:class:`AbortSignal`, and with ``summary_timeout`` set the engine runs it on a worker thread and
+stops waiting when the time is up or the caller aborts. A session is not thread-safe: one thread
+drives it, the worker thread only ever sees the summarization request.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import threading
+import time
+import uuid
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Final, Literal, Protocol, TypeVar
+
+from reference.session import Session
+from spec.codes import Code, reject
+from spec.log.events import (
+    COMPACTION_END,
+    COMPACTION_PRUNE,
+    COMPACTION_START,
+    COMPACTION_SUMMARY,
+    TOOL_RESULT,
+    USER_MESSAGE,
+    Message,
+)
+from spec.log.json import FrozenList, JsonValue, snapshot_json
+from spec.shrink.bracket import (
+    MANUAL_FAILURE_TEXT,
+    Stage,
+    derive_compaction_end,
+    derive_compaction_lifecycle,
+    derive_error_chain,
+    derive_manual_outcome,
+    plan_compaction_owner,
+    should_flush_after_close,
+    validate_compaction_inactive,
+)
+from spec.shrink.compaction import (
+    CompactionPolicy,
+    CompactionRegion,
+    plan_compaction_region,
+    resolve_compact_spec,
+    select_compactable_range,
+    validate_surface_stable,
+)
+from spec.shrink.pressure import (
+    FORCED_RETAIN_TOKENS,
+    PRESSURE_STAGE,
+    derive_context_tokens,
+    derive_failure_code,
+    derive_request_header,
+    is_overflow_retry_earned,
+    is_under_pressure,
+    may_attempt_overflow_recovery,
+    validate_context_capacity,
+    validate_pressure_relieved,
+    validate_prune_in_turn,
+)
+from spec.shrink.prune import PruneConfig, plan_prune_events
+from spec.shrink.summary import (
+    SummarizerOutput,
+    derive_checkpoint_message,
+    derive_shadowed_token_count,
+    derive_summarization_messages,
+    derive_summary_blocks,
+    frame_summary,
+    plan_summary_replacement,
+    validate_summary_smaller,
+)
+from spec.shrink.tokens import estimate_content, price_surface
+
+log = logging.getLogger(__name__)
+
+Trigger = Literal["pressure", "context-overflow"]
+T = TypeVar("T")
+
+# --- cancellation ----------------------------------------------------------------------------------
+
+
+class AbortSignal:
+    """A cancellation flag that can be shared across threads, like the web platform's AbortSignal:
+    ``abort(reason)`` sets it once and wakes every listener; ``throw_if_aborted()`` raises the
+    reason (by default a ``SpecError`` with code ``ABORTED``)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._reason: BaseException | None = None
+        self._listeners: list[Callable[[BaseException], None]] = []
+
+    @property
+    def aborted(self) -> bool:
+        return self._reason is not None
+
+    @property
+    def reason(self) -> BaseException | None:
+        return self._reason
+
+    def abort(self, reason: BaseException | None = None) -> None:
+        with self._lock:
+            if self._reason is not None:
+                return
+            self._reason = reason if reason is not None else reject(Code.ABORTED, "the operation was aborted")
+            listeners, self._listeners = self._listeners, []
+        for listener in listeners:
+            listener(self._reason)
+
+    def throw_if_aborted(self) -> None:
+        if self._reason is not None:
+            raise self._reason
+
+    def on_abort(self, listener: Callable[[BaseException], None]) -> Callable[[], None]:
+        """Call ``listener(reason)`` when the signal aborts (at once if it already has); returns a
+        function that forgets the listener."""
+        with self._lock:
+            if self._reason is None:
+                self._listeners.append(listener)
+                return lambda: self._forget(listener)
+        listener(self._reason)
+        return lambda: None
+
+    def _forget(self, listener: Callable[[BaseException], None]) -> None:
+        with self._lock:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+    def linked(self) -> tuple[AbortSignal, Callable[[], None]]:
+        """A child signal, aborted with this one's reason when this one aborts and abortable on its
+        own (a timeout aborts the child, not the caller's signal), and the function that unlinks
+        it once it is no longer needed."""
+        child = AbortSignal()
+        return child, self.on_abort(child.abort)
+
+
+# --- the summarizer protocol (notes §4.8) ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SummaryRequest:
+    """What a summarizer is asked to condense: the shadowed nodes' messages in surface order, the
+    system prompt and tools of the latest request header (replay them so the request is a prefix
+    of the last one), the generation cap, and — this project's addition — the token price of the
+    span, which the framed summary must stay under."""
+
+    session_id: str
+    messages: tuple[Message, ...]
+    system: str | None
+    tools: FrozenList | None
+    max_tokens: int
+    shadowed_token_count: int
+    purpose: str = "compaction"
+
+
+class Summarizer(Protocol):
+    """Writes the summary of a span. It returns ``SummarizerOutput`` (text blocks plus the call's
+    provenance) or raises; it should give up promptly once ``signal`` is aborted. It must not touch
+    the session: with a timeout it runs on a worker thread."""
+
+    def summarize(self, request: SummaryRequest, signal: AbortSignal) -> SummarizerOutput: ...
+
+
+COMPACTION_INSTRUCTION: Final = """\
+You are now the compaction engine of this coding assistant. Condense the conversation above into a \
+checkpoint that lets the work continue without it. Write these Markdown sections, in this order:
+## Primary Request and Intent
+## Key Technical Concepts
+## Files and Code
+## Errors and Fixes
+## Pending Jobs
+## Current Work
+## Next Step
+## Critical Context
+Keep exact paths, identifiers, commands and numbers. Write "(none)" under a section with nothing to \
+say. If the conversation starts with an earlier <compacted-summary>, merge it into the new sections \
+instead of copying it."""
+
+
+def derive_model_request(request: SummaryRequest) -> list[Message]:
+    """The messages a model-backed summarizer sends: the span's messages, then the instruction as
+    a last user message (notes §4.8)."""
+    instruction = snapshot_json(
+        {
+            "id": "compaction-instruction",
+            "role": "user",
+            "content": [{"type": "text", "text": COMPACTION_INSTRUCTION}],
+            "source": {"kind": "plugin", "plugin": "dsh-compaction-basic"},
+        }
+    )
+    assert isinstance(instruction, dict)
+    return [*request.messages, instruction]
+
+
+def summarizer_output_from_model(
+    raw_output: Sequence[JsonValue],
+    provider: str,
+    model: str,
+    max_tokens: int | None = None,
+    usage: JsonValue = None,
+) -> SummarizerOutput:
+    """Turn a model's answer into a summarizer output: only its text blocks become the summary (an
+    image or an empty answer is refused by ``spec.shrink.summary.derive_summary_blocks``), and the raw
+    blocks are kept as provenance of one model call (notes §4.8)."""
+    frozen_raw = snapshot_json(list(raw_output))
+    frozen_usage = snapshot_json(usage) if usage is not None else None
+    if not isinstance(frozen_raw, FrozenList) or (usage is not None and not isinstance(frozen_usage, dict)):
+        raise reject(Code.DATA_NOT_JSON, "summarizer output is outside the lossless JSON domain")
+    return SummarizerOutput(
+        summary=derive_summary_blocks(frozen_raw),
+        provider=provider,
+        model=model,
+        raw_output=frozen_raw,
+        llm_stream_call=True,
+        max_tokens=max_tokens,
+        usage=frozen_usage,  # type: ignore[arg-type]
+    )
+
+
+@dataclass(frozen=True)
+class DeterministicSummarizer:
+    """A summarizer that needs no model: one line per message (who spoke, the first
+    ``excerpt_chars`` characters of its text, the tools it called), newest kept first when the
+    budget is short, the whole framed checkpoint aimed at ``budget_ratio`` of the span's price.
+    The same span always gives the same summary. A span too small to beat its own frame gives a
+    summary that the engine's shrink check refuses, as it should."""
+
+    excerpt_chars: int = 160  # code points of each message's text kept in its line
+    budget_ratio: float = 0.5  # fraction of the shadowed price the framed checkpoint may cost
+    provider: str = "reference"
+    model: str = "deterministic-summarizer"
+
+    def summarize(self, request: SummaryRequest, signal: AbortSignal) -> SummarizerOutput:
+        signal.throw_if_aborted()
+        lines = [self._line(message) for message in request.messages]
+        heading = f"Earlier conversation condensed without a model ({len(lines)} messages; newest last):"
+        budget = max(1, math.floor(request.shadowed_token_count * self.budget_ratio))
+        kept: list[str] = []
+        for line in reversed(lines):
+            omitted = len(lines) - len(kept) - 1
+            candidate = [line, *kept]
+            if self._framed_cost(heading, candidate, omitted) > budget:
+                break
+            kept = candidate
+        omitted = len(lines) - len(kept)
+        text = "\n".join([heading, *([f"- ({omitted} earlier messages omitted)"] if omitted else []), *kept])
+        summary = snapshot_json([{"type": "text", "text": text}])
+        assert isinstance(summary, FrozenList)
+        return SummarizerOutput(summary=summary, provider=self.provider, model=self.model)
+
+    def _framed_cost(self, heading: str, lines: list[str], omitted: int) -> int:
+        text = "\n".join([heading, *([f"- ({omitted} earlier messages omitted)"] if omitted else []), *lines])
+        return estimate_content(frame_summary([{"type": "text", "text": text}])) + 4
+
+    def _line(self, message: Message) -> str:
+        role = message.get("role")
+        source = message.get("source")
+        content = message.get("content")
+        blocks = content if isinstance(content, list) else []
+        calls = [str(b.get("name")) for b in blocks if isinstance(b, dict) and b.get("type") == "tool-call"]
+        results = [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool-result"]
+        if results:
+            block = results[0]
+            inner = block.get("content")
+            who = f"tool result {block.get('toolCallId')}" + (
+                " (error)" if block.get("isError") is True else ""
+            )
+            body = _text_of(inner if isinstance(inner, list) else [])
+        else:
+            kind = source.get("kind") if isinstance(source, dict) else None
+            who = str(role) if kind in (None, "user", "model") else f"{role} ({kind})"
+            body = _text_of(blocks)
+        points = list(" ".join(body.split()))
+        excerpt = "".join(points[: self.excerpt_chars]) + ("…" if len(points) > self.excerpt_chars else "")
+        called = f"[called {', '.join(calls)}]" if calls else ""
+        return f"- {who}: " + " ".join(part for part in (excerpt, called) if part)
+
+
+def _text_of(blocks: Sequence[JsonValue]) -> str:
+    return " ".join(
+        str(b.get("text")) for b in blocks if isinstance(b, dict) and b.get("type") in ("text", "reasoning")
+    )
+
+
+# --- results ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CompactionResult:
+    """A committed summary compaction (notes §4.1)."""
+
+    compaction_id: str
+    source_command_id: str | None
+    start_seq: int
+    summary_seq: int
+    end_seq: int
+    summary: FrozenList
+    shadowed_range: tuple[int, int]
+    shadowed_seqs: tuple[int, ...]
+    shadowed_token_count: int
+
+
+@dataclass(frozen=True)
+class PrunedEntry:
+    """One pruned tool result: the node it replaced, the replacement, and the sizes in code points."""
+
+    original_seq: int
+    replacement_seq: int
+    call_id: JsonValue
+    chars_before: int
+    chars_after: int
+
+
+@dataclass(frozen=True)
+class PruneResult:
+    pruned: tuple[PrunedEntry, ...]
+    chars_removed: int
+
+
+# --- the prune pass (notes §6.3) ------------------------------------------------------------------
+
+
+def prune_session(session: Session, config: PruneConfig = PruneConfig()) -> PruneResult:
+    """Prune every oversized tool result on the current surface: for each one, append its
+    ``compaction/prune`` (priced from the original) and at once the single-node replace that
+    changes only the result's inner content. Needs an open turn when there is anything to prune;
+    replacements that landed before a failing append stay (no rollback). No bracket, no lock."""
+    plans = plan_prune_events(session.surface.nodes, session.events, config)
+    if plans:
+        validate_prune_in_turn(session.events)
+    pruned: list[PrunedEntry] = []
+    for plan in plans:
+        session.append(COMPACTION_PRUNE, plan.prune_data)
+        replacement = session.append(
+            TOOL_RESULT, plan.replacement_data, plan.surface_op, plan.source_event_seqs
+        )
+        pruned.append(
+            PrunedEntry(
+                plan.original_seq,
+                int(replacement["seq"]),  # type: ignore[arg-type]
+                plan.call_id,
+                plan.chars_before,
+                plan.chars_after,
+            )
+        )
+    return PruneResult(tuple(pruned), sum(entry.chars_before - entry.chars_after for entry in pruned))
+
+
+# --- the engine -----------------------------------------------------------------------------------
+
+
+class CompactionEngine:
+    """Summary compaction for live sessions.
+
+    ``summarizer`` writes summaries (:class:`DeterministicSummarizer` needs no model); ``policy`` is
+    the pressure policy (threshold 80 %, retain 16 %, retries); ``prune`` configures the prune pass
+    run before summaries under pressure and overflow (``None``: never prune); ``context_window`` is
+    the routed model's capacity in tokens, needed by pressure only; ``summary_timeout`` (seconds)
+    bounds the summarizer; ``new_id`` mints compaction and checkpoint message ids."""
+
+    def __init__(
+        self,
+        summarizer: Summarizer,
+        policy: CompactionPolicy = CompactionPolicy(),
+        prune: PruneConfig | None = PruneConfig(),
+        context_window: int | None = None,
+        summary_timeout: float | None = None,
+        new_id: Callable[[], str] = lambda: str(uuid.uuid4()),
+    ) -> None:
+        self.summarizer = summarizer
+        self.policy = policy
+        self.prune_config = prune
+        self.context_window = context_window
+        self.summary_timeout = summary_timeout
+        self._new_id = new_id
+
+    # --- entry points ---
+
+    def compact_region(
+        self, session: Session, start: int, end: int, signal: AbortSignal | None = None
+    ) -> CompactionResult:
+        """Automatic compaction of the surface span ``start..end`` (seqs of its first and last
+        node), owned by the open turn; the whole surface must stay unchanged while the summarizer
+        runs. A failure is raised as it is, after the bracket is closed."""
+        result = self._transact(
+            session, start, end, manual=False, signal=signal or AbortSignal(), source_command_id=None
+        )
+        assert result is not None
+        return result
+
+    def compact_now(
+        self, session: Session, signal: AbortSignal | None = None, source_command_id: str | None = None
+    ) -> CompactionResult | None:
+        """Manual compaction (``/compact``) between turns: everything but the newest indivisible unit
+        is summarized under a standalone bracket (``turn: null``), then the log is flushed. Returns
+        ``None``, writing nothing, when there is nothing to compact. Never prunes. Raises ``ABORTED``
+        (the signal's reason) when cancelled — even after the checkpoint landed — and otherwise
+        ``COMPACTION_BUSY``, ``COMPACTION_SURFACE_CHANGED``, ``COMPACTION_SUMMARY_FAILED``,
+        ``COMPACTION_COMMIT_FAILED`` or ``COMPACTION_PERSISTENCE_FAILED`` (notes §9.1)."""
+        signal = signal or AbortSignal()
+        signal.throw_if_aborted()
+        nodes = session.surface.nodes
+        span = select_compactable_range(
+            price_surface(nodes, session.events), nodes, session.events, FORCED_RETAIN_TOKENS
+        )
+        if span is None:
+            return None
+        return self._transact(
+            session, span[0], span[1], manual=True, signal=signal, source_command_id=source_command_id
+        )
+
+    def compact_if_needed(
+        self,
+        session: Session,
+        trigger: Trigger,
+        signal: AbortSignal | None = None,
+        context_window: int | None = None,
+    ) -> CompactionResult | None:
+        """``pressure``: if the context holds at least the threshold, prune, measure again, then
+        summarize head-anchored spans (keeping the retained tail) until below it, at most
+        ``compactionRetries + 1`` times. ``context-overflow``: prune, then force one summary keeping
+        only the newest indivisible unit. Both run inside the open turn (notes §5.3)."""
+        signal = signal or AbortSignal()
+        if trigger == "context-overflow":
+            if self.prune_config is not None:
+                prune_session(session, self.prune_config)
+            nodes = session.surface.nodes
+            span = select_compactable_range(
+                price_surface(nodes, session.events), nodes, session.events, FORCED_RETAIN_TOKENS
+            )
+            return None if span is None else self.compact_region(session, span[0], span[1], signal)
+        if trigger != "pressure":
+            raise ValueError(f"unknown compaction trigger {trigger!r}")
+        validate_compaction_inactive(session.events, PRESSURE_STAGE)
+        window = validate_context_capacity(
+            context_window if context_window is not None else self.context_window
+        )
+        spec = resolve_compact_spec(self.policy, window)
+        if not is_under_pressure(self.measure(session), spec.threshold_tokens):
+            return None
+        if self.prune_config is not None:
+            prune_session(session, self.prune_config)
+            if not is_under_pressure(self.measure(session), spec.threshold_tokens):
+                return None
+        result: CompactionResult | None = None
+        attempts = self.policy.compaction_retries + 1
+        for _ in range(attempts):
+            nodes = session.surface.nodes
+            span = select_compactable_range(
+                price_surface(nodes, session.events), nodes, session.events, spec.retain_tokens
+            )
+            if span is None:
+                if result is None:
+                    return None
+                break
+            result = self.compact_region(session, span[0], span[1], signal)
+            if not is_under_pressure(self.measure(session), spec.threshold_tokens):
+                return result
+        validate_pressure_relieved(self.measure(session), spec.threshold_tokens, attempts)
+        return result
+
+    def prune(self, session: Session) -> PruneResult:
+        """The prune pass with this engine's configuration (nothing when pruning is off)."""
+        return (
+            prune_session(session, self.prune_config) if self.prune_config is not None else PruneResult((), 0)
+        )
+
+    @staticmethod
+    def measure(session: Session) -> int:
+        """The estimated tokens of the next request: request-header envelope plus surface."""
+        return derive_context_tokens(session.events, price_surface(session.surface.nodes, session.events))
+
+    # --- the transaction (notes §4.5) ---
+
+    def _transact(
+        self,
+        session: Session,
+        start: int,
+        end: int,
+        *,
+        manual: bool,
+        signal: AbortSignal,
+        source_command_id: str | None,
+    ) -> CompactionResult | None:
+        if manual:
+            signal.throw_if_aborted()
+        region = plan_compaction_region(session.surface.nodes, session.events, start, end)
+        validate_compaction_inactive(session.events, "compaction")
+        turn = plan_compaction_owner(session.events, manual)
+        compaction_id = self._new_id()
+        lifecycle = derive_compaction_lifecycle(compaction_id, turn, source_command_id)
+        start_seq = int(session.append(COMPACTION_START, lifecycle)["seq"])  # type: ignore[arg-type]
+        # From here the lock is held: every path below attempts exactly one compaction/end.
+        stage: Stage = "summary"
+        closing = closed = False
+        failure: tuple[Stage, BaseException] | None = None
+        result: CompactionResult | None = None
+        try:
+            priced = price_surface(session.surface.nodes, session.events)
+            shadowed_tokens = derive_shadowed_token_count(priced, region)
+            output = self._summarize(session, region, shadowed_tokens, signal)
+            message_id = self._new_id()
+            checkpoint = derive_checkpoint_message(
+                message_id, output.summary, compaction_id, source_command_id
+            )
+            validate_summary_smaller(checkpoint, shadowed_tokens)
+            if manual:
+                signal.throw_if_aborted()
+            after = price_surface(session.surface.nodes, session.events)
+            validate_surface_stable(priced, after, region, not manual, session.events)
+            stage = "commit"
+            plan = plan_summary_replacement(
+                region, start_seq, session.seq, lifecycle, output, shadowed_tokens, message_id
+            )
+            summary_event = session.append(COMPACTION_SUMMARY, plan.summary_data)
+            session.append(USER_MESSAGE, plan.checkpoint_data, plan.surface_op, plan.source_event_seqs)
+            closing = True
+            end_event = session.append(COMPACTION_END, derive_compaction_end(lifecycle))
+            closed = True
+            result = CompactionResult(
+                compaction_id=compaction_id,
+                source_command_id=source_command_id,
+                start_seq=start_seq,
+                summary_seq=int(summary_event["seq"]),  # type: ignore[arg-type]
+                end_seq=int(end_event["seq"]),  # type: ignore[arg-type]
+                summary=output.summary,
+                shadowed_range=(region.start, region.end),
+                shadowed_seqs=region.shadowed,
+                shadowed_token_count=shadowed_tokens,
+            )
+        except BaseException as error:
+            failure = ("commit" if closing else stage, error)
+            if not closing:
+                closing = True
+                try:
+                    session.append(
+                        COMPACTION_END, derive_compaction_end(lifecycle, derive_error_chain(error))
+                    )
+                    closed = True
+                except Exception as close_error:
+                    # The start stays unmatched on purpose: it is the durable busy marker.
+                    failure = ("commit", close_error)
+            if not isinstance(error, Exception):
+                raise error  # an interrupt or a crash: the close was attempted, now let it through
+        flush_failure: Exception | None = None
+        if should_flush_after_close(manual, closed):
+            try:
+                session.flush()
+            except Exception as error:
+                flush_failure = error
+        if not manual:
+            if failure is not None:
+                raise failure[1]
+            return result
+        outcome = derive_manual_outcome(signal.aborted, failure, flush_failure is not None)
+        if outcome is Code.ABORTED:
+            signal.throw_if_aborted()
+        if outcome is not None:
+            raise reject(outcome, MANUAL_FAILURE_TEXT[outcome]) from (
+                failure[1] if failure is not None else flush_failure
+            )
+        return result
+
+    def _summarize(
+        self, session: Session, region: CompactionRegion, shadowed_tokens: int, signal: AbortSignal
+    ) -> SummarizerOutput:
+        header = derive_request_header(session.events) or {}
+        system, tools = header.get("system"), header.get("tools")
+        request = SummaryRequest(
+            session_id=session.id,
+            messages=derive_summarization_messages(session.events, region.shadowed),
+            system=system if isinstance(system, str) else None,
+            tools=tools if isinstance(tools, FrozenList) else None,
+            max_tokens=self.policy.max_tokens,
+            shadowed_token_count=shadowed_tokens,
+        )
+        output = self._call_summarizer(request, signal)
+        if not isinstance(output, SummarizerOutput):
+            raise reject(Code.COMPACTION_SUMMARY_EMPTY, "summarizer returned no SummarizerOutput")
+        # Whatever a summarizer says, only its text blocks become the summary (notes §4.8).
+        return dataclasses.replace(output, summary=derive_summary_blocks(output.summary))
+
+    def _call_summarizer(self, request: SummaryRequest, signal: AbortSignal) -> SummarizerOutput:
+        if self.summary_timeout is None:
+            return self.summarizer.summarize(request, signal)
+        return _call_with_deadline(
+            lambda inner: self.summarizer.summarize(request, inner), signal, self.summary_timeout
+        )
+
+
+def _call_with_deadline(call: Callable[[AbortSignal], T], signal: AbortSignal, timeout: float) -> T:
+    """Run ``call`` on a worker thread and wait for it, for the caller's abort, or for ``timeout``
+    seconds, whichever comes first. On abort or timeout the call's own signal is aborted and its
+    late answer, if any, is dropped."""
+    inner, unlink = signal.linked()
+    wake = threading.Event()
+    box: dict[str, object] = {}
+
+    def run() -> None:
+        try:
+            box["value"] = call(inner)
+        except BaseException as error:
+            box["error"] = error
+        finally:
+            wake.set()
+
+    inner.on_abort(lambda _reason: wake.set())
+    worker = threading.Thread(target=run, name="dsh-summarizer", daemon=True)
+    worker.start()
+    deadline = time.monotonic() + timeout
+    try:
+        while not ("value" in box or "error" in box):
+            signal.throw_if_aborted()
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                expired = reject(
+                    Code.COMPACTION_SUMMARY_TIMEOUT, f"summarization timed out after {timeout:g} s"
+                )
+                inner.abort(expired)
+                raise expired
+            wake.wait(remaining)
+            wake.clear()
+    finally:
+        unlink()
+    if "error" in box:
+        raise box["error"]  # type: ignore[misc]
+    return box["value"]  # type: ignore[return-value]
+
+
+# --- context-overflow recovery (notes §8.2) -------------------------------------------------------
+
+
+class OverflowRecovery:
+    """Decides, for each failed model request, whether compacting can earn a retry: only for a
+    ``CONTEXT_WINDOW_EXCEEDED`` failure, at most ``max_overflow_retries`` times (default: the
+    engine policy's, 1) between resets, and only when the surface's ``replaceGeneration`` grew."""
+
+    def __init__(self, engine: CompactionEngine, max_overflow_retries: int | None = None) -> None:
+        self.engine = engine
+        self.max_overflow_retries = (
+            engine.policy.max_overflow_retries if max_overflow_retries is None else max_overflow_retries
+        )
+        self._retries: weakref.WeakKeyDictionary[Session, int] = weakref.WeakKeyDictionary()
+
+    def retries(self, session: Session) -> int:
+        return self._retries.get(session, 0)
+
+    def reset(self, session: Session) -> None:
+        """A successful response (or the agent going idle) starts a fresh recovery sequence."""
+        self._retries.pop(session, None)
+
+    def on_request_error(
+        self, session: Session, error: BaseException, signal: AbortSignal | None = None
+    ) -> bool:
+        """Record ``replaceGeneration``, compact for overflow, and answer whether to retry the
+        request. A failing compaction still earns a retry when something landed before it failed
+        (typically a prune); otherwise the caller re-raises its original error."""
+        signal = signal or AbortSignal()
+        retries = self.retries(session)
+        if not may_attempt_overflow_recovery(
+            derive_failure_code(error), signal.aborted, retries, self.max_overflow_retries
+        ):
+            return False
+        before = session.surface.replace_generation
+        try:
+            self.engine.compact_if_needed(session, "context-overflow", signal)
+        except Exception as failure:
+            if is_overflow_retry_earned(before, session.surface.replace_generation, signal.aborted):
+                log.warning(
+                    "context-overflow compaction failed after durable surface progress: %s; retrying from the replacement surface",
+                    derive_error_chain(failure),
+                )
+                self._retries[session] = retries + 1
+                return True
+            reason = (
+                "cancellation prevents retry" if signal.aborted else "preserving the original request error"
+            )
+            log.warning("context-overflow compaction failed: %s; %s", derive_error_chain(failure), reason)
+            return False
+        if not is_overflow_retry_earned(before, session.surface.replace_generation, signal.aborted):
+            return False
+        self._retries[session] = retries + 1
+        return True
+
+    def request(
+        self, session: Session, send: Callable[[list[Message]], T], signal: AbortSignal | None = None
+    ) -> T:
+        """Send the current surface with ``send``; on a context-window failure that recovery can
+        answer, send the shrunk surface again. A success resets the retry count."""
+        while True:
+            try:
+                answer = send(session.derive_messages())
+            except Exception as error:
+                if self.on_request_error(session, error, signal):
+                    continue
+                raise
+            self.reset(session)
+            return answer

@@ -1,0 +1,81 @@
+"""The checker's relational rules about where a log's events came from: the closers crash repair
+writes for a turn a crash left open, and the events a fork or seed inherited, as the header's
+lineage describes them (SPEC-DECISIONS D3 item 6, D1, D9; notes/dsh-session-core §4.3-§4.5, §9).
+The rule ids are in :data:`spec.checks.log.RULES`; :func:`spec.checks.log.check_log` runs this family
+with the others.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+from spec.checks.violation import Violation, violation_seq
+from spec.lineage.repair import INTERRUPTED_REASON_KIND, RepairScan, apply_repair_scan, derive_closers_after
+from spec.log.events import COMPACTION_END, END_SEED, STEP_END, TOOL_RESULT, TURN_END, Event, event_data
+from spec.log.json import JsonObject, is_event_seq, js_text
+
+# --- crash-repair closers (SPEC-DECISIONS D3 item 6) ------------------------------------------------
+
+
+def check_closers(events: Sequence[Event]) -> Iterator[Violation]:
+    """Wherever a turn is open, see whether the events from there on are exactly the closers repair
+    derives for the log so far; a ``turn/end`` with reason ``interrupted`` must be the last event
+    of such a block (notes/dsh-session-core §9; SPEC-DECISIONS D3 item 6)."""
+    scan = RepairScan()
+    verified_ends: set[int] = set()
+    for position, event in enumerate(events):
+        if (
+            scan.open_turn is not None
+            and position > 0
+            and event.get("type") in (TOOL_RESULT, COMPACTION_END, STEP_END, TURN_END)
+        ):
+            expected = derive_closers_after(
+                scan, events[position - 1], violation_seq(events[position - 1], position - 1) + 1
+            )
+            if tuple(events[position : position + len(expected)]) == expected:
+                verified_ends.add(position + len(expected) - 1)
+        if _is_interrupted_turn_end(event) and position not in verified_ends:
+            at = violation_seq(event, position)
+            yield Violation(
+                "closers",
+                at,
+                f"interrupted turn/end at seq {at} does not end the closers repair derives for the log before them",
+            )
+        scan = apply_repair_scan(scan, event)
+
+
+def _is_interrupted_turn_end(event: Event) -> bool:
+    reason = event_data(event).get("reason")
+    return (
+        event.get("type") == TURN_END
+        and isinstance(reason, dict)
+        and reason.get("kind") == INTERRUPTED_REASON_KIND
+    )
+
+
+# --- the header's lineage (notes/dsh-session-core §4.3-§4.5; SPEC-DECISIONS D1) -------------------
+
+
+def check_header_lineage(events: Sequence[Event], header: JsonObject) -> Iterator[Violation]:
+    """``seedLength`` counts inherited events, so it is at most the log's length, and the inherited
+    events end with a ``session/end-seed`` at ``seedLength - 1`` (the seed already ended with one)
+    or at ``seedLength``; ``isSeeded: true`` promises an end-seed somewhere."""
+    if "seedLength" in header:
+        seed_length = header["seedLength"]
+        if not is_event_seq(seed_length) or seed_length > len(events):
+            yield Violation(
+                "seed-length",
+                None,
+                f"header seedLength {js_text(seed_length)} is not a seq within the log's {len(events)} events",
+            )
+        elif not any(
+            0 <= at < len(events) and events[at].get("type") == END_SEED
+            for at in (int(seed_length) - 1, int(seed_length))
+        ):
+            yield Violation(
+                "end-seed",
+                None,
+                f"no session/end-seed at seq {js_text(seed_length)} or just before it (header seedLength)",
+            )
+    if header.get("isSeeded") is True and not any(event.get("type") == END_SEED for event in events):
+        yield Violation("end-seed", None, "the header says isSeeded but the log has no session/end-seed")

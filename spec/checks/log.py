@@ -1,0 +1,213 @@
+"""The whole-log checker: every violation of every rule, each with a stable rule id
+(SPEC-DECISIONS D9).
+
+A session enforces its *core* rules as events arrive (notes/dsh-session-core §11.2): seqs count
+0, 1, 2..., the envelope and message shapes a restore accepts, and the surface rules. The
+*relational* rules describe how well-behaved writers nest their events — turns, steps, tool calls,
+compaction brackets, shadow prices, repair closers, the lineage in the header. DSH checks those
+only in optional companions (§11.1; notes/dsh-compaction-projection §4.6, §7), and some of them
+not at all, so ``check_log(..., relational=False)`` checks the core alone.
+
+The core family is here; the relational families are :mod:`spec.checks.turns` (turns, steps and
+tool calls), :mod:`spec.checks.compaction` (compaction brackets and shadow prices) and
+:mod:`spec.checks.lineage` (crash-repair closers and the header's lineage). :data:`RULES` names
+every rule of every family in one table.
+
+The checker never stops at the first problem. Each family folds the whole log; after a
+violation it resynchronises on what the offending event says (a ``turn/start`` while a turn is open
+is read as closing that turn first; a refused surface event leaves the surface unchanged), so one
+mistake gives one violation rather than a cascade. A violation's ``seq`` is the offending event's
+own seq (its position, when it has no usable seq), or ``None`` for the log as a whole.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from types import MappingProxyType
+from typing import Final
+
+from spec.checks.compaction import check_compaction, check_shadow_price
+from spec.checks.lineage import check_closers, check_header_lineage
+from spec.checks.turns import check_turn_structure
+from spec.checks.violation import Violation, violation_seq
+from spec.codes import Code, SpecError
+from spec.lineage.seed import (
+    validate_seed_envelope,
+    validate_seed_llm_shape,
+    validate_seed_request_header_reason,
+)
+from spec.log.events import Event
+from spec.log.json import JsonObject, is_event_seq, js_text
+from spec.log.surface import plan_surface_event, splice_plan
+
+RULES: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        # --- core: a session refuses these as they arrive (notes/dsh-session-core §11.2) ---
+        "seq-contiguous": "The log is numbered by position: the event at index i has seq i, so seqs start at 0 and "
+        "rise by exactly 1 with no gaps or repeats.",
+        "envelope": "An event is {type, seq, time, data, surfaceOp?, sourceEventSeqs?, ignorable?} and nothing "
+        "else: type a string, time a safe integer, data present, ignorable only ever true; retired vocabulary "
+        "(request/header-delta, request/header reason 'fallback') is refused (§1.3).",
+        "message-shape": "Every message an event shows the model has a non-empty id, the role its type needs, a "
+        "source with a kind and an array content; an assistant's source names provider and model, a tool result's "
+        "source names its call and holds one tool-result block for that same call; a request/header names its "
+        "provider and model (§1.4).",
+        "surface-op": "Only user/message, assistant/message and tool/result join the surface, and each of them says "
+        "how: surfaceOp 'append' or exactly {op:'replace', start, end}. Every other event carries neither surfaceOp "
+        "nor sourceEventSeqs (§2.1, §3.4).",
+        "surface-replace": "A replace names two nodes that are on the surface right now, the start not after the "
+        "end; it swaps that whole span for itself (§3.5).",
+        "provenance": "sourceEventSeqs, when present, is a non-empty list (empty only on assistant/message) of "
+        "distinct earlier seqs, and a replace cites every node it shadows: nothing leaves the model's view "
+        "without a trace of where it went (§3.6).",
+        "tool-rewrite": "A tool/result that replaces rewrites exactly one tool/result node and changes only the text "
+        "inside its first content block: same call, same ids, same error flag (§3.7).",
+        # --- relational: how turns, steps and tool calls nest (notes/dsh-session-core §10, §11.1) ---
+        "turn-numbering": "Turns are numbered 1, 2, 3... in the order they start.",
+        "turn-open": "A turn starts only when no turn is open: turns never nest or overlap.",
+        "turn-end": "A turn/end names the turn that is open; there is no turn/end without an open turn.",
+        "step-open": "A step closes before the next step starts and before its turn ends.",
+        "step-in-turn": "A step/start names the open turn: steps live inside turns.",
+        "step-numbering": "Steps are numbered 1, 2, 3... afresh in every turn.",
+        "step-scoped": "step/end, assistant/chunk, assistant/message, tool/call and an appended tool/result name "
+        "the open turn and the open step: a model response and its tool calls belong to exactly one step.",
+        "tool-result-pairing": "An appended tool/result answers a tool/call logged earlier in the same step; only "
+        "crash repair's TOOL_NOT_STARTED result may answer a call that never started. Calls may stay unanswered "
+        "when their step ends.",
+        "turn-enclosed": "Execution records — todo/write, request/header, request/context and a replacing "
+        "tool/result — happen inside an open turn (a step is not needed).",
+        # --- relational: compaction (notes/dsh-compaction-projection §4.2, §4.4, §4.6, §7) ---
+        "compaction-bracket": "A compaction is a bracket: compaction/start, at most one compaction/summary, then "
+        "compaction/end, all with the same compactionId and sourceCommandId (non-empty strings when present). "
+        "Brackets never nest, and an end without an error needs the summary. The open bracket is the session's "
+        "durable lock; a session/end-seed turns a bracket left open by an earlier lifecycle into a stale orphan "
+        "that is never closed.",
+        "compaction-turn": "A compaction belongs to one owner: a turn number (it runs inside that open turn) or null "
+        "(standalone, between turns). Its summary and end name the same owner, and no turn starts or ends while a "
+        "compaction is open.",
+        "compaction-summary": "A compaction/summary prices what it replaces: shadowedSeqs is non-empty, "
+        "shadowedRange runs from its first to its last seq, shadowedTokenCount is a non-negative safe integer.",
+        "compaction-checkpoint": "A replacing user/message whose source is the compact plugin's checkpoint belongs to "
+        "the open compaction: same compactionId and sourceCommandId.",
+        "shadow-price": "Every surface replace is metered: the event immediately before it is its "
+        "compaction/summary (for a user/message) or compaction/prune (for a tool/result) whose shadowedRange has "
+        "the replace's start and end, so that a token count can follow the surface in O(1) per event. A metering "
+        "event whose replace never came (a failed commit, a crash) prices nothing and is allowed (§7).",
+        # --- relational: crash repair and lineage (SPEC-DECISIONS D3 item 6; notes/dsh-session-core §4.3-§4.5) ---
+        "closers": "A turn/end with reason 'interrupted' is written only by crash repair, as the last of a block of "
+        "closers equal to what repair derives from the log before the block.",
+        "seed-length": "The header's seedLength, when present, is a seq no larger than the number of events: it "
+        "counts the events inherited from a parent.",
+        "end-seed": "The inherited events of a forked or seeded session end with a session/end-seed: at "
+        "seedLength - 1 or seedLength when the header has a seedLength, somewhere when isSeeded is true.",
+    }
+)
+
+CORE_RULES: Final = frozenset(
+    {
+        "seq-contiguous",
+        "envelope",
+        "message-shape",
+        "surface-op",
+        "surface-replace",
+        "provenance",
+        "tool-rewrite",
+    }
+)
+RELATIONAL_RULES: Final = frozenset(RULES) - CORE_RULES
+
+SURFACE_RULE_OF_CODE: Final[Mapping[Code, str]] = MappingProxyType(
+    {
+        Code.SEQ_NOT_CONTIGUOUS: "seq-contiguous",
+        Code.REPLACE_START_NOT_FOUND: "surface-replace",
+        Code.REPLACE_END_NOT_FOUND: "surface-replace",
+        Code.REPLACE_INVERTED: "surface-replace",
+        Code.PROVENANCE_NOT_ARRAY: "provenance",
+        Code.PROVENANCE_EMPTY: "provenance",
+        Code.PROVENANCE_NOT_SEQ: "provenance",
+        Code.PROVENANCE_DUPLICATE: "provenance",
+        Code.PROVENANCE_NOT_EARLIER: "provenance",
+        Code.PROVENANCE_MISSING_SHADOWED: "provenance",
+        Code.TOOL_REWRITE_NOT_ONE_NODE: "tool-rewrite",
+        Code.TOOL_REWRITE_NOT_A_RESULT: "tool-rewrite",
+        Code.TOOL_REWRITE_CHANGES_MORE_THAN_CONTENT: "tool-rewrite",
+    }
+)  # every other surface code is a "surface-op" violation
+
+
+def check_log(
+    events: Sequence[Event], header: JsonObject | None = None, relational: bool = True
+) -> tuple[Violation, ...]:
+    """Every violation in the log, ordered by seq (log-wide ones first) (SPEC-DECISIONS D9).
+    The core rules (:data:`CORE_RULES`, what a DSH session itself refuses) are always checked.
+    ``relational=True`` (the default) adds :data:`RELATIONAL_RULES`, which DSH leaves to optional
+    companions or does not check at all; given a ``header`` it also ties the header's lineage to the
+    log. ``relational=False`` answers "would DSH load this log?", the default "is it well formed?"."""
+    found = list(check_core(events))
+    if relational:
+        found += check_turn_structure(events)
+        found += check_compaction(events)
+        found += check_shadow_price(events)
+        found += check_closers(events)
+        if header is not None:
+            found += check_header_lineage(events, header)
+    return tuple(sorted(found, key=lambda violation: -1 if violation.seq is None else violation.seq))
+
+
+# --- core ----------------------------------------------------------------------------------------
+
+
+def check_core(events: Sequence[Event]) -> Iterator[Violation]:
+    """Replay the log the way a restore does: each event's seq follows the one before it, its
+    envelope and message are checked, then its surface effect is planned against the surface so far
+    and applied; a refused event changes nothing (notes/dsh-session-core §4.2, §11.2). After a gap
+    the count resumes from the event's own seq, so a gap is one violation, not one per later event."""
+    nodes: list[int] = []
+    by_seq: dict[int, Event] = {}
+    length = 0  # one past the largest seq read so far
+    expected = 0
+    for position, event in enumerate(events):
+        seq = event.get("seq")
+        if seq != expected or not is_event_seq(seq):
+            yield Violation(
+                "seq-contiguous",
+                violation_seq(event, position),
+                f"session event seq {js_text(seq)} is not contiguous; expected {expected}",
+            )
+            if not is_event_seq(seq):
+                event = {**event, "seq": expected}
+        placed = int(event["seq"])  # type: ignore[arg-type]
+        try:
+            validate_seed_envelope(placed, event)
+            validate_seed_request_header_reason(placed, event)
+        except SpecError as error:
+            yield Violation("envelope", placed, str(error))
+        try:
+            validate_seed_llm_shape(placed, event)
+        except SpecError as error:
+            yield Violation("message-shape", placed, str(error))
+        try:
+            plan = plan_surface_event(nodes, event, placed, _EventsBySeq(by_seq, length))
+        except SpecError as error:
+            yield Violation(SURFACE_RULE_OF_CODE.get(error.code, "surface-op"), placed, str(error))
+        else:
+            if plan is not None:
+                splice_plan(nodes, plan)
+        by_seq[placed] = event
+        length = max(length, placed + 1)
+        expected = placed + 1
+
+
+class _EventsBySeq(Sequence[Event]):
+    """The events read so far, indexed by seq (a seq never read gives an empty event), so that the
+    surface rules look shadowed nodes up correctly even in a log with gaps."""
+
+    def __init__(self, by_seq: Mapping[int, Event], length: int) -> None:
+        self._by_seq = by_seq
+        self._length = length
+
+    def __len__(self) -> int:
+        return self._length
+
+    def __getitem__(self, seq: int) -> Event:  # type: ignore[override]
+        return self._by_seq.get(seq, {})

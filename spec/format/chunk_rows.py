@@ -1,0 +1,150 @@
+"""Packed chunk rows, read-only: DSH v0 logs may store a run of streamed deltas as one row, which
+a reader expands back into the ``assistant/chunk`` events it stands for (notes/dsh-session-core
+§13.1; notes/dsh-persistence §3.2). This project never writes them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+from spec.codes import Code, reject
+from spec.log.json import JsonObject, JsonValue, is_event_seq, is_safe_integer
+
+# Row tag -> the delta chunk type its members decode to.
+CHUNK_ROW_TAGS: Final = {
+    "text-chunks": "text-delta",
+    "reasoning-chunks": "reasoning-delta",
+    "tool-call-chunks": "tool-call-delta",
+}
+_ROW_ENVELOPE_KEYS: Final = frozenset({"type", "seq0", "time0", "data"})
+_TEXT_ROW_DATA_KEYS: Final = frozenset({"turn", "step", "index", "dt", "texts"})
+_TOOL_ROW_DATA_KEYS: Final = frozenset({"turn", "step", "index", "id", "dt", "args"})
+
+
+def decode_storage_record(value: JsonValue) -> list[JsonValue]:
+    """One stored v0 record gives the events it holds: an object tagged ``text-chunks``,
+    ``reasoning-chunks`` or ``tool-call-chunks`` is a packed row, validated strictly and expanded
+    into its ``assistant/chunk`` members; any other value is one event, passed through unchecked
+    (notes/dsh-session-core §13.1)."""
+    if not isinstance(value, dict) or value.get("type") not in CHUNK_ROW_TAGS:
+        return [value]
+    tag = value["type"]
+    assert isinstance(tag, str)
+    members = validate_chunk_row(tag, value)
+    return expand_chunk_row(tag, value, members)
+
+
+def validate_chunk_row(tag: str, row: JsonObject) -> list[str]:
+    """A packed row is exactly ``{type, seq0, time0, data}`` with ``seq0`` an event seq and
+    ``time0`` a safe integer; ``data`` is exactly ``{turn, step, index, dt, texts}`` (text and
+    reasoning) or ``{turn, step, index, id, name?, dt, args}`` (tool call, string id and name);
+    turn/step/index are numbers; the members are a non-empty string array; ``dt`` holds one safe
+    integer gap per member after the first; and every member seq and running time stays a safe
+    integer. Returns the members (notes/dsh-session-core §13.1)."""
+    if set(row) != _ROW_ENVELOPE_KEYS:
+        raise _malformed_row(tag, "envelope must be exactly {type, seq0, time0, data}")
+    if not is_event_seq(row["seq0"]):
+        raise _malformed_row(tag, "seq0 must be a non-negative safe integer")
+    if not is_safe_integer(row["time0"]):
+        raise _malformed_row(tag, "time0 must be a safe integer")
+    data = row["data"]
+    # DSH tests "is an object" with typeof, which admits arrays; an array then fails the exact-keys check.
+    if not isinstance(data, (dict, list)):
+        raise _malformed_row(tag, "data must be an object")
+    keys = set(data) if isinstance(data, dict) else set()
+    if tag == "tool-call-chunks":
+        with_name = keys == _TOOL_ROW_DATA_KEYS | {"name"}
+        if not with_name and keys != _TOOL_ROW_DATA_KEYS:
+            raise _malformed_row(tag, "data must be exactly {turn, step, index, id, name?, dt, args}")
+        assert isinstance(data, dict)
+        if not isinstance(data["id"], str) or (with_name and not isinstance(data["name"], str)):
+            raise _malformed_row(tag, "id (and name when present) must be strings")
+        payload_key = "args"
+    else:
+        if keys != _TEXT_ROW_DATA_KEYS:
+            raise _malformed_row(tag, "data must be exactly {turn, step, index, dt, texts}")
+        assert isinstance(data, dict)
+        payload_key = "texts"
+    members = _validate_run_data(tag, data, payload_key)
+    _validate_run_bounds(tag, _as_int(row["seq0"]), _as_int(row["time0"]), _gaps_of(data), len(members))
+    return members
+
+
+def _validate_run_data(tag: str, data: JsonObject, payload_key: str) -> list[str]:
+    if not all(_is_number(data[key]) for key in ("turn", "step", "index")):
+        raise _malformed_row(tag, "turn/step/index must be numbers")
+    payload = data[payload_key]
+    if (
+        not isinstance(payload, list)
+        or len(payload) == 0
+        or not all(isinstance(entry, str) for entry in payload)
+    ):
+        raise _malformed_row(tag, f"{payload_key} must be a non-empty string array")
+    gaps = data["dt"]
+    if not isinstance(gaps, list) or not all(is_safe_integer(gap) for gap in gaps):
+        raise _malformed_row(tag, "dt must be an array of safe integers")
+    if len(gaps) != len(payload) - 1:
+        raise _malformed_row(tag, f"dt length {len(gaps)} does not match {len(payload)} members")
+    return payload  # type: ignore[return-value]
+
+
+def _validate_run_bounds(tag: str, seq0: int, time0: int, gaps: list[int], count: int) -> None:
+    if not is_safe_integer(seq0 + count - 1):
+        raise _malformed_row(tag, "member seqs must stay safe integers")
+    time = time0
+    for gap in gaps:
+        time += gap
+        if not is_safe_integer(time):
+            raise _malformed_row(tag, "member times must stay safe integers")
+
+
+def expand_chunk_row(tag: str, row: JsonObject, members: Sequence[str]) -> list[JsonValue]:
+    """Member ``k`` of a valid row is ``{type: "assistant/chunk", seq: seq0 + k, time: time0 plus
+    the first k gaps, data: {turn, step, chunk}}``, the chunk carrying the row's index (and, for a
+    tool call, its id and name) and the member text (notes/dsh-persistence §3.2)."""
+    data = row["data"]
+    assert isinstance(data, dict)
+    gaps = _gaps_of(data)
+    seq, time = _as_int(row["seq0"]), _as_int(row["time0"])
+    events: list[JsonValue] = []
+    for k, member in enumerate(members):
+        if k > 0:
+            time += gaps[k - 1]
+        chunk: JsonObject = {"type": CHUNK_ROW_TAGS[tag], "index": data["index"]}
+        if tag == "tool-call-chunks":
+            chunk["id"] = data["id"]
+            if "name" in data:
+                chunk["name"] = data["name"]
+            chunk["argumentsDelta"] = member
+        else:
+            chunk["text"] = member
+        events.append(
+            {
+                "type": "assistant/chunk",
+                "seq": seq + k,
+                "time": time,
+                "data": {"turn": data["turn"], "step": data["step"], "chunk": chunk},
+            }
+        )
+    return events
+
+
+def _is_number(value: object) -> bool:
+    return type(value) in (int, float)
+
+
+def _as_int(value: JsonValue) -> int:
+    # Integral floats count as the integer they equal (D5); output seqs and times are ints.
+    assert isinstance(value, (int, float))
+    return int(value)
+
+
+def _gaps_of(data: JsonObject) -> list[int]:
+    gaps = data["dt"]
+    assert isinstance(gaps, list)
+    return [_as_int(gap) for gap in gaps]
+
+
+def _malformed_row(tag: str, why: str) -> Exception:
+    return reject(Code.MALFORMED_CHUNK_ROW, f"malformed {tag} storage row: {why}")

@@ -1,0 +1,288 @@
+"""Framing: how a log's bytes are cut into lines (plain JSONL) or zstd frames, and how those lines
+become the header line and the stored records (SPEC-DECISIONS D3; notes/dsh-persistence §3.3,
+§4, §6).
+
+Decompression is not here (it needs a zstd library): :func:`scan_zstd_frames` finds the frame
+boundaries from their headers alone, the reference decompresses the frames it finds and hands
+the plaintexts back to :func:`decode_zstd_log`. What a record holds is read elsewhere
+(:mod:`spec.format.naming` for the header line, :mod:`spec.format.chunk_rows` for DSH's packed rows).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from spec.codes import Code, SpecError, reject
+from spec.format.json_text import decode_json_text
+from spec.log.json import JsonValue
+
+# --- plain JSONL framing (notes/dsh-persistence §3.3, §6.2-§6.3; SPEC-DECISIONS D3) -------------
+
+NEWLINE: Final = 0x0A  # the only line separator; "\r" is JSON whitespace
+
+
+@dataclass(frozen=True)
+class JsonlLine:
+    """One complete line: its first byte's offset in the data and its bytes without the newline."""
+
+    offset: int
+    text: bytes
+
+    @property
+    def end(self) -> int:
+        """The offset just past this line's newline."""
+        return self.offset + len(self.text) + 1
+
+
+@dataclass(frozen=True)
+class JsonlScan:
+    """The data cut at every newline: the complete lines, and where a last line without its
+    newline (the torn tail) starts, if there is one."""
+
+    lines: tuple[JsonlLine, ...]
+    torn_offset: int | None
+
+
+def split_jsonl(data: bytes) -> JsonlScan:
+    """A JSONL log is lines ended by ``\\n``; bytes after the last ``\\n`` are a torn tail, never a
+    line. Nothing is parsed here (notes/dsh-persistence §3.3)."""
+    lines: list[JsonlLine] = []
+    start = 0
+    while (newline := data.find(NEWLINE, start)) != -1:
+        lines.append(JsonlLine(offset=start, text=data[start:newline]))
+        start = newline + 1
+    return JsonlScan(lines=tuple(lines), torn_offset=start if start < len(data) else None)
+
+
+@dataclass(frozen=True)
+class FramedLog:
+    """What a log's bytes hold: the parsed header line, the records after it that are committed,
+    the records recovered from a torn zstd frame (kept, but they must be written again), and the
+    offset the file must be cut back to so that the next open sees a clean log (``None`` when the
+    log is clean already) (SPEC-DECISIONS D3 item 4)."""
+
+    header_line: JsonValue
+    records: tuple[JsonValue, ...]
+    recovered: tuple[JsonValue, ...] = ()
+    truncate_to: int | None = None
+
+
+def decode_jsonl_log(data: bytes) -> FramedLog:
+    """A plain log's first complete line is its header line; every later complete line is one
+    record and must parse; the torn tail is dropped and the file is cut back to where it starts.
+    A complete line that does not parse is a corrupt log naming its line and byte offset — even
+    the last one: a crash only loses a suffix of the bytes, so a line that kept its newline kept
+    all of its bytes (SPEC-DECISIONS D3 items 4-5). DSH instead drops such a line silently, with
+    every later line, when no ``turn/end`` follows it (notes/dsh-persistence §6.2, §11 item 3)."""
+    scan = split_jsonl(data)
+    if not scan.lines:
+        raise reject(Code.CORRUPT_LOG, "empty or header-less session log")
+    header_line = decode_header_text(scan.lines[0].text)
+    records = tuple(
+        decode_record_text(line.text, f"line {number} (byte {line.offset})")
+        for number, line in enumerate(scan.lines[1:], start=1)
+    )
+    return FramedLog(header_line=header_line, records=records, truncate_to=scan.torn_offset)
+
+
+def decode_header_text(text: bytes) -> JsonValue:
+    """The header line is UTF-8 JSON; anything else is not a header (notes/dsh-persistence §6.2)."""
+    try:
+        return decode_json_text(text.decode("utf-8"))
+    except ValueError:
+        raise reject(Code.HEADER_LINE_INVALID, "corrupt session log: header line is not valid JSON") from None
+
+
+def decode_record_text(text: bytes, where: str) -> JsonValue:
+    """A committed record line is strict UTF-8 holding one JSON value; an empty line, invalid UTF-8
+    or bad JSON is damage at ``where`` (a valid JavaScript writer never produces invalid UTF-8,
+    so nothing is gained by decoding leniently as Node does) (notes/dsh-persistence §3.3)."""
+    try:
+        return decode_json_text(text.decode("utf-8"))
+    except ValueError:
+        raise reject(
+            Code.CORRUPT_LOG, f"corrupt session log: unparsable committed event at {where}"
+        ) from None
+
+
+# --- zstd framing (notes/dsh-persistence §4; RFC 8878 §3.1) --------------------------------------
+
+ZSTD_MAGIC: Final = 0xFD2FB528  # little-endian on disk: 28 B5 2F FD
+SKIPPABLE_MAGIC_BASE: Final = 0x184D2A50  # skippable frames use 0x184D2A50..0x184D2A5F
+SKIPPABLE_MAGIC_MASK: Final = 0xFFFFFFF0
+_DICTIONARY_ID_BYTES: Final = (0, 1, 2, 4)  # by Dictionary_ID_Flag
+_RESERVED_DESCRIPTOR_BITS: Final = 0x18  # the reserved bit 3 and the unused bit 4; DSH refuses both
+_RESERVED_BLOCK_TYPE: Final = 3
+_RLE_BLOCK_TYPE: Final = 1
+_CHECKSUM_BYTES: Final = 4  # XXH64 low 32 bits
+
+
+@dataclass(frozen=True)
+class ZstdFrame:
+    """A structurally complete frame: ``data[offset : offset + length]``. A skippable frame carries
+    no plaintext and is skipped by readers."""
+
+    offset: int
+    length: int
+    skippable: bool = False
+
+
+@dataclass(frozen=True)
+class ZstdScan:
+    """The complete frames in order, and where an incomplete final frame starts, if there is one."""
+
+    frames: tuple[ZstdFrame, ...]
+    torn_offset: int | None
+
+
+def scan_zstd_frames(data: bytes) -> ZstdScan:
+    """A zstd log is frames back to back. Frame boundaries are found from frame and block headers
+    alone, without decompressing; a final frame the data ends inside is torn, and so are 1-3
+    trailing bytes whatever they are; 4 or more bytes that start no frame are corruption
+    (notes/dsh-persistence §4.3). A frame that cannot end before the data does is torn only if
+    no complete frames follow it: a crash loses a suffix, so complete frames after a "torn" one
+    mean a damaged middle frame (SPEC-DECISIONS D3 item 5)."""
+    frames: list[ZstdFrame] = []
+    start = 0
+    while start < len(data):
+        frame = measure_zstd_frame(data, start)
+        if frame is None:
+            validate_nothing_complete_after(data, start)
+            return ZstdScan(frames=tuple(frames), torn_offset=start)
+        frames.append(frame)
+        start += frame.length
+    return ZstdScan(frames=tuple(frames), torn_offset=None)
+
+
+def validate_nothing_complete_after(data: bytes, torn_start: int) -> None:
+    """No run of complete frames reaching the end of the data starts after a torn frame's start;
+    one that does means the frame at ``torn_start`` is damaged, not torn (D3 item 5)."""
+    magic = ZSTD_MAGIC.to_bytes(4, "little")
+    candidate = data.find(magic, torn_start + 1)
+    while candidate != -1:
+        if _frames_reach_the_end(data, candidate):
+            raise reject(
+                Code.CORRUPT_LOG,
+                f"corrupt Zstandard session log: frame at byte {torn_start} is damaged "
+                f"(complete frames follow it from byte {candidate})",
+            )
+        candidate = data.find(magic, candidate + 1)
+
+
+def _frames_reach_the_end(data: bytes, start: int) -> bool:
+    try:
+        while start < len(data):
+            frame = measure_zstd_frame(data, start)
+            if frame is None:
+                return False
+            start += frame.length
+    except SpecError:
+        return False
+    return True
+
+
+def measure_zstd_frame(data: bytes, start: int) -> ZstdFrame | None:
+    """The frame starting at ``start``, or ``None`` when the data ends before it does. A frame is
+    the magic, a header sized by its descriptor (window byte unless single-segment, 0/1/2/4
+    dictionary-id bytes, 0/1/2/4/8 content-size bytes), blocks up to the one flagged last (3-byte
+    header; an RLE block carries 1 byte, others ``size`` bytes), and a 4-byte checksum when the
+    descriptor says so. A skippable frame is its magic, a 4-byte size and that many bytes.
+    Refused: an unknown magic, a reserved descriptor bit, the reserved block type
+    (notes/dsh-persistence §4.3; RFC 8878 §3.1). DSH refuses skippable frames too; this reader
+    skips them, as RFC 8878 asks, since this project never writes them."""
+    end = len(data)
+    if end - start < 4:
+        return None
+    magic = int.from_bytes(data[start : start + 4], "little")
+    if magic & SKIPPABLE_MAGIC_MASK == SKIPPABLE_MAGIC_BASE:
+        if end - start < 8:
+            return None
+        length = 8 + int.from_bytes(data[start + 4 : start + 8], "little")
+        return ZstdFrame(offset=start, length=length, skippable=True) if start + length <= end else None
+    if magic != ZSTD_MAGIC:
+        raise reject(Code.CORRUPT_LOG, f"corrupt Zstandard session log: invalid frame magic at byte {start}")
+    position = start + 4
+    if position >= end:
+        return None
+    descriptor = data[position]
+    if descriptor & _RESERVED_DESCRIPTOR_BITS:
+        raise reject(
+            Code.CORRUPT_LOG, f"corrupt Zstandard session log: reserved frame-header bit at byte {position}"
+        )
+    position += 1 + _frame_header_rest(descriptor)
+    while True:
+        if position + 3 > end:
+            return None  # also when the payload of the block before ran past the end
+        block_header = int.from_bytes(data[position : position + 3], "little")
+        is_last, block_type, size = block_header & 1, (block_header >> 1) & 3, block_header >> 3
+        if block_type == _RESERVED_BLOCK_TYPE:
+            raise reject(
+                Code.CORRUPT_LOG, f"corrupt Zstandard session log: reserved block type at byte {position}"
+            )
+        position += 3 + (1 if block_type == _RLE_BLOCK_TYPE else size)
+        if is_last:
+            break
+    if descriptor & 0x04:
+        position += _CHECKSUM_BYTES
+    return ZstdFrame(offset=start, length=position - start) if position <= end else None
+
+
+def _frame_header_rest(descriptor: int) -> int:
+    """Header bytes after the descriptor: window descriptor, dictionary id, frame content size."""
+    single_segment = bool(descriptor & 0x20)
+    content_size_flag = descriptor >> 6
+    content_size_bytes = (1 if single_segment else 0) if content_size_flag == 0 else 1 << content_size_flag
+    return (0 if single_segment else 1) + _DICTIONARY_ID_BYTES[descriptor & 3] + content_size_bytes
+
+
+@dataclass(frozen=True)
+class DecodedFrame:
+    """A frame's offset in the file and its plaintext (for a torn frame: the plaintext of its
+    complete blocks, which may end inside a line)."""
+
+    offset: int
+    plaintext: bytes
+
+
+def decode_zstd_log(frames: Sequence[DecodedFrame], torn: DecodedFrame | None) -> FramedLog:
+    """A zstd log's first frame holds exactly the header line; every later complete frame holds
+    whole lines, each one record; a complete frame whose plaintext does not end a line, or holds
+    a line that does not parse, is a corrupt log naming the frame's byte offset. A torn final
+    frame is cut off the file, but the complete lines of its plaintext are recovered and must be
+    written again (SPEC-DECISIONS D3 items 4-5; notes/dsh-persistence §4.4, §6.4). ``frames`` are
+    the complete non-skippable frames, decompressed and checksum-verified by the caller."""
+    if not frames:
+        raise reject(Code.CORRUPT_LOG, "empty or header-less Zstandard session log")
+    header_scan = split_jsonl(frames[0].plaintext)
+    if len(header_scan.lines) != 1 or header_scan.torn_offset is not None:
+        raise reject(
+            Code.CORRUPT_LOG, "corrupt Zstandard session log: first frame is not exactly one header line"
+        )
+    header_line = decode_header_text(header_scan.lines[0].text)
+    records: list[JsonValue] = []
+    line_number = 0
+    for frame in frames[1:]:
+        scan = split_jsonl(frame.plaintext)
+        if scan.torn_offset is not None:
+            raise reject(
+                Code.CORRUPT_LOG,
+                f"corrupt Zstandard session log: complete frame at byte {frame.offset} contains a torn JSONL record",
+            )
+        for line in scan.lines:
+            line_number += 1
+            records.append(
+                decode_record_text(line.text, f"line {line_number} (frame at byte {frame.offset})")
+            )
+    if torn is None:
+        return FramedLog(header_line=header_line, records=tuple(records))
+    recovered: list[JsonValue] = []
+    for line in split_jsonl(torn.plaintext).lines:
+        line_number += 1
+        recovered.append(
+            decode_record_text(line.text, f"line {line_number} (torn frame at byte {torn.offset})")
+        )
+    return FramedLog(
+        header_line=header_line, records=tuple(records), recovered=tuple(recovered), truncate_to=torn.offset
+    )

@@ -1,0 +1,362 @@
+"""Reading DSH v0 logs: the stored records of a version 0 log become this project's events
+(SPEC-DECISIONS D1; notes/dsh-persistence §3.5-§3.7, §6.2; notes/dsh-session-core §13.1).
+
+The read path, in order: packed chunk rows are expanded and every event must sit at its own seq;
+the retired vocabulary is refused; each event gets the legacy conversions (a ``turn/start``
+trigger removed, an old ``turn/end`` reason mapped, ``steering/message`` turned into
+``user/message``, a message from before message identity given an id) and its message shape
+checked; then an unknown type not marked ``ignorable`` is refused. Nothing is written back: the
+conversions happen in memory on every read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+from spec.codes import Code, reject
+from spec.format.chunk_rows import decode_storage_record
+from spec.lineage.seed import validate_message_shape
+from spec.log.events import (
+    ASSISTANT_MESSAGE,
+    KNOWN_EVENT_TYPES,
+    REQUEST_HEADER,
+    REQUEST_HEADER_DELTA,
+    TOOL_RESULT,
+    TURN_END,
+    TURN_START,
+    USER_MESSAGE,
+    Event,
+)
+from spec.log.json import FrozenDict, JsonObject, JsonValue, freeze_parsed_json, is_safe_integer, js_text
+
+MODE_SET: Final = "mode/set"
+STEERING_MESSAGE: Final = "steering/message"
+SIMPLE_END_KINDS: Final = frozenset({"completed", "blocked", "max-tokens", "interrupted"})
+FAILURE_OPTIONAL_KEYS: Final = ("status", "providerRetryAfterMs", "requestId")
+
+
+def upgrade_v0_records(session_id: str, records: Sequence[JsonValue]) -> tuple[Event, ...]:
+    """The stored records of a v0 log (the lines after its header, parsed) become frozen events:
+    rows expanded and seqs checked (:func:`decode_v0_events`), retired vocabulary refused, each
+    event converted and its message shape checked in log order, then unknown types refused
+    (notes/dsh-persistence §3.5, §3.6)."""
+    events = decode_v0_events(records)
+    validate_no_retired_vocabulary(session_id, events)
+    message_ids: dict[float, str] = {}
+    upgraded: list[Event] = []
+    for event in events:
+        event = upgrade_turn_start(session_id, event)
+        event = upgrade_turn_end(session_id, event)
+        event = upgrade_steering_message(session_id, event)
+        event = upgrade_pre_identity_message(session_id, event, message_ids)
+        frozen = freeze_parsed_json(event)
+        assert isinstance(frozen, FrozenDict)
+        validate_message_shape(f"session event at seq {js_text(frozen['seq'])}", frozen)
+        message_id = _message_id_of(frozen)
+        if message_id is not None:
+            message_ids[len(upgraded)] = message_id  # decode_v0_events made position and seq equal
+        upgraded.append(frozen)
+    validate_known_event_types(session_id, upgraded)
+    return tuple(upgraded)
+
+
+def validate_stored_events(session_id: str, events: Sequence[Event]) -> None:
+    """Events read from a v4 log need no conversion; each message event must have a well-formed
+    message, as a restore requires (notes/dsh-persistence §3.6). Unlike a v0 log, a v4 log may hold
+    event types this reader does not know: its writer (this project's Session, like DSH's) accepts
+    any type, and refusing a log this project wrote would lose what it stored. The refusal of
+    unknown types protects a reader of DSH's v0 logs from vocabulary newer than it (§3.5)."""
+    for event in events:
+        validate_message_shape(f"session event at seq {js_text(event.get('seq'))}", event)
+
+
+def decode_v0_events(records: Sequence[JsonValue]) -> list[JsonObject]:
+    """Each stored record gives its events (:func:`spec.format.chunk_rows.decode_storage_record`), and each
+    event is an object whose ``seq`` equals its position in the log; otherwise the log is corrupt
+    (notes/dsh-persistence §6.2). DSH tolerates a seq gap after the last ``turn/end`` as a torn
+    tail; under SPEC-DECISIONS D3 a complete record never comes from a crash, so a gap is damage."""
+    events: list[JsonObject] = []
+    for number, record in enumerate(records, start=1):
+        for event in decode_storage_record(record):
+            if not isinstance(event, dict):
+                raise reject(
+                    Code.CORRUPT_LOG, f"corrupt session log: record at line {number} is not an event object"
+                )
+            if event.get("seq") != len(events) or type(event.get("seq")) is bool:
+                raise reject(
+                    Code.CORRUPT_LOG,
+                    f"corrupt session log: seq gap in committed region at line {number} "
+                    f"(expected {len(events)}, got {js_text(event.get('seq', 'undefined'))})",
+                )
+            events.append(event)
+    return events
+
+
+def validate_no_retired_vocabulary(session_id: str, events: Sequence[JsonObject]) -> None:
+    """A stored log must not hold the retired ``request/header-delta`` or ``mode/set`` events, nor
+    a ``request/header`` with reason ``fallback``; the whole log is searched for each in that
+    order (notes/dsh-persistence §1.2 step 2, §3.6)."""
+    for event in events:
+        if event.get("type") == REQUEST_HEADER_DELTA:
+            raise reject(
+                Code.LEGACY_HEADER_DELTA,
+                f'session "{session_id}" contains unsupported legacy request/header-delta event at seq {_seq(event)}',
+            )
+    for event in events:
+        if event.get("type") == MODE_SET:
+            raise reject(
+                Code.LEGACY_MODE_SET,
+                f'session "{session_id}" contains unsupported legacy mode/set event at seq {_seq(event)}',
+            )
+    for event in events:
+        data = event.get("data")
+        if (
+            event.get("type") == REQUEST_HEADER
+            and isinstance(data, dict)
+            and data.get("reason") == "fallback"
+        ):
+            raise reject(
+                Code.LEGACY_FALLBACK_REASON,
+                f'session "{session_id}" contains unsupported legacy request/header reason "fallback" at seq {_seq(event)}',
+            )
+
+
+def upgrade_turn_start(session_id: str, event: JsonObject) -> JsonObject:
+    """A ``turn/start`` whose data has a ``trigger`` must be exactly ``{turn, trigger}`` with
+    ``turn`` a safe integer >= 1 and ``trigger`` an object with a non-empty string ``kind``; the
+    trigger is dropped (notes/dsh-persistence §3.6)."""
+    data = _record(event.get("data"))
+    if event.get("type") != TURN_START or data is None or "trigger" not in data:
+        return event
+    trigger = _record(data["trigger"])
+    if (
+        not _is_turn_number(data.get("turn"))
+        or set(data) != {"turn", "trigger"}
+        or trigger is None
+        or not isinstance(trigger.get("kind"), str)
+        or trigger["kind"] == ""
+    ):
+        raise reject(
+            Code.LEGACY_MALFORMED_TURN_START,
+            f'session "{session_id}" contains malformed pre-react-loop turn/start at seq {_seq(event)}',
+        )
+    return {**event, "data": {"turn": data["turn"]}}
+
+
+def upgrade_turn_end(session_id: str, event: JsonObject) -> JsonObject:
+    """Every ``turn/end`` is exactly ``{turn, reason}`` with ``turn`` a safe integer >= 1 and a
+    ``reason`` object with a string ``kind``. ``completed``, ``blocked``, ``max-tokens`` and
+    ``interrupted`` carry nothing else. Old reasons are mapped: ``aborted`` without a cause gets
+    the cause ``legacy``; ``disposed`` becomes ``aborted`` with cause ``disposed``; an ``error``
+    with a ``step`` and a ``failure`` (or a ``message`` and optional ``code``) becomes ``error``
+    with that failure (``code`` defaulting to ``UNKNOWN``). Other kinds pass unchanged
+    (notes/dsh-persistence §3.6)."""
+    data = _record(event.get("data"))
+    if event.get("type") != TURN_END or data is None:
+        return event
+    reason = _record(data.get("reason"))
+    if (
+        not _is_turn_number(data.get("turn"))
+        or set(data) != {"turn", "reason"}
+        or reason is None
+        or not isinstance(reason.get("kind"), str)
+    ):
+        raise _malformed_turn_end(session_id, event)
+    current = derive_current_turn_end_reason(reason)
+    if current is None:
+        raise _malformed_turn_end(session_id, event)
+    if current is reason:
+        return event
+    return {**event, "data": {**data, "reason": current}}
+
+
+def derive_current_turn_end_reason(reason: JsonObject) -> JsonObject | None:
+    """The current form of a stored ``turn/end`` reason (the very same object when it is current
+    already), or ``None`` when it is malformed (notes/dsh-persistence §3.6)."""
+    kind = reason["kind"]
+    if kind in SIMPLE_END_KINDS:
+        return reason if set(reason) == {"kind"} else None
+    if kind == "aborted":
+        if "reason" in reason:
+            return reason
+        return {"kind": "aborted", "reason": {"kind": "legacy"}} if set(reason) == {"kind"} else None
+    if kind == "disposed":
+        return {"kind": "aborted", "reason": {"kind": "disposed"}} if set(reason) == {"kind"} else None
+    if kind == "error":
+        return reason if "error" in reason else derive_legacy_error_reason(reason)
+    return reason
+
+
+def derive_legacy_error_reason(reason: JsonObject) -> JsonObject | None:
+    """An old ``error`` reason names its ``step`` (a safe integer >= 0) and either exactly a
+    ``failure`` ``{message, code, status?, providerRetryAfterMs?, requestId?}`` or a string
+    ``message`` with an optional string ``code``; it becomes ``{kind: "error", error}``
+    (notes/dsh-persistence §3.6)."""
+    step = reason.get("step")
+    if not (isinstance(step, (int, float)) and is_safe_integer(step) and step >= 0):
+        return None
+    failure = _record(reason.get("failure"))
+    if failure is not None and set(reason) == {"kind", "step", "failure"} and _is_legacy_failure(failure):
+        return {"kind": "error", "error": failure}
+    message_keys = {"kind", "step", "message"} | ({"code"} if "code" in reason else set())
+    code = reason.get("code", "UNKNOWN")
+    if set(reason) != message_keys or not isinstance(reason.get("message"), str) or not isinstance(code, str):
+        return None
+    return {"kind": "error", "error": {"message": reason["message"], "code": code}}
+
+
+def _is_legacy_failure(failure: JsonObject) -> bool:
+    return (
+        {"message", "code"} <= set(failure) <= {"message", "code", *FAILURE_OPTIONAL_KEYS}
+        and isinstance(failure["message"], str)
+        and isinstance(failure["code"], str)
+        and ("status" not in failure or _is_number(failure["status"]))
+        and ("providerRetryAfterMs" not in failure or _is_number(failure["providerRetryAfterMs"]))
+        and ("requestId" not in failure or isinstance(failure["requestId"], str))
+    )
+
+
+def upgrade_steering_message(session_id: str, event: JsonObject) -> JsonObject:
+    """A ``steering/message`` becomes a ``user/message``: data exactly ``{turn, message}`` (safe
+    integer turn, object message) unwraps to the message; data exactly ``{turn, content, source}``
+    becomes ``{content, source, id, role: "user"}`` with the legacy id; anything else is refused
+    (notes/dsh-persistence §3.6)."""
+    if event.get("type") != STEERING_MESSAGE:
+        return event
+    data = _record(event.get("data"))
+    if data is None:
+        raise _malformed_steering(session_id, event)
+    wrapped = _record(data.get("message"))
+    if wrapped is not None and is_safe_integer(data.get("turn")) and set(data) == {"turn", "message"}:
+        return {**event, "type": USER_MESSAGE, "data": wrapped}
+    if not is_safe_integer(data.get("turn")) or set(data) != {"turn", "content", "source"}:
+        raise _malformed_steering(session_id, event)
+    message = {key: value for key, value in data.items() if key != "turn"}
+    return {
+        **event,
+        "type": USER_MESSAGE,
+        "data": {**message, "id": legacy_message_id(session_id, event), "role": "user"},
+    }
+
+
+def upgrade_pre_identity_message(
+    session_id: str, event: JsonObject, message_ids: dict[float, str]
+) -> JsonObject:
+    """A message event from before message identity gets an id, ``legacy-message:<sessionId>:<seq>``:
+    a ``user/message`` with ``content`` and ``source`` but no ``id``/``role``/``message`` gains
+    ``id`` and ``role: "user"``; an ``assistant/message`` with ``content`` and ``provenance``
+    wraps them into ``message`` (source = the provenance with ``kind: "model"``); a
+    ``tool/result`` with ``callId``, ``content`` and ``isError`` wraps them into a ``tool-result``
+    message, and a replacing one inherits the id of the message at its replace ``start``
+    (``message_ids`` maps seqs to the ids of earlier messages). Current-looking events pass
+    unchanged, so that malformed ones fail the shape check (notes/dsh-persistence §3.6)."""
+    data = _record(event.get("data"))
+    kind = event.get("type")
+    if data is None:
+        return event
+    if kind == USER_MESSAGE:
+        if any(key in data for key in ("id", "role", "message")) or not {"content", "source"} <= set(data):
+            return event
+        return {**event, "data": {**data, "id": legacy_message_id(session_id, event), "role": "user"}}
+    if kind == ASSISTANT_MESSAGE:
+        if "message" in data or not {"content", "provenance"} <= set(data):
+            return event
+        rest = {key: value for key, value in data.items() if key not in ("content", "provenance")}
+        source = {**(_record(data["provenance"]) or {}), "kind": "model"}
+        message: JsonObject = {
+            "id": legacy_message_id(session_id, event),
+            "role": "assistant",
+            "content": data["content"],
+            "source": source,
+        }
+        return {**event, "data": {**rest, "message": message}}
+    if kind == TOOL_RESULT:
+        if "message" in data or not {"callId", "content", "isError"} <= set(data):
+            return event
+        return {**event, "data": _wrap_legacy_tool_result(session_id, event, data, message_ids)}
+    return event
+
+
+def _wrap_legacy_tool_result(
+    session_id: str, event: JsonObject, data: JsonObject, message_ids: dict[float, str]
+) -> JsonObject:
+    rest = {key: value for key, value in data.items() if key not in ("callId", "content", "isError")}
+    call_id = data["callId"]
+    message: JsonObject = {}
+    start = _replacement_start(event)
+    if start is None:
+        message["id"] = legacy_message_id(session_id, event)
+    elif start in message_ids:
+        message["id"] = message_ids[start]
+    # A replace of a seq that carried no message id leaves the id absent: the shape check refuses it.
+    message["role"] = "user"
+    message["content"] = [
+        {"type": "tool-result", "toolCallId": call_id, "content": data["content"], "isError": data["isError"]}
+    ]
+    message["source"] = {"kind": "tool", "callId": call_id}
+    return {**rest, "message": message}
+
+
+def legacy_message_id(session_id: str, event: JsonObject) -> str:
+    """The id minted for a message stored before messages had ids (notes/dsh-persistence §3.6)."""
+    return f"legacy-message:{session_id}:{_seq(event)}"
+
+
+def validate_known_event_types(session_id: str, events: Sequence[JsonObject]) -> None:
+    """After conversion, every event's type is one of the 48 DSH knows, or the event is marked
+    ``ignorable: true``; an unknown required event might change how the rest of the log reads, so
+    the log is refused (notes/dsh-persistence §3.5)."""
+    for event in events:
+        kind = event.get("type")
+        if kind in KNOWN_EVENT_TYPES or event.get("ignorable") is True:
+            continue
+        raise reject(
+            Code.UNKNOWN_EVENT_TYPE,
+            f'session "{session_id}" contains event type "{js_text(kind)}" (seq {_seq(event)}) unknown to this harness '
+            "and not marked ignorable; refusing to interpret the log — it was likely written by a newer harness",
+        )
+
+
+def _message_id_of(event: Event) -> str | None:
+    data = _record(event.get("data"))
+    message = data if event.get("type") == USER_MESSAGE else _record(data.get("message") if data else None)
+    message_id = message.get("id") if message is not None else None
+    return message_id if isinstance(message_id, str) else None
+
+
+def _replacement_start(event: JsonObject) -> int | float | None:
+    # Any number counts as a target, as in DSH; a fractional one names no message, so no id is inherited.
+    op = _record(event.get("surfaceOp"))
+    start = op.get("start") if op is not None and op.get("op") == "replace" else None
+    return start if isinstance(start, (int, float)) and not isinstance(start, bool) else None
+
+
+def _record(value: JsonValue) -> JsonObject | None:
+    return value if isinstance(value, dict) else None
+
+
+def _is_number(value: object) -> bool:
+    return type(value) in (int, float)
+
+
+def _is_turn_number(value: JsonValue) -> bool:
+    return isinstance(value, (int, float)) and is_safe_integer(value) and value >= 1
+
+
+def _seq(event: JsonObject) -> str:
+    return js_text(event.get("seq", "undefined"))
+
+
+def _malformed_turn_end(session_id: str, event: JsonObject) -> Exception:
+    return reject(
+        Code.LEGACY_MALFORMED_TURN_END,
+        f'session "{session_id}" contains malformed pre-react-loop turn/end at seq {_seq(event)}',
+    )
+
+
+def _malformed_steering(session_id: str, event: JsonObject) -> Exception:
+    return reject(
+        Code.LEGACY_MALFORMED_MESSAGE,
+        f'session "{session_id}" contains malformed pre-react-loop steering/message at seq {_seq(event)}',
+    )

@@ -1,0 +1,1 @@
+"""Where a log comes from: seeds, fork boundaries, the closers crash repair appends, and resume."""

@@ -1,0 +1,115 @@
+"""Fork: a new session whose seed is a prefix of a live session's log (notes/dsh-session-core §7.1).
+
+The store checks, in order: the child id is free (only when one is given), the source is live, the
+boundary names an event, the boundary is not inside an open turn. The child's seed is the source
+log up to and including the boundary; its header names the parent and the seed length. The parent
+is never changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+
+from spec.codes import Code, SpecError, reject  # noqa: F401 - SpecError is named by the contracts
+from spec.log.events import TURN_END, TURN_START, Event, event_data
+from spec.log.json import JsonObject, JsonValue, is_event_seq, js_text
+from spec.log.session import ABSENT, validate_new_session_id
+
+
+def validate_fork_request(live_ids: Collection[str], source_id: str, child_id: str | None) -> None:
+    """A given child id must not be live, checked before anything else; then the source must be a
+    live session (§7.1 steps 1-2, §14.8). Whether a session *object* is the live instance
+    (``SESSION_NOT_LIVE``) is a question of identity, answered by the store that holds it."""
+    if child_id is not None:
+        validate_new_session_id(live_ids, child_id)
+    if source_id not in live_ids:
+        raise reject(Code.SESSION_NOT_FOUND, f'session "{source_id}" not found')
+
+
+def plan_fork_seed(source_id: str, events: Sequence[Event], boundary: object = ABSENT) -> tuple[Event, ...]:
+    """The child's seed: the source log up to and including ``boundary`` (default: the last event;
+    an empty source with no boundary gives an empty seed). The boundary must be an event seq, then
+    name a matching event (:func:`plan_fork_seed_length`), then not lie inside an open turn
+    (§7.1 step 3, §14.9)."""
+    if boundary is ABSENT:
+        if not events:
+            return ()
+        boundary = events[-1].get("seq")
+    if not is_event_seq(boundary):
+        raise reject(
+            Code.INVALID_BOUNDARY,
+            f'fork boundary for session "{source_id}" must be a non-negative safe integer, got {js_text(boundary)}',
+        )
+    cut = int(boundary)
+    length = plan_fork_seed_length(source_id, [event.get("seq") for event in events], cut)
+    validate_boundary_outside_open_turn(source_id, events, cut)
+    return tuple(events[:length])
+
+
+def plan_fork_seed_length(source_id: str, seqs: Sequence[object], boundary: int) -> int:
+    """The seed is the first ``boundary + 1`` events, so the boundary must name an event that
+    exists (``seqs`` are the log's seqs in order) and whose position matches its seq (§7.1 step 3,
+    §14.9).
+
+    raises: SpecError
+    pre: boundary >= 0
+    post: __return__ == boundary + 1 <= len(seqs)
+    post: seqs[__return__ - 1] == boundary
+    """
+    if boundary >= len(seqs):
+        last = js_text(seqs[-1]) if seqs else "none"
+        raise reject(
+            Code.INVALID_BOUNDARY,
+            f'fork boundary {boundary} does not exist in session "{source_id}" (last seq: {last})',
+        )
+    if seqs[boundary] != boundary:
+        raise reject(
+            Code.INVALID_BOUNDARY,
+            f'fork boundary {boundary} does not match a contiguous event seq in session "{source_id}"',
+        )
+    return boundary + 1
+
+
+def validate_boundary_outside_open_turn(source_id: str, events: Sequence[Event], boundary: int) -> None:
+    """No turn may be open at the boundary (:func:`derive_open_turn_start` over the types of the
+    events up to it): a fork never inherits half a turn. Steps, tool pairing and everything after
+    the boundary are not looked at (§7.1 step 3, §14.10)."""
+    start = derive_open_turn_start([event.get("type") for event in events[: boundary + 1]])
+    if start is not None:
+        turn = event_data(events[start]).get("turn", ABSENT)
+        shown = "undefined" if turn is ABSENT else js_text(turn)
+        raise reject(
+            Code.OPEN_TURN,
+            f'fork boundary {boundary} in session "{source_id}" ends inside open turn {shown}',
+        )
+
+
+def derive_open_turn_start(kinds: Sequence[object]) -> int | None:
+    """The position of the turn still open after the events of types ``kinds``: the last
+    ``turn/start`` or ``turn/end`` when it is a ``turn/start``, else ``None`` (§7.1 step 3). So
+    ``None`` means every ``turn/start`` has a ``turn/end`` after it.
+
+    post: __return__ is None or kinds[__return__] == TURN_START
+    post: __return__ is None or all(kind not in (TURN_START, TURN_END) for kind in kinds[__return__ + 1 :])
+    post: (__return__ is None) == all(TURN_END in kinds[i + 1 :] for i, kind in enumerate(kinds) if kind == TURN_START)
+    """
+    open_start: int | None = None
+    for position, kind in enumerate(kinds):
+        if kind == TURN_START:
+            open_start = position
+        elif kind == TURN_END:
+            open_start = None
+    return open_start
+
+
+def derive_child_meta(source_header: JsonObject, source_id: str, seed_length: int) -> dict[str, JsonValue]:
+    """The child's lineage: the parent's ``cwd`` when it has one, ``parentSession`` = the parent's
+    id, ``seedLength`` = the seed's length. ``createdAt`` is the child's own; ``delegationDepth``,
+    ``origin`` and ``agentPreset`` are NOT inherited (§7.1 step 4, §14.7)."""
+    meta: dict[str, JsonValue] = {}
+    cwd = source_header.get("cwd")
+    if cwd is not None:
+        meta["cwd"] = cwd
+    meta["parentSession"] = source_id
+    meta["seedLength"] = seed_length
+    return meta

@@ -1,0 +1,228 @@
+"""Seed validation: the checks an inherited or restored event passes before it enters a session
+(notes/dsh-session-core §1.3, §1.4, §4.2).
+
+A seed is stricter than ``append``: besides the envelope and the surface rules it checks the shape
+of every message and every ``request/header``, because a seed comes from outside the process (a
+fork, a resume, a caller) and must be replayable. ``append`` builds its own envelope and checks no
+message shape (§5.4); that asymmetry is DSH's and is kept (§14.1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+from spec.codes import Code, SpecError, reject
+from spec.log.events import (
+    ASSISTANT_MESSAGE,
+    END_SEED,
+    ENVELOPE_KEYS,
+    REQUEST_HEADER,
+    REQUEST_HEADER_DELTA,
+    TOOL_RESULT,
+    USER_MESSAGE,
+    Event,
+)
+from spec.log.json import (
+    NOT_JSON,
+    FrozenDict,
+    JsonValue,
+    freeze_parsed_json,
+    is_event_seq,
+    is_safe_integer,
+    js_text,
+    snapshot_json,
+)
+from spec.log.surface import SurfacePlan, plan_surface_event
+
+MESSAGE_EVENT_TYPES: Final = frozenset({USER_MESSAGE, ASSISTANT_MESSAGE, TOOL_RESULT})
+ADAPTER_DEFAULT_KEYS: Final = frozenset({"reasoningEffort", "maxTokens"})
+
+
+def validate_seed_event(index: int, source: object, restore: bool) -> Event:
+    """Seed entry ``index`` becomes a frozen event after, in order: the JSON snapshot (snapshot
+    mode) or the ownership freeze (restore mode), the envelope check with the legacy
+    ``request/header-delta`` check first, the LLM-shape checks, the legacy ``fallback`` reason
+    check, and ``seq == index`` (notes/dsh-session-core §1.3, §4.2 steps 1-4)."""
+    event = take_seed_event(index, source, restore)
+    validate_seed_envelope(index, event)
+    validate_seed_llm_shape(index, event)
+    validate_seed_request_header_reason(index, event)
+    validate_seed_seq(index, event)
+    return event
+
+
+def take_seed_event(index: int, source: object, restore: bool) -> FrozenDict:
+    """Snapshot mode copies the entry into the lossless JSON domain; restore mode takes ownership of
+    freshly parsed JSON and freezes it in place, with no JSON check (§4.2 step 1, §14.2). Either
+    way the entry must be an object: ``None``, a scalar or an array is an invalid envelope (§14.16)."""
+    if restore:
+        if not isinstance(source, dict):
+            raise _invalid_envelope(index)
+        frozen = freeze_parsed_json(source)
+        assert isinstance(frozen, FrozenDict)
+        return frozen
+    snapshot = snapshot_json(source)
+    if snapshot is NOT_JSON:
+        raise reject(Code.SEED_NOT_JSON, f"seed event at index {index} is not losslessly JSON-serializable")
+    if not isinstance(snapshot, FrozenDict):
+        raise _invalid_envelope(index)
+    return snapshot
+
+
+def validate_seed_envelope(index: int, event: Event) -> None:
+    """A seed event is not the retired ``request/header-delta``; its keys are envelope keys only;
+    ``type`` is a string, ``seq`` an event seq, ``time`` a safe integer (negative allowed),
+    ``data`` present (``null`` allowed) and ``ignorable``, if present, exactly ``true`` (§1.3)."""
+    if event.get("type") == REQUEST_HEADER_DELTA:
+        raise reject(
+            Code.LEGACY_HEADER_DELTA,
+            f"seed event at index {index} uses unsupported legacy request/header-delta format",
+        )
+    if (
+        not set(event) <= ENVELOPE_KEYS
+        or not isinstance(event.get("type"), str)
+        or not is_event_seq(event.get("seq"))
+        or not is_safe_integer(event.get("time"))
+        or "data" not in event
+        or ("ignorable" in event and event["ignorable"] is not True)
+    ):
+        raise _invalid_envelope(index)
+
+
+def validate_seed_llm_shape(index: int, event: Event) -> None:
+    """A seeded ``request/header`` names its provider and model; a seeded message event carries a
+    well-formed message (§1.3 step 4, §1.4)."""
+    kind = event.get("type")
+    if kind == REQUEST_HEADER:
+        validate_request_header_shape(index, event.get("data"))
+    elif kind in MESSAGE_EVENT_TYPES:
+        validate_message_shape(f"seed {kind} at index {index}", event)
+
+
+def validate_request_header_shape(index: int, data: JsonValue) -> None:
+    """``data.header.config`` is an object with non-empty string ``provider`` and ``model``; its
+    ``reasoningEffort``, if present, is a non-empty string; ``data.header.adapterDefaults``, if
+    present, is an object whose keys are among ``reasoningEffort``/``maxTokens``, each exactly
+    ``true`` and each marking a field the config sets (§1.4)."""
+    header = data.get("header") if isinstance(data, dict) else None
+    config = header.get("config") if isinstance(header, dict) else None
+    if not isinstance(header, dict) or not isinstance(config, dict) or not _has_provider_model(config):
+        raise reject(
+            Code.REQUEST_HEADER_PROVIDER_MODEL, f"seed request/header at index {index} lacks provider/model"
+        )
+    if "reasoningEffort" in config and not _is_non_empty_string(config["reasoningEffort"]):
+        raise reject(
+            Code.REQUEST_HEADER_REASONING_EFFORT,
+            f"seed request/header at index {index} has an invalid reasoningEffort",
+        )
+    if "adapterDefaults" in header and not _is_valid_adapter_defaults(header["adapterDefaults"], config):
+        raise reject(
+            Code.REQUEST_HEADER_ADAPTER_DEFAULTS,
+            f"seed request/header at index {index} has invalid adapterDefaults",
+        )
+
+
+def _is_valid_adapter_defaults(markers: JsonValue, config: dict[str, JsonValue]) -> bool:
+    if not isinstance(markers, dict):
+        return False
+    return all(
+        key in ADAPTER_DEFAULT_KEYS and value is True and key in config for key, value in markers.items()
+    )
+
+
+def validate_message_shape(subject: str, event: Event) -> None:
+    """The message of a message event (``data`` for user/message, ``data.message`` otherwise) has a
+    non-empty string ``id``, the role its type requires, a ``source`` object with a non-empty
+    ``kind``, and an array ``content``; an assistant's source is a model with provider and model;
+    a tool result's source is a tool with a ``callId`` and its content is exactly one
+    ``tool-result`` block naming the same call. Other event types pass (§1.4)."""
+    kind = event.get("type")
+    if kind not in MESSAGE_EVENT_TYPES:
+        return
+    data = event.get("data")
+    message = data if kind == USER_MESSAGE else (data.get("message") if isinstance(data, dict) else None)
+    if not isinstance(message, dict) or not _is_non_empty_string(message.get("id")):
+        raise reject(Code.MESSAGE_UNIDENTIFIED, f"{subject} lacks an identified message")
+    role = "assistant" if kind == ASSISTANT_MESSAGE else "user"
+    if message.get("role") != role:
+        raise reject(Code.MESSAGE_ROLE, f'{subject} message must have role "{role}"')
+    source = message.get("source")
+    if not isinstance(source, dict) or not _is_non_empty_string(source.get("kind")):
+        raise reject(Code.MESSAGE_SOURCE, f"{subject} message has invalid source")
+    content = message.get("content")
+    if not isinstance(content, list):
+        raise reject(Code.MESSAGE_CONTENT, f"{subject} message has invalid content")
+    if kind == ASSISTANT_MESSAGE and (source["kind"] != "model" or not _has_provider_model(source)):
+        raise reject(Code.MESSAGE_MODEL_SOURCE, f"{subject} message must have model source")
+    if kind == TOOL_RESULT:
+        validate_tool_result_message(subject, source, content)
+
+
+def validate_tool_result_message(
+    subject: str, source: dict[str, JsonValue], content: list[JsonValue]
+) -> None:
+    """A tool result's source is ``{kind: "tool", callId}`` with a non-empty ``callId``; its content
+    is one ``tool-result`` block with an array ``content`` whose ``toolCallId`` is that call (§1.4)."""
+    if source.get("kind") != "tool" or not _is_non_empty_string(source.get("callId")):
+        raise reject(Code.MESSAGE_TOOL_SOURCE, f"{subject} message must have tool source")
+    block = content[0] if len(content) == 1 else None
+    if (
+        not isinstance(block, dict)
+        or block.get("type") != "tool-result"
+        or not isinstance(block.get("content"), list)
+    ):
+        raise reject(Code.MESSAGE_TOOL_BLOCK, f"{subject} message must contain one tool-result block")
+    if block.get("toolCallId") != source["callId"]:
+        raise reject(Code.MESSAGE_TOOL_CALL_ID_MISMATCH, f"{subject} message has mismatched tool call ids")
+
+
+def validate_seed_request_header_reason(index: int, event: Event) -> None:
+    """A seeded ``request/header`` whose data has ``reason: "fallback"`` is retired vocabulary
+    (§1.3, checked after the envelope and LLM-shape checks)."""
+    data = event.get("data")
+    if event.get("type") == REQUEST_HEADER and isinstance(data, dict) and data.get("reason") == "fallback":
+        raise reject(
+            Code.LEGACY_FALLBACK_REASON,
+            f'seed event at index {index} uses unsupported legacy request/header reason "fallback"',
+        )
+
+
+def validate_seed_seq(index: int, event: Event) -> None:
+    """Seed entry ``index`` has ``seq == index``: a seed is contiguous from 0 (§1.3, §4.2 step 4)."""
+    seq = event.get("seq")
+    if seq != index:
+        raise reject(
+            Code.SEED_SEQ_MISMATCH,
+            f"seed event at index {index} has seq {js_text(seq)} (expected {index}); seed must be contiguous from 0",
+        )
+
+
+def plan_seed_surface(index: int, nodes: Sequence[int], event: Event, events: Sequence[Event]) -> SurfacePlan:
+    """A validated seed event passes the surface rules against the seed before it (§4.2 step 5).
+    A rejection keeps its code, and its message gains the prefix
+    ``invalid seed event at index {index}: ``, as DSH wraps it; keeping the code (rather than one
+    generic seed code) lets a caller tell *which* surface rule the seed broke."""
+    try:
+        return plan_surface_event(nodes, event, index, events)
+    except SpecError as error:
+        raise reject(error.code, f"invalid seed event at index {index}: {error.message}") from error
+
+
+def needs_end_seed(seed_given: bool, events: Sequence[Event]) -> bool:
+    """Construction appends ``session/end-seed`` exactly when a seed was given (an empty one counts)
+    and the log does not already end with that marker; so replaying a session's own events never
+    grows its log (notes/dsh-session-core §4.2 step 5, §4.4)."""
+    return seed_given and (len(events) == 0 or events[-1].get("type") != END_SEED)
+
+
+def _invalid_envelope(index: int) -> SpecError:
+    return reject(Code.SEED_ENVELOPE_INVALID, f"seed event at index {index} has an invalid event envelope")
+
+
+def _has_provider_model(record: dict[str, JsonValue]) -> bool:
+    return _is_non_empty_string(record.get("provider")) and _is_non_empty_string(record.get("model"))
+
+
+def _is_non_empty_string(value: object) -> bool:
+    return isinstance(value, str) and value != ""

@@ -1,0 +1,249 @@
+"""The lossless JSON domain (SPEC-DECISIONS D5, D6; notes/dsh-session-core §5.2).
+
+Every event, header and payload lives in this domain so that a JavaScript peer reads exactly the
+values a Python writer meant. Values that enter the log are *snapshotted*: copied into frozen
+containers (:class:`FrozenDict`, :class:`FrozenList`) whose mutators raise ``TypeError``, so
+nothing handed out can change the log. All traversals are iterative: 20,000 levels of nesting
+never meet Python's recursion limit.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Final, NoReturn, TypeAlias, TypeGuard, Union
+
+MAX_SAFE_INTEGER: Final = 2**53 - 1  # the largest integer a double holds exactly (JS Number.MAX_SAFE_INTEGER)
+
+JsonValue: TypeAlias = Union[bool, int, float, str, list["JsonValue"], dict[str, "JsonValue"], None]
+JsonObject: TypeAlias = dict[str, JsonValue]
+
+
+def _refuse(*_: object, **__: object) -> NoReturn:
+    raise TypeError("session log values are immutable; copy them with thaw_json() to edit")
+
+
+class FrozenDict(dict[str, JsonValue]):
+    """A JSON object that cannot be changed. It is a ``dict``, so it serialises and compares as one."""
+
+    __slots__ = ()
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = __ior__ = _refuse
+
+    def __copy__(self) -> FrozenDict:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, object]) -> FrozenDict:
+        return self
+
+    def __reduce__(self) -> tuple[type[FrozenDict], tuple[dict[str, JsonValue]]]:
+        return (FrozenDict, (dict(self),))
+
+
+class FrozenList(list[JsonValue]):
+    """A JSON array that cannot be changed. It is a ``list``, so it serialises and compares as one."""
+
+    __slots__ = ()
+    __setitem__ = __delitem__ = append = extend = insert = pop = remove = clear = _refuse
+    sort = reverse = __iadd__ = __imul__ = _refuse
+
+    def __copy__(self) -> FrozenList:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, object]) -> FrozenList:
+        return self
+
+    def __reduce__(self) -> tuple[type[FrozenList], tuple[list[JsonValue]]]:
+        return (FrozenList, (list(self),))
+
+
+class _NotJson:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "NOT_JSON"
+
+
+NOT_JSON: Final = _NotJson()
+"""Returned by :func:`snapshot_json` for a value outside the domain (``None`` is JSON null)."""
+
+_OBJECT_TYPES: Final = (dict, FrozenDict)
+_ARRAY_TYPES: Final = (list, FrozenList)
+
+
+def is_safe_integer(value: object) -> TypeGuard[int | float]:
+    """A safe integer is an int (never a bool) with |n| <= 2**53 - 1; an integral float counts
+    as that integer, as it does in JavaScript (D5)."""
+    if type(value) is int:
+        return -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
+    if type(value) is float:
+        return math.isfinite(value) and value.is_integer() and abs(value) <= MAX_SAFE_INTEGER
+    return False
+
+
+def is_event_seq(value: object) -> TypeGuard[int | float]:
+    """An event seq is a non-negative safe integer (notes/dsh-session-core §0)."""
+    return is_safe_integer(value) and value >= 0
+
+
+def _is_json_scalar(value: object) -> bool:
+    kind = type(value)
+    if value is None or kind is bool or kind is str:
+        return True
+    if kind is int:
+        return -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER  # type: ignore[operator]
+    if kind is float:
+        return math.isfinite(value) and not (value == 0.0 and math.copysign(1.0, value) < 0)  # type: ignore[arg-type]
+    return False
+
+
+def snapshot_json(value: object) -> JsonValue | _NotJson:
+    """Copy a value into frozen JSON containers, or return ``NOT_JSON`` if any part of it lies
+    outside the lossless domain: only None, bool, str, safe ints, finite floats other than -0.0,
+    lists and str-keyed dicts, with no container its own ancestor (D5). Shared sub-values that are
+    not cycles are copied once per occurrence."""
+    if not isinstance(value, (*_OBJECT_TYPES, *_ARRAY_TYPES)):
+        return value if _is_json_scalar(value) else NOT_JSON  # type: ignore[return-value]
+    if type(value) not in (*_OBJECT_TYPES, *_ARRAY_TYPES):
+        return NOT_JSON
+    root = _empty_like(value)
+    on_path: set[int] = {id(value)}
+    stack: list[tuple[Any, Any, Any]] = [(value, root, _children(value))]
+    while stack:
+        source, target, children = stack[-1]
+        step = next(children, None)
+        if step is None:
+            stack.pop()
+            on_path.discard(id(source))
+            continue
+        key, child = step
+        if key is not None and type(key) is not str:
+            return NOT_JSON
+        if type(child) in _OBJECT_TYPES or type(child) in _ARRAY_TYPES:
+            if id(child) in on_path:
+                return NOT_JSON
+            copy = _empty_like(child)
+            _store(target, key, copy)
+            on_path.add(id(child))
+            stack.append((child, copy, _children(child)))
+        elif _is_json_scalar(child):
+            _store(target, key, child)
+        else:
+            return NOT_JSON
+    return root
+
+
+def is_json_value(value: object) -> bool:
+    """True when :func:`snapshot_json` would accept the value."""
+    return snapshot_json(value) is not NOT_JSON
+
+
+def _empty_like(container: object) -> FrozenDict | FrozenList:
+    return FrozenDict() if isinstance(container, dict) else FrozenList()
+
+
+def _children(container: Any) -> Any:
+    if isinstance(container, dict):
+        return iter(container.items())
+    return ((None, item) for item in container)
+
+
+def _store(target: Any, key: str | None, child: Any) -> None:
+    if key is None:
+        list.append(target, child)
+    else:
+        dict.__setitem__(target, key, child)
+
+
+def freeze_parsed_json(value: JsonValue) -> JsonValue:
+    """Take ownership of freshly parsed JSON (plain dicts and lists nobody else holds) and
+    return it frozen, touching each container once (D6: restore takes ownership, no second
+    deep copy). The caller must not keep references into ``value``. A frozen container is
+    returned as it is: this module only ever builds them frozen all the way down."""
+    if not isinstance(value, (dict, list)) or type(value) in (FrozenDict, FrozenList):
+        return value
+    root: FrozenDict | FrozenList = FrozenDict(value) if isinstance(value, dict) else FrozenList(value)
+    stack: list[FrozenDict | FrozenList] = [root]
+    while stack:
+        container = stack.pop()
+        items: Any = container.items() if isinstance(container, dict) else enumerate(container)
+        replacements: list[tuple[Any, FrozenDict | FrozenList]] = []
+        for key, child in items:
+            if type(child) is dict:
+                frozen: FrozenDict | FrozenList = FrozenDict(child)
+            elif type(child) is list:
+                frozen = FrozenList(child)
+            else:
+                continue
+            replacements.append((key, frozen))
+            stack.append(frozen)
+        for key, frozen in replacements:
+            if isinstance(container, dict):
+                dict.__setitem__(container, key, frozen)
+            else:
+                list.__setitem__(container, key, frozen)
+    return root
+
+
+def thaw_json(value: JsonValue) -> JsonValue:
+    """A plain, mutable deep copy of a JSON value (for callers who want to edit one)."""
+    if not isinstance(value, (dict, list)):
+        return value
+    root: Any = {} if isinstance(value, dict) else []
+    stack: list[tuple[Any, Any]] = [(value, root)]
+    while stack:
+        source, target = stack.pop()
+        for key, child in source.items() if isinstance(source, dict) else enumerate(source):
+            if isinstance(child, (dict, list)):
+                copy: Any = {} if isinstance(child, dict) else []
+                stack.append((child, copy))
+                child = copy
+            if isinstance(target, dict):
+                target[key] = child
+            else:
+                target.append(child)
+    return root  # type: ignore[no-any-return]
+
+
+def is_deep_equal_json(a: JsonValue, b: JsonValue) -> bool:
+    """JSON deep equality: arrays pairwise, objects by key set regardless of order, scalars by
+    value (notes/dsh-session-core §3.7). ``True`` and ``1`` differ, as they do in JSON."""
+    stack: list[tuple[Any, Any]] = [(a, b)]
+    while stack:
+        left, right = stack.pop()
+        if left is right:
+            continue
+        if isinstance(left, list) or isinstance(right, list):
+            if not (isinstance(left, list) and isinstance(right, list)) or len(left) != len(right):
+                return False
+            stack.extend(zip(left, right))
+        elif isinstance(left, dict) or isinstance(right, dict):
+            if not (isinstance(left, dict) and isinstance(right, dict)) or len(left) != len(right):
+                return False
+            for key, value in left.items():
+                if key not in right:
+                    return False
+                stack.append((value, right[key]))
+        elif (type(left) is bool) != (type(right) is bool) or left != right:
+            return False
+    return True
+
+
+def index_of(items: list[int], value: int) -> int:
+    """Position of ``value`` in ``items``, or -1 (JavaScript's ``indexOf``)."""
+    try:
+        return items.index(value)
+    except ValueError:
+        return -1
+
+
+def js_text(value: object) -> str:
+    """A value as JavaScript's ``String(x)`` prints it in messages: ``2`` for 2.0, ``undefined``
+    for a missing value, ``null``, ``true``/``false``."""
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return str(int(value))
+    return str(value)

@@ -1,0 +1,237 @@
+"""The pure session model: construction from a seed, append, and the message projection
+(notes/dsh-session-core §4, §5, §6).
+
+A session is its header, its log and the surface folded from that log. Nothing here holds state:
+each function takes a :class:`SessionState` (or plain sequences) and returns a decision or the
+next state. The reference implementation and the conformance suite both use these functions as
+the oracle of what a session must do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from spec.codes import Code, reject
+from spec.lineage.seed import needs_end_seed, plan_seed_surface, validate_seed_event
+from spec.log.events import END_SEED, REQUEST_HEADER, REQUEST_HEADER_DELTA, Event, Message
+from spec.log.header import snapshot_header, validate_header
+from spec.log.json import NOT_JSON, FrozenDict, JsonValue, freeze_parsed_json, snapshot_json
+from spec.log.surface import (
+    ReplacePlan,
+    Surface,
+    SurfacePlan,
+    apply_surface_plan,
+    derive_messages,
+    plan_surface_event,
+    splice_plan,
+)
+
+
+class _Absent:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+
+ABSENT: Final = _Absent()
+""""This key was not passed" (JavaScript's ``undefined``). Distinct from ``None``, which is JSON
+null: an append given ``surface_op=None`` carries ``surfaceOp: null`` and is rejected for it."""
+
+
+@dataclass(frozen=True)
+class SessionState:
+    """A session at rest: the frozen header, the log (``events[i]["seq"] == i``), the surface
+    folded from the log, and ``first_live_seq``, the number of events construction inherited."""
+
+    header: FrozenDict
+    events: tuple[Event, ...]
+    surface: Surface
+    first_live_seq: int
+
+
+# --- construction (§4) --------------------------------------------------------------------------
+
+
+def create_session_state(
+    session_id: str, seed: Sequence[object] | None, header: object, now: int, restore: bool = False
+) -> SessionState:
+    """A new session: every seed entry validated and folded in order, ``first_live_seq`` = the seed
+    length, then ``session/end-seed`` appended at ``time = now`` when :func:`needs_end_seed` says
+    so. In snapshot mode the header is copied and validated after the seed; in restore mode it is
+    validated before the seed and frozen in place (notes/dsh-session-core §4.2, §1.5)."""
+    restored_header = restore_header(session_id, header) if restore else None
+    events, surface = fold_seed(seed if seed is not None else (), restore)
+    frozen_header = restored_header if restored_header is not None else snapshot_header(session_id, header)
+    state = SessionState(header=frozen_header, events=events, surface=surface, first_live_seq=len(events))
+    if needs_end_seed(seed is not None, events):
+        state, _ = append_event(state, END_SEED, {}, time=now)
+    return state
+
+
+def restore_header(session_id: str, record: object) -> FrozenDict:
+    """Restore mode takes a freshly parsed header object, freezes it in place and validates it, with
+    no JSON snapshot; anything but an object is not a plain JSON record (§1.5, §14.2)."""
+    if not isinstance(record, dict):
+        raise reject(Code.HEADER_NOT_RECORD, "session header is not a plain JSON record")
+    frozen = freeze_parsed_json(record)
+    assert isinstance(frozen, FrozenDict)
+    validate_header(session_id, frozen)
+    return frozen
+
+
+def fold_seed(seed: Sequence[object], restore: bool) -> tuple[tuple[Event, ...], Surface]:
+    """Each seed entry, read once, is validated (:func:`spec.lineage.seed.validate_seed_event`) and then
+    planned on the surface built from the entries before it; the first failure rejects the whole
+    seed (§4.2 step 2)."""
+    events: list[Event] = []
+    nodes: list[int] = []
+    generation = 0
+    for index, source in enumerate(seed):
+        event = validate_seed_event(index, source, restore)
+        plan = plan_seed_surface(index, nodes, event, events)
+        events.append(event)
+        if plan is not None:
+            splice_plan(nodes, plan)
+            generation += 1 if isinstance(plan, ReplacePlan) else 0
+    return tuple(events), Surface(nodes=tuple(nodes), replace_generation=generation)
+
+
+def plan_session_id(counter: int, live_ids: Collection[str]) -> tuple[str, int]:
+    """A store mints ``session-<n>`` from its own ever-increasing counter, skipping ids already
+    live; returns the id and the new counter (notes/dsh-session-core §4.6 step 1)."""
+    counter += 1
+    while f"session-{counter}" in live_ids:
+        counter += 1
+    return f"session-{counter}", counter
+
+
+def validate_new_session_id(live_ids: Collection[str], session_id: str) -> None:
+    """A store holds at most one live session per id (§4.6 step 2, §7.1 step 1)."""
+    if session_id in live_ids:
+        raise reject(Code.SESSION_ALREADY_EXISTS, f'session "{session_id}" already exists')
+
+
+# --- append (§5) -------------------------------------------------------------------------------
+
+
+def plan_append(
+    state: SessionState,
+    event_type: object,
+    data: object,
+    surface_op: object = ABSENT,
+    source_event_seqs: object = ABSENT,
+    time: int = 0,
+) -> tuple[Event, SurfacePlan]:
+    """Decide an append to ``state`` without changing it: :func:`plan_event` on the session's
+    surface nodes and log (§5.1)."""
+    return plan_event(
+        state.surface.nodes, state.events, event_type, data, surface_op, source_event_seqs, time
+    )
+
+
+def plan_event(
+    nodes: Sequence[int],
+    events: Sequence[Event],
+    event_type: object,
+    data: object,
+    surface_op: object = ABSENT,
+    source_event_seqs: object = ABSENT,
+    time: int = 0,
+) -> tuple[Event, SurfacePlan]:
+    """The event an append would commit and its surface plan, in DSH's order: the type is a
+    non-empty string (Python's addition: JavaScript's types enforce it); ``data`` is lossless
+    JSON; no retired request-header vocabulary; the surface metadata is lossless JSON; then the
+    frozen event ``{type, seq, time, data, sourceEventSeqs?, surfaceOp?}`` with ``seq`` the log
+    length is planned on the surface. Message shapes are NOT checked (§5.1, §5.4, §14.1)."""
+    kind = validate_event_type(event_type)
+    frozen_data = snapshot_event_data(kind, data)
+    validate_request_header_vocabulary(kind, frozen_data)
+    metadata = snapshot_surface_metadata(kind, surface_op, source_event_seqs)
+    event = FrozenDict({"type": kind, "seq": len(events), "time": time, "data": frozen_data, **metadata})
+    return event, plan_surface_event(nodes, event, len(events), events)
+
+
+def validate_event_type(event_type: object) -> str:
+    """An appended event's type is a non-empty string; any string is accepted, known or not (§2.4)."""
+    if not isinstance(event_type, str) or event_type == "":
+        raise reject(
+            Code.EVENT_TYPE_INVALID, f"session event type must be a non-empty string, got {event_type!r}"
+        )
+    return event_type
+
+
+def snapshot_event_data(kind: str, data: object) -> JsonValue:
+    """Appended data is copied into the lossless JSON domain; anything else is rejected (§5.1 step 2)."""
+    frozen = snapshot_json(data)
+    if frozen is NOT_JSON:
+        raise reject(Code.DATA_NOT_JSON, f'session event "{kind}" carries non-JSON-serializable data')
+    return frozen  # type: ignore[return-value]
+
+
+def validate_request_header_vocabulary(kind: str, data: JsonValue) -> None:
+    """``request/header-delta`` and a ``request/header`` with ``reason: "fallback"`` are retired
+    vocabulary that no new event may use (§5.1 step 3)."""
+    if kind == REQUEST_HEADER_DELTA:
+        raise reject(
+            Code.LEGACY_HEADER_DELTA,
+            'session event "request/header-delta" uses unsupported legacy request/header-delta format',
+        )
+    if kind == REQUEST_HEADER and isinstance(data, dict) and data.get("reason") == "fallback":
+        raise reject(
+            Code.LEGACY_FALLBACK_REASON,
+            'session event "request/header" uses unsupported legacy request/header reason "fallback"',
+        )
+
+
+def snapshot_surface_metadata(kind: str, surface_op: object, source_event_seqs: object) -> FrozenDict:
+    """The passed surface keys, ``sourceEventSeqs`` then ``surfaceOp`` (a passed ``None`` is kept,
+    to be rejected by the surface rules), copied into the lossless JSON domain (§5.1 steps 1, 4)."""
+    metadata: dict[str, object] = {}
+    if source_event_seqs is not ABSENT:
+        metadata["sourceEventSeqs"] = source_event_seqs
+    if surface_op is not ABSENT:
+        metadata["surfaceOp"] = surface_op
+    frozen = snapshot_json(metadata)
+    if not isinstance(frozen, FrozenDict):
+        raise reject(
+            Code.SURFACE_METADATA_NOT_JSON,
+            f'session event "{kind}" carries non-JSON-serializable surface metadata',
+        )
+    return frozen
+
+
+def apply_append(state: SessionState, event: Event, plan: SurfacePlan) -> SessionState:
+    """Commit a planned append: the event joins the log and the plan is applied to the surface. The
+    plan must come from :func:`plan_append` on this same state (§5.1 step 9, §3.8)."""
+    return SessionState(
+        header=state.header,
+        events=(*state.events, event),
+        surface=apply_surface_plan(state.surface, plan),
+        first_live_seq=state.first_live_seq,
+    )
+
+
+def append_event(
+    state: SessionState,
+    event_type: object,
+    data: object,
+    surface_op: object = ABSENT,
+    source_event_seqs: object = ABSENT,
+    time: int = 0,
+) -> tuple[SessionState, Event]:
+    """Plan, then commit: a rejected append raises and ``state`` is untouched, so a failed append
+    consumes no seq (§5.1 atomicity)."""
+    event, plan = plan_append(state, event_type, data, surface_op, source_event_seqs, time)
+    return apply_append(state, event, plan), event
+
+
+# --- projection (§6) ---------------------------------------------------------------------------
+
+
+def derive_session_messages(state: SessionState) -> list[Message]:
+    """The model-visible history: one message per surface node that projects one, in surface order;
+    shadowed and log-only events never appear (§6)."""
+    return derive_messages(state.events, state.surface.nodes)

@@ -1,0 +1,130 @@
+"""Spill: a tool result too large to keep inline is saved whole elsewhere, and the log records a
+preview plus how to fetch the rest (SPEC-DECISIONS D8; seed 002; notes/dsh-compaction-projection
+§10.1-§10.2).
+
+Spill is lossless and comes before any summary compaction. A result spills only at the top level
+and never for the ``read`` tool (reading a spilled file back must not spill again); it spills when
+its estimated tokens exceed ``maxInlineTokens``; the log keeps a head and a tail of it and a notice
+naming where the whole text is, under a per-session directory whose name does not reveal the
+session id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Final
+
+from spec.codes import Code, reject
+from spec.format.naming import encode_segment
+from spec.log.json import JsonValue, is_safe_integer, js_text
+from spec.shrink.prune import derive_code_points
+from spec.shrink.tokens import BLOCK_OVERHEAD, CHARS_PER_TOKEN, estimate_content, utf16_length
+
+# --- which results spill, and what the log keeps (notes §10.2, adapted from bytes to tokens) ---
+
+READ_TOOL_NAME: Final = "read"  # the tool a model uses to fetch a spilled result back
+SPILL_LABEL: Final = "result"  # which part of a tool call was spilled
+BASE_MAX_INLINE_TOKENS: Final = 12500  # tokens; the value the seed's base configuration ships
+SPILL_RETRIEVAL_HINT: Final = "Use read with offset/limit, or grep this path to search within it."
+SPILL_SEPARATOR: Final = "\n\n"  # between the preview and the notice
+
+
+def is_spill_candidate(tool_name: str, nested: bool) -> bool:
+    """Only a top-level tool call's result may spill, and never the ``read`` tool's: the result
+    of a nested call belongs to its parent, and a read of a spilled file must come back whole
+    (notes §10.2 step 2)."""
+    return not nested and tool_name != READ_TOOL_NAME
+
+
+def validate_max_inline_tokens(value: object) -> None:
+    """``maxInlineTokens`` is absent (no spilling at all) or a non-negative integer (D8)."""
+    if value is not None and not (is_safe_integer(value) and value >= 0):
+        raise reject(
+            Code.SPILL_CONFIG_INVALID,
+            f"spill-policy: maxInlineTokens must be a non-negative integer (got {js_text(value)})",
+        )
+
+
+def should_spill(estimated_tokens: int, max_inline_tokens: int | None) -> bool:
+    """A result spills when a limit is configured and its estimated tokens (``estimate_content`` of
+    the result's content) are strictly above it (D8: the seed's ``maxInlineTokens``; strict ``>`` as
+    in notes §10.2)."""
+    return max_inline_tokens is not None and estimated_tokens > max_inline_tokens
+
+
+def derive_spill_text(blocks: Sequence[JsonValue]) -> str | None:
+    """Only an all-text result can spill: its text blocks concatenated with no separator; a result
+    with any other block is left alone (``None``) (notes §10.2 step 3)."""
+    texts: list[str] = []
+    for block in blocks:
+        if not (
+            isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)
+        ):
+            return None
+        texts.append(block["text"])  # type: ignore[arg-type]
+    return "".join(texts)
+
+
+def derive_spill_notice(omitted: int, locator: str, retrieval_hint: str = SPILL_RETRIEVAL_HINT) -> str:
+    """What the model is told: how much was left out (in UTF-16 code units, the token meter's
+    unit; nothing when nothing was), where the whole result is, and how to read it."""
+    omitted_text = f"Omitted {omitted} characters. " if omitted > 0 else ""
+    return f"({omitted_text}Full formatted result stored at: {locator}. {retrieval_hint})"
+
+
+def derive_spill_preview(
+    text: str, max_inline_tokens: int, locator: str, retrieval_hint: str = SPILL_RETRIEVAL_HINT
+) -> str | None:
+    """The text the log records in place of a spilled result: a head and a tail of the original
+    joined with no separator, a blank line, then the notice; or the notice alone when no preview
+    fits. As one text block it must cost at most ``max_inline_tokens``; when even that cannot be
+    met the result is kept inline (``None``). Budgets are UTF-16 code units and cuts never split a
+    surrogate pair (this project's token form of notes §10.2 steps 6-9)."""
+    text = "".join(derive_code_points(text))
+    total = utf16_length(text)
+    capacity = max(0, max_inline_tokens - BLOCK_OVERHEAD) * CHARS_PER_TOKEN
+    reserve = utf16_length(derive_spill_notice(total, locator, retrieval_hint)) + len(SPILL_SEPARATOR)
+    budget = max(0, capacity - reserve)
+    head = _take_units(text, (budget + 1) // 2)
+    tail = _take_units(text[len(head) :][::-1], budget // 2)[::-1]
+    preview = head + tail
+    notice = derive_spill_notice(total - utf16_length(preview), locator, retrieval_hint)
+    replaced = f"{preview}{SPILL_SEPARATOR}{notice}" if preview else notice
+    if estimate_content([{"type": "text", "text": replaced}]) > max_inline_tokens:
+        return None
+    return replaced
+
+
+def _take_units(text: str, units: int) -> str:
+    """The longest prefix of ``text`` within ``units`` UTF-16 code units."""
+    used = 0
+    for index, char in enumerate(text):
+        used += 2 if ord(char) > 0xFFFF else 1
+        if used > units:
+            return text[:index]
+    return text
+
+
+# --- where spilled text is stored (notes §10.1) ------------------------------------------------------
+
+SESSION_DIR_HASH_CHARS: Final = 12  # hex characters of sha256(session id) in a spill directory name
+
+
+def derive_spill_session_dir(session_id: str) -> str:
+    """A session's spill directory: ``session-`` and the first 12 hex digits of the SHA-256 of
+    its id's UTF-8 bytes, stable for the session and free of path characters (notes §10.1)."""
+    digest = hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"session-{digest[:SESSION_DIR_HASH_CHARS]}"
+
+
+def derive_spill_suggested_name(tool_name: str) -> str:
+    """The name a spill asks for: the tool's name with ``.txt`` (notes §10.2 step 5)."""
+    return f"{tool_name}.txt"
+
+
+def derive_spill_file_name(token: str, suggested_name: str) -> str:
+    """A spilled text's file name: a fresh random token (so that two spills never collide), a
+    hyphen, and the suggested name as one safe path segment (notes §10.1; the segment encoding is
+    the session directory's, ``spec.format.naming.encode_segment``)."""
+    return f"{token}-{encode_segment(suggested_name)}"
