@@ -92,6 +92,7 @@ export function pureFunctions(dsh) {
       const config = pruner.resolveConfig(input.config === null ? undefined : input.config);
       return { thresholdChars: config.thresholdChars, headChars: config.headChars, tailChars: config.tailChars };
     };
+    table["spec.prune.plan_prune_events"] = (input) => planPruneEvents(dsh, input);
     table["spec.prune.plan_pruned_content"] = (input) => {
       const blocks = array(input, "blocks");
       const proto = pruner.ToolResultPruner.prototype;
@@ -113,5 +114,61 @@ export function pureFunctions(dsh) {
       return [before(view, seqs[0]), ...seqs.map((seq) => after(view, seq))];
     };
   }
+  if (dsh.shadowPrice !== undefined) {
+    table["spec.tokens.fold_shadow_price"] = (input) => foldShadowPrice(dsh.shadowPrice, input);
+  }
   return table;
+}
+
+/** DSH's prune pass (ToolResultPruner.pruneSession) run on a session that records its appends
+ * instead of logging them: each oversized result gives a compaction/prune event and its
+ * replacing tool/result, which are the protocol's plan entries. */
+function planPruneEvents(dsh, input) {
+  const view = surfaceView(input);
+  const proto = dsh.pruner.ToolResultPruner.prototype;
+  const config = dsh.pruner.resolveConfig(input.config === null ? undefined : input.config);
+  const appended = [];
+  const recorder = {
+    events: view.events,
+    surface: view.surface,
+    append(type, data, surface) {
+      appended.push({ type, data, surface });
+      return { seq: view.events.length + appended.length - 1 };
+    },
+  };
+  const pruner = {
+    config,
+    measureContent: proto.measureContent,
+    pruneContent: proto.pruneContent,
+    ctx: { tokenMeter: { estimateMessage: (message) => dsh.tokenMeter.TokenMeter.prototype.estimateMessage(message) } },
+  };
+  const { pruned } = proto.pruneSession.call(pruner, recorder);
+  return pruned.map((entry, index) => {
+    const prune = appended[2 * index];
+    const replacement = appended[2 * index + 1];
+    return {
+      originalSeq: entry.originalSeq,
+      callId: entry.callId,
+      pruneData: prune.data,
+      replacementData: replacement.data,
+      surfaceOp: replacement.surface.surfaceOp,
+      sourceEventSeqs: replacement.surface.sourceEventSeqs,
+      charsBefore: entry.charsBefore,
+      charsAfter: entry.charsAfter,
+    };
+  });
+}
+
+/** One step of DSH's shadow-price fold, through the token meter's published contextBreakdown
+ * projection (its `apply` folds foldSurfaceProjection into `messageTokens` and `claim`). */
+function foldShadowPrice(definition, input) {
+  let claim;
+  if (input.claim !== null && input.claim !== undefined) {
+    const raw = object(input, "claim");
+    claim = { start: safeInteger(raw.start, "claim.start"), end: safeInteger(raw.end, "claim.end"), tokens: safeInteger(raw.tokens, "claim.tokens") };
+  }
+  const event = object(input, "event");
+  const state = { ...definition.init(), ...(claim === undefined ? {} : { claim }) };
+  const next = definition.apply(state, event);
+  return { claim: next.claim ?? null, delta: next.messageTokens - state.messageTokens };
 }

