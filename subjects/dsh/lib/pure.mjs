@@ -111,7 +111,12 @@ export function pureFunctions(dsh) {
       const seqs = view.surface.nodes;
       // An empty surface has one cut and it is balanced; DSH's queries need a node to name it.
       if (seqs.length === 0) return [true];
-      return [before(view, seqs[0]), ...seqs.map((seq) => after(view, seq))];
+      // DSH folds and checks the whole surface on its first query, so ask about the last node
+      // first; then the cut after node i is DSH's answer on the surface's first i + 1 nodes (a
+      // query names a node by seq, so a seq that occurs twice could not name its earlier cut).
+      after(view, seqs.at(-1));
+      const prefix = (length) => ({ events: view.events, surface: { nodes: seqs.slice(0, length), replaceGeneration: 0 } });
+      return [before(prefix(1), seqs[0]), ...seqs.map((seq, index) => after(prefix(index + 1), seq))];
     };
   }
   if (dsh.shadowPrice !== undefined) {

@@ -28,7 +28,7 @@ function v4(header, id) {
 
 function rewrite(request, response) {
   if (!response.ok) return response;
-  if (request.op === "reset" || request.op === "crash") seeded.clear();
+  if (request.op === "reset") seeded.clear(); // a crash keeps what this process created
   const result = response.result;
   if (request.op === "create" && result?.id !== undefined) seeded.set(result.id, Array.isArray(request.seed));
   if (request.op === "fork" && result?.id !== undefined) seeded.set(result.id, true);
