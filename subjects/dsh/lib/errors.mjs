@@ -88,6 +88,8 @@ const MESSAGE_CODES = [
   [/tool-pairing balance: surface seq .* has no matching session event/, "PAIRING_SURFACE_CORRUPT"],
   [/tool-pairing balance: tool\/result .* has no matching tool-call/, "PAIRING_ORPHAN_RESULT"],
   [/tool-pairing balance: surface seq .* not found/, "PAIRING_SEQ_NOT_ON_SURFACE"],
+  // shadow prices (dsh-token-meter)
+  [/token surface: replace at seq .* has no adjacent shadow price/, "TOKEN_SHADOW_PRICE_MISMATCH"],
   // pruning (dsh-compaction-tool-result-pruner)
   [/^ToolResultPruneConfig:/, "PRUNE_CONFIG_INVALID"],
   [/tool-result prune: failed to locate the removed text span/, "PRUNE_SPAN_NOT_FOUND"],
