@@ -84,6 +84,9 @@ async function main() {
   }
   const storeRoot = options.seam ? undefined : process.env.CONFORMANCE_STORE_ROOT || undefined;
   const subject = new DshSubject(dsh, { seam, storeRoot });
+  // A rejection DSH leaves unobserved in the background is logged, not fatal: the request that
+  // caused it has already been answered, and the next one should still be.
+  process.on("unhandledRejection", (reason) => process.stderr.write(`dsh subject: unobserved rejection: ${reason?.stack ?? reason}\n`));
   process.on("exit", () => subject.cleanup());
   await subject.start();
   const lines = createInterface({ input: process.stdin, crlfDelay: Infinity });
