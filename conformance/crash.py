@@ -56,7 +56,6 @@ from conformance.model import (
     DurableLog,
     ModelStore,
     canonical_text,
-    derive_resumed_durable,
     model_adopt_durable,
     model_crash,
     model_request,
@@ -65,6 +64,7 @@ from conformance.report import CaseResult, Options
 from conformance.runner import register_check
 from conformance.subject import StdioSubject, Subject
 from spec.format.json_text import decode_json_text, encode_json_text
+from spec.lineage.store import derive_resumed_log
 from spec.log.events import ASSISTANT_MESSAGE, TOOL_CALL, TOOL_RESULT, TURN_START, USER_MESSAGE, Event
 from spec.log.json import FrozenDict, JsonValue
 
@@ -266,9 +266,7 @@ def check_after_power_cut(run: _Run, keep: Any, retry_storage_io: bool = False) 
             )
             continue
         seen = answer.result.get("events", []) if isinstance(answer.result, dict) else []
-        problems += [
-            f"{session_id}: {p}" for p in check_d3_4_clean_reopen(seen, derive_resumed_durable(events))
-        ]
+        problems += [f"{session_id}: {p}" for p in check_d3_4_clean_reopen(seen, derive_resumed_log(events))]
     return tuple(problems)
 
 

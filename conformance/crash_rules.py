@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from conformance.model import canonical_text, derive_resumed_durable
+from conformance.model import canonical_text
 from spec.lineage.seed import needs_end_seed
+from spec.lineage.store import derive_resumed_log
 from spec.log.events import END_SEED, Event
 from spec.log.json import JsonValue
 
@@ -108,7 +109,7 @@ def check_d3_6_closers(resumed: Sequence[JsonValue], survived: Sequence[Event], 
     """D3 item 6: a resume hands back the surviving events, then exactly the closers repair derives
     for them (times from the last event), then ``session/end-seed`` unless the log already ends
     with one."""
-    durable = derive_resumed_durable(survived)
+    durable = derive_resumed_log(survived)
     expected = [canonical_text(event) for event in durable]
     if needs_end_seed(True, durable):
         expected.append(canonical_text({"type": END_SEED, "seq": len(durable), "time": now, "data": {}}))

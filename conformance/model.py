@@ -28,20 +28,23 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final, TypeAlias
 
-from spec.codes import Code, SpecError, reject
+from spec.codes import Code, SpecError
 from spec.format.legacy import validate_stored_events
 from spec.lineage.fork import derive_child_meta, plan_fork_seed, validate_fork_request
-from spec.lineage.repair import derive_closers
+from spec.lineage.store import (
+    derive_resumed_log,
+    derive_resumed_state,
+    mint_session_id,
+    plan_create,
+    validate_resume_request,
+)
 from spec.log.events import Event
-from spec.log.header import plan_header_record
 from spec.log.json import FrozenDict, JsonValue
 from spec.log.session import (
     ABSENT,
     SessionState,
     append_event,
-    create_session_state,
     derive_session_messages,
-    plan_session_id,
 )
 
 FS_OPS: Final = ("write", "fsync")
@@ -159,30 +162,25 @@ def model_clock(model: ModelStore, now: int) -> Transition:
 def model_create(
     model: ModelStore, session_id: object = ABSENT, seed: object = ABSENT, meta: object = ABSENT
 ) -> Transition:
-    """The store's order: mint or take the id; refuse a live id; plan the header record; build the
-    session from the seed (which validates the header after the seed); then a storage subject
-    refuses an id already stored."""
+    """Create, in the store's order (:func:`spec.lineage.store.plan_create`); a storage subject
+    also refuses an id already stored and mints around stored ids."""
+    stored_ids = model.stored.keys() if model.has_storage else ()
     minted = model.minted
     if session_id is ABSENT or session_id is None:
-        session_id, minted = _mint(model)
-    assert isinstance(session_id, str)
+        session_id, minted = mint_session_id(minted, model.live.keys(), stored_ids)
     model = replace(model, minted=minted)
     try:
-        if session_id in model.live:
-            raise reject(Code.SESSION_ALREADY_EXISTS, f'session "{session_id}" already exists')
-        seed_list = None if seed is ABSENT or seed is None else seed
-        header = plan_header_record(
-            session_id,
+        state = plan_create(
+            str(session_id),
+            model.live.keys(),
+            stored_ids,
+            None if seed is ABSENT or seed is None else seed,  # type: ignore[arg-type]
             None if meta is ABSENT else meta,  # type: ignore[arg-type]
             model.now,
-            is_seeded=seed_list is not None,
         )
-        state = create_session_state(session_id, seed_list, header, model.now)  # type: ignore[arg-type]
-        if model.has_storage and session_id in model.stored:
-            raise reject(Code.SESSION_ALREADY_EXISTS, f'session "{session_id}" already exists on storage')
     except SpecError as error:
         return model, rejected(error.code)
-    live = {**model.live, session_id: LiveSession(state)}
+    live = {**model.live, str(session_id): LiveSession(state)}
     return replace(model, live=live), accepted(derive_state_view(state))
 
 
@@ -259,17 +257,15 @@ def model_resume(model: ModelStore, session_id: object) -> Transition:
     ``session/end-seed`` follows unless the log already ends with one."""
     if not model.has_storage or not isinstance(session_id, str):
         return model, rejected(Code.SESSION_NOT_FOUND)
-    if session_id in model.live:
-        return model, rejected(Code.SESSION_ALREADY_EXISTS)
     log = model.stored.get(session_id)
-    if log is None:
-        return model, rejected(Code.SESSION_NOT_FOUND)
-    durable = derive_resumed_durable(log.events)
     try:
+        validate_resume_request(session_id, model.live.keys(), log is not None)
+        assert log is not None
         validate_durable_log(model, session_id, log.events)
         state = derive_resumed_state(session_id, log.header, log.events, model.now)
     except SpecError as error:
         return model, rejected(error.code)
+    durable = derive_resumed_log(log.events)
     if len(durable) > len(log.events):  # the closers are written before the resume returns
         model, failed = _spend_fault(model)
         if failed is not None:
@@ -325,22 +321,6 @@ def model_adopt_durable(model: ModelStore, session_id: str, log: DurableLog | No
     return replace(model, stored=stored)
 
 
-def derive_resumed_durable(events: Sequence[Event]) -> tuple[Event, ...]:
-    """What a resume makes durable before it returns: the stored log and its crash-repair closers
-    (SPEC-DECISIONS D3 items 4, 6)."""
-    return (*events, *derive_closers(events))
-
-
-def derive_resumed_state(
-    session_id: str, header: FrozenDict, events: Sequence[Event], now: int
-) -> SessionState:
-    """The session a resume of the durable ``events`` hands back: the log and its closers restored
-    as the seed, then ``session/end-seed`` unless that log already ends with one
-    (notes/dsh-session-core §4.4, §8; SPEC-DECISIONS D3 item 6)."""
-    durable = derive_resumed_durable(events)
-    return create_session_state(session_id, durable, header, now, restore=True)
-
-
 # --- dispatch ------------------------------------------------------------------------------------
 
 OPS: Final[Mapping[str, Callable[..., Transition]]] = {
@@ -394,13 +374,3 @@ def _spend_fault(model: ModelStore) -> tuple[ModelStore, Expected | None]:
     if not model.faults:
         return model, None
     return replace(model, faults=model.faults[1:]), rejected(Code.STORAGE_IO)
-
-
-def _mint(model: ModelStore) -> tuple[str, int]:
-    """The spec's minting rule (``spec.log.session.plan_session_id``), also skipping ids a stored log
-    already holds."""
-    counter = model.minted
-    while True:
-        candidate, counter = plan_session_id(counter, model.live.keys())
-        if candidate not in model.stored:
-            return candidate, counter

@@ -1,6 +1,6 @@
 """The session store: create, get, fork and resume sessions, optionally backed by persistence.
 
-The checks and their order are the spec's (``spec.lineage.fork``, ``spec.log.session``); the store adds the
+The checks and their order are the spec's (``spec.lineage.store``, ``spec.lineage.fork``); the store adds the
 registry of live sessions and the wiring to a :class:`PersistenceService`.
 """
 
@@ -12,9 +12,9 @@ from reference.persistence.api import LogHandle, PersistenceService
 from reference.session import Clock, Session, wall_clock_ms
 from spec.codes import Code, reject
 from spec.lineage.fork import derive_child_meta, plan_fork_seed, validate_fork_request
-from spec.log.header import plan_header_record
+from spec.lineage.store import mint_session_id, plan_create, validate_resume_request
 from spec.log.json import JsonValue
-from spec.log.session import ABSENT, create_session_state, plan_session_id
+from spec.log.session import ABSENT, create_session_state
 
 
 class SessionStore:
@@ -59,12 +59,10 @@ class SessionStore:
     ) -> Session:
         """A new session: ``meta`` gives createdAt and lineage fields; a seed (even empty) gets a
         ``session/end-seed`` marker unless it already ends with one."""
-        session_id = self._mint_id() if session_id is None else session_id
-        if session_id in self._live:
-            raise reject(Code.SESSION_ALREADY_EXISTS, f'session "{session_id}" already exists')
-        now = self._clock()
-        header = plan_header_record(session_id, meta, now, is_seeded=seed is not None)
-        state = create_session_state(session_id, seed, header, now)
+        stored = _StoredIds(self._persistence)
+        if session_id is None:
+            session_id, self._minted = mint_session_id(self._minted, self._live.keys(), stored)
+        state = plan_create(session_id, self._live.keys(), stored, seed, meta, self._clock())
         handle = None
         if self._persistence is not None:
             handle = self._persistence.create(state.header)
@@ -90,14 +88,10 @@ class SessionStore:
         """Take over a stored log and keep appending after it: the stored events (a torn tail
         dropped, an open turn closed) become the seed, ``seedLength`` and ``delegationDepth`` stay as
         stored, and ``session/end-seed`` is appended only if the log does not already end with one."""
-        if self._persistence is None:
-            raise reject(
-                Code.SESSION_NOT_FOUND, f'session "{session_id}" not found (this store has no persistence)'
-            )
-        if session_id in self._live:
-            raise reject(
-                Code.SESSION_ALREADY_EXISTS, f'cannot resume session "{session_id}" while it is live'
-            )
+        validate_resume_request(
+            session_id, self._live.keys(), _StoredIds(self._persistence).holds(session_id)
+        )
+        assert self._persistence is not None  # a store without persistence stores nothing
         handle = self._persistence.open(session_id)
         try:
             stored = handle.read()
@@ -111,9 +105,15 @@ class SessionStore:
         self._handles[session_id] = handle
         return session
 
-    def _mint_id(self) -> str:
-        """The spec's minting rule, also skipping ids a stored log already holds."""
-        while True:
-            candidate, self._minted = plan_session_id(self._minted, self._live.keys())
-            if self._persistence is None or self._persistence.stat(candidate) is None:
-                return candidate
+
+class _StoredIds:
+    """The ids a store's persistence holds, as a container (none without persistence)."""
+
+    def __init__(self, persistence: PersistenceService | None) -> None:
+        self._persistence = persistence
+
+    def holds(self, session_id: str) -> bool:
+        return self._persistence is not None and self._persistence.stat(session_id) is not None
+
+    def __contains__(self, session_id: object) -> bool:
+        return isinstance(session_id, str) and self.holds(session_id)

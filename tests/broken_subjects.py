@@ -20,7 +20,7 @@ from types import ModuleType
 from typing import Any, ClassVar
 
 import reference.persistence.filestore as filestore_module
-import reference.store as store_module
+import spec.lineage.store as lineage_store_module
 from reference.persistence.filestore import FileStore
 from reference.server import FaultyFileSystem, ReferenceSubject
 from reference.session import Session
@@ -349,14 +349,14 @@ class _NoEmptySeedMarkerStore(MutantStore):
     ) -> Session:
         if seed is None or len(seed) > 0:
             return super().create(session_id, seed, meta)
-        original = store_module.create_session_state
+        original = lineage_store_module.create_session_state
 
         def without_marker(
             session_id: str, seed: object, header: object, now: int, restore: bool = False
         ) -> Any:
             return original(session_id, None if seed == [] else seed, header, now, restore)
 
-        with swapped(store_module, "create_session_state", without_marker):
+        with swapped(lineage_store_module, "create_session_state", without_marker):
             return super().create(session_id, seed, meta)
 
 
@@ -422,16 +422,17 @@ class FirstLiveSeqIsSeedLengthOnResume(MutantSubject):
 
 class _ReversedClosersStore(FileStore):
     def _open_locked(self, session_id: str, path: str, lock: Any) -> Any:
-        original = filestore_module.derive_closers
+        original = filestore_module.derive_resumed_log
 
         def reversed_closers(events: Sequence[Event]) -> tuple[Event, ...]:
-            closers = original(events)
-            first = int(closers[0]["seq"]) if closers else 0
-            return tuple(
-                with_field(event, "seq", first + index) for index, event in enumerate(reversed(closers))
+            closers = original(events)[len(events) :]
+            first = len(events)
+            return (
+                *events,
+                *(with_field(event, "seq", first + index) for index, event in enumerate(reversed(closers))),
             )
 
-        with swapped(filestore_module, "derive_closers", reversed_closers):
+        with swapped(filestore_module, "derive_resumed_log", reversed_closers):
             return super()._open_locked(session_id, path, lock)
 
 
@@ -445,14 +446,15 @@ class EmitsClosersInWrongOrder(MutantSubject):
 
 class _NoCompactionEndStore(FileStore):
     def _open_locked(self, session_id: str, path: str, lock: Any) -> Any:
-        original = filestore_module.derive_closers
+        original = filestore_module.derive_resumed_log
 
         def without_compaction_end(events: Sequence[Event]) -> tuple[Event, ...]:
-            kept = [event for event in original(events) if event.get("type") != COMPACTION_END]
+            closers = original(events)[len(events) :]
+            kept = [event for event in closers if event.get("type") != COMPACTION_END]
             first = len(events)
-            return tuple(with_field(event, "seq", first + index) for index, event in enumerate(kept))
+            return (*events, *(with_field(event, "seq", first + index) for index, event in enumerate(kept)))
 
-        with swapped(filestore_module, "derive_closers", without_compaction_end):
+        with swapped(filestore_module, "derive_resumed_log", without_compaction_end):
             return super()._open_locked(session_id, path, lock)
 
 

@@ -48,7 +48,7 @@ from spec.format.naming import (
     encode_header_line,
     encode_segment,
 )
-from spec.lineage.repair import derive_closers
+from spec.lineage.store import derive_resumed_log
 from spec.log.events import Event
 from spec.log.header import LEGACY_FORMAT_VERSION
 from spec.log.json import FrozenDict, JsonValue, freeze_parsed_json, is_event_seq
@@ -325,12 +325,12 @@ class FileStore:
         compressed_source = path.endswith(".zstd")
         loaded = load_log(session_id, self.fs.read_bytes(path), compressed_source)
         stored = loaded.events + loaded.recovered
-        closers = derive_closers(stored)
+        resumed = derive_resumed_log(stored)
+        closers = resumed[len(stored) :]
         if loaded.format_version == LEGACY_FORMAT_VERSION:
             # Migration: the converted log becomes a new v4 file beside the v0 one, published whole.
             new_path = _join(_dirname(path), V4_ZSTD_NAME if self.compressed else V4_PLAIN_NAME)
-            events = stored + closers
-            self._publish(new_path, loaded.header, events)
+            self._publish(new_path, loaded.header, resumed)
             report = OpenReport(
                 torn_bytes_dropped=0
                 if loaded.truncate_to is None
@@ -339,7 +339,7 @@ class FileStore:
                 closers_appended=len(closers),
                 migrated_from_v0=True,
             )
-            return FileLogHandle(self, new_path, loaded.header, events, lock, published=True, report=report)
+            return FileLogHandle(self, new_path, loaded.header, resumed, lock, published=True, report=report)
         torn_bytes = 0
         if loaded.truncate_to is not None:
             torn_bytes = self.fs.size(path) - loaded.truncate_to
@@ -347,7 +347,7 @@ class FileStore:
         elif closers:
             self._append_batch(path, closers, compressed_source)
         report = OpenReport(torn_bytes, len(loaded.recovered), len(closers))
-        return FileLogHandle(self, path, loaded.header, stored + closers, lock, published=True, report=report)
+        return FileLogHandle(self, path, loaded.header, resumed, lock, published=True, report=report)
 
     def _batch_bytes(self, records: Sequence[JsonValue], compressed: bool) -> bytes:
         """Records as one batch: JSONL lines, as one zstd frame when compressed."""

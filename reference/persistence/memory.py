@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from reference.persistence.api import OpenReport, SessionStat, StoredLog
 from reference.persistence.common import BufferedLogHandle
 from spec.codes import Code, reject
-from spec.lineage.repair import derive_closers
+from spec.lineage.store import derive_resumed_log
 from spec.log.events import Event
 from spec.log.header import HEADER_FORMAT_VERSION
 from spec.log.json import FrozenDict
@@ -44,7 +44,7 @@ class MemoryPersistence:
         stored = self._require(session_id)
         if session_id in self._writers:
             raise reject(Code.LOCKED, f'session "{session_id}" already has a writer')
-        closers = derive_closers(stored.events)
+        closers = derive_resumed_log(stored.events)[len(stored.events) :]
         if closers:
             stored.events.extend(closers)
             stored.revision += 1

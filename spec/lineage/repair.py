@@ -24,6 +24,7 @@ from enum import Enum
 from typing import Final, TypeAlias
 
 from spec.format.json_text import encode_json_text
+from spec.lineage.fork import derive_open_turn_start
 from spec.log.events import (
     ASSISTANT_MESSAGE,
     COMPACTION_END,
@@ -111,15 +112,10 @@ def result_call_id(event: Event) -> Field:
 
 
 def has_open_turn(events: Sequence[Event]) -> bool:
-    """A log ends inside a turn when its last turn boundary is a ``turn/start``
-    (the repair definition, notes/dsh-session-core §9, §10)."""
-    for event in reversed(events):
-        kind = event.get("type")
-        if kind == TURN_START:
-            return True
-        if kind == TURN_END:
-            return False
-    return False
+    """A log ends inside a turn when a ``turn/start`` is still open after it: the open-turn rule
+    of fork (:func:`spec.lineage.fork.derive_open_turn_start`), which repair shares
+    (notes/dsh-session-core §9, §10)."""
+    return derive_open_turn_start([event.get("type") for event in events]) is not None
 
 
 def apply_repair_scan(scan: RepairScan, event: Event) -> RepairScan:
