@@ -1,0 +1,549 @@
+"""The ``trace`` family: crash-test a stdio subject from its system calls (conformance/CRASH-STATES.md).
+
+For each workload — a session written and flushed (the crash family's standard workload), then a
+torn log resumed, repaired and written on — in each log format:
+
+1. the subject runs the workload beneath strace, on a fresh ``CONFORMANCE_STORE_ROOT``;
+2. its calls under the root, and the moments it answered, are read from the trace;
+3. each persistence model (strict, weak) builds every crash state its rule allows;
+4. each distinct state is written to a fresh root, where a fresh subject (same command, no strace)
+   reads, resumes and reads again every session; the spec's own reader reads the same files;
+5. every state is judged, item by item of SPEC-DECISIONS D3 (:mod:`conformance.d3`), against
+   what the subject had acknowledged before the crash point.
+
+Entry point: :func:`check_trace` (the runner's family interface, ``(subject, options)`` to a list
+of :class:`~conformance.report.CaseResult`). Nothing is passed that did not run: without strace,
+without ptrace, for a subject that is not a stdio process or lacks ``storage``, or for a trace
+holding calls no model covers, the cases say why they did not run.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Final
+
+from conformance import builders as build
+from conformance.crash import START_TIME, standard_workload
+from conformance.d3 import (
+    D3_ITEMS,
+    check_d3_1_header,
+    check_d3_2_prefix,
+    check_d3_3_flushed_kept,
+    check_d3_5_no_false_corruption,
+    check_d3_6_closers,
+)
+from conformance.driver import describe_request, find_mismatch
+from conformance.model import DurableLog, ModelStore, canonical_text, derive_resumed_durable, model_request
+from conformance.report import CaseResult, Options
+from conformance.subject import Response, Subject
+from conformance.trace.calls import TraceLog
+from conformance.trace.persistence import (
+    EMPTY_TREE,
+    MODELS,
+    RANDOM_CUTS,
+    Call,
+    CrashState,
+    Cut,
+    Disk,
+    Model,
+    Tree,
+    Write,
+    enumerate_states,
+    seeded_sampler,
+)
+from conformance.trace.run import CheckAnswers, Request, materialize, run_check, run_traced
+from conformance.trace.specread import SpecView, read_with_spec
+from conformance.trace.strace import StraceProbe, TraceUnreadable, probe_strace
+from spec.events import TURN_START, USER_MESSAGE, Event
+from spec.json import FrozenDict, JsonValue, freeze_parsed_json
+
+FAMILY: Final = "trace"
+NOT_RUN: Final = "skipped"  # the report's outcome for a case that could not run (with its reason)
+SEED: Final = 0
+RESUME_TIME: Final = START_TIME + 1_000  # ms: the clock of the resuming workload
+REPLAY: Final = "replay"
+READER: Final = "reader"
+ITEM_SENTENCES: Final = {
+    **D3_ITEMS,
+    REPLAY: "the traced workload answers as the spec model says",
+    READER: "the subject reads every crash state as the spec's own reader does",
+}
+SHOWN_FAILURES: Final = 6
+LOG_FORMATS: Final = {"ci": (True, False), "thorough": (True, False)}
+
+
+# --- workloads -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Requests to run beneath strace over ``initial`` (what the store root holds at the start),
+    with the spec model of the store before the first request."""
+
+    name: str
+    compressed: bool
+    initial: Tree
+    model: ModelStore
+    requests: tuple[Request, ...]
+    now: int
+
+
+def writing_workload(compressed: bool) -> Workload:
+    """The crash family's standard workload on an empty root: publish, grow across flushes, end
+    inside an open turn; beside it a session created from an empty seed."""
+    requests: tuple[Request, ...] = (
+        ("reset", {"storage": "file", "compressed": compressed}),
+        ("clock", {"now": START_TIME}),
+        *standard_workload(),
+    )
+    label = "zstd" if compressed else "plain"
+    return Workload(f"{label}, writing", compressed, EMPTY_TREE, ModelStore(storage="file"), requests, START_TIME)
+
+
+def resuming_workload(compressed: bool, initial: Tree, stored: Mapping[str, DurableLog], session_id: str) -> Workload:
+    """Resume a session whose log ends in a torn tail (the repair is written), then append and
+    flush after the closers."""
+    requests: tuple[Request, ...] = (
+        ("clock", {"now": RESUME_TIME}),
+        ("resume", {"id": session_id}),
+        ("append", {"id": session_id, "type": TURN_START, "data": build.turn_start(2)}),
+        ("append", {"id": session_id, "type": USER_MESSAGE, "data": build.user_message("u2", "go on"), "surfaceOp": "append"}),
+        ("flush", {"id": session_id}),
+    )
+    label = "zstd" if compressed else "plain"
+    model = ModelStore(storage="file", stored=dict(stored))
+    return Workload(f"{label}, resuming a torn log", compressed, initial, model, requests, RESUME_TIME)
+
+
+def torn_last_write(initial: Tree, calls: Sequence[Call]) -> tuple[Tree, str] | None:
+    """The strict state in which the last write of the trace is torn in its middle, everything
+    before it whole: a torn tail for the resuming workload to repair."""
+    last = max((index for index, call in enumerate(calls) if isinstance(call.op, Write)), default=None)
+    if last is None:
+        return None
+    disk = Disk(initial)
+    for call in calls[: last + 1]:
+        disk.apply(call.op)
+    write = calls[last].op
+    assert isinstance(write, Write)
+    pending = disk.pending_data[write.inode]
+    tree = disk.crash({("data", write.inode): Cut(len(pending) - 1, len(write.data) // 2)}, rest_full=True)
+    return tree, f"call {last + 1} ({calls[last].text}) torn after {len(write.data) // 2} bytes"
+
+
+# --- expectations ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """What a crash after some acknowledged requests must keep: the model once they completed
+    (``before``), and as if the next, in flight, had completed too (``in_flight``)."""
+
+    acked: int
+    before: ModelStore
+    in_flight: ModelStore
+
+
+def replay_models(workload: Workload, answers: Sequence[Response]) -> tuple[list[ModelStore], str | None]:
+    """The spec model after each request (``models[i]``: after the first ``i``), and the first
+    answer that differs from it."""
+    models = [workload.model]
+    for (op, args), answer in zip(workload.requests, answers):
+        model, expected = model_request(models[-1], op, **args)
+        problem = find_mismatch(expected, answer)
+        if problem is not None:
+            return models, f"{workload.name}: {describe_request(op, dict(args))}\n  {problem}"
+        models.append(model)
+    return models, None
+
+
+def expectation_at(models: Sequence[ModelStore], acks: Sequence[int], point: int) -> Expectation:
+    acked = sum(1 for ack in acks if ack <= point)
+    before = models[min(acked, len(models) - 1)]
+    in_flight = models[min(acked + 1, len(models) - 1)]
+    return Expectation(acked, before, in_flight)
+
+
+def _header_of(model: ModelStore, session_id: str) -> FrozenDict | None:
+    entry = model.live.get(session_id)
+    if entry is not None:
+        return entry.state.header
+    log = model.stored.get(session_id)
+    return log.header if log is not None else None
+
+
+def _appended(model: ModelStore, session_id: str) -> tuple[Event, ...]:
+    entry = model.live.get(session_id)
+    if entry is not None:
+        return entry.state.events
+    log = model.stored.get(session_id)
+    return log.events if log is not None else ()
+
+
+def session_ids(models: Iterable[ModelStore]) -> list[str]:
+    found: set[str] = set()
+    for model in models:
+        found |= set(model.live) | set(model.stored)
+    return sorted(found)
+
+
+# --- judging one crash state -------------------------------------------------------------------
+
+
+def judge_read(found: bool, header: JsonValue, events: Sequence[JsonValue], expectation: Expectation, session_id: str) -> tuple[str, ...]:
+    """D3 items 1-3 for what a reader found of one session."""
+    expected_header = _header_of(expectation.in_flight, session_id)
+    flushed_log = expectation.before.stored.get(session_id)
+    problems = check_d3_1_header(found, header, expected_header, flushed_log is not None)
+    if found:
+        appended = _appended(expectation.in_flight, session_id)
+        flushed = len(flushed_log.events) if flushed_log is not None else 0
+        problems += check_d3_2_prefix(events, appended) + check_d3_3_flushed_kept(events, flushed)
+    return problems
+
+
+def judge_state(
+    answers: CheckAnswers, spec_views: Mapping[str, SpecView], expectation: Expectation, now: int, layout_known: bool
+) -> tuple[str, ...]:
+    """Every D3 problem of one crash state for one expectation; each names its item (``D3.n:``),
+    and says what the spec's reader found in the same files."""
+    problems: list[str] = []
+    if answers.problem is not None:
+        problems.append(f"{REPLAY}: the subject broke the protocol on this state: {answers.problem}")
+    for session_id in session_ids((expectation.before, expectation.in_flight)):
+        read = answers.reads.get(session_id)
+        if read is None:
+            continue
+        view = spec_views.get(session_id, SpecView(None))
+        found_problems = _judge_session(answers, read, session_id, expectation, now, view, layout_known)
+        problems += [f"{session_id}: {problem}" for problem in found_problems]
+    return tuple(problems)
+
+
+def _judge_session(
+    answers: CheckAnswers, read: Response, session_id: str, expectation: Expectation, now: int, view: SpecView, layout_known: bool
+) -> list[str]:
+    if not read.ok and read.error_code != "SESSION_NOT_FOUND":
+        found_problems = list(check_d3_5_no_false_corruption(read.error_code)) or [f"D3.1: read after the crash answered {read.error_code}"]
+        return [problem + _attribution(view, expectation, session_id, layout_known) for problem in found_problems]
+    events = _events_of(read)
+    header = read.result.get("header") if read.ok and isinstance(read.result, dict) else None
+    problems = [p + _attribution(view, expectation, session_id, layout_known) for p in judge_read(read.ok, header, events, expectation, session_id)]
+    if layout_known and (view.found or view.code) and not problems:
+        problems += _compare_with_spec(read.ok, events, view)
+    if not read.ok or problems:
+        return problems
+    survived = _appended(expectation.in_flight, session_id)[: len(events)]
+    resumed = answers.resumes.get(session_id)
+    if resumed is None:
+        return problems
+    if not resumed.ok:
+        return [*(check_d3_5_no_false_corruption(resumed.error_code) or (f"D3.6: resume after the crash answered {resumed.error_code}",))]
+    shown = _events_of(resumed)
+    problems += check_d3_6_closers(shown, survived, now)
+    resumed_header = resumed.result.get("header") if isinstance(resumed.result, dict) else None
+    problems += check_d3_1_header(True, resumed_header, _header_of(expectation.in_flight, session_id), True)
+    reread = answers.rereads.get(session_id)
+    durable = [canonical_text(event) for event in derive_resumed_durable(survived)]
+    if reread is not None and not problems:
+        problems += _judge_repaired("a read after the resume", reread.error_code, _events_of(reread), durable, shown)
+    if layout_known and answers.after is not None and not problems:
+        header_now = _header_of(expectation.in_flight, session_id)
+        after = read_with_spec(answers.after, header_now or {})
+        if after.torn:
+            problems.append("D3.4: after the resume the file still ends in a torn tail (the spec's reader finds it)")
+        else:
+            problems += _judge_repaired("the spec's reader, after the resume,", after.code, list(after.events), durable, shown)
+    return problems
+
+
+def _events_of(answer: Response) -> list[JsonValue]:
+    """The ``events`` of a ``read`` or ``resume`` answer (empty when there are none)."""
+    events = answer.result.get("events") if answer.ok and isinstance(answer.result, dict) else None
+    return list(events) if isinstance(events, list) else []
+
+
+def durable_log_of(answer: Response) -> DurableLog | None:
+    """A ``read`` answer as the model's stored log (``None`` unless it is a header and events)."""
+    result = answer.result if answer.ok and isinstance(answer.result, dict) else None
+    header = freeze_parsed_json(result.get("header")) if result is not None else None
+    events = [freeze_parsed_json(event) for event in _events_of(answer)]
+    if not isinstance(header, FrozenDict) or not all(isinstance(event, FrozenDict) for event in events):
+        return None
+    return DurableLog(header, tuple(event for event in events if isinstance(event, FrozenDict)))
+
+
+def _judge_repaired(who: str, code: str | None, seen: Sequence[JsonValue], durable: Sequence[str], resumed: Sequence[JsonValue]) -> list[str]:
+    """D3.4: once a resume has answered, its repair is on storage: the log starts with the
+    surviving events and their closers, and holds nothing the resume did not show."""
+    if code is not None:
+        return [f"D3.4: {who} answered {code}"]
+    texts = [canonical_text(event) for event in seen]
+    if texts[: len(durable)] != list(durable):
+        return [f"D3.4: {who} shows {len(texts)} events, not the {len(durable)} of the repaired log"]
+    if texts != [canonical_text(event) for event in resumed[: len(texts)]]:
+        return [f"D3.4: {who} shows events the resume did not hand back"]
+    return []
+
+
+def _compare_with_spec(found: bool, events: Sequence[JsonValue], view: SpecView) -> list[str]:
+    if found != view.found:
+        what = f"{view.code}: {view.message}" if view.code else "no log"
+        return [f"{READER}: the subject {'found' if found else 'did not find'} the session; the spec's reader found {what}"]
+    if found and [canonical_text(event) for event in events] != [canonical_text(event) for event in view.events]:
+        return [f"{READER}: the subject reads {len(events)} events; the spec's reader reads {len(view.events)} from the same files"]
+    return []
+
+
+def _attribution(view: SpecView, expectation: Expectation, session_id: str, layout_known: bool) -> str:
+    """Whose fault: the files (the spec's reader breaks D3 too) or the subject's reader."""
+    if not layout_known:
+        return " (the spec's reader cannot tell: the subject's files are not in D1's layout)"
+    if view.code is not None:
+        return f" (the spec's reader agrees, the files themselves are bad: {view.code}: {view.message})"
+    spec_problems = judge_read(view.found, view.header, list(view.events), expectation, session_id)
+    if spec_problems:
+        return f" (the spec's reader agrees, the files themselves lose it: {spec_problems[0]})"
+    return " (the spec's reader finds a valid crash state in these files: the subject misreads its own files)"
+
+
+# --- running it all ------------------------------------------------------------------------------
+
+
+@dataclass
+class ModelTally:
+    """What one model built and found across the workloads."""
+
+    states: int = 0
+    distinct: set[str] = field(default_factory=set)
+    judged: int = 0
+    failures: dict[str, list[str]] = field(default_factory=dict)  # item -> failure texts
+
+
+@dataclass
+class TraceOutcome:
+    """Everything the family found; ``not_run`` holds the reasons a workload could not be judged."""
+
+    tallies: dict[str, ModelTally] = field(default_factory=lambda: {model: ModelTally() for model in MODELS})
+    calls: int = 0
+    workloads: list[str] = field(default_factory=list)
+    replay: list[str] = field(default_factory=list)
+    not_run: list[str] = field(default_factory=list)
+    reader_checked: bool = False
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class TraceSettings:
+    command: str
+    timeout: float = 30.0
+    profile: str = "ci"
+    workers: int = 2
+    seed: int = SEED
+
+
+def run_trace_checks(probe: StraceProbe, settings: TraceSettings) -> TraceOutcome:
+    """Both workloads in each log format, every state of both models, judged."""
+    outcome = TraceOutcome()
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="conformance-trace-") as scratch:
+        checker = _StateChecker(settings, scratch)
+        for compressed in LOG_FORMATS.get(settings.profile, LOG_FORMATS["ci"]):
+            writing = writing_workload(compressed)
+            traced = _run_workload(probe, settings, writing, scratch, outcome, checker)
+            if traced is None:
+                continue
+            log, models = traced
+            torn = torn_last_write(writing.initial, log.calls)
+            if torn is None:
+                outcome.not_run.append(f"{writing.name}: the trace shows no write to resume from")
+                continue
+            tree, how = torn
+            answers = checker.answers(tree, session_ids(models), writing.now)
+            stored = {session_id: durable for session_id, answer in answers.reads.items() if (durable := durable_log_of(answer)) is not None}
+            target = "w" if "w" in stored else next(iter(sorted(stored)), None)
+            if target is None:
+                outcome.not_run.append(f"{writing.name}: no session survives {how}, so there is nothing to resume")
+                continue
+            resuming = resuming_workload(compressed, tree, stored, target)
+            _run_workload(probe, settings, resuming, scratch, outcome, checker)
+    outcome.seconds = time.perf_counter() - started
+    return outcome
+
+
+def _run_workload(
+    probe: StraceProbe, settings: TraceSettings, workload: Workload, scratch: str, outcome: TraceOutcome, checker: _StateChecker
+) -> tuple[TraceLog, list[ModelStore]] | None:
+    root = tempfile.mkdtemp(prefix="traced-", dir=scratch)
+    try:
+        materialize(workload.initial, root)
+        traced = run_traced(probe, settings.command, root, workload.initial, workload.requests, settings.timeout)
+    except TraceUnreadable as error:
+        outcome.not_run.append(f"{workload.name}: strace's output did not parse ({error})")
+        return None
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    outcome.workloads.append(workload.name)
+    if traced.problem is not None:
+        outcome.replay.append(f"{workload.name}: the traced subject broke the protocol: {traced.problem}")
+        return None
+    models, mismatch = replay_models(workload, traced.answers)
+    if mismatch is not None:
+        outcome.replay.append(mismatch)
+        return None
+    log = traced.log
+    if log.unmodelled:
+        outcome.not_run.append(f"{workload.name}: the trace holds calls no persistence model covers:\n    " + "\n    ".join(log.unmodelled[:5]))
+        return None
+    if len(log.acks) < len(traced.answers):
+        outcome.not_run.append(
+            f"{workload.name}: the trace shows {len(log.acks)} of the {len(traced.answers)} answers on the subject's stdout pipe"
+        )
+        return None
+    outcome.calls += len(log.calls)
+    ids = session_ids(models)
+    layout_known = _layout_known(workload, log, models)
+    outcome.reader_checked |= layout_known
+    sampler = seeded_sampler(settings.seed, RANDOM_CUTS.get(settings.profile, RANDOM_CUTS["ci"]))
+    states: dict[Model, list[CrashState]] = {model: list(enumerate_states(model, workload.initial, log.calls, sampler)) for model in MODELS}
+    trees = {state.tree.key(): state.tree for model_states in states.values() for state in model_states}
+    checker.check_all(trees, ids, workload.now)
+    for model, model_states in states.items():
+        tally = outcome.tallies[model]
+        tally.states += len(model_states)
+        seen: set[tuple[str, int]] = set()
+        for state in model_states:
+            key = state.tree.key()
+            tally.distinct.add(f"{workload.name}:{key}")
+            expectation = expectation_at(models, log.acks, state.point)
+            if (key, expectation.acked) in seen:
+                continue
+            seen.add((key, expectation.acked))
+            tally.judged += 1
+            answers = checker.answers(state.tree, ids, workload.now)
+            views = {session_id: read_with_spec(state.tree, header) for session_id in ids if (header := _header_of(expectation.in_flight, session_id)) is not None}
+            for problem in judge_state(answers, views, expectation, workload.now, layout_known):
+                item = next((name for name in (*D3_ITEMS, READER) if problem.split(": ", 1)[-1].startswith(name + ":")), REPLAY)
+                text = f"{workload.name}: {_describe_state(state, log, workload, expectation)}\n    {problem}"
+                tally.failures.setdefault(item, []).append(text)
+    return log, models
+
+
+def _layout_known(workload: Workload, log: TraceLog, models: Sequence[ModelStore]) -> bool:
+    """Whether the spec's reader finds, where D1 puts them, the logs of the sessions the workload
+    flushed (in the state after the whole trace); if not, its verdicts are left out."""
+    disk = Disk(workload.initial)
+    for call in log.calls:
+        disk.apply(call.op)
+    final = disk.current()
+    stored = models[-1].stored
+    return bool(stored) and all(read_with_spec(final, log_.header).found for log_ in stored.values())
+
+
+def _describe_state(state: CrashState, log: TraceLog, workload: Workload, expectation: Expectation) -> str:
+    """Where the crash struck and what it kept, with the calls just before it and the last
+    acknowledged request: the trace excerpt that shows why."""
+    calls = log.calls
+    point = state.point
+    recent = [f"#{index + 1} {calls[index].text}" for index in range(max(0, point - 3), point)]
+    acked = f"the last acknowledged request: {expectation.acked} {workload.requests[expectation.acked - 1][0]}" if expectation.acked else "nothing acknowledged yet"
+    where = f"{state.model} model, crash after call {point} of {len(calls)}"
+    return f"{where}, keeping {state.survived}; {acked}\n    trace before it: " + ("; ".join(recent) if recent else "(the start)")
+
+
+class _StateChecker:
+    """Runs a fresh subject on each distinct tree once (in parallel), and remembers its answers."""
+
+    def __init__(self, settings: TraceSettings, scratch: str) -> None:
+        self.settings = settings
+        self.scratch = scratch
+        self._answers: dict[str, CheckAnswers] = {}
+
+    def answers(self, tree: Tree, ids: Sequence[str], now: int) -> CheckAnswers:
+        key = f"{tree.key()}:{','.join(ids)}:{now}"
+        if key not in self._answers:
+            self._answers[key] = self._check(tree, ids, now)
+        return self._answers[key]
+
+    def check_all(self, trees: Mapping[str, Tree], ids: Sequence[str], now: int) -> None:
+        todo = [tree for tree in trees.values() if f"{tree.key()}:{','.join(ids)}:{now}" not in self._answers]
+        with ThreadPoolExecutor(max_workers=max(1, self.settings.workers)) as pool:
+            for tree, answers in zip(todo, pool.map(lambda tree: self._check(tree, ids, now), todo)):
+                self._answers[f"{tree.key()}:{','.join(ids)}:{now}"] = answers
+
+    def _check(self, tree: Tree, ids: Sequence[str], now: int) -> CheckAnswers:
+        place = tempfile.mkdtemp(prefix="state-", dir=self.scratch)
+        root = os.path.join(place, "root")
+        os.mkdir(root)
+        try:
+            materialize(tree, root)
+            return run_check(self.settings.command, root, ids, now, self.settings.timeout, place)
+        finally:
+            shutil.rmtree(place, ignore_errors=True)
+
+
+# --- the family's cases ----------------------------------------------------------------------------
+
+
+def summarise_trace_outcome(outcome: TraceOutcome) -> list[CaseResult]:
+    """One case per model and D3 item (and for the replay and the spec-reader comparison): failed
+    with the first failing states, passed only when every workload was judged, else not run."""
+    results: list[CaseResult] = []
+    seconds = outcome.seconds / (len(MODELS) * len(ITEM_SENTENCES))
+    incomplete = "; ".join(outcome.not_run)
+    for model in MODELS:
+        tally = outcome.tallies[model]
+        counts = (
+            f"{model} model: {tally.states} crash states, {len(tally.distinct)} distinct, {tally.judged} judged, "
+            f"from {outcome.calls} traced calls in {len(outcome.workloads)} workloads"
+        )
+        for item, sentence in ITEM_SENTENCES.items():
+            name = f"{item}: {sentence} ({counts})" if item.startswith("D3") else f"{sentence} ({counts})"
+            found = list(tally.failures.get(item, []))
+            if item == REPLAY:
+                found = outcome.replay + found
+            if found:
+                shown = "\n".join(found[:SHOWN_FAILURES]) + (f"\n... and {len(found) - SHOWN_FAILURES} more" if len(found) > SHOWN_FAILURES else "")
+                results.append(CaseResult(FAMILY, name, "failed", shown, seconds, rule=item))
+            elif incomplete:
+                results.append(CaseResult(FAMILY, name, NOT_RUN, f"not run: {incomplete}", seconds, rule=item))
+            elif item == READER and not outcome.reader_checked:
+                why = "not run: the subject's files are not where SPEC-DECISIONS D1 puts them, so the spec's reader has nothing to compare"
+                results.append(CaseResult(FAMILY, name, NOT_RUN, why, seconds, rule=item))
+            elif tally.judged == 0:
+                results.append(CaseResult(FAMILY, name, NOT_RUN, "not run: no crash state was judged", seconds, rule=item))
+            else:
+                results.append(CaseResult(FAMILY, name, "passed", "", seconds, rule=item))
+    return results
+
+
+def not_run(reason: str) -> list[CaseResult]:
+    return [CaseResult(FAMILY, "crash states from the subject's system calls (SPEC-DECISIONS D3)", NOT_RUN, reason)]
+
+
+def check_trace(subject: Subject, options: Options) -> list[CaseResult]:
+    """The runner's entry point: trace a stdio storage subject and judge every crash state."""
+    command = getattr(subject, "command", None)
+    if not isinstance(command, str):
+        return not_run("not run: the trace family runs a stdio subject's command beneath strace (use --stdio)")
+    if "storage" not in options.capabilities:
+        return not_run("not run: the subject does not offer capability storage")
+    probe = probe_strace()
+    if probe.problem is not None:
+        return not_run(f"not run: {probe.problem}")
+    timeout = getattr(subject, "timeout", 30.0)
+    settings = TraceSettings(command, float(timeout) if isinstance(timeout, (int, float)) else 30.0, options.profile, os.cpu_count() or 1)
+    return summarise_trace_outcome(run_trace_checks(probe, settings))
+
+
+__all__: Sequence[str] = [
+    "Expectation", "TraceOutcome", "TraceSettings", "Workload", "check_trace", "expectation_at", "judge_state",
+    "replay_models", "resuming_workload", "run_trace_checks", "summarise_trace_outcome", "torn_last_write",
+    "writing_workload",
+]  # fmt: skip
