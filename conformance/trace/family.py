@@ -46,6 +46,7 @@ from conformance.trace.calls import TraceLog
 from conformance.trace.persistence import (
     EMPTY_TREE,
     MODELS,
+    NOTHING_UNSYNCED,
     RANDOM_CUTS,
     Call,
     CrashState,
@@ -341,11 +342,22 @@ class TraceOutcome:
 
 @dataclass(frozen=True)
 class TraceSettings:
+    """How a run goes: the subject's command and response timeout, the profile (it sets the log
+    formats and how many seeded byte cuts a write gets), how many subjects check states at once,
+    and, for quick tests, which workloads are judged and whether to stop at the first failure."""
+
     command: str
     timeout: float = 30.0
     profile: str = "ci"
     workers: int = 2
     seed: int = SEED
+    formats: tuple[bool, ...] | None = None  # compressed or not; None: the profile's
+    judged: tuple[str, ...] = ("writing", "resuming")
+    fail_fast: bool = False
+
+
+class _Enough(Exception):
+    """A failure was found and the run was asked to stop at the first one."""
 
 
 def run_trace_checks(probe: StraceProbe, settings: TraceSettings) -> TraceOutcome:
@@ -354,31 +366,39 @@ def run_trace_checks(probe: StraceProbe, settings: TraceSettings) -> TraceOutcom
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="conformance-trace-") as scratch:
         checker = _StateChecker(settings, scratch)
-        for compressed in LOG_FORMATS.get(settings.profile, LOG_FORMATS["ci"]):
-            writing = writing_workload(compressed)
-            traced = _run_workload(probe, settings, writing, scratch, outcome, checker)
-            if traced is None:
-                continue
-            log, models = traced
-            torn = torn_last_write(writing.initial, log.calls)
-            if torn is None:
-                outcome.not_run.append(f"{writing.name}: the trace shows no write to resume from")
-                continue
-            tree, how = torn
-            answers = checker.answers(tree, session_ids(models), writing.now)
-            stored = {session_id: durable for session_id, answer in answers.reads.items() if (durable := durable_log_of(answer)) is not None}
-            target = "w" if "w" in stored else next(iter(sorted(stored)), None)
-            if target is None:
-                outcome.not_run.append(f"{writing.name}: no session survives {how}, so there is nothing to resume")
-                continue
-            resuming = resuming_workload(compressed, tree, stored, target)
-            _run_workload(probe, settings, resuming, scratch, outcome, checker)
+        try:
+            for compressed in settings.formats or LOG_FORMATS.get(settings.profile, LOG_FORMATS["ci"]):
+                _run_both(probe, settings, compressed, scratch, outcome, checker)
+        except _Enough:
+            pass
     outcome.seconds = time.perf_counter() - started
     return outcome
 
 
+def _run_both(probe: StraceProbe, settings: TraceSettings, compressed: bool, scratch: str, outcome: TraceOutcome, checker: _StateChecker) -> None:
+    """The writing workload, then the resuming one over a state of the first."""
+    writing = writing_workload(compressed)
+    traced = _run_workload(probe, settings, writing, scratch, outcome, checker, "writing" in settings.judged)
+    if traced is None:
+        return
+    log, models = traced
+    torn = torn_last_write(writing.initial, log.calls)
+    if torn is None:
+        outcome.not_run.append(f"{writing.name}: the trace shows no write to resume from")
+        return
+    tree, how = torn
+    answers = checker.answers(tree, session_ids(models), writing.now)
+    stored = {session_id: durable for session_id, answer in answers.reads.items() if (durable := durable_log_of(answer)) is not None}
+    target = "w" if "w" in stored else next(iter(sorted(stored)), None)
+    if target is None:
+        outcome.not_run.append(f"{writing.name}: no session survives {how}, so there is nothing to resume")
+        return
+    if "resuming" in settings.judged:
+        _run_workload(probe, settings, resuming_workload(compressed, tree, stored, target), scratch, outcome, checker, True)
+
+
 def _run_workload(
-    probe: StraceProbe, settings: TraceSettings, workload: Workload, scratch: str, outcome: TraceOutcome, checker: _StateChecker
+    probe: StraceProbe, settings: TraceSettings, workload: Workload, scratch: str, outcome: TraceOutcome, checker: _StateChecker, judge: bool
 ) -> tuple[TraceLog, list[ModelStore]] | None:
     root = tempfile.mkdtemp(prefix="traced-", dir=scratch)
     try:
@@ -406,14 +426,19 @@ def _run_workload(
             f"{workload.name}: the trace shows {len(log.acks)} of the {len(traced.answers)} answers on the subject's stdout pipe"
         )
         return None
+    if not judge:
+        return log, models
     outcome.calls += len(log.calls)
     ids = session_ids(models)
     layout_known = _layout_known(workload, log, models)
     outcome.reader_checked |= layout_known
     sampler = seeded_sampler(settings.seed, RANDOM_CUTS.get(settings.profile, RANDOM_CUTS["ci"]))
     states: dict[Model, list[CrashState]] = {model: list(enumerate_states(model, workload.initial, log.calls, sampler)) for model in MODELS}
-    trees = {state.tree.key(): state.tree for model_states in states.values() for state in model_states}
-    checker.check_all(trees, ids, workload.now)
+    if settings.fail_fast:
+        # Quickest to a failure: the weak model first, and its "nothing unsynced kept" states first.
+        states = {model: sorted(states[model], key=lambda state: state.survived != NOTHING_UNSYNCED) for model in reversed(MODELS)}
+    else:
+        checker.check_all({state.tree.key(): state.tree for found in states.values() for state in found}, ids, workload.now)
     for model, model_states in states.items():
         tally = outcome.tallies[model]
         tally.states += len(model_states)
@@ -432,6 +457,8 @@ def _run_workload(
                 item = next((name for name in (*D3_ITEMS, READER) if problem.split(": ", 1)[-1].startswith(name + ":")), REPLAY)
                 text = f"{workload.name}: {_describe_state(state, log, workload, expectation)}\n    {problem}"
                 tally.failures.setdefault(item, []).append(text)
+                if settings.fail_fast:
+                    raise _Enough()
     return log, models
 
 
@@ -452,7 +479,10 @@ def _describe_state(state: CrashState, log: TraceLog, workload: Workload, expect
     calls = log.calls
     point = state.point
     recent = [f"#{index + 1} {calls[index].text}" for index in range(max(0, point - 3), point)]
-    acked = f"the last acknowledged request: {expectation.acked} {workload.requests[expectation.acked - 1][0]}" if expectation.acked else "nothing acknowledged yet"
+    flushes = [index + 1 for index, (op, _) in enumerate(workload.requests[: expectation.acked]) if op in ("flush", "close", "resume")]
+    acked = {0: "no request answered", 1: "request 1 answered"}.get(expectation.acked, f"requests 1-{expectation.acked} answered")
+    if flushes:
+        acked += f" (the last flush, close or resume: request {flushes[-1]}, {workload.requests[flushes[-1] - 1][0]})"
     where = f"{state.model} model, crash after call {point} of {len(calls)}"
     return f"{where}, keeping {state.survived}; {acked}\n    trace before it: " + ("; ".join(recent) if recent else "(the start)")
 

@@ -423,6 +423,9 @@ def find_boundaries(data: bytes) -> tuple[int, ...]:
 # --- the enumerations ----------------------------------------------------------------------------
 
 
+NOTHING_UNSYNCED: Final = "nothing unsynced"  # what a weak state keeps when every pending call is lost
+
+
 @dataclass(frozen=True)
 class CrashState:
     """One state a model allows: the crash comes after the first ``point`` calls; ``survived``
@@ -470,17 +473,17 @@ def enumerate_weak(initial: Tree, calls: Sequence[Call], sample: Sampler) -> Ite
     for point in range(len(calls) + 1):
         if point:
             disk.apply(calls[point - 1].op)
-        yield CrashState("weak", point, "nothing unsynced kept", disk.crash({}, rest_full=False))
-        yield CrashState("weak", point, "everything unsynced kept", disk.crash({}, rest_full=True))
+        yield CrashState("weak", point, NOTHING_UNSYNCED, disk.crash({}, rest_full=False))
+        yield CrashState("weak", point, "everything unsynced", disk.crash({}, rest_full=True))
         for item in disk.unsynced():
             full = disk.full_cut(item)
             where = _describe_item(disk, item)
             for cut in disk.cuts(item, sample_pending):
                 what = f"{cut.calls} of {full.calls} unsynced {where}" + (f", then {cut.torn} bytes of the next" if cut.torn is not None else "")
                 if cut != Cut(0):
-                    yield CrashState("weak", point, f"{what}; nothing else unsynced", disk.crash({item: cut}, rest_full=False))
+                    yield CrashState("weak", point, f"{what}, nothing else unsynced", disk.crash({item: cut}, rest_full=False))
                 if cut != full:
-                    yield CrashState("weak", point, f"{what}; everything else unsynced", disk.crash({item: cut}, rest_full=True))
+                    yield CrashState("weak", point, f"{what}, everything else unsynced", disk.crash({item: cut}, rest_full=True))
 
 
 def enumerate_states(model: Model, initial: Tree, calls: Sequence[Call], sample: Sampler) -> Iterator[CrashState]:
@@ -495,7 +498,7 @@ def _describe_item(disk: Disk, item: Item) -> str:
 
 
 __all__ = [
-    "MODELS", "RANDOM_CUTS", "ROOT", "Call", "Create", "CrashState", "Cut", "Disk", "EMPTY_TREE", "Entry", "Inert",
+    "MODELS", "NOTHING_UNSYNCED", "RANDOM_CUTS", "ROOT", "Call", "Create", "CrashState", "Cut", "Disk", "EMPTY_TREE", "Entry", "Inert",
     "Link", "Op", "Rename", "Sync", "SyncAll", "Tree", "Truncate", "Unlink", "Write", "enumerate_states",
     "enumerate_strict", "enumerate_weak", "find_boundaries", "sample_byte_cuts", "seeded_sampler",
 ]  # fmt: skip
