@@ -29,6 +29,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--profile", choices=PROFILES, default="ci", help="size of generated workloads (default: ci)")
     parser.add_argument("--vectors", type=Path, metavar="DIR", help="vectors to run (default: the suite's own)")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS", help="per-response timeout for --stdio")
+    parser.add_argument(
+        "--trace-crashes",
+        action="store_true",
+        help="also run the trace family: every crash state the subject's system calls allow (--stdio, needs strace; conformance/CRASH-STATES.md)",
+    )
     return parser.parse_args(argv)
 
 
@@ -45,7 +50,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"subject: {name} (capabilities: {', '.join(sorted(capabilities))})")
         except SubjectError as error:
             print(f"subject: not answering hello ({error})")
-        options = Options(profile=args.profile, families=frozenset(args.families) if args.families else None, vectors_dir=args.vectors)
+        families = (frozenset(args.families) | ({"trace"} if args.trace_crashes else set())) if args.families else None
+        extra = {"trace-crashes": "1"} if args.trace_crashes else {}
+        options = Options(profile=args.profile, families=families, vectors_dir=args.vectors, extra=extra)
         results = run_suite(subject, options)
     finally:
         subject.close()
