@@ -354,6 +354,7 @@ class TraceSettings:
     formats: tuple[bool, ...] | None = None  # compressed or not; None: the profile's
     judged: tuple[str, ...] = ("writing", "resuming")
     fail_fast: bool = False
+    models: tuple[Model, ...] = MODELS
 
 
 class _Enough(Exception):
@@ -433,10 +434,10 @@ def _run_workload(
     layout_known = _layout_known(workload, log, models)
     outcome.reader_checked |= layout_known
     sampler = seeded_sampler(settings.seed, RANDOM_CUTS.get(settings.profile, RANDOM_CUTS["ci"]))
-    states: dict[Model, list[CrashState]] = {model: list(enumerate_states(model, workload.initial, log.calls, sampler)) for model in MODELS}
+    states: dict[Model, list[CrashState]] = {model: list(enumerate_states(model, workload.initial, log.calls, sampler)) for model in settings.models}
     if settings.fail_fast:
         # Quickest to a failure: the weak model first, and its "nothing unsynced kept" states first.
-        states = {model: sorted(states[model], key=lambda state: state.survived != NOTHING_UNSYNCED) for model in reversed(MODELS)}
+        states = {model: sorted(states[model], key=lambda state: state.survived != NOTHING_UNSYNCED) for model in reversed(settings.models)}
     else:
         checker.check_all({state.tree.key(): state.tree for found in states.values() for state in found}, ids, workload.now)
     for model, model_states in states.items():
