@@ -52,9 +52,11 @@ def test_a_subject_missing_a_durability_step_fails_the_trace_family(name: str) -
     judged = ("resuming",) if name in REPAIR_BREAKS else ("writing",)
     settings = TraceSettings(f"{PYTHON} {SUBJECTS} {name}", formats=(True,), judged=judged, fail_fast=True)
     outcome = run_trace_checks(PROBE, settings)
-    assert outcome.not_run == [] and outcome.replay == []
-    failed = [result for result in summarise_trace_outcome(outcome) if result.outcome == "failed"]
-    assert failed, f"{name} ({BROKEN[name].why}) was not caught"
+    assert outcome.replay == []
+    results = summarise_trace_outcome(outcome)
+    failed = [result for result in results if result.outcome == "failed"]
+    assert failed, f"{name} ({BROKEN[name].why}) was not caught: {outcome.not_run}"
+    assert not [result for result in results if result.outcome == "passed"], "a run stopped at its first failure passes nothing"
 
 
 def fake_path(tmp_path: Path, strace_script: str | None) -> str:

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from conformance import builders as build
-from conformance.crash import START_TIME, standard_workload
+from conformance.crash import FAIL_FAST, START_TIME, standard_workload
 from conformance.d3 import (
     D3_ITEMS,
     check_d3_1_header,
@@ -371,7 +371,7 @@ def run_trace_checks(probe: StraceProbe, settings: TraceSettings) -> TraceOutcom
             for compressed in settings.formats or LOG_FORMATS.get(settings.profile, LOG_FORMATS["ci"]):
                 _run_both(probe, settings, compressed, scratch, outcome, checker)
         except _Enough:
-            pass
+            outcome.not_run.append("the run stopped at its first failure (fail-fast), so the other cases were not judged")
     outcome.seconds = time.perf_counter() - started
     return outcome
 
@@ -569,7 +569,13 @@ def check_trace(subject: Subject, options: Options) -> list[CaseResult]:
     if probe.problem is not None:
         return not_run(f"not run: {probe.problem}")
     timeout = getattr(subject, "timeout", 30.0)
-    settings = TraceSettings(command, float(timeout) if isinstance(timeout, (int, float)) else 30.0, options.profile, os.cpu_count() or 1)
+    settings = TraceSettings(
+        command,
+        float(timeout) if isinstance(timeout, (int, float)) else 30.0,
+        options.profile,
+        os.cpu_count() or 1,
+        fail_fast=options.extra.get(FAIL_FAST) == "1",
+    )
     return summarise_trace_outcome(run_trace_checks(probe, settings))
 
 
