@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from conformance.report import PROFILES, Options, format_table, write_junit
+from conformance.report import PROFILES, CaseResult, Options, format_table, write_junit
 from conformance.runner import hello, run_suite
 from conformance.subject import DEFAULT_TIMEOUT, StdioSubject, Subject, SubjectError, load_subject
 
@@ -37,6 +37,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def describe_not_run(results: Sequence[CaseResult]) -> list[str]:
+    """Why each family that ran no case at all (every case skipped) did not run: its reasons, once each."""
+    lines: list[str] = []
+    for family in dict.fromkeys(result.family for result in results):
+        cases = [result for result in results if result.family == family]
+        if all(result.outcome == "skipped" for result in cases):
+            reasons = list(dict.fromkeys(result.detail for result in cases if result.detail))
+            lines += [f"{family}: {reason}" for reason in reasons[:3]]
+    return lines
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     try:
@@ -57,6 +68,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         subject.close()
     print(format_table(results))
+    for line in describe_not_run(results):
+        print(line)
     write_junit(results, args.junit)
     print(f"JUnit report: {args.junit}")
     return 1 if any(result.outcome == "failed" for result in results) or not results else 0

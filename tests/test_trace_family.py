@@ -104,3 +104,34 @@ def test_a_workload_that_could_not_be_judged_leaves_every_case_not_run_rather_th
     results = summarise_trace_outcome(outcome)
     assert results and all(result.outcome == "skipped" for result in results)
     assert "no persistence model covers" in results[0].detail
+
+
+def test_the_cli_flag_adds_the_trace_family_and_prints_why_it_did_not_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from conformance.__main__ import main
+
+    report = tmp_path / "report.xml"
+    assert main(["--subject", "reference.server:ReferenceSubject", "--families", "tokens", "--trace-crashes", "--junit", str(report)]) == 0
+    out = capsys.readouterr().out
+    assert "trace: not run: the trace family runs a stdio subject's command beneath strace (use --stdio)" in out
+    assert "tokens" in out
+
+
+def test_the_trace_family_runs_only_when_named_or_flagged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import conformance.runner as runner
+    from conformance.subject import InProcessSubject
+    from reference.server import ReferenceSubject
+
+    ran: list[str] = []
+
+    def fake_trace(subject: object, options: Options) -> list[CaseResult]:
+        ran.append("trace")
+        return []
+
+    monkeypatch.setattr(runner, "registered_checks", lambda: {"trace": fake_trace})
+    monkeypatch.setattr(runner, "load_plugins", lambda: [])
+    subject = InProcessSubject(ReferenceSubject())
+    runner.run_suite(subject, Options(vectors_dir=tmp_path))
+    assert ran == []
+    runner.run_suite(subject, Options(vectors_dir=tmp_path, extra={"trace-crashes": "1"}))
+    runner.run_suite(subject, Options(vectors_dir=tmp_path, families=frozenset({"trace"})))
+    assert ran == ["trace", "trace"]
