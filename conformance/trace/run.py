@@ -120,18 +120,25 @@ def run_traced(
         trace_file = os.path.join(scratch, "trace.txt")
         strace = [probe.path, *strace_options(trace_file, probe.seccomp), "--", *argv]
         env = {**os.environ, STORE_ROOT_ENV: root}
-        process = _Process(strace, env, timeout, os.path.join(scratch, "stderr.txt"))
         answers: list[Response] = []
-        problem = None
         try:
-            pipe = process.stdout_inode
+            process = _Process(strace, env, timeout, os.path.join(scratch, "stderr.txt"))
+        except SubjectError as error:
+            return TracedRun((), TraceLog((), (), ()), str(error))
+        problem = None
+        pipe = process.stdout_inode
+        try:
             for op, args in requests:
                 answers.append(process.request(op, args))
         except SubjectError as error:
             problem = str(error)
         finally:
             process.finish()
-        log = derive_trace_log(read_trace(trace_file), os.path.realpath(root), cwd, pipe, initial)
+        try:
+            syscalls = read_trace(trace_file)
+        except OSError as error:
+            return TracedRun(tuple(answers), TraceLog((), (), ()), problem or f"strace wrote no trace ({error}){process.stderr_tail()}")
+        log = derive_trace_log(syscalls, os.path.realpath(root), cwd, pipe, initial)
     return TracedRun(tuple(answers), log, problem)
 
 
