@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from conformance.report import PROFILES, Options, format_table, write_junit
+from conformance.report import PROFILES, CaseResult, Options, format_table, write_junit
 from conformance.runner import hello, run_suite
 from conformance.subject import DEFAULT_TIMEOUT, StdioSubject, Subject, SubjectError, load_subject
 
@@ -55,7 +55,23 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         metavar="SECONDS",
         help="per-response timeout for --stdio",
     )
+    parser.add_argument(
+        "--trace-crashes",
+        action="store_true",
+        help="also run the trace family: every crash state the subject's system calls allow (--stdio, needs strace; conformance/CRASH-STATES.md)",
+    )
     return parser.parse_args(argv)
+
+
+def describe_not_run(results: Sequence[CaseResult]) -> list[str]:
+    """Why each family that ran no case at all (every case skipped) did not run: its reasons, once each."""
+    lines: list[str] = []
+    for family in dict.fromkeys(result.family for result in results):
+        cases = [result for result in results if result.family == family]
+        if all(result.outcome == "skipped" for result in cases):
+            reasons = list(dict.fromkeys(result.detail for result in cases if result.detail))
+            lines += [f"{family}: {reason}" for reason in reasons[:3]]
+    return lines
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -73,15 +89,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"subject: {name} (capabilities: {', '.join(sorted(capabilities))})")
         except SubjectError as error:
             print(f"subject: not answering hello ({error})")
-        options = Options(
-            profile=args.profile,
-            families=frozenset(args.families) if args.families else None,
-            vectors_dir=args.vectors,
+        families = (
+            (frozenset(args.families) | ({"trace"} if args.trace_crashes else set()))
+            if args.families
+            else None
         )
+        extra = {"trace-crashes": "1"} if args.trace_crashes else {}
+        options = Options(profile=args.profile, families=families, vectors_dir=args.vectors, extra=extra)
         results = run_suite(subject, options)
     finally:
         subject.close()
     print(format_table(results))
+    for line in describe_not_run(results):
+        print(line)
     write_junit(results, args.junit)
     print(f"JUnit report: {args.junit}")
     return 1 if any(result.outcome == "failed" for result in results) or not results else 0

@@ -8,6 +8,8 @@ skipped, and says which.
 Other kinds of check plug in as families: a module calls ``register_check("machine", fn)`` when it
 is imported, where ``fn(subject, options)`` returns its :class:`~conformance.report.CaseResult`
 list. The modules named in :data:`PLUGINS` are imported at the start of a run when they exist.
+A family in :data:`OPT_IN` (the slow ``trace`` family) runs only when it is named in
+``Options.families`` or its flag is set in ``Options.extra``.
 """
 
 from __future__ import annotations
@@ -26,7 +28,10 @@ from conformance.subject import Response, Subject, SubjectError
 from spec.log.json import JsonValue, is_deep_equal_json
 
 VECTORS_DIR: Final = Path(__file__).resolve().parent / "vectors"
-PLUGINS: Final = ("conformance.machine", "conformance.exhaustive", "conformance.crash")
+PLUGINS: Final = ("conformance.machine", "conformance.exhaustive", "conformance.crash", "conformance.trace")
+OPT_IN: Final = {
+    "trace": "trace-crashes"
+}  # families run only when named in --families, or when Options.extra[flag] == "1"
 PROTOCOL_FAMILY: Final = "protocol"  # where a run reports that the subject could not be reached
 
 CheckFn = Callable[[Subject, Options], list[CaseResult]]
@@ -197,6 +202,8 @@ def run_suite(subject: Subject, options: Options) -> list[CaseResult]:
     results += load_plugins()
     for family, check in registered_checks().items():
         if options.families is not None and family not in options.families:
+            continue
+        if options.families is None and family in OPT_IN and options.extra.get(OPT_IN[family]) != "1":
             continue
         began = time.perf_counter()
         try:

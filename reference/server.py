@@ -62,7 +62,7 @@ class UnsupportedOp(Exception):
 
 class Args:
     """An op's arguments: the request without ``rid`` and ``op``. A key that is absent stays
-    distinct from ``null`` (:data:`spec.log.session.ABSENT`)."""
+    distinct from ``null`` (:data:`spec.session.ABSENT`)."""
 
     def __init__(self, values: Mapping[str, JsonValue]) -> None:
         self._values = values
@@ -464,7 +464,8 @@ def serve(subject: ReferenceSubject, lines: Callable[[], str], write: Callable[[
 
 
 def main() -> None:
-    """``python -m reference.server``: serve the protocol on stdin/stdout until stdin closes."""
+    """``python -m reference.server``: serve the protocol on stdin/stdout until stdin closes (on the
+    real directory ``$CONFORMANCE_STORE_ROOT`` when it is set: :mod:`reference.directory`)."""
     stdin = open(sys.stdin.fileno(), encoding="utf-8", errors="surrogateescape", closefd=False)  # noqa: SIM115 - lives as long as the process
     stdout = open(sys.stdout.fileno(), "w", encoding="utf-8", errors="surrogatepass", closefd=False)  # noqa: SIM115 - lives as long as the process
 
@@ -472,7 +473,14 @@ def main() -> None:
         stdout.write(text)
         stdout.flush()
 
-    serve(ReferenceSubject(), stdin.readline, write)
+    from reference.directory import subject_from_environment  # it builds on this module
+
+    try:
+        subject = subject_from_environment()
+    except NotADirectoryError as error:
+        print(f"reference.server: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
+    serve(subject, stdin.readline, write)
 
 
 if __name__ == "__main__":

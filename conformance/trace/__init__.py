@@ -1,0 +1,21 @@
+"""The ``trace`` family: every crash state a real filesystem allows, built from the system calls a
+stdio subject made beneath strace, each checked against SPEC-DECISIONS D3
+(conformance/CRASH-STATES.md).
+
+- :mod:`conformance.trace.strace` runs strace and reads its output;
+- :mod:`conformance.trace.calls` turns the calls under the store root into the models' calls;
+- :mod:`conformance.trace.persistence` is the two persistence models and their enumerations;
+- :mod:`conformance.trace.specread` reads a state's log with the spec's own reader;
+- :mod:`conformance.trace.run` drives the subject processes;
+- :mod:`conformance.trace.family` runs the workloads and judges every state.
+
+The family is opt-in (``python -m conformance --stdio CMD --trace-crashes``, or ``--families
+trace``): it needs strace and takes longer than the rest of a run.
+"""
+
+from conformance.runner import register_check
+from conformance.trace.family import check_trace
+
+register_check("trace", check_trace)
+
+__all__ = ["check_trace"]

@@ -1,0 +1,495 @@
+"""The ``trace`` family: crash-test a stdio subject from its system calls (conformance/CRASH-STATES.md).
+
+For each workload — a session written and flushed (the crash family's standard workload), then a
+torn log resumed, repaired and written on — in each log format:
+
+1. the subject runs the workload beneath strace, on a fresh ``CONFORMANCE_STORE_ROOT``;
+2. its calls under the root, and the moments it answered, are read from the trace;
+3. each persistence model (strict, weak) builds every crash state its rule allows;
+4. each distinct state is written to a fresh root, where a fresh subject (same command, no strace)
+   reads, resumes and reads again every session; the spec's own reader reads the same files;
+5. every state is judged, item by item of SPEC-DECISIONS D3 (:mod:`conformance.d3`), against
+   what the subject had acknowledged before the crash point.
+
+Entry point: :func:`check_trace` (the runner's family interface, ``(subject, options)`` to a list
+of :class:`~conformance.report.CaseResult`). Nothing is passed that did not run: without strace,
+without ptrace, for a subject that is not a stdio process or lacks ``storage``, or for a trace
+holding calls no model covers, the cases say why they did not run.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Final
+
+from conformance import builders as build
+from conformance.crash import FAIL_FAST, START_TIME, standard_workload
+from conformance.crash_rules import D3_ITEMS
+from conformance.model import DurableLog, ModelStore
+from conformance.report import CaseResult, Options
+from conformance.subject import Subject
+from conformance.trace.calls import TraceLog
+from conformance.trace.judge import (
+    READER,
+    REPLAY,
+    Expectation,
+    durable_log_of,
+    expectation_at,
+    header_of,
+    judge_state,
+    replay_models,
+    session_ids,
+)
+from conformance.trace.persistence import (
+    EMPTY_TREE,
+    MODELS,
+    NOTHING_UNSYNCED,
+    RANDOM_CUTS,
+    Call,
+    CrashState,
+    Cut,
+    Disk,
+    Model,
+    Tree,
+    Write,
+    enumerate_states,
+    seeded_sampler,
+)
+from conformance.trace.run import CheckAnswers, Request, materialize, run_check, run_traced
+from conformance.trace.specread import read_with_spec
+from conformance.trace.strace import StraceProbe, TraceUnreadable, probe_strace
+from spec.log.events import TURN_START, USER_MESSAGE
+
+FAMILY: Final = "trace"
+NOT_RUN: Final = "skipped"  # the report's outcome for a case that could not run (with its reason)
+SEED: Final = 0
+RESUME_TIME: Final = START_TIME + 1_000  # ms: the clock of the resuming workload
+ITEM_SENTENCES: Final = {
+    **D3_ITEMS,
+    REPLAY: "the traced workload answers as the spec model says",
+    READER: "the subject reads every crash state as the spec's own reader does",
+}
+SHOWN_FAILURES: Final = 6
+LOG_FORMATS: Final = {"ci": (True, False), "thorough": (True, False)}
+
+
+# --- workloads -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Requests to run beneath strace over ``initial`` (what the store root holds at the start),
+    with the spec model of the store before the first request."""
+
+    name: str
+    compressed: bool
+    initial: Tree
+    model: ModelStore
+    requests: tuple[Request, ...]
+    now: int
+
+
+def writing_workload(compressed: bool) -> Workload:
+    """The crash family's standard workload on an empty root: publish, grow across flushes, end
+    inside an open turn; beside it a session created from an empty seed."""
+    requests: tuple[Request, ...] = (
+        ("reset", {"storage": "file", "compressed": compressed}),
+        ("clock", {"now": START_TIME}),
+        *standard_workload(),
+    )
+    label = "zstd" if compressed else "plain"
+    return Workload(
+        f"{label}, writing", compressed, EMPTY_TREE, ModelStore(storage="file"), requests, START_TIME
+    )
+
+
+def resuming_workload(
+    compressed: bool, initial: Tree, stored: Mapping[str, DurableLog], session_id: str
+) -> Workload:
+    """Resume a session whose log ends in a torn tail (the repair is written), then append and
+    flush after the closers."""
+    requests: tuple[Request, ...] = (
+        ("clock", {"now": RESUME_TIME}),
+        ("resume", {"id": session_id}),
+        ("append", {"id": session_id, "type": TURN_START, "data": build.turn_start(2)}),
+        (
+            "append",
+            {
+                "id": session_id,
+                "type": USER_MESSAGE,
+                "data": build.user_message("u2", "go on"),
+                "surfaceOp": "append",
+            },
+        ),
+        ("flush", {"id": session_id}),
+    )
+    label = "zstd" if compressed else "plain"
+    model = ModelStore(storage="file", stored=dict(stored))
+    return Workload(f"{label}, resuming a torn log", compressed, initial, model, requests, RESUME_TIME)
+
+
+def torn_last_write(initial: Tree, calls: Sequence[Call]) -> tuple[Tree, str] | None:
+    """The strict state in which the last write of the trace is torn in its middle, everything
+    before it whole: a torn tail for the resuming workload to repair."""
+    last = max((index for index, call in enumerate(calls) if isinstance(call.op, Write)), default=None)
+    if last is None:
+        return None
+    disk = Disk(initial)
+    for call in calls[: last + 1]:
+        disk.apply(call.op)
+    write = calls[last].op
+    assert isinstance(write, Write)
+    pending = disk.pending_data[write.inode]
+    tree = disk.crash({("data", write.inode): Cut(len(pending) - 1, len(write.data) // 2)}, rest_full=True)
+    return tree, f"call {last + 1} ({calls[last].text}) torn after {len(write.data) // 2} bytes"
+
+
+# --- running it all ------------------------------------------------------------------------------
+
+
+@dataclass
+class ModelTally:
+    """What one model built and found across the workloads."""
+
+    states: int = 0
+    distinct: set[str] = field(default_factory=set)
+    judged: int = 0
+    failures: dict[str, list[str]] = field(default_factory=dict)  # item -> failure texts
+
+
+@dataclass
+class TraceOutcome:
+    """Everything the family found; ``not_run`` holds the reasons a workload could not be judged."""
+
+    tallies: dict[str, ModelTally] = field(default_factory=lambda: {model: ModelTally() for model in MODELS})
+    calls: int = 0
+    workloads: list[str] = field(default_factory=list)
+    replay: list[str] = field(default_factory=list)
+    not_run: list[str] = field(default_factory=list)
+    reader_checked: bool = False
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class TraceSettings:
+    """How a run goes: the subject's command and response timeout, the profile (it sets the log
+    formats and how many seeded byte cuts a write gets), how many subjects check states at once,
+    and, for quick tests, which workloads are judged and whether to stop at the first failure."""
+
+    command: str
+    timeout: float = 30.0
+    profile: str = "ci"
+    workers: int = 2
+    seed: int = SEED
+    formats: tuple[bool, ...] | None = None  # compressed or not; None: the profile's
+    judged: tuple[str, ...] = ("writing", "resuming")
+    fail_fast: bool = False
+    models: tuple[Model, ...] = MODELS
+
+
+class _Enough(Exception):
+    """A failure was found and the run was asked to stop at the first one."""
+
+
+def run_trace_checks(probe: StraceProbe, settings: TraceSettings) -> TraceOutcome:
+    """Both workloads in each log format, every state of both models, judged."""
+    outcome = TraceOutcome()
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="conformance-trace-") as scratch:
+        checker = _StateChecker(settings, scratch)
+        try:
+            for compressed in settings.formats or LOG_FORMATS.get(settings.profile, LOG_FORMATS["ci"]):
+                _run_both(probe, settings, compressed, scratch, outcome, checker)
+        except _Enough:
+            outcome.not_run.append(
+                "the run stopped at its first failure (fail-fast), so the other cases were not judged"
+            )
+    outcome.seconds = time.perf_counter() - started
+    return outcome
+
+
+def _run_both(
+    probe: StraceProbe,
+    settings: TraceSettings,
+    compressed: bool,
+    scratch: str,
+    outcome: TraceOutcome,
+    checker: _StateChecker,
+) -> None:
+    """The writing workload, then the resuming one over a state of the first."""
+    writing = writing_workload(compressed)
+    traced = _run_workload(probe, settings, writing, scratch, outcome, checker, "writing" in settings.judged)
+    if traced is None:
+        return
+    log, models = traced
+    torn = torn_last_write(writing.initial, log.calls)
+    if torn is None:
+        outcome.not_run.append(f"{writing.name}: the trace shows no write to resume from")
+        return
+    tree, how = torn
+    answers = checker.answers(tree, session_ids(models), writing.now)
+    stored = {
+        session_id: durable
+        for session_id, answer in answers.reads.items()
+        if (durable := durable_log_of(answer)) is not None
+    }
+    target = "w" if "w" in stored else next(iter(sorted(stored)), None)
+    if target is None:
+        outcome.not_run.append(f"{writing.name}: no session survives {how}, so there is nothing to resume")
+        return
+    if "resuming" in settings.judged:
+        _run_workload(
+            probe,
+            settings,
+            resuming_workload(compressed, tree, stored, target),
+            scratch,
+            outcome,
+            checker,
+            True,
+        )
+
+
+def _run_workload(
+    probe: StraceProbe,
+    settings: TraceSettings,
+    workload: Workload,
+    scratch: str,
+    outcome: TraceOutcome,
+    checker: _StateChecker,
+    judge: bool,
+) -> tuple[TraceLog, list[ModelStore]] | None:
+    root = tempfile.mkdtemp(prefix="traced-", dir=scratch)
+    try:
+        materialize(workload.initial, root)
+        traced = run_traced(
+            probe, settings.command, root, workload.initial, workload.requests, settings.timeout
+        )
+    except TraceUnreadable as error:
+        outcome.not_run.append(f"{workload.name}: strace's output did not parse ({error})")
+        return None
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    outcome.workloads.append(workload.name)
+    if traced.problem is not None:
+        outcome.replay.append(f"{workload.name}: the traced subject broke the protocol: {traced.problem}")
+        return None
+    models, mismatch = replay_models(workload.model, workload.requests, traced.answers)
+    if mismatch is not None:
+        outcome.replay.append(f"{workload.name}: {mismatch}")
+        return None
+    log = traced.log
+    if log.unmodelled:
+        outcome.not_run.append(
+            f"{workload.name}: the trace holds calls no persistence model covers:\n    "
+            + "\n    ".join(log.unmodelled[:5])
+        )
+        return None
+    if len(log.acks) < len(traced.answers):
+        outcome.not_run.append(
+            f"{workload.name}: the trace shows {len(log.acks)} of the {len(traced.answers)} answers on the subject's stdout pipe"
+        )
+        return None
+    if not judge:
+        return log, models
+    outcome.calls += len(log.calls)
+    ids = session_ids(models)
+    layout_known = _layout_known(workload, log, models)
+    outcome.reader_checked |= layout_known
+    sampler = seeded_sampler(settings.seed, RANDOM_CUTS.get(settings.profile, RANDOM_CUTS["ci"]))
+    states: dict[Model, list[CrashState]] = {
+        model: list(enumerate_states(model, workload.initial, log.calls, sampler))
+        for model in settings.models
+    }
+    if settings.fail_fast:
+        # Quickest to a failure: the weak model first, and its "nothing unsynced kept" states first.
+        states = {
+            model: sorted(states[model], key=lambda state: state.survived != NOTHING_UNSYNCED)
+            for model in reversed(settings.models)
+        }
+    else:
+        checker.check_all(
+            {state.tree.key(): state.tree for found in states.values() for state in found}, ids, workload.now
+        )
+    for model, model_states in states.items():
+        tally = outcome.tallies[model]
+        tally.states += len(model_states)
+        seen: set[tuple[str, int]] = set()
+        for state in model_states:
+            key = state.tree.key()
+            tally.distinct.add(f"{workload.name}:{key}")
+            expectation = expectation_at(models, log.acks, state.point)
+            if (key, expectation.acked) in seen:
+                continue
+            seen.add((key, expectation.acked))
+            tally.judged += 1
+            answers = checker.answers(state.tree, ids, workload.now)
+            views = {
+                session_id: read_with_spec(state.tree, header)
+                for session_id in ids
+                if (header := header_of(expectation.in_flight, session_id)) is not None
+            }
+            for problem in judge_state(answers, views, expectation, workload.now, layout_known):
+                item = next(
+                    (
+                        name
+                        for name in (*D3_ITEMS, READER)
+                        if problem.split(": ", 1)[-1].startswith(name + ":")
+                    ),
+                    REPLAY,
+                )
+                text = f"{workload.name}: {_describe_state(state, log, workload, expectation)}\n    {problem}"
+                tally.failures.setdefault(item, []).append(text)
+                if settings.fail_fast:
+                    raise _Enough()
+    return log, models
+
+
+def _layout_known(workload: Workload, log: TraceLog, models: Sequence[ModelStore]) -> bool:
+    """Whether the spec's reader finds, where D1 puts them, the logs of the sessions the workload
+    flushed (in the state after the whole trace); if not, its verdicts are left out."""
+    disk = Disk(workload.initial)
+    for call in log.calls:
+        disk.apply(call.op)
+    final = disk.current()
+    stored = models[-1].stored
+    return bool(stored) and all(read_with_spec(final, log_.header).found for log_ in stored.values())
+
+
+def _describe_state(state: CrashState, log: TraceLog, workload: Workload, expectation: Expectation) -> str:
+    """Where the crash struck and what it kept, with the calls just before it and the last
+    acknowledged request: the trace excerpt that shows why."""
+    calls = log.calls
+    point = state.point
+    recent = [f"#{index + 1} {calls[index].text}" for index in range(max(0, point - 3), point)]
+    flushes = [
+        index + 1
+        for index, (op, _) in enumerate(workload.requests[: expectation.acked])
+        if op in ("flush", "close", "resume")
+    ]
+    acked = {0: "no request answered", 1: "request 1 answered"}.get(
+        expectation.acked, f"requests 1-{expectation.acked} answered"
+    )
+    if flushes:
+        acked += f" (the last flush, close or resume: request {flushes[-1]}, {workload.requests[flushes[-1] - 1][0]})"
+    where = f"{state.model} model, crash after call {point} of {len(calls)}"
+    return f"{where}, keeping {state.survived}; {acked}\n    trace before it: " + (
+        "; ".join(recent) if recent else "(the start)"
+    )
+
+
+class _StateChecker:
+    """Runs a fresh subject on each distinct tree once (in parallel), and remembers its answers."""
+
+    def __init__(self, settings: TraceSettings, scratch: str) -> None:
+        self.settings = settings
+        self.scratch = scratch
+        self._answers: dict[str, CheckAnswers] = {}
+
+    def answers(self, tree: Tree, ids: Sequence[str], now: int) -> CheckAnswers:
+        key = f"{tree.key()}:{','.join(ids)}:{now}"
+        if key not in self._answers:
+            self._answers[key] = self._check(tree, ids, now)
+        return self._answers[key]
+
+    def check_all(self, trees: Mapping[str, Tree], ids: Sequence[str], now: int) -> None:
+        todo = [tree for tree in trees.values() if f"{tree.key()}:{','.join(ids)}:{now}" not in self._answers]
+        with ThreadPoolExecutor(max_workers=max(1, self.settings.workers)) as pool:
+            for tree, answers in zip(todo, pool.map(lambda tree: self._check(tree, ids, now), todo)):
+                self._answers[f"{tree.key()}:{','.join(ids)}:{now}"] = answers
+
+    def _check(self, tree: Tree, ids: Sequence[str], now: int) -> CheckAnswers:
+        place = tempfile.mkdtemp(prefix="state-", dir=self.scratch)
+        root = os.path.join(place, "root")
+        os.mkdir(root)
+        try:
+            materialize(tree, root)
+            return run_check(self.settings.command, root, ids, now, self.settings.timeout, place)
+        finally:
+            shutil.rmtree(place, ignore_errors=True)
+
+
+# --- the family's cases ----------------------------------------------------------------------------
+
+
+def summarise_trace_outcome(outcome: TraceOutcome) -> list[CaseResult]:
+    """One case per model and D3 item (and for the replay and the spec-reader comparison): failed
+    with the first failing states, passed only when every workload was judged, else not run."""
+    results: list[CaseResult] = []
+    seconds = outcome.seconds / (len(MODELS) * len(ITEM_SENTENCES))
+    incomplete = "; ".join(outcome.not_run)
+    for model in MODELS:
+        tally = outcome.tallies[model]
+        counts = (
+            f"{model} model: {tally.states} crash states, {len(tally.distinct)} distinct, {tally.judged} judged, "
+            f"from {outcome.calls} traced calls in {len(outcome.workloads)} workloads"
+        )
+        for item, sentence in ITEM_SENTENCES.items():
+            name = f"{item}: {sentence} ({counts})" if item.startswith("D3") else f"{sentence} ({counts})"
+            found = list(tally.failures.get(item, []))
+            if item == REPLAY:
+                found = outcome.replay + found
+            if found:
+                shown = "\n".join(found[:SHOWN_FAILURES]) + (
+                    f"\n... and {len(found) - SHOWN_FAILURES} more" if len(found) > SHOWN_FAILURES else ""
+                )
+                results.append(CaseResult(FAMILY, name, "failed", shown, seconds, rule=item))
+            elif incomplete:
+                results.append(
+                    CaseResult(FAMILY, name, NOT_RUN, f"not run: {incomplete}", seconds, rule=item)
+                )
+            elif item == READER and not outcome.reader_checked:
+                why = "not run: the subject's files are not where SPEC-DECISIONS D1 puts them, so the spec's reader has nothing to compare"
+                results.append(CaseResult(FAMILY, name, NOT_RUN, why, seconds, rule=item))
+            elif tally.judged == 0:
+                results.append(
+                    CaseResult(
+                        FAMILY, name, NOT_RUN, "not run: no crash state was judged", seconds, rule=item
+                    )
+                )
+            else:
+                results.append(CaseResult(FAMILY, name, "passed", "", seconds, rule=item))
+    return results
+
+
+def not_run(reason: str) -> list[CaseResult]:
+    return [
+        CaseResult(
+            FAMILY, "crash states from the subject's system calls (SPEC-DECISIONS D3)", NOT_RUN, reason
+        )
+    ]
+
+
+def check_trace(subject: Subject, options: Options) -> list[CaseResult]:
+    """The runner's entry point: trace a stdio storage subject and judge every crash state."""
+    command = getattr(subject, "command", None)
+    if not isinstance(command, str):
+        return not_run(
+            "not run: the trace family runs a stdio subject's command beneath strace (use --stdio)"
+        )
+    if "storage" not in options.capabilities:
+        return not_run("not run: the subject does not offer capability storage")
+    probe = probe_strace()
+    if probe.problem is not None:
+        return not_run(f"not run: {probe.problem}")
+    timeout = getattr(subject, "timeout", 30.0)
+    settings = TraceSettings(
+        command,
+        float(timeout) if isinstance(timeout, (int, float)) else 30.0,
+        options.profile,
+        os.cpu_count() or 1,
+        fail_fast=options.extra.get(FAIL_FAST) == "1",
+    )
+    return summarise_trace_outcome(run_trace_checks(probe, settings))
+
+
+__all__: Sequence[str] = [
+    "Expectation", "TraceOutcome", "TraceSettings", "Workload", "check_trace", "expectation_at", "judge_state",
+    "replay_models", "resuming_workload", "run_trace_checks", "summarise_trace_outcome", "torn_last_write",
+    "writing_workload",
+]  # fmt: skip

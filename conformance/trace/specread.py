@@ -1,0 +1,155 @@
+"""Reading a crash state's log with the specification's own reader, not the subject's.
+
+The log of a session is where SPEC-DECISIONS D1 puts it,
+``<root>/--<projectKey>--/<encodeSegment(id)>/session.v4.jsonl[.zstd]`` (or DSH 0.1's
+``session.jsonl[.zstd]``), and its bytes are read by ``spec.framing`` (lines and zstd frames),
+``spec.storage`` (the header line) and ``spec.legacy`` (a v0 log's records). Complete frames are
+decompressed with their checksums verified; a torn final frame gives the lines of its complete
+blocks, which a writer must keep (D3 item 4).
+
+What this tells apart: when a subject's ``read`` of a state breaks D3 but the spec's reader finds
+a valid log in the same files, the subject cannot read its own files; when the spec's reader
+breaks D3 too, the subject wrote (or failed to make durable) a bad file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import zstandard
+
+from conformance.trace.persistence import Tree
+from spec.codes import Code, SpecError, reject
+from spec.format.framing import DecodedFrame, FramedLog, decode_jsonl_log, decode_zstd_log, scan_zstd_frames
+from spec.format.legacy import upgrade_v0_records, validate_stored_events
+from spec.format.naming import (
+    V0_PLAIN_NAME,
+    V0_ZSTD_NAME,
+    V4_PLAIN_NAME,
+    V4_ZSTD_NAME,
+    decode_header_line,
+    derive_session_relpath,
+)
+from spec.log.events import Event
+from spec.log.header import LEGACY_FORMAT_VERSION
+from spec.log.json import FrozenDict, JsonValue, freeze_parsed_json, is_event_seq
+
+LOG_NAMES = (
+    V4_ZSTD_NAME,
+    V4_PLAIN_NAME,
+    V0_ZSTD_NAME,
+    V0_PLAIN_NAME,
+)  # looked for in this order, as a reader does
+
+
+@dataclass(frozen=True)
+class SpecView:
+    """One session's log as the spec's reader sees it in a tree: where it is (``None``: no log
+    file where D1 puts it), its header and events (those recovered from a torn frame included),
+    whether a torn tail waits to be cut off, or the error code and message of a log that does not
+    read."""
+
+    path: str | None
+    header: FrozenDict | None = None
+    events: tuple[Event, ...] = ()
+    torn: bool = False
+    code: str | None = None
+    message: str | None = None
+
+    @property
+    def found(self) -> bool:
+        return self.path is not None and self.code is None
+
+
+def locate_log(files: Mapping[str, bytes], header: Mapping[str, JsonValue]) -> str | None:
+    """The path of a session's log in a tree, by D1's layout (the header gives cwd and id)."""
+    try:
+        project, session, _ = derive_session_relpath(dict(header), True)
+    except SpecError:
+        return None
+    for name in LOG_NAMES:
+        path = f"{project}/{session}/{name}"
+        if path in files:
+            return path
+    return None
+
+
+def read_with_spec(tree: Tree, header: Mapping[str, JsonValue]) -> SpecView:
+    """The log of the session ``header`` describes, read from ``tree`` by the spec's rules."""
+    files = tree.files()
+    path = locate_log(files, header)
+    if path is None:
+        return SpecView(None)
+    session_id = str(header.get("id"))
+    try:
+        stored = decode_log_bytes(files[path], path.endswith(".zstd"))
+        version, found_header = decode_header_line(stored.header_line, session_id)
+        header_id = str(found_header["id"])
+        if version == LEGACY_FORMAT_VERSION:
+            events = upgrade_v0_records(header_id, stored.records + stored.recovered)
+        else:
+            events = decode_v4_events(stored.records + stored.recovered)
+            validate_stored_events(header_id, events)
+    except SpecError as error:
+        return SpecView(path, code=str(error.code), message=error.message)
+    return SpecView(path, found_header, tuple(events), stored.truncate_to is not None)
+
+
+def decode_log_bytes(data: bytes, compressed: bool) -> FramedLog:
+    """The spec's framing over a log's bytes; complete zstd frames must decompress and match their
+    checksums (a failure is a corrupt log naming the frame's offset)."""
+    if not compressed:
+        return decode_jsonl_log(data)
+    scan = scan_zstd_frames(data)
+    frames = [
+        DecodedFrame(
+            frame.offset, _decompress(data[frame.offset : frame.offset + frame.length], frame.offset)
+        )
+        for frame in scan.frames
+        if not frame.skippable
+    ]
+    torn = None
+    if scan.torn_offset is not None:
+        torn = DecodedFrame(scan.torn_offset, _decompress_torn(data[scan.torn_offset :]))
+    return decode_zstd_log(frames, torn)
+
+
+def decode_v4_events(records: Sequence[JsonValue]) -> tuple[Event, ...]:
+    """A v4 log's records are its events as they are, with seqs 0, 1, 2, ... (a gap is damage)."""
+    events: list[Event] = []
+    for position, record in enumerate(records):
+        if not isinstance(record, dict) or not is_event_seq(record.get("seq")) or record["seq"] != position:
+            got = record.get("seq") if isinstance(record, dict) else record
+            raise reject(
+                Code.CORRUPT_LOG,
+                f"corrupt session log: seq gap in committed region (expected {position}, got {got})",
+            )
+        frozen = freeze_parsed_json(record)
+        assert isinstance(frozen, FrozenDict)
+        events.append(frozen)
+    return tuple(events)
+
+
+def _decompress(frame: bytes, offset: int) -> bytes:
+    try:
+        reader = zstandard.ZstdDecompressor().decompressobj()
+        plaintext = reader.decompress(frame)
+        if not reader.eof or reader.unused_data:
+            raise zstandard.ZstdError("the frame did not end where its structure says")
+    except zstandard.ZstdError as error:
+        raise reject(
+            Code.CORRUPT_LOG,
+            f"corrupt Zstandard session log: frame at byte {offset} failed validation ({error})",
+        ) from None
+    return bytes(plaintext)
+
+
+def _decompress_torn(partial: bytes) -> bytes:
+    try:
+        return bytes(zstandard.ZstdDecompressor().decompressobj().decompress(partial))
+    except zstandard.ZstdError:
+        return b""
+
+
+__all__ = ["LOG_NAMES", "SpecView", "decode_log_bytes", "decode_v4_events", "locate_log", "read_with_spec"]
