@@ -40,7 +40,9 @@ from spec.log.json import JsonObject, JsonValue, is_safe_integer
 from spec.log.session import ABSENT
 from spec.wire import WIRE_FUNCTIONS, WireFunction, WireInputError
 
-PROTOCOL_VERSION: Final = 1
+PROTOCOL_VERSION: Final = 2
+VERSION: Final = "0.1.0"  # the reference's version, as hello names it
+DAMAGE_SPOTS: Final = ("middle", "start", "end")
 STORE_ROOT: Final = "/store"  # where the file store lives on the simulated filesystem
 
 # Protocol codes (conformance/PROTOCOL.md): not rule rejections, so not in spec.codes.
@@ -175,7 +177,7 @@ class ReferenceSubject:
     """The reference store, driven by protocol requests (see the module docstring)."""
 
     name: ClassVar[str] = "dsh-session-spec reference"
-    capabilities: ClassVar[tuple[str, ...]] = ("core", "storage", "crash-seam", "pure")
+    capabilities: ClassVar[tuple[str, ...]] = ("core", "storage", "crash-seam", "pure", "checker-rules")
     ops: ClassVar[Mapping[str, str]] = {
         "hello": "op_hello",
         "reset": "op_reset",
@@ -256,7 +258,13 @@ class ReferenceSubject:
     # --- core ops -------------------------------------------------------------------------------
 
     def op_hello(self, args: Args) -> JsonValue:
-        return {"protocol": PROTOCOL_VERSION, "name": self.name, "capabilities": list(self.capabilities)}
+        return {
+            "protocol": PROTOCOL_VERSION,
+            "name": self.name,
+            "version": VERSION,
+            "capabilities": list(self.capabilities),
+            "target": {"format": 4, "decisions": []},
+        }
 
     def op_reset(self, args: Args) -> JsonValue:
         storage = args.get("storage", "none")
@@ -375,8 +383,11 @@ class ReferenceSubject:
         path = self.persistence.locate(session_id) if isinstance(self.persistence, FileStore) else None
         if path is None:
             raise BadRequest(f'session "{session_id}" has no stored log to damage')
+        spot = args.get("at", "middle")
+        if spot not in DAMAGE_SPOTS:
+            raise BadRequest(f"at must be one of {', '.join(DAMAGE_SPOTS)}")
         if args.optional("offset") is ABSENT:
-            offset = plan_damage_offset(fs.inner.read_bytes(path), path.endswith(".zstd"))
+            offset = plan_damage_offset(fs.inner.read_bytes(path), path.endswith(".zstd"), str(spot))
             if offset is None:
                 raise BadRequest(
                     f'the log of "{session_id}" has no middle: it needs two event units after its header'
@@ -427,10 +438,11 @@ class ReferenceSubject:
         return self.fs
 
 
-def plan_damage_offset(data: bytes, compressed: bool) -> int | None:
-    """The byte ``damage`` flips when no offset is given (conformance/PROTOCOL.md): the middle
-    byte, ``start + length // 2``, of the log's second unit (its second line, newline counted, or
-    its second zstd frame), provided a third complete unit follows it; ``None`` otherwise."""
+def plan_damage_offset(data: bytes, compressed: bool, spot: str = "middle") -> int | None:
+    """The byte ``damage`` flips when no offset is given (conformance/PROTOCOL.md): in the log's
+    second unit (its second line, newline counted, or its second zstd frame), provided a third
+    complete unit follows it, the ``"middle"`` byte ``start + length // 2``, the ``"start"`` byte or
+    the ``"end"`` byte ``start + length - 1``; ``None`` when there is no such unit."""
     if compressed:
         units = [(frame.offset, frame.length) for frame in scan_zstd_frames(data).frames]
     else:
@@ -438,7 +450,7 @@ def plan_damage_offset(data: bytes, compressed: bool) -> int | None:
     if len(units) < 3:
         return None
     start, length = units[1]
-    return start + length // 2
+    return {"middle": start + length // 2, "start": start, "end": start + length - 1}[spot]
 
 
 def _error(rid: JsonValue, code: str, message: str) -> dict[str, JsonValue]:

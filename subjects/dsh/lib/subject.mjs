@@ -249,11 +249,13 @@ export class DshSubject {
     const id = requiredId(request, "id");
     const path = await this.ctx.sessionPersistence.findLog(id);
     if (path === undefined) throw new BadRequest(`session ${JSON.stringify(id)} has no stored log to damage`);
+    const spot = Object.hasOwn(request, "at") ? request.at : "middle";
+    if (!DAMAGE_SPOTS.includes(spot)) throw new BadRequest(`at must be one of ${DAMAGE_SPOTS.join(", ")}`);
     let offset;
     if (Object.hasOwn(request, "offset")) {
       offset = count(request, "offset");
     } else {
-      offset = middleOfSecondUnit(Buffer.from(disk.nodes.get(disk.find(path)).data), path.endsWith(".zstd"));
+      offset = spotInSecondUnit(Buffer.from(disk.nodes.get(disk.find(path)).data), path.endsWith(".zstd"), spot);
       if (offset === undefined) throw new BadRequest(`the log of ${JSON.stringify(id)} has no middle: it needs two event units after its header`);
     }
     try {
@@ -413,13 +415,15 @@ function count(request, key, fallback) {
   return value;
 }
 
-/** The byte `damage` flips when no offset is given (PROTOCOL.md): the middle of the log's second
- * unit (line or zstd frame), when a third complete unit follows it. */
-function middleOfSecondUnit(data, compressed) {
+const DAMAGE_SPOTS = ["middle", "start", "end"];
+
+/** The byte `damage` flips when no offset is given (PROTOCOL.md): in the log's second unit (line or
+ * zstd frame), when a third complete unit follows it, its middle, first or last byte. */
+function spotInSecondUnit(data, compressed, spot) {
   const units = compressed ? zstdFrames(data) : jsonlLines(data);
   if (units.length < 3) return undefined;
   const [start, length] = units[1];
-  return start + Math.floor(length / 2);
+  return { middle: start + Math.floor(length / 2), start, end: start + length - 1 }[spot];
 }
 
 function jsonlLines(data) {

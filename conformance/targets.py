@@ -1,0 +1,111 @@
+"""What a subject claims to implement, and how the suite's expectations follow that claim
+(SPEC-DECISIONS D11; conformance/PROTOCOL.md, "hello").
+
+A subject declares its *target* in ``hello``: the format version it writes (4, this project's; or
+0, DSH 0.1's) and any named decisions. The suite's vectors and model speak format 4. For another
+target the suite adjusts what it expects, never what it checks:
+
+- **format 0** headers carry ``version: 0`` and no ``isSeeded`` (a v0 header cannot say it was
+  seeded), and ``delegationDepth`` is optional (0 when absent); logs are named
+  ``session.jsonl[.zstd]``;
+- cases that are about the format 4 header itself (its validation, and reading a header line into
+  a v4 header) do not apply to a format 0 writer and are reported *not run*, with that reason.
+
+A subject judged by a target is judged by nothing it did not claim.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Final
+
+from spec.format.naming import V0_PLAIN_NAME, V0_ZSTD_NAME, V4_PLAIN_NAME, V4_ZSTD_NAME
+from spec.log.header import HEADER_FORMAT_VERSION, LEGACY_FORMAT_VERSION
+from spec.log.json import JsonValue
+
+FORMATS: Final = (HEADER_FORMAT_VERSION, LEGACY_FORMAT_VERSION)
+# Named SPEC-DECISIONS options a target may claim; none is defined yet, so any name is refused.
+DECISIONS: Final[Mapping[str, str]] = {}
+# Pure functions whose rule is the format 4 header's own: a format 0 writer has its own rules there.
+FORMAT_4_FUNCTIONS: Final = frozenset({"spec.header.validate_header", "spec.storage.decode_header_line"})
+STATE_OPS: Final = frozenset({"create", "fork", "state", "resume"})
+V0_NAMES: Final = {V4_ZSTD_NAME: V0_ZSTD_NAME, V4_PLAIN_NAME: V0_PLAIN_NAME}
+
+
+class TargetError(ValueError):
+    """A ``hello`` that claims a target the suite does not know."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """The format a subject writes and the decisions it claims."""
+
+    format: int = HEADER_FORMAT_VERSION
+    decisions: frozenset[str] = field(default_factory=frozenset)
+
+    def describe(self) -> str:
+        named = f", decisions {', '.join(sorted(self.decisions))}" if self.decisions else ""
+        return f"format {self.format}{named}"
+
+    def not_applicable(self, function: str | None) -> str | None:
+        """Why a case that calls ``function`` does not apply to this target, or ``None``."""
+        if self.format != HEADER_FORMAT_VERSION and function in FORMAT_4_FUNCTIONS:
+            return f"{function} states the format 4 header's rule; the subject writes format {self.format}"
+        return None
+
+    def header(self, expected: JsonValue, actual: JsonValue) -> JsonValue:
+        """The header this target expects where format 4 expects ``expected`` (``actual`` is what
+        the subject showed: an absent ``delegationDepth`` is the default 0 only in format 0)."""
+        if self.format == HEADER_FORMAT_VERSION or not isinstance(expected, dict):
+            return expected
+        view = {key: value for key, value in expected.items() if key != "isSeeded"}
+        if "version" in view:
+            view["version"] = self.format
+        shown = actual if isinstance(actual, dict) else {}
+        if view.get("delegationDepth") == 0 and "delegationDepth" not in shown:
+            del view["delegationDepth"]
+        return view
+
+    def answer(
+        self, op: str, expected: JsonValue, actual: JsonValue, function: str | None = None
+    ) -> JsonValue:
+        """The result this target expects for ``op`` where format 4 expects ``expected``."""
+        if self.format == HEADER_FORMAT_VERSION:
+            return expected
+        if op in STATE_OPS or op == "read":
+            return self._with_header(expected, actual)
+        if op == "call" and function == "spec.storage.derive_session_relpath" and isinstance(expected, list):
+            return [V0_NAMES.get(part, part) if isinstance(part, str) else part for part in expected]
+        return expected
+
+    def _with_header(self, expected: JsonValue, actual: JsonValue) -> JsonValue:
+        if not isinstance(expected, dict) or "header" not in expected:
+            return expected
+        shown = actual.get("header") if isinstance(actual, dict) else None
+        return {**expected, "header": self.header(expected["header"], shown)}
+
+
+DEFAULT_TARGET: Final = Target()
+
+
+def decode_target(hello: Mapping[str, JsonValue]) -> Target:
+    """The target a ``hello`` result claims: protocol 1 subjects claim format 4; protocol 2
+    subjects may name a ``target`` object ``{format, decisions}``. An unknown format or decision
+    is a :class:`TargetError` that names the choices."""
+    raw = hello.get("target")
+    if raw is None:
+        return DEFAULT_TARGET
+    if not isinstance(raw, dict):
+        raise TargetError(f"hello's target must be an object {{format, decisions}}, got {raw!r}")
+    version = raw.get("format", HEADER_FORMAT_VERSION)
+    if version not in FORMATS or isinstance(version, bool):
+        raise TargetError(f"hello's target format {version!r} is not one the suite knows ({FORMATS})")
+    decisions = raw.get("decisions", [])
+    if not isinstance(decisions, list) or not all(isinstance(name, str) for name in decisions):
+        raise TargetError("hello's target decisions must be an array of names")
+    unknown = sorted({str(name) for name in decisions} - set(DECISIONS))
+    if unknown:
+        known = ", ".join(sorted(DECISIONS)) or "none are defined yet"
+        raise TargetError(f"hello's target names unknown decisions {unknown} (known: {known})")
+    return Target(int(version), frozenset(str(name) for name in decisions))
