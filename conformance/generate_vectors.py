@@ -105,11 +105,14 @@ def check_intent(where: str, intent: str, ok: bool, code: str | None) -> None:
 
 
 def build_vector(family: str, case: Case | PureCase) -> JsonObject:
-    """The vector's JSON, every outcome computed by the oracle."""
+    """The vector's JSON in reading order, every outcome computed by the oracle."""
     oracle = InProcessSubject(SpecOracle())
     where = f"[{family}] {case.name}"
-    rule = case.rule if isinstance(case, Case) else case.function
-    vector: JsonObject = {"name": case.name, "family": family, "rule": rule}
+    vector: JsonObject = {"name": case.name, "family": family, "why": why_of(case)}
+    if case.comment is not None:
+        vector["comment"] = case.comment
+    if isinstance(case, Case):
+        vector["rule"] = case.rule  # a pure vector's function names its rule already
     vector["capabilities"] = list[JsonValue](capabilities_of(case))
     if isinstance(case, PureCase):
         response = oracle.request("call", function=case.function, input=case.input)
@@ -169,8 +172,57 @@ def slug(name: str) -> str:
     return text[:90].rstrip("-")
 
 
+WIDTH: Final = 110  # columns: a value that fits stays on one line
+LARGE: Final = 200  # characters: an outcome longer than this is spread out, one entry per line
+
+
 def render(vector: JsonObject) -> str:
-    return json.dumps(vector, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    """The vector as a person reads it: its fields in order, one line each; each step on one line,
+    or its request and its expect on one line each; a pure vector's input spread out when it is
+    wide, and only a large final outcome spread out."""
+    fields = []
+    for key, value in vector.items():
+        if key == "steps" and isinstance(value, list):
+            text = _steps(value)
+        elif key == "input" or (key == "expect" and len(one_line(value)) > LARGE):
+            text = _spread(value, indent=2)
+        else:
+            text = one_line(value)
+        fields.append(f"  {one_line(key)}: {text}")
+    return "{\n" + ",\n".join(fields) + "\n}\n"
+
+
+def _steps(steps: list[JsonValue]) -> str:
+    rows = []
+    for number, step in enumerate(steps):
+        assert isinstance(step, dict)
+        request, expect = one_line(step["request"]), step["expect"]
+        if number == len(steps) - 1 and len(one_line(expect)) > LARGE:
+            rows.append(f'    {{\n      "request": {request},\n      "expect": {_spread(expect, 6)}\n    }}')
+        elif len(one_line(step)) + 4 <= WIDTH:
+            rows.append(f"    {one_line(step)}")
+        else:
+            rows.append(f'    {{"request": {request},\n     "expect": {one_line(expect)}}}')
+    return "[\n" + ",\n".join(rows) + "\n  ]"
+
+
+def _spread(value: JsonValue, indent: int) -> str:
+    """``value`` on one line when it fits, else one entry per line; an object inside an array
+    (an event, a message, a violation) always stays on one line."""
+    line = one_line(value)
+    if not isinstance(value, (dict, list)) or not value or indent + len(line) <= WIDTH:
+        return line
+    pad = " " * (indent + 2)
+    if isinstance(value, dict):
+        entries = [f"{pad}{one_line(key)}: {_spread(item, indent + 2)}" for key, item in value.items()]
+        return "{\n" + ",\n".join(entries) + "\n" + " " * indent + "}"
+    items = [one_line(item) if isinstance(item, dict) else _spread(item, indent + 2) for item in value]
+    return "[\n" + ",\n".join(pad + item for item in items) + "\n" + " " * indent + "]"
+
+
+def one_line(value: JsonValue) -> str:
+    """``value`` as one line of JSON, its keys in the order the case author wrote them."""
+    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
 
 
 def generate() -> dict[str, str]:
@@ -182,7 +234,12 @@ def generate() -> dict[str, str]:
             path = f"{family}/{slug(case.name)}.json"
             if path in files:
                 raise GenerationError(f"two cases share the file {path}")
-            files[path] = render(build_vector(family, case))
+            vector = build_vector(family, case)
+            files[path] = render(vector)
+            if one_line(json.loads(files[path])) != one_line(
+                vector
+            ):  # the text holds the vector, key order included
+                raise GenerationError(f"{path}: the rendered text does not read back as the vector")
     validate_coverage(files)
     return files
 

@@ -12,7 +12,7 @@ from conformance import generate_vectors as gen
 from conformance.cases import build, coverage
 from conformance.oracle import SpecOracle
 from conformance.report import Options
-from conformance.runner import load_vectors, run_vectors
+from conformance.runner import load_vectors, rule_of, run_vectors
 from conformance.subject import InProcessSubject
 from spec.checks.log import RULES
 from spec.codes import Code
@@ -79,7 +79,7 @@ def test_every_family_has_vectors_and_every_vector_sits_in_its_family_folder() -
 
 def test_every_vector_names_a_function_of_the_specification() -> None:
     for vector in load_vectors(VECTORS):
-        gen.validate_rule_name(vector["rule"])
+        gen.validate_rule_name(rule_of(vector))
 
 
 def test_the_specification_passes_every_vector_it_can_run() -> None:
@@ -106,3 +106,43 @@ def test_a_case_meant_to_succeed_that_the_spec_rejects_is_refused() -> None:
 def test_a_rule_that_is_not_a_spec_function_is_refused() -> None:
     with pytest.raises(build.GenerationError):
         gen.validate_rule_name("spec.log.session.no_such_rule")
+
+
+def test_a_case_without_a_why_pins_the_first_sentence_of_its_rules_docstring() -> None:
+    vector = gen.build_vector("session", build.case("x", "spec.log.session.validate_event_type", []))
+    assert (
+        vector["why"]
+        == "an appended event's type is a non-empty string; any string is accepted, known or not (§2.4)"
+    )
+
+
+def test_a_case_authors_why_and_comment_are_written_as_they_gave_them() -> None:
+    given = build.pure("x", "spec.storage.encode_segment", why="the rule", comment="the reason", id="a")
+    vector = gen.build_vector("storage", given)
+    assert (vector["why"], vector["comment"]) == ("the rule", "the reason")
+
+
+def test_a_pure_vector_names_its_rule_once_as_its_function() -> None:
+    vector = gen.build_vector("storage", build.pure("x", "spec.storage.encode_segment", id="a"))
+    assert "rule" not in vector and vector["function"] == "spec.storage.encode_segment"
+    assert list(vector) == ["name", "family", "why", "capabilities", "function", "input", "expect"]
+
+
+def test_every_request_sits_on_one_line_and_every_expect_but_a_large_final_one_too() -> None:
+    for path in VECTORS.glob("*/*.json"):
+        text = path.read_text(encoding="utf-8")
+        lines = [line.strip() for line in text.splitlines()]
+        steps = json.loads(text).get("steps", [])
+        for number, step in enumerate(steps):
+            request, expect = (gen.one_line(step[key]) for key in ("request", "expect"))
+            one_line = gen.one_line(step) in lines or gen.one_line(step) + "," in lines
+            assert one_line or any(request in line for line in lines), (path, number)
+            large_final = number == len(steps) - 1 and len(expect) > gen.LARGE
+            assert one_line or large_final or any(expect in line for line in lines), (path, number)
+
+
+def test_the_rendering_reads_back_as_the_vector_key_order_included() -> None:
+    vector = json.loads(
+        (VECTORS / "surface" / "a-replace-whose-start-comes-after-its-end-is-rejected.json").read_text()
+    )
+    assert gen.one_line(json.loads(gen.render(vector))) == gen.one_line(vector)

@@ -131,7 +131,8 @@ def as_why(text: str) -> str:
     match = re.match(r"(.+?[.?!])(?=\s|$)", paragraph)
     sentence = match.group(1) if match else paragraph
     sentence = re.sub(r":[a-z]+:`~?([^`]+)`", r"\1", sentence).replace("``", "").removesuffix(".")
-    if len(sentence) > 1 and sentence[0].isupper() and sentence[1].islower():
+    first_word = sentence.split(" ", 1)[0]
+    if first_word[:1].isupper() and (len(first_word) == 1 or first_word[1:].islower()):
         sentence = sentence[0].lower() + sentence[1:]
     return sentence
 

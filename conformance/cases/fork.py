@@ -98,6 +98,7 @@ def child_cases() -> Cases:
         "a child is a live session that can be appended to",
         "spec.log.session.append_event",
         [*parent(), ok("fork", source="p", child="c"), append_user("u2", "c"), state("c"), state("p")],
+        why="a fork's child is a live session of its own: its appends change the child alone",
         comment="the last step shows the parent did not gain the child's event",
     )
 

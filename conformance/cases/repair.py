@@ -59,7 +59,7 @@ def balanced_cases() -> Cases:
         "an open turn is closed by an interrupted turn/end that reuses the last event's time",
         CLOSERS,
         events=log(TURN_START, user_ev()),
-        comment="reusing the time keeps a repaired log independent of the clock at resume",
+        comment="the closers carry the time of the last event logged, not the clock at resume",
     )
     yield pure("an open step is closed before its turn", CLOSERS, events=log(TURN_START, STEP_START))
     broken = log(

@@ -106,6 +106,7 @@ def folding_cases() -> Cases:
             gone(),
             ok("create", id="s"),
         ],
+        why="a seed is validated whole before the session exists, so a rejected one leaves nothing behind",
     )
 
 

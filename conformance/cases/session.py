@@ -70,6 +70,7 @@ def creation_cases() -> Cases:
         "a session that is not live cannot be appended to or read",
         APPEND,
         [fails(Code.SESSION_NOT_FOUND, "append", id="nope", type="turn/start", data={}), gone("nope")],
+        why="append and state name a live session (conformance/PROTOCOL.md)",
     )
 
 
@@ -97,11 +98,14 @@ def append_cases() -> Cases:
         "a log-only event joins the log but not the surface",
         APPEND,
         [ok("create", id="s"), turn(), state()],
+        why="an event of a log-only type is logged and leaves the surface as it was (notes/dsh-session-core §3.8)",
     )
     yield case(
         "a user/message appended with surfaceOp append becomes a surface node and a message",
         APPEND,
         [ok("create", id="s"), append_user(), state()],
+        why="an append with surfaceOp append pushes its seq onto the surface, where a message event shows "
+        "the model its message",
     )
     yield case(
         "an assistant/message with empty content is a surface node that derives no message",

@@ -40,6 +40,10 @@ PLAN = "spec.log.surface.plan_replace"
 READ = "spec.log.surface.read_surface_op"
 FOLD = "spec.surface.fold_surface"
 
+LOG_ONLY_RULE: Final = (
+    "only user/message, assistant/message and tool/result join the surface; every other event carries "
+    "neither surfaceOp nor sourceEventSeqs (notes/dsh-session-core §3.4)"
+)
 SURFACE_OP_RULE: Final = (
     "a user/message, assistant/message or tool/result says how it joins the surface: surfaceOp "
     '"append" or exactly {op: "replace", start, end} with event seqs (notes/dsh-session-core §3.4)'
@@ -150,6 +154,7 @@ def log_only_cases() -> Cases:
                 surfaceOp="append",
             ),
         ],
+        why=LOG_ONLY_RULE,
     )
     yield case(
         "a log-only event cannot carry sourceEventSeqs",
@@ -165,6 +170,7 @@ def log_only_cases() -> Cases:
                 sourceEventSeqs=[0],
             ),
         ],
+        why=LOG_ONLY_RULE,
     )
     yield case(
         "a log-only event carrying both keys is refused for surfaceOp first",
@@ -181,6 +187,7 @@ def log_only_cases() -> Cases:
                 sourceEventSeqs=[0],
             ),
         ],
+        why=LOG_ONLY_RULE,
         comment="both keys are wrong; the expected code says surfaceOp is checked first",
     )
 

@@ -55,6 +55,8 @@ def price_cases() -> Cases:
     yield pure(
         "every surface node is priced by the message it shows; an empty assistant message costs 0",
         PRICE,
+        why="every surface node is priced by the heuristic token estimate of the message it shows "
+        "(notes/dsh-compaction-projection §3)",
         nodes=[0, 1, 2, 3],
         events=events,
     )
@@ -80,6 +82,7 @@ def claim_cases() -> Cases:
     yield pure(
         "a metering event without a usable range arms nothing",
         FOLD,
+        why="only a metering event whose shadowedRange has a start and an end arms a claim",
         comment="its shadowedRange has no end",
         claim=None,
         event=broken,
@@ -97,6 +100,7 @@ def replace_cases() -> Cases:
     yield pure(
         "an appended surface event adds its price",
         FOLD,
+        why="a surface append adds its own price and clears the claim",
         claim=CLAIM,
         event=event(6, "user/message", user_msg(), surfaceOp="append"),
     )
@@ -110,6 +114,7 @@ def replace_cases() -> Cases:
     yield pure(
         "a replace with no claim adds nothing (legacy drift)",
         FOLD,
+        why="a replace with no armed claim adds 0",
         comment="a log from before metering has replaces without a metering event: the fold tolerates them "
         "and its count drifts",
         claim=None,

@@ -119,10 +119,17 @@ def jsonl_cases() -> Cases:
         comment="a line that kept its newline kept all of its bytes, so a bad one is damage, not a tear",
         text=f"{head}\n{first}\n{{oops\n",
     )
-    yield pure("an empty log is corrupt", JSONL, Code.CORRUPT_LOG, text="")
+    yield pure(
+        "an empty log is corrupt",
+        JSONL,
+        Code.CORRUPT_LOG,
+        why="a log holds at least its header line",
+        text="",
+    )
     yield pure(
         "a header line that is not JSON is not a header",
         JSONL,
         Code.HEADER_LINE_INVALID,
+        why="a log's first line is its header line, a JSON object",
         text="not json\n",
     )
