@@ -45,34 +45,33 @@ def setup() -> list[Step]:
     ]
 
 
-def rewrite(data: Any, start_seq: int = 2, end_seq: int = 2, sources: JsonValue = None) -> JsonObject:
-    """An append of a tool/result with ``data`` replacing ``start_seq``..``end_seq``."""
-    cited = sources if sources is not None else list(range(start_seq, end_seq + 1))
+def rewrite(data: Any, start_seq: int = 2, end_seq: int = 2) -> JsonObject:
+    """An append of a tool/result with ``data`` replacing ``start_seq``..``end_seq``, citing them all."""
     return {
         "op": "append",
         "id": "s",
         "type": "tool/result",
         "data": data,
         "surfaceOp": replace(start_seq, end_seq),
-        "sourceEventSeqs": cited,
+        "sourceEventSeqs": list(range(start_seq, end_seq + 1)),
     }
 
 
-def message() -> JsonObject:
-    """The original tool/result's message."""
-    original = ORIGINAL["message"]
-    assert isinstance(original, dict)
-    return original
+def message_of(data: JsonObject) -> JsonObject:
+    """A tool/result's message."""
+    inner = data["message"]
+    assert isinstance(inner, dict)
+    return inner
 
 
 def with_message(**changes: JsonValue) -> JsonObject:
     """The original's data with its message changed."""
-    return {**ORIGINAL, "message": {**message(), **changes}}
+    return {**ORIGINAL, "message": {**message_of(ORIGINAL), **changes}}
 
 
 def with_block(**changes: JsonValue) -> JsonObject:
     """The original's data, its first block changed and its inner content shortened."""
-    content = message()["content"]
+    content = message_of(ORIGINAL)["content"]
     assert isinstance(content, list) and isinstance(content[0], dict)
     return with_message(content=[{**content[0], **changes, "content": [{"type": "text", "text": "short"}]}])
 
@@ -89,7 +88,7 @@ def allowed_cases() -> Cases:
         RULE,
         [*setup(), Step(rewrite(rewritten(ORIGINAL, "short")), OK), state()],
     )
-    content = message()["content"]
+    content = message_of(ORIGINAL)["content"]
     assert isinstance(content, list) and isinstance(content[0], dict)
     yield case(
         "content blocks after the first are not compared",
@@ -149,9 +148,3 @@ def changed_cases() -> Cases:
             RULE,
             [*setup(), Step(rewrite(data), str(Code.TOOL_REWRITE_CHANGES_MORE_THAN_CONTENT)), state()],
         )
-
-
-def message_of(data: JsonObject) -> JsonObject:
-    inner = data["message"]
-    assert isinstance(inner, dict)
-    return inner
