@@ -1,4 +1,6 @@
-"""Well-formed event payloads for the suite's generated workloads (machine, exhaustive, crash).
+"""Well-formed event payloads for the suite's generated workloads (machine, exhaustive, crash)
+and for the cases the vectors are generated from (``conformance/cases/build.py`` calls these with
+the vectors' own model source, provider ``p`` and model ``m``).
 
 These build the JSON an agent loop would append: messages with stable ids derived from the seq
 they will get, tool calls and results that answer each other, and the log-only boundaries of turns
@@ -26,17 +28,24 @@ def user_message(message_id: str, text: str = "hello", kind: str = "user") -> Js
 
 
 def assistant_message(
-    message_id: str, text: str | None = "ok", calls: tuple[str, ...] = (), turn: int = 1, step: int = 1
+    message_id: str,
+    text: str | None = "ok",
+    calls: tuple[str, ...] = (),
+    turn: int = 1,
+    step: int = 1,
+    *,
+    provider: str = PROVIDER,
+    model: str = MODEL,
 ) -> JsonObject:
-    """An assistant/message payload announcing ``calls``; ``text=None`` and no calls gives empty
-    content, a usage-only message that derives nothing."""
+    """An assistant/message payload announcing ``calls``, from ``provider``'s ``model``;
+    ``text=None`` and no calls gives empty content, a usage-only message that derives nothing."""
     content: list[JsonValue] = [] if text is None else [{"type": "text", "text": text}]
     content += [{"type": "tool-call", "id": call, "name": "read", "arguments": "{}"} for call in calls]
     message: JsonObject = {
         "id": message_id,
         "role": "assistant",
         "content": content,
-        "source": {"kind": "model", "provider": PROVIDER, "model": MODEL},
+        "source": {"kind": "model", "provider": provider, "model": model},
     }
     return {"turn": turn, "step": step, "message": message}
 

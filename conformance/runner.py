@@ -79,10 +79,16 @@ def load_vectors(directory: Path = VECTORS_DIR) -> list[dict[str, Any]]:
     return vectors
 
 
+def rule_of(vector: Mapping[str, Any]) -> str:
+    """The spec function whose rule a vector exercises: a protocol vector's ``rule``, a pure
+    vector's ``function``."""
+    return str(vector.get("rule", vector.get("function", "")))
+
+
 def run_vector(subject: Subject, vector: Mapping[str, Any], capabilities: frozenset[str]) -> CaseResult:
     """One vector: skipped when the subject lacks a capability it needs, else passed or failed
-    with the first mismatch."""
-    family, name, rule = str(vector["family"]), str(vector["name"]), str(vector.get("rule", ""))
+    with the first mismatch (and, for the person reading the failure, the rule the vector pins)."""
+    family, name, rule = str(vector["family"]), str(vector["name"]), rule_of(vector)
     missing = sorted(set(vector.get("capabilities", ["core"])) - capabilities)
     if missing:
         return CaseResult(family, name, "skipped", f"needs capability {', '.join(missing)}", rule=rule)
@@ -94,7 +100,8 @@ def run_vector(subject: Subject, vector: Mapping[str, Any], capabilities: frozen
     seconds = time.perf_counter() - began
     if problem is None:
         return CaseResult(family, name, "passed", seconds=seconds, rule=rule)
-    return CaseResult(family, name, "failed", f"{problem}\nrule: {rule}", seconds=seconds, rule=rule)
+    why = f"\nwhy: {vector['why']}" if "why" in vector else ""
+    return CaseResult(family, name, "failed", f"{problem}\nrule: {rule}{why}", seconds=seconds, rule=rule)
 
 
 def _run_steps(subject: Subject, steps: Sequence[Mapping[str, Any]]) -> str | None:

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from conformance import generate_vectors as gen
+from conformance.cases import build, coverage
 from conformance.oracle import SpecOracle
 from conformance.report import Options
-from conformance.runner import load_vectors, run_vectors
+from conformance.runner import load_vectors, rule_of, run_vectors
 from conformance.subject import InProcessSubject
 from spec.checks.log import RULES
 from spec.codes import Code
@@ -47,25 +48,25 @@ def test_generating_twice_writes_the_same_bytes(fresh: dict[str, str], tmp_path:
 
 
 def test_every_code_is_expected_by_a_vector_or_excused_with_a_reason() -> None:
-    covered = gen.covered_codes(checked_in())
-    excused = {str(code): reason for code, reason in {**gen.UNREACHABLE, **gen.NOT_YET_COVERED}.items()}
+    covered = coverage.covered_codes(checked_in())
+    excused = coverage.excused_codes()
     unaccounted = sorted(str(code) for code in Code if str(code) not in covered and str(code) not in excused)
     assert unaccounted == []
     assert all(reason.strip() for reason in excused.values())
 
 
 def test_no_excused_code_is_in_fact_covered() -> None:
-    covered = gen.covered_codes(checked_in())
-    assert sorted(covered & {str(code) for code in (*gen.UNREACHABLE, *gen.NOT_YET_COVERED)}) == []
+    covered = coverage.covered_codes(checked_in())
+    assert sorted(covered & set(coverage.excused_codes())) == []
 
 
 def test_every_vector_expects_only_known_codes() -> None:
     known = {str(code) for code in Code}
-    assert sorted(gen.covered_codes(checked_in()) - known) == []
+    assert sorted(coverage.covered_codes(checked_in()) - known) == []
 
 
 def test_every_checker_rule_is_reported_by_some_vector() -> None:
-    assert sorted(set(RULES) - gen.checker_rules_covered(checked_in())) == []
+    assert sorted(set(RULES) - coverage.checker_rules_covered(checked_in())) == []
 
 
 def test_every_family_has_vectors_and_every_vector_sits_in_its_family_folder() -> None:
@@ -78,7 +79,7 @@ def test_every_family_has_vectors_and_every_vector_sits_in_its_family_folder() -
 
 def test_every_vector_names_a_function_of_the_specification() -> None:
     for vector in load_vectors(VECTORS):
-        gen.validate_rule_name(vector["rule"])
+        gen.validate_rule_name(rule_of(vector))
 
 
 def test_the_specification_passes_every_vector_it_can_run() -> None:
@@ -89,22 +90,59 @@ def test_the_specification_passes_every_vector_it_can_run() -> None:
 
 
 def test_a_case_whose_outcome_is_not_the_one_its_author_meant_is_refused() -> None:
-    meant_to_fail = gen.case(
-        "session",
-        "x",
-        "spec.log.session.append_event",
-        [gen.fails(Code.EVENT_TYPE_INVALID, "create", id="s")],
+    meant_to_fail = build.case(
+        "x", "spec.log.session.append_event", [build.fails(Code.EVENT_TYPE_INVALID, "create", id="s")]
     )
-    with pytest.raises(gen.GenerationError, match="meant to fail with EVENT_TYPE_INVALID"):
-        gen.build_vector(meant_to_fail)
+    with pytest.raises(build.GenerationError, match="meant to fail with EVENT_TYPE_INVALID"):
+        gen.build_vector("session", meant_to_fail)
 
 
 def test_a_case_meant_to_succeed_that_the_spec_rejects_is_refused() -> None:
-    rejected = gen.pure("storage", "x", "spec.storage.encode_segment", id="")
-    with pytest.raises(gen.GenerationError, match="meant to succeed"):
-        gen.build_vector(rejected)
+    rejected = build.pure("x", "spec.storage.encode_segment", id="")
+    with pytest.raises(build.GenerationError, match="meant to succeed"):
+        gen.build_vector("storage", rejected)
 
 
 def test_a_rule_that_is_not_a_spec_function_is_refused() -> None:
-    with pytest.raises(gen.GenerationError):
+    with pytest.raises(build.GenerationError):
         gen.validate_rule_name("spec.log.session.no_such_rule")
+
+
+def test_a_case_without_a_why_pins_the_first_sentence_of_its_rules_docstring() -> None:
+    vector = gen.build_vector("session", build.case("x", "spec.log.session.validate_event_type", []))
+    assert (
+        vector["why"]
+        == "an appended event's type is a non-empty string; any string is accepted, known or not (§2.4)"
+    )
+
+
+def test_a_case_authors_why_and_comment_are_written_as_they_gave_them() -> None:
+    given = build.pure("x", "spec.storage.encode_segment", why="the rule", comment="the reason", id="a")
+    vector = gen.build_vector("storage", given)
+    assert (vector["why"], vector["comment"]) == ("the rule", "the reason")
+
+
+def test_a_pure_vector_names_its_rule_once_as_its_function() -> None:
+    vector = gen.build_vector("storage", build.pure("x", "spec.storage.encode_segment", id="a"))
+    assert "rule" not in vector and vector["function"] == "spec.storage.encode_segment"
+    assert list(vector) == ["name", "family", "why", "capabilities", "function", "input", "expect"]
+
+
+def test_every_request_sits_on_one_line_and_every_expect_but_a_large_final_one_too() -> None:
+    for path in VECTORS.glob("*/*.json"):
+        text = path.read_text(encoding="utf-8")
+        lines = [line.strip() for line in text.splitlines()]
+        steps = json.loads(text).get("steps", [])
+        for number, step in enumerate(steps):
+            request, expect = (gen.one_line(step[key]) for key in ("request", "expect"))
+            one_line = gen.one_line(step) in lines or gen.one_line(step) + "," in lines
+            assert one_line or any(request in line for line in lines), (path, number)
+            large_final = number == len(steps) - 1 and len(expect) > gen.LARGE
+            assert one_line or large_final or any(expect in line for line in lines), (path, number)
+
+
+def test_the_rendering_reads_back_as_the_vector_key_order_included() -> None:
+    vector = json.loads(
+        (VECTORS / "surface" / "a-replace-whose-start-comes-after-its-end-is-rejected.json").read_text()
+    )
+    assert gen.one_line(json.loads(gen.render(vector))) == gen.one_line(vector)

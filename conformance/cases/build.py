@@ -1,0 +1,269 @@
+"""The words the case modules write their cases in.
+
+A case is a name that says the rule, the spec function whose rule it exercises, and either the
+requests to send (:class:`Case`, a protocol vector) or one pure-function call (:class:`PureCase`).
+Each request carries what its author means it to do: :data:`OK` or a code. The author never
+writes an outcome; the generator computes it with the spec oracle and refuses a case whose
+outcome is not the one its author meant.
+
+The payload builders are the suite's own (:mod:`conformance.builders`), called with the vectors'
+defaults: message ids ``u1``/``a1``, the model source ``p``/``m``, and times pinned to
+:data:`NOW` (protocol vectors) or :data:`SEED_TIME` (hand-written events).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, TypeAlias
+
+from conformance import builders as payloads
+from spec.codes import Code
+from spec.lineage.repair import derive_closers
+from spec.log.json import JsonObject, JsonValue
+
+NOW: Final = 1_700_000_000_000  # ms: the pinned clock of every protocol vector
+SEED_TIME: Final = 1_000  # ms: the time of hand-written seed and log events
+PROVIDER: Final = "p"  # the model source of every assistant message a vector writes
+MODEL: Final = "m"
+OK: Final = "ok"  # the intent of a request meant to succeed
+
+
+class GenerationError(Exception):
+    """A case whose computed outcome is not the one its author meant, or a malformed case."""
+
+
+# --- cases -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Step:
+    """One request and what its author means it to do: ``OK`` or a code."""
+
+    request: JsonObject
+    intent: str
+
+
+@dataclass(frozen=True)
+class Case:
+    """A protocol vector: requests in order, run on a fresh subject (the first is a ``reset``).
+    ``why`` is the rule it pins (default: the first sentence of ``rule``'s docstring);
+    ``comment`` says why the case exists when its name does not."""
+
+    name: str
+    rule: str
+    steps: tuple[Step, ...]
+    why: str | None = None
+    comment: str | None = None
+
+
+@dataclass(frozen=True)
+class PureCase:
+    """A pure-function vector: one ``call`` of ``function`` (a protocol v1 name) with ``input``."""
+
+    name: str
+    function: str
+    input: JsonObject
+    intent: str
+    why: str | None = None
+    comment: str | None = None
+
+
+Cases: TypeAlias = Iterator[Case | PureCase]
+
+
+def ok(op: str, **args: Any) -> Step:
+    """A request meant to succeed."""
+    return Step({"op": op, **args}, OK)
+
+
+def fails(code: Code, op: str, **args: Any) -> Step:
+    """A request meant to be rejected with ``code``."""
+    return Step({"op": op, **args}, str(code))
+
+
+def refused(code: Code, step: Step) -> Step:
+    """``step``'s request, meant to be rejected with ``code`` instead."""
+    return Step(step.request, str(code))
+
+
+def start(storage: str = "none", compressed: bool | None = None) -> list[Step]:
+    """The opening of every protocol vector: a fresh store, and the clock pinned."""
+    reset: JsonObject = {} if storage == "none" else {"storage": storage}
+    if compressed is not None:
+        reset["compressed"] = compressed
+    return [ok("reset", **reset), ok("clock", now=NOW)]
+
+
+def case(
+    name: str,
+    rule: str,
+    steps: Sequence[Step],
+    *,
+    storage: str = "none",
+    compressed: bool | None = None,
+    why: str | None = None,
+    comment: str | None = None,
+) -> Case:
+    """A protocol vector: :func:`start`, then ``steps``."""
+    return Case(name, rule, (*start(storage, compressed), *steps), why, comment)
+
+
+def pure(
+    name: str,
+    function: str,
+    intent: Code | str = OK,
+    *,
+    why: str | None = None,
+    comment: str | None = None,
+    **inputs: Any,
+) -> PureCase:
+    """A pure vector: ``function`` called with ``inputs``."""
+    return PureCase(name, function, dict(inputs), str(intent), why, comment)
+
+
+def as_why(text: str) -> str:
+    """A docstring's or a rule explanation's first sentence, written as a vector's ``why``: plain
+    text (reStructuredText roles and literals lose their markup, line breaks become spaces), a
+    lowercase start and no closing period, like the whys case authors write."""
+    paragraph = " ".join(text.strip().split("\n\n")[0].split())
+    match = re.match(r"(.+?[.?!])(?=\s|$)", paragraph)
+    sentence = match.group(1) if match else paragraph
+    sentence = re.sub(r":[a-z]+:`~?([^`]+)`", r"\1", sentence).replace("``", "").removesuffix(".")
+    first_word = sentence.split(" ", 1)[0]
+    if first_word[:1].isupper() and (len(first_word) == 1 or first_word[1:].islower()):
+        sentence = sentence[0].lower() + sentence[1:]
+    return sentence
+
+
+# --- payloads --------------------------------------------------------------------------------------
+
+
+def user_msg(message_id: str = "u1", text: str = "hello") -> JsonObject:
+    """A user/message's data: the message itself."""
+    return payloads.user_message(message_id, text)
+
+
+def assistant_msg(
+    message_id: str = "a1", text: str | None = "hi", calls: Sequence[str] = (), turn: int = 1, step: int = 1
+) -> JsonObject:
+    """An assistant/message's data announcing ``calls``; ``text=None`` without calls is empty content."""
+    return payloads.assistant_message(
+        message_id, text, tuple(calls), turn, step, provider=PROVIDER, model=MODEL
+    )
+
+
+def result_msg(
+    call: str = "c1", text: str = "result", turn: int = 1, step: int = 1, is_error: bool = False
+) -> JsonObject:
+    """A tool/result's data answering ``call``."""
+    return payloads.tool_result(call, text, is_error, turn, step)
+
+
+def rewritten(data: JsonObject, text: str) -> JsonObject:
+    """A tool/result's data with its first block's inner content replaced by ``text``."""
+    result = payloads.rewritten_result(data, text)
+    assert isinstance(result, dict)
+    return result
+
+
+def request_header(**config: JsonValue) -> JsonObject:
+    """A request/header's data for the model source ``p``/``m``, with more ``config``."""
+    return {"header": {"config": {"provider": PROVIDER, "model": MODEL, **config}}}
+
+
+def replace(start: int, end: int) -> JsonObject:
+    """The surface op that replaces the nodes ``start`` to ``end``."""
+    return payloads.replace_op(start, end)
+
+
+def event(seq: int, kind: str, data: Any, **envelope: Any) -> JsonObject:
+    """A stored/seed event ``{type, seq, time, data, ...}``."""
+    return {"type": kind, "seq": seq, "time": SEED_TIME, "data": data, **envelope}
+
+
+def log(*entries: tuple[Any, ...]) -> list[JsonValue]:
+    """Events numbered from 0: each entry is ``(type, data)`` or ``(type, data, extra envelope)``."""
+    events: list[JsonValue] = []
+    for seq, entry in enumerate(entries):
+        extra: JsonObject = entry[2] if len(entry) == 3 else {}
+        events.append(event(seq, entry[0], entry[1], **extra))
+    return events
+
+
+def with_seq(events: list[JsonValue], index: int, seq: int) -> list[JsonValue]:
+    """``events`` with the one at ``index`` renumbered ``seq`` (to break contiguity on purpose)."""
+    entry = events[index]
+    assert isinstance(entry, dict)
+    return [*events[:index], {**entry, "seq": seq}, *events[index + 1 :]]
+
+
+def with_closers(events: list[JsonValue]) -> list[JsonValue]:
+    """``events`` followed by the closers crash repair derives for them: a repaired log."""
+    objects = [entry for entry in events if isinstance(entry, dict)]
+    assert len(objects) == len(events)
+    return [*events, *derive_closers(objects)]
+
+
+APPEND: Final[JsonObject] = {"surfaceOp": "append"}
+
+
+def user_ev(message_id: str = "u1", text: str = "hello") -> tuple[str, JsonValue, JsonObject]:
+    """A :func:`log` entry: a user/message appended to the surface."""
+    return ("user/message", user_msg(message_id, text), APPEND)
+
+
+def assistant_ev(
+    message_id: str = "a1", calls: Sequence[str] = (), text: str | None = "hi", turn: int = 1, step: int = 1
+) -> tuple[str, JsonValue, JsonObject]:
+    """A :func:`log` entry: an assistant/message appended to the surface."""
+    return ("assistant/message", assistant_msg(message_id, text, calls, turn, step), APPEND)
+
+
+def result_ev(
+    call: str = "c1", text: str = "result", turn: int = 1, step: int = 1
+) -> tuple[str, JsonValue, JsonObject]:
+    """A :func:`log` entry: a tool/result appended to the surface."""
+    return ("tool/result", result_msg(call, text, turn, step), APPEND)
+
+
+# --- steps -----------------------------------------------------------------------------------------
+
+
+def append_step(kind: str, data: Any, session: str = "s", **envelope: Any) -> Step:
+    """An append meant to succeed."""
+    return ok("append", id=session, type=kind, data=data, **envelope)
+
+
+def append_user(message_id: str = "u1", session: str = "s", text: str = "hello") -> Step:
+    return append_step("user/message", user_msg(message_id, text), session, surfaceOp="append")
+
+
+def append_assistant(
+    message_id: str = "a1", session: str = "s", calls: Sequence[str] = (), text: str | None = "hi"
+) -> Step:
+    return append_step(
+        "assistant/message", assistant_msg(message_id, text, calls), session, surfaceOp="append"
+    )
+
+
+def append_result(call: str = "c1", session: str = "s", text: str = "result") -> Step:
+    return append_step("tool/result", result_msg(call, text), session, surfaceOp="append")
+
+
+def turn(n: int = 1, session: str = "s") -> Step:
+    return append_step("turn/start", payloads.turn_start(n), session)
+
+
+def turn_end(n: int = 1, session: str = "s", kind: str = "completed") -> Step:
+    return append_step("turn/end", payloads.turn_end(n, kind), session)
+
+
+def state(session: str = "s") -> Step:
+    return ok("state", id=session)
+
+
+def gone(session: str = "s") -> Step:
+    """``session`` is not live: its state answers SESSION_NOT_FOUND."""
+    return fails(Code.SESSION_NOT_FOUND, "state", id=session)

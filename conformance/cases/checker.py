@@ -1,0 +1,202 @@
+"""checker: the whole-log checker (SPEC-DECISIONS D9).
+
+Covers ``check_log`` on a well-formed log (no violations), one minimal log per rule id that breaks
+exactly that rule (each case is named ``rule-id: sentence`` and pins the rule's own explanation,
+from ``spec.checks.log.RULES``), and that every violation is reported, not only the first, with
+the relational rules or without them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from conformance.cases.build import (
+    APPEND,
+    SEED_TIME,
+    Cases,
+    PureCase,
+    as_why,
+    assistant_ev,
+    log,
+    pure,
+    replace,
+    result_ev,
+    result_msg,
+    user_ev,
+    user_msg,
+    with_closers,
+    with_seq,
+)
+from spec.checks.log import RULES
+from spec.log.json import JsonObject, JsonValue
+
+CHECK = "spec.checker.check_log"
+
+T1: Final = ("turn/start", {"turn": 1})
+S1: Final = ("step/start", {"turn": 1, "step": 1})
+S1_END: Final = ("step/end", {"turn": 1, "step": 1})
+T1_END: Final = ("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
+CALL: Final = ("tool/call", {"turn": 1, "step": 1, "callId": "c1", "name": "read"})
+HEADER: Final[JsonObject] = {"version": 4, "id": "s", "createdAt": 0, "delegationDepth": 0, "isSeeded": False}
+
+
+def breaks(name: str, events: list[JsonValue], **extra: Any) -> PureCase:
+    """A log named ``rule-id: sentence`` that breaks that rule: its why is the rule's explanation."""
+    rule_id = name.split(":")[0]
+    return pure(name, CHECK, why=as_why(RULES[rule_id]), events=events, **extra)
+
+
+def cases() -> Cases:
+    yield from clean_cases()
+    yield from core_rule_cases()
+    yield from turn_rule_cases()
+    yield from compaction_rule_cases()
+    yield from lineage_rule_cases()
+    yield from reporting_cases()
+
+
+def clean_cases() -> Cases:
+    clean = log(T1, S1, user_ev(), assistant_ev(calls=["c1"]), CALL, result_ev("c1"), S1_END, T1_END)
+    yield pure("a well-formed log has no violations", CHECK, events=clean)
+    yield pure("a well-formed log with its header has no violations", CHECK, events=clean, header=HEADER)
+
+
+def core_rule_cases() -> Cases:
+    yield breaks("seq-contiguous: a gap in the seqs is one violation", with_seq(log(T1, user_ev()), 1, 3))
+    yield breaks(
+        "envelope: an unknown envelope key is a violation", log(T1, ("custom/x", {}, {"extra": 1}), T1_END)
+    )
+    yield breaks(
+        "message-shape: a message without an id is a violation",
+        log(("user/message", {"role": "user", "source": {"kind": "user"}, "content": []}, APPEND)),
+    )
+    yield breaks("surface-op: a message without surfaceOp is a violation", log(("user/message", user_msg())))
+    yield breaks(
+        "surface-replace: a replace of a node not on the surface is a violation",
+        log(user_ev(), ("user/message", user_msg("x"), {"surfaceOp": replace(5, 5), "sourceEventSeqs": [0]})),
+    )
+    yield breaks(
+        "provenance: citing a later event is a violation",
+        log(user_ev(), ("user/message", user_msg("x"), {"surfaceOp": "append", "sourceEventSeqs": [7]})),
+    )
+    pruned = (
+        "tool/result",
+        result_msg("c1", "short", is_error=True),
+        {"surfaceOp": replace(4, 4), "sourceEventSeqs": [4]},
+    )
+    metering = (
+        "compaction/prune",
+        {"shadowedRange": {"start": 4, "end": 4}, "shadowedSeqs": [4], "shadowedTokenCount": 9},
+    )
+    yield breaks(
+        "tool-rewrite: a pruned result that changes isError is a violation",
+        log(T1, S1, assistant_ev(calls=["c1"]), CALL, result_ev("c1"), metering, pruned, S1_END, T1_END),
+    )
+
+
+def turn_rule_cases() -> Cases:
+    yield breaks(
+        "turn-numbering: turns count from 1",
+        log(("turn/start", {"turn": 2}), ("turn/end", {"turn": 2, "reason": {"kind": "completed"}})),
+    )
+    yield breaks("turn-open: a turn cannot start inside another", log(T1, ("turn/start", {"turn": 2})))
+    yield breaks("turn-end: a turn/end needs its open turn", log(T1_END))
+    yield breaks("step-open: a turn cannot end while a step is open", log(T1, S1, T1_END))
+    yield breaks("step-in-turn: a step starts inside its turn", log(S1))
+    yield breaks(
+        "step-numbering: steps count from 1 in each turn", log(T1, ("step/start", {"turn": 1, "step": 2}))
+    )
+    yield breaks("step-scoped: an assistant message belongs to the open step", log(T1, assistant_ev()))
+    yield breaks(
+        "tool-result-pairing: an appended result answers a call started in its step",
+        log(T1, S1, assistant_ev(calls=["c1"]), result_ev("c1"), S1_END, T1_END),
+    )
+    yield breaks("turn-enclosed: todo/write happens inside a turn", log(("todo/write", {"todos": []})))
+
+
+def compaction_rule_cases() -> Cases:
+    standalone = ("compaction/start", {"compactionId": "k1", "turn": None})
+    yield breaks(
+        "compaction-bracket: a compaction/end needs its start",
+        log(("compaction/end", {"compactionId": "k1", "turn": None, "error": "x"})),
+    )
+    yield breaks("compaction-turn: a standalone compaction cannot run inside a turn", log(T1, standalone))
+    empty_summary: JsonObject = {
+        "compactionId": "k1",
+        "turn": None,
+        "shadowedSeqs": [],
+        "shadowedTokenCount": 1,
+    }
+    yield breaks(
+        "compaction-summary: a summary prices a non-empty span",
+        log(standalone, ("compaction/summary", empty_summary)),
+    )
+    summary = {
+        "compactionId": "k1",
+        "turn": None,
+        "shadowedRange": {"start": 0, "end": 0},
+        "shadowedSeqs": [0],
+        "shadowedTokenCount": 5,
+    }
+    checkpoint = {**user_msg("ck"), "source": {"kind": "plugin", "plugin": "compact", "compactionId": "k1"}}
+    yield breaks(
+        "compaction-checkpoint: a checkpoint replace belongs to an open compaction",
+        log(
+            user_ev(),
+            ("compaction/summary", summary),
+            ("user/message", checkpoint, {"surfaceOp": replace(0, 0), "sourceEventSeqs": [0]}),
+        ),
+    )
+    yield breaks(
+        "shadow-price: a replace without its metering event is a violation",
+        log(user_ev(), ("user/message", user_msg("x"), {"surfaceOp": replace(0, 0), "sourceEventSeqs": [0]})),
+    )
+
+
+def lineage_rule_cases() -> Cases:
+    interrupted = ("turn/end", {"turn": 1, "reason": {"kind": "interrupted"}}, {"time": SEED_TIME + 1})
+    yield breaks(
+        "closers: an interrupted turn/end outside repair's closers is a violation",
+        log(T1, user_ev(), interrupted),
+    )
+    yield breaks(
+        "seed-length: a seedLength past the log is a violation",
+        log(user_ev()),
+        header={
+            "version": 4,
+            "id": "s",
+            "createdAt": 0,
+            "seedLength": 5,
+            "delegationDepth": 0,
+            "isSeeded": True,
+        },
+    )
+    yield breaks(
+        "end-seed: a seeded header promises a session/end-seed",
+        log(user_ev()),
+        header={**HEADER, "isSeeded": True},
+    )
+
+
+def reporting_cases() -> Cases:
+    three_problems = log(T1_END, ("user/message", user_msg()), ("todo/write", {}))
+    yield pure(
+        "every problem is reported, not only the first",
+        CHECK,
+        why="the checker reports every violation it finds, with its rule id and seq (SPEC-DECISIONS D9)",
+        events=three_problems,
+    )
+    yield pure(
+        "without the relational rules only the core rules are checked",
+        CHECK,
+        why="relational false checks only the core rules, those a DSH session itself refuses",
+        events=three_problems,
+        relational=False,
+    )
+    yield pure(
+        "a log repaired with its closers passes the closers rule",
+        CHECK,
+        why=as_why(RULES["closers"]),
+        comment="the interrupted turn/end here is repair's own, so the closers rule accepts it",
+        events=with_closers(log(T1, S1, assistant_ev(calls=["c1"]), CALL)),
+    )

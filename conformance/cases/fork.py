@@ -1,0 +1,182 @@
+"""fork: a child log grown from a prefix of its parent (notes/dsh-session-core §7.1).
+
+Covers the child's seed (the parent's log up to the boundary, then the end-seed marker), its
+header (the lineage it inherits and what it does not), valid and invalid boundaries, the rule
+that a fork never inherits half a turn, and the order of the request's checks (the child id,
+then the source).
+"""
+
+from __future__ import annotations
+
+from conformance.cases.build import (
+    Cases,
+    Step,
+    append_assistant,
+    append_user,
+    case,
+    fails,
+    gone,
+    ok,
+    state,
+    turn,
+    turn_end,
+)
+from spec.codes import Code
+from spec.log.json import JsonObject, JsonValue
+
+SEED = "spec.lineage.fork.plan_fork_seed"
+OPEN_TURN = "spec.lineage.fork.validate_boundary_outside_open_turn"
+REQUEST = "spec.lineage.fork.validate_fork_request"
+
+
+def parent() -> list[Step]:
+    """A session "p" with lineage meta and two events: user, assistant."""
+    meta: JsonObject = {"cwd": "/work/p", "delegationDepth": 1, "origin": "subagent", "agentPreset": "coder"}
+    return [ok("create", id="p", meta=meta), append_user("u1", "p"), append_assistant("a1", "p")]
+
+
+def in_turn() -> list[Step]:
+    """A session "p" with turn 1 closed (seqs 0-3) and turn 2 open (seqs 4-5)."""
+    return [
+        ok("create", id="p"),
+        turn(1, "p"),
+        append_user("u1", "p"),
+        append_assistant("a1", "p"),
+        turn_end(1, "p"),
+        turn(2, "p"),
+        append_user("u2", "p"),
+    ]
+
+
+def cases() -> Cases:
+    yield from child_cases()
+    yield from boundary_cases()
+    yield from open_turn_cases()
+    yield from request_cases()
+
+
+def child_cases() -> Cases:
+    yield case(
+        "a fork without a boundary inherits the whole log, names its parent and seed length, and adds the end-seed marker",
+        SEED,
+        [*parent(), ok("fork", source="p", child="c"), state("c")],
+    )
+    yield case(
+        "a child inherits cwd but not delegationDepth, origin or agentPreset",
+        "spec.lineage.fork.derive_child_meta",
+        [*parent(), ok("fork", source="p", child="c")],
+        why="a child inherits its parent's cwd; delegationDepth, origin and agentPreset are not inherited "
+        "(notes/dsh-session-core §7.1 step 4)",
+    )
+    yield case(
+        "a fork at boundary 0 inherits only the first event",
+        SEED,
+        [*parent(), ok("fork", source="p", boundary=0, child="c")],
+    )
+    yield case(
+        "the parent is unchanged by a fork",
+        SEED,
+        [*parent(), ok("fork", source="p", boundary=0, child="c"), state("p")],
+    )
+    yield case(
+        "a fork mints the child id when none is given",
+        "spec.log.session.plan_session_id",
+        [*parent(), ok("fork", source="p"), ok("fork", source="p", child=None)],
+        comment="child null means 'not passed', as an absent child does",
+    )
+    yield case(
+        "a fork of an empty session has an empty seed and seedLength 0",
+        SEED,
+        [ok("create", id="p"), ok("fork", source="p", child="c")],
+    )
+    yield case(
+        "forking a fork inherits its end-seed marker and adds no second one",
+        "spec.lineage.seed.needs_end_seed",
+        [*parent(), ok("fork", source="p", child="c"), ok("fork", source="c", child="g")],
+    )
+    yield case(
+        "a child is a live session that can be appended to",
+        "spec.log.session.append_event",
+        [*parent(), ok("fork", source="p", child="c"), append_user("u2", "c"), state("c"), state("p")],
+        why="a fork's child is a live session of its own: its appends change the child alone",
+        comment="the last step shows the parent did not gain the child's event",
+    )
+
+
+def boundary_cases() -> Cases:
+    why = "a fork boundary is an event seq that names an event of the source log"
+    invalid: list[tuple[str, JsonValue]] = [
+        ("a negative boundary is invalid", -1),
+        ("a fractional boundary is invalid", 0.5),
+        ("a boundary that is a string is invalid", "1"),
+        ("a boundary of null is invalid", None),
+        ("a boundary of true is invalid", True),
+        ("a boundary past the last event is invalid", 2),
+    ]
+    for name, boundary in invalid:
+        yield case(
+            name,
+            SEED,
+            [
+                *parent(),
+                fails(Code.INVALID_BOUNDARY, "fork", source="p", boundary=boundary, child="c"),
+                gone("c"),
+            ],
+            why=why,
+        )
+    yield case(
+        "any boundary of an empty session is invalid",
+        SEED,
+        [ok("create", id="p"), fails(Code.INVALID_BOUNDARY, "fork", source="p", boundary=0, child="c")],
+        why=why,
+    )
+
+
+def open_turn_cases() -> Cases:
+    yield case(
+        "a boundary inside an open turn is rejected",
+        OPEN_TURN,
+        [*in_turn(), fails(Code.OPEN_TURN, "fork", source="p", boundary=1, child="c")],
+        comment="turn 1 ends at seq 3, but a child cut at seq 1 would inherit it open",
+    )
+    yield case(
+        "a boundary at a turn/start is inside that turn",
+        OPEN_TURN,
+        [*in_turn(), fails(Code.OPEN_TURN, "fork", source="p", boundary=4, child="c")],
+        comment="seq 4 is turn 2's turn/start",
+    )
+    yield case(
+        "a boundary at a turn/end is outside the turn",
+        OPEN_TURN,
+        [*in_turn(), ok("fork", source="p", boundary=3, child="c")],
+        comment="seq 3 is turn 1's turn/end",
+    )
+    yield case(
+        "a fork without a boundary of a log that ends inside a turn is rejected",
+        OPEN_TURN,
+        [*in_turn(), fails(Code.OPEN_TURN, "fork", source="p", child="c")],
+    )
+
+
+def request_cases() -> Cases:
+    yield case(
+        "a fork of a session that is not live is rejected",
+        REQUEST,
+        [fails(Code.SESSION_NOT_FOUND, "fork", source="nope", child="c")],
+    )
+    yield case(
+        "a fork into a live id is rejected",
+        REQUEST,
+        [
+            *parent(),
+            ok("create", id="c"),
+            fails(Code.SESSION_ALREADY_EXISTS, "fork", source="p", child="c"),
+            state("c"),
+        ],
+    )
+    yield case(
+        "a live child id is rejected before the source is looked up",
+        REQUEST,
+        [ok("create", id="c"), fails(Code.SESSION_ALREADY_EXISTS, "fork", source="nope", child="c")],
+        comment="the source does not exist either; the child id is checked first",
+    )

@@ -1,0 +1,147 @@
+"""header: the session header (SPEC-DECISIONS D1; notes/dsh-session-core §1.5, §4.6).
+
+Covers the header a create builds from its ``meta`` (the lineage fields in order, unknown keys
+dropped, ``createdAt`` from the clock), each field's rule and the order the rules are checked in,
+and the pure header rule a stored header is judged by (``validate_header``).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from conformance.cases.build import Cases, case, fails, gone, ok, pure
+from spec.codes import Code
+from spec.log.json import JsonObject, JsonValue
+
+BUILD = "spec.log.header.build_header"
+VALIDATE = "spec.header.validate_header"
+
+FIELD_RULES: Final = {
+    Code.HEADER_CWD: "a header's cwd, if any, is a string holding an absolute path",
+    Code.HEADER_CREATED_AT: "a header's createdAt is a non-negative safe integer",
+    Code.HEADER_PARENT_SESSION: "a header's parentSession, if any, is a string",
+    Code.HEADER_SEED_LENGTH: "a header's seedLength, if any, is a non-negative safe integer",
+    Code.HEADER_ORIGIN: 'a header\'s origin, if any, is "subagent"',
+    Code.HEADER_DELEGATION_DEPTH: "a header's delegationDepth is a non-negative safe integer",
+    Code.HEADER_AGENT_PRESET: "a header's agentPreset, if any, is a string",
+    Code.HEADER_NOT_RECORD: "a header, and a create's meta when given, is a JSON object",
+    Code.HEADER_VERSION: "a header's version is the number 4",
+    Code.HEADER_ID_MISMATCH: "a header names the session it belongs to",
+    Code.HEADER_IS_SEEDED: "a header's isSeeded is a boolean, always present",
+}
+
+VALID: Final[JsonObject] = {"version": 4, "id": "s", "createdAt": 0, "delegationDepth": 0, "isSeeded": False}
+
+
+def cases() -> Cases:
+    yield from meta_cases()
+    yield from bad_meta_cases()
+    yield from valid_header_cases()
+    yield from bad_header_cases()
+
+
+def meta_cases() -> Cases:
+    full_meta: JsonObject = {
+        "createdAt": 5,
+        "cwd": "/work/project",
+        "parentSession": "p0",
+        "seedLength": 0,
+        "origin": "subagent",
+        "delegationDepth": 2,
+        "agentPreset": "coder",
+        "unknown": "dropped",
+    }
+    why = (
+        "a new header is version 4, the id, createdAt from meta or now, the lineage fields meta gives "
+        "and isSeeded; other meta keys are dropped (notes/dsh-session-core §4.6)"
+    )
+    yield case(
+        "a header takes its lineage fields from meta, in order, and drops unknown keys",
+        BUILD,
+        [ok("create", id="s", meta=full_meta)],
+        why=why,
+    )
+    yield case(
+        "meta fields that are null are left out",
+        BUILD,
+        [ok("create", id="s", meta={"cwd": None, "agentPreset": None, "delegationDepth": None})],
+        why="a lineage field whose meta value is null is not written into the header",
+        comment="so delegationDepth takes its default 0 rather than being judged as null",
+    )
+    yield case("meta null is no meta", BUILD, [ok("create", id="s", meta=None)], why=why)
+    yield case(
+        "header fields are checked in order: createdAt before cwd",
+        BUILD,
+        [fails(Code.HEADER_CREATED_AT, "create", id="s", meta={"cwd": "rel", "createdAt": -1})],
+        why="the header rules are checked in a fixed order and the first failure is the error",
+        comment="both fields are wrong; the expected code says which rule a subject must check first",
+    )
+
+
+def bad_meta_cases() -> Cases:
+    bad_meta: list[tuple[str, Code, JsonValue]] = [
+        ("a relative cwd is rejected", Code.HEADER_CWD, {"cwd": "relative/path"}),
+        ("a cwd that is not a string is rejected", Code.HEADER_CWD, {"cwd": 5}),
+        ("a negative createdAt is rejected", Code.HEADER_CREATED_AT, {"createdAt": -1}),
+        ("a fractional createdAt is rejected", Code.HEADER_CREATED_AT, {"createdAt": 1.5}),
+        ("a createdAt that is not a number is rejected", Code.HEADER_CREATED_AT, {"createdAt": "now"}),
+        (
+            "a parentSession that is not a string is rejected",
+            Code.HEADER_PARENT_SESSION,
+            {"parentSession": 7},
+        ),
+        ("a negative seedLength is rejected", Code.HEADER_SEED_LENGTH, {"seedLength": -1}),
+        ("an origin other than subagent is rejected", Code.HEADER_ORIGIN, {"origin": "user"}),
+        ("a negative delegationDepth is rejected", Code.HEADER_DELEGATION_DEPTH, {"delegationDepth": -1}),
+        (
+            "a delegationDepth that is not a number is rejected",
+            Code.HEADER_DELEGATION_DEPTH,
+            {"delegationDepth": "1"},
+        ),
+        ("an agentPreset that is not a string is rejected", Code.HEADER_AGENT_PRESET, {"agentPreset": False}),
+        ("meta that is an array is not a header record", Code.HEADER_NOT_RECORD, []),
+        ("meta that is a string is not a header record", Code.HEADER_NOT_RECORD, "meta"),
+    ]
+    for name, code, meta in bad_meta:
+        yield case(
+            f"{name}, and no session is created",
+            BUILD,
+            [fails(code, "create", id="s", meta=meta), gone()],
+            why=FIELD_RULES[code],
+        )
+
+
+def valid_header_cases() -> Cases:
+    yield pure("a complete version 4 header is valid", VALIDATE, sessionId="s", header=VALID)
+    yield pure(
+        "a header keeps unknown extra keys and stays valid",
+        VALIDATE,
+        sessionId="s",
+        header={**VALID, "extra": {"k": 1}},
+    )
+
+
+def bad_header_cases() -> Cases:
+    no_seeded = {key: value for key, value in VALID.items() if key != "isSeeded"}
+    no_depth = {key: value for key, value in VALID.items() if key != "delegationDepth"}
+    refused: list[tuple[str, Code, str, JsonValue]] = [
+        ("a header of another version is rejected", Code.HEADER_VERSION, "s", {**VALID, "version": 3}),
+        (
+            "a header whose version is a string is rejected",
+            Code.HEADER_VERSION,
+            "s",
+            {**VALID, "version": "4"},
+        ),
+        ("a header naming another session is rejected", Code.HEADER_ID_MISMATCH, "t", VALID),
+        ("a header without isSeeded is rejected", Code.HEADER_IS_SEEDED, "s", no_seeded),
+        (
+            "a header whose isSeeded is not a boolean is rejected",
+            Code.HEADER_IS_SEEDED,
+            "s",
+            {**VALID, "isSeeded": 1},
+        ),
+        ("a header without delegationDepth is rejected", Code.HEADER_DELEGATION_DEPTH, "s", no_depth),
+        ("a header that is an array is not a record", Code.HEADER_NOT_RECORD, "s", []),
+    ]
+    for name, code, session_id, header in refused:
+        yield pure(name, VALIDATE, code, why=FIELD_RULES[code], sessionId=session_id, header=header)

@@ -1,0 +1,170 @@
+"""pairing: where the surface may be cut without separating a tool call from its result
+(notes/dsh-compaction-projection §2).
+
+Covers balance as a counter over the current surface (a top-level tool-call block opens one call,
+a tool/result closes one whatever call it names), the balance of every cut and of the cuts
+either side of one node, and the surfaces no balance can be computed for (a node that names no
+event, or the wrong one; an orphan result; a queried seq that is not on the surface).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from conformance.cases.build import APPEND, Cases, assistant_ev, log, pure, result_ev, user_ev, with_seq
+from spec.codes import Code
+from spec.log.json import JsonObject
+
+CUTS = "spec.pairing.derive_cut_balance"
+BEFORE = "spec.pairing.is_balanced_before"
+AFTER = "spec.pairing.is_balanced_after"
+
+BALANCE: Final = (
+    "a cut of the surface is balanced when no tool call is open across it: counting in surface order, "
+    "each top-level tool-call block opens one call and each tool/result closes one "
+    "(notes/dsh-compaction-projection §2.1)"
+)
+# user, an assistant calling c1 and c2, both results, a second assistant: surface [0, 1, 2, 3, 4]
+EVENTS: Final = log(
+    user_ev(), assistant_ev(calls=["c1", "c2"]), result_ev("c1"), result_ev("c2"), assistant_ev("a2")
+)
+NODES: Final = [0, 1, 2, 3, 4]
+
+
+def cases() -> Cases:
+    yield from cut_cases()
+    yield from counting_cases()
+    yield from corrupt_cases()
+    yield from query_cases()
+
+
+def cut_cases() -> Cases:
+    yield pure(
+        "a cut is balanced when no tool call is open across it", CUTS, why=BALANCE, nodes=NODES, events=EVENTS
+    )
+    yield pure(
+        "the cut before a call's announcement is balanced",
+        BEFORE,
+        why=BALANCE,
+        nodes=NODES,
+        events=EVENTS,
+        seq=1,
+    )
+    yield pure(
+        "the cut before a pending result is not balanced",
+        BEFORE,
+        why=BALANCE,
+        comment="c2's result (seq 3) is still pending just before it",
+        nodes=NODES,
+        events=EVENTS,
+        seq=3,
+    )
+    yield pure(
+        "the cut after the last result of a step is balanced",
+        AFTER,
+        why=BALANCE,
+        nodes=NODES,
+        events=EVENTS,
+        seq=3,
+    )
+    yield pure(
+        "the cut after an announcement is not balanced", AFTER, why=BALANCE, nodes=NODES, events=EVENTS, seq=1
+    )
+    yield pure("an empty surface has one balanced cut", CUTS, why=BALANCE, nodes=[], events=[])
+
+
+def counting_cases() -> Cases:
+    yield pure(
+        "balance counts over the surface, not the log: shadowed nodes do not count",
+        CUTS,
+        why=BALANCE,
+        comment="the call and its results (seqs 1-3) are in the log but not on the surface [0, 4]",
+        nodes=[0, 4],
+        events=EVENTS,
+    )
+    yield pure(
+        "a tool/result closes one call whatever call it names",
+        CUTS,
+        why=BALANCE,
+        comment="zz answers neither c1 nor c2, yet each tool/result node closes one call "
+        "(seq 2 is listed twice)",
+        nodes=[1, 2, 2],
+        events=log(user_ev(), assistant_ev(calls=["c1", "c2"]), result_ev("zz")),
+    )
+    nested: JsonObject = {
+        "turn": 1,
+        "step": 1,
+        "message": {
+            "id": "a",
+            "role": "assistant",
+            "source": {"kind": "model", "provider": "p", "model": "m"},
+            "content": [{"type": "group", "content": [{"type": "tool-call", "id": "c1"}]}],
+        },
+    }
+    yield pure(
+        "a tool-call block nested inside another block opens nothing",
+        CUTS,
+        why=BALANCE,
+        nodes=[0],
+        events=log(("assistant/message", nested, APPEND)),
+    )
+
+
+def corrupt_cases() -> Cases:
+    names_an_event = "every surface node names the log event with that seq"
+    yield pure(
+        "a surface node must name an event of the log",
+        CUTS,
+        Code.PAIRING_SURFACE_CORRUPT,
+        why=names_an_event,
+        nodes=[0, 7],
+        events=log(user_ev()),
+    )
+    yield pure(
+        "a surface node must name the event with that seq",
+        CUTS,
+        Code.PAIRING_SURFACE_CORRUPT,
+        why=names_an_event,
+        comment="the event at index 1 says it is seq 5",
+        nodes=[0, 1],
+        events=with_seq(log(user_ev(), user_ev("u2")), 1, 5),
+    )
+    yield pure(
+        "a tool/result before any open call is an orphan",
+        CUTS,
+        Code.PAIRING_ORPHAN_RESULT,
+        why="the count of open calls never goes below zero: a result needs a call open before it",
+        nodes=[0],
+        events=log(result_ev()),
+    )
+
+
+def query_cases() -> Cases:
+    yield pure(
+        "a balance query must name a seq on the surface",
+        BEFORE,
+        Code.PAIRING_SEQ_NOT_ON_SURFACE,
+        why="a balance query names a seq on the current surface",
+        nodes=NODES,
+        events=EVENTS,
+        seq=9,
+    )
+    yield pure(
+        "a shadowed node is not on the surface for a balance query",
+        AFTER,
+        Code.PAIRING_SEQ_NOT_ON_SURFACE,
+        why="a balance query names a seq on the current surface (a node a replace removed is not)",
+        nodes=[0, 4],
+        events=EVENTS,
+        seq=2,
+    )
+    yield pure(
+        "the whole surface is checked before the queried seq",
+        AFTER,
+        Code.PAIRING_ORPHAN_RESULT,
+        why="a balance query checks the whole surface first, then the queried seq",
+        comment="seq 9 is not on the surface either; the orphan result at node 2 is found first",
+        nodes=[2],
+        events=EVENTS,
+        seq=9,
+    )

@@ -1,0 +1,190 @@
+"""provenance: what ``sourceEventSeqs`` may cite (notes/dsh-session-core §3.6).
+
+Covers the shape of the list (an array of distinct event seqs, empty only on an assistant/message),
+that an event cites only earlier events, that a replace cites every node it shadows, and the order
+in which those checks decide the code.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from conformance.cases.build import (
+    OK,
+    Cases,
+    Step,
+    append_assistant,
+    append_user,
+    assistant_msg,
+    case,
+    fails,
+    ok,
+    replace,
+    result_msg,
+    state,
+    user_msg,
+)
+from spec.codes import Code
+from spec.log.json import JsonObject, JsonValue
+
+RULE = "spec.log.provenance.validate_provenance"
+
+CODE_RULES: Final = {
+    Code.PROVENANCE_NOT_ARRAY: "sourceEventSeqs, when present, is an array",
+    Code.PROVENANCE_EMPTY: "sourceEventSeqs may be an empty list only on an assistant/message",
+    Code.PROVENANCE_NOT_SEQ: "every entry of sourceEventSeqs is an event seq, a non-negative safe integer",
+    Code.PROVENANCE_DUPLICATE: "sourceEventSeqs cites each seq at most once",
+    Code.PROVENANCE_NOT_EARLIER: "an event cites only events logged before it",
+    Code.PROVENANCE_MISSING_SHADOWED: "a replace cites every node it shadows",
+}
+
+
+def two_nodes() -> list[Step]:
+    """A session "s" whose surface is [0, 1]: user, assistant."""
+    return [ok("create", id="s"), append_user("u1"), append_assistant("a1")]
+
+
+def cite(kind: str, sources: JsonValue, op: JsonValue = "append") -> JsonObject:
+    """An append of a ``kind`` message with surface op ``op``, citing ``sources``."""
+    data = {
+        "user/message": user_msg("u9"),
+        "assistant/message": assistant_msg("a9"),
+        "tool/result": result_msg("c9"),
+    }[kind]
+    return {
+        "op": "append",
+        "id": "s",
+        "type": kind,
+        "data": data,
+        "surfaceOp": op,
+        "sourceEventSeqs": sources,
+    }
+
+
+def cases() -> Cases:
+    yield from citing_cases()
+    yield from refused_cases()
+    yield from replace_cases()
+
+
+def citing_cases() -> Cases:
+    yield case(
+        "an append may cite earlier events",
+        RULE,
+        [*two_nodes(), Step(cite("user/message", [0, 1]), OK), state()],
+        why="sourceEventSeqs, when present, lists distinct events logged earlier "
+        "(notes/dsh-session-core §3.6)",
+    )
+    yield case(
+        "an assistant/message may cite nothing (a known-empty provider stream)",
+        RULE,
+        [*two_nodes(), Step(cite("assistant/message", []), OK)],
+        why=CODE_RULES[Code.PROVENANCE_EMPTY],
+    )
+
+
+# name, code, the citing type, sourceEventSeqs, comment
+REFUSED: Final[list[tuple[str, Code, str, JsonValue, str | None]]] = [
+    (
+        "sourceEventSeqs that is a number is not an array",
+        Code.PROVENANCE_NOT_ARRAY,
+        "user/message",
+        0,
+        None,
+    ),
+    (
+        "sourceEventSeqs that is an object is not an array",
+        Code.PROVENANCE_NOT_ARRAY,
+        "user/message",
+        {"0": 0},
+        None,
+    ),
+    (
+        "sourceEventSeqs null is present and not an array",
+        Code.PROVENANCE_NOT_ARRAY,
+        "user/message",
+        None,
+        "null is not 'not passed': only an absent key is",
+    ),
+    ("a user/message may not cite an empty list", Code.PROVENANCE_EMPTY, "user/message", [], None),
+    ("a tool/result may not cite an empty list", Code.PROVENANCE_EMPTY, "tool/result", [], None),
+    ("a negative seq is not a seq", Code.PROVENANCE_NOT_SEQ, "user/message", [-1], None),
+    ("a fractional seq is not a seq", Code.PROVENANCE_NOT_SEQ, "user/message", [0.5], None),
+    ("a string is not a seq", Code.PROVENANCE_NOT_SEQ, "user/message", ["0"], None),
+    ("null is not a seq", Code.PROVENANCE_NOT_SEQ, "user/message", [None], None),
+    ("a boolean is not a seq", Code.PROVENANCE_NOT_SEQ, "user/message", [True], None),
+    (
+        "every entry is checked to be a seq before any other check",
+        Code.PROVENANCE_NOT_SEQ,
+        "user/message",
+        [9, 9, "x"],
+        "9 is a later event and cited twice, yet the string at the end decides the code",
+    ),
+    ("a seq may be cited only once", Code.PROVENANCE_DUPLICATE, "user/message", [0, 0], None),
+    (
+        "duplicates are found before citations of later events",
+        Code.PROVENANCE_DUPLICATE,
+        "user/message",
+        [9, 0, 0],
+        "9 is a later event and comes first, yet the duplicate 0 decides the code",
+    ),
+    (
+        "an event may not cite itself",
+        Code.PROVENANCE_NOT_EARLIER,
+        "user/message",
+        [2],
+        "the append gets seq 2",
+    ),
+    ("an event may not cite a later event", Code.PROVENANCE_NOT_EARLIER, "user/message", [0, 5], None),
+]
+
+
+def refused_cases() -> Cases:
+    for name, code, kind, sources, comment in REFUSED:
+        yield case(
+            name,
+            RULE,
+            [*two_nodes(), Step(cite(kind, sources), str(code)), state()],
+            why=CODE_RULES[code],
+            comment=comment,
+        )
+
+
+def replace_cases() -> Cases:
+    shadowed = CODE_RULES[Code.PROVENANCE_MISSING_SHADOWED]
+    yield case(
+        "a replace without sourceEventSeqs does not cite what it shadows",
+        RULE,
+        [
+            *two_nodes(),
+            fails(
+                Code.PROVENANCE_MISSING_SHADOWED,
+                "append",
+                id="s",
+                type="user/message",
+                data=user_msg("x"),
+                surfaceOp=replace(0, 1),
+            ),
+        ],
+        why=shadowed,
+    )
+    yield case(
+        "a replace must cite every node it shadows",
+        RULE,
+        [*two_nodes(), Step(cite("user/message", [0], replace(0, 1)), str(Code.PROVENANCE_MISSING_SHADOWED))],
+        why=shadowed,
+    )
+    yield case(
+        "a replace may cite more than it shadows",
+        RULE,
+        [*two_nodes(), Step(cite("user/message", [0, 1], replace(1, 1)), OK), state()],
+        why=shadowed,
+    )
+    yield case(
+        "a replace citing an empty list is refused for the empty list first",
+        RULE,
+        [*two_nodes(), Step(cite("user/message", [], replace(0, 1)), str(Code.PROVENANCE_EMPTY))],
+        why=CODE_RULES[Code.PROVENANCE_EMPTY],
+        comment="the empty list also misses both shadowed nodes; the expected code says which check "
+        "comes first",
+    )

@@ -1,0 +1,182 @@
+"""prune: tool-result pruning (SPEC-DECISIONS D8; notes/dsh-compaction-projection §6).
+
+Covers the configuration (defaults, unknown keys, and head + marker + tail within the threshold),
+what pruning does to one result's content (head and tail kept in code points, the marker between,
+non-text blocks kept in place), the configurations under which it refuses, and the session pass
+that plans a metering event and a replacement for every oversized tool/result on the surface.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from conformance.cases.build import APPEND, Cases, assistant_ev, log, pure, result_ev, user_ev
+from spec.codes import Code
+from spec.log.json import JsonObject, JsonValue
+
+DECODE = "spec.prune.decode_prune_config"
+CONTENT = "spec.prune.plan_pruned_content"
+EVENTS = "spec.prune.plan_prune_events"
+
+SMALL: Final[JsonObject] = {"thresholdChars": 60, "headChars": 10, "tailChars": 10}
+DIGITS: Final = "".join(str(i % 10) for i in range(100))  # 100 code points, each one's position readable
+FITS: Final = (
+    "thresholdChars is a positive integer, headChars and tailChars non-negative integers, and head + "
+    "marker (39 code points) + tail fits within the threshold (notes §6.1)"
+)
+
+
+def cases() -> Cases:
+    yield from config_cases()
+    yield from bad_config_cases()
+    yield from content_cases()
+    yield from refused_content_cases()
+    yield from session_pass_cases()
+
+
+def config_cases() -> Cases:
+    yield pure("a null configuration takes the defaults", DECODE, config=None)
+    yield pure("missing keys take their defaults", DECODE, config={"tailChars": 100})
+    yield pure(
+        "head, marker and tail may exactly fill the threshold",
+        DECODE,
+        why=FITS,
+        comment="10 + 39 + 10 = 59",
+        config={"thresholdChars": 59, "headChars": 10, "tailChars": 10},
+    )
+
+
+def bad_config_cases() -> Cases:
+    for name, config, why in [
+        ("an unknown configuration key is rejected", {"maxChars": 5}, None),
+        ("a threshold of 0 is rejected", {"thresholdChars": 0, "headChars": 0, "tailChars": 0}, FITS),
+        ("a negative headChars is rejected", {"headChars": -1}, FITS),
+        ("a fractional tailChars is rejected", {"tailChars": 1.5}, FITS),
+        ("a headChars that is a string is rejected", {"headChars": "10"}, FITS),
+        (
+            "head, marker and tail larger than the threshold are rejected",
+            {"thresholdChars": 58, "headChars": 10, "tailChars": 10},
+            FITS,
+        ),
+        ("a small threshold with the default head and tail is rejected", {"thresholdChars": 100}, FITS),
+        ("a configuration that is not an object is rejected", [], None),
+    ]:
+        yield pure(name, DECODE, Code.PRUNE_CONFIG_INVALID, why=why, config=config)
+
+
+def content_cases() -> Cases:
+    yield pure(
+        "content within the threshold is left alone",
+        CONTENT,
+        blocks=[{"type": "text", "text": "x" * 60}],
+        config=SMALL,
+    )
+    yield pure(
+        "oversized content keeps its head and tail with the marker between",
+        CONTENT,
+        blocks=[{"type": "text", "text": DIGITS}],
+        config=SMALL,
+    )
+    yield pure(
+        "the cut spans text blocks: the first block it touches gets the marker and emptied blocks are dropped",
+        CONTENT,
+        blocks=[
+            {"type": "text", "text": DIGITS[:30]},
+            {"type": "text", "text": DIGITS[30:60]},
+            {"type": "text", "text": DIGITS[60:]},
+        ],
+        config=SMALL,
+    )
+    yield pure(
+        "blocks that are not text are kept in place and not measured",
+        CONTENT,
+        comment="a text block whose text is not a string counts as not text",
+        blocks=[
+            {"type": "image", "data": "x" * 500},
+            {"type": "text", "text": DIGITS},
+            {"type": "text", "text": 5},
+        ],
+        config=SMALL,
+    )
+    yield pure(
+        "text is measured in code points: an astral character counts once",
+        CONTENT,
+        comment="61 code points (122 UTF-16 units): just over the threshold of 60",
+        blocks=[{"type": "text", "text": "\U0001d11e" * 61}],
+        config=SMALL,
+    )
+
+
+def refused_content_cases() -> Cases:
+    yield pure(
+        "a configuration whose head and tail cover everything finds no span to cut",
+        CONTENT,
+        Code.PRUNE_SPAN_NOT_FOUND,
+        why="plan_pruned_content takes its configuration as given; only a valid one is sure to find a span",
+        comment="such a configuration fails decode_prune_config; this pins what the content rule "
+        "does with it",
+        blocks=[{"type": "text", "text": "abcdef"}],
+        config={"thresholdChars": 1, "headChars": 6, "tailChars": 6},
+    )
+    yield pure(
+        "a configuration that makes the result no smaller is refused",
+        CONTENT,
+        Code.PRUNE_NOT_SMALLER,
+        why="a pruned result must be smaller than before and within the threshold (notes §6.2)",
+        comment="an invalid configuration again: head + marker + tail is 59 code points, the text 25",
+        blocks=[{"type": "text", "text": "x" * 25}],
+        config={"thresholdChars": 10, "headChars": 10, "tailChars": 10},
+    )
+
+
+def session_pass_cases() -> Cases:
+    big = log(
+        ("turn/start", {"turn": 1}),
+        assistant_ev(calls=["c1", "c2"]),
+        result_ev("c1", DIGITS),
+        result_ev("c2", "small"),
+        user_ev("u1", DIGITS),
+    )
+    yield pure(
+        "every oversized tool/result on the surface gets a metering event and a replacement",
+        EVENTS,
+        comment="the user message is just as long, but only tool results are pruned",
+        nodes=[1, 2, 3, 4],
+        events=big,
+        config=SMALL,
+    )
+    yield pure(
+        "a tool/result that is not on the surface is not pruned",
+        EVENTS,
+        nodes=[1, 3, 4],
+        events=big,
+        config=SMALL,
+    )
+    yield pure("nothing is planned when every result is small", EVENTS, nodes=[1, 3], events=big, config=None)
+    odd: JsonValue = {
+        "turn": 1,
+        "step": 1,
+        "message": {
+            "id": "r",
+            "role": "user",
+            "source": {"kind": "tool", "callId": "c1"},
+            "content": ["not a block"],
+        },
+    }
+    yield pure(
+        "a tool/result whose first content entry is not a block is skipped",
+        EVENTS,
+        comment="a project choice: DSH would fail on it",
+        nodes=[0],
+        events=log(("tool/result", odd, APPEND)),
+        config=SMALL,
+    )
+    yield pure(
+        "the session pass validates its configuration",
+        EVENTS,
+        Code.PRUNE_CONFIG_INVALID,
+        why=FITS,
+        nodes=[],
+        events=[],
+        config={"thresholdChars": 1},
+    )

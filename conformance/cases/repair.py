@@ -1,0 +1,203 @@
+"""repair: the synthetic closers that end what a crash left open, and resume
+(notes/dsh-session-core §9; SPEC-DECISIONS D3 item 6).
+
+Covers ``derive_closers`` on its own (a result per unanswered call, whether it started or not, in
+announcement order; a compaction/end per open compaction; then step/end and turn/end; nothing for
+a balanced log, or twice) and resume through the protocol: the closers and the end-seed marker
+appended as new events, the stored header kept.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from conformance.cases.build import (
+    Cases,
+    Step,
+    append_assistant,
+    append_step,
+    append_user,
+    assistant_ev,
+    case,
+    log,
+    ok,
+    pure,
+    result_ev,
+    turn,
+    turn_end,
+    user_ev,
+    with_closers,
+)
+
+CLOSERS = "spec.repair.derive_closers"
+RESUME = "spec.log.session.create_session_state"
+
+TURN_START: Final = ("turn/start", {"turn": 1})
+STEP_START: Final = ("step/start", {"turn": 1, "step": 1})
+TOOL_CALL: Final = ("tool/call", {"turn": 1, "step": 1, "callId": "c1", "name": "read"})
+RESUME_RULE: Final = (
+    "a resume appends, as new events, the closers of whatever the stored log leaves open, then "
+    "session/end-seed unless the log already ends with one (SPEC-DECISIONS D3 item 6)"
+)
+
+
+def cases() -> Cases:
+    yield from balanced_cases()
+    yield from call_cases()
+    yield from compaction_cases()
+    yield from resume_cases()
+
+
+def balanced_cases() -> Cases:
+    yield pure("an empty log needs no closers", CLOSERS, events=[])
+    yield pure(
+        "a log with every turn closed needs no closers",
+        CLOSERS,
+        events=log(TURN_START, user_ev(), ("turn/end", {"turn": 1, "reason": {"kind": "completed"}})),
+    )
+    yield pure(
+        "an open turn is closed by an interrupted turn/end that reuses the last event's time",
+        CLOSERS,
+        events=log(TURN_START, user_ev()),
+        comment="the closers carry the time of the last event logged, not the clock at resume",
+    )
+    yield pure("an open step is closed before its turn", CLOSERS, events=log(TURN_START, STEP_START))
+    broken = log(
+        TURN_START,
+        STEP_START,
+        assistant_ev(calls=["c1", "c2"]),
+        TOOL_CALL,
+        ("compaction/start", {"compactionId": "k1", "turn": 1}),
+    )
+    yield pure("a repaired log needs no more closers", CLOSERS, events=with_closers(broken))
+
+
+def call_cases() -> Cases:
+    yield pure(
+        "a call announced but never started gets a TOOL_NOT_STARTED result",
+        CLOSERS,
+        events=log(TURN_START, STEP_START, assistant_ev(calls=["c1"])),
+    )
+    yield pure(
+        "a started call gets a TOOL_OUTCOME_UNKNOWN result that cites its tool/call",
+        CLOSERS,
+        events=log(TURN_START, STEP_START, assistant_ev(calls=["c1"]), TOOL_CALL),
+        comment="a started call may have had effects, so its result says the outcome is unknown",
+    )
+    yield pure(
+        "an answered call gets no closer",
+        CLOSERS,
+        events=log(TURN_START, STEP_START, assistant_ev(calls=["c1"]), TOOL_CALL, result_ev("c1")),
+    )
+    yield pure(
+        "pending calls are closed in the order they were announced",
+        CLOSERS,
+        events=log(
+            TURN_START, STEP_START, assistant_ev(calls=["c2", "c1", "c3"]), TOOL_CALL, result_ev("c3")
+        ),
+        comment="c1 started and c3 was answered: the closers are c2's, then c1's, not sorted by id",
+    )
+    yield pure(
+        "a step/end forgets the calls of its step",
+        CLOSERS,
+        events=log(TURN_START, STEP_START, assistant_ev(calls=["c1"]), ("step/end", {"turn": 1, "step": 1})),
+        comment="calls may stay unanswered when their step ends; only the turn needs closing",
+    )
+
+
+def compaction_cases() -> Cases:
+    yield pure(
+        "an open compaction is closed after the call results and before the step and turn",
+        CLOSERS,
+        events=log(
+            TURN_START,
+            STEP_START,
+            assistant_ev(calls=["c1"]),
+            ("compaction/start", {"compactionId": "k1", "turn": 1, "sourceCommandId": "cmd"}),
+        ),
+    )
+    yield pure(
+        "an open compaction outside a turn gets its compaction/end alone",
+        CLOSERS,
+        events=log(("compaction/start", {"compactionId": "k1", "turn": None})),
+    )
+    yield pure(
+        "a compaction left open before a session/end-seed is a stale orphan and is never closed",
+        CLOSERS,
+        events=log(("compaction/start", {"compactionId": "k1", "turn": None}), ("session/end-seed", {})),
+        comment="it was left open by an earlier lifecycle (a seed or a resume), which the marker ends",
+    )
+
+
+def open_turn() -> list[Step]:
+    """Appends to "s" that leave turn 1 open: a step, and call c1 announced and started."""
+    return [
+        turn(),
+        append_step("step/start", {"turn": 1, "step": 1}),
+        append_assistant(calls=["c1"]),
+        append_step("tool/call", {"turn": 1, "step": 1, "callId": "c1", "name": "read"}),
+    ]
+
+
+def resume_cases() -> Cases:
+    yield case(
+        "resuming a log that ends inside a turn appends the closers durably, then the end-seed marker",
+        RESUME,
+        [
+            ok("create", id="s"),
+            *open_turn(),
+            ok("close", id="s"),
+            ok("resume", id="s"),
+            ok("read", id="s"),
+            ok("flush", id="s"),
+            ok("read", id="s"),
+        ],
+        storage="memory",
+        why=RESUME_RULE,
+        comment="the first read shows the closers durable at once; the marker is durable after the flush",
+    )
+    yield case(
+        "resuming a balanced log appends only the end-seed marker",
+        RESUME,
+        [ok("create", id="s"), turn(), append_user(), turn_end(), ok("close", id="s"), ok("resume", id="s")],
+        storage="memory",
+        why=RESUME_RULE,
+    )
+    yield case(
+        "resuming a log that already ends with session/end-seed appends nothing",
+        "spec.lineage.seed.needs_end_seed",
+        [ok("create", id="s", seed=[]), ok("close", id="s"), ok("resume", id="s")],
+        storage="memory",
+    )
+    yield case(
+        "a resumed session keeps seedLength and delegationDepth as stored",
+        RESUME,
+        [
+            ok("create", id="p", meta={"delegationDepth": 3}),
+            append_user("u1", "p"),
+            ok("fork", source="p", child="c"),
+            ok("close", id="c"),
+            ok("resume", id="c"),
+        ],
+        storage="memory",
+        why="a resume takes over the stored header as it is; it is not a new session's header",
+    )
+    yield from repeated_resume_cases()
+
+
+def repeated_resume_cases() -> Cases:
+    yield case(
+        "resuming twice closes nothing twice",
+        RESUME,
+        [
+            ok("create", id="s"),
+            *open_turn(),
+            ok("close", id="s"),
+            ok("resume", id="s"),
+            ok("close", id="s"),
+            ok("resume", id="s"),
+        ],
+        storage="memory",
+        why=RESUME_RULE,
+        comment="after the first resume the log ends with the marker: the second appends nothing",
+    )

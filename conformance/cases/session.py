@@ -1,0 +1,219 @@
+"""session: creating a session and appending to it (notes/dsh-session-core §4, §5).
+
+Covers how a store names sessions (given ids, minted ids, one live session per id), what a new
+session's log holds (the seed, the ``session/end-seed`` marker, ``firstLiveSeq``), and what an
+append commits: the event type rule, the retired request-header vocabulary, the surface it joins,
+the messages it derives, its time, and that a rejected append changes nothing.
+"""
+
+from __future__ import annotations
+
+from conformance.cases.build import (
+    NOW,
+    Cases,
+    append_assistant,
+    append_result,
+    append_step,
+    append_user,
+    assistant_ev,
+    case,
+    fails,
+    gone,
+    log,
+    ok,
+    request_header,
+    state,
+    turn,
+    user_ev,
+    user_msg,
+)
+from spec.codes import Code
+
+CREATE = "spec.log.session.create_session_state"
+APPEND = "spec.log.session.append_event"
+MINT = "spec.log.session.plan_session_id"
+END_SEED = "spec.lineage.seed.needs_end_seed"
+MESSAGES = "spec.log.session.derive_session_messages"
+EVENT_TYPE = "spec.log.session.validate_event_type"
+VOCABULARY = "spec.log.session.validate_request_header_vocabulary"
+
+
+def cases() -> Cases:
+    yield from creation_cases()
+    yield from end_seed_cases()
+    yield from append_cases()
+    yield from event_type_cases()
+    yield from vocabulary_cases()
+    yield from clock_cases()
+
+
+def creation_cases() -> Cases:
+    yield case(
+        "a session created without a seed has an empty log and no end-seed marker",
+        CREATE,
+        [ok("create", id="s")],
+    )
+    yield case("a store mints session ids from its own counter", MINT, [ok("create"), ok("create")])
+    yield case(
+        "a minted id skips an id that is already live",
+        MINT,
+        [ok("create", id="session-1"), ok("create")],
+        comment="the first minted id would be session-1, which the first create took by name",
+    )
+    yield case(
+        "creating a session whose id is live is rejected",
+        "spec.log.session.validate_new_session_id",
+        [ok("create", id="s"), append_user(), fails(Code.SESSION_ALREADY_EXISTS, "create", id="s"), state()],
+        comment="the final state shows the live session kept its event: the refused create replaced nothing",
+    )
+    yield case(
+        "a session that is not live cannot be appended to or read",
+        APPEND,
+        [fails(Code.SESSION_NOT_FOUND, "append", id="nope", type="turn/start", data={}), gone("nope")],
+        why="append and state name a live session (conformance/PROTOCOL.md)",
+    )
+
+
+def end_seed_cases() -> Cases:
+    yield case(
+        "a session created from an empty seed gets a session/end-seed marker at seq 0",
+        END_SEED,
+        [ok("create", id="s", seed=[])],
+        comment="an empty seed is still a seed: the marker tells a reader that nothing was inherited",
+    )
+    yield case(
+        "a seed that already ends with session/end-seed gets no second marker",
+        END_SEED,
+        [ok("create", id="s", seed=log(user_ev(), ("session/end-seed", {})))],
+    )
+    yield case(
+        "a seed's events are inherited: firstLiveSeq is the seed's length and the marker follows it",
+        CREATE,
+        [ok("create", id="s", seed=log(user_ev(), assistant_ev())), append_user("u2"), state()],
+    )
+
+
+def append_cases() -> Cases:
+    yield case(
+        "a log-only event joins the log but not the surface",
+        APPEND,
+        [ok("create", id="s"), turn(), state()],
+        why="an event of a log-only type is logged and leaves the surface as it was (notes/dsh-session-core §3.8)",
+    )
+    yield case(
+        "a user/message appended with surfaceOp append becomes a surface node and a message",
+        APPEND,
+        [ok("create", id="s"), append_user(), state()],
+        why="an append with surfaceOp append pushes its seq onto the surface, where a message event shows "
+        "the model its message",
+    )
+    yield case(
+        "an assistant/message with empty content is a surface node that derives no message",
+        MESSAGES,
+        [ok("create", id="s"), append_user(), append_assistant(text=None), state()],
+        comment="a usage-only provider response: on the surface (it can be replaced), invisible to the model",
+    )
+    yield case(
+        "messages follow the surface order, one per node that derives one",
+        MESSAGES,
+        [
+            ok("create", id="s"),
+            append_user("u1"),
+            append_assistant("a1", calls=["c1"]),
+            append_result("c1"),
+            append_user("u2"),
+            state(),
+        ],
+    )
+    yield case(
+        "append does not check message shapes",
+        "spec.log.session.plan_event",
+        [ok("create", id="s"), append_step("user/message", {"anything": True}, surfaceOp="append"), state()],
+        why="an append checks the type, the data's JSON domain, the vocabulary and the surface op, "
+        "never the shape of a message (that is the seed's and the checker's rule)",
+    )
+    yield case(
+        "a rejected append changes nothing and consumes no seq",
+        APPEND,
+        [
+            ok("create", id="s"),
+            append_user(),
+            fails(Code.EVENT_TYPE_INVALID, "append", id="s", type="", data={}),
+            fails(Code.SURFACE_OP_MISSING, "append", id="s", type="user/message", data=user_msg("u2")),
+            state(),
+            turn(),
+            state(),
+        ],
+        comment="the turn/start after two refusals gets seq 1: neither refusal took a seq",
+    )
+
+
+def event_type_cases() -> Cases:
+    yield case(
+        "an event of a type the specification does not know is accepted",
+        EVENT_TYPE,
+        [ok("create", id="s"), append_step("custom/event", {"x": 1}), state()],
+    )
+    yield case(
+        "an empty event type is rejected",
+        EVENT_TYPE,
+        [ok("create", id="s"), fails(Code.EVENT_TYPE_INVALID, "append", id="s", type="", data={}), state()],
+    )
+    yield case(
+        "an event type that is not a string is rejected",
+        EVENT_TYPE,
+        [ok("create", id="s"), fails(Code.EVENT_TYPE_INVALID, "append", id="s", type=5, data={})],
+    )
+    yield case(
+        "an append without a type is rejected as an invalid event type",
+        EVENT_TYPE,
+        [ok("create", id="s"), fails(Code.EVENT_TYPE_INVALID, "append", id="s", data={})],
+        comment="the protocol passes an absent type through to the rule, so this is the rule's code, "
+        "not BAD_REQUEST",
+    )
+
+
+def vocabulary_cases() -> Cases:
+    yield case(
+        "request/header-delta is retired vocabulary and cannot be appended",
+        VOCABULARY,
+        [
+            ok("create", id="s"),
+            fails(Code.LEGACY_HEADER_DELTA, "append", id="s", type="request/header-delta", data={}),
+            state(),
+        ],
+    )
+    yield case(
+        "a request/header with reason fallback is retired vocabulary and cannot be appended",
+        VOCABULARY,
+        [
+            ok("create", id="s"),
+            fails(
+                Code.LEGACY_FALLBACK_REASON,
+                "append",
+                id="s",
+                type="request/header",
+                data={**request_header(), "reason": "fallback"},
+            ),
+        ],
+    )
+    yield case(
+        "a request/header with another reason is accepted",
+        VOCABULARY,
+        [ok("create", id="s"), append_step("request/header", {**request_header(), "reason": "initial"})],
+    )
+
+
+def clock_cases() -> Cases:
+    yield case(
+        "an event's time is the clock's now when it is appended",
+        APPEND,
+        [ok("create", id="s"), turn(), ok("clock", now=NOW + 250), append_user(), state()],
+        why="an event's time is the clock's now at its append (the protocol's clock op)",
+    )
+    yield case(
+        "createdAt defaults to the clock and may be given in meta",
+        "spec.log.header.build_header",
+        [ok("create", id="s"), ok("create", id="t", meta={"createdAt": 42})],
+        why="a header's createdAt is meta's createdAt when given, else now (SPEC-DECISIONS D1)",
+    )

@@ -1,0 +1,311 @@
+"""Durability through the protocol (SPEC-DECISIONS D2, D3): ``flush`` is the barrier, ``close``
+flushes and releases, ``resume`` takes a stored log over, ``read`` shows what is durable; a crash
+keeps what was flushed; a failed write or fsync answers STORAGE_IO and loses nothing flushed.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from conformance.cases.build import (
+    Cases,
+    append_assistant,
+    append_user,
+    case,
+    fails,
+    gone,
+    ok,
+    state,
+    turn,
+)
+from spec.codes import Code
+
+APPEND = "spec.log.session.append_event"  # what a flush makes durable is what append committed
+NEW_ID = "spec.log.session.validate_new_session_id"
+
+FLUSH_RULE: Final = (
+    "flush is the durability barrier: when it returns, everything appended before it is durable, "
+    "and read shows only what is durable (SPEC-DECISIONS D2)"
+)
+CRASH_RULE: Final = (
+    "after a crash, every event of a completed flush survives and nothing that was not appended "
+    "appears (SPEC-DECISIONS D3 items 2-3)"
+)
+IO_RULE: Final = (
+    "a failed write or fsync answers STORAGE_IO, loses nothing flushed before it, and leaves the "
+    "session able to retry (SPEC-DECISIONS D3)"
+)
+
+
+def cases() -> Cases:
+    yield from flush_cases()
+    yield from resume_cases()
+    yield from crash_cases()
+    yield from fault_cases()
+
+
+def flush_cases() -> Cases:
+    yield case(
+        "flush makes appended events durable for readers, and only flush does",
+        APPEND,
+        [
+            ok("create", id="s"),
+            append_user(),
+            fails(Code.SESSION_NOT_FOUND, "read", id="s"),
+            ok("flush", id="s"),
+            ok("read", id="s"),
+            append_assistant(),
+            ok("read", id="s"),
+            ok("flush", id="s"),
+            ok("read", id="s"),
+        ],
+        storage="memory",
+        why=FLUSH_RULE,
+        comment="a session is published by its first flush, so read finds nothing before it",
+    )
+    yield case(
+        "close flushes and releases the session",
+        APPEND,
+        [
+            ok("create", id="s"),
+            append_user(),
+            ok("close", id="s"),
+            gone(),
+            fails(Code.SESSION_NOT_FOUND, "append", id="s", type="x", data={}),
+            ok("read", id="s"),
+        ],
+        storage="memory",
+        why="close flushes, then releases the session: its id is no longer live, its log stays stored",
+    )
+    yield case(
+        "flush and close of a session that is not live are rejected",
+        APPEND,
+        [
+            fails(Code.SESSION_NOT_FOUND, "flush", id="nope"),
+            fails(Code.SESSION_NOT_FOUND, "close", id="nope"),
+        ],
+        storage="memory",
+        why="flush and close name a live session",
+    )
+    yield case(
+        "without storage, flush and close work and nothing can be read or resumed",
+        APPEND,
+        [
+            ok("create", id="s"),
+            append_user(),
+            ok("flush", id="s"),
+            ok("close", id="s"),
+            fails(Code.SESSION_NOT_FOUND, "read", id="s"),
+            fails(Code.SESSION_NOT_FOUND, "resume", id="s"),
+        ],
+        why="with no storage there is nothing to make durable: flush and close succeed, "
+        "and read and resume find no session (conformance/PROTOCOL.md)",
+    )
+
+
+def resume_cases() -> Cases:
+    yield case(
+        "a closed session can be resumed and appended to",
+        "spec.log.session.create_session_state",
+        [
+            ok("create", id="s"),
+            append_user(),
+            ok("close", id="s"),
+            ok("resume", id="s"),
+            append_assistant(),
+            ok("close", id="s"),
+            ok("read", id="s"),
+        ],
+        storage="memory",
+        why="a resume makes a stored session live again, and its appends are stored after the resumed log",
+    )
+    yield case(
+        "resuming a live session is rejected",
+        NEW_ID,
+        [ok("create", id="s"), ok("flush", id="s"), fails(Code.SESSION_ALREADY_EXISTS, "resume", id="s")],
+        storage="memory",
+    )
+    yield case(
+        "resuming a session that was never stored is rejected",
+        APPEND,
+        [fails(Code.SESSION_NOT_FOUND, "resume", id="nope")],
+        storage="memory",
+        why="only a stored session can be resumed",
+    )
+    yield case(
+        "creating a session whose id is stored is rejected",
+        NEW_ID,
+        [
+            ok("create", id="s"),
+            ok("close", id="s"),
+            fails(Code.SESSION_ALREADY_EXISTS, "create", id="s"),
+            gone(),
+        ],
+        storage="memory",
+        why="a create may not take an id the store holds, live or stored",
+    )
+    yield case(
+        "a minted id skips ids that are stored",
+        "spec.log.session.plan_session_id",
+        [ok("create", id="session-1"), ok("close", id="session-1"), ok("create")],
+        storage="memory",
+        why="a minted id skips every id the store holds, live or stored",
+    )
+    yield case(
+        "a fork's child is stored with its lineage header",
+        "spec.lineage.fork.derive_child_meta",
+        [
+            ok("create", id="p", meta={"cwd": "/w"}),
+            append_user("u1", "p"),
+            ok("fork", source="p", child="c"),
+            ok("close", id="c"),
+            ok("read", id="c"),
+        ],
+        storage="memory",
+    )
+
+
+def crash_cases() -> Cases:
+    for compressed in (True, False):
+        label = "compressed" if compressed else "uncompressed"
+        yield case(
+            f"file storage ({label}): what was flushed survives a crash, the rest is lost",
+            APPEND,
+            [
+                ok("create", id="s", meta={"cwd": "/work/p"}),
+                append_user(),
+                ok("flush", id="s"),
+                append_assistant(),
+                ok("crash"),
+                gone(),
+                ok("read", id="s"),
+                ok("resume", id="s"),
+                state(),
+            ],
+            storage="file",
+            compressed=compressed,
+            why=CRASH_RULE,
+            comment="the crash op drops every unsynced byte, so the unflushed assistant message is gone",
+        )
+    yield case(
+        "file storage: a session never flushed does not survive a crash",
+        APPEND,
+        [
+            ok("create", id="s"),
+            append_user(),
+            ok("crash"),
+            fails(Code.SESSION_NOT_FOUND, "read", id="s"),
+            ok("create", id="s"),
+        ],
+        storage="file",
+        why="a new session becomes visible only whole, at its first flush (SPEC-DECISIONS D2)",
+        comment="its id is free again after the crash",
+    )
+    yield case(
+        "file storage: resuming after a crash inside a turn appends the closers",
+        "spec.repair.derive_closers",
+        [
+            ok("create", id="s"),
+            turn(),
+            append_assistant(calls=["c1"]),
+            ok("flush", id="s"),
+            ok("crash"),
+            ok("resume", id="s"),
+            ok("read", id="s"),
+        ],
+        storage="file",
+    )
+
+
+def fault_cases() -> Cases:
+    yield case(
+        "a failed fsync answers STORAGE_IO, loses nothing flushed before, and a retried flush succeeds",
+        APPEND,
+        [
+            ok("create", id="s"),
+            append_user(),
+            ok("flush", id="s"),
+            append_assistant(),
+            ok("fail_next", fsOp="fsync", errno="EIO"),
+            fails(Code.STORAGE_IO, "flush", id="s"),
+            ok("read", id="s"),
+            ok("flush", id="s"),
+            ok("read", id="s"),
+        ],
+        storage="file",
+        why=IO_RULE,
+    )
+    yield case(
+        "a failed write on a full disk answers STORAGE_IO and a retried flush succeeds",
+        APPEND,
+        [
+            ok("create", id="s"),
+            append_user(),
+            ok("flush", id="s"),
+            append_assistant(),
+            ok("fail_next", fsOp="write", errno="ENOSPC"),
+            fails(Code.STORAGE_IO, "flush", id="s"),
+            ok("read", id="s"),
+            ok("flush", id="s"),
+            ok("crash"),
+            ok("read", id="s"),
+        ],
+        storage="file",
+        why=IO_RULE,
+        comment="the crash after the retried flush shows the retry really made the events durable",
+    )
+    yield from publication_fault_cases()
+
+
+def publication_fault_cases() -> Cases:
+    yield case(
+        "a failed first publication leaves no session to read",
+        APPEND,
+        [
+            ok("create", id="s"),
+            append_user(),
+            ok("fail_next", fsOp="write", errno="EIO"),
+            fails(Code.STORAGE_IO, "flush", id="s"),
+            fails(Code.SESSION_NOT_FOUND, "read", id="s"),
+            ok("flush", id="s"),
+            ok("read", id="s"),
+        ],
+        storage="file",
+        why="a new session file becomes visible only whole, so a failed first flush publishes nothing "
+        "(SPEC-DECISIONS D2)",
+    )
+    yield case(
+        "a close that hits a storage failure answers STORAGE_IO and keeps the session live; a retried close writes it",
+        APPEND,
+        [
+            ok("create", id="s"),
+            append_user(),
+            ok("flush", id="s"),
+            append_assistant(),
+            ok("fail_next", fsOp="fsync", errno="EIO"),
+            fails(Code.STORAGE_IO, "close", id="s"),
+            ok("state", id="s"),
+            ok("close", id="s"),
+            gone(),
+            ok("resume", id="s"),
+        ],
+        storage="file",
+        why="a close whose flush fails answers that failure and leaves the session live "
+        "(conformance/PROTOCOL.md)",
+    )
+    yield case(
+        "a fault armed before a flush with nothing to write stays armed",
+        APPEND,
+        [
+            ok("create", id="s"),
+            ok("flush", id="s"),
+            ok("fail_next", fsOp="write", errno="EIO"),
+            ok("flush", id="s"),
+            append_user(),
+            fails(Code.STORAGE_IO, "flush", id="s"),
+        ],
+        storage="file",
+        why="fail_next fails the next write of file bytes, whichever request makes it "
+        "(conformance/PROTOCOL.md)",
+        comment="the second flush writes nothing, so the fault waits for the flush after the append",
+    )

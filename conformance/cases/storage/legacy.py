@@ -1,0 +1,149 @@
+"""The read path of DSH's v0 logs (SPEC-DECISIONS D1; notes/dsh-persistence §3.5-§3.6): the
+records after a v0 header become events, with the legacy conversions applied (turn/end reasons,
+steering messages, messages from before message identity, packed chunk rows) and the retired or
+malformed vocabulary refused.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from conformance.cases.build import APPEND, Cases, event, log, pure, request_header, user_ev, user_msg
+from spec.codes import Code
+from spec.log.json import JsonValue
+
+UPGRADE = "spec.legacy.upgrade_v0_records"
+
+REFUSALS: Final = {
+    Code.LEGACY_MALFORMED_TURN_START: "a v0 turn/start with a trigger is exactly {turn, trigger}, "
+    "the trigger naming its kind",
+    Code.LEGACY_MALFORMED_TURN_END: "a v0 turn/end's reason has a kind, and a simple kind carries "
+    "nothing else",
+    Code.LEGACY_MALFORMED_MESSAGE: "a v0 steering/message has one of its two legacy shapes",
+    Code.LEGACY_MODE_SET: "mode/set is retired vocabulary a v0 log may not hold",
+    Code.LEGACY_HEADER_DELTA: "request/header-delta is retired vocabulary a stored log may not hold",
+    Code.LEGACY_FALLBACK_REASON: "a request/header with reason fallback is retired vocabulary",
+    Code.UNKNOWN_EVENT_TYPE: "a stored event of an unknown type is refused unless it is marked ignorable",
+    Code.MESSAGE_ROLE: "a stored message is checked for its shape, as a seeded one is",
+    Code.CORRUPT_LOG: "a v0 log's records are objects numbered contiguously from 0",
+}
+
+
+def cases() -> Cases:
+    yield from conversion_cases()
+    yield from kept_cases()
+    yield from refused_cases()
+
+
+def conversion_cases() -> Cases:
+    yield pure(
+        "v0 turn/end reasons are mapped: disposed becomes aborted",
+        UPGRADE,
+        sessionId="old",
+        records=log(("turn/start", {"turn": 1}), ("turn/end", {"turn": 1, "reason": {"kind": "disposed"}})),
+    )
+    yield pure(
+        "a legacy error reason becomes an error with a failure",
+        UPGRADE,
+        sessionId="old",
+        records=log(
+            ("turn/start", {"turn": 1}),
+            ("turn/end", {"turn": 1, "reason": {"kind": "error", "step": 1, "message": "boom"}}),
+        ),
+    )
+    steering = {"turn": 1, "content": [{"type": "text", "text": "wait"}], "source": {"kind": "user"}}
+    yield pure(
+        "a v0 steering/message becomes a user/message",
+        UPGRADE,
+        sessionId="old",
+        records=log(("turn/start", {"turn": 1}), ("steering/message", steering, APPEND)),
+    )
+    yield pure(
+        "a message from before message identity gets a legacy id",
+        UPGRADE,
+        sessionId="old",
+        records=log(("user/message", {"content": [], "source": {"kind": "user"}}, APPEND)),
+    )
+    yield pure(
+        "packed chunk rows in a v0 log are expanded in place",
+        UPGRADE,
+        sessionId="old",
+        records=[
+            event(0, "turn/start", {"turn": 1}),
+            {
+                "type": "text-chunks",
+                "seq0": 1,
+                "time0": 5,
+                "data": {"turn": 1, "step": 1, "index": 0, "dt": [1], "texts": ["a", "b"]},
+            },
+            event(3, "custom/x", {}, ignorable=True),
+        ],
+        comment="the row holds seqs 1 and 2, so the record after it is seq 3",
+    )
+
+
+def kept_cases() -> Cases:
+    turn_start = ("turn/start", {"turn": 1, "trigger": {"kind": "user"}})
+    current = log(turn_start, user_ev(), ("turn/end", {"turn": 1, "reason": {"kind": "completed"}}))
+    yield pure("a v0 log in the current vocabulary reads as it is", UPGRADE, sessionId="old", records=current)
+    yield pure(
+        "an unknown event type marked ignorable is kept",
+        UPGRADE,
+        why=REFUSALS[Code.UNKNOWN_EVENT_TYPE],
+        sessionId="old",
+        records=log(("custom/x", {}, {"ignorable": True})),
+    )
+
+
+def refused_cases() -> Cases:
+    refused: list[tuple[str, Code, list[JsonValue]]] = [
+        (
+            "a v0 turn/start with a trigger has exactly turn and trigger",
+            Code.LEGACY_MALFORMED_TURN_START,
+            log(("turn/start", {"turn": 1, "trigger": {"kind": "user"}, "extra": 1})),
+        ),
+        (
+            "a v0 turn/end has a reason with a kind",
+            Code.LEGACY_MALFORMED_TURN_END,
+            log(("turn/end", {"turn": 1, "reason": {}})),
+        ),
+        (
+            "a simple v0 turn/end reason carries nothing but its kind",
+            Code.LEGACY_MALFORMED_TURN_END,
+            log(("turn/end", {"turn": 1, "reason": {"kind": "completed", "why": "x"}})),
+        ),
+        (
+            "a v0 steering/message has one of its two legacy shapes",
+            Code.LEGACY_MALFORMED_MESSAGE,
+            log(("steering/message", {"turn": 1, "text": "x"})),
+        ),
+        ("mode/set is retired vocabulary", Code.LEGACY_MODE_SET, log(("mode/set", {"mode": "plan"}))),
+        (
+            "request/header-delta is refused in a stored log",
+            Code.LEGACY_HEADER_DELTA,
+            log(("request/header-delta", {})),
+        ),
+        (
+            "a stored request/header with reason fallback is refused",
+            Code.LEGACY_FALLBACK_REASON,
+            log(("request/header", {**request_header(), "reason": "fallback"})),
+        ),
+        (
+            "an unknown event type not marked ignorable is refused",
+            Code.UNKNOWN_EVENT_TYPE,
+            log(("custom/x", {})),
+        ),
+        (
+            "a stored message is checked for its shape",
+            Code.MESSAGE_ROLE,
+            log(("user/message", {**user_msg(), "role": "system"}, APPEND)),
+        ),
+        (
+            "a seq gap in a stored log is corruption",
+            Code.CORRUPT_LOG,
+            [event(0, "turn/start", {"turn": 1}), event(2, "custom/x", {}, ignorable=True)],
+        ),
+        ("a stored record that is not an object is corruption", Code.CORRUPT_LOG, [5]),
+    ]
+    for name, code, records in refused:
+        yield pure(name, UPGRADE, code, why=REFUSALS[code], sessionId="old", records=records)

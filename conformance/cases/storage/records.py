@@ -1,0 +1,135 @@
+"""How stored lines decode (SPEC-DECISIONS D3 items 4-5; notes/dsh-persistence §3, notes/dsh-session-core
+§13.1): a plain log's lines (header line, records, a torn tail dropped, a bad complete line a
+corrupt log) and DSH v0's packed chunk rows, expanded into one event per member.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final
+
+from conformance.cases.build import Cases, event, pure
+from conformance.cases.storage.naming import V4_LINE
+from spec.codes import Code
+from spec.log.json import JsonObject
+
+RECORD = "spec.chunk_rows.decode_storage_record"
+JSONL = "spec.framing.decode_jsonl_log"
+
+TEXT_ROW: Final[JsonObject] = {
+    "type": "text-chunks",
+    "seq0": 3,
+    "time0": 100,
+    "data": {"turn": 1, "step": 1, "index": 0, "dt": [5, 7], "texts": ["a", "b", "c"]},
+}
+TOOL_ROW: Final[JsonObject] = {
+    "type": "tool-call-chunks",
+    "seq0": 0,
+    "time0": 0,
+    "data": {"turn": 1, "step": 1, "index": 1, "id": "c1", "name": "read", "dt": [1], "args": ["{", "}"]},
+}
+ROW_RULE: Final = (
+    "a packed row is exactly {type, seq0, time0, data} with seq0 an event seq, its members a non-empty "
+    "string array, one dt gap per member after the first, and a tool call's id a string "
+    "(notes/dsh-session-core §13.1)"
+)
+TORN_TAIL: Final = (
+    "a crash only loses a suffix of the bytes: a last line without its newline is a torn tail, "
+    "dropped, while a complete line that does not parse is a corrupt log (SPEC-DECISIONS D3 items 4-5)"
+)
+
+
+def cases() -> Cases:
+    yield from chunk_row_cases()
+    yield from malformed_row_cases()
+    yield from jsonl_cases()
+
+
+def chunk_row_cases() -> Cases:
+    yield pure(
+        "a packed text-chunks row expands into one assistant/chunk per member", RECORD, record=TEXT_ROW
+    )
+    yield pure(
+        "a packed reasoning-chunks row expands into reasoning deltas",
+        RECORD,
+        record={**TEXT_ROW, "type": "reasoning-chunks"},
+    )
+    yield pure(
+        "a packed tool-call-chunks row expands into argument deltas naming the call",
+        RECORD,
+        record=TOOL_ROW,
+    )
+    yield pure(
+        "a stored record that is not a packed row is one event, unchecked",
+        RECORD,
+        record={"type": "custom/x", "anything": True},
+    )
+
+
+def malformed_row_cases() -> Cases:
+    text_data = TEXT_ROW["data"]
+    tool_data = TOOL_ROW["data"]
+    assert isinstance(text_data, dict) and isinstance(tool_data, dict)
+    value: Any
+    for name, value in [
+        ("a packed row with an extra envelope key is malformed", {**TEXT_ROW, "extra": 1}),
+        (
+            "a packed row whose dt does not match its members is malformed",
+            {**TEXT_ROW, "data": {**text_data, "dt": [1]}},
+        ),
+        (
+            "a packed row with no members is malformed",
+            {**TEXT_ROW, "data": {**text_data, "texts": [], "dt": []}},
+        ),
+        ("a packed row whose seq0 is negative is malformed", {**TEXT_ROW, "seq0": -1}),
+        (
+            "a packed tool-call row whose id is not a string is malformed",
+            {**TOOL_ROW, "data": {**tool_data, "id": 1}},
+        ),
+    ]:
+        yield pure(name, RECORD, Code.MALFORMED_CHUNK_ROW, why=ROW_RULE, record=value)
+
+
+def jsonl_cases() -> Cases:
+    head = json.dumps(V4_LINE, separators=(",", ":"))
+    first = json.dumps(event(0, "custom/x", {}), separators=(",", ":"))
+    second = json.dumps(event(1, "custom/y", {}), separators=(",", ":"))
+    yield pure(
+        "a plain log is a header line and one record per line", JSONL, text=f"{head}\n{first}\n{second}\n"
+    )
+    yield pure(
+        "a last line without its newline is a torn tail, dropped and cut back",
+        JSONL,
+        why=TORN_TAIL,
+        text=f"{head}\n{first}\n{second[:10]}",
+    )
+    yield pure(
+        "a complete line that does not parse is a corrupt log, not a torn tail",
+        JSONL,
+        Code.CORRUPT_LOG,
+        why=TORN_TAIL,
+        comment="the damaged line is followed by a good one: damage that is not a tail is never silent loss",
+        text=f"{head}\n{first[:10]}\n{second}\n",
+    )
+    yield pure(
+        "even the last complete line must parse",
+        JSONL,
+        Code.CORRUPT_LOG,
+        why=TORN_TAIL,
+        comment="a line that kept its newline kept all of its bytes, so a bad one is damage, not a tear",
+        text=f"{head}\n{first}\n{{oops\n",
+    )
+    yield pure(
+        "an empty log is corrupt",
+        JSONL,
+        Code.CORRUPT_LOG,
+        why="a log holds at least its header line",
+        text="",
+    )
+    yield pure(
+        "a header line that is not JSON is not a header",
+        JSONL,
+        Code.HEADER_LINE_INVALID,
+        why="a log's first line is its header line, a JSON object",
+        text="not json\n",
+    )

@@ -1,0 +1,270 @@
+"""surface: surface ops and the replace rule (notes/dsh-session-core §3.3-§3.5, §3.8-§3.10).
+
+Covers which events may carry ``surfaceOp`` and ``sourceEventSeqs``, the shapes a surface op may
+take, what an append and a replace do to the surface (``replaceGeneration`` included), the
+replace rule (start and end on the surface right now, the start not after the end), and replaying
+a whole log into its surface (``fold_surface``).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from conformance.cases.build import (
+    Cases,
+    Step,
+    append_assistant,
+    append_result,
+    append_step,
+    append_user,
+    assistant_ev,
+    assistant_msg,
+    case,
+    fails,
+    log,
+    ok,
+    pure,
+    refused,
+    replace,
+    result_msg,
+    state,
+    user_ev,
+    user_msg,
+    with_seq,
+)
+from spec.codes import Code
+from spec.log.json import JsonValue
+
+APPLY = "spec.log.surface.apply_surface_plan"
+PLAN = "spec.log.surface.plan_replace"
+READ = "spec.log.surface.read_surface_op"
+FOLD = "spec.surface.fold_surface"
+
+LOG_ONLY_RULE: Final = (
+    "only user/message, assistant/message and tool/result join the surface; every other event carries "
+    "neither surfaceOp nor sourceEventSeqs (notes/dsh-session-core §3.4)"
+)
+SURFACE_OP_RULE: Final = (
+    "a user/message, assistant/message or tool/result says how it joins the surface: surfaceOp "
+    '"append" or exactly {op: "replace", start, end} with event seqs (notes/dsh-session-core §3.4)'
+)
+
+
+def three_nodes() -> list[Step]:
+    """A session "s" whose surface is [0, 1, 2]: user, assistant, user."""
+    return [ok("create", id="s"), append_user("u1"), append_assistant("a1"), append_user("u2")]
+
+
+def replace_user(start_seq: int, end_seq: int, sources: JsonValue, message_id: str = "summary") -> Step:
+    """A user/message replacing ``start_seq``..``end_seq``, citing ``sources``."""
+    return append_step(
+        "user/message",
+        user_msg(message_id, "summary"),
+        surfaceOp=replace(start_seq, end_seq),
+        sourceEventSeqs=sources,
+    )
+
+
+def cases() -> Cases:
+    yield from replace_cases()
+    yield from replace_rule_cases()
+    yield from log_only_cases()
+    yield from surface_op_cases()
+    yield from fold_cases()
+
+
+def replace_cases() -> Cases:
+    yield case(
+        "a replace swaps a span of surface nodes for itself and counts one generation",
+        APPLY,
+        [*three_nodes(), replace_user(0, 1, [0, 1]), state()],
+    )
+    yield case(
+        "a replace whose start equals its end swaps one node",
+        APPLY,
+        [*three_nodes(), replace_user(1, 1, [1]), state()],
+    )
+    yield case(
+        "a replace may span a replacement node",
+        APPLY,
+        [*three_nodes(), replace_user(0, 1, [0, 1]), replace_user(3, 2, [2, 3], "summary-2"), state()],
+        comment="the replacement (seq 3) stands where node 0 stood, before node 2: a start whose seq is "
+        "larger than its end's is fine, since the order that counts is the surface's",
+    )
+    yield case(
+        "an assistant/message may replace a span",
+        APPLY,
+        [
+            *three_nodes(),
+            append_step(
+                "assistant/message", assistant_msg("a2"), surfaceOp=replace(1, 2), sourceEventSeqs=[1, 2]
+            ),
+            state(),
+        ],
+    )
+
+
+def replace_rule_cases() -> Cases:
+    yield case(
+        "a shadowed node is no longer on the surface, so no replace can start at it",
+        PLAN,
+        [
+            *three_nodes(),
+            replace_user(0, 1, [0, 1]),
+            refused(Code.REPLACE_START_NOT_FOUND, replace_user(0, 2, [0, 2])),
+            state(),
+        ],
+    )
+    yield case(
+        "a replace whose start is not on the surface is rejected and changes nothing",
+        PLAN,
+        [*three_nodes(), refused(Code.REPLACE_START_NOT_FOUND, replace_user(9, 0, [0])), state()],
+    )
+    yield case(
+        "a replace whose end is not on the surface is rejected",
+        PLAN,
+        [*three_nodes(), refused(Code.REPLACE_END_NOT_FOUND, replace_user(0, 9, [0]))],
+    )
+    yield case(
+        "a replace whose start and end are both missing is refused for its start",
+        PLAN,
+        [*three_nodes(), refused(Code.REPLACE_START_NOT_FOUND, replace_user(8, 9, [0]))],
+        comment="both ends are wrong; the expected code says the start is checked first",
+    )
+    yield case(
+        "a replace whose start comes after its end is rejected",
+        PLAN,
+        [*three_nodes(), refused(Code.REPLACE_INVERTED, replace_user(2, 0, [0, 1, 2])), state()],
+        comment="it cites every node of the span, so the provenance rule has nothing to refuse",
+    )
+
+
+def log_only_cases() -> Cases:
+    yield case(
+        "a log-only event cannot carry surfaceOp",
+        READ,
+        [
+            ok("create", id="s"),
+            fails(
+                Code.SURFACE_OP_ON_LOG_ONLY,
+                "append",
+                id="s",
+                type="turn/start",
+                data={"turn": 1},
+                surfaceOp="append",
+            ),
+        ],
+        why=LOG_ONLY_RULE,
+    )
+    yield case(
+        "a log-only event cannot carry sourceEventSeqs",
+        READ,
+        [
+            *three_nodes(),
+            fails(
+                Code.PROVENANCE_ON_LOG_ONLY,
+                "append",
+                id="s",
+                type="turn/start",
+                data={"turn": 1},
+                sourceEventSeqs=[0],
+            ),
+        ],
+        why=LOG_ONLY_RULE,
+    )
+    yield case(
+        "a log-only event carrying both keys is refused for surfaceOp first",
+        READ,
+        [
+            *three_nodes(),
+            fails(
+                Code.SURFACE_OP_ON_LOG_ONLY,
+                "append",
+                id="s",
+                type="todo/write",
+                data={},
+                surfaceOp="append",
+                sourceEventSeqs=[0],
+            ),
+        ],
+        why=LOG_ONLY_RULE,
+        comment="both keys are wrong; the expected code says surfaceOp is checked first",
+    )
+
+
+def surface_op_cases() -> Cases:
+    yield case(
+        "tool/result may join the surface with surfaceOp append",
+        READ,
+        [ok("create", id="s"), append_assistant(calls=["c1"]), append_result("c1"), state()],
+        why=SURFACE_OP_RULE,
+    )
+    for name, kind, data in [
+        ("a surface-eligible event without surfaceOp is rejected", "user/message", user_msg()),
+        ("a tool/result without surfaceOp is rejected", "tool/result", result_msg()),
+    ]:
+        yield case(
+            name,
+            READ,
+            [ok("create", id="s"), fails(Code.SURFACE_OP_MISSING, "append", id="s", type=kind, data=data)],
+            why=SURFACE_OP_RULE,
+        )
+    yield from invalid_op_cases()
+    yield from malformed_replace_cases()
+
+
+def invalid_op_cases() -> Cases:
+    invalid_ops: list[tuple[str, JsonValue]] = [
+        ("surfaceOp null is not a surface op", None),
+        ("surfaceOp 'prepend' is not a surface op", "prepend"),
+        ("surfaceOp that is a number is not a surface op", 5),
+        ("surfaceOp that is an array is not a surface op", ["append"]),
+    ]
+    for name, op in invalid_ops:
+        invalid = fails(
+            Code.SURFACE_OP_INVALID, "append", id="s", type="user/message", data=user_msg(), surfaceOp=op
+        )
+        yield case(name, READ, [ok("create", id="s"), invalid, state()], why=SURFACE_OP_RULE)
+
+
+def malformed_replace_cases() -> Cases:
+    malformed: list[tuple[str, JsonValue]] = [
+        ("a replace op without end is malformed", {"op": "replace", "start": 0}),
+        ("a replace op with an extra key is malformed", {**replace(0, 0), "why": "x"}),
+        ("a replace op whose op is not 'replace' is malformed", {"op": "swap", "start": 0, "end": 0}),
+        ("a replace op with a negative start is malformed", replace(-1, 0)),
+        ("a replace op whose start is a string is malformed", {"op": "replace", "start": "0", "end": 0}),
+        ("a replace op with a fractional end is malformed", {"op": "replace", "start": 0, "end": 0.5}),
+    ]
+    for name, op in malformed:
+        bad = fails(
+            Code.REPLACE_OP_INVALID,
+            "append",
+            id="s",
+            type="user/message",
+            data=user_msg("x"),
+            surfaceOp=op,
+            sourceEventSeqs=[0],
+        )
+        yield case(name, READ, [*three_nodes(), bad], why=SURFACE_OP_RULE)
+
+
+def fold_cases() -> Cases:
+    yield pure(
+        "folding a log replays appends and replaces into the surface",
+        FOLD,
+        events=log(
+            user_ev("u1"),
+            assistant_ev(),
+            ("user/message", user_msg("sum"), {"surfaceOp": replace(0, 1), "sourceEventSeqs": [0, 1]}),
+        ),
+    )
+    yield pure(
+        "a log whose seqs skip a number does not fold",
+        FOLD,
+        Code.SEQ_NOT_CONTIGUOUS,
+        events=with_seq(log(user_ev(), assistant_ev()), 1, 2),
+    )
+    yield pure(
+        "a log must start at seq 0", FOLD, Code.SEQ_NOT_CONTIGUOUS, events=with_seq(log(user_ev()), 0, 1)
+    )

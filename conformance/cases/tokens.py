@@ -1,0 +1,130 @@
+"""tokens: pricing the surface and following its price in O(1) per event
+(notes/dsh-compaction-projection §3, §7).
+
+Covers the heuristic price of every surface node, and the shadow-price fold: a metering event arms
+a claim on the range it prices, the replace over that range takes its price minus the claim, any
+other log-only event lets the claim expire, and a replace over another range is refused.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from conformance.cases.build import (
+    Cases,
+    assistant_ev,
+    event,
+    log,
+    pure,
+    replace,
+    result_ev,
+    result_msg,
+    user_ev,
+    user_msg,
+)
+from spec.codes import Code
+from spec.log.json import JsonObject
+
+PRICE = "spec.tokens.price_surface"
+FOLD = "spec.tokens.fold_shadow_price"
+
+CLAIM: Final[JsonObject] = {"start": 2, "end": 2, "tokens": 30}  # what the metering event below arms
+METERING: Final = event(
+    5,
+    "compaction/prune",
+    {"shadowedRange": {"start": 2, "end": 2}, "shadowedSeqs": [2], "shadowedTokenCount": 30},
+)
+REPLACING: Final = event(
+    6, "tool/result", result_msg("c1", "short"), surfaceOp=replace(2, 2), sourceEventSeqs=[2]
+)
+
+
+def cases() -> Cases:
+    yield from price_cases()
+    yield from claim_cases()
+    yield from replace_cases()
+
+
+def price_cases() -> Cases:
+    events = log(
+        user_ev("u1", "hello world"),
+        assistant_ev("a1", text=None),
+        result_ev("c1", "x" * 40),
+        assistant_ev("a2", calls=["c9"]),
+    )
+    yield pure(
+        "every surface node is priced by the message it shows; an empty assistant message costs 0",
+        PRICE,
+        why="every surface node is priced by the heuristic token estimate of the message it shows "
+        "(notes/dsh-compaction-projection §3)",
+        nodes=[0, 1, 2, 3],
+        events=events,
+    )
+    yield pure(
+        "a node that names no event of the log cannot be priced",
+        PRICE,
+        Code.TOKEN_SURFACE_CORRUPT,
+        why="every surface node names the log event with that seq",
+        nodes=[0, 9],
+        events=events,
+    )
+
+
+def claim_cases() -> Cases:
+    yield pure(
+        "a metering event arms a claim on its range",
+        FOLD,
+        why="a metering event (compaction/prune or compaction/summary) arms a claim on the range it prices",
+        claim=None,
+        event=METERING,
+    )
+    broken = event(5, "compaction/summary", {"shadowedRange": {"start": 2}, "shadowedTokenCount": 30})
+    yield pure(
+        "a metering event without a usable range arms nothing",
+        FOLD,
+        why="only a metering event whose shadowedRange has a start and an end arms a claim",
+        comment="its shadowedRange has no end",
+        claim=None,
+        event=broken,
+    )
+    yield pure(
+        "any other log-only event lets the claim expire",
+        FOLD,
+        why="a claim lives only until the next event: a metering event comes immediately before its replace",
+        claim=CLAIM,
+        event=event(6, "custom/x", {}),
+    )
+
+
+def replace_cases() -> Cases:
+    yield pure(
+        "an appended surface event adds its price",
+        FOLD,
+        why="a surface append adds its own price and clears the claim",
+        claim=CLAIM,
+        event=event(6, "user/message", user_msg(), surfaceOp="append"),
+    )
+    yield pure(
+        "a replace over the claimed range adds its price minus the claim",
+        FOLD,
+        why="a replace whose range equals the claim's adds its own price minus the tokens it shadows",
+        claim=CLAIM,
+        event=REPLACING,
+    )
+    yield pure(
+        "a replace with no claim adds nothing (legacy drift)",
+        FOLD,
+        why="a replace with no armed claim adds 0",
+        comment="a log from before metering has replaces without a metering event: the fold tolerates them "
+        "and its count drifts",
+        claim=None,
+        event=REPLACING,
+    )
+    yield pure(
+        "a replace over another range than the claim is rejected",
+        FOLD,
+        Code.TOKEN_SHADOW_PRICE_MISMATCH,
+        why="a replace over a range other than the armed claim's is a corrupt metering",
+        claim={**CLAIM, "start": 1},
+        event=REPLACING,
+    )

@@ -1,0 +1,150 @@
+"""tool-rewrite: a replacing tool/result changes only its inner content (notes/dsh-session-core §3.7).
+
+Covers the rule that lets pruning shrink a tool result in place: the replacement shadows exactly
+one node, that node is a tool/result, and the two differ only inside the first block's content
+(the call answered, the error flag, the ids, the turn and every other field stay as they were).
+A replace by any other type is not bound by it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from conformance.cases.build import (
+    OK,
+    Cases,
+    Step,
+    append_assistant,
+    append_result,
+    append_step,
+    append_user,
+    case,
+    ok,
+    replace,
+    result_msg,
+    rewritten,
+    state,
+    turn,
+    user_msg,
+)
+from spec.codes import Code
+from spec.log.json import JsonObject, JsonValue
+
+RULE = "spec.log.tool_rewrite.validate_tool_result_rewrite"
+ORIGINAL: Final = result_msg("c1", "a long tool output")  # the data of the tool/result at seq 2
+
+
+def setup() -> list[Step]:
+    """A session "s" whose surface is [1, 2, 3]: assistant (calling c1), tool/result, user."""
+    return [
+        ok("create", id="s"),
+        turn(),
+        append_assistant(calls=["c1"]),
+        append_result("c1", text="a long tool output"),
+        append_user("u2"),
+    ]
+
+
+def rewrite(data: Any, start_seq: int = 2, end_seq: int = 2) -> JsonObject:
+    """An append of a tool/result with ``data`` replacing ``start_seq``..``end_seq``, citing them all."""
+    return {
+        "op": "append",
+        "id": "s",
+        "type": "tool/result",
+        "data": data,
+        "surfaceOp": replace(start_seq, end_seq),
+        "sourceEventSeqs": list(range(start_seq, end_seq + 1)),
+    }
+
+
+def message_of(data: JsonObject) -> JsonObject:
+    """A tool/result's message."""
+    inner = data["message"]
+    assert isinstance(inner, dict)
+    return inner
+
+
+def with_message(**changes: JsonValue) -> JsonObject:
+    """The original's data with its message changed."""
+    return {**ORIGINAL, "message": {**message_of(ORIGINAL), **changes}}
+
+
+def with_block(**changes: JsonValue) -> JsonObject:
+    """The original's data, its first block changed and its inner content shortened."""
+    content = message_of(ORIGINAL)["content"]
+    assert isinstance(content, list) and isinstance(content[0], dict)
+    return with_message(content=[{**content[0], **changes, "content": [{"type": "text", "text": "short"}]}])
+
+
+def cases() -> Cases:
+    yield from allowed_cases()
+    yield from target_cases()
+    yield from changed_cases()
+
+
+def allowed_cases() -> Cases:
+    yield case(
+        "a tool/result may replace a tool/result with new inner content",
+        RULE,
+        [*setup(), Step(rewrite(rewritten(ORIGINAL, "short")), OK), state()],
+    )
+    content = message_of(ORIGINAL)["content"]
+    assert isinstance(content, list) and isinstance(content[0], dict)
+    yield case(
+        "content blocks after the first are not compared",
+        RULE,
+        [*setup(), Step(rewrite(with_message(content=[*content, {"type": "text", "text": "note"}])), OK)],
+    )
+    yield case(
+        "a tool/result rewrite may empty the inner content",
+        RULE,
+        [*setup(), Step(rewrite(with_message(content=[{**content[0], "content": []}])), OK)],
+    )
+    yield case(
+        "a user/message may replace a tool/result: the rewrite rule binds only tool/result replacements",
+        RULE,
+        [
+            *setup(),
+            append_step("user/message", user_msg("sum"), surfaceOp=replace(2, 2), sourceEventSeqs=[2]),
+            state(),
+        ],
+    )
+
+
+def target_cases() -> Cases:
+    short = rewritten(ORIGINAL, "short")
+    yield case(
+        "a tool/result replace must rewrite exactly one node",
+        RULE,
+        [*setup(), Step(rewrite(short, 2, 3), str(Code.TOOL_REWRITE_NOT_ONE_NODE)), state()],
+    )
+    yield case(
+        "a tool/result replace must target a tool/result, not a user/message",
+        RULE,
+        [*setup(), Step(rewrite(short, 3, 3), str(Code.TOOL_REWRITE_NOT_A_RESULT))],
+    )
+    yield case(
+        "a tool/result replace must target a tool/result, not an assistant/message",
+        RULE,
+        [*setup(), Step(rewrite(short, 1, 1), str(Code.TOOL_REWRITE_NOT_A_RESULT))],
+    )
+
+
+def changed_cases() -> Cases:
+    short = rewritten(ORIGINAL, "short")
+    changes: list[tuple[str, JsonValue]] = [
+        ("a tool/result rewrite may not change isError", with_block(isError=True)),
+        ("a tool/result rewrite may not change the call it answers", with_block(toolCallId="c2")),
+        (
+            "a tool/result rewrite may not change the message id",
+            {**ORIGINAL, "message": {**message_of(with_block()), "id": "other"}},
+        ),
+        ("a tool/result rewrite may not change the turn", {**short, "turn": 2}),
+        ("a tool/result rewrite may not add fields to data", {**short, "error": {"code": "X"}}),
+    ]
+    for name, data in changes:
+        yield case(
+            name,
+            RULE,
+            [*setup(), Step(rewrite(data), str(Code.TOOL_REWRITE_CHANGES_MORE_THAN_CONTENT)), state()],
+        )
