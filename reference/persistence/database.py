@@ -20,6 +20,7 @@ connection, ``LOCKED`` or ``SESSION_ALREADY_EXISTS`` for a key another writer to
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Callable, Sequence
 
 from reference.persistence.api import OpenReport, SessionStat, StoredLog
@@ -150,11 +151,11 @@ class DatabaseStore:
         self._writers.pop(key, None)
         self._db_unlock(key)
 
-    def _rows_after(self, key: str, first_seq: int) -> tuple[str | None, list[str]]:
+    def _rows_after(self, key: str, first_seq: int) -> tuple[str | None, tuple[str, ...]]:
         """The header row and the event rows from ``first_seq`` on, as texts."""
-        texts: list[str] = []
+        texts: builtins.list[str] = []
         header = self._db_scan(key, first_seq, lambda seq, text: texts.append(text))
-        return header, texts
+        return header, tuple(texts)
 
     def _mark_all_uncertain(self) -> None:
         """After the connection was lost, no handle knows what its last commit did."""
@@ -179,7 +180,7 @@ class DatabaseStore:
         """``(event rows, bytes stored)`` of a session, ``None`` when it has no header row."""
         raise NotImplementedError
 
-    def _db_header_rows(self) -> list[tuple[str, str]]:
+    def _db_header_rows(self) -> Sequence[tuple[str, str]]:
         """Every ``(key, header text)``, ordered by key."""
         raise NotImplementedError
 
