@@ -222,6 +222,7 @@ class DatabaseLogHandle(BufferedLogHandle):
                 self._uncertain = True
             raise
         self._published = True
+        self._uncertain = False  # a reconnection during this very commit leaves nothing in doubt
 
     def _settle_unknown_commit(self, header: str | None, first_seq: int, texts: list[str]) -> tuple[str | None, int, list[str]]:
         """Read back what an earlier failed commit may have stored and drop it from this batch."""
