@@ -118,11 +118,15 @@ class DatabaseStore:
                 continue
         return headers
 
-    def close(self) -> None:
-        """Release every writer lock this store holds and disconnect; handles still open are
-        abandoned with whatever they buffered, as when a process dies."""
+    def abandon_writers(self) -> None:
+        """Release every writer lock this store holds; the handles still open are abandoned with
+        whatever they buffered, as when their process dies."""
         for key in list(self._writers):
             self._release(key)
+
+    def close(self) -> None:
+        """Abandon every open handle (:meth:`abandon_writers`) and disconnect."""
+        self.abandon_writers()
         self._db_close()
 
     # --- shared internals ---
