@@ -124,6 +124,11 @@ class DatabaseStore:
         for key in list(self._writers):
             self._release(key)
 
+    def erase_all_sessions(self) -> None:
+        """Remove every stored session (for test harnesses: the conformance protocol's ``reset``)."""
+        self.abandon_writers()
+        self._db_erase_all()
+
     def close(self) -> None:
         """Abandon every open handle (:meth:`abandon_writers`) and disconnect."""
         self.abandon_writers()
@@ -193,6 +198,9 @@ class DatabaseStore:
         raise NotImplementedError
 
     def _db_unlock(self, key: str) -> None:
+        raise NotImplementedError
+
+    def _db_erase_all(self) -> None:
         raise NotImplementedError
 
     def _db_close(self) -> None:

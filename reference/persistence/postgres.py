@@ -280,12 +280,8 @@ class PostgresStore(DatabaseStore):
             self._conn.close()
             self._conn = None
 
-    # --- for test harnesses and the conformance server ---
-
-    def erase_all_sessions(self) -> None:
-        """Remove every session in this schema (the conformance protocol's ``reset``). ``DELETE``
-        rather than ``TRUNCATE``: the conformance tables are small, and ``TRUNCATE`` pays for new
-        files each time."""
+    def _db_erase_all(self) -> None:
+        # DELETE rather than TRUNCATE: the conformance tables are small, and TRUNCATE pays for new files each time.
         events = sql.SQL("DELETE FROM {}").format(self._name("session_events"))
         headers = sql.SQL("DELETE FROM {}").format(self._name("session_headers"))
 
@@ -295,6 +291,8 @@ class PostgresStore(DatabaseStore):
                 conn.execute(headers)
 
         self._retrying("erase the sessions", erase)
+
+    # --- for test harnesses ---
 
     def drop_schema(self) -> None:
         """Remove the schema and everything in it."""

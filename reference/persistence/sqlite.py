@@ -171,6 +171,11 @@ class SqliteStore(DatabaseStore):
         """The lock file of a session key (hashed: a key can be longer than a file name may be)."""
         return os.path.join(self.lock_dir, hashlib.sha256(key.encode("ascii")).hexdigest()[:40] + ".lock")
 
+    def _db_erase_all(self) -> None:
+        with self._transaction("erase the sessions") as conn:
+            conn.execute("DELETE FROM session_events")
+            conn.execute("DELETE FROM session_headers")
+
     def _db_close(self) -> None:
         self._conn.close()
 
