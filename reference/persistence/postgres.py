@@ -87,8 +87,8 @@ class PostgresStore(DatabaseStore):
         connect_timeout_s: int = DEFAULT_CONNECT_TIMEOUT_S,
     ) -> None:
         super().__init__()
-        if not SCHEMA_NAME.fullmatch(schema):
-            raise ValueError(f"schema {schema!r} must be a lower-case SQL name: letters, digits and _, at most 63")
+        if not SCHEMA_NAME.fullmatch(schema) or schema.startswith("pg_"):
+            raise ValueError(f"schema {schema!r} must be a lower-case SQL name (letters, digits and _, at most 63) not starting with pg_")
         self.dsn = dsn if dsn is not None else os.environ.get(DSN_ENV, "")
         self.schema = schema
         self.location = f"postgres:{schema}"
