@@ -154,12 +154,18 @@ class PostgresSubject(DatabaseSubject):
         self.dsn = dsn
         root = os.environ.get(STORE_ROOT_ENV)
         if root:
-            self.schema = "dsh_kill_" + hashlib.sha256(os.path.abspath(root).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+            self.schema = self.derive_schema(root)
         else:
             self.schema = f"dsh_subject_{os.getpid()}_{secrets.token_hex(4)}"
         self._private_schema = not root
         self._cleanup_registered = False
         super().__init__()
+
+    @staticmethod
+    def derive_schema(store_root: str) -> str:
+        """The schema standing for a ``CONFORMANCE_STORE_ROOT`` directory: ``dsh_kill_`` and a
+        hash of its absolute path, so each kill-check run has its own."""
+        return "dsh_kill_" + hashlib.sha256(os.path.abspath(store_root).encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
     def _open_database(self, empty: bool) -> DatabaseStore:
         from reference.persistence.postgres import PostgresStore

@@ -36,6 +36,7 @@ from typing import Any, Final, TypeVar
 
 import psycopg
 from psycopg import sql
+from psycopg.conninfo import make_conninfo
 
 from reference.persistence.database import DatabaseStore, RowVisitor
 from spec.codes import Code, SpecError, reject
@@ -121,7 +122,11 @@ class PostgresStore(DatabaseStore):
             except psycopg.Error:
                 pass
         with self._storage_errors("connect to PostgreSQL"):
-            conn = psycopg.connect(self.dsn, autocommit=True, connect_timeout=self.connect_timeout_s)
+            # Name the connection after this process, so that pg_stat_activity tells which one it is.
+            conninfo = self.dsn
+            if "application_name" not in conninfo:
+                conninfo = make_conninfo(conninfo, application_name=f"dsh-session[{os.getpid()}]")
+            conn = psycopg.connect(conninfo, autocommit=True, connect_timeout=self.connect_timeout_s)
             try:
                 conn.execute("SELECT set_config('synchronous_commit', 'on', false)")
                 conn.execute("SELECT set_config('statement_timeout', %s, false)", (f"{self.statement_timeout_ms}ms",))
