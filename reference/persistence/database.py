@@ -107,16 +107,20 @@ class DatabaseStore:
         # The log only grows, so its event count names its state.
         return SessionStat(session_id, HEADER_FORMAT_VERSION, stored_bytes, f"v4:{count}", f"{self.location}#{key}")
 
-    def list(self) -> list[FrozenDict]:
+    def list(self) -> builtins.list[FrozenDict]:
         """The header of every stored session whose header row reads (others are skipped, as the
-        file store skips an unreadable log)."""
-        headers: list[FrozenDict] = []
+        file store skips an unreadable log; :meth:`list_rows` shows them)."""
+        return [found for _, found in self.list_rows() if isinstance(found, FrozenDict)]
+
+    def list_rows(self) -> builtins.list[tuple[str, FrozenDict | SpecError]]:
+        """Every header row by key: its header, or the error it gives when it does not read."""
+        rows: builtins.list[tuple[str, FrozenDict | SpecError]] = []
         for key, text in self._db_header_rows():
             try:
-                headers.append(decode_header_row(key, text))
-            except SpecError:
-                continue
-        return headers
+                rows.append((key, decode_header_row(key, text)))
+            except SpecError as error:
+                rows.append((key, error))
+        return rows
 
     def abandon_writers(self) -> None:
         """Release every writer lock this store holds; the handles still open are abandoned with
