@@ -246,7 +246,7 @@ def report(record_property: Any, capsys: pytest.CaptureFixture[str], label: str,
 def test_killing_the_sqlite_writer_at_random_points_loses_nothing_flushed(tmp_path: Path, record_property: Any, capsys: pytest.CaptureFixture[str]) -> None:
     root = tmp_path / "store"
     root.mkdir()
-    tally = kill_rounds("sqlite", {STORE_ROOT_ENV: str(root)}, lambda: SqliteStore(str(root / "sessions.sqlite3")), rounds=14)
+    tally = kill_rounds("sqlite", {STORE_ROOT_ENV: str(root)}, lambda: SqliteStore(str(root / "sessions.sqlite3")), rounds=10)
     report(record_property, capsys, "sqlite writer kills", kill_points=tally.rounds, during_a_flush=tally.during_flush,
            batches_committed=tally.batch_kept, batches_not_committed=tally.batch_lost)  # fmt: skip
     assert tally.problems == []
@@ -262,7 +262,7 @@ def test_killing_the_postgres_writer_at_random_points_loses_nothing_flushed(
     env = {STORE_ROOT_ENV: str(root), DSN_ENV: postgres_cluster.dsn}
     open_store = lambda: PostgresStore(postgres_cluster.dsn, schema, lock_wait_ms=10_000)  # noqa: E731 - a dying writer's lock may take a moment
     try:
-        tally = kill_rounds("postgres", env, open_store, rounds=14)
+        tally = kill_rounds("postgres", env, open_store, rounds=10)
     finally:
         cleanup = open_store()
         cleanup.drop_schema()
