@@ -58,10 +58,11 @@ class DatabaseStore:
         flush, which inserts the header and the first batch together."""
         session_id = str(header["id"])
         key = encode_session_key(session_id)
-        self._refuse_existing(key, session_id)
-        self._acquire(key, session_id)
+        if key in self._writers or not self._db_lock(key):
+            self._refuse_existing(key, session_id)  # a stored session's writer holds it: it exists
+            raise reject(Code.LOCKED, f'session "{session_id}" already has a writer')
         try:
-            self._refuse_existing(key, session_id)  # published by another writer before the lock was ours
+            self._refuse_existing(key, session_id)
         except BaseException:
             self._release(key)
             raise
@@ -244,10 +245,8 @@ class DatabaseLogHandle(BufferedLogHandle):
         """Read back what an earlier failed commit may have stored and drop it from this batch."""
         stored_header, found = self._store._rows_after(self._key, first_seq)
         session_id = str(self._header["id"])
-        if header is None:
-            done = plan_unknown_commit(session_id, found, texts)
-        elif stored_header is None:
-            done = plan_unknown_commit(session_id, found, texts)  # nothing was published: found is empty
+        if header is None or stored_header is None:
+            done = plan_unknown_commit(session_id, found, texts)  # unpublished and no header stored: nothing is
         else:
             # The header and the first batch commit together: both are there or neither is.
             done = plan_unknown_commit(session_id, [stored_header, *found], [header, *texts]) - 1

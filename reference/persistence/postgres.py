@@ -18,8 +18,8 @@ takes its locks again when it reconnects; one it cannot retake, or a session som
 meanwhile, answers ``LOCKED``. Because the server may need a moment to notice a dead client, a
 second writer waits up to ``lock_wait_ms`` for the lock before it is refused.
 
-Large sessions are read through a server-side cursor, ``read_batch`` rows at a time, inside one
-repeatable-read transaction (one consistent snapshot of the header and its events).
+Large sessions are read in pages of ``read_batch`` rows by keyset pagination (``seq > last``); a
+session that fits in one page is read, header and all, in one statement.
 
 The connection string comes from the ``dsn`` argument or the environment variable
 ``DSH_POSTGRES_DSN`` (libpq's own defaults and ``PG*`` variables apply to whatever it leaves out).
@@ -48,7 +48,6 @@ DEFAULT_LOCK_WAIT_MS: Final = 2_000  # ms a second writer waits for a lock whose
 DEFAULT_STATEMENT_TIMEOUT_MS: Final = 60_000  # ms any one statement may take before it fails as STORAGE_IO
 DEFAULT_READ_BATCH: Final = 2_000  # event rows fetched per round trip when reading a session
 DEFAULT_CONNECT_TIMEOUT_S: Final = 10  # s to reach the server
-INSERT_CHUNK: Final = 1_000  # event rows per INSERT statement (3 parameters each, far below the 65,535 limit)
 SCHEMA_NAME: Final = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 
 T = TypeVar("T")
@@ -131,8 +130,7 @@ class PostgresStore(DatabaseStore):
                 conn.execute("SELECT set_config('synchronous_commit', 'on', false)")
                 conn.execute("SELECT set_config('statement_timeout', %s, false)", (f"{self.statement_timeout_ms}ms",))
                 for key in self._writers:
-                    got = conn.execute("SELECT pg_try_advisory_lock(%s)", (self._lock_key(key),)).fetchone()
-                    if not (got and got[0]):
+                    if not self._take_lock(conn, key):
                         self._lost.add(key)
             except BaseException:
                 conn.close()
@@ -192,45 +190,55 @@ class PostgresStore(DatabaseStore):
         return self._retrying("look up a session", lambda conn: conn.execute(query, (key,)).fetchone() is not None)
 
     def _db_scan(self, key: str, first_seq: int, visit: RowVisitor) -> str | None:
-        header_query = sql.SQL("SELECT header FROM {} WHERE session = %s").format(self._name("session_headers"))
-        events_query = sql.SQL("SELECT seq, event FROM {} WHERE session = %s AND seq >= %s ORDER BY seq").format(
+        """The header and the first page of events in one statement, then further pages by seq
+        (keyset pagination, ``read_batch`` rows a page). Each page is its own snapshot, and that is
+        enough: committed rows never change and every commit adds a contiguous run at the end, so
+        the pages always join up into a prefix of the log."""
+        first_page = sql.SQL(
+            "SELECT h.header, e.seq, e.event FROM {} h LEFT JOIN {} e ON e.session = h.session AND e.seq >= %s"
+            " WHERE h.session = %s ORDER BY e.seq LIMIT %s"
+        ).format(self._name("session_headers"), self._name("session_events"))
+        next_page = sql.SQL("SELECT NULL, seq, event FROM {} WHERE session = %s AND seq > %s ORDER BY seq LIMIT %s").format(
             self._name("session_events")
         )
 
         def scan(conn: psycopg.Connection[Any]) -> str | None:
-            with conn.transaction():
-                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-                row = conn.execute(header_query, (key,)).fetchone()
-                if row is None:
-                    return None
-                with conn.cursor(name="dsh_session_rows") as cursor:
-                    cursor.itersize = self.read_batch
-                    cursor.execute(events_query, (key, first_seq))
-                    for seq, text in cursor:
+            rows = conn.execute(first_page, (first_seq, key, self.read_batch)).fetchall()
+            if not rows:
+                return None
+            header = str(rows[0][0])
+            while True:
+                for _, seq, text in rows:
+                    if seq is not None:
                         visit(int(seq), str(text))
-                return str(row[0])
+                if len(rows) < self.read_batch or rows[-1][1] is None:
+                    return header
+                rows = conn.execute(next_page, (key, rows[-1][1], self.read_batch)).fetchall()
 
         return self._retrying("read a session", scan)
 
     def _db_insert(self, key: str, header: str | None, first_seq: int, events: Sequence[str]) -> None:
+        """One statement, so one transaction and one round trip: the events as two arrays
+        (any number of rows, two parameters), and the header, when given, in a data-modifying CTE
+        whose row the foreign key sees at the end of the statement."""
         if key in self._lost:
             raise reject(Code.LOCKED, f'session "{key}" lost its writer lock to another writer while the connection was down')
+        seqs = list(range(first_seq, first_seq + len(events)))
+        insert_events = sql.SQL("INSERT INTO {} (session, seq, event) SELECT %s, s, e FROM unnest(%s::bigint[], %s::text[]) AS t(s, e)").format(
+            self._name("session_events")
+        )
+        params: tuple[object, ...] = (key, seqs, list(events))
+        if header is not None:
+            insert_events = sql.SQL("WITH new_header AS (INSERT INTO {} (session, header) VALUES (%s, %s)) ").format(
+                self._name("session_headers")
+            ) + insert_events
+            params = (key, header, *params)
         with self._storage_errors("commit a batch"):
             conn = self._connection()
             if key in self._lost:
                 raise reject(Code.LOCKED, f'session "{key}" lost its writer lock to another writer while the connection was down')
             try:
-                with conn.transaction():
-                    if header is not None:
-                        conn.execute(sql.SQL("INSERT INTO {} (session, header) VALUES (%s, %s)").format(self._name("session_headers")), (key, header))
-                    for start in range(0, len(events), INSERT_CHUNK):
-                        chunk = events[start : start + INSERT_CHUNK]
-                        values = sql.SQL(", ").join([sql.SQL("(%s, %s, %s)")] * len(chunk))
-                        statement = sql.SQL("INSERT INTO {} (session, seq, event) VALUES ").format(self._name("session_events")) + values
-                        params: list[object] = []
-                        for offset, text in enumerate(chunk):
-                            params += (key, first_seq + start + offset, text)
-                        conn.execute(statement, params)
+                conn.execute(insert_events, params)
             except psycopg.errors.UniqueViolation as error:
                 if header is not None and error.diag.table_name == "session_headers":
                     raise reject(Code.SESSION_ALREADY_EXISTS, f'session "{key}" already exists in {self.location}') from None
@@ -252,20 +260,25 @@ class PostgresStore(DatabaseStore):
 
     # --- the writer lock ---
 
-    def _db_lock(self, key: str) -> bool:
-        def lock(conn: psycopg.Connection[Any]) -> bool:
-            if self.lock_wait_ms <= 0:
-                row = conn.execute("SELECT pg_try_advisory_lock(%s)", (self._lock_key(key),)).fetchone()
-                return bool(row and row[0])
-            try:
-                with conn.transaction():
-                    conn.execute("SELECT set_config('lock_timeout', %s, true)", (f"{self.lock_wait_ms}ms",))
-                    conn.execute("SELECT pg_advisory_lock(%s)", (self._lock_key(key),))
-            except psycopg.errors.LockNotAvailable:
-                return False
+    def _take_lock(self, conn: psycopg.Connection[Any], key: str) -> bool:
+        """Take a session's advisory lock on ``conn``, waiting up to ``lock_wait_ms`` for a holder
+        that may be dying (the server frees a lock only once it notices its connection is gone:
+        that holder may be this store's own connection that was just lost)."""
+        row = conn.execute("SELECT pg_try_advisory_lock(%s)", (self._lock_key(key),)).fetchone()
+        if row and row[0]:
             return True
+        if self.lock_wait_ms <= 0:
+            return False
+        try:
+            with conn.transaction():
+                conn.execute("SELECT set_config('lock_timeout', %s, true)", (f"{self.lock_wait_ms}ms",))
+                conn.execute("SELECT pg_advisory_lock(%s)", (self._lock_key(key),))
+        except psycopg.errors.LockNotAvailable:
+            return False
+        return True
 
-        taken = self._retrying("take a writer lock", lock)
+    def _db_lock(self, key: str) -> bool:
+        taken = self._retrying("take a writer lock", lambda conn: self._take_lock(conn, key))
         if taken:
             self._lost.discard(key)
         return taken
