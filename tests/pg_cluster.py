@@ -52,6 +52,17 @@ def why_unavailable() -> str | None:
     return None
 
 
+def _base_parent() -> str | None:
+    """Where the cluster's directory goes: the usual temporary directory, unless the server's user
+    could not reach it (as root the server runs as ``nobody``) or a socket path in it would be too
+    long for a unix socket (about 100 bytes); then ``/tmp``."""
+    parent = tempfile.gettempdir()
+    reachable = all(os.stat(folder).st_mode & 0o001 for folder in [parent, *map(str, Path(parent).parents)])
+    if (os.geteuid() == 0 and not reachable) or len(parent) > 60:
+        return "/tmp"
+    return None
+
+
 class PgCluster:
     """One cluster: :meth:`start`, then connect with :attr:`dsn`; :meth:`kill` stops it as a crash
     would (``pg_ctl stop -m immediate``: no checkpoint, recovery from the WAL at the next start);
@@ -62,7 +73,7 @@ class PgCluster:
         if binaries is None:
             raise RuntimeError(why_unavailable() or "no PostgreSQL binaries")
         self.bin = binaries
-        self.base = Path(tempfile.mkdtemp(prefix="dsh-pg-"))
+        self.base = Path(tempfile.mkdtemp(prefix="dsh-pg-", dir=_base_parent()))
         self.data = self.base / "data"
         self.socket_dir = self.base
         self.log = self.base / "server.log"
