@@ -349,7 +349,7 @@ def test_killing_the_postgres_server_mid_commit_loses_nothing_flushed_and_a_retr
            failed_flushes_that_had_committed=committed_anyway)  # fmt: skip
     writer.kill()
     assert resume_and_reread(lambda: PostgresStore(cluster.dsn, schema, lock_wait_ms=10_000), {"a": log}, START) == []
-    assert kills == 4
+    assert failed_flushes > 0, "no server kill landed before its flush was answered"
 
 
 def test_dropping_the_connection_during_a_flush_loses_nothing_and_a_retry_writes_once(
