@@ -281,10 +281,15 @@ def measure(target: Target, params: Params, mode: str) -> Row:
         process.start()
     start.wait()
     began = time.perf_counter()
-    writer_results = [results.get(timeout=600) for _ in range(params.writers)]
+    writer_results: list[Any] = []
+    reader_results: list[Any] = []
+    while len(writer_results) < params.writers:  # a reader may report first (the floor's do at once)
+        result = results.get(timeout=600)
+        (writer_results if result[0] == "writer" else reader_results).append(result)
     wall = time.perf_counter() - began
     stop.set()
-    reader_results = [results.get(timeout=600) for _ in range(params.readers)]
+    while len(reader_results) < params.readers:
+        reader_results.append(results.get(timeout=600))
     for process in processes:
         process.join(timeout=60)
         if process.exitcode != 0:
