@@ -24,6 +24,7 @@ from reference.persistence.postgres import PostgresStore
 from reference.persistence.sqlite import SqliteStore
 from reference.store import SessionStore
 from spec.codes import Code, SpecError
+from spec.header import build_header
 from spec.tables import TABLE_LAYOUT_VERSION
 
 HERE = Path(__file__).resolve().parent
@@ -336,3 +337,18 @@ def test_a_role_with_only_select_and_insert_works_on_tables_that_exist(postgres_
     finally:
         postgres.execute(f"DROP OWNED BY {role}")
         postgres.execute(f"DROP ROLE {role}")
+
+
+def test_a_writer_abandoned_by_its_store_can_neither_write_nor_free_its_successors_lock(database: Database) -> None:
+    store = database.open()
+    abandoned = store.create(build_header("t", {"createdAt": 1}, 1, is_seeded=False))
+    abandoned.flush()
+    store.abandon_writers()  # as a conformance reset does
+    successor = store.open("t")
+    with pytest.raises(SpecError) as refused:
+        abandoned.close()
+    assert refused.value.code == Code.SESSION_CLOSED
+    with pytest.raises(SpecError) as locked:
+        database.open().open("t")
+    assert locked.value.code == Code.LOCKED
+    successor.close()

@@ -225,6 +225,12 @@ class DatabaseLogHandle(BufferedLogHandle):
         self._uncertain = False
 
     def _write_pending(self, pending: Sequence[Event]) -> None:
+        if self._store._writers.get(self._key) is not self:
+            raise reject(
+                Code.SESSION_CLOSED,
+                f'session "{self._header["id"]}": this writer was abandoned (its store was closed or reset) and holds no lock; '
+                "reopen the session to write to it",
+            )
         header = None if self._published else encode_header_row(self._header)
         first_seq = self.durable_count
         texts = [encode_event_row(event) for event in pending]
@@ -256,4 +262,5 @@ class DatabaseLogHandle(BufferedLogHandle):
         return header, first_seq + done, texts[done:]
 
     def _release(self) -> None:
-        self._store._release(self._key)
+        if self._store._writers.get(self._key) is self:  # an abandoned handle must not free its successor's lock
+            self._store._release(self._key)
