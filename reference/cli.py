@@ -3,9 +3,11 @@
     dsh-session check PATH...       every rule violation of every log (exit 1 if any, 2 if unreadable)
     dsh-session explain PATH        each event with its place on the surface, then the messages
     dsh-session rules               the checker's rules, with what each one means
+    dsh-session copy --from A --to B [SESSION...]
+                                    copy sessions between backends, verified (reference/transfer.py)
 
 A PATH is a log file (``session.v4.jsonl[.zstd]``, DSH's ``session.jsonl[.zstd]``) or a directory,
-searched for log files. Nothing is ever written: a torn tail is reported, not repaired.
+searched for log files. check and explain never write: a torn tail is reported, not repaired.
 """
 
 from __future__ import annotations
@@ -174,7 +176,19 @@ def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
     explain = commands.add_parser("explain", help="show each event's place on the surface")
     explain.add_argument("path")
     commands.add_parser("rules", help="list the checker's rules")
+    copy = commands.add_parser(
+        "copy", help="copy sessions between backends (file:, sqlite:, postgres:; logs: as a source)"
+    )
+    copy.add_argument("--from", dest="source", required=True, metavar="KIND:WHERE")
+    copy.add_argument("--to", dest="destination", required=True, metavar="KIND:WHERE")
+    copy.add_argument(
+        "sessions", nargs="*", metavar="SESSION", help="session ids (default: every session of the source)"
+    )
     args = parser.parse_args(argv)
+    if args.command == "copy":
+        from reference.transfer import command_copy
+
+        return command_copy(args.source, args.destination, args.sessions, out)
     if args.command == "check":
         return command_check(args.paths, args.core_only, args.json, out)
     if args.command == "explain":

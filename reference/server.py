@@ -20,10 +20,11 @@ changes one behaviour (the suite's broken-subject tests do exactly that):
 
 from __future__ import annotations
 
+import argparse
 import errno
 import itertools
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import ClassVar, Final
 
 from reference.persistence.api import PersistenceService
@@ -475,9 +476,21 @@ def serve(subject: ReferenceSubject, lines: Callable[[], str], write: Callable[[
         write(encode_json_text(response) + "\n")
 
 
-def main() -> None:
-    """``python -m reference.server``: serve the protocol on stdin/stdout until stdin closes (on the
-    real directory ``$CONFORMANCE_STORE_ROOT`` when it is set: :mod:`reference.directory`)."""
+def main(argv: Sequence[str] | None = None) -> None:
+    """``python -m reference.server [--backend sqlite|postgres]``: serve the protocol on
+    stdin/stdout until stdin closes. The default backend is the simulated filesystem with its crash
+    seam, or the real directory ``$CONFORMANCE_STORE_ROOT`` when it is set
+    (:mod:`reference.directory`); the database backends are :mod:`reference.database_subjects`."""
+    parser = argparse.ArgumentParser(
+        prog="python -m reference.server", description="serve the conformance protocol on stdin/stdout"
+    )
+    parser.add_argument(
+        "--backend",
+        choices=("simulated", "sqlite", "postgres"),
+        default="simulated",
+        help="where storage lives (default: the simulated filesystem, with the crash seam)",
+    )
+    backend = parser.parse_args(argv).backend
     stdin = open(sys.stdin.fileno(), encoding="utf-8", errors="surrogateescape", closefd=False)  # noqa: SIM115 - lives as long as the process
     stdout = open(sys.stdout.fileno(), "w", encoding="utf-8", errors="surrogatepass", closefd=False)  # noqa: SIM115 - lives as long as the process
 
@@ -485,13 +498,23 @@ def main() -> None:
         stdout.write(text)
         stdout.flush()
 
-    from reference.directory import subject_from_environment  # it builds on this module
+    subject: ReferenceSubject
+    if backend == "simulated":
+        from reference.directory import subject_from_environment  # it builds on this module
 
-    try:
-        subject = subject_from_environment()
-    except NotADirectoryError as error:
-        print(f"reference.server: {error}", file=sys.stderr)
-        raise SystemExit(2) from None
+        try:
+            subject = subject_from_environment()
+        except NotADirectoryError as error:
+            print(f"reference.server: {error}", file=sys.stderr)
+            raise SystemExit(2) from None
+    else:
+        from reference.database_subjects import make_subject
+
+        try:
+            subject = make_subject(backend)
+        except (ValueError, SpecError) as error:
+            print(f"reference.server: cannot start the {backend} backend: {error}", file=sys.stderr)
+            raise SystemExit(2) from None
     serve(subject, stdin.readline, write)
 
 

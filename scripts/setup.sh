@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Sets up everything: a virtual environment in .venv with the project and its dev tools.
+# Sets up everything: a virtual environment in .venv with the project and its dev tools, and the
+# PostgreSQL server binaries the database backend's tests start a throwaway cluster with.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m venv .venv
@@ -16,4 +17,16 @@ if ! command -v strace >/dev/null 2>&1; then
   else
     echo "setup: strace is missing (apt-get install strace); the trace family will report that it did not run" >&2
   fi
+fi
+
+# PostgreSQL: only the binaries (initdb, pg_ctl, postgres) are needed; tests/pg_cluster.py runs
+# its own cluster in a temporary directory. Installed only when missing, and only as root.
+if ! command -v initdb >/dev/null 2>&1 && ! compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null; then
+    if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+        apt-get update -qq >/dev/null
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql >/dev/null
+    else
+        echo "setup: the PostgreSQL server (initdb) is missing and cannot be installed from here;" \
+             "install the 'postgresql' package, or the PostgreSQL tests are skipped" >&2
+    fi
 fi

@@ -83,26 +83,37 @@ def test_the_weak_model_varies_each_unsynced_item_against_both_extremes() -> Non
     blank = {"f": b""}
     whole = {"f": b"ab\ncd"}
     expected = [
-        (0, empty), (0, empty),
+        (0, empty),
+        (0, empty),
         # after the create: the root's new entry may be lost
-        (1, empty), (1, blank),
+        (1, empty),
+        (1, blank),
         (1, empty),  # the entry lost, nothing else pending
         (1, blank),  # the entry kept, nothing else pending
         # after the write: the entry and f's bytes, each cut while the other is at an extreme
-        (2, empty), (2, whole),
+        (2, empty),
+        (2, whole),
         (2, empty),  # entry lost, f's bytes kept
         (2, blank),  # entry kept, f's bytes lost
         (2, blank),  # f's write lost, the entry kept
-        (2, empty), (2, {"f": b"a"}),
-        (2, empty), (2, {"f": b"ab"}),
-        (2, empty), (2, {"f": b"ab\n"}),
-        (2, empty), (2, {"f": b"ab\nc"}),
+        (2, empty),
+        (2, {"f": b"a"}),
+        (2, empty),
+        (2, {"f": b"ab"}),
+        (2, empty),
+        (2, {"f": b"ab\n"}),
+        (2, empty),
+        (2, {"f": b"ab\nc"}),
         (2, empty),  # f's write whole, the entry lost
         # after fsync(f): only the entry is pending
-        (3, empty), (3, whole), (3, empty), (3, whole),
+        (3, empty),
+        (3, whole),
+        (3, empty),
+        (3, whole),
         # after fsync(./): nothing is pending
-        (4, whole), (4, whole),
-    ]  # fmt: skip
+        (4, whole),
+        (4, whole),
+    ]
     assert states == expected
 
 

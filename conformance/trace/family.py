@@ -489,7 +489,17 @@ def check_trace(subject: Subject, options: Options) -> list[CaseResult]:
 
 
 __all__: Sequence[str] = [
-    "Expectation", "TraceOutcome", "TraceSettings", "Workload", "check_trace", "expectation_at", "judge_state",
-    "replay_models", "resuming_workload", "run_trace_checks", "summarise_trace_outcome", "torn_last_write",
+    "Expectation",
+    "TraceOutcome",
+    "TraceSettings",
+    "Workload",
+    "check_trace",
+    "expectation_at",
+    "judge_state",
+    "replay_models",
+    "resuming_workload",
+    "run_trace_checks",
+    "summarise_trace_outcome",
+    "torn_last_write",
     "writing_workload",
-]  # fmt: skip
+]

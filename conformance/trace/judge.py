@@ -251,6 +251,16 @@ def _attribution(view: SpecView, expectation: Expectation, session_id: str, layo
 
 
 __all__ = [
-    "READER", "REPLAY", "Expectation", "appended_events", "durable_log_of", "events_of", "expectation_at", "header_of",
-    "judge_read", "judge_state", "replay_models", "session_ids",
-]  # fmt: skip
+    "READER",
+    "REPLAY",
+    "Expectation",
+    "appended_events",
+    "durable_log_of",
+    "events_of",
+    "expectation_at",
+    "header_of",
+    "judge_read",
+    "judge_state",
+    "replay_models",
+    "session_ids",
+]

@@ -551,4 +551,4 @@ __all__ = [
     "find_boundaries",
     "sample_byte_cuts",
     "seeded_sampler",
-]  # fmt: skip
+]

@@ -1,0 +1,99 @@
+"""The database backends pass the conformance suite: every family in process (vectors, the
+model-checking machine, the exhaustive check — all of them on the database, since the subjects
+serve the protocol's storages from it), and over stdio the storage vectors and the crash family,
+which for a subject without the crash seam is the kill check (SIGKILL at seeded random points,
+restart, resume; conformance/PROTOCOL.md).
+
+The crash family in process is skipped by the suite itself, with its reason: a subject without the
+seam can only be killed as a process. Every other family must pass with nothing skipped but the
+vectors that need the seam.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import pytest
+
+from conformance.crash import STORE_ROOT_ENV
+from conformance.report import CaseResult, Options
+from conformance.runner import run_suite
+from conformance.subject import InProcessSubject, StdioSubject
+from reference.database_subjects import PostgresSubject, SqliteSubject
+from reference.persistence.postgres import DSN_ENV
+
+STDIO_FAMILIES = frozenset({"storage", "crash"})
+
+
+def failures(results: list[CaseResult]) -> list[str]:
+    return [f"[{r.family}] {r.name}: {r.detail}" for r in results if r.outcome == "failed"]
+
+
+def unexpected_skips(results: list[CaseResult]) -> list[str]:
+    """Skips other than the seam's: vectors that need ``crash-seam``, and the in-process crash family."""
+    allowed = ("needs capability crash-seam", "needs capability crash-seam, or capability storage over stdio")
+    return [
+        f"[{r.family}] {r.name}: {r.detail}"
+        for r in results
+        if r.outcome == "skipped" and not r.detail.startswith(allowed)
+    ]
+
+
+@pytest.fixture
+def postgres_env(postgres_cluster: Any, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv(DSN_ENV, postgres_cluster.dsn)
+    monkeypatch.delenv(STORE_ROOT_ENV, raising=False)
+    return str(postgres_cluster.dsn)
+
+
+def run_in_process(subject: Any) -> list[CaseResult]:
+    return run_suite(InProcessSubject(subject), Options())
+
+
+def run_over_stdio(backend: str) -> list[CaseResult]:
+    subject = StdioSubject(f"{sys.executable} -m reference.server --backend {backend}", timeout=120)
+    try:
+        return run_suite(subject, Options(families=STDIO_FAMILIES))
+    finally:
+        subject.close()
+
+
+def test_the_sqlite_subject_passes_every_family_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(STORE_ROOT_ENV, raising=False)
+    results = run_in_process(SqliteSubject())
+    assert failures(results) == []
+    assert unexpected_skips(results) == []
+    assert {r.family for r in results if r.outcome == "passed"} >= {
+        "storage",
+        "machine",
+        "exhaustive",
+        "session",
+        "fork",
+    }
+
+
+def test_the_postgres_subject_passes_every_family_in_process(postgres_env: str) -> None:
+    results = run_in_process(PostgresSubject())
+    assert failures(results) == []
+    assert unexpected_skips(results) == []
+    assert {r.family for r in results if r.outcome == "passed"} >= {
+        "storage",
+        "machine",
+        "exhaustive",
+        "session",
+        "fork",
+    }
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_the_stdio_server_on_a_database_passes_storage_and_survives_the_kill_check(
+    backend: str, request: pytest.FixtureRequest
+) -> None:
+    if backend == "postgres":
+        request.getfixturevalue("postgres_env")
+    results = run_over_stdio(backend)
+    assert failures(results) == []
+    kills = [r for r in results if r.family == "crash" and r.outcome == "passed"]
+    assert kills and all("SIGKILL" in r.name for r in kills), [r.name for r in results if r.family == "crash"]
+    assert [r for r in results if r.family == "storage" and r.outcome == "passed"]
