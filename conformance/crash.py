@@ -62,7 +62,6 @@ from conformance.model import (
     model_request,
 )
 from conformance.report import CaseResult, Options
-from conformance.runner import register_check
 from conformance.subject import StdioSubject, Subject
 from spec.format.json_text import decode_json_text, encode_json_text
 from spec.log.events import ASSISTANT_MESSAGE, TOOL_CALL, TOOL_RESULT, TURN_START, USER_MESSAGE, Event
@@ -736,8 +735,6 @@ def check_crash(subject: Subject, options: Options) -> list[CaseResult]:
     reason = "needs capability crash-seam, or capability storage over stdio"
     return [CaseResult("crash", "crash injection (SPEC-DECISIONS D3)", "skipped", reason)]
 
-
-register_check("crash", check_crash)
 
 __all__ = [
     "CrashCase",

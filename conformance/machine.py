@@ -34,7 +34,6 @@ from hypothesis.stateful import (
 from conformance import builders as build
 from conformance.driver import Driver
 from conformance.report import CaseResult, Options
-from conformance.runner import register_check
 from conformance.subject import Subject
 from spec.log.events import (
     ASSISTANT_MESSAGE,
@@ -682,6 +681,3 @@ def check_machine(subject: Subject, options: Options) -> list[CaseResult]:
         else "\n(not shrunk under the ci profile; --profile thorough shrinks it)"
     )
     return [CaseResult("machine", name, "failed", outcome.failure + hint, seconds=stats.seconds)]
-
-
-register_check("machine", check_machine)
