@@ -61,7 +61,6 @@ from conformance.model import (
     model_request,
 )
 from conformance.report import CaseResult, Options
-from conformance.runner import register_check
 from conformance.subject import StdioSubject, Subject
 from spec.format.json_text import decode_json_text, encode_json_text
 from spec.lineage.store import derive_resumed_log
@@ -734,8 +733,6 @@ def check_crash(subject: Subject, options: Options) -> list[CaseResult]:
     reason = "needs capability crash-seam, or capability storage over stdio"
     return [CaseResult("crash", "crash injection (SPEC-DECISIONS D3)", "skipped", reason)]
 
-
-register_check("crash", check_crash)
 
 __all__ = [
     "CrashCase",

@@ -22,7 +22,6 @@ from conformance import builders as build
 from conformance.driver import Driver, Mismatch
 from conformance.model import ModelStore, derive_model_key
 from conformance.report import CaseResult, Options
-from conformance.runner import register_check
 from conformance.subject import Subject
 from spec.checks.lineage import check_closers, check_header_lineage
 from spec.checks.log import check_log
@@ -316,8 +315,6 @@ def check_exhaustive(subject: Subject, options: Options) -> list[CaseResult]:
     detail = f"{outcome.failure}\nalphabet: {', '.join(outcome.alphabet)}"
     return [CaseResult("exhaustive", name, "failed", detail, seconds=outcome.seconds)]
 
-
-register_check("exhaustive", check_exhaustive)
 
 __all__ = [
     "ExhaustiveOutcome",

@@ -1,9 +1,8 @@
 """What a conformance run found: one :class:`CaseResult` per case, the per-family table, and the
 JUnit XML report.
 
-Every kind of check (the vectors, and whatever else registers with
-:func:`conformance.runner.register_check`) reports through these types, so the table and the XML
-treat them alike.
+Every kind of check (the vectors, and the families of :data:`conformance.families.STATEFUL_FAMILIES`)
+reports through these types, so the table and the XML treat them alike.
 """
 
 from __future__ import annotations

@@ -1,69 +1,27 @@
 """Run the conformance suite against a subject.
 
 A run asks the subject ``hello`` for its capabilities, then runs every *check family*: one per
-folder of vectors under ``conformance/vectors/`` (each vector a case), plus every family a module
-registered with :func:`register_check`. A vector needing a capability the subject lacks is
-skipped, and says which.
-
-Other kinds of check plug in as families: a module calls ``register_check("machine", fn)`` when it
-is imported, where ``fn(subject, options)`` returns its :class:`~conformance.report.CaseResult`
-list. The modules named in :data:`PLUGINS` are imported at the start of a run when they exist.
-A family in :data:`OPT_IN` (the slow ``trace`` family) runs only when it is named in
-``Options.families`` or its flag is set in ``Options.extra``.
+folder of vectors under ``conformance/vectors/`` (each vector a case), then each family of
+:data:`conformance.families.STATEFUL_FAMILIES`, the checks that generate their own workloads. A
+vector needing a capability the subject lacks is skipped, and says which.
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import json
 import time
 import traceback
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
+from conformance.families import OPT_IN, STATEFUL_FAMILIES, CheckFn
 from conformance.report import CaseResult, Options
 from conformance.subject import Response, Subject, SubjectError
 from spec.log.json import JsonValue, is_deep_equal_json
 
 VECTORS_DIR: Final = Path(__file__).resolve().parent / "vectors"
-PLUGINS: Final = ("conformance.machine", "conformance.exhaustive", "conformance.crash", "conformance.trace")
-OPT_IN: Final = {
-    "trace": "trace-crashes"
-}  # families run only when named in --families, or when Options.extra[flag] == "1"
 PROTOCOL_FAMILY: Final = "protocol"  # where a run reports that the subject could not be reached
-
-CheckFn = Callable[[Subject, Options], list[CaseResult]]
-
-_CHECKS: dict[str, CheckFn] = {}
-
-
-def register_check(family: str, fn: CheckFn) -> None:
-    """Add a family of checks to every run (registering the same function twice is harmless)."""
-    existing = _CHECKS.get(family)
-    if existing is not None and existing is not fn:
-        raise ValueError(f"check family {family!r} is already registered")
-    _CHECKS[family] = fn
-
-
-def registered_checks() -> Mapping[str, CheckFn]:
-    return dict(_CHECKS)
-
-
-def load_plugins(names: Iterable[str] = PLUGINS) -> list[CaseResult]:
-    """Import the plugin modules that exist (they register their checks as they load). A plugin
-    that fails to import is reported as a failed case, never skipped in silence."""
-    problems: list[CaseResult] = []
-    for name in names:
-        if importlib.util.find_spec(name) is None:
-            continue
-        try:
-            importlib.import_module(name)
-        except Exception:
-            family = name.rpartition(".")[2]
-            problems.append(CaseResult(family, f"the {name} checks load", "failed", traceback.format_exc()))
-    return problems
 
 
 # --- vectors ---------------------------------------------------------------------------------------
@@ -79,16 +37,10 @@ def load_vectors(directory: Path = VECTORS_DIR) -> list[dict[str, Any]]:
     return vectors
 
 
-def rule_of(vector: Mapping[str, Any]) -> str:
-    """The spec function whose rule a vector exercises: a protocol vector's ``rule``, a pure
-    vector's ``function``."""
-    return str(vector.get("rule", vector.get("function", "")))
-
-
 def run_vector(subject: Subject, vector: Mapping[str, Any], capabilities: frozenset[str]) -> CaseResult:
     """One vector: skipped when the subject lacks a capability it needs, else passed or failed
-    with the first mismatch (and, for the person reading the failure, the rule the vector pins)."""
-    family, name, rule = str(vector["family"]), str(vector["name"]), rule_of(vector)
+    with the first mismatch."""
+    family, name, rule = str(vector["family"]), str(vector["name"]), str(vector.get("rule", ""))
     missing = sorted(set(vector.get("capabilities", ["core"])) - capabilities)
     if missing:
         return CaseResult(family, name, "skipped", f"needs capability {', '.join(missing)}", rule=rule)
@@ -100,8 +52,7 @@ def run_vector(subject: Subject, vector: Mapping[str, Any], capabilities: frozen
     seconds = time.perf_counter() - began
     if problem is None:
         return CaseResult(family, name, "passed", seconds=seconds, rule=rule)
-    why = f"\nwhy: {vector['why']}" if "why" in vector else ""
-    return CaseResult(family, name, "failed", f"{problem}\nrule: {rule}{why}", seconds=seconds, rule=rule)
+    return CaseResult(family, name, "failed", f"{problem}\nrule: {rule}", seconds=seconds, rule=rule)
 
 
 def _run_steps(subject: Subject, steps: Sequence[Mapping[str, Any]]) -> str | None:
@@ -192,8 +143,11 @@ def hello(subject: Subject) -> tuple[str, frozenset[str]]:
     return str(response.result.get("name", "?")), frozenset(names | {"core"})
 
 
-def run_suite(subject: Subject, options: Options) -> list[CaseResult]:
-    """Every family the options select, vectors first, then the registered checks."""
+def run_suite(
+    subject: Subject, options: Options, checks: Mapping[str, CheckFn] = STATEFUL_FAMILIES
+) -> list[CaseResult]:
+    """Every family the options select: the vectors, then ``checks`` in order. A check that
+    raises fails its family with the traceback, and the run goes on."""
     try:
         _, capabilities = hello(subject)
     except SubjectError as error:
@@ -206,8 +160,7 @@ def run_suite(subject: Subject, options: Options) -> list[CaseResult]:
         extra=options.extra,
     )
     results = run_vectors(subject, options)
-    results += load_plugins()
-    for family, check in registered_checks().items():
+    for family, check in checks.items():
         if options.families is not None and family not in options.families:
             continue
         if options.families is None and family in OPT_IN and options.extra.get(OPT_IN[family]) != "1":

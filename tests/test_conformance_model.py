@@ -1,5 +1,5 @@
-"""The suite's own parts: the store model, the D3 item checks, the exhaustive checker and the
-machine's profiles (conformance/model.py, d3.py, exhaustive.py, machine.py)."""
+"""The suite's own parts: the store model, the D3 item checks and the exhaustive checker
+(conformance/model.py, crash_rules.py, exhaustive.py); the machine has tests/test_conformance_machine.py."""
 
 from __future__ import annotations
 
@@ -20,7 +20,6 @@ from conformance.crash_rules import (
 )
 from conformance.driver import Driver
 from conformance.exhaustive import run_exhaustive
-from conformance.machine import machine_settings
 from conformance.model import ModelStore, canonical_text, derive_model_key, model_crash, model_request
 from conformance.subject import InProcessSubject
 from reference.server import ReferenceSubject
@@ -162,9 +161,3 @@ def test_the_exhaustive_checker_counts_distinct_states_and_passes_the_reference(
     assert outcome.failure is None
     assert outcome.transitions > len(outcome.alphabet)  # the root's letters, then the new states' letters
     assert 1 < outcome.states <= 1 + outcome.transitions
-
-
-def test_the_ci_profile_is_deterministic_and_the_thorough_one_is_longer() -> None:
-    ci, thorough = machine_settings("ci"), machine_settings("thorough")
-    assert ci.derandomize and ci.database is None
-    assert thorough.max_examples * thorough.stateful_step_count > ci.max_examples * ci.stateful_step_count

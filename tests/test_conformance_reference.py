@@ -13,9 +13,10 @@ from xml.etree import ElementTree
 import pytest
 
 from conformance.__main__ import main
+from conformance.families import STATEFUL_FAMILIES
 from conformance.report import CaseResult, Options
 from conformance.runner import run_suite, run_vectors
-from conformance.subject import InProcessSubject, StdioSubject
+from conformance.subject import InProcessSubject, StdioSubject, Subject
 from reference.server import ReferenceSubject
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -66,6 +67,27 @@ def test_a_run_skips_the_vectors_that_need_capabilities_the_subject_lacks() -> N
     skipped = [r for r in results if r.outcome == "skipped"]
     assert skipped and all(r.detail.startswith("needs capability") for r in skipped)
     assert failures(results) == []
+
+
+def test_a_family_whose_check_raises_fails_with_its_traceback_and_the_next_family_still_runs() -> None:
+    def broken(subject: Subject, options: Options) -> list[CaseResult]:
+        raise RuntimeError("the check itself is broken")
+
+    def fine(subject: Subject, options: Options) -> list[CaseResult]:
+        return [CaseResult("fine", "it ran", "passed")]
+
+    checks = {"broken": broken, "fine": fine}
+    results = run_suite(InProcessSubject(ReferenceSubject()), Options(families=frozenset(checks)), checks)
+    assert [(r.family, r.outcome) for r in results] == [("broken", "failed"), ("fine", "passed")]
+    assert "RuntimeError: the check itself is broken" in results[0].detail
+
+
+def test_a_run_has_every_stateful_family_of_the_table_after_the_vectors() -> None:
+    results = run_suite(
+        InProcessSubject(ReferenceSubject()), Options(families=frozenset({"tokens", "machine"}))
+    )
+    assert list(dict.fromkeys(r.family for r in results)) == ["tokens", "machine"]
+    assert list(STATEFUL_FAMILIES) == ["machine", "exhaustive", "crash"]
 
 
 def test_the_cli_exits_0_on_the_reference_and_writes_junit_xml(tmp_path: Path) -> None:

@@ -13,9 +13,6 @@ The family is opt-in (``python -m conformance --stdio CMD --trace-crashes``, or 
 trace``): it needs strace and takes longer than the rest of a run.
 """
 
-from conformance.runner import register_check
 from conformance.trace.family import check_trace
-
-register_check("trace", check_trace)
 
 __all__ = ["check_trace"]

@@ -1,0 +1,29 @@
+"""The families of a run that are not vectors: checks that generate their own workloads.
+
+Each is a function of the subject and the run's options that returns its cases; the runner runs
+them after the vectors, in this order. A new family is a new row here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Final
+
+from conformance.crash import check_crash
+from conformance.exhaustive import check_exhaustive
+from conformance.machine import check_machine
+from conformance.report import CaseResult, Options
+from conformance.subject import Subject
+from conformance.trace import check_trace
+
+CheckFn = Callable[[Subject, Options], list[CaseResult]]
+
+STATEFUL_FAMILIES: Final[Mapping[str, CheckFn]] = {
+    "machine": check_machine,  # a Hypothesis state machine beside the spec model
+    "exhaustive": check_exhaustive,  # every short operation sequence, states deduplicated
+    "crash": check_crash,  # power cuts at every point, or SIGKILLs over stdio (SPEC-DECISIONS D3)
+    "trace": check_trace,  # every crash state the subject's system calls allow (CRASH-STATES.md)
+}
+# Families that run only when named in --families, or when their flag is set in Options.extra
+# (the trace family needs strace and takes longer than the rest of a run).
+OPT_IN: Final[Mapping[str, str]] = {"trace": "trace-crashes"}

@@ -1,0 +1,55 @@
+"""The suite's Hypothesis machine (conformance/machine/): which machine a subject gets, its
+profiles, and the failing program it reports, which names the sessions it created."""
+
+from __future__ import annotations
+
+import re
+
+from broken_subjects import ReplaceGenerationNotIncremented
+
+from conformance.machine import (
+    CrashMachine,
+    SessionMachine,
+    StorageMachine,
+    check_machine,
+    machine_for,
+    machine_settings,
+    run_machine,
+)
+from conformance.report import Options
+from conformance.subject import InProcessSubject
+
+
+def test_a_subject_gets_the_machine_its_capabilities_allow_and_the_storage_that_goes_with_it() -> None:
+    chosen = [
+        machine_for(caps) for caps in (("core",), ("core", "storage"), ("core", "storage", "crash-seam"))
+    ]
+    assert chosen == [SessionMachine, StorageMachine, CrashMachine]
+    assert [machine.storage for machine in chosen] == ["none", "memory", "file"]
+
+
+def test_each_machine_extends_the_one_before_it() -> None:
+    assert issubclass(CrashMachine, StorageMachine) and issubclass(StorageMachine, SessionMachine)
+
+
+def test_the_ci_profile_is_deterministic_and_the_thorough_one_is_longer() -> None:
+    ci, thorough = machine_settings("ci"), machine_settings("thorough")
+    assert ci.derandomize and ci.database is None
+    assert thorough.max_examples * thorough.stateful_step_count > ci.max_examples * ci.stateful_step_count
+
+
+def test_a_failing_run_prints_a_program_that_names_the_sessions_it_created() -> None:
+    outcome = run_machine(InProcessSubject(ReplaceGenerationNotIncremented()), ("core",), "ci")
+    assert outcome.failure is not None
+    program = outcome.failure.splitlines()
+    created = [line for line in program if re.match(r"sessions_\d+ = state\.create\w*\(", line)]
+    targeted = [line for line in program if re.search(r"\bsession=sessions_\d+\b", line)]
+    assert created and targeted, outcome.failure
+    assert not [line for line in program if re.search(r"\b(session|source|donor)=\d", line)]
+
+
+def test_a_failure_under_ci_says_it_was_not_shrunk() -> None:
+    subject = InProcessSubject(ReplaceGenerationNotIncremented())
+    [case] = check_machine(subject, Options(profile="ci", capabilities=frozenset({"core"})))
+    assert case.outcome == "failed"
+    assert "not shrunk under the ci profile; --profile thorough shrinks it" in case.detail
