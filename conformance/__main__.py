@@ -1,22 +1,53 @@
-"""Certify a subject: ``python -m conformance --subject package.module:factory`` (in process) or
-``python -m conformance --stdio "command"`` (any language, conformance/PROTOCOL.md).
+"""Certify a subject against the conformance suite.
 
-Prints a per-family table of passed/failed/skipped cases, writes a JUnit XML report, and exits 1
-when any case failed (0 otherwise; 2 when the command line is wrong).
+  python -m conformance --subject package.module:factory   a Python object with handle(request)
+  python -m conformance --stdio "command"                  any language, JSON lines (PROTOCOL.md)
+
+The run asks the subject who it is (hello), runs every family the options select, prints a table
+per family (passed, failed, unsupported, not run) and a certificate of what it certifies, and
+writes a JUnit XML report. With --expect FILE it compares every case with that implementation's
+expectation file instead: an unexpected failure and an unexpected pass both fail the run.
+
+Families: the vector folders (session, json, header, surface, provenance, tool-rewrite, seed,
+fork, repair, storage, pairing, prune, tokens, checker) and the stateful checks (machine,
+exhaustive, crash; trace only with --trace-crashes or when named).
+
+Exit codes: 0 no case failed and at least one passed (or, with --expect, every case ended as
+expected); 1 a case failed, nothing passed, or the expectations were not met; 2 the command line is wrong (an unknown family, a
+vectors folder with no vectors, an output path that cannot be written); 3 the subject could not
+be reached (it does not start or does not answer hello); 130 interrupted (the partial report is
+written).
 """
 
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from conformance.report import PROFILES, CaseResult, Options, format_table, write_junit
-from conformance.runner import hello, run_suite
+from conformance.expectations import ExpectationError, format_verdict, judge, load_expectations
+from conformance.progress import Progress
+from conformance.report import (
+    PROFILES,
+    CaseResult,
+    Options,
+    encode_results,
+    format_certificate,
+    format_table,
+    write_junit,
+)
+from conformance.runner import Hello, family_names, hello, load_vectors, run_suite
 from conformance.subject import DEFAULT_TIMEOUT, StdioSubject, Subject, SubjectError, load_subject
 
 DEFAULT_JUNIT = Path("conformance-report.xml")
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNREACHABLE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+
+class UsageError(Exception):
+    """A command line the suite cannot run: the message says what to do instead."""
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -26,12 +57,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     target = parser.add_mutually_exclusive_group(required=True)
-    target.add_argument(
-        "--subject", metavar="MODULE:FACTORY", help="a Python object with handle(request) -> response"
-    )
-    target.add_argument(
-        "--stdio", metavar="COMMAND", help="a process speaking the line protocol on stdin/stdout"
-    )
+    target.add_argument("--subject", metavar="MODULE:FACTORY", help="a Python object with handle(request)")
+    target.add_argument("--stdio", metavar="COMMAND", help="a process speaking the protocol on stdin/stdout")
     parser.add_argument(
         "--junit",
         type=Path,
@@ -53,58 +80,150 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         type=float,
         default=DEFAULT_TIMEOUT,
         metavar="SECONDS",
-        help="per-response timeout for --stdio",
+        help=f"per-response timeout, in process and over stdio (default: {DEFAULT_TIMEOUT:g})",
     )
+    parser.add_argument(
+        "--deadline",
+        type=float,
+        metavar="SECONDS",
+        help="stop the whole run after this long (the rest is not run)",
+    )
+    parser.add_argument("--expect", type=Path, metavar="FILE", help="an expectation file to certify against")
+    parser.add_argument("--json", type=Path, metavar="PATH", help="also write every case's outcome as JSON")
     parser.add_argument(
         "--trace-crashes",
         action="store_true",
-        help="also run the trace family: every crash state the subject's system calls allow (--stdio, needs strace; conformance/CRASH-STATES.md)",
+        help="also run the trace family: every crash state the subject's system calls allow "
+        "(--stdio, needs strace; conformance/CRASH-STATES.md)",
     )
     return parser.parse_args(argv)
 
 
-def describe_not_run(results: Sequence[CaseResult]) -> list[str]:
-    """Why each family that ran no case at all (every case skipped) did not run: its reasons, once each."""
-    lines: list[str] = []
-    for family in dict.fromkeys(result.family for result in results):
-        cases = [result for result in results if result.family == family]
-        if all(result.outcome == "skipped" for result in cases):
-            reasons = list(dict.fromkeys(result.detail for result in cases if result.detail))
-            lines += [f"{family}: {reason}" for reason in reasons[:3]]
-    return lines
+def check_usage(args: argparse.Namespace) -> None:
+    """Refuse what would run nothing or lose the report, before anything runs."""
+    if args.stdio is not None and not shlex.split(args.stdio):
+        raise UsageError('--stdio needs a command, e.g. --stdio "python -m reference.server"')
+    if args.vectors is not None and (not args.vectors.is_dir() or not load_vectors(args.vectors)):
+        raise UsageError(f"--vectors {args.vectors}: no vectors there (expected <family>/<case>.json files)")
+    known = family_names(args.vectors)
+    if args.families:
+        unknown = sorted(set(args.families) - set(known))
+        if unknown:
+            raise UsageError(f"unknown families {', '.join(unknown)}; choose from: {', '.join(known)}")
+    for flag, path in (("--junit", args.junit), ("--json", args.json)):
+        if path is not None and not (path.parent if str(path.parent) else Path(".")).is_dir():
+            raise UsageError(f"{flag} {path}: the folder {path.parent} does not exist")
+    if args.expect is not None and not args.expect.is_file():
+        raise UsageError(f"--expect {args.expect}: no such file")
+
+
+def open_subject(args: argparse.Namespace) -> Subject:
+    if args.subject:
+        return load_subject(args.subject, timeout=args.timeout)
+    return StdioSubject(
+        args.stdio, timeout=args.timeout, warn=lambda text: print(f"conformance: {text}", file=sys.stderr)
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     try:
-        subject: Subject = (
-            load_subject(args.subject) if args.subject else StdioSubject(args.stdio, timeout=args.timeout)
-        )
+        check_usage(args)
+        expectations = load_expectations(args.expect) if args.expect is not None else None
+    except (UsageError, ExpectationError) as error:
+        print(f"conformance: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        subject = open_subject(args)
     except (ImportError, AttributeError, TypeError, ValueError) as error:
         print(f"conformance: cannot load subject {args.subject!r}: {error}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
+    results: list[CaseResult] = []
+    interrupted = False
     try:
         try:
-            name, capabilities = hello(subject)
-            print(f"subject: {name} (capabilities: {', '.join(sorted(capabilities))})")
+            said = hello(subject)
         except SubjectError as error:
-            print(f"subject: not answering hello ({error})")
-        families = (
-            (frozenset(args.families) | ({"trace"} if args.trace_crashes else set()))
-            if args.families
-            else None
-        )
-        extra = {"trace-crashes": "1"} if args.trace_crashes else {}
-        options = Options(profile=args.profile, families=families, vectors_dir=args.vectors, extra=extra)
-        results = run_suite(subject, options)
+            print(f"conformance: the subject does not answer hello: {error}", file=sys.stderr)
+            return EXIT_UNREACHABLE
+        print(describe_subject(said))
+        options = build_options(args)
+        try:
+            run_suite(subject, options, said=said, into=results, progress=Progress.for_terminal(sys.stderr))
+        except KeyboardInterrupt:
+            interrupted = True
     finally:
         subject.close()
+    return report(args, said, results, expectations, interrupted)
+
+
+def describe_subject(said: Hello) -> str:
+    capabilities = ", ".join(sorted(said.capabilities))
+    return f"subject: {said.describe()} (protocol {said.protocol}; {said.target.describe()}; capabilities: {capabilities})"
+
+
+def build_options(args: argparse.Namespace) -> Options:
+    families = (
+        frozenset(args.families) | ({"trace"} if args.trace_crashes else set()) if args.families else None
+    )
+    extra = {"trace-crashes": "1"} if args.trace_crashes else {}
+    deadline = time.monotonic() + args.deadline if args.deadline else None
+    return Options(
+        profile=args.profile, families=families, vectors_dir=args.vectors, extra=extra, deadline=deadline
+    )
+
+
+def describe_not_run(results: Sequence[CaseResult]) -> list[str]:
+    """Why each family that ran no check at all (every case unsupported or not run) did not run:
+    ``family: outcome: reason``, each reason once."""
+    lines: list[str] = []
+    for family in dict.fromkeys(result.family for result in results):
+        cases = [result for result in results if result.family == family]
+        if all(result.outcome in ("unsupported", "not run") for result in cases):
+            reasons = dict.fromkeys(
+                (result.outcome, result.detail.splitlines()[0].removeprefix(f"{result.outcome}: "))
+                for result in cases
+                if result.detail
+            )
+            lines += [f"{family}: {outcome}: {reason}" for outcome, reason in list(reasons)[:3]]
+    return lines
+
+
+def report(
+    args: argparse.Namespace, said: Hello, results: list[CaseResult], expectations: object, interrupted: bool
+) -> int:
     print(format_table(results))
     for line in describe_not_run(results):
         print(line)
+    print(format_certificate(results, said.describe(), said.target, args.profile))
     write_junit(results, args.junit)
     print(f"JUnit report: {args.junit}")
-    return 1 if any(result.outcome == "failed" for result in results) or not results else 0
+    if args.json is not None:
+        hello_json = {"name": said.name, "version": said.version, "protocol": said.protocol}
+        hello_json |= {"capabilities": sorted(said.capabilities), "target": said.target.describe()}
+        args.json.write_text(encode_results(results, hello_json), encoding="utf-8")
+    if interrupted:
+        print(
+            f"conformance: interrupted; the report holds the {len(results)} cases that finished",
+            file=sys.stderr,
+        )
+        return EXIT_INTERRUPTED
+    if not results:
+        print("conformance: no case ran", file=sys.stderr)
+        return EXIT_FAILED
+    if expectations is not None:
+        from conformance.expectations import ExpectationFile
+
+        assert isinstance(expectations, ExpectationFile)
+        verdict = judge(expectations, ((result.key, result.outcome) for result in results))
+        print(format_verdict(expectations, verdict))
+        return EXIT_OK if verdict.ok else EXIT_FAILED
+    if any(result.outcome == "failed" for result in results):
+        return EXIT_FAILED
+    if not any(result.outcome == "passed" for result in results):
+        print("conformance: no case passed, so nothing is certified (see the reasons above)", file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_OK
 
 
 if __name__ == "__main__":

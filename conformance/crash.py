@@ -35,7 +35,9 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -62,6 +64,7 @@ from conformance.model import (
 )
 from conformance.report import CaseResult, Options
 from conformance.subject import StdioSubject, Subject
+from conformance.targets import DEFAULT_TARGET, Target
 from spec.format.json_text import decode_json_text, encode_json_text
 from spec.lineage.store import derive_resumed_log
 from spec.log.events import ASSISTANT_MESSAGE, TOOL_CALL, TOOL_RESULT, TURN_START, USER_MESSAGE, Event
@@ -72,6 +75,7 @@ CRASHED: Final = "CRASHED"
 STORAGE_IO: Final = "STORAGE_IO"
 FAULTS: Final = (("fsync", "EIO"), ("write", "ENOSPC"), ("write", "EIO"))
 KILL_ROUNDS: Final = {"ci": 6, "thorough": 60}
+DAMAGE_SPOTS: Final = ("middle", "start", "end")  # where in a log's second unit damage flips a byte
 
 Request = tuple[str, dict[str, Any]]
 
@@ -158,6 +162,20 @@ class CrashOutcome:
     failures: list[CrashCase] = field(default_factory=list)
     seconds: float = 0.0
     fail_fast: bool = False
+    reached: Counter[str] = field(default_factory=Counter)  # per D3 item, the checks actually made
+    not_reached: list[str] = field(default_factory=list)  # what could not be reached, and why
+
+
+# The run's target and tallies, set by run_crash_checks for the checks it calls (one run at a time).
+_TARGET: ContextVar[Target] = ContextVar("crash_target", default=DEFAULT_TARGET)
+_REACHED: ContextVar[Counter[str]] = ContextVar("crash_reached")
+
+
+def _reach(*items: str) -> None:
+    """Count one check of each D3 item (so a summary can tell tested from never reached)."""
+    reached = _REACHED.get(None)
+    if reached is not None:
+        reached.update(items)
 
 
 # --- replaying a workload on the seam --------------------------------------------------------------
@@ -175,7 +193,7 @@ class _Run:
 
 
 def _start(subject: Any, compressed: bool) -> Driver:
-    driver = Driver(subject)
+    driver = Driver(subject, target=_TARGET.get())
     driver.step("reset", storage="file", compressed=compressed)
     driver.step("clock", now=START_TIME)
     return driver
@@ -189,7 +207,7 @@ def _replay(driver: Driver, workload: Sequence[Request], stop_codes: Sequence[st
         answer = driver.raw(op, **args)
         if not answer.ok and answer.error_code in stop_codes:
             return _Run(driver, index, answer.error_code, model)
-        problem = find_mismatch(expected, answer)
+        problem = find_mismatch(expected, answer, op, driver.target)
         if problem is not None:
             raise Mismatch(f"{describe_request(op, args)}\n  {problem}")
         driver.model = model
@@ -236,6 +254,7 @@ def check_after_power_cut(run: _Run, keep: Any, retry_storage_io: bool = False) 
         else:
             model = model_adopt_durable(model, session_id, None)
     driver.model = model
+    appended_end_seed: dict[str, JsonValue] = {}
     for session_id, events in survivors.items():
         answer = driver.raw("resume", id=session_id)
         if retry_storage_io and not answer.ok and answer.error_code == STORAGE_IO:
@@ -246,12 +265,17 @@ def check_after_power_cut(run: _Run, keep: Any, retry_storage_io: bool = False) 
             )
             continue
         resumed = answer.result.get("events", []) if isinstance(answer.result, dict) else []
+        _reach("D3.6", "D3.1")
         problems += [f"{session_id}: {p}" for p in check_d3_6_closers(resumed, events, driver.model.now)]
         header = answer.result.get("header") if isinstance(answer.result, dict) else None
+        expected_header = _header_of(in_flight, session_id)
         problems += [
             f"{session_id}: {p}"
-            for p in check_d3_1_header(True, header, _header_of(in_flight, session_id), True)
+            for p in check_d3_1_header(True, header, expected_header, True, driver.target)
         ]
+        appended_end_seed[session_id] = (
+            resumed[-1] if len(resumed) > len(derive_resumed_log(events)) else None
+        )
     if not survivors or problems:
         return tuple(problems)
     answer = driver.raw("crash", keep="none")
@@ -265,7 +289,11 @@ def check_after_power_cut(run: _Run, keep: Any, retry_storage_io: bool = False) 
             )
             continue
         seen = answer.result.get("events", []) if isinstance(answer.result, dict) else []
-        problems += [f"{session_id}: {p}" for p in check_d3_4_clean_reopen(seen, derive_resumed_log(events))]
+        _reach("D3.4")
+        end_seed = appended_end_seed.get(session_id)
+        problems += [
+            f"{session_id}: {p}" for p in check_d3_4_clean_reopen(seen, derive_resumed_log(events), end_seed)
+        ]
     return tuple(problems)
 
 
@@ -289,6 +317,7 @@ def _read_back(
     )
     flushed = len(log.events) if log is not None else 0
     answer = driver.raw("read", id=session_id)
+    _reach("D3.5")
     if not answer.ok and answer.error_code != "SESSION_NOT_FOUND":
         return (
             False,
@@ -300,10 +329,13 @@ def _read_back(
     result = answer.result if found and isinstance(answer.result, dict) else {}
     events = result.get("events") if isinstance(result.get("events"), list) else []
     assert isinstance(events, list)
+    expected_header = _header_of(in_flight, session_id)
     problems = list(
-        check_d3_1_header(found, result.get("header"), _header_of(in_flight, session_id), log is not None)
+        check_d3_1_header(found, result.get("header"), expected_header, log is not None, driver.target)
     )
+    _reach("D3.1")
     if found:
+        _reach("D3.2", "D3.3")
         problems += check_d3_2_prefix(events, appended) + check_d3_3_flushed_kept(events, flushed)
     return found, tuple(appended[: len(events)]), [f"{session_id}: {p}" for p in problems]
 
@@ -408,16 +440,18 @@ def run_fault_injection(
 
 
 def run_damage_check(
-    subject: Any, workload: Sequence[Request], compressed: bool, outcome: CrashOutcome
+    subject: Any, workload: Sequence[Request], compressed: bool, outcome: CrashOutcome, spot: str = "middle"
 ) -> None:
     """D3 item 5, the half a crash cannot test: the workload runs to the end, the power is cut,
-    and ``damage`` flips a byte in the middle of the longest log (the subject's default offset).
+    and ``damage`` flips a byte of the longest log's second unit (``spot``: its middle, its first
+    byte, which breaks the JSON structure or the frame's magic, or its last, the newline or the
+    checksum).
     Then ``read`` and ``resume`` must both answer ``CORRUPT_LOG``; a second ``damage`` at the same
     offset restores the byte, and the log must read exactly as before and resume with its closers
     (a subject that cut the damage off as if it were a torn tail would have lost the events after
     it)."""
     label = "zstd" if compressed else "plain"
-    name = f"{label}: a byte flipped in the middle of a durable log"
+    name = f"{label}: a byte flipped inside a durable log"
     driver = _start(subject, compressed)
     _replay(driver, workload, ())
     driver.crash("none")
@@ -427,7 +461,7 @@ def run_damage_check(
         _record(outcome, name, (f"read {session_id} before the damage answered {before.error_code}",))
         return
     events = before.result.get("events", []) if isinstance(before.result, dict) else []
-    damaged = driver.raw("damage", id=session_id)
+    damaged = driver.raw("damage", id=session_id, at=spot)
     offset = damaged.result.get("offset") if damaged.ok and isinstance(damaged.result, dict) else None
     if not isinstance(offset, int):
         _record(
@@ -437,7 +471,8 @@ def run_damage_check(
         )
         return
     outcome.damages += 1
-    name += f" (byte {offset} of {session_id})"
+    _reach("D3.5")
+    name += f" (byte {offset} of {session_id}, at {spot})"
     problems = [
         *check_d3_5_corruption_reported("read", _code(driver.raw("read", id=session_id))),
         *check_d3_5_corruption_reported("resume", _code(driver.raw("resume", id=session_id))),
@@ -476,29 +511,49 @@ def _record(outcome: CrashOutcome, name: str, problems: Sequence[str]) -> None:
             raise _Enough()
 
 
+def crash_workloads() -> tuple[tuple[str, tuple[Request, ...]], ...]:
+    """The workloads the crash checks cut short, each enumerated on its own so that one a subject
+    answers differently leaves the others to run: the standard workload, and a shorter one with a
+    single session and no seed (so a difference about seeded sessions does not hide the rest)."""
+    standard = standard_workload()
+    single = tuple(request for request in standard if request[1].get("id") == "w")
+    return (("standard", standard), ("single session", single))
+
+
 def run_crash_checks(
     subject: Any,
     every_byte: bool = True,
     compressions: Sequence[bool] = (True, False),
     fail_fast: bool = False,
+    target: Target = DEFAULT_TARGET,
 ) -> CrashOutcome:
-    """Every boundary, every byte and every fault of the standard workload, in each format
-    (zstd-compressed and plain JSONL); with ``fail_fast``, up to the first failing point."""
+    """Every boundary, every byte and every fault of each crash workload, in each format
+    (zstd-compressed and plain JSONL), and the damage check at three spots; with ``fail_fast``,
+    up to the first failing point. A workload whose replay the subject answers differently from
+    the model is reported, and its remaining points are not reached; the other workloads still run."""
     outcome = CrashOutcome(fail_fast=fail_fast)
     started = time.perf_counter()
-    workload = standard_workload()
+    target_token, reached_token = _TARGET.set(target), _REACHED.set(outcome.reached)
     try:
         for compressed in compressions:
-            try:
-                run_damage_check(subject, workload, compressed, outcome)
-                run_boundary_crashes(subject, workload, compressed, outcome, every_byte)
-                run_fault_injection(subject, workload, compressed, outcome)
-            except Mismatch as error:
-                _record(
-                    outcome, f"{'zstd' if compressed else 'plain'}: replaying the workload", (str(error),)
-                )
+            label = "zstd" if compressed else "plain"
+            for workload_name, workload in crash_workloads():
+                where = f"{label}, {workload_name} workload"
+                try:
+                    for spot in DAMAGE_SPOTS if workload_name == "standard" else ():
+                        run_damage_check(subject, workload, compressed, outcome, spot)
+                    run_boundary_crashes(subject, workload, compressed, outcome, every_byte)
+                    run_fault_injection(subject, workload, compressed, outcome)
+                except Mismatch as error:
+                    _record(outcome, f"{where}: replaying the workload", (str(error),))
+                    outcome.not_reached.append(
+                        f"{where}: the rest of its crash points (its replay disagreed)"
+                    )
     except _Enough:
-        pass
+        outcome.not_reached.append("the points after the first failure (fail-fast)")
+    finally:
+        _TARGET.reset(target_token)
+        _REACHED.reset(reached_token)
     outcome.seconds = time.perf_counter() - started
     return outcome
 
@@ -561,6 +616,11 @@ def run_kill_check(
     shows must keep every acknowledged flush (D3.3), be a prefix of what was appended (D3.2) and
     end with the repair closers and the end-seed rule (D3.6)."""
     outcome = CrashOutcome()
+    outcome.not_reached += [
+        "D3.4: a kill tears no file on disk, so no clean reopen of a torn tail is observed",
+        "D3.5: a kill never damages the middle of a log",
+    ]
+    reached_token = _REACHED.set(outcome.reached)
     started = time.perf_counter()
     argv = shlex.split(command)
     full_env = {**os.environ, **(env or {})}
@@ -575,6 +635,7 @@ def run_kill_check(
             problems = (str(error),)
         if problems:
             outcome.failures.append(CrashCase(name, tuple(problems)))
+    _REACHED.reset(reached_token)
     outcome.seconds = time.perf_counter() - started
     return outcome
 
@@ -628,6 +689,7 @@ def _kill_round(argv: Sequence[str], env: dict[str, str], generator: random.Rand
         return check_d3_5_no_false_corruption(code) or (f"resume after the kill answered {code}",)
     result = answer.get("result")
     events = result.get("events", []) if isinstance(result, dict) else []
+    _reach("D3.1", "D3.2", "D3.3", "D3.6")
     survived = _surviving_prefix(events, appended)
     problems = check_d3_3_flushed_kept(survived, flushed)
     problems += check_d3_2_prefix(survived, appended)
@@ -690,13 +752,15 @@ FAIL_FAST: Final = "fail-fast"
 
 
 def summarise_crash_outcome(outcome: CrashOutcome, how: str) -> list[CaseResult]:
-    """One case per D3 item (failed when any crash point broke it, with the first points that did),
-    and one for disagreements that are not about D3 (a workload request answered unexpectedly)."""
+    """One case per D3 item: failed when a crash point broke it (with the first points that did),
+    passed when it was checked and held (with how many times), *not run* when no crash point
+    reached it (with why); and one case for disagreements that are not about D3 (a workload
+    request answered unexpectedly). The case ids are the items', stable from run to run."""
     counts = f"{outcome.points} crash points"
     if outcome.boundaries or outcome.byte_cuts or outcome.faults or outcome.damages:
         counts += (
             f": {outcome.boundaries} op boundaries, {outcome.byte_cuts} byte cuts, {outcome.faults} injected faults, "
-            f"{outcome.damages} damaged middles"
+            f"{outcome.damages} damaged logs"
         )
     if outcome.kills:
         counts += f": {outcome.kills} SIGKILLs"
@@ -707,14 +771,23 @@ def summarise_crash_outcome(outcome: CrashOutcome, how: str) -> list[CaseResult]
             by_item[item].append(f"{case.name}\n    {problem}")
     results: list[CaseResult] = []
     seconds = outcome.seconds / (len(D3_ITEMS) + 1)
+    unreached = "\n".join(outcome.not_reached)
     for item, found in by_item.items():
         sentence = D3_ITEMS.get(item, "the workload answers as the spec model says up to each crash point")
+        checked = outcome.reached[item] if item != OTHER else outcome.points
         name = f"{item}: {sentence} ({how}, {counts})" if item != OTHER else f"{sentence} ({how}, {counts})"
-        if not found:
-            results.append(CaseResult("crash", name, "passed", seconds=seconds, rule=item))
-            continue
-        shown = "\n".join(found[:8]) + (f"\n... and {len(found) - 8} more" if len(found) > 8 else "")
-        results.append(CaseResult("crash", name, "failed", shown, seconds=seconds, rule=item))
+        case_id = item.lower().replace(".", "-") if item != OTHER else "replay"
+        if found:
+            shown = "\n".join(found[:8]) + (f"\n... and {len(found) - 8} more" if len(found) > 8 else "")
+            results.append(CaseResult("crash", name, "failed", shown, seconds, item, case_id))
+        elif checked == 0:
+            reasons = [line for line in outcome.not_reached if line.startswith(item + ":")] or [
+                unreached or "no crash point reached this check"
+            ]
+            results.append(CaseResult("crash", name, "not run", "\n".join(reasons), seconds, item, case_id))
+        else:
+            detail = f"checked {checked} times" + (f"; not reached: {unreached}" if unreached else "")
+            results.append(CaseResult("crash", name, "passed", detail, seconds, item, case_id))
     return results
 
 
@@ -722,8 +795,9 @@ def check_crash(subject: Subject, options: Options) -> list[CaseResult]:
     """The runner's entry point: power cuts through the crash seam, or SIGKILLs of a stdio subject
     that stores without a seam; skipped for a subject with neither."""
     fail_fast = options.extra.get(FAIL_FAST) == "1"
+    target = options.target or DEFAULT_TARGET
     if "crash-seam" in options.capabilities:
-        outcome = run_crash_checks(subject, fail_fast=fail_fast)
+        outcome = run_crash_checks(subject, fail_fast=fail_fast, target=target)
         return summarise_crash_outcome(outcome, "power cuts through the crash seam")
     if "storage" in options.capabilities and isinstance(subject, StdioSubject):
         rounds = KILL_ROUNDS.get(options.profile, KILL_ROUNDS["ci"])
@@ -731,7 +805,7 @@ def check_crash(subject: Subject, options: Options) -> list[CaseResult]:
             outcome = run_kill_check(subject.command, {STORE_ROOT_ENV: root}, rounds)
         return summarise_crash_outcome(outcome, "SIGKILL while appending and flushing")
     reason = "needs capability crash-seam, or capability storage over stdio"
-    return [CaseResult("crash", "crash injection (SPEC-DECISIONS D3)", "skipped", reason)]
+    return [CaseResult("crash", "crash injection (SPEC-DECISIONS D3)", "unsupported", reason, case_id="all")]
 
 
 __all__ = [

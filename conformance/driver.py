@@ -8,6 +8,7 @@ subjects through it.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +18,7 @@ from conformance.crash_rules import (
     check_d3_3_flushed_kept,
     check_d3_5_no_false_corruption,
 )
+from conformance.matching import why_not
 from conformance.model import (
     DurableLog,
     Expected,
@@ -28,11 +30,29 @@ from conformance.model import (
     model_state,
 )
 from conformance.subject import Response, Subject
+from conformance.targets import DEFAULT_TARGET, Target
 from spec.log.session import ABSENT
 
 
 class Mismatch(AssertionError):
-    """The subject answered differently from the spec model."""
+    """The subject answered differently from the spec model. ``signature`` says how, without the
+    data (``read: expected ok, got SESSION_NOT_FOUND``; ``create: result differs at
+    $.header.isSeeded``), so that the same difference met twice is recognised as one."""
+
+    def __init__(self, text: str, signature: str = "") -> None:
+        super().__init__(text)
+        self.signature = signature or text.splitlines()[0][:120]
+
+
+def derive_signature(op: str, expected: Expected, answer: Response, difference: str) -> str:
+    """How ``answer`` differs from ``expected``, with the data left out."""
+    if expected.ok != answer.ok or not expected.ok:
+        want = "ok" if expected.ok else expected.code
+        got = "ok" if answer.ok else answer.error_code
+        return f"{op}: expected {want}, got {got}"
+    where = re.search(r"at (\$[^:\s]*)", difference)
+    path = re.sub(r"\[\d+\]", "[]", where.group(1)) if where else "$"
+    return f"{op}: result differs at {path}"
 
 
 def describe_answer(answer: Response) -> str:
@@ -46,15 +66,24 @@ def describe_request(op: str, args: dict[str, Any]) -> str:
     return f"{op} {shown[:400]}"
 
 
-def find_mismatch(expected: Expected, answer: Response) -> str | None:
-    """Why ``answer`` is not ``expected`` (codes compared, never messages), or ``None``."""
-    if expected.ok != answer.ok:
-        return f"expected {expected.describe()}, got {describe_answer(answer)}"
-    if expected.ok and canonical_text(expected.result) != canonical_text(answer.result):
-        return f"expected {expected.describe()}\n     got {describe_answer(answer)}"
-    if not expected.ok and expected.code != answer.error_code:
-        return f"expected error {expected.code}, got error {answer.error_code}"
-    return None
+def find_mismatch(
+    expected: Expected, answer: Response, op: str = "", target: Target = DEFAULT_TARGET
+) -> str | None:
+    """Why ``answer`` is not ``expected`` (:func:`conformance.matching.why_not`: codes compared,
+    never messages; the target's adjustments and the timing rules' tolerances applied), or
+    ``None``."""
+    difference = why_not(
+        expected.as_json(),
+        answer.ok,
+        answer.result,
+        answer.error_code,
+        answer.error_message,
+        op=op,
+        target=target,
+    )
+    if difference is None:
+        return None
+    return f"expected {expected.describe()}\n     got {describe_answer(answer)}\n     ({difference})"
 
 
 def send(subject: Subject, op: str, **args: Any) -> Any:
@@ -69,6 +98,7 @@ class Driver:
     subject: Subject
     model: ModelStore = field(default_factory=ModelStore)
     requests: int = 0
+    target: Target = DEFAULT_TARGET
 
     def raw(self, op: str, **args: Any) -> Any:
         """A request the model does not predict (the caller checks the answer)."""
@@ -79,9 +109,11 @@ class Driver:
         """Send ``op`` to the subject and to the model; the answers must agree."""
         model, expected = model_request(self.model, op, **args)
         answer = self.raw(op, **args)
-        problem = find_mismatch(expected, answer)
+        problem = find_mismatch(expected, answer, op, self.target)
         if problem is not None:
-            raise Mismatch(f"{describe_request(op, args)}\n  {problem}")
+            raise Mismatch(
+                f"{describe_request(op, args)}\n  {problem}", derive_signature(op, expected, answer, problem)
+            )
         self.model = model
         return answer
 
@@ -89,9 +121,12 @@ class Driver:
         """The subject's view of ``session_id`` equals the model's (or both say it is not live)."""
         _, expected = model_state(self.model, session_id)
         answer = self.raw("state", id=session_id)
-        problem = find_mismatch(expected, answer)
+        problem = find_mismatch(expected, answer, "state", self.target)
         if problem is not None:
-            raise Mismatch(f"state {session_id} after the last step\n  {problem}")
+            raise Mismatch(
+                f"state {session_id} after the last step\n  {problem}",
+                derive_signature("state", expected, answer, problem),
+            )
 
     def check_all_live(self) -> None:
         for session_id in sorted(self.model.live):
@@ -125,7 +160,7 @@ class Driver:
         result = answer.result if found and isinstance(answer.result, dict) else {}
         events = result.get("events") if isinstance(result.get("events"), list) else []
         assert isinstance(events, list)
-        problems = check_d3_1_header(found, result.get("header"), header, log is not None)
+        problems = check_d3_1_header(found, result.get("header"), header, log is not None, self.target)
         if found:
             problems += check_d3_2_prefix(events, appended) + check_d3_3_flushed_kept(events, flushed)
         if problems:

@@ -19,10 +19,12 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from conformance import builders as build
+from conformance.divergence import Divergences
 from conformance.driver import Driver, Mismatch
 from conformance.model import ModelStore, derive_model_key
 from conformance.report import CaseResult, Options
-from conformance.subject import Subject
+from conformance.subject import Subject, SubjectDead
+from conformance.targets import DEFAULT_TARGET, Target
 from spec.checks.lineage import check_closers, check_header_lineage
 from spec.checks.log import check_log
 from spec.lineage.repair import derive_closers
@@ -205,11 +207,12 @@ def check_state_invariants(state: SessionState) -> list[str]:
 class _Cursor:
     """The subject's position: which letter sequence it has been driven through since its reset."""
 
-    def __init__(self, subject: Any, storage: str, letters: Sequence[Letter]) -> None:
+    def __init__(self, subject: Any, storage: str, letters: Sequence[Letter], target: Target) -> None:
         self.subject = subject
         self.storage = storage
         self.letters = letters
-        self.driver = Driver(subject)
+        self.target = target
+        self.driver = Driver(subject, target=target)
         self.path: tuple[int, ...] | None = None
         self.requests = 0
 
@@ -219,7 +222,7 @@ class _Cursor:
             rest = path[len(self.path) :]
         else:
             self.requests += self.driver.requests
-            self.driver = Driver(self.subject)
+            self.driver = Driver(self.subject, target=self.target)
             self.driver.step("reset", storage=self.storage)
             self.driver.step("clock", now=START_TIME)
             self.driver.step("create", id=SESSION)
@@ -241,11 +244,20 @@ class _Cursor:
         return self.requests + self.driver.requests
 
 
-def run_exhaustive(subject: Any, capabilities: Sequence[str], depth: int) -> ExhaustiveOutcome:
-    """Every letter sequence up to ``depth``, breadth first, states deduplicated by model key."""
+def run_exhaustive(
+    subject: Any,
+    capabilities: Sequence[str],
+    depth: int,
+    target: Target = DEFAULT_TARGET,
+    divergences: Divergences | None = None,
+) -> ExhaustiveOutcome:
+    """Every letter sequence up to ``depth``, breadth first, states deduplicated by model key.
+    With ``divergences``, a transition the subject answers differently is recorded there and its
+    branch is not explored further, while the rest of the search goes on; without, the first one
+    ends the search as its failure."""
     storage = "file" if "crash-seam" in capabilities else "memory" if "storage" in capabilities else "none"
     letters = alphabet_for(capabilities)
-    cursor = _Cursor(subject, storage, letters)
+    cursor = _Cursor(subject, storage, letters, target)
     started = time.perf_counter()
     transitions = 0
     seen: set[str] = set()
@@ -261,21 +273,22 @@ def run_exhaustive(subject: Any, capabilities: Sequence[str], depth: int) -> Exh
             for path in frontier:
                 for index in range(len(letters)):
                     attempt = (*path, index)
-                    cursor.goto(path)
-                    key_before = derive_model_key(cursor.driver.model)
-                    cursor.apply(index)
                     transitions += 1
-                    key = derive_model_key(cursor.driver.model)
-                    cursor.path = (*path, index)
-                    if key == key_before:
-                        cursor.path = path  # nothing changed: the subject is still at ``path``
-                    if key in seen:
+                    try:
+                        reached = _transition(cursor, path, index, seen)
+                    except Mismatch as mismatch:
+                        if divergences is None:
+                            raise
+                        steps = " -> ".join(letters[i].name for i in attempt)
+                        divergences.record(mismatch.signature, f"after [{steps}]:\n{mismatch}")
+                        cursor.path = None  # the subject's state is unknown: replay from a reset
                         continue
-                    seen.add(key)
-                    _check_reached(cursor)
-                    next_frontier.append((*path, index))
+                    if reached:
+                        next_frontier.append(attempt)
             frontier = next_frontier
-    except (Mismatch, Exception) as error:
+    except SubjectDead:
+        raise
+    except Exception as error:
         steps = " -> ".join(letters[index].name for index in attempt)
         failure = f"after [{steps}]:\n{type(error).__name__}: {error}"
     return ExhaustiveOutcome(
@@ -287,6 +300,21 @@ def run_exhaustive(subject: Any, capabilities: Sequence[str], depth: int) -> Exh
         seconds=time.perf_counter() - started,
         failure=failure,
     )
+
+
+def _transition(cursor: _Cursor, path: tuple[int, ...], index: int, seen: set[str]) -> bool:
+    """Apply letter ``index`` at ``path``; ``True`` when that reaches a state not seen before
+    (which is then checked and kept for the next depth)."""
+    cursor.goto(path)
+    key_before = derive_model_key(cursor.driver.model)
+    cursor.apply(index)
+    key = derive_model_key(cursor.driver.model)
+    cursor.path = (*path, index) if key != key_before else path  # unchanged: still at ``path``
+    if key in seen:
+        return False
+    seen.add(key)
+    _check_reached(cursor)
+    return True
 
 
 def _check_reached(cursor: _Cursor) -> None:
@@ -303,17 +331,22 @@ def _check_reached(cursor: _Cursor) -> None:
 
 
 def check_exhaustive(subject: Subject, options: Options) -> list[CaseResult]:
-    """The runner's entry point: one case, named with the depth and the distinct states explored."""
+    """The runner's entry point: one case, named with the depth and the distinct states explored,
+    and one case for each distinct disagreement (its branch left unexplored, the search going on)."""
     depth = DEPTHS.get(options.profile, DEPTHS["ci"])
-    outcome = run_exhaustive(subject, sorted(options.capabilities), depth)
+    divergences = Divergences()
+    target = options.target or DEFAULT_TARGET
+    outcome = run_exhaustive(subject, sorted(options.capabilities), depth, target, divergences)
     name = (
         f"every sequence of up to {depth} ops over {len(outcome.alphabet)} letters agrees with the spec model "
         f"({outcome.states} distinct states, {outcome.transitions} transitions)"
     )
-    if outcome.failure is None:
-        return [CaseResult("exhaustive", name, "passed", seconds=outcome.seconds)]
-    detail = f"{outcome.failure}\nalphabet: {', '.join(outcome.alphabet)}"
-    return [CaseResult("exhaustive", name, "failed", detail, seconds=outcome.seconds)]
+    if outcome.failure is None and not divergences:
+        return [CaseResult("exhaustive", name, "passed", seconds=outcome.seconds, case_id="agrees")]
+    found = f"{len(divergences.found)} distinct disagreements, their branches not explored further"
+    detail = f"{outcome.failure or found}\nalphabet: {', '.join(outcome.alphabet)}"
+    main = CaseResult("exhaustive", name, "failed", detail, seconds=outcome.seconds, case_id="agrees")
+    return [main, *divergences.cases("exhaustive", f"{outcome.transitions} transitions")]
 
 
 __all__ = [

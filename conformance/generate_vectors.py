@@ -127,6 +127,9 @@ def build_vector(family: str, case: Case | PureCase) -> JsonObject:
         response = oracle.request(str(step.request["op"]), **args)
         check_intent(f"{where}, step {number}", step.intent, response.ok, response.error_code)
         expect = expectation(response.ok, response.result, response.error_code)
+        tolerance = oracle.target.last
+        if tolerance is not None and (tolerance.events_at_least is not None or tolerance.alternatives):
+            expect = tolerance.as_json()  # the timing rules leave the store room here (PROTOCOL.md)
         steps.append({"request": step.request, "expect": expect})
     vector["steps"] = steps
     return _plain(vector)

@@ -39,7 +39,7 @@ from spec.lineage.store import (
     validate_resume_request,
 )
 from spec.log.events import Event
-from spec.log.json import FrozenDict, JsonValue
+from spec.log.json import FrozenDict, JsonObject, JsonValue
 from spec.log.session import (
     ABSENT,
     SessionState,
@@ -54,14 +54,30 @@ UNSUPPORTED_OP: Final = "UNSUPPORTED_OP"  # a protocol code: the model does not 
 
 @dataclass(frozen=True)
 class Expected:
-    """A subject's required answer: ``ok`` with ``result``, or an error with ``code``."""
+    """A subject's required answer: ``ok`` with ``result``, or an error with ``code``. A ``read``
+    may show any prefix of ``result``'s events holding at least ``events_at_least`` of them, and
+    any of ``alternatives`` is as good (conformance/matching.py; PROTOCOL.md, "Timing")."""
 
     ok: bool
     result: JsonValue = None
     code: str | None = None
+    events_at_least: int | None = None
+    alternatives: tuple[Expected, ...] = ()
 
     def describe(self) -> str:
-        return f"ok {canonical_text(self.result)[:300]}" if self.ok else f"error {self.code}"
+        text = f"ok {canonical_text(self.result)[:300]}" if self.ok else f"error {self.code}"
+        return text + "".join(f" (or {alternative.describe()})" for alternative in self.alternatives)
+
+    def as_json(self) -> JsonObject:
+        """The expectation as a vector writes it."""
+        expect: JsonObject = (
+            {"ok": True, "result": self.result} if self.ok else {"ok": False, "code": self.code}
+        )
+        if self.events_at_least is not None:
+            expect["eventsAtLeast"] = self.events_at_least
+        if self.alternatives:
+            expect["or"] = [alternative.as_json() for alternative in self.alternatives]
+        return expect
 
 
 def accepted(result: JsonValue) -> Expected:
@@ -276,15 +292,25 @@ def model_resume(model: ModelStore, session_id: object) -> Transition:
 
 
 def model_read(model: ModelStore, session_id: object) -> Transition:
-    """A reader's view of what is durable; a session never flushed is not on storage."""
-    log = model.stored.get(session_id) if isinstance(session_id, str) and model.has_storage else None
-    if log is None:
+    """A reader's view of what is stored: at least every flushed event, and perhaps more of what a
+    live session appended (a store may write early; SPEC-DECISIONS D3). A session never flushed is
+    not on storage yet, though a store that publishes it early may show it."""
+    if not isinstance(session_id, str) or not model.has_storage:
         return model, rejected(Code.SESSION_NOT_FOUND)
+    log, entry = model.stored.get(session_id), model.live.get(session_id)
+    appended = entry.state.events if entry is not None else log.events if log is not None else ()
+    if log is None:
+        if entry is None:
+            return model, rejected(Code.SESSION_NOT_FOUND)
+        early = Expected(True, derive_read_view(DurableLog(entry.state.header, appended)), events_at_least=0)
+        return model, replace(rejected(Code.SESSION_NOT_FOUND), alternatives=(early,))
     try:
-        validate_durable_log(model, str(session_id), log.events)
+        validate_durable_log(model, session_id, log.events)
     except SpecError as error:
         return model, rejected(error.code)
-    return model, accepted(derive_read_view(log))
+    view = derive_read_view(DurableLog(log.header, appended))
+    at_least = len(log.events) if len(appended) > len(log.events) else None
+    return model, Expected(True, view, events_at_least=at_least)
 
 
 def validate_durable_log(model: ModelStore, session_id: str, events: Sequence[Event]) -> None:

@@ -15,7 +15,7 @@ import inspect
 from collections.abc import Mapping
 from typing import Final
 
-from conformance.model import OPS, ModelStore, model_request
+from conformance.model import OPS, Expected, ModelStore, model_request
 from spec.codes import SpecError
 from spec.log.json import JsonObject, JsonValue, is_safe_integer
 from spec.wire import WIRE_FUNCTIONS, WireInputError
@@ -49,6 +49,7 @@ class SpecOracle:
 
     def __init__(self) -> None:
         self.model = ModelStore()
+        self.last: Expected | None = None  # the model's expectation for the last modelled request
 
     def handle(self, request: Mapping[str, JsonValue]) -> dict[str, JsonValue]:
         rid = request.get("rid")
@@ -61,6 +62,7 @@ class SpecOracle:
         return {"rid": rid, "ok": True, "result": result}
 
     def _answer(self, op: JsonValue, args: JsonObject) -> JsonValue:
+        self.last = None
         if op == "hello":
             return {"protocol": PROTOCOL_VERSION, "name": self.name, "capabilities": list(self.capabilities)}
         if op == "call":
@@ -75,6 +77,7 @@ class SpecOracle:
         except TypeError as error:  # an argument the op does not take, or a missing one
             raise _Refused("BAD_REQUEST", f"{op}: {error}") from None
         self.model, expected = model_request(self.model, op, **args)
+        self.last = expected
         if not expected.ok:
             raise _Refused(str(expected.code), f"{op}: {expected.code}")
         return expected.result

@@ -2,8 +2,10 @@
 
 A run asks the subject ``hello`` for its capabilities, then runs every *check family*: one per
 folder of vectors under ``conformance/vectors/`` (each vector a case), then each family of
-:data:`conformance.families.STATEFUL_FAMILIES`, the checks that generate their own workloads. A
-vector needing a capability the subject lacks is skipped, and says which.
+:data:`conformance.families.STATEFUL_FAMILIES`, the checks that generate their own workloads. Each
+case ends passed, failed, unsupported (a capability the subject does not declare, or an
+``UNSUPPORTED_OP`` answer) or not run (a target it does not apply to, a dead subject, an overrun
+deadline), with the reason.
 """
 
 from __future__ import annotations
@@ -12,15 +14,20 @@ import json
 import time
 import traceback
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 
 from conformance.families import OPT_IN, STATEFUL_FAMILIES, CheckFn
+from conformance.matching import short, why_not
+from conformance.progress import Progress
 from conformance.report import CaseResult, Options
-from conformance.subject import Response, Subject, SubjectError
-from spec.log.json import JsonValue, is_deep_equal_json
+from conformance.subject import Response, Subject, SubjectDead, SubjectError
+from conformance.targets import DEFAULT_TARGET, Target, TargetError, decode_target
 
 VECTORS_DIR: Final = Path(__file__).resolve().parent / "vectors"
+PROTOCOL_VERSION: Final = 2  # the protocol the suite speaks (PROTOCOL.md)
+UNSUPPORTED_OP: Final = "UNSUPPORTED_OP"
 PROTOCOL_FAMILY: Final = "protocol"  # where a run reports that the subject could not be reached
 
 
@@ -37,94 +44,104 @@ def load_vectors(directory: Path = VECTORS_DIR) -> list[dict[str, Any]]:
     return vectors
 
 
-def run_vector(subject: Subject, vector: Mapping[str, Any], capabilities: frozenset[str]) -> CaseResult:
-    """One vector: skipped when the subject lacks a capability it needs, else passed or failed
-    with the first mismatch."""
-    family, name, rule = str(vector["family"]), str(vector["name"]), str(vector.get("rule", ""))
+def rule_of(vector: Mapping[str, Any]) -> str:
+    """The spec function whose rule a vector exercises: a protocol vector's ``rule``, a pure
+    vector's ``function``."""
+    return str(vector.get("rule", vector.get("function", "")))
+
+
+class _Unsupported(Exception):
+    """The subject answered ``UNSUPPORTED_OP``: it says it lacks what the case needs."""
+
+
+def run_vector(
+    subject: Subject, vector: Mapping[str, Any], capabilities: frozenset[str], target: Target = DEFAULT_TARGET
+) -> CaseResult:
+    """One vector: *unsupported* when the subject lacks a capability it needs or answers
+    ``UNSUPPORTED_OP``, *not run* when the case does not apply to the subject's target, else passed
+    or failed with the first mismatch (and, for the person reading the failure, the rule the vector
+    pins)."""
+    family, name, rule = str(vector["family"]), str(vector["name"]), rule_of(vector)
     missing = sorted(set(vector.get("capabilities", ["core"])) - capabilities)
     if missing:
-        return CaseResult(family, name, "skipped", f"needs capability {', '.join(missing)}", rule=rule)
+        return CaseResult(
+            family, name, "unsupported", f"the subject does not declare {', '.join(missing)}", rule=rule
+        )
+    reason = target.not_applicable(vector.get("function"))
+    if reason is not None:
+        return CaseResult(family, name, "not run", reason, rule=rule)
     began = time.perf_counter()
     try:
-        problem = _run_pure(subject, vector) if "function" in vector else _run_steps(subject, vector["steps"])
+        if "function" in vector:
+            problem = _run_pure(subject, vector, target)
+        else:
+            problem = _run_steps(subject, vector["steps"], target)
     except SubjectError as error:
         problem = f"the subject broke the protocol: {error}"
+    except _Unsupported as unsupported:
+        return CaseResult(family, name, "unsupported", str(unsupported), time.perf_counter() - began, rule)
     seconds = time.perf_counter() - began
     if problem is None:
         return CaseResult(family, name, "passed", seconds=seconds, rule=rule)
     return CaseResult(family, name, "failed", f"{problem}\nrule: {rule}", seconds=seconds, rule=rule)
 
 
-def _run_steps(subject: Subject, steps: Sequence[Mapping[str, Any]]) -> str | None:
+def _run_steps(subject: Subject, steps: Sequence[Mapping[str, Any]], target: Target) -> str | None:
     for number, step in enumerate(steps):
         args = dict(step["request"])
         op = str(args.pop("op"))
-        response = subject.request(op, **args)
-        problem = compare(step["expect"], response)
+        response = _unless_unsupported(subject.request(op, **args), op)
+        problem = compare(step["expect"], response, op, target)
         if problem is not None:
-            return f"step {number} ({op}): {problem}\nrequest: {_short(step['request'])}"
+            return f"step {number} ({op}): {problem}\nrequest: {short(step['request'])}"
     return None
 
 
-def _run_pure(subject: Subject, vector: Mapping[str, Any]) -> str | None:
-    response = subject.request("call", function=vector["function"], input=vector["input"])
-    problem = compare(vector["expect"], response)
+def _run_pure(subject: Subject, vector: Mapping[str, Any], target: Target) -> str | None:
+    function = str(vector["function"])
+    response = _unless_unsupported(
+        subject.request("call", function=function, input=vector["input"]), function
+    )
+    problem = compare(vector["expect"], response, "call", target, function)
     if problem is None:
         return None
-    return f"call {vector['function']}: {problem}\ninput: {_short(vector['input'])}"
+    return f"call {function}: {problem}\ninput: {short(vector['input'])}"
 
 
-def compare(expect: Mapping[str, Any], response: Response) -> str | None:
-    """``None`` when the response is what the vector expects: the same result as JSON, or the
-    same error code (messages are never compared). Otherwise what differs."""
-    if expect["ok"]:
-        if not response.ok:
-            return f"expected success, got {response.error_code}: {response.error_message}"
-        difference = first_difference(expect["result"], response.result)
-        return None if difference is None else f"result differs at {difference}"
-    if response.ok:
-        return f"expected {expect['code']}, got success with {_short(response.result)}"
-    if response.error_code != expect["code"]:
-        return f"expected {expect['code']}, got {response.error_code}: {response.error_message}"
-    return None
+def _unless_unsupported(response: Response, what: str) -> Response:
+    if not response.ok and response.error_code == UNSUPPORTED_OP:
+        raise _Unsupported(f"the subject answered UNSUPPORTED_OP for {what}")
+    return response
 
 
-def first_difference(expected: JsonValue, actual: JsonValue) -> str | None:
-    """Where two JSON values first differ (a path and both values), or ``None`` when they are
-    equal as JSON (object key order never matters; ``1`` and ``1.0`` are one number)."""
-    if is_deep_equal_json(expected, actual):
-        return None
-    stack: list[tuple[str, JsonValue, JsonValue]] = [("$", expected, actual)]
-    while stack:
-        path, want, got = stack.pop()
-        if is_deep_equal_json(want, got):
-            continue
-        if isinstance(want, dict) and isinstance(got, dict):
-            for key in sorted(set(want) | set(got)):
-                if key not in got:
-                    return f"{path}.{key}: expected {_short(want[key])}, missing"
-                if key not in want:
-                    return f"{path}.{key}: unexpected {_short(got[key])}"
-            stack.extend((f"{path}.{key}", want[key], got[key]) for key in sorted(want, reverse=True))
-            continue
-        if isinstance(want, list) and isinstance(got, list) and len(want) == len(got):
-            stack.extend(
-                (f"{path}[{index}]", w, g) for index, (w, g) in reversed(list(enumerate(zip(want, got))))
-            )
-            continue
-        return f"{path}: expected {_short(want)}, got {_short(got)}"
-    return "$"
-
-
-def _short(value: object, limit: int = 400) -> str:
-    text = json.dumps(value, ensure_ascii=False, sort_keys=True)
-    return text if len(text) <= limit else text[:limit] + "…"
+def compare(
+    expect: Mapping[str, Any],
+    response: Response,
+    op: str = "",
+    target: Target = DEFAULT_TARGET,
+    function: str | None = None,
+) -> str | None:
+    """``None`` when the response is what the vector expects (:func:`conformance.matching.why_not`:
+    the same result as JSON, or the same error code, the target's adjustments and the timing
+    tolerances applied; messages are never compared). Otherwise what differs."""
+    return why_not(
+        expect,
+        response.ok,
+        response.result,
+        response.error_code,
+        response.error_message,
+        op=op,
+        function=function,
+        target=target,
+    )
 
 
 def run_vectors(subject: Subject, options: Options) -> list[CaseResult]:
+    """Every vector the options select, in file order (no progress, no deadline: see run_suite)."""
     vectors = load_vectors(options.vectors_dir or VECTORS_DIR)
+    target = options.target or DEFAULT_TARGET
     return [
-        run_vector(subject, vector, options.capabilities)
+        run_vector(subject, vector, options.capabilities, target)
         for vector in vectors
         if options.families is None or vector["family"] in options.families
     ]
@@ -133,47 +150,143 @@ def run_vectors(subject: Subject, options: Options) -> list[CaseResult]:
 # --- a whole run -----------------------------------------------------------------------------------
 
 
-def hello(subject: Subject) -> tuple[str, frozenset[str]]:
-    """The subject's name and capabilities (``core`` is always assumed)."""
-    response = subject.request("hello")
+@dataclass(frozen=True)
+class Hello:
+    """What a subject says about itself (PROTOCOL.md, "Hello")."""
+
+    name: str
+    version: str
+    protocol: int
+    capabilities: frozenset[str]
+    target: Target
+
+    def describe(self) -> str:
+        return f"{self.name} {self.version}".strip()
+
+
+def hello(subject: Subject) -> Hello:
+    """Ask the subject who it is. ``core`` is always assumed; a protocol 1 subject's ``pure``
+    includes the checker's rule ids (``checker-rules``); an unknown target is a SubjectError."""
+    response = subject.request("hello", protocol=PROTOCOL_VERSION)
     if not response.ok or not isinstance(response.result, dict):
         raise SubjectError(f"hello failed: {response.error_code}: {response.error_message}")
-    capabilities = response.result.get("capabilities")
-    names = {str(c) for c in capabilities} if isinstance(capabilities, list) else set()
-    return str(response.result.get("name", "?")), frozenset(names | {"core"})
+    result = response.result
+    declared = result.get("capabilities")
+    names = {str(c) for c in declared} if isinstance(declared, list) else set()
+    protocol = result.get("protocol")
+    version = int(protocol) if isinstance(protocol, int) and not isinstance(protocol, bool) else 1
+    if version < 2 and "pure" in names:
+        names.add("checker-rules")
+    try:
+        target = decode_target(result)
+    except TargetError as error:
+        raise SubjectError(str(error)) from None
+    implementation = result.get("version")
+    return Hello(
+        str(result.get("name", "?")),
+        implementation if isinstance(implementation, str) else "",
+        version,
+        frozenset(names | {"core"}),
+        target,
+    )
 
 
 def run_suite(
-    subject: Subject, options: Options, checks: Mapping[str, CheckFn] = STATEFUL_FAMILIES
+    subject: Subject,
+    options: Options,
+    checks: Mapping[str, CheckFn] = STATEFUL_FAMILIES,
+    *,
+    said: Hello | None = None,
+    into: list[CaseResult] | None = None,
+    progress: Progress | None = None,
 ) -> list[CaseResult]:
-    """Every family the options select: the vectors, then ``checks`` in order. A check that
-    raises fails its family with the traceback, and the run goes on."""
-    try:
-        _, capabilities = hello(subject)
-    except SubjectError as error:
-        return [CaseResult(PROTOCOL_FAMILY, "the subject answers hello", "failed", str(error))]
-    options = Options(
-        profile=options.profile,
-        capabilities=capabilities,
-        families=options.families,
-        vectors_dir=options.vectors_dir,
-        extra=options.extra,
-    )
-    results = run_vectors(subject, options)
-    for family, check in checks.items():
-        if options.families is not None and family not in options.families:
-            continue
-        if options.families is None and family in OPT_IN and options.extra.get(OPT_IN[family]) != "1":
-            continue
-        began = time.perf_counter()
+    """Every family the options select: the vectors, then ``checks`` in order. Results go into
+    ``into`` as each case ends (so an interrupted run still has the cases that finished) and to
+    ``progress``. A check that raises fails its family with the traceback and the run goes on; once
+    the subject is dead (it stopped answering) or the deadline has passed, every case left is
+    *not run*, with the reason, never passed."""
+    results = [] if into is None else into
+    progress = progress or Progress.silent()
+    if said is None:
         try:
-            results += check(subject, options)
-        except Exception:
-            seconds = time.perf_counter() - began
-            results.append(
-                CaseResult(family, f"the {family} checks run", "failed", traceback.format_exc(), seconds)
-            )
+            said = hello(subject)
+        except SubjectError as error:
+            results.append(CaseResult(PROTOCOL_FAMILY, "the subject answers hello", "failed", str(error)))
+            return results
+    options = replace(options, capabilities=said.capabilities, target=said.target)
+    try:
+        _run_vectors_into(subject, options, results, progress)
+        for family, check in checks.items():
+            if not _selected(family, options):
+                continue
+            stop = _why_stop(subject, options)
+            if stop is not None:
+                results.append(CaseResult(family, f"the {family} checks", "not run", stop, case_id="all"))
+                continue
+            progress.start(family)
+            for result in _run_check(family, check, subject, options):
+                results.append(result)
+                progress.case(result)
+            progress.end(family)
+    finally:
+        progress.close()
     return results
+
+
+def _selected(family: str, options: Options) -> bool:
+    if options.families is not None:
+        return family in options.families
+    return family not in OPT_IN or options.extra.get(OPT_IN[family]) == "1"
+
+
+def _run_check(family: str, check: CheckFn, subject: Subject, options: Options) -> list[CaseResult]:
+    began = time.perf_counter()
+    try:
+        return check(subject, options)
+    except SubjectDead as error:
+        return [CaseResult(family, f"the {family} checks", "failed", str(error), time.perf_counter() - began)]
+    except Exception:
+        seconds = time.perf_counter() - began
+        return [CaseResult(family, f"the {family} checks run", "failed", traceback.format_exc(), seconds)]
+
+
+def _why_stop(subject: Subject, options: Options) -> str | None:
+    """Why nothing more can run: the subject is dead, or the run's deadline has passed."""
+    dead = getattr(subject, "dead", None)
+    if isinstance(dead, str):
+        return f"not reached: {dead}"
+    if options.deadline is not None and time.monotonic() > options.deadline:
+        return "not reached: the run's deadline (--deadline) had passed"
+    return None
+
+
+def _run_vectors_into(
+    subject: Subject, options: Options, results: list[CaseResult], progress: Progress
+) -> None:
+    vectors = [
+        v for v in load_vectors(options.vectors_dir or VECTORS_DIR) if _selected(str(v["family"]), options)
+    ]
+    target = options.target or DEFAULT_TARGET
+    families = list(dict.fromkeys(str(vector["family"]) for vector in vectors))
+    for family in families:
+        cases = [vector for vector in vectors if vector["family"] == family]
+        progress.start(family, len(cases))
+        for vector in cases:
+            stop = _why_stop(subject, options)
+            if stop is None:
+                result = run_vector(subject, vector, options.capabilities, target)
+            else:
+                result = CaseResult(family, str(vector["name"]), "not run", stop, rule=rule_of(vector))
+            results.append(result)
+            progress.case(result)
+        progress.end(family)
+
+
+def family_names(vectors_dir: Path | None = None) -> list[str]:
+    """Every family a run can select: the vector folders, then the stateful families."""
+    directory = vectors_dir or VECTORS_DIR
+    folders = vector_families(directory) if directory.is_dir() else []
+    return [*folders, *STATEFUL_FAMILIES]
 
 
 def vector_families(directory: Path = VECTORS_DIR) -> list[str]:

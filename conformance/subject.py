@@ -4,11 +4,17 @@ Both transports expose one method, ``request(op, **args) -> Response``:
 
 - :class:`InProcessSubject` wraps a Python object with ``handle(request: dict) -> dict``. Requests
   and responses still travel as JSON text, so the subject shares nothing with the suite and sees
-  exactly what a stdio subject would.
+  exactly what a stdio subject would; each call runs on a worker thread so that a subject that
+  hangs is timed out like a process.
 - :class:`StdioSubject` runs a command and speaks one JSON request per line on its stdin, one JSON
-  response per line on its stdout. A response that does not come within the timeout, or a process
-  that dies, raises :class:`SubjectError` naming what happened and the tail of the subject's
-  stderr; the next request starts the process again.
+  response per line on its stdout. Responses are matched by ``rid``: a line that is not JSON (a
+  stray debug print) is skipped, and the report says once that logs belong on stderr; an answer
+  to an earlier request is skipped too. A process that dies raises :class:`SubjectError` naming
+  what happened and the tail of its stderr, and the next request starts it again.
+
+A subject that does not answer within the timeout is *dead*: :class:`SubjectDead` is raised for
+that request and, at once, for every later one, so a hung subject costs one timeout, not one per
+case (the runner reports the cases after it as not run).
 
 :func:`load_subject` builds an in-process subject from ``"package.module:factory"``.
 """
@@ -22,6 +28,7 @@ import shlex
 import subprocess
 import threading
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO, Any, Final, Protocol
 
@@ -30,11 +37,16 @@ from spec.log.json import JsonValue
 
 DEFAULT_TIMEOUT: Final = 30.0  # seconds to wait for one response
 STDERR_TAIL: Final = 64  # lines of the subject's stderr kept for reports
+STRAY_LINES_KEPT: Final = 3  # non-protocol stdout lines quoted in the warning
 
 
 class SubjectError(Exception):
     """The subject broke the protocol itself: it died, timed out or answered something that is
     not a response. Any case that meets one fails."""
+
+
+class SubjectDead(SubjectError):
+    """The subject stopped answering (a timeout); every later request is refused at once."""
 
 
 @dataclass(frozen=True)
@@ -65,14 +77,22 @@ def encode_request(rid: int, op: str, args: dict[str, JsonValue]) -> str:
 def decode_response(text: str, rid: int) -> Response:
     """Read one response line; anything but a well-formed response with the expected ``rid`` is a
     :class:`SubjectError`."""
-    try:
-        value = decode_json_text(text)
-    except ValueError as problem:
-        raise SubjectError(f"response is not JSON ({problem}): {text[:200]!r}") from None
+    value = _parse(text)
     if not isinstance(value, dict):
         raise SubjectError(f"response is not a JSON object: {text[:200]!r}")
     if value.get("rid") != rid:
         raise SubjectError(f"response rid {value.get('rid')!r} does not answer request rid {rid}")
+    return _response_of(value, text)
+
+
+def _parse(text: str) -> JsonValue:
+    try:
+        return decode_json_text(text)
+    except ValueError as problem:
+        raise SubjectError(f"response is not JSON ({problem}): {text[:200]!r}") from None
+
+
+def _response_of(value: dict[str, JsonValue], text: str) -> Response:
     ok = value.get("ok")
     if ok is True:
         return Response(ok=True, result=value.get("result"))
@@ -86,27 +106,60 @@ def decode_response(text: str, rid: int) -> Response:
 
 
 class InProcessSubject:
-    """A Python object with ``handle(request) -> response``, driven through JSON text."""
+    """A Python object with ``handle(request) -> response``, driven through JSON text, each call
+    on a worker thread bounded by ``timeout``."""
 
-    def __init__(self, target: Any) -> None:
+    def __init__(self, target: Any, timeout: float | None = None) -> None:
         if not callable(getattr(target, "handle", None)):
             raise TypeError(f"{target!r} has no handle(request) method")
         self.target = target
+        self.timeout = timeout
         self._rid = 0
+        self._dead: str | None = None
 
     def request(self, op: str, **args: JsonValue) -> Response:
+        if self._dead is not None:
+            raise SubjectDead(self._dead)
         self._rid += 1
         request = decode_json_text(encode_request(self._rid, op, args))
+        text = self._call(op, request) if self.timeout is not None else self._handle(request)
+        return decode_response(text, self._rid)
+
+    @property
+    def dead(self) -> str | None:
+        """Why the subject is dead (it stopped answering), or ``None`` while it answers."""
+        return self._dead
+
+    def _handle(self, request: JsonValue) -> str:
         try:
             answer = self.target.handle(request)
-            text = encode_json_text(answer)
+            return encode_json_text(answer)
         except Exception as error:
             raise SubjectError(f"handle() raised {error!r}") from error
-        return decode_response(text, self._rid)
+
+    def _call(self, op: str, request: JsonValue) -> str:
+        outcome: queue.Queue[tuple[str | None, BaseException | None]] = queue.Queue(maxsize=1)
+
+        def work() -> None:
+            try:
+                outcome.put((self._handle(request), None))
+            except BaseException as error:
+                outcome.put((None, error))
+
+        threading.Thread(target=work, daemon=True, name=f"subject-{op}").start()
+        try:
+            text, error = outcome.get(timeout=self.timeout)
+        except queue.Empty:
+            self._dead = f"the subject gave no answer to {op!r} within {self.timeout:g}s and is declared dead"
+            raise SubjectDead(self._dead) from None
+        if error is not None:
+            raise error
+        assert text is not None
+        return text
 
     def close(self) -> None:
         close = getattr(self.target, "close", None)
-        if callable(close):
+        if callable(close) and self._dead is None:
             close()
 
     def stderr_tail(self) -> str:
@@ -118,18 +171,29 @@ class StdioSubject:
     shell would, then run without a shell)."""
 
     def __init__(
-        self, command: str, timeout: float = DEFAULT_TIMEOUT, env: dict[str, str] | None = None
+        self,
+        command: str,
+        timeout: float = DEFAULT_TIMEOUT,
+        env: dict[str, str] | None = None,
+        warn: Callable[[str], None] | None = None,
     ) -> None:
         self.command = command
         self.timeout = timeout
         self._argv = shlex.split(command)
+        if not self._argv:
+            raise ValueError("the subject command is empty")
         self._env = env
         self._process: subprocess.Popen[str] | None = None
         self._lines: queue.Queue[str | None] = queue.Queue()
         self._stderr: deque[str] = deque(maxlen=STDERR_TAIL)
         self._rid = 0
+        self._dead: str | None = None
+        self._warn = warn
+        self.stray_lines: list[str] = []  # stdout lines that were not protocol responses
 
     def request(self, op: str, **args: JsonValue) -> Response:
+        if self._dead is not None:
+            raise SubjectDead(self._dead)
         process = self._running()
         self._rid += 1
         line = encode_request(self._rid, op, args) + "\n"
@@ -139,16 +203,47 @@ class StdioSubject:
             process.stdin.flush()
         except OSError as error:
             raise self._died(f"could not send {op!r}: {error}") from None
-        try:
-            text = self._lines.get(timeout=self.timeout)
-        except queue.Empty:
-            self._kill()
-            raise SubjectError(
-                f"no response to {op!r} within {self.timeout:g}s; the subject was stopped{self._tail()}"
-            ) from None
-        if text is None:
-            raise self._died(f"the subject exited while answering {op!r}")
-        return decode_response(text, self._rid)
+        return self._answer(op)
+
+    @property
+    def dead(self) -> str | None:
+        """Why the subject is dead (it stopped answering), or ``None`` while it answers."""
+        return self._dead
+
+    def _answer(self, op: str) -> Response:
+        """The next line that answers this request's rid, skipping stray output and late answers."""
+        while True:
+            try:
+                text = self._lines.get(timeout=self.timeout)
+            except queue.Empty:
+                self._kill()
+                self._dead = f"the subject gave no answer to {op!r} within {self.timeout:g}s and is declared dead{self._tail()}"
+                raise SubjectDead(self._dead) from None
+            if text is None:
+                raise self._died(f"the subject exited while answering {op!r}")
+            try:
+                value = decode_json_text(text)
+            except ValueError:
+                self._stray(text)
+                continue
+            if not isinstance(value, dict) or "rid" not in value:
+                self._stray(text)
+                continue
+            rid = value.get("rid")
+            if isinstance(rid, int) and not isinstance(rid, bool) and rid < self._rid:
+                continue  # the answer to an earlier request that had already failed
+            if rid != self._rid:
+                raise SubjectError(f"response rid {rid!r} does not answer request rid {self._rid}")
+            return _response_of(value, text)
+
+    def _stray(self, text: str) -> None:
+        if not self.stray_lines and self._warn is not None:
+            self._warn(
+                f"the subject wrote a line that is not a protocol response to stdout ({text.strip()[:120]!r}); "
+                "it was skipped. Write logs and debug output to stderr: stdout carries the protocol."
+            )
+        if len(self.stray_lines) < STRAY_LINES_KEPT:
+            self.stray_lines.append(text.rstrip("\n"))
 
     def close(self) -> None:
         process, self._process = self._process, None
@@ -223,7 +318,7 @@ def _pump_stderr(stream: IO[str], tail: deque[str]) -> None:
         tail.append(line)
 
 
-def load_subject(spec: str) -> InProcessSubject:
+def load_subject(spec: str, timeout: float | None = None) -> InProcessSubject:
     """``"package.module:factory"``: import the module and call ``factory()`` (a class or a
     function) to get the object that handles requests."""
     module_name, _, attribute = spec.partition(":")
@@ -235,4 +330,4 @@ def load_subject(spec: str) -> InProcessSubject:
         factory = getattr(factory, part)
     if not callable(factory):
         raise TypeError(f"{spec!r} is not callable")
-    return InProcessSubject(factory())
+    return InProcessSubject(factory(), timeout=timeout)

@@ -50,6 +50,21 @@ def test_a_failing_run_prints_a_program_that_names_the_sessions_it_created() -> 
 
 def test_a_failure_under_ci_says_it_was_not_shrunk() -> None:
     subject = InProcessSubject(ReplaceGenerationNotIncremented())
-    [case] = check_machine(subject, Options(profile="ci", capabilities=frozenset({"core"})))
-    assert case.outcome == "failed"
-    assert "not shrunk under the ci profile; --profile thorough shrinks it" in case.detail
+    main, *divergences = check_machine(subject, Options(profile="ci", capabilities=frozenset({"core"})))
+    assert main.outcome == "failed" and main.key == "machine/agrees"
+    assert "not shrunk under the ci profile; --profile thorough shrinks the first" in main.detail
+    assert divergences and all(case.outcome == "failed" for case in divergences)
+
+
+def test_after_a_disagreement_the_machine_goes_on_with_its_other_examples() -> None:
+    """A subject that differs in one op only: every example still runs, the ones that never reach
+    that op agree, and the disagreement is one case of its own, named by how the answer differed."""
+    subject = InProcessSubject(ReplaceGenerationNotIncremented())
+    main, *divergences = check_machine(subject, Options(profile="ci", capabilities=frozenset({"core"})))
+    assert "runs stopped at one" in main.detail
+    stopped = int(main.detail.split("; ")[1].split(" of ")[0])
+    total = int(main.detail.split(" of ")[1].split(" runs")[0])
+    assert 0 < stopped < total and total >= 100
+    assert len({case.key for case in divergences}) == len(divergences)
+    assert all(case.key.startswith("machine/diverges-") for case in divergences)
+    assert all("first met by:" in case.detail and "append" in case.detail for case in divergences)

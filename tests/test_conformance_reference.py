@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 from xml.etree import ElementTree
 
 import pytest
@@ -59,14 +60,38 @@ def test_the_reference_passes_every_vector_through_the_stdio_server() -> None:
     assert len(results) > 300
 
 
-def test_a_run_skips_the_vectors_that_need_capabilities_the_subject_lacks() -> None:
+def test_the_vectors_that_need_capabilities_the_subject_lacks_are_unsupported_not_passed() -> None:
     class CoreOnly(ReferenceSubject):
         capabilities = ("core",)
 
     results = run_suite(InProcessSubject(CoreOnly()), Options(families=frozenset({"storage", "pairing"})))
-    skipped = [r for r in results if r.outcome == "skipped"]
-    assert skipped and all(r.detail.startswith("needs capability") for r in skipped)
+    unsupported = [r for r in results if r.outcome == "unsupported"]
+    assert unsupported and all(r.detail.startswith("the subject does not declare") for r in unsupported)
+    assert {r.family for r in unsupported} == {"storage", "pairing"}
     assert failures(results) == []
+
+
+def test_a_function_the_subject_answers_unsupported_op_is_unsupported_not_failed() -> None:
+    class NoPairing(ReferenceSubject):
+        pure_functions: ClassVar[Mapping[str, Any]] = {
+            k: v for k, v in ReferenceSubject.pure_functions.items() if "pairing" not in k
+        }
+
+    results = run_suite(InProcessSubject(NoPairing()), Options(families=frozenset({"pairing"})))
+    assert results and {r.outcome for r in results} == {"unsupported"}
+    assert all("UNSUPPORTED_OP" in r.detail for r in results)
+
+
+def test_after_a_subject_goes_dead_every_later_case_is_not_run() -> None:
+    class HangsOnCall(ReferenceSubject):
+        def op_call(self, args: Any) -> Any:
+            threading.Event().wait(30)
+
+    subject = InProcessSubject(HangsOnCall(), timeout=0.3)
+    results = run_suite(subject, Options(families=frozenset({"pairing", "machine"})))
+    assert results[0].outcome == "failed" and "declared dead" in results[0].detail
+    assert results[1:] and {r.outcome for r in results[1:]} == {"not run"}
+    assert all("declared dead" in r.detail for r in results[1:])
 
 
 def test_a_family_whose_check_raises_fails_with_its_traceback_and_the_next_family_still_runs() -> None:
@@ -87,7 +112,7 @@ def test_a_run_has_every_stateful_family_of_the_table_after_the_vectors() -> Non
         InProcessSubject(ReferenceSubject()), Options(families=frozenset({"tokens", "machine"}))
     )
     assert list(dict.fromkeys(r.family for r in results)) == ["tokens", "machine"]
-    assert list(STATEFUL_FAMILIES) == ["machine", "exhaustive", "crash"]
+    assert list(STATEFUL_FAMILIES) == ["machine", "exhaustive", "crash", "trace"]
 
 
 def test_the_cli_exits_0_on_the_reference_and_writes_junit_xml(tmp_path: Path) -> None:

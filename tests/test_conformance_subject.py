@@ -2,16 +2,26 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
 
 import pytest
 
-from conformance.report import CaseResult, format_table, tally, write_junit
-from conformance.runner import compare, first_difference
-from conformance.subject import InProcessSubject, Response, StdioSubject, SubjectError, load_subject
+from conformance.matching import first_difference
+from conformance.report import CaseResult, format_certificate, format_table, tally, write_junit
+from conformance.runner import compare
+from conformance.subject import (
+    InProcessSubject,
+    Response,
+    StdioSubject,
+    SubjectDead,
+    SubjectError,
+    load_subject,
+)
 from reference.server import ReferenceSubject
 
 PY = sys.executable
@@ -43,10 +53,13 @@ def test_a_subject_that_exits_is_reported_with_its_exit_status_and_stderr() -> N
     subject.close()
 
 
-def test_a_subject_that_does_not_answer_in_time_is_stopped() -> None:
+def test_a_subject_that_does_not_answer_in_time_is_declared_dead_once() -> None:
     subject = python_subject("import time; time.sleep(60)", timeout=0.5)
-    with pytest.raises(SubjectError, match="no response"):
+    with pytest.raises(SubjectDead, match=r"no answer to .hello. within 0\.5s"):
         subject.request("hello")
+    with pytest.raises(SubjectDead):  # at once: a hung subject costs one timeout, not one per case
+        subject.request("state", id="s")
+    assert subject.dead is not None
     subject.close()
 
 
@@ -65,12 +78,39 @@ def test_a_subject_is_started_again_after_it_died() -> None:
     subject.close()
 
 
-def test_a_response_that_is_not_json_breaks_the_protocol() -> None:
-    subject = python_subject(
-        "import sys; sys.stdin.readline(); print('hello there', flush=True); sys.stdin.readline()"
+def test_a_stray_line_on_stdout_is_skipped_with_one_warning_to_log_on_stderr() -> None:
+    code = (
+        "import sys, json\n"
+        "for line in sys.stdin:\n"
+        "    rid = json.loads(line)['rid']\n"
+        "    print('debug: got', rid, flush=True)\n"
+        "    print(json.dumps({'rid': rid, 'ok': True, 'result': rid}), flush=True)\n"
     )
-    with pytest.raises(SubjectError, match="not JSON"):
+    warnings: list[str] = []
+    subject = StdioSubject(f"{sys.executable} -c {shlex.quote(code)}", timeout=10, warn=warnings.append)
+    assert [subject.request("hello").result for _ in range(3)] == [1, 2, 3]
+    assert len(warnings) == 1 and "stderr" in warnings[0]
+    assert subject.stray_lines[0] == "debug: got 1"
+    subject.close()
+
+
+def test_a_subject_that_only_prints_noise_and_exits_is_reported_as_exited() -> None:
+    subject = python_subject("import sys; sys.stdin.readline(); print('hello there', flush=True)")
+    with pytest.raises(SubjectError, match="exited while answering"):
         subject.request("hello")
+    subject.close()
+
+
+def test_an_answer_to_an_earlier_request_is_skipped() -> None:
+    code = (
+        "import sys, json\n"
+        "for line in sys.stdin:\n"
+        "    rid = json.loads(line)['rid']\n"
+        "    print(json.dumps({'rid': rid - 1, 'ok': True, 'result': 'late'}), flush=True)\n"
+        "    print(json.dumps({'rid': rid, 'ok': True, 'result': 'now'}), flush=True)\n"
+    )
+    subject = StdioSubject(f"{sys.executable} -c {shlex.quote(code)}", timeout=10)
+    assert subject.request("hello").result == "now"
     subject.close()
 
 
@@ -106,6 +146,24 @@ def test_an_in_process_subject_that_raises_breaks_the_protocol() -> None:
 
     with pytest.raises(SubjectError, match="boom"):
         InProcessSubject(Raises()).request("hello")
+
+
+def test_an_in_process_subject_that_hangs_is_timed_out_and_declared_dead() -> None:
+    release = threading.Event()
+
+    class Hangs:
+        def handle(self, request: dict[str, Any]) -> dict[str, Any]:
+            release.wait(30)
+            return {"rid": request["rid"], "ok": True, "result": None}
+
+    subject = InProcessSubject(Hangs(), timeout=0.2)
+    try:
+        with pytest.raises(SubjectDead, match=r"within 0\.2s"):
+            subject.request("hello")
+        with pytest.raises(SubjectDead):
+            subject.request("hello")
+    finally:
+        release.set()
 
 
 def test_an_answer_with_the_wrong_request_id_breaks_the_protocol() -> None:
@@ -214,15 +272,16 @@ def test_an_error_code_is_compared_and_its_message_is_not() -> None:
     assert compare({"ok": False, "code": "X"}, Response(True, None)) is not None
 
 
-def test_the_table_counts_each_family_and_lists_failures(tmp_path: Path) -> None:
+def test_the_table_counts_the_four_outcomes_of_each_family_and_lists_failures(tmp_path: Path) -> None:
     results = [
         CaseResult("surface", "a", "passed"),
         CaseResult("surface", "b", "failed", "step 3: boom"),
-        CaseResult("fork", "c", "skipped", "needs capability storage"),
+        CaseResult("fork", "c", "unsupported", "the subject does not declare storage"),
+        CaseResult("fork", "d", "not run", "not reached: the subject is dead"),
     ]
-    assert [(t.family, t.passed, t.failed, t.skipped) for t in tally(results)] == [
-        ("surface", 1, 1, 0),
-        ("fork", 0, 0, 1),
+    assert [(t.family, t.passed, t.failed, t.unsupported, t.not_run) for t in tally(results)] == [
+        ("surface", 1, 1, 0, 0),
+        ("fork", 0, 0, 1, 1),
     ]
     table = format_table(results)
     assert "[surface] b" in table and "step 3: boom" in table
@@ -230,7 +289,23 @@ def test_the_table_counts_each_family_and_lists_failures(tmp_path: Path) -> None
     root = ElementTree.parse(tmp_path / "r.xml").getroot()
     surface = root.find("testsuite[@name='surface']")
     assert surface is not None and surface.get("failures") == "1" and surface.get("tests") == "2"
-    assert root.find(".//testcase[@name='c']/skipped") is not None
+    skipped = root.find(".//testcase[@name='fork/c']/skipped")
+    assert skipped is not None and skipped.get("message", "").startswith("unsupported:")
+    not_run = root.find(".//testcase[@name='fork/d']/skipped")
+    assert not_run is not None and not_run.get("message", "").startswith("not run:")
+
+
+def test_the_certificate_names_what_was_certified_and_what_was_not() -> None:
+    results = [
+        CaseResult("surface", "a", "passed", rule="spec.log.surface.plan_replace"),
+        CaseResult("fork", "b", "passed", rule="spec.lineage.fork.plan_fork_seed"),
+        CaseResult("fork", "c", "not run", "not reached", rule="spec.lineage.fork.plan_fork_seed"),
+    ]
+    text = format_certificate(results, "demo 1.0", None, "ci")
+    assert "certified families (1): surface" in text
+    assert "not certified: fork (1 of 2 passed; 1 not run)" in text
+    assert "not certified: spec.lineage.fork.plan_fork_seed (not run)" in text
+    assert "certified rules: 1 of 2" in text
 
 
 def test_a_torn_tail_after_a_crash_mid_flush_is_repaired_on_resume() -> None:

@@ -92,7 +92,7 @@ def test_without_strace_on_the_path_the_family_does_not_run_and_says_why(
 ) -> None:
     monkeypatch.setenv("PATH", fake_path(tmp_path, None))
     results = check_trace(StdioSubject(REFERENCE), Options(capabilities=frozenset({"core", "storage"})))
-    assert outcomes(results) == {"skipped": 1}
+    assert outcomes(results) == {"not run": 1}
     assert "strace is not installed" in results[0].detail and "apt-get install strace" in results[0].detail
 
 
@@ -102,7 +102,7 @@ def test_where_ptrace_is_denied_the_family_does_not_run_and_gives_strace_s_reaso
     denied = "#!/bin/sh\necho 'strace: ptrace(PTRACE_TRACEME, ...): Operation not permitted' >&2\nexit 1\n"
     monkeypatch.setenv("PATH", fake_path(tmp_path, denied))
     results = check_trace(StdioSubject(REFERENCE), Options(capabilities=frozenset({"core", "storage"})))
-    assert outcomes(results) == {"skipped": 1}
+    assert outcomes(results) == {"not run": 1}
     assert "Operation not permitted" in results[0].detail and "ptrace" in results[0].detail
 
 
@@ -115,10 +115,10 @@ def test_an_in_process_subject_or_one_without_storage_is_not_traced() -> None:
             pass
 
     assert outcomes(check_trace(NotAProcess(), Options(capabilities=frozenset({"core", "storage"})))) == {
-        "skipped": 1
+        "not run": 1
     }  # type: ignore[arg-type]
     assert outcomes(check_trace(StdioSubject(REFERENCE), Options(capabilities=frozenset({"core"})))) == {
-        "skipped": 1
+        "not run": 1
     }
 
 
@@ -126,7 +126,7 @@ def test_a_workload_that_could_not_be_judged_leaves_every_case_not_run_rather_th
     outcome = TraceOutcome(not_run=["zstd, writing: the trace holds calls no persistence model covers"])
     outcome.tallies["weak"].judged = 10
     results = summarise_trace_outcome(outcome)
-    assert results and all(result.outcome == "skipped" for result in results)
+    assert results and all(result.outcome == "not run" for result in results)
     assert "no persistence model covers" in results[0].detail
 
 
@@ -170,11 +170,10 @@ def test_the_trace_family_runs_only_when_named_or_flagged(
         ran.append("trace")
         return []
 
-    monkeypatch.setattr(runner, "registered_checks", lambda: {"trace": fake_trace})
-    monkeypatch.setattr(runner, "load_plugins", lambda: [])
+    checks = {"trace": fake_trace}
     subject = InProcessSubject(ReferenceSubject())
-    runner.run_suite(subject, Options(vectors_dir=tmp_path))
+    runner.run_suite(subject, Options(vectors_dir=tmp_path), checks)
     assert ran == []
-    runner.run_suite(subject, Options(vectors_dir=tmp_path, extra={"trace-crashes": "1"}))
-    runner.run_suite(subject, Options(vectors_dir=tmp_path, families=frozenset({"trace"})))
+    runner.run_suite(subject, Options(vectors_dir=tmp_path, extra={"trace-crashes": "1"}), checks)
+    runner.run_suite(subject, Options(vectors_dir=tmp_path, families=frozenset({"trace"})), checks)
     assert ran == ["trace", "trace"]

@@ -61,12 +61,35 @@ def meta_cases() -> Cases:
         [ok("create", id="s", meta=full_meta)],
         why=why,
     )
+    null_why = (
+        "a lineage field given as null is kept and judged by the header rules; createdAt null means now "
+        "(SPEC-DECISIONS D1)"
+    )
     yield case(
-        "meta fields that are null are left out",
+        "a meta field that is null is kept and judged: cwd null is rejected",
         BUILD,
-        [ok("create", id="s", meta={"cwd": None, "agentPreset": None, "delegationDepth": None})],
-        why="a lineage field whose meta value is null is not written into the header",
-        comment="so delegationDepth takes its default 0 rather than being judged as null",
+        [fails(Code.HEADER_CWD, "create", id="s", meta={"cwd": None}), gone()],
+        why=null_why,
+    )
+    yield case(
+        "a delegationDepth of null is judged, not defaulted",
+        BUILD,
+        [fails(Code.HEADER_DELEGATION_DEPTH, "create", id="s", meta={"delegationDepth": None}), gone()],
+        why=null_why,
+        comment="a store that drops null fields would give depth 0 here, and pass a vector that used 0",
+    )
+    yield case(
+        "an agentPreset of null is judged too",
+        BUILD,
+        [fails(Code.HEADER_AGENT_PRESET, "create", id="s", meta={"agentPreset": None}), gone()],
+        why=null_why,
+    )
+    yield case(
+        "a createdAt of null means now",
+        BUILD,
+        [ok("create", id="s", meta={"createdAt": None, "origin": "subagent"})],
+        why=null_why,
+        comment="the clock is pinned, so now is the vector's clock",
     )
     yield case("meta null is no meta", BUILD, [ok("create", id="s", meta=None)], why=why)
     yield case(

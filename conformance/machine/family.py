@@ -13,6 +13,7 @@ from typing import Final, cast
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
+from conformance.divergence import Divergences
 from conformance.machine.machines import (
     CrashMachine,
     MachineRun,
@@ -22,6 +23,7 @@ from conformance.machine.machines import (
 )
 from conformance.report import CaseResult, Options
 from conformance.subject import Subject
+from conformance.targets import DEFAULT_TARGET, Target
 
 EVERY_RUN: Final = settings(
     database=None,
@@ -78,13 +80,20 @@ def machine_for(capabilities: Collection[str]) -> type[SessionMachine]:
 
 
 def run_machine(
-    subject: Subject, capabilities: Collection[str], profile: str | None = None
+    subject: Subject,
+    capabilities: Collection[str],
+    profile: str | None = None,
+    target: Target = DEFAULT_TARGET,
+    divergences: Divergences | None = None,
 ) -> MachineOutcome:
-    """Run the machine that fits ``capabilities`` against ``subject`` under ``profile``."""
+    """Run the machine that fits ``capabilities`` against ``subject`` under ``profile``. With
+    ``divergences``, each example stops at its first disagreement, recorded there, and the run
+    goes on; without, the first disagreement ends the run as its failure."""
     machine, stats = machine_for(capabilities), MachineStats()
     # Hypothesis makes each example's machine by calling what it is given with no arguments: a
     # class or any function (run_state_machine_as_test's docstring), though it is annotated as a class.
-    new_machine = cast(type[SessionMachine], partial(machine, MachineRun(subject, stats)))
+    run = MachineRun(subject, stats, target, divergences)
+    new_machine = cast(type[SessionMachine], partial(machine, run))
     started = time.perf_counter()
     failure: str | None = None
     try:
@@ -102,19 +111,31 @@ def describe_failure(error: BaseException) -> str:
 
 
 def check_machine(subject: Subject, options: Options) -> list[CaseResult]:
-    """The runner's entry point: one case, named with how much ran and how fast."""
-    outcome = run_machine(subject, options.capabilities, options.profile)
+    """The runner's entry point. Every example runs to its end or to its first disagreement with
+    the spec model, which is recorded; the run goes on. One case says whether every step agreed
+    (named with how much ran and how fast), and each distinct disagreement is a case of its own,
+    shown with the first program that met it. Under a profile that shrinks, the first disagreement
+    is also run again as a failure so that Hypothesis shrinks its program."""
+    target = options.target or DEFAULT_TARGET
+    divergences = Divergences()
+    outcome = run_machine(subject, options.capabilities, options.profile, target, divergences)
     stats = outcome.stats
     name = (
         f"every generated step agrees with the spec model ({stats.steps} steps in {stats.examples} runs, "
         f"{stats.steps_per_second:.0f} steps/s, storage {outcome.storage})"
     )
-    if outcome.failure is None:
-        return [CaseResult("machine", name, "passed", seconds=stats.seconds)]
-    shrinks = Phase.shrink in machine_settings(options.profile).phases
-    hint = (
-        ""
-        if shrinks
-        else f"\n(not shrunk under the {options.profile} profile; --profile thorough shrinks it)"
+    if outcome.failure is not None:
+        return [CaseResult("machine", name, "failed", outcome.failure, stats.seconds, case_id="agrees")]
+    if not divergences:
+        return [CaseResult("machine", name, "passed", seconds=stats.seconds, case_id="agrees")]
+    diverged = sum(item.count for item in divergences.found.values())
+    detail = (
+        f"{len(divergences.found)} distinct disagreements; {diverged} of {stats.examples} runs stopped at one"
     )
-    return [CaseResult("machine", name, "failed", outcome.failure + hint, seconds=stats.seconds)]
+    if Phase.shrink in machine_settings(options.profile).phases:
+        shrunk = run_machine(subject, options.capabilities, options.profile, target)
+        detail += f"\nthe first, shrunk:\n{shrunk.failure}" if shrunk.failure else ""
+    else:
+        detail += f"\n(not shrunk under the {options.profile} profile; --profile thorough shrinks the first)"
+    main = CaseResult("machine", name, "failed", detail, stats.seconds, case_id="agrees")
+    return [main, *divergences.cases("machine", f"{stats.examples} runs")]

@@ -17,8 +17,9 @@ A machine is made with the :class:`MachineRun` it belongs to: the subject, and t
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final, TypeVar
 
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -34,7 +35,8 @@ from hypothesis.stateful import (
 )
 
 from conformance import builders as build
-from conformance.driver import Driver
+from conformance.divergence import Divergences, describe_program
+from conformance.driver import Driver, Mismatch, describe_request
 from conformance.machine.variants import (
     BOUNDARIES,
     INVALID_KINDS,
@@ -62,10 +64,12 @@ from conformance.machine.variants import (
     seed_prefix,
 )
 from conformance.subject import Response, Subject
+from conformance.targets import DEFAULT_TARGET, Target
 from spec.log.events import ASSISTANT_MESSAGE, TOOL_RESULT, USER_MESSAGE, Event
 from spec.log.json import JsonValue, thaw_json
 from spec.log.session import ABSENT
 
+T = TypeVar("T")
 Bundled = str | MultipleResults[str]  # the session id a rule puts in its bundle, or nothing (refused)
 
 
@@ -90,10 +94,20 @@ class MachineStats:
 
 @dataclass(frozen=True)
 class MachineRun:
-    """What every machine of one run shares: the subject it drives and the statistics it keeps."""
+    """What every machine of one run shares: the subject it drives, the statistics it keeps, the
+    subject's target, and where disagreements go. With ``divergences``, an example stops at its
+    first disagreement, which is recorded there, and the run goes on with the next example;
+    without, the disagreement fails the run (so that Hypothesis can shrink it)."""
 
     subject: Subject
     stats: MachineStats
+    target: Target = DEFAULT_TARGET
+    divergences: Divergences | None = None
+
+
+DIVERGED: Final = Response(
+    ok=False, error_code="DIVERGED", error_message="the example stopped at a disagreement"
+)
 
 
 def has_live_session(machine: SessionMachine) -> bool:
@@ -130,9 +144,12 @@ class SessionMachine(RuleBasedStateMachine):
         super().__init__()
         self.stats = run.stats
         self.stats.examples += 1
-        self.driver = Driver(run.subject)
-        self.driver.step("reset", storage=self.storage)
-        self.driver.step("clock", now=START_TIME)
+        self.divergences = run.divergences
+        self.program: list[str] = []
+        self.diverged = False
+        self.driver = Driver(run.subject, target=run.target)
+        self.do("reset", storage=self.storage)
+        self.do("clock", now=START_TIME)
 
     def teardown(self) -> None:
         self.stats.requests += self.driver.requests
@@ -140,10 +157,30 @@ class SessionMachine(RuleBasedStateMachine):
     # --- what the rules share ------------------------------------------------------------------
 
     def do(self, op: str, **args: object) -> Response:
-        """One step: ``op`` sent to the subject and the model, whose answers must agree."""
-        answer: Response = self.driver.step(op, **args)
+        """One step: ``op`` sent to the subject and the model, whose answers must agree. Once the
+        example has diverged, nothing more is sent."""
+        if self.diverged:
+            return DIVERGED
+        self.program.append(describe_request(op, args))
+        answer: Response | None = self.agreeing(lambda: self.driver.step(op, **args))
+        if answer is None:
+            return DIVERGED
         self.stats.count(f"{op} {'ok' if answer.ok else answer.error_code}")
         return answer
+
+    def agreeing(self, check: Callable[[], T]) -> T | None:
+        """``check()``, or ``None`` when it met a disagreement that this run records and goes on
+        past (the example then stops: every later step is a no-op)."""
+        if self.diverged:
+            return None
+        try:
+            return check()
+        except Mismatch as mismatch:
+            if self.divergences is None:
+                raise
+            self.diverged = True
+            self.divergences.record(mismatch.signature, describe_program(self.program, str(mismatch)))
+            return None
 
     def events(self, session: str) -> tuple[Event, ...]:
         entry = self.driver.model.live.get(session)
@@ -339,7 +376,7 @@ class SessionMachine(RuleBasedStateMachine):
 
     @invariant()
     def every_live_session_matches_the_model(self) -> None:
-        self.driver.check_all_live()
+        self.agreeing(self.driver.check_all_live)
 
 
 class StorageMachine(SessionMachine):
@@ -396,8 +433,13 @@ class CrashMachine(StorageMachine):
         """Power loss keeping nothing unsynced, everything, or a cut of one unsynced file; then
         (most times, so that the run goes on) every surviving session is resumed at once, and is
         back in play."""
+        if self.diverged:
+            return multiple()
         self.stats.count(f"crash {keep}")
-        self.driver.crash(self.plan_cut(data) if keep == "cut" else keep)
+        keep_plan = self.plan_cut(data) if keep == "cut" else keep
+        self.program.append(f"crash {keep_plan!r}")
+        if self.agreeing(lambda: self.driver.crash(keep_plan)) is None and self.diverged:
+            return multiple()
         if not then_resume:
             return multiple()
         survivors = sorted(self.driver.model.stored)

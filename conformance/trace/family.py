@@ -67,7 +67,7 @@ from conformance.trace.strace import StraceProbe, TraceUnreadable, probe_strace
 from spec.log.events import TURN_START, USER_MESSAGE
 
 FAMILY: Final = "trace"
-NOT_RUN: Final = "skipped"  # the report's outcome for a case that could not run (with its reason)
+NOT_RUN: Final = "not run"  # the outcome of a case the suite could not reach (with its reason)
 SEED: Final = 0
 RESUME_TIME: Final = START_TIME + 1_000  # ms: the clock of the resuming workload
 ITEM_SENTENCES: Final = {

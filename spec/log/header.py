@@ -91,18 +91,21 @@ def build_header(session_id: str, meta: JsonValue, now: int, is_seeded: bool) ->
 
 def plan_header_record(session_id: str, meta: JsonValue, now: int, is_seeded: bool) -> dict[str, object]:
     """The header record of a new session, not yet validated: ``version`` 4, the id, ``createdAt``
-    from ``meta`` or ``now``, the lineage fields ``meta`` gives (``delegationDepth`` defaults to 0),
-    and ``isSeeded``; other ``meta`` keys are dropped (notes/dsh-session-core §4.6)."""
+    from ``meta`` (now when it is absent or ``null``), the lineage fields ``meta`` gives
+    (``delegationDepth`` defaults to 0), and ``isSeeded``; other ``meta`` keys are dropped. A
+    lineage field given as ``null`` is kept, so the header rules judge it: ``cwd: null`` is refused
+    (SPEC-DECISIONS D1, as DSH copies every field that is not undefined; notes/dsh-session-core §4.6)."""
     given = meta if isinstance(meta, dict) else {}
     if meta is not None and not isinstance(meta, dict):
         raise reject(Code.HEADER_NOT_RECORD, "session header is not a plain JSON record")
+    created = given.get("createdAt")
     header: dict[str, object] = {
         "version": HEADER_FORMAT_VERSION,
         "id": session_id,
-        "createdAt": given.get("createdAt", now),
+        "createdAt": now if created is None else created,
     }
     for key in LINEAGE_META_KEYS:
-        if key in given and given[key] is not None:
+        if key in given:
             header[key] = given[key]
     header.setdefault("delegationDepth", 0)
     header["isSeeded"] = is_seeded
