@@ -213,7 +213,8 @@ def model_fork(
     its seed and the derived lineage meta."""
     child_id = None if child is ABSENT else child
     try:
-        validate_fork_request(model.live.keys(), str(source), child_id)  # type: ignore[arg-type]
+        stored_ids = model.stored.keys() if model.has_storage else ()
+        validate_fork_request(model.live.keys(), str(source), child_id, stored_ids)  # type: ignore[arg-type]
         live = model.live[str(source)]
         seed = plan_fork_seed(str(source), live.state.events, boundary)
     except SpecError as error:

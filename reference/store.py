@@ -76,7 +76,7 @@ class SessionStore:
         """A child grown from a contiguous prefix of ``source`` that ends outside any open turn,
         with ``parentSession``, ``seedLength`` and ``cwd`` in its header (DSH's checks, in order)."""
         source_id = source if isinstance(source, str) else source.id
-        validate_fork_request(self._live.keys(), source_id, child_id)
+        validate_fork_request(self._live.keys(), source_id, child_id, _StoredIds(self._persistence))
         live = self._live[source_id]
         if not isinstance(source, str) and live is not source:
             raise reject(Code.SESSION_NOT_LIVE, f'session "{source_id}" is not the live store instance')

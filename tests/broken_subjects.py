@@ -24,7 +24,7 @@ import spec.lineage.store as lineage_store_module
 from reference.persistence.filestore import FileStore
 from reference.server import FaultyFileSystem, ReferenceSubject
 from reference.session import Session
-from reference.store import SessionStore
+from reference.store import SessionStore, _StoredIds
 from spec.codes import Code, SpecError, reject
 from spec.lineage.fork import derive_child_meta, plan_fork_seed, validate_fork_request
 from spec.log.events import ASSISTANT_MESSAGE, COMPACTION_END, END_SEED, Event, Message, derive_event_message
@@ -97,7 +97,7 @@ class MutantStore(SessionStore):
 
     def fork(self, source: str | Session, boundary: object = ABSENT, child_id: str | None = None) -> Session:
         source_id = source if isinstance(source, str) else source.id
-        validate_fork_request(self._live.keys(), source_id, child_id)
+        validate_fork_request(self._live.keys(), source_id, child_id, _StoredIds(self._persistence))
         live = self._live[source_id]
         seed = self.plan_seed(source_id, live.events, boundary)
         meta = derive_child_meta(live.header, source_id, len(seed))

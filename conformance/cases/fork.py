@@ -3,7 +3,7 @@
 Covers the child's seed (the parent's log up to the boundary, then the end-seed marker), its
 header (the lineage it inherits and what it does not), valid and invalid boundaries, the rule
 that a fork never inherits half a turn, and the order of the request's checks (the child id,
-then the source).
+live or stored, then the source, then the boundary).
 """
 
 from __future__ import annotations
@@ -173,6 +173,32 @@ def request_cases() -> Cases:
             fails(Code.SESSION_ALREADY_EXISTS, "fork", source="p", child="c"),
             state("c"),
         ],
+    )
+    yield case(
+        "a stored child id is rejected before the boundary is looked at",
+        REQUEST,
+        [
+            ok("create", id="c", meta={"cwd": "/work/c"}),
+            ok("close", id="c"),
+            *parent(),
+            fails(Code.SESSION_ALREADY_EXISTS, "fork", source="p", boundary=7, child="c"),
+            ok("read", id="c"),
+        ],
+        storage="memory",
+        why="a given child id must be free, neither live nor stored, and that is checked before the "
+        "boundary (the seed: the child-id check comes before the boundary check)",
+        comment="c is stored, not live; boundary 7 does not exist, so a store that looks at the boundary "
+        "first answers INVALID_BOUNDARY",
+    )
+    yield case(
+        "a stored child id is rejected before the source is looked up",
+        REQUEST,
+        [
+            ok("create", id="c"),
+            ok("close", id="c"),
+            fails(Code.SESSION_ALREADY_EXISTS, "fork", source="nope", child="c"),
+        ],
+        storage="memory",
     )
     yield case(
         "a live child id is rejected before the source is looked up",

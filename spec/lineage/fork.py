@@ -1,14 +1,14 @@
 """Fork: a new session whose seed is a prefix of a live session's log (notes/dsh-session-core §7.1).
 
-The store checks, in order: the child id is free (only when one is given), the source is live, the
-boundary names an event, the boundary is not inside an open turn. The child's seed is the source
-log up to and including the boundary; its header names the parent and the seed length. The parent
-is never changed.
+The store checks, in order: the child id is free, neither live nor stored (only when one is
+given), the source is live, the boundary names an event, the boundary is not inside an open turn
+nor inside an open compaction bracket. The child's seed is the source log up to and including the
+boundary; its header names the parent and the seed length. The parent is never changed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Container, Sequence
 
 from spec.codes import Code, SpecError, reject  # noqa: F401 - SpecError is named by the contracts
 from spec.log.events import TURN_END, TURN_START, Event, event_data
@@ -16,12 +16,18 @@ from spec.log.json import JsonObject, JsonValue, is_event_seq, js_text
 from spec.log.session import ABSENT, validate_new_session_id
 
 
-def validate_fork_request(live_ids: Collection[str], source_id: str, child_id: str | None) -> None:
-    """A given child id must not be live, checked before anything else; then the source must be a
-    live session (§7.1 steps 1-2, §14.8). Whether a session *object* is the live instance
-    (``SESSION_NOT_LIVE``) is a question of identity, answered by the store that holds it."""
+def validate_fork_request(
+    live_ids: Collection[str], source_id: str, child_id: str | None, stored_ids: Container[str] = ()
+) -> None:
+    """A given child id must be free, checked before anything else: not live, and not held by a
+    stored log (a store with persistence passes its stored ids; without, none); then the source
+    must be a live session (§7.1 steps 1-2, §14.8; the seed: "子 session id 已经被占用（这个检查在验证
+    boundary 之前）"). Whether a session *object* is the live instance (``SESSION_NOT_LIVE``) is a
+    question of identity, answered by the store that holds it."""
     if child_id is not None:
         validate_new_session_id(live_ids, child_id)
+        if child_id in stored_ids:
+            raise reject(Code.SESSION_ALREADY_EXISTS, f'session "{child_id}" already exists on storage')
     if source_id not in live_ids:
         raise reject(Code.SESSION_NOT_FOUND, f'session "{source_id}" not found')
 
