@@ -46,6 +46,7 @@ from spec.log.session import (
     append_event,
     derive_session_messages,
 )
+from spec.log.writers import CALLER, COMPACTION_ENGINE, Writer
 
 FS_OPS: Final = ("write", "fsync")
 ERRNOS: Final = ("EIO", "ENOSPC")
@@ -191,14 +192,17 @@ def model_append(
     data: object,
     surface_op: object = ABSENT,
     source_event_seqs: object = ABSENT,
+    writer: Writer = CALLER,
 ) -> Transition:
-    """An append to a live session at the model's clock; a rejection changes nothing."""
+    """An append to a live session at the model's clock, by a caller (``append``) or by the
+    store's compaction engine (``engine_append``, which may write the compaction bracket); a
+    rejection changes nothing."""
     entry = model.live.get(session_id) if isinstance(session_id, str) else None
     if entry is None:
         return model, rejected(Code.SESSION_NOT_FOUND)
     try:
         state, event = append_event(
-            entry.state, event_type, data, surface_op, source_event_seqs, time=model.now
+            entry.state, event_type, data, surface_op, source_event_seqs, time=model.now, writer=writer
         )
     except SpecError as error:
         return model, rejected(error.code)
@@ -330,6 +334,9 @@ OPS: Final[Mapping[str, Callable[..., Transition]]] = {
     "create": lambda model, id=ABSENT, seed=ABSENT, meta=ABSENT: model_create(model, id, seed, meta),
     "append": lambda model, id, type=ABSENT, data=ABSENT, surfaceOp=ABSENT, sourceEventSeqs=ABSENT: (
         model_append(model, id, type, data, surfaceOp, sourceEventSeqs)
+    ),
+    "engine_append": lambda model, id, type=ABSENT, data=ABSENT, surfaceOp=ABSENT, sourceEventSeqs=ABSENT: (
+        model_append(model, id, type, data, surfaceOp, sourceEventSeqs, COMPACTION_ENGINE)
     ),
     "fork": lambda model, source, boundary=ABSENT, child=ABSENT: model_fork(model, source, boundary, child),
     "state": lambda model, id: model_state(model, id),

@@ -184,6 +184,7 @@ class ReferenceSubject:
         "clock": "op_clock",
         "create": "op_create",
         "append": "op_append",
+        "engine_append": "op_engine_append",
         "fork": "op_fork",
         "state": "op_state",
         "flush": "op_flush",
@@ -295,6 +296,15 @@ class ReferenceSubject:
     def op_append(self, args: Args) -> JsonValue:
         session = self.live(args.session_id())
         return session.append(
+            args.optional("type"),
+            args.optional("data"),
+            args.optional("surfaceOp"),
+            args.optional("sourceEventSeqs"),
+        )
+
+    def op_engine_append(self, args: Args) -> JsonValue:
+        session = self.live(args.session_id())
+        return session.append_engine_event(
             args.optional("type"),
             args.optional("data"),
             args.optional("surfaceOp"),

@@ -46,6 +46,7 @@ CHAPTERS: Final = (
             "spec.log.provenance",
             "spec.log.tool_rewrite",
             "spec.log.header",
+            "spec.log.writers",
             "spec.log.session",
         ),
     ),

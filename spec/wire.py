@@ -28,7 +28,7 @@ from spec.format.legacy import upgrade_v0_records
 from spec.format.naming import decode_header_line, derive_session_relpath, encode_project_key, encode_segment
 from spec.lineage.repair import derive_closers
 from spec.log.events import Event
-from spec.log.header import validate_header
+from spec.log.header import HEADER_FORMAT_VERSION, validate_header
 from spec.log.json import JsonObject, JsonValue, is_safe_integer
 from spec.log.surface import SurfaceFold, fold_surface
 from spec.shrink.pairing import derive_cut_balance, is_balanced_after, is_balanced_before
@@ -170,17 +170,21 @@ def _fold_shadow_price(inputs: Inputs) -> JsonValue:
 
 def _check_log(inputs: Inputs) -> JsonValue:
     header = inputs.get("header")
+    version = inputs.get("formatVersion", HEADER_FORMAT_VERSION)
     violations = check_log(
         decode_events(inputs),
         header if isinstance(header, dict) else None,
         inputs.get("relational") is not False,
+        decode_integer(version, "formatVersion"),
     )
     return [{"rule": violation.rule, "seq": violation.seq} for violation in violations]
 
 
 def _decode_header_line(inputs: Inputs) -> JsonValue:
-    hint = inputs.get("sessionId")
-    version, header = decode_header_line(inputs.get("line"), hint if isinstance(hint, str) else None)
+    hint, name = inputs.get("sessionId"), inputs.get("fileName")
+    version, header = decode_header_line(
+        inputs.get("line"), hint if isinstance(hint, str) else None, name if isinstance(name, str) else None
+    )
     return {"version": version, "header": header}
 
 

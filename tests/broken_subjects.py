@@ -31,6 +31,7 @@ from spec.log.events import ASSISTANT_MESSAGE, COMPACTION_END, END_SEED, Event, 
 from spec.log.json import FrozenDict, JsonObject, JsonValue, is_event_seq, snapshot_json
 from spec.log.session import ABSENT, plan_event
 from spec.log.surface import ReplaceOp, ReplacePlan, SurfacePlan, plan_replace, splice_plan
+from spec.log.writers import STORE
 
 # --- plumbing -------------------------------------------------------------------------------------
 
@@ -372,7 +373,7 @@ class _SecondEndSeedStore(MutantStore):
     def resume(self, session_id: str) -> Session:
         session = super().resume(session_id)
         if session.seq == session.first_live_seq:
-            session.append(END_SEED, {})
+            session._commit(STORE, END_SEED, {}, ABSENT, ABSENT)  # the mutant writes as the store
         return session
 
 

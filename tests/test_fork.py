@@ -14,12 +14,14 @@ from spec.codes import Code, SpecError
 from spec.lineage.fork import derive_child_meta, plan_fork_seed, validate_fork_request
 from spec.log.header import build_header
 from spec.log.session import ABSENT, SessionState, append_event, create_session_state, derive_session_messages
+from spec.log.writers import STORE
 
 NOW = 2_000  # the pinned clock, ms
 
 
 def live(events: list[dict[str, Any]], session_id: str = "src", meta: Any = None) -> SessionState:
-    """A live source built by appending (so it has no end-seed of its own)."""
+    """A live source built by appending (so it has no end-seed of its own), written as the store
+    writes a restored log, so that a repair closer (an interrupted turn/end) can be part of it."""
     state = create_session_state(
         session_id, None, build_header(session_id, meta or {"cwd": "/workspace"}, 1, False), 1
     )
@@ -31,6 +33,7 @@ def live(events: list[dict[str, Any]], session_id: str = "src", meta: Any = None
             item.get("surfaceOp", ABSENT),
             item.get("sourceEventSeqs", ABSENT),
             time=1,
+            writer=STORE,
         )
     return state
 

@@ -40,10 +40,10 @@ CALL: Final = ("tool/call", {"turn": 1, "step": 1, "callId": "c1", "name": "read
 HEADER: Final[JsonObject] = {"version": 4, "id": "s", "createdAt": 0, "delegationDepth": 0, "isSeeded": False}
 
 
-def breaks(name: str, events: list[JsonValue], **extra: Any) -> PureCase:
+def breaks(name: str, events: list[JsonValue], comment: str | None = None, **extra: Any) -> PureCase:
     """A log named ``rule-id: sentence`` that breaks that rule: its why is the rule's explanation."""
     rule_id = name.split(":")[0]
-    return pure(name, CHECK, why=as_why(RULES[rule_id]), events=events, **extra)
+    return pure(name, CHECK, why=as_why(RULES[rule_id]), comment=comment, events=events, **extra)
 
 
 def cases() -> Cases:
@@ -146,6 +146,18 @@ def compaction_rule_cases() -> Cases:
             ("compaction/summary", summary),
             ("user/message", checkpoint, {"surfaceOp": replace(0, 0), "sourceEventSeqs": [0]}),
         ),
+    )
+    yield breaks(
+        "compaction-dangling: a compaction/start left open at a session/end-seed is a violation",
+        log(user_ev(), standalone, ("session/end-seed", {})),
+        comment="in a v4 log nothing explains it: a resume closes the bracket first, a fork or a seed refuses",
+    )
+    yield breaks(
+        "legacy-compaction-dangling: in a DSH v0 log the same start is reported as legacy",
+        log(user_ev(), standalone, ("session/end-seed", {})),
+        formatVersion=0,
+        comment="DSH 0.1's resume left open brackets for its end-seed to orphan; formatVersion names the "
+        "format the log was stored in",
     )
     yield breaks(
         "shadow-price: a replace without its metering event is a violation",

@@ -1,8 +1,8 @@
 """fork: a child log grown from a prefix of its parent (notes/dsh-session-core §7.1).
 
 Covers the child's seed (the parent's log up to the boundary, then the end-seed marker), its
-header (the lineage it inherits and what it does not), valid and invalid boundaries, the rule
-that a fork never inherits half a turn, and the order of the request's checks (the child id,
+header (the lineage it inherits and what it does not), valid and invalid boundaries, the rules
+that a fork never inherits half a turn nor an open compaction bracket, and the order of the request's checks (the child id,
 live or stored, then the source, then the boundary).
 """
 
@@ -16,16 +16,21 @@ from conformance.cases.build import (
     case,
     fails,
     gone,
+    log,
     ok,
+    replace,
     state,
     turn,
     turn_end,
+    user_ev,
+    user_msg,
 )
 from spec.codes import Code
 from spec.log.json import JsonObject, JsonValue
 
 SEED = "spec.lineage.fork.plan_fork_seed"
 OPEN_TURN = "spec.lineage.fork.validate_boundary_outside_open_turn"
+OPEN_COMPACTION = "spec.lineage.fork.validate_boundary_outside_open_compaction"
 REQUEST = "spec.lineage.fork.validate_fork_request"
 
 
@@ -52,6 +57,7 @@ def cases() -> Cases:
     yield from child_cases()
     yield from boundary_cases()
     yield from open_turn_cases()
+    yield from open_compaction_cases()
     yield from request_cases()
 
 
@@ -155,6 +161,88 @@ def open_turn_cases() -> Cases:
         "a fork without a boundary of a log that ends inside a turn is rejected",
         OPEN_TURN,
         [*in_turn(), fails(Code.OPEN_TURN, "fork", source="p", child="c")],
+    )
+
+
+def bracketed() -> list[Step]:
+    """A session "p" created from a seed: turn 1 (seqs 0-2), then a standalone compaction bracket
+    (seqs 3-6: start, summary, checkpoint, end) between turns; its end-seed is seq 7."""
+    start = {"compactionId": "k1", "turn": None}
+    summary = {**start, "shadowedRange": {"start": 1, "end": 1}, "shadowedSeqs": [1], "shadowedTokenCount": 9}
+    checkpoint = {**user_msg("ck"), "source": {"kind": "plugin", "plugin": "compact", "compactionId": "k1"}}
+    seed = log(
+        ("turn/start", {"turn": 1}),
+        user_ev(),
+        ("turn/end", {"turn": 1, "reason": {"kind": "completed"}}),
+        ("compaction/start", start),
+        ("compaction/summary", summary),
+        ("user/message", checkpoint, {"surfaceOp": replace(1, 1), "sourceEventSeqs": [1]}),
+        ("compaction/end", start),
+    )
+    return [ok("create", id="p", seed=seed)]
+
+
+def open_compaction_cases() -> Cases:
+    yield case(
+        "a boundary inside a standalone compaction bracket is rejected",
+        OPEN_COMPACTION,
+        [*bracketed(), fails(Code.OPEN_COMPACTION, "fork", source="p", boundary=4, child="c"), gone("c")],
+        comment="seq 4 lies between the bracket's start (3) and its end (6): the child would inherit it open",
+    )
+    yield case(
+        "a boundary at a compaction/start is inside that compaction",
+        OPEN_COMPACTION,
+        [*bracketed(), fails(Code.OPEN_COMPACTION, "fork", source="p", boundary=3, child="c")],
+    )
+    yield case(
+        "a boundary at a compaction/end is outside the compaction",
+        OPEN_COMPACTION,
+        [*bracketed(), ok("fork", source="p", boundary=6, child="c")],
+    )
+    yield case(
+        "a fork without a boundary of a log that ends inside a compaction is rejected",
+        OPEN_COMPACTION,
+        [
+            ok("create", id="p"),
+            append_user("u1", "p"),
+            ok("engine_append", id="p", type="compaction/start", data={"compactionId": "k1", "turn": None}),
+            fails(Code.OPEN_COMPACTION, "fork", source="p", child="c"),
+        ],
+        comment="the compaction engine is still at work on p: its bracket is the session's live lock",
+    )
+    yield case(
+        "a boundary inside a compaction inside a turn is an open turn",
+        OPEN_TURN,
+        [
+            ok(
+                "create",
+                id="p",
+                seed=log(
+                    ("turn/start", {"turn": 1}),
+                    ("compaction/start", {"compactionId": "k1", "turn": 1}),
+                    ("compaction/end", {"compactionId": "k1", "turn": 1, "error": "x"}),
+                    ("turn/end", {"turn": 1, "reason": {"kind": "completed"}}),
+                ),
+            ),
+            fails(Code.OPEN_TURN, "fork", source="p", boundary=1, child="c"),
+        ],
+        comment="the open turn is checked first; its compaction is inside it",
+    )
+    yield case(
+        "a compaction left open before a session/end-seed does not block a fork",
+        OPEN_COMPACTION,
+        [
+            ok(
+                "create",
+                id="p",
+                seed=log(
+                    ("compaction/start", {"compactionId": "k1", "turn": None}), ("session/end-seed", {})
+                ),
+            ),
+            ok("fork", source="p", child="c"),
+        ],
+        comment="the marker made it a stale orphan of an earlier lifecycle (a DSH v0 resume leaves these): "
+        "it is no live lock, so the fork is allowed and the checker reports the orphan",
     )
 
 

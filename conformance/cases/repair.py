@@ -182,6 +182,28 @@ def resume_cases() -> Cases:
         storage="memory",
         why="a resume takes over the stored header as it is; it is not a new session's header",
     )
+    for storage in ("memory", "file"):
+        yield case(
+            f"{storage} storage: resuming a log left inside a compaction closes it before the end-seed marker",
+            RESUME,
+            [
+                ok("create", id="s"),
+                append_user(),
+                ok(
+                    "engine_append",
+                    id="s",
+                    type="compaction/start",
+                    data={"compactionId": "k1", "turn": None},
+                ),
+                ok("close", id="s"),
+                ok("resume", id="s"),
+                ok("read", id="s"),
+            ],
+            storage=storage,
+            why=RESUME_RULE,
+            comment="the compaction engine stopped inside its bracket; the resume writes its compaction/end "
+            "with an error, durably, so the end-seed never leaves the start dangling",
+        )
     yield from repeated_resume_cases()
 
 

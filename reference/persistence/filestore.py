@@ -62,6 +62,10 @@ def _join(*parts: str) -> str:
     return "/".join(part.rstrip("/") if index == 0 else part for index, part in enumerate(parts))
 
 
+def _basename(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
+
+
 def _dirname(path: str) -> str:
     head = path.rsplit("/", 1)[0]
     return head or "/"
@@ -133,11 +137,14 @@ class LoadedLog:
     truncate_to: int | None
 
 
-def load_log(session_id: str | None, data: bytes, compressed: bool) -> LoadedLog:
-    """Parse a log's bytes into events: v4 records are taken as they are (seqs must run 0, 1, 2...),
-    v0 records go through the spec's legacy read path."""
+def load_log(
+    session_id: str | None, data: bytes, compressed: bool, file_name: str | None = None
+) -> LoadedLog:
+    """Parse a log's bytes into events: the header's version must be the one ``file_name`` says
+    (when given); v4 records are taken as they are (seqs must run 0, 1, 2...), v0 records go
+    through the spec's legacy read path."""
     stored = parse_log_bytes(data, compressed)
-    version, header = decode_header_line(stored.header_line, session_id)
+    version, header = decode_header_line(stored.header_line, session_id, file_name)
     header_id = str(header["id"])
     if version == LEGACY_FORMAT_VERSION:
         events = upgrade_v0_records(header_id, stored.records + stored.recovered)
@@ -248,7 +255,7 @@ class FileStore:
         path = self.locate(session_id)
         if path is None:
             raise reject(Code.SESSION_NOT_FOUND, f'session "{session_id}" not found')
-        loaded = load_log(session_id, self.fs.read_bytes(path), path.endswith(".zstd"))
+        loaded = load_log(session_id, self.fs.read_bytes(path), path.endswith(".zstd"), _basename(path))
         return StoredLog(loaded.header, loaded.events + loaded.recovered, loaded.format_version)
 
     def stat(self, session_id: str) -> SessionStat | None:
@@ -290,12 +297,13 @@ class FileStore:
             first = scan.frames[0]
             plaintext = decompress_frame(data[first.offset : first.offset + first.length], first.offset)
             return decode_header_line(
-                decode_zstd_log([DecodedFrame(first.offset, plaintext)], None).header_line
+                decode_zstd_log([DecodedFrame(first.offset, plaintext)], None).header_line,
+                file_name=_basename(path),
             )[1]
         line_end = data.find(b"\n")
         if line_end < 0:
             raise reject(Code.CORRUPT_LOG, "empty or header-less session log")
-        return decode_header_line(decode_header_text(data[:line_end]))[1]
+        return decode_header_line(decode_header_text(data[:line_end]), file_name=_basename(path))[1]
 
     def _lock(self, log_path: str, session_id: str) -> LockHandle:
         session_dir = _dirname(log_path)
@@ -323,7 +331,7 @@ class FileStore:
 
     def _open_locked(self, session_id: str, path: str, lock: LockHandle) -> FileLogHandle:
         compressed_source = path.endswith(".zstd")
-        loaded = load_log(session_id, self.fs.read_bytes(path), compressed_source)
+        loaded = load_log(session_id, self.fs.read_bytes(path), compressed_source, _basename(path))
         stored = loaded.events + loaded.recovered
         resumed = derive_resumed_log(stored)
         closers = resumed[len(stored) :]

@@ -14,6 +14,7 @@ from spec.codes import Code, SpecError, reject  # noqa: F401 - SpecError is name
 from spec.log.events import TURN_END, TURN_START, Event, event_data
 from spec.log.json import JsonObject, JsonValue, is_event_seq, js_text
 from spec.log.session import ABSENT, validate_new_session_id
+from spec.shrink.bracket import find_active_compaction
 
 
 def validate_fork_request(
@@ -36,7 +37,8 @@ def plan_fork_seed(source_id: str, events: Sequence[Event], boundary: object = A
     """The child's seed: the source log up to and including ``boundary`` (default: the last event;
     an empty source with no boundary gives an empty seed). The boundary must be an event seq, then
     name a matching event (:func:`plan_fork_seed_length`), then not lie inside an open turn
-    (§7.1 step 3, §14.9)."""
+    (§7.1 step 3, §14.9), then not inside an open compaction bracket
+    (:func:`validate_boundary_outside_open_compaction`)."""
     if boundary is ABSENT:
         if not events:
             return ()
@@ -49,6 +51,7 @@ def plan_fork_seed(source_id: str, events: Sequence[Event], boundary: object = A
     cut = int(boundary)
     length = plan_fork_seed_length(source_id, [event.get("seq") for event in events], cut)
     validate_boundary_outside_open_turn(source_id, events, cut)
+    validate_boundary_outside_open_compaction(source_id, events, cut)
     return tuple(events[:length])
 
 
@@ -87,6 +90,25 @@ def validate_boundary_outside_open_turn(source_id: str, events: Sequence[Event],
         raise reject(
             Code.OPEN_TURN,
             f'fork boundary {boundary} in session "{source_id}" ends inside open turn {shown}',
+        )
+
+
+def validate_boundary_outside_open_compaction(source_id: str, events: Sequence[Event], boundary: int) -> None:
+    """No compaction bracket may be open at the boundary (the live lock of
+    :func:`spec.shrink.bracket.find_active_compaction` over the events up to it). A bracket inside a
+    turn is already refused as an open turn, so this is the standalone one, between turns. A fork
+    refuses it rather than give the child a closer the parent never wrote: the seed's child is
+    "源 session 事件的 [0, boundary] 切片", a slice and nothing else, and its answer to a boundary
+    inside an unfinished unit is a refusal ("为什么不能在 open turn 内 fork？… 子 session 继承了一个
+    '说了一半话'的状态"); the marker the child then gets would leave the start dangling, which the seed
+    forbids ("日志里不会出现悬挂的 start")."""
+    start = find_active_compaction(events[: boundary + 1])
+    if start is not None:
+        compaction_id = event_data(start).get("compactionId", ABSENT)
+        shown = "undefined" if compaction_id is ABSENT else js_text(compaction_id)
+        raise reject(
+            Code.OPEN_COMPACTION,
+            f'fork boundary {boundary} in session "{source_id}" ends inside open compaction {shown}',
         )
 
 
