@@ -128,6 +128,7 @@ class Code(StrEnum):
 
     # --- durability checkpoints (seed 002; notes/dsh-compaction-projection §11.5) ---
     DURABILITY_CHECKPOINT_FAILED = "DURABILITY_CHECKPOINT_FAILED"
+    BATCH_POLICY_INVALID = "BATCH_POLICY_INVALID"
 
     # --- storage naming, framing and reading (SPEC-DECISIONS D1-D3; notes/dsh-persistence §2-§6) ---
     EMPTY_PROJECT_PATH = "EMPTY_PROJECT_PATH"
@@ -241,6 +242,7 @@ MEANING: dict[Code, str] = {
     Code.PROJECTION_VERSION_CONFLICT: "a projection key is shared only by registrants of the same stateVersion",
     Code.PROJECTION_STATE_INVALID: "a projection state is plain JSON that passes the unit's stateSchema",
     Code.DURABILITY_CHECKPOINT_FAILED: "the flush before a model request, a tool or a step failed, so it was not run",
+    Code.BATCH_POLICY_INVALID: "a batch policy's maxDelayMs and maxBytes are absent or non-negative integers",
     Code.EMPTY_PROJECT_PATH: "projectKey needs a non-empty cwd",
     Code.EMPTY_PATH_SEGMENT: "encodeSegment needs a non-empty id",
     Code.MALFORMED_CHUNK_ROW: "a packed chunk row must have the exact v0 row shape",
