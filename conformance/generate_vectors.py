@@ -35,6 +35,7 @@ from conformance.cases import (
     repair,
     seed,
     session,
+    spill,
     storage,
     surface,
     tokens,
@@ -63,6 +64,7 @@ FAMILIES: Final[Mapping[str, Callable[[], Cases]]] = {
     "pairing": pairing.cases,
     "prune": prune.cases,
     "tokens": tokens.cases,
+    "spill": spill.cases,
     "checker": checker.cases,
 }
 

@@ -30,6 +30,7 @@ from spec.lineage.repair import derive_closers
 from spec.log.events import Event
 from spec.log.header import HEADER_FORMAT_VERSION, validate_header
 from spec.log.json import JsonObject, JsonValue, is_safe_integer
+from spec.log.session import ABSENT
 from spec.log.surface import SurfaceFold, fold_surface
 from spec.shrink.pairing import derive_cut_balance, is_balanced_after, is_balanced_before
 from spec.shrink.prune import (
@@ -39,6 +40,7 @@ from spec.shrink.prune import (
     plan_prune_events,
     plan_pruned_content,
 )
+from spec.shrink.spill import plan_max_inline_tokens
 from spec.shrink.tokens import ShadowClaim, fold_shadow_price, price_surface
 
 Inputs: TypeAlias = Mapping[str, JsonValue]
@@ -201,6 +203,13 @@ def _decode_jsonl_log(inputs: Inputs) -> JsonValue:
     }
 
 
+def _plan_max_inline_tokens(inputs: Inputs) -> JsonValue:
+    has_store = inputs.get("hasStore")
+    if not isinstance(has_store, bool):
+        raise WireInputError("input 'hasStore' must be a boolean")
+    return plan_max_inline_tokens(inputs.get("maxInlineTokens", ABSENT), has_store)
+
+
 def _validate_header(inputs: Inputs) -> JsonValue:
     validate_header(decode_string(inputs, "sessionId"), inputs.get("header"))
     return None
@@ -241,5 +250,6 @@ WIRE_FUNCTIONS: Final[Mapping[str, WireFunction]] = {
         upgrade_v0_records(decode_string(i, "sessionId"), decode_array(i, "records"))
     ),
     "spec.header.validate_header": _validate_header,
+    "spec.spill.plan_max_inline_tokens": _plan_max_inline_tokens,
 }
 """Every function of capability ``pure``, by the name a ``call`` gives (the protocol's table)."""

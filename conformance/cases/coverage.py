@@ -32,9 +32,9 @@ UNREACHABLE: Final[Mapping[Code, str]] = {
 }
 
 _COMPACTION_REASON: Final = (
-    "summary compaction, pressure compaction and spill (spec/shrink/compaction.py, spec/shrink/bracket.py, "
-    "spec/shrink/pressure.py, spec/shrink/spill.py) have no protocol op or pure function in protocol "
-    "version 1; add them to the call table, then vectors here"
+    "summary compaction and pressure compaction (spec/shrink/compaction.py, spec/shrink/bracket.py, "
+    "spec/shrink/pressure.py) have no protocol op or pure function in protocol version 2; add them to the "
+    "call table, then vectors here"
 )
 _PROJECTION_REASON: Final = (
     "projections (spec/projections/units.py) register Python callables, which the protocol cannot carry; a "
@@ -57,7 +57,6 @@ NOT_YET_COVERED: Final[Mapping[Code, str]] = {
             Code.COMPACTION_NO_OPEN_TURN,
             Code.COMPACTION_SUMMARY_UNSUPPORTED_CONTENT,
             Code.COMPACTION_SUMMARY_EMPTY,
-            Code.SPILL_CONFIG_INVALID,
             Code.PRUNE_OUTSIDE_TURN,
             Code.COMPACTION_SUMMARY_FAILED,
             Code.COMPACTION_COMMIT_FAILED,
