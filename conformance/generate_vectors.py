@@ -30,6 +30,7 @@ from conformance.cases import (
     fork,
     header,
     pairing,
+    projection,
     provenance,
     prune,
     repair,
@@ -65,6 +66,7 @@ FAMILIES: Final[Mapping[str, Callable[[], Cases]]] = {
     "prune": prune.cases,
     "tokens": tokens.cases,
     "spill": spill.cases,
+    "projection": projection.cases,
     "checker": checker.cases,
 }
 

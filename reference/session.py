@@ -46,7 +46,11 @@ class Session:
     """One session log. Build it through :class:`reference.store.SessionStore`."""
 
     def __init__(
-        self, state: SessionState, sink: EventSink | None = None, clock: Clock = wall_clock_ms
+        self,
+        state: SessionState,
+        sink: EventSink | None = None,
+        clock: Clock = wall_clock_ms,
+        on_commit: Callable[[Session, Event], None] | None = None,
     ) -> None:
         self._header = state.header
         self._log: list[Event] = list(state.events)
@@ -55,6 +59,7 @@ class Session:
         self._first_live_seq = state.first_live_seq
         self._sink = sink
         self._clock = clock
+        self._on_commit = on_commit  # told of every event this session commits (the store's subscription)
         self._events_snapshot: tuple[Event, ...] | None = None
         self._surface_snapshot: SurfaceView | None = None
         self._derived: list[Message] = []
@@ -147,6 +152,8 @@ class Session:
             if isinstance(plan, ReplacePlan):
                 self._generation += 1
             self._surface_snapshot = None
+        if self._on_commit is not None:
+            self._on_commit(self, event)
         return event
 
     def flush(self) -> None:

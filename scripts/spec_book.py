@@ -83,7 +83,7 @@ CHAPTERS: Final = (
     (
         "Projections and durability",
         "spec/projections/",
-        ("spec.projections.units", "spec.projections.durability"),
+        ("spec.projections.units", "spec.projections.digest", "spec.projections.durability"),
     ),
     (
         "The stored form",

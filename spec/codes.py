@@ -125,6 +125,7 @@ class Code(StrEnum):
     PROJECTION_UNIT_INVALID = "PROJECTION_UNIT_INVALID"
     PROJECTION_VERSION_CONFLICT = "PROJECTION_VERSION_CONFLICT"
     PROJECTION_STATE_INVALID = "PROJECTION_STATE_INVALID"
+    PROJECTION_IDENTITY_BROKEN = "PROJECTION_IDENTITY_BROKEN"
 
     # --- durability checkpoints (seed 002; notes/dsh-compaction-projection §11.5) ---
     DURABILITY_CHECKPOINT_FAILED = "DURABILITY_CHECKPOINT_FAILED"
@@ -241,6 +242,8 @@ MEANING: dict[Code, str] = {
     Code.PROJECTION_UNIT_INVALID: "a projection unit has a non-empty key, a non-negative integer stateVersion and callables",
     Code.PROJECTION_VERSION_CONFLICT: "a projection key is shared only by registrants of the same stateVersion",
     Code.PROJECTION_STATE_INVALID: "a projection state is plain JSON that passes the unit's stateSchema",
+    Code.PROJECTION_IDENTITY_BROKEN: "a projection unit returns the very same state for an event it does not "
+    "care about, never a new equal one",
     Code.DURABILITY_CHECKPOINT_FAILED: "the flush before a model request, a tool or a step failed, so it was not run",
     Code.BATCH_POLICY_INVALID: "a batch policy's maxDelayMs and maxBytes are absent or non-negative integers",
     Code.EMPTY_PROJECT_PATH: "projectKey needs a non-empty cwd",

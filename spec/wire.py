@@ -32,6 +32,8 @@ from spec.log.header import HEADER_FORMAT_VERSION, validate_header
 from spec.log.json import JsonObject, JsonValue, is_safe_integer
 from spec.log.session import ABSENT
 from spec.log.surface import SurfaceFold, fold_surface
+from spec.projections.digest import SPEC_UNITS
+from spec.projections.units import derive_projection_changes
 from spec.shrink.pairing import derive_cut_balance, is_balanced_after, is_balanced_before
 from spec.shrink.prune import (
     PruneConfig,
@@ -210,6 +212,14 @@ def _plan_max_inline_tokens(inputs: Inputs) -> JsonValue:
     return plan_max_inline_tokens(inputs.get("maxInlineTokens", ABSENT), has_store)
 
 
+def _derive_projection_changes(inputs: Inputs) -> JsonValue:
+    unit = SPEC_UNITS.get(decode_string(inputs, "unit"))
+    if unit is None:
+        raise WireInputError(f"input 'unit' must name a unit of the specification: {sorted(SPEC_UNITS)}")
+    state, changed = derive_projection_changes(unit, decode_events(inputs))
+    return {"state": state, "changed": list(changed)}
+
+
 def _validate_header(inputs: Inputs) -> JsonValue:
     validate_header(decode_string(inputs, "sessionId"), inputs.get("header"))
     return None
@@ -251,5 +261,6 @@ WIRE_FUNCTIONS: Final[Mapping[str, WireFunction]] = {
     ),
     "spec.header.validate_header": _validate_header,
     "spec.spill.plan_max_inline_tokens": _plan_max_inline_tokens,
+    "spec.projection.derive_projection_changes": _derive_projection_changes,
 }
 """Every function of capability ``pure``, by the name a ``call`` gives (the protocol's table)."""

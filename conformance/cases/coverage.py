@@ -37,8 +37,9 @@ _COMPACTION_REASON: Final = (
     "call table, then vectors here"
 )
 _PROJECTION_REASON: Final = (
-    "projections (spec/projections/units.py) register Python callables, which the protocol cannot carry; a "
-    "projection op in a later protocol version would reach them"
+    "projections (spec/projections/units.py) register Python callables, which the protocol cannot carry; the "
+    "call table folds only the spec's own unit (the seed's digest), which keeps every rule; a projection op in "
+    "a later protocol version would reach them"
 )
 _RUNTIME_REASON: Final = (
     "an outcome of the agent loop's runtime (cancellation, a summarizer's timeout, a spill store, a "
@@ -67,7 +68,12 @@ NOT_YET_COVERED: Final[Mapping[Code, str]] = {
         _COMPACTION_REASON,
     ),
     **dict.fromkeys(
-        (Code.PROJECTION_UNIT_INVALID, Code.PROJECTION_VERSION_CONFLICT, Code.PROJECTION_STATE_INVALID),
+        (
+            Code.PROJECTION_UNIT_INVALID,
+            Code.PROJECTION_VERSION_CONFLICT,
+            Code.PROJECTION_STATE_INVALID,
+            Code.PROJECTION_IDENTITY_BROKEN,
+        ),
         _PROJECTION_REASON,
     ),
     **dict.fromkeys(
