@@ -250,6 +250,18 @@ BREAKS: dict[str, tuple[Callable[[], list[dict[str, Any]]], int | None, dict[str
     ),
     "turn-enclosed": (lambda: log(request_context()), 0, None),
     "compaction-bracket": (lambda: log(compaction_end("k", None, error="x")), 0, None),
+    "delegation-depth": (
+        lambda: log(user("a")),
+        None,
+        {
+            "version": 4,
+            "id": "s",
+            "createdAt": 0,
+            "origin": "subagent",
+            "delegationDepth": 0,
+            "isSeeded": False,
+        },
+    ),
     "compaction-dangling": (
         lambda: log(user("a"), compaction_start("k", None), plain("session/end-seed")),
         1,

@@ -188,6 +188,19 @@ def lineage_rule_cases() -> Cases:
         log(user_ev()),
         header={**HEADER, "isSeeded": True},
     )
+    yield breaks(
+        "delegation-depth: a sub-agent's header at depth 0 is a violation",
+        log(user_ev()),
+        header={**HEADER, "origin": "subagent"},
+        comment="what a resume that dropped the depth would leave: the sub-agent reads as top level",
+    )
+    yield pure(
+        "a sub-agent's header at depth 2 is consistent",
+        CHECK,
+        why=as_why(RULES["delegation-depth"]),
+        events=log(user_ev()),
+        header={**HEADER, "origin": "subagent", "delegationDepth": 2},
+    )
 
 
 def reporting_cases() -> Cases:

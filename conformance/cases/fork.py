@@ -9,6 +9,7 @@ live or stored, then the source, then the boundary).
 from __future__ import annotations
 
 from conformance.cases.build import (
+    NOW,
     Cases,
     Step,
     append_assistant,
@@ -35,9 +36,15 @@ REQUEST = "spec.lineage.fork.validate_fork_request"
 
 
 def parent() -> list[Step]:
-    """A session "p" with lineage meta and two events: user, assistant."""
+    """A session "p" with lineage meta and two events: user, assistant; then the clock moves on, so
+    that a child's createdAt and end-seed time (now) differ from what the parent holds."""
     meta: JsonObject = {"cwd": "/work/p", "delegationDepth": 1, "origin": "subagent", "agentPreset": "coder"}
-    return [ok("create", id="p", meta=meta), append_user("u1", "p"), append_assistant("a1", "p")]
+    return [
+        ok("create", id="p", meta=meta),
+        append_user("u1", "p"),
+        append_assistant("a1", "p"),
+        ok("clock", now=NOW + 1_000),
+    ]
 
 
 def in_turn() -> list[Step]:

@@ -82,8 +82,9 @@ def end_seed_cases() -> Cases:
     yield case(
         "a session created from an empty seed gets a session/end-seed marker at seq 0",
         END_SEED,
-        [ok("create", id="s", seed=[])],
-        comment="an empty seed is still a seed: the marker tells a reader that nothing was inherited",
+        [ok("create", id="s", seed=[], meta={"createdAt": 5})],
+        comment="an empty seed is still a seed: the marker tells a reader that nothing was inherited; its "
+        "time is the clock's, not the header's createdAt",
     )
     yield case(
         "a seed that already ends with session/end-seed gets no second marker",

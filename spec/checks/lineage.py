@@ -1,6 +1,6 @@
 """The checker's relational rules about where a log's events came from: the closers crash repair
-writes for a turn a crash left open, and the events a fork or seed inherited, as the header's
-lineage describes them (SPEC-DECISIONS D3 item 6, D1, D9; notes/dsh-session-core §4.3-§4.5, §9).
+writes for a turn a crash left open, the events a fork or seed inherited, as the header's
+lineage describes them, and a sub-agent's delegation depth (SPEC-DECISIONS D3 item 6, D1, D9; notes/dsh-session-core §4.3-§4.5, §9).
 The rule ids are in :data:`spec.checks.log.RULES`; :func:`spec.checks.log.check_log` runs this family
 with the others.
 """
@@ -79,3 +79,23 @@ def check_header_lineage(events: Sequence[Event], header: JsonObject) -> Iterato
             )
     if header.get("isSeeded") is True and not any(event.get("type") == END_SEED for event in events):
         yield Violation("end-seed", None, "the header says isSeeded but the log has no session/end-seed")
+    if not is_delegation_depth_consistent(header):
+        yield Violation(
+            "delegation-depth",
+            None,
+            f"header origin is subagent but delegationDepth is {js_text(header.get('delegationDepth'))}: "
+            "a sub-agent's depth is 1 or more",
+        )
+
+
+def is_delegation_depth_consistent(header: JsonObject) -> bool:
+    """A sub-agent is never at the top level: a header whose ``origin`` is ``subagent`` has a
+    ``delegationDepth`` of 1 or more (the resume/fork/compaction seed: a resumed sub-agent that lost
+    its depth "会以为自己在顶层，绕过递归深度限制"). Depth is the header's, kept verbatim by a resume; a
+    fork's child inherits neither ``origin`` nor ``delegationDepth``
+    (:func:`spec.lineage.fork.derive_child_meta`), so it is consistent too. A header without a
+    sub-agent origin may have any depth (DSH's own logs have depth 1 without it)."""
+    if header.get("origin") != "subagent":
+        return True
+    depth = header.get("delegationDepth")
+    return is_event_seq(depth) and depth >= 1

@@ -107,6 +107,10 @@ RULES: Final[Mapping[str, str]] = MappingProxyType(
         "counts the events inherited from a parent.",
         "end-seed": "The inherited events of a forked or seeded session end with a session/end-seed: at "
         "seedLength - 1 or seedLength when the header has a seedLength, somewhere when isSeeded is true.",
+        "delegation-depth": "A sub-agent's session (header origin 'subagent') is at delegationDepth 1 or more: a "
+        "sub-agent at depth 0 has lost its depth and would 'think it is at the top level and bypass the recursion "
+        "limit' (the resume/fork/compaction seed). A resume keeps the stored depth; a fork's child is no sub-agent "
+        "and inherits neither origin nor depth.",
     }
 )
 

@@ -132,8 +132,12 @@ def derive_open_turn_start(kinds: Sequence[object]) -> int | None:
 
 def derive_child_meta(source_header: JsonObject, source_id: str, seed_length: int) -> dict[str, JsonValue]:
     """The child's lineage: the parent's ``cwd`` when it has one, ``parentSession`` = the parent's
-    id, ``seedLength`` = the seed's length. ``createdAt`` is the child's own; ``delegationDepth``,
-    ``origin`` and ``agentPreset`` are NOT inherited (§7.1 step 4, §14.7)."""
+    id, ``seedLength`` = the seed's length — the seed's "meta 包含三个字段" and nothing more.
+    ``createdAt`` is the child's own; ``delegationDepth``, ``origin`` and ``agentPreset`` are NOT
+    inherited (§7.1 step 4, §14.7): a fork's child is a new conversation, not a sub-agent, so it
+    starts at the top level (depth 0, no ``origin``); a sub-agent seeded from a prefix is created
+    with its own ``origin: "subagent"`` and depth (``create`` with a seed and meta), and a resume
+    keeps whatever depth was stored (``spec.checks.lineage.is_delegation_depth_consistent``)."""
     meta: dict[str, JsonValue] = {}
     cwd = source_header.get("cwd")
     if cwd is not None:

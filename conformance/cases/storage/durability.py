@@ -158,13 +158,20 @@ def resume_cases() -> Cases:
         "a fork's child is stored with its lineage header",
         "spec.lineage.fork.derive_child_meta",
         [
-            ok("create", id="p", meta={"cwd": "/w"}),
+            ok(
+                "create",
+                id="p",
+                meta={"cwd": "/w", "createdAt": 7, "delegationDepth": 2, "origin": "subagent"},
+            ),
             append_user("u1", "p"),
+            ok("clock", now=NOW + 1_000),
             ok("fork", source="p", child="c"),
             ok("close", id="c"),
             ok("read", id="c"),
         ],
         storage="memory",
+        comment="the stored child header has its own createdAt (now), the parent's cwd, and neither the "
+        "parent's depth nor its origin",
     )
 
 
