@@ -563,7 +563,7 @@ def test_a_tool_result_replacement_outside_a_turn_is_not_turn_enclosed() -> None
     assert rules_at(check_log(events)) == [("turn-enclosed", 7)]
 
 
-def test_not_started_repair_results_and_unresolved_calls_at_step_end_are_allowed() -> None:
+def test_not_started_repair_results_and_unresolved_calls_at_step_end_pass_the_pairing_rule() -> None:
     events = log(
         turn_start(1),
         step_start(1, 1),
@@ -573,7 +573,9 @@ def test_not_started_repair_results_and_unresolved_calls_at_step_end_are_allowed
         step_end(1, 1),
         turn_end(1),
     )
-    assert check_log(events) == ()
+    # The pairing rule lets repair's not-started result answer a call that never started (DSH's
+    # companion does too); the closers rule says this one is no closer: its turn went on and ended.
+    assert rules_at(check_log(events)) == [("closers", 4)]
 
 
 def test_a_result_in_a_later_step_does_not_answer_an_earlier_call() -> None:
@@ -1018,3 +1020,22 @@ def test_the_checker_is_total_and_reports_only_known_rules(events: list[dict[str
     assert [v.seq for v in violations if v.seq is not None] == sorted(
         v.seq for v in violations if v.seq is not None
     )
+
+
+def test_a_result_with_repair_s_error_code_outside_a_closer_block_breaks_the_closers_rule() -> None:
+    events = log(
+        turn_start(1),
+        step_start(1, 1),
+        assistant(1, 1, "c1"),
+        not_started_result(1, 1, "c1"),
+        step_end(1, 1),
+        turn_end(1),
+    )
+    assert ("closers", 3) in rules_at(check_log(events))
+
+
+def test_repair_s_own_results_inside_its_closer_block_pass_the_closers_rule() -> None:
+    events = log(turn_start(1), step_start(1, 1), assistant(1, 1, "c1", "c2"), tool_call(1, 1, "c1"))
+    repaired = [*events, *derive_closers(events)]
+    assert [e["type"] for e in repaired[4:]] == ["tool/result", "tool/result", "step/end", "turn/end"]
+    assert "closers" not in [rule for rule, _ in rules_at(check_log(repaired))]

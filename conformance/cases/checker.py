@@ -171,6 +171,15 @@ def lineage_rule_cases() -> Cases:
         "closers: an interrupted turn/end outside repair's closers is a violation",
         log(T1, user_ev(), interrupted),
     )
+    forged = {
+        **result_msg("c1"),
+        "error": {"name": "ToolOutcomeUnknownError", "code": "TOOL_OUTCOME_UNKNOWN"},
+    }
+    yield breaks(
+        "closers: a result with repair's error code outside repair's closers is a violation",
+        log(T1, S1, assistant_ev(calls=["c1"]), CALL, ("tool/result", forged, APPEND), S1_END, T1_END),
+        comment="the call was answered by a caller pretending to be crash repair; the turn went on",
+    )
     yield breaks(
         "seed-length: a seedLength past the log is a violation",
         log(user_ev()),

@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from spec.checks.violation import Violation, violation_seq
-from spec.lineage.repair import INTERRUPTED_REASON_KIND, RepairScan, apply_repair_scan, derive_closers_after
-from spec.log.events import COMPACTION_END, END_SEED, STEP_END, TOOL_RESULT, TURN_END, Event, event_data
+from spec.lineage.repair import RepairScan, apply_repair_scan, derive_closers_after
+from spec.log.events import COMPACTION_END, END_SEED, STEP_END, TOOL_RESULT, TURN_END, Event
 from spec.log.json import JsonObject, is_event_seq, js_text
+from spec.log.writers import is_interrupted_turn_end, is_repair_tool_result
 
 # --- crash-repair closers (SPEC-DECISIONS D3 item 6) ------------------------------------------------
 
@@ -20,9 +21,12 @@ from spec.log.json import JsonObject, is_event_seq, js_text
 def check_closers(events: Sequence[Event]) -> Iterator[Violation]:
     """Wherever a turn is open, see whether the events from there on are exactly the closers repair
     derives for the log so far; a ``turn/end`` with reason ``interrupted`` must be the last event
-    of such a block (notes/dsh-session-core §9; SPEC-DECISIONS D3 item 6)."""
+    of such a block, and a ``tool/result`` that says it is repair's (``TOOL_NOT_STARTED``,
+    ``TOOL_OUTCOME_UNKNOWN``) must lie inside one: only a resume writes them
+    (notes/dsh-session-core §9; SPEC-DECISIONS D3 item 6; :mod:`spec.log.writers`)."""
     scan = RepairScan()
     verified_ends: set[int] = set()
+    verified: set[int] = set()
     for position, event in enumerate(events):
         if (
             scan.open_turn is not None
@@ -34,23 +38,26 @@ def check_closers(events: Sequence[Event]) -> Iterator[Violation]:
             )
             if tuple(events[position : position + len(expected)]) == expected:
                 verified_ends.add(position + len(expected) - 1)
+                verified.update(range(position, position + len(expected)))
+        at = violation_seq(event, position)
         if _is_interrupted_turn_end(event) and position not in verified_ends:
-            at = violation_seq(event, position)
             yield Violation(
                 "closers",
                 at,
                 f"interrupted turn/end at seq {at} does not end the closers repair derives for the log before them",
             )
+        elif is_repair_tool_result(event.get("type"), event.get("data")) and position not in verified:
+            yield Violation(
+                "closers",
+                at,
+                f"tool/result at seq {at} carries crash repair's error code but is not one of the closers "
+                "repair derives for the log before it",
+            )
         scan = apply_repair_scan(scan, event)
 
 
 def _is_interrupted_turn_end(event: Event) -> bool:
-    reason = event_data(event).get("reason")
-    return (
-        event.get("type") == TURN_END
-        and isinstance(reason, dict)
-        and reason.get("kind") == INTERRUPTED_REASON_KIND
-    )
+    return is_interrupted_turn_end(event.get("type"), event.get("data"))
 
 
 # --- the header's lineage (notes/dsh-session-core §4.3-§4.5; SPEC-DECISIONS D1) -------------------

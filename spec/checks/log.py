@@ -102,7 +102,8 @@ RULES: Final[Mapping[str, str]] = MappingProxyType(
         "event whose replace never came (a failed commit, a crash) prices nothing and is allowed (§7).",
         # --- relational: crash repair and lineage (SPEC-DECISIONS D3 item 6; notes/dsh-session-core §4.3-§4.5) ---
         "closers": "A turn/end with reason 'interrupted' is written only by crash repair, as the last of a block of "
-        "closers equal to what repair derives from the log before the block.",
+        "closers equal to what repair derives from the log before the block; a tool/result with repair's error code "
+        "(TOOL_NOT_STARTED, TOOL_OUTCOME_UNKNOWN) lies inside such a block.",
         "seed-length": "The header's seedLength, when present, is a seq no larger than the number of events: it "
         "counts the events inherited from a parent.",
         "end-seed": "The inherited events of a forked or seeded session end with a session/end-seed: at "
