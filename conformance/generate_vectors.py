@@ -30,11 +30,13 @@ from conformance.cases import (
     fork,
     header,
     pairing,
+    projection,
     provenance,
     prune,
     repair,
     seed,
     session,
+    spill,
     storage,
     surface,
     tokens,
@@ -63,6 +65,8 @@ FAMILIES: Final[Mapping[str, Callable[[], Cases]]] = {
     "pairing": pairing.cases,
     "prune": prune.cases,
     "tokens": tokens.cases,
+    "spill": spill.cases,
+    "projection": projection.cases,
     "checker": checker.cases,
 }
 

@@ -15,6 +15,12 @@ A crash loses every live session and keeps the durable logs; what a power cut ma
 them (an unsynced tail) is not determined, so the suite observes it and calls
 :func:`model_adopt_durable` after checking that it is admissible.
 
+Writes without a flush: a ``reset`` may name a batch policy (``batchMaxDelayMs``,
+``batchMaxBytes``); then every op that adds events to a live session's buffer (an append, a
+create, a resume's end-seed) writes the buffer when ``spec.projections.durability.is_batch_due``
+says so, exactly as a flush would. Without one only a flush (or close) writes. A subject may write
+earlier; the durable log the model keeps is the least a subject must hold.
+
 Faults: ``fail_next`` with ``after`` 0 arms a fault; the next flush, close or resume that has
 bytes to write fails with ``STORAGE_IO``, spending the fault and changing nothing durable. The
 byte-level crash ops (``unsynced``, ``arm_crash``, ``ops``, ``damage``, a partial ``keep``) depend
@@ -45,6 +51,14 @@ from spec.log.session import (
     SessionState,
     append_event,
     derive_session_messages,
+)
+from spec.log.writers import CALLER, COMPACTION_ENGINE, Writer
+from spec.projections.durability import (
+    NOTHING_PENDING,
+    BatchPolicy,
+    apply_pending_events,
+    decode_batch_policy,
+    is_batch_due,
 )
 
 FS_OPS: Final = ("write", "fsync")
@@ -111,6 +125,7 @@ class ModelStore:
     ``fail_next`` filesystem operations, oldest first."""
 
     storage: str = "none"
+    batch: BatchPolicy | None = None  # reset's batchMaxDelayMs/batchMaxBytes; None: only flush writes
     now: int = 0
     live: Mapping[str, LiveSession] = field(default_factory=dict)
     stored: Mapping[str, DurableLog] = field(default_factory=dict)
@@ -160,15 +175,24 @@ def derive_model_key(model: ModelStore) -> str:
         for session_id, entry in model.live.items()
     }
     stored = {session_id: [log.header, list(log.events)] for session_id, log in model.stored.items()}
-    return canonical_text([model.storage, model.now, model.minted, live, stored, list(model.faults)])
+    batch = None if model.batch is None else [model.batch.max_delay_ms, model.batch.max_bytes]
+    return canonical_text([model.storage, batch, model.now, model.minted, live, stored, list(model.faults)])
 
 
 # --- transitions ---------------------------------------------------------------------------------
 
 
-def model_reset(model: ModelStore, storage: str = "none") -> Transition:
-    """Forget every session; with storage, start from an empty store; the clock is back at 0."""
-    return ModelStore(storage=storage), accepted(None)
+def model_reset(
+    model: ModelStore, storage: str = "none", max_delay_ms: object = None, max_bytes: object = None
+) -> Transition:
+    """Forget every session; with storage, start from an empty store, writing under the batch
+    policy ``batchMaxDelayMs``/``batchMaxBytes`` name (none: only flush writes); the clock is back
+    at 0."""
+    try:
+        batch = decode_batch_policy(max_delay_ms, max_bytes)
+    except SpecError as error:
+        return model, rejected(error.code)
+    return ModelStore(storage=storage, batch=batch), accepted(None)
 
 
 def model_clock(model: ModelStore, now: int) -> Transition:
@@ -197,7 +221,8 @@ def model_create(
     except SpecError as error:
         return model, rejected(error.code)
     live = {**model.live, str(session_id): LiveSession(state)}
-    return replace(model, live=live), accepted(derive_state_view(state))
+    model = _write_if_batch_due(replace(model, live=live), str(session_id))
+    return model, accepted(derive_state_view(state))
 
 
 def model_append(
@@ -207,19 +232,22 @@ def model_append(
     data: object,
     surface_op: object = ABSENT,
     source_event_seqs: object = ABSENT,
+    writer: Writer = CALLER,
 ) -> Transition:
-    """An append to a live session at the model's clock; a rejection changes nothing."""
+    """An append to a live session at the model's clock, by a caller (``append``) or by the
+    store's compaction engine (``engine_append``, which may write the compaction bracket); a
+    rejection changes nothing."""
     entry = model.live.get(session_id) if isinstance(session_id, str) else None
     if entry is None:
         return model, rejected(Code.SESSION_NOT_FOUND)
     try:
         state, event = append_event(
-            entry.state, event_type, data, surface_op, source_event_seqs, time=model.now
+            entry.state, event_type, data, surface_op, source_event_seqs, time=model.now, writer=writer
         )
     except SpecError as error:
         return model, rejected(error.code)
     live = {**model.live, str(session_id): replace(entry, state=state)}
-    return replace(model, live=live), accepted(event)
+    return _write_if_batch_due(replace(model, live=live), str(session_id)), accepted(event)
 
 
 def model_fork(
@@ -229,7 +257,8 @@ def model_fork(
     its seed and the derived lineage meta."""
     child_id = None if child is ABSENT else child
     try:
-        validate_fork_request(model.live.keys(), str(source), child_id)  # type: ignore[arg-type]
+        stored_ids = model.stored.keys() if model.has_storage else ()
+        validate_fork_request(model.live.keys(), str(source), child_id, stored_ids)  # type: ignore[arg-type]
         live = model.live[str(source)]
         seed = plan_fork_seed(str(source), live.state.events, boundary)
     except SpecError as error:
@@ -288,7 +317,8 @@ def model_resume(model: ModelStore, session_id: object) -> Transition:
             return model, failed
     stored = {**model.stored, session_id: DurableLog(log.header, durable)}
     live = {**model.live, session_id: LiveSession(state, flushed=len(durable))}
-    return replace(model, live=live, stored=stored), accepted(derive_state_view(state))
+    model = _write_if_batch_due(replace(model, live=live, stored=stored), session_id)
+    return model, accepted(derive_state_view(state))
 
 
 def model_read(model: ModelStore, session_id: object) -> Transition:
@@ -350,11 +380,16 @@ def model_adopt_durable(model: ModelStore, session_id: str, log: DurableLog | No
 # --- dispatch ------------------------------------------------------------------------------------
 
 OPS: Final[Mapping[str, Callable[..., Transition]]] = {
-    "reset": lambda model, storage="none", compressed=True: model_reset(model, storage),
+    "reset": lambda model, storage="none", compressed=True, batchMaxDelayMs=None, batchMaxBytes=None: (
+        model_reset(model, storage, batchMaxDelayMs, batchMaxBytes)
+    ),
     "clock": lambda model, now: model_clock(model, now),
     "create": lambda model, id=ABSENT, seed=ABSENT, meta=ABSENT: model_create(model, id, seed, meta),
     "append": lambda model, id, type=ABSENT, data=ABSENT, surfaceOp=ABSENT, sourceEventSeqs=ABSENT: (
         model_append(model, id, type, data, surfaceOp, sourceEventSeqs)
+    ),
+    "engine_append": lambda model, id, type=ABSENT, data=ABSENT, surfaceOp=ABSENT, sourceEventSeqs=ABSENT: (
+        model_append(model, id, type, data, surfaceOp, sourceEventSeqs, COMPACTION_ENGINE)
     ),
     "fork": lambda model, source, boundary=ABSENT, child=ABSENT: model_fork(model, source, boundary, child),
     "state": lambda model, id: model_state(model, id),
@@ -393,6 +428,24 @@ def _flushed(model: ModelStore, session_id: str, entry: LiveSession) -> Transiti
     if session_id in live:
         live[session_id] = replace(entry, flushed=len(state.events))
     return replace(model, live=live, stored=stored), accepted(None)
+
+
+def _write_if_batch_due(model: ModelStore, session_id: str) -> ModelStore:
+    """After events joined a live session's buffer (an append, a create, a resume's end-seed): under
+    a batch policy, write them when :func:`spec.projections.durability.is_batch_due` says so, as a
+    flush would. A write that meets an armed fault spends it and leaves the events buffered; the
+    append itself still succeeds."""
+    entry = model.live.get(session_id)
+    if model.batch is None or not model.has_storage or entry is None:
+        return model
+    buffered = entry.state.events[entry.flushed :]
+    if not buffered:
+        return model
+    pending = apply_pending_events(model.batch, NOTHING_PENDING, buffered)
+    if not is_batch_due(model.batch, pending, buffered[-1].get("time")):
+        return model
+    written, _ = _flushed(model, session_id, entry)
+    return written
 
 
 def _spend_fault(model: ModelStore) -> tuple[ModelStore, Expected | None]:

@@ -23,6 +23,7 @@ from spec.wire import WIRE_FUNCTIONS, WireInputError
 PROTOCOL_VERSION: Final = 1
 SESSION_ARGUMENTS: Final = {
     "append": ("id",),
+    "engine_append": ("id",),
     "state": ("id",),
     "flush": ("id",),
     "close": ("id",),

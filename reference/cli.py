@@ -20,7 +20,7 @@ from collections.abc import Iterator, Sequence
 from typing import TextIO
 
 from reference.persistence.filestore import LoadedLog, load_log
-from spec.checks.log import RULES, check_log
+from spec.checks.log import LEGACY_RULES, RULES, check_log
 from spec.codes import SpecError
 from spec.log.events import derive_event_message
 from spec.log.json import JsonValue
@@ -45,7 +45,7 @@ def find_logs(paths: Sequence[str]) -> Iterator[str]:
 def read_log(path: str) -> LoadedLog:
     with open(path, "rb") as file:
         data = file.read()
-    return load_log(None, data, path.endswith(".zstd"))
+    return load_log(None, data, path.endswith(".zstd"), os.path.basename(path))
 
 
 def command_check(paths: Sequence[str], core_only: bool, as_json: bool, out: TextIO) -> int:
@@ -72,22 +72,25 @@ def command_check(paths: Sequence[str], core_only: bool, as_json: bool, out: Tex
             )
             continue
         events = log.events + log.recovered
-        violations = check_log(events, log.header, relational=not core_only)
+        found = check_log(events, log.header, relational=not core_only, format_version=log.format_version)
+        violations = [v for v in found if v.rule not in LEGACY_RULES]
+        legacy = [v for v in found if v.rule in LEGACY_RULES]
         if violations:
             worst = max(worst, EXIT_VIOLATIONS)
         torn = "" if log.truncate_to is None else f" (torn tail from byte {log.truncate_to} ignored)"
         if as_json:
             rows = [{"rule": v.rule, "seq": v.seq, "message": v.message} for v in violations]
-            _report(
-                out,
-                True,
-                {"path": path, "events": len(events), "tornAt": log.truncate_to, "violations": rows},
-                "",
-            )
+            notes = [{"rule": v.rule, "seq": v.seq, "message": v.message} for v in legacy]
+            report = {"path": path, "events": len(events), "tornAt": log.truncate_to, "violations": rows}
+            if notes:
+                report["legacy"] = notes
+            _report(out, True, report, "")
         else:
             verdict = "ok" if not violations else f"{len(violations)} violation(s)"
+            if legacy:
+                verdict += f", {len(legacy)} legacy finding(s)"
             print(f"{path}: {len(events)} events, format v{log.format_version}, {verdict}{torn}", file=out)
-            for violation in violations:
+            for violation in found:
                 where = "log" if violation.seq is None else f"seq {violation.seq}"
                 print(f"  [{violation.rule}] {where}: {violation.message}", file=out)
     return worst

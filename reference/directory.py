@@ -30,6 +30,7 @@ from reference.persistence.fs import RealFileSystem
 from reference.server import Args, ReferenceSubject
 from reference.store import SessionStore
 from spec.log.json import JsonValue
+from spec.projections.durability import decode_batch_policy
 
 STORE_ROOT_ENV: Final = "CONFORMANCE_STORE_ROOT"
 
@@ -52,7 +53,7 @@ class DirectorySubject(ReferenceSubject):
 
     def make_store(self, root: str, compressed: bool) -> FileStore:
         """The file store over ``root``: the override point for a subject that stores differently."""
-        return FileStore(root, fs=RealFileSystem(), compressed=compressed)
+        return FileStore(root, fs=RealFileSystem(), compressed=compressed, batch=self._batch)
 
     def op_reset(self, args: Args) -> JsonValue:
         if args.get("storage", "none") != "file":
@@ -60,6 +61,7 @@ class DirectorySubject(ReferenceSubject):
         compressed = args.get("compressed", True)
         if not isinstance(compressed, bool):
             return super().op_reset(args)  # answers BAD_REQUEST, as the seam's reset does
+        self._batch = decode_batch_policy(args.get("batchMaxDelayMs"), args.get("batchMaxBytes"))
         self.now = 0
         self._compressed = compressed
         for child in self.root.iterdir():

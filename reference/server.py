@@ -39,6 +39,7 @@ from spec.format.framing import scan_zstd_frames, split_jsonl
 from spec.format.json_text import decode_json_text, encode_json_text
 from spec.log.json import JsonObject, JsonValue, is_safe_integer
 from spec.log.session import ABSENT
+from spec.projections.durability import BatchPolicy, decode_batch_policy
 from spec.wire import WIRE_FUNCTIONS, WireFunction, WireInputError
 
 PROTOCOL_VERSION: Final = 2
@@ -185,6 +186,7 @@ class ReferenceSubject:
         "clock": "op_clock",
         "create": "op_create",
         "append": "op_append",
+        "engine_append": "op_engine_append",
         "fork": "op_fork",
         "state": "op_state",
         "flush": "op_flush",
@@ -207,6 +209,9 @@ class ReferenceSubject:
         self.persistence: PersistenceService | None = None
         self.store = SessionStore(clock=self._clock)
         self._compressed = True
+        self._batch: BatchPolicy | None = (
+            None  # reset's batchMaxDelayMs/batchMaxBytes; none: only flush writes
+        )
         self._temp_names = itertools.count(1)
 
     # --- the one entry point ------------------------------------------------------------------
@@ -272,10 +277,11 @@ class ReferenceSubject:
         compressed = args.get("compressed", True)
         if storage not in ("none", "memory", "file") or not isinstance(compressed, bool):
             raise BadRequest("storage must be 'none', 'memory' or 'file' and compressed a boolean")
+        self._batch = decode_batch_policy(args.get("batchMaxDelayMs"), args.get("batchMaxBytes"))
         self.now = 0
         self._compressed = compressed
         self.fs = FaultyFileSystem(PowerLossFileSystem()) if storage == "file" else None
-        self.persistence = MemoryPersistence() if storage == "memory" else None
+        self.persistence = MemoryPersistence(batch=self._batch) if storage == "memory" else None
         self._open_store()
         return None
 
@@ -296,6 +302,15 @@ class ReferenceSubject:
     def op_append(self, args: Args) -> JsonValue:
         session = self.live(args.session_id())
         return session.append(
+            args.optional("type"),
+            args.optional("data"),
+            args.optional("surfaceOp"),
+            args.optional("sourceEventSeqs"),
+        )
+
+    def op_engine_append(self, args: Args) -> JsonValue:
+        session = self.live(args.session_id())
+        return session.append_engine_event(
             args.optional("type"),
             args.optional("data"),
             args.optional("surfaceOp"),
@@ -430,6 +445,7 @@ class ReferenceSubject:
                 fs=self.fs,
                 compressed=self._compressed,
                 temp_token=lambda: f"{next(self._temp_names):06d}",
+                batch=self._batch,
             )
         self.store = SessionStore(self.persistence, clock=self._clock)
 

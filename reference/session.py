@@ -16,6 +16,7 @@ from spec.log.events import Event, Message, derive_event_message
 from spec.log.json import FrozenDict
 from spec.log.session import ABSENT, SessionState, plan_event
 from spec.log.surface import ReplacePlan, splice_plan
+from spec.log.writers import CALLER, COMPACTION_ENGINE, Writer
 
 Clock = Callable[[], int]
 
@@ -45,7 +46,11 @@ class Session:
     """One session log. Build it through :class:`reference.store.SessionStore`."""
 
     def __init__(
-        self, state: SessionState, sink: EventSink | None = None, clock: Clock = wall_clock_ms
+        self,
+        state: SessionState,
+        sink: EventSink | None = None,
+        clock: Clock = wall_clock_ms,
+        on_commit: Callable[[Session, Event], None] | None = None,
     ) -> None:
         self._header = state.header
         self._log: list[Event] = list(state.events)
@@ -54,6 +59,7 @@ class Session:
         self._first_live_seq = state.first_live_seq
         self._sink = sink
         self._clock = clock
+        self._on_commit = on_commit  # told of every event this session commits (the store's subscription)
         self._events_snapshot: tuple[Event, ...] | None = None
         self._surface_snapshot: SurfaceView | None = None
         self._derived: list[Message] = []
@@ -116,9 +122,27 @@ class Session:
         surface_op: object = ABSENT,
         source_event_seqs: object = ABSENT,
     ) -> Event:
-        """Validate the event through the spec, hand it to the sink, then commit it."""
+        """Validate the event through the spec, hand it to the sink, then commit it. A caller never
+        writes what only the store writes (``session/end-seed``, the compaction bracket, repair
+        closers: ``spec.log.writers``)."""
+        return self._commit(CALLER, event_type, data, surface_op, source_event_seqs)
+
+    def append_engine_event(
+        self,
+        event_type: object,
+        data: object,
+        surface_op: object = ABSENT,
+        source_event_seqs: object = ABSENT,
+    ) -> Event:
+        """The compaction engine's path (``reference.shrink.compaction``): as :meth:`append`, and the
+        compaction bracket's own events are allowed. Hosts append through :meth:`append`."""
+        return self._commit(COMPACTION_ENGINE, event_type, data, surface_op, source_event_seqs)
+
+    def _commit(
+        self, writer: Writer, event_type: object, data: object, surface_op: object, source_event_seqs: object
+    ) -> Event:
         event, plan = plan_event(
-            self._nodes, self._log, event_type, data, surface_op, source_event_seqs, self._clock()
+            self._nodes, self._log, event_type, data, surface_op, source_event_seqs, self._clock(), writer
         )
         if self._sink is not None:
             self._sink.append((event,))
@@ -128,6 +152,8 @@ class Session:
             if isinstance(plan, ReplacePlan):
                 self._generation += 1
             self._surface_snapshot = None
+        if self._on_commit is not None:
+            self._on_commit(self, event)
         return event
 
     def flush(self) -> None:

@@ -6,19 +6,35 @@ registry of live sessions and the wiring to a :class:`PersistenceService`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import logging
+from collections.abc import Callable, Sequence
+from typing import Protocol
 
 from reference.persistence.api import LogHandle, PersistenceService
 from reference.session import Clock, Session, wall_clock_ms
 from spec.codes import Code, reject
 from spec.lineage.fork import derive_child_meta, plan_fork_seed, validate_fork_request
 from spec.lineage.store import mint_session_id, plan_create, validate_resume_request
+from spec.log.events import Event
 from spec.log.json import JsonValue
 from spec.log.session import ABSENT, create_session_state
 
+log = logging.getLogger(__name__)
+
+
+class SessionListener(Protocol):
+    """What a subscriber of a store is told: each event a live session commits, after it is in the
+    log, and that a session is about to close (before its final flush)."""
+
+    def committed(self, session: Session, event: Event) -> None: ...
+
+    def closing(self, session: Session) -> None: ...
+
 
 class SessionStore:
-    """Live sessions by id. With ``persistence``, every session writes through a log handle."""
+    """Live sessions by id. With ``persistence``, every session writes through a log handle.
+    ``subscribe`` registers a listener once for the events every live session commits (DSH's
+    ``session/event``)."""
 
     def __init__(self, persistence: PersistenceService | None = None, clock: Clock = wall_clock_ms) -> None:
         self._live: dict[str, Session] = {}
@@ -26,6 +42,41 @@ class SessionStore:
         self._persistence = persistence
         self._clock = clock
         self._minted = 0
+        self._listeners: list[SessionListener] = []
+
+    # --- subscription ----------------------------------------------------------------------
+
+    def subscribe(self, listener: SessionListener) -> Callable[[], None]:
+        """Tell ``listener`` of every event any live session commits from now on, and of every
+        close; returns the disposer. A listener that raises is logged and never fails the append
+        that told it (the event is committed already)."""
+        self._listeners.append(listener)
+
+        def dispose() -> None:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+        return dispose
+
+    def _committed(self, session: Session, event: Event) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener.committed(session, event)
+            except Exception as error:  # the append has committed: a listener cannot undo it
+                log.warning(
+                    "session listener %r failed on %s seq %s: %s",
+                    listener,
+                    session.id,
+                    event.get("seq"),
+                    error,
+                )
+
+    def _closing(self, session: Session) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener.closing(session)
+            except Exception as error:
+                log.warning("session listener %r failed closing %s: %s", listener, session.id, error)
 
     # --- registry ------------------------------------------------------------------------
 
@@ -38,6 +89,9 @@ class SessionStore:
     def close(self, session_id: str) -> None:
         """Flush and release a live session (its writer lock too). Unknown ids are ignored. A flush
         that fails raises and leaves the session live, so nothing buffered is dropped."""
+        live = self._live.get(session_id)
+        if live is not None:
+            self._closing(live)
         pending = self._handles.get(session_id)
         if pending is not None:
             pending.flush()
@@ -68,7 +122,7 @@ class SessionStore:
             handle = self._persistence.create(state.header)
             handle.append(state.events)
             self._handles[session_id] = handle
-        session = Session(state, sink=handle, clock=self._clock)
+        session = Session(state, sink=handle, clock=self._clock, on_commit=self._committed)
         self._live[session_id] = session
         return session
 
@@ -76,7 +130,7 @@ class SessionStore:
         """A child grown from a contiguous prefix of ``source`` that ends outside any open turn,
         with ``parentSession``, ``seedLength`` and ``cwd`` in its header (DSH's checks, in order)."""
         source_id = source if isinstance(source, str) else source.id
-        validate_fork_request(self._live.keys(), source_id, child_id)
+        validate_fork_request(self._live.keys(), source_id, child_id, _StoredIds(self._persistence))
         live = self._live[source_id]
         if not isinstance(source, str) and live is not source:
             raise reject(Code.SESSION_NOT_LIVE, f'session "{source_id}" is not the live store instance')
@@ -100,7 +154,7 @@ class SessionStore:
         except BaseException:
             handle.close()
             raise
-        session = Session(state, sink=handle, clock=self._clock)
+        session = Session(state, sink=handle, clock=self._clock, on_commit=self._committed)
         self._live[session_id] = session
         self._handles[session_id] = handle
         return session

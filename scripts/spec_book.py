@@ -46,6 +46,7 @@ CHAPTERS: Final = (
             "spec.log.provenance",
             "spec.log.tool_rewrite",
             "spec.log.header",
+            "spec.log.writers",
             "spec.log.session",
         ),
     ),
@@ -82,7 +83,7 @@ CHAPTERS: Final = (
     (
         "Projections and durability",
         "spec/projections/",
-        ("spec.projections.units", "spec.projections.durability"),
+        ("spec.projections.units", "spec.projections.digest", "spec.projections.durability"),
     ),
     (
         "The stored form",

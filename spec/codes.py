@@ -20,6 +20,10 @@ class Code(StrEnum):
     LEGACY_HEADER_DELTA = "LEGACY_HEADER_DELTA"
     LEGACY_FALLBACK_REASON = "LEGACY_FALLBACK_REASON"
 
+    # --- who writes which events (the resume/fork/compaction seed; SPEC-DECISIONS D3 item 6) ---
+    STORE_ONLY_EVENT = "STORE_ONLY_EVENT"
+    REPAIR_CLOSER_RESERVED = "REPAIR_CLOSER_RESERVED"
+
     # --- surface ops (notes/dsh-session-core §3.3-§3.5) ---
     SEQ_NOT_CONTIGUOUS = "SEQ_NOT_CONTIGUOUS"
     SURFACE_OP_ON_LOG_ONLY = "SURFACE_OP_ON_LOG_ONLY"
@@ -76,6 +80,7 @@ class Code(StrEnum):
     HEADER_RETIRED_FIELDS = "HEADER_RETIRED_FIELDS"
     HEADER_LINE_INVALID = "HEADER_LINE_INVALID"
     UNSUPPORTED_FORMAT = "UNSUPPORTED_FORMAT"
+    HEADER_VERSION_FILE_MISMATCH = "HEADER_VERSION_FILE_MISMATCH"
 
     # --- the store and fork (DSH's own codes; notes/dsh-session-core §7.1, §13.3) ---
     SESSION_NOT_FOUND = "SESSION_NOT_FOUND"
@@ -83,6 +88,7 @@ class Code(StrEnum):
     SESSION_ALREADY_EXISTS = "SESSION_ALREADY_EXISTS"
     INVALID_BOUNDARY = "INVALID_BOUNDARY"
     OPEN_TURN = "OPEN_TURN"
+    OPEN_COMPACTION = "OPEN_COMPACTION"
 
     # --- tool-pairing balance (notes/dsh-compaction-projection §2) ---
     PAIRING_SURFACE_CORRUPT = "PAIRING_SURFACE_CORRUPT"
@@ -119,9 +125,11 @@ class Code(StrEnum):
     PROJECTION_UNIT_INVALID = "PROJECTION_UNIT_INVALID"
     PROJECTION_VERSION_CONFLICT = "PROJECTION_VERSION_CONFLICT"
     PROJECTION_STATE_INVALID = "PROJECTION_STATE_INVALID"
+    PROJECTION_IDENTITY_BROKEN = "PROJECTION_IDENTITY_BROKEN"
 
     # --- durability checkpoints (seed 002; notes/dsh-compaction-projection §11.5) ---
     DURABILITY_CHECKPOINT_FAILED = "DURABILITY_CHECKPOINT_FAILED"
+    BATCH_POLICY_INVALID = "BATCH_POLICY_INVALID"
 
     # --- storage naming, framing and reading (SPEC-DECISIONS D1-D3; notes/dsh-persistence §2-§6) ---
     EMPTY_PROJECT_PATH = "EMPTY_PROJECT_PATH"
@@ -144,6 +152,10 @@ MEANING: dict[Code, str] = {
     Code.EVENT_TYPE_INVALID: "an event type must be a non-empty string",
     Code.LEGACY_HEADER_DELTA: "request/header-delta is a retired legacy event type",
     Code.LEGACY_FALLBACK_REASON: "request/header with reason 'fallback' is retired legacy vocabulary",
+    Code.STORE_ONLY_EVENT: "session/end-seed is written by the store, the compaction bracket by its engine; "
+    "a caller cannot append them",
+    Code.REPAIR_CLOSER_RESERVED: "an interrupted turn/end or a TOOL_NOT_STARTED/TOOL_OUTCOME_UNKNOWN result "
+    "is a crash-repair closer, written only by a resume",
     Code.SEQ_NOT_CONTIGUOUS: "an event's seq must equal its position in the log",
     Code.SURFACE_OP_ON_LOG_ONLY: "only user/message, assistant/message and tool/result may carry surfaceOp",
     Code.PROVENANCE_ON_LOG_ONLY: "only surface-eligible events may carry sourceEventSeqs",
@@ -191,11 +203,15 @@ MEANING: dict[Code, str] = {
     Code.HEADER_RETIRED_FIELDS: "a header line must not carry the retired sandboxMode/approvalPolicy fields",
     Code.HEADER_LINE_INVALID: "the first line of a log must be a session header line",
     Code.UNSUPPORTED_FORMAT: "the log's format version is neither 4 (written) nor 0 (read-only)",
+    Code.HEADER_VERSION_FILE_MISMATCH: "a log's file name and its header's format version must agree "
+    "(session.v4.jsonl[.zstd]: 4; session.jsonl[.zstd]: 0)",
     Code.SESSION_NOT_FOUND: "no live session has that id",
     Code.SESSION_NOT_LIVE: "the session object is not the store's live instance",
     Code.SESSION_ALREADY_EXISTS: "a live session already has that id",
     Code.INVALID_BOUNDARY: "a fork boundary must be the seq of an existing event",
     Code.OPEN_TURN: "a fork boundary must not lie inside an open turn",
+    Code.OPEN_COMPACTION: "a seed that gets session/end-seed (a fork's prefix, an explicit seed) must not end "
+    "inside an open compaction bracket",
     Code.PAIRING_SURFACE_CORRUPT: "every surface node must name the log event with that seq",
     Code.PAIRING_ORPHAN_RESULT: "a tool/result on the surface must follow an open tool call",
     Code.PAIRING_SEQ_NOT_ON_SURFACE: "a pairing query must name a seq on the current surface",
@@ -226,7 +242,10 @@ MEANING: dict[Code, str] = {
     Code.PROJECTION_UNIT_INVALID: "a projection unit has a non-empty key, a non-negative integer stateVersion and callables",
     Code.PROJECTION_VERSION_CONFLICT: "a projection key is shared only by registrants of the same stateVersion",
     Code.PROJECTION_STATE_INVALID: "a projection state is plain JSON that passes the unit's stateSchema",
+    Code.PROJECTION_IDENTITY_BROKEN: "a projection unit returns the very same state for an event it does not "
+    "care about, never a new equal one",
     Code.DURABILITY_CHECKPOINT_FAILED: "the flush before a model request, a tool or a step failed, so it was not run",
+    Code.BATCH_POLICY_INVALID: "a batch policy's maxDelayMs and maxBytes are absent or non-negative integers",
     Code.EMPTY_PROJECT_PATH: "projectKey needs a non-empty cwd",
     Code.EMPTY_PATH_SEGMENT: "encodeSegment needs a non-empty id",
     Code.MALFORMED_CHUNK_ROW: "a packed chunk row must have the exact v0 row shape",

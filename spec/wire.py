@@ -28,9 +28,12 @@ from spec.format.legacy import upgrade_v0_records
 from spec.format.naming import decode_header_line, derive_session_relpath, encode_project_key, encode_segment
 from spec.lineage.repair import derive_closers
 from spec.log.events import Event
-from spec.log.header import validate_header
+from spec.log.header import HEADER_FORMAT_VERSION, validate_header
 from spec.log.json import JsonObject, JsonValue, is_safe_integer
+from spec.log.session import ABSENT
 from spec.log.surface import SurfaceFold, fold_surface
+from spec.projections.digest import SPEC_UNITS
+from spec.projections.units import derive_projection_changes
 from spec.shrink.pairing import derive_cut_balance, is_balanced_after, is_balanced_before
 from spec.shrink.prune import (
     PruneConfig,
@@ -39,6 +42,7 @@ from spec.shrink.prune import (
     plan_prune_events,
     plan_pruned_content,
 )
+from spec.shrink.spill import plan_max_inline_tokens
 from spec.shrink.tokens import ShadowClaim, fold_shadow_price, price_surface
 
 Inputs: TypeAlias = Mapping[str, JsonValue]
@@ -170,17 +174,21 @@ def _fold_shadow_price(inputs: Inputs) -> JsonValue:
 
 def _check_log(inputs: Inputs) -> JsonValue:
     header = inputs.get("header")
+    version = inputs.get("formatVersion", HEADER_FORMAT_VERSION)
     violations = check_log(
         decode_events(inputs),
         header if isinstance(header, dict) else None,
         inputs.get("relational") is not False,
+        decode_integer(version, "formatVersion"),
     )
     return [{"rule": violation.rule, "seq": violation.seq} for violation in violations]
 
 
 def _decode_header_line(inputs: Inputs) -> JsonValue:
-    hint = inputs.get("sessionId")
-    version, header = decode_header_line(inputs.get("line"), hint if isinstance(hint, str) else None)
+    hint, name = inputs.get("sessionId"), inputs.get("fileName")
+    version, header = decode_header_line(
+        inputs.get("line"), hint if isinstance(hint, str) else None, name if isinstance(name, str) else None
+    )
     return {"version": version, "header": header}
 
 
@@ -195,6 +203,21 @@ def _decode_jsonl_log(inputs: Inputs) -> JsonValue:
         "records": list(stored.records),
         "truncateTo": stored.truncate_to,
     }
+
+
+def _plan_max_inline_tokens(inputs: Inputs) -> JsonValue:
+    has_store = inputs.get("hasStore")
+    if not isinstance(has_store, bool):
+        raise WireInputError("input 'hasStore' must be a boolean")
+    return plan_max_inline_tokens(inputs.get("maxInlineTokens", ABSENT), has_store)
+
+
+def _derive_projection_changes(inputs: Inputs) -> JsonValue:
+    unit = SPEC_UNITS.get(decode_string(inputs, "unit"))
+    if unit is None:
+        raise WireInputError(f"input 'unit' must name a unit of the specification: {sorted(SPEC_UNITS)}")
+    state, changed = derive_projection_changes(unit, decode_events(inputs))
+    return {"state": state, "changed": list(changed)}
 
 
 def _validate_header(inputs: Inputs) -> JsonValue:
@@ -237,5 +260,7 @@ WIRE_FUNCTIONS: Final[Mapping[str, WireFunction]] = {
         upgrade_v0_records(decode_string(i, "sessionId"), decode_array(i, "records"))
     ),
     "spec.header.validate_header": _validate_header,
+    "spec.spill.plan_max_inline_tokens": _plan_max_inline_tokens,
+    "spec.projection.derive_projection_changes": _derive_projection_changes,
 }
 """Every function of capability ``pure``, by the name a ``call`` gives (the protocol's table)."""

@@ -24,13 +24,14 @@ import spec.lineage.store as lineage_store_module
 from reference.persistence.filestore import FileStore
 from reference.server import FaultyFileSystem, ReferenceSubject
 from reference.session import Session
-from reference.store import SessionStore
+from reference.store import SessionStore, _StoredIds
 from spec.codes import Code, SpecError, reject
 from spec.lineage.fork import derive_child_meta, plan_fork_seed, validate_fork_request
 from spec.log.events import ASSISTANT_MESSAGE, COMPACTION_END, END_SEED, Event, Message, derive_event_message
 from spec.log.json import FrozenDict, JsonObject, JsonValue, is_event_seq, snapshot_json
 from spec.log.session import ABSENT, plan_event
 from spec.log.surface import ReplaceOp, ReplacePlan, SurfacePlan, plan_replace, splice_plan
+from spec.log.writers import STORE
 
 # --- plumbing -------------------------------------------------------------------------------------
 
@@ -97,7 +98,7 @@ class MutantStore(SessionStore):
 
     def fork(self, source: str | Session, boundary: object = ABSENT, child_id: str | None = None) -> Session:
         source_id = source if isinstance(source, str) else source.id
-        validate_fork_request(self._live.keys(), source_id, child_id)
+        validate_fork_request(self._live.keys(), source_id, child_id, _StoredIds(self._persistence))
         live = self._live[source_id]
         seed = self.plan_seed(source_id, live.events, boundary)
         meta = derive_child_meta(live.header, source_id, len(seed))
@@ -372,7 +373,7 @@ class _SecondEndSeedStore(MutantStore):
     def resume(self, session_id: str) -> Session:
         session = super().resume(session_id)
         if session.seq == session.first_live_seq:
-            session.append(END_SEED, {})
+            session._commit(STORE, END_SEED, {}, ABSENT, ABSENT)  # the mutant writes as the store
         return session
 
 

@@ -158,10 +158,10 @@ def realistic_workload(journal: Journal) -> None:
 
     main.append("turn/start", {"turn": 2})
     main.append("user/message", user_data("u2", "Summarise, then read b.txt."), "append")
-    main.append("compaction/start", {"compactionId": "k1", "turn": 2})
+    main.append_engine_event("compaction/start", {"compactionId": "k1", "turn": 2})
     journal.flush(main)
     shadowed = list(main.surface.nodes[:-1])
-    main.append(
+    main.append_engine_event(
         "compaction/summary",
         {
             "compactionId": "k1",

@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from shared_material import shared_dir
 
-from spec.checks.log import CORE_RULES, RELATIONAL_RULES, RULES, check_log
+from spec.checks.log import CORE_RULES, LEGACY_RULES, RELATIONAL_RULES, RULES, check_log
 from spec.checks.violation import Violation
 from spec.lineage.repair import TOOL_NOT_STARTED, derive_closers
 from spec.log.surface import fold_surface
@@ -250,6 +250,28 @@ BREAKS: dict[str, tuple[Callable[[], list[dict[str, Any]]], int | None, dict[str
     ),
     "turn-enclosed": (lambda: log(request_context()), 0, None),
     "compaction-bracket": (lambda: log(compaction_end("k", None, error="x")), 0, None),
+    "delegation-depth": (
+        lambda: log(user("a")),
+        None,
+        {
+            "version": 4,
+            "id": "s",
+            "createdAt": 0,
+            "origin": "subagent",
+            "delegationDepth": 0,
+            "isSeeded": False,
+        },
+    ),
+    "compaction-dangling": (
+        lambda: log(user("a"), compaction_start("k", None), plain("session/end-seed")),
+        1,
+        None,
+    ),
+    "legacy-compaction-dangling": (
+        lambda: log(user("a"), compaction_start("k", None), plain("session/end-seed")),
+        1,
+        None,
+    ),
     "compaction-turn": (
         lambda: log(
             turn_start(1), compaction_start("k", None), compaction_end("k", None, error="x"), turn_end(1)
@@ -288,7 +310,7 @@ def test_every_rule_has_a_minimal_breaking_log_here() -> None:
 @pytest.mark.parametrize("rule", sorted(BREAKS))
 def test_a_minimal_log_breaking_a_rule_is_reported_with_that_rule_and_seq(rule: str) -> None:
     build, seq, header = BREAKS[rule]
-    violations = check_log(build(), header)
+    violations = check_log(build(), header, format_version=0 if rule in LEGACY_RULES else 4)
     assert (rule, seq) in rules_at(violations), violations
 
 
@@ -541,7 +563,7 @@ def test_a_tool_result_replacement_outside_a_turn_is_not_turn_enclosed() -> None
     assert rules_at(check_log(events)) == [("turn-enclosed", 7)]
 
 
-def test_not_started_repair_results_and_unresolved_calls_at_step_end_are_allowed() -> None:
+def test_not_started_repair_results_and_unresolved_calls_at_step_end_pass_the_pairing_rule() -> None:
     events = log(
         turn_start(1),
         step_start(1, 1),
@@ -551,7 +573,9 @@ def test_not_started_repair_results_and_unresolved_calls_at_step_end_are_allowed
         step_end(1, 1),
         turn_end(1),
     )
-    assert check_log(events) == ()
+    # The pairing rule lets repair's not-started result answer a call that never started (DSH's
+    # companion does too); the closers rule says this one is no closer: its turn went on and ended.
+    assert rules_at(check_log(events)) == [("closers", 4)]
 
 
 def test_a_result_in_a_later_step_does_not_answer_an_earlier_call() -> None:
@@ -687,26 +711,38 @@ def test_a_compaction_checkpoint_without_its_bracket_is_reported() -> None:
     assert ("compaction-checkpoint", 2) in rules_at(check_log(events))
 
 
-def test_an_end_seed_makes_an_open_compaction_a_stale_orphan() -> None:
+def test_an_end_seed_makes_an_open_compaction_a_stale_orphan_reported_as_dangling_once() -> None:
     events = log(
         compaction_start("k1", None),
         plain("session/end-seed"),
         compaction_start("k2", None),
         compaction_end("k2", None, error="x"),
     )
-    assert check_log(events) == ()
+    violations = check_log(events)
+    assert rules_at(violations) == [("compaction-dangling", 0)]
+    assert "session/end-seed at seq 1" in violations[0].message
+
+
+def test_a_dangling_start_in_a_v0_log_is_reported_as_legacy_and_not_as_dangling() -> None:
+    events = log(compaction_start("k1", None), plain("session/end-seed"))
+    assert rules_at(check_log(events, format_version=0)) == [("legacy-compaction-dangling", 0)]
+    assert {"legacy-compaction-dangling"} == LEGACY_RULES
+
+
+def test_a_start_still_open_at_the_end_of_the_log_is_the_live_lock_not_dangling() -> None:
+    assert check_log(log(user("a"), compaction_start("k1", None))) == ()
 
 
 def test_a_stale_orphan_is_never_closed_afterwards() -> None:
     events = log(
         compaction_start("k1", None), plain("session/end-seed"), compaction_end("k1", None, error="x")
     )
-    assert rules_at(check_log(events)) == [("compaction-bracket", 2)]
+    assert rules_at(check_log(events)) == [("compaction-dangling", 0), ("compaction-bracket", 2)]
 
 
 def test_turn_boundaries_before_the_end_seed_may_cross_an_inherited_orphan() -> None:
     events = log(turn_start(1), compaction_start("k", 1), turn_end(1), plain("session/end-seed"))
-    assert check_log(events) == ()
+    assert rules_at(check_log(events, format_version=0)) == [("legacy-compaction-dangling", 1)]
 
 
 def test_a_replace_without_its_metering_event_has_no_shadow_price() -> None:
@@ -984,3 +1020,22 @@ def test_the_checker_is_total_and_reports_only_known_rules(events: list[dict[str
     assert [v.seq for v in violations if v.seq is not None] == sorted(
         v.seq for v in violations if v.seq is not None
     )
+
+
+def test_a_result_with_repair_s_error_code_outside_a_closer_block_breaks_the_closers_rule() -> None:
+    events = log(
+        turn_start(1),
+        step_start(1, 1),
+        assistant(1, 1, "c1"),
+        not_started_result(1, 1, "c1"),
+        step_end(1, 1),
+        turn_end(1),
+    )
+    assert ("closers", 3) in rules_at(check_log(events))
+
+
+def test_repair_s_own_results_inside_its_closer_block_pass_the_closers_rule() -> None:
+    events = log(turn_start(1), step_start(1, 1), assistant(1, 1, "c1", "c2"), tool_call(1, 1, "c1"))
+    repaired = [*events, *derive_closers(events)]
+    assert [e["type"] for e in repaired[4:]] == ["tool/result", "tool/result", "step/end", "turn/end"]
+    assert "closers" not in [rule for rule, _ in rules_at(check_log(repaired))]

@@ -194,7 +194,7 @@ def test_a_pre_aborted_signal_stops_a_manual_compaction_before_anything_is_writt
 def test_a_live_unmatched_start_makes_compaction_busy_without_summarizing() -> None:
     session = new_session()
     long_conversation(session, turns=3)
-    session.append(COMPACTION_START, {"compactionId": "other", "turn": None})
+    session.append_engine_event(COMPACTION_START, {"compactionId": "other", "turn": None})
     summarizer = ScriptedSummarizer()
     mark = session.seq
     with pytest.raises(SpecError) as caught:
@@ -207,11 +207,18 @@ def test_a_live_unmatched_start_makes_compaction_busy_without_summarizing() -> N
 def test_an_unmatched_start_before_a_newer_end_seed_is_a_stale_orphan_that_does_not_block() -> None:
     parent = new_session("parent")
     long_conversation(parent, turns=3)
-    parent.append(COMPACTION_START, {"compactionId": "orphan", "turn": None})
-    child = SessionStore(clock=lambda: 5).create("child", seed=list(parent.events), meta={"createdAt": 2})
+    parent.append_engine_event(COMPACTION_START, {"compactionId": "orphan", "turn": None})
+    # What a DSH v0 resume leaves (it never closes a bracket): the start, then an end-seed.
+    marker = {"type": "session/end-seed", "seq": parent.seq, "time": 2, "data": {}}
+    child = SessionStore(clock=lambda: 5).create(
+        "child", seed=[*parent.events, marker], meta={"createdAt": 2}
+    )
     assert child.events[-1]["type"] == "session/end-seed"
     assert engine().compact_now(child) is not None
-    assert_log_clean(child)
+    assert [v.rule for v in check_log(list(child.events), dict(child.header), format_version=0)] == [
+        "legacy-compaction-dangling"
+    ]
+    assert_calls_precede_results(child.derive_messages())
 
 
 def test_automatic_and_manual_compaction_exclude_each_other_through_the_log() -> None:
@@ -802,7 +809,7 @@ def test_pressure_needs_the_context_window() -> None:
 
 def test_pressure_checks_the_lock_before_anything_else() -> None:
     session = pressured_session()
-    session.append(COMPACTION_START, {"compactionId": "x", "turn": 4})
+    session.append_engine_event(COMPACTION_START, {"compactionId": "x", "turn": 4})
     with pytest.raises(SpecError) as caught:
         engine().compact_if_needed(session, "pressure")
     assert caught.value.code == Code.COMPACTION_BUSY

@@ -779,3 +779,60 @@ def test_reading_a_v0_log_changes_nothing_and_adds_no_closers() -> None:
     stored = FileStore(ROOT, fs=fs).read("old")
     assert stored.format_version == 0 and len(stored.events) == 6
     assert fs.snapshot()[path] == data and FileStore(ROOT, fs=fs).locate("old") == path
+
+
+# --- the file name and the header's format version agree (seed 002) -------------------------------
+
+
+def test_a_v4_file_name_holding_a_v0_header_is_refused_naming_both_and_never_migrated() -> None:
+    fs, path, data = v0_log(False)
+    renamed = path.rsplit("/", 1)[0] + "/" + V4_PLAIN_NAME
+    fs.rename(path, renamed)
+    fs.sync_all()
+    store = FileStore(ROOT, fs=fs, compressed=False)
+    for attempt in (store.open, store.read):
+        with pytest.raises(SpecError) as caught:
+            attempt("old")
+        assert caught.value.code == Code.HEADER_VERSION_FILE_MISMATCH
+        assert '"session.v4.jsonl" is named for format v4' in caught.value.message
+        assert "says version 0" in caught.value.message
+    assert fs.snapshot()[renamed] == data and store.list() == []
+
+
+def test_a_v0_file_name_holding_a_v4_header_is_refused_instead_of_appended_in_place() -> None:
+    fs = new_fs()
+    store = store_on(fs, compressed=False)
+    session = store.create("s", meta={"cwd": CWD})
+    completed_turn(session, 1)
+    store.close("s")
+    path = FileStore(ROOT, fs=fs).locate("s")
+    assert path is not None and path.endswith(V4_PLAIN_NAME)
+    v0_name = path.rsplit("/", 1)[0] + "/session.jsonl"
+    fs.rename(path, v0_name)
+    data = fs.read_bytes(v0_name)
+    with pytest.raises(SpecError) as caught:
+        store_on(fs, compressed=False).resume("s")
+    assert caught.value.code == Code.HEADER_VERSION_FILE_MISMATCH
+    assert fs.read_bytes(v0_name) == data
+
+
+class _RacingStore(FileStore):
+    """Finds the v0 log even though a v4 file appeared beside it after the lookup (another writer
+    migrated it first), as a store racing that writer would."""
+
+    def locate(self, session_id: str) -> str | None:
+        found = super().locate(session_id)
+        return None if found is None else found.rsplit("/", 1)[0] + "/session.jsonl.zstd"
+
+
+def test_the_v0_to_v4_migration_never_publishes_over_an_existing_v4_file() -> None:
+    fs, path, _ = v0_log(True)
+    first = FileStore(ROOT, fs=fs).open("old")  # migrates: session.v4.jsonl.zstd now exists
+    first.close()
+    v4_path = path.rsplit("/", 1)[0] + "/" + V4_ZSTD_NAME
+    migrated = fs.read_bytes(v4_path)
+    with pytest.raises(SpecError) as caught:
+        _RacingStore(ROOT, fs=fs).open("old")
+    assert caught.value.code == Code.SESSION_ALREADY_EXISTS and "refusing to publish" in caught.value.message
+    assert fs.read_bytes(v4_path) == migrated
+    assert not [name for name in fs.listdir(path.rsplit("/", 1)[0]) if name.endswith(".tmp")]

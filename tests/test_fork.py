@@ -8,16 +8,20 @@ from typing import Any
 import pytest
 from event_builders import assistant, at, event, turn_end, turn_start, user, user_data
 
+from reference.persistence.memory import MemoryPersistence
+from reference.store import SessionStore
 from spec.codes import Code, SpecError
 from spec.lineage.fork import derive_child_meta, plan_fork_seed, validate_fork_request
 from spec.log.header import build_header
 from spec.log.session import ABSENT, SessionState, append_event, create_session_state, derive_session_messages
+from spec.log.writers import STORE
 
 NOW = 2_000  # the pinned clock, ms
 
 
 def live(events: list[dict[str, Any]], session_id: str = "src", meta: Any = None) -> SessionState:
-    """A live source built by appending (so it has no end-seed of its own)."""
+    """A live source built by appending (so it has no end-seed of its own), written as the store
+    writes a restored log, so that a repair closer (an interrupted turn/end) can be part of it."""
     state = create_session_state(
         session_id, None, build_header(session_id, meta or {"cwd": "/workspace"}, 1, False), 1
     )
@@ -29,6 +33,7 @@ def live(events: list[dict[str, Any]], session_id: str = "src", meta: Any = None
             item.get("surfaceOp", ABSENT),
             item.get("sourceEventSeqs", ABSENT),
             time=1,
+            writer=STORE,
         )
     return state
 
@@ -204,6 +209,25 @@ def test_a_live_child_id_is_rejected() -> None:
 def test_a_duplicate_child_id_is_reported_before_a_missing_source() -> None:
     with pytest.raises(SpecError) as caught:
         validate_fork_request({"k1"}, "missing", "k1")
+    assert caught.value.code == Code.SESSION_ALREADY_EXISTS
+
+
+def test_a_stored_child_id_is_rejected_before_a_missing_source() -> None:
+    with pytest.raises(SpecError) as caught:
+        validate_fork_request({"src"}, "missing", "k1", stored_ids={"k1"})
+    assert (caught.value.code, caught.value.message) == (
+        Code.SESSION_ALREADY_EXISTS,
+        'session "k1" already exists on storage',
+    )
+
+
+def test_a_stored_child_id_is_rejected_by_a_store_before_a_bad_boundary() -> None:
+    store = SessionStore(MemoryPersistence())
+    store.create("k1").flush()
+    store.close("k1")
+    store.create("src")
+    with pytest.raises(SpecError) as caught:
+        store.fork("src", boundary=5, child_id="k1")
     assert caught.value.code == Code.SESSION_ALREADY_EXISTS
 
 

@@ -15,7 +15,7 @@ from shrink_builders import Conversation, RecordingSink, long_conversation, new_
 
 from reference.persistence.filestore import FileStore
 from reference.persistence.powerloss import PowerLossFileSystem
-from reference.projections.registry import (
+from reference.projections.registry.registry import (
     DIGEST_ZERO,
     SESSION_DIGEST,
     FileCacheMedium,
@@ -38,10 +38,12 @@ from spec.projections.units import (
     decode_cache_row,
     decode_cache_rows,
     derive_initial_cell,
+    derive_projection_changes,
     encode_cache_record,
     fold_projection,
     is_cache_row_durable,
     is_cache_write_due,
+    is_same_state,
     plan_registration,
 )
 from spec.shrink.prune import PruneConfig
@@ -493,3 +495,144 @@ def test_resuming_from_any_durable_row_equals_a_full_replay(turns: int, cut: flo
     cell = decode_cache_row(unit, row, session.seq - 1)
     assert cell is not None
     assert fold_projection(unit, cell, session.events).state == replay(unit, session.events)
+
+
+# --- the subscription: events pushed through every unit as they commit (seed 002) -------------------
+
+
+def test_a_registry_on_a_store_pushes_each_event_through_every_unit_as_it_commits() -> None:
+    store = SessionStore(clock=lambda: 1)
+    projections = Projections(store=store)
+    calls: list[int] = []
+    projections.register(counter_unit(calls=calls))
+    session = store.create("s")
+    session.append("turn/start", {"turn": 1})
+    session.append("note", {})
+    assert calls == [0, 1], "folded at commit time, before anyone reads"
+    assert projections.state_of(session, "count") == 2 and calls == [0, 1]
+
+
+def test_a_pushed_cell_starts_from_the_log_before_the_first_pushed_event() -> None:
+    store = SessionStore(clock=lambda: 1)
+    session = store.create("s", seed=[{"type": "note", "seq": 0, "time": 1, "data": {}}])
+    projections = Projections(store=store)
+    calls: list[int] = []
+    projections.register(counter_unit(calls=calls))
+    session.append("note", {})
+    assert calls == [0, 1, 2] and projections.state_of(session, "count") == 3  # seed, end-seed, note
+
+
+def test_on_changed_hears_only_the_events_that_changed_a_state() -> None:
+    store = SessionStore(clock=lambda: 1)
+    projections = Projections(store=store)
+    projections.register(SESSION_DIGEST)
+    heard: list[tuple[str, int]] = []
+    projections.on_changed(lambda session, key, value, seq: heard.append((key, seq)))
+    session = store.create("s")
+    session.append("turn/start", {"turn": 1})
+    session.append_engine_event("compaction/start", {"compactionId": "k", "turn": 1})
+    session.append_engine_event("compaction/end", {"compactionId": "k", "turn": 1, "error": "x"})
+    session.append("compaction/prune", {"shadowedTokenCount": 3})
+    session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
+    assert heard == [("sessionDigest", 3)]
+
+
+def test_a_registry_that_closes_hears_nothing_more() -> None:
+    store = SessionStore(clock=lambda: 1)
+    projections = Projections(store=store)
+    calls: list[int] = []
+    projections.register(counter_unit(calls=calls))
+    session = store.create("s")
+    projections.close()
+    session.append("note", {})
+    assert calls == [] and projections.state_of(session, "count") == 1
+
+
+# --- the identity rule (seed 002: "不关心的事件必须返回同一个引用") ---------------------------------------
+
+
+def copying_unit() -> ProjectionUnit:
+    """A unit that breaks the identity rule: a fresh copy of its state for every event."""
+    return ProjectionUnit(
+        "copy",
+        1,
+        lambda state: isinstance(state, dict),
+        lambda: {"n": 0},
+        lambda state, event: dict(state),  # type: ignore[arg-type]
+    )
+
+
+def test_a_unit_returning_a_new_equal_state_breaks_the_identity_rule() -> None:
+    session = new_session()
+    session.append("note", {})
+    projections = Projections()
+    projections.register(copying_unit())
+    with pytest.raises(SpecError) as caught:
+        projections.state_of(session, "copy")
+    assert caught.value.code == Code.PROJECTION_IDENTITY_BROKEN
+    assert '"note" event at seq 0' in caught.value.message
+
+
+def test_a_pushed_unit_that_breaks_the_rule_never_fails_the_append_and_fails_the_read() -> None:
+    store = SessionStore(clock=lambda: 1)
+    projections = Projections(store=store)
+    projections.register(copying_unit())
+    session = store.create("s")
+    session.append("note", {})  # committed; the projection's failure is not the appender's
+    assert session.seq == 1
+    with pytest.raises(SpecError) as caught:
+        projections.state_of(session, "copy")
+    assert caught.value.code == Code.PROJECTION_IDENTITY_BROKEN
+
+
+def test_scalar_states_are_the_same_state_by_value() -> None:
+    assert is_same_state(3, 3) and not is_same_state(3, 4) and not is_same_state(1, True)
+    assert is_same_state(DIGEST_ZERO, DIGEST_ZERO) and not is_same_state(DIGEST_ZERO, dict(DIGEST_ZERO))
+
+
+def test_the_digest_reports_a_change_exactly_where_it_counts() -> None:
+    events: list[Event] = [
+        {"type": "turn/start", "seq": 0, "data": {"turn": 1}},
+        {"type": "compaction/end", "seq": 1, "data": {"compactionId": "k"}},
+        {"type": "compaction/end", "seq": 2, "data": {"compactionId": "k", "error": "x"}},
+        {"type": "compaction/prune", "seq": 3, "data": {"shadowedTokenCount": 7}},
+    ]
+    state, changed = derive_projection_changes(SESSION_DIGEST, events)
+    assert changed == (False, True, False, True)
+    assert state == {"compactions": 1, "prunes": 1, "lastShadowedTokens": 7}
+
+
+# --- the cache's moments with a subscription: turn end, the count throttle, close ------------------
+
+
+def test_with_a_store_the_cache_is_written_at_each_turn_end_and_at_close() -> None:
+    _fs, files, stores = file_world()
+    store = stores()
+    medium = FileCacheMedium(files)
+    cache = ProjectionCache(medium, write_every_events=1_000)
+    projections = Projections(cache, store=store)
+    projections.register(counter_unit())
+    session = store.create("s", meta={"createdAt": 1})
+    talk = Conversation(session)
+    talk.prompt("hi")
+    assert medium.read("s") is None
+    talk.end_turn()
+    row: Any = cache.rows(session.header)["count"]
+    assert row["seq"] == session.seq - 1, "written at the turn/end, after the log was flushed"
+    talk.prompt("again")
+    store.close("s")
+    row = cache.rows(files.read("s").header)["count"]
+    assert row["seq"] == len(files.read("s").events) - 1, "written once more when the session closed"
+
+
+def test_with_a_store_the_cache_is_written_every_write_every_events_events() -> None:
+    store = SessionStore(clock=lambda: 1)
+    medium = MemoryCacheMedium()
+    projections = Projections(ProjectionCache(medium, write_every_events=3), store=store)
+    projections.register(counter_unit())
+    session = store.create("s")
+    session.append("note", {})
+    session.append("note", {})
+    assert medium.records == {}
+    session.append("note", {})
+    assert medium.records != {}

@@ -19,13 +19,16 @@ from reference.persistence.powerloss import PowerLossFileSystem
 from reference.shrink.spill import DirectorySpillStore, MemorySpillStore, SpillPolicy, encode_spill_text
 from spec.codes import Code, SpecError
 from spec.log.json import JsonValue
+from spec.log.session import ABSENT
 from spec.shrink.spill import (
+    BASE_MAX_INLINE_TOKENS,
     SPILL_RETRIEVAL_HINT,
     derive_spill_file_name,
     derive_spill_session_dir,
     is_spill_candidate,
+    plan_max_inline_tokens,
 )
-from spec.shrink.tokens import estimate_content
+from spec.shrink.tokens import BLOCK_OVERHEAD, estimate_content
 
 
 def text_content(text: str) -> list[JsonValue]:
@@ -46,6 +49,29 @@ def only_text(outcome_content: Any) -> str:
 
 
 # --- the policy -------------------------------------------------------------------------------------
+
+
+def test_spill_is_on_by_default_at_the_seed_s_12500_tokens_where_a_store_is_configured() -> None:
+    assert SpillPolicy(store=MemorySpillStore()).max_inline_tokens == BASE_MAX_INLINE_TOKENS == 12_500
+    assert SpillPolicy().max_inline_tokens is None, "no store: nowhere to spill to"
+    assert plan_max_inline_tokens(ABSENT, True) == 12_500 and plan_max_inline_tokens(ABSENT, False) is None
+    assert plan_max_inline_tokens(None, True) is None and plan_max_inline_tokens(300, False) == 300
+
+
+def test_by_default_a_result_just_over_12500_tokens_spills_and_one_at_12500_does_not() -> None:
+    policy_ = SpillPolicy(store=MemorySpillStore())
+    at_limit = "a" * (4 * (12_500 - BLOCK_OVERHEAD))  # 4 UTF-16 units a token
+    assert estimate_content(text_content(at_limit)) == 12_500
+    assert policy_.apply("s1", "grep", "c1", text_content(at_limit)).spilled is None
+    assert policy_.apply("s1", "grep", "c1", text_content(at_limit + "aaaa")).spilled is not None
+
+
+def test_max_inline_tokens_none_turns_the_default_off() -> None:
+    store = MemorySpillStore()
+    outcome = SpillPolicy(max_inline_tokens=None, store=store).apply(
+        "s1", "grep", "c1", text_content(big_text(60_000))
+    )
+    assert outcome.spilled is None
 
 
 def test_without_a_limit_nothing_spills() -> None:
@@ -128,7 +154,7 @@ def test_a_limit_too_small_for_the_notice_keeps_the_result_inline() -> None:
 def test_a_negative_or_fractional_limit_is_refused() -> None:
     for bad in (-1, 1.5):
         with pytest.raises(SpecError) as caught:
-            SpillPolicy(bad, MemorySpillStore())  # type: ignore[arg-type]
+            SpillPolicy(bad, MemorySpillStore())
         assert caught.value.code == Code.SPILL_CONFIG_INVALID
 
 

@@ -142,7 +142,7 @@ class StoreOnFlakyPower(RuleBasedStateMachine):
                 kind, {"turn": turn, "step": step, "chunk": {"type": "text-delta", "index": 0, "text": text}}
             )
         elif kind in ("compaction/start", "compaction/end"):
-            session.append(kind, {"compactionId": f"k{turn}", "turn": turn})
+            session.append_engine_event(kind, {"compactionId": f"k{turn}", "turn": turn})
         elif kind == "turn/end":
             session.append(kind, {"turn": turn, "reason": {"kind": "completed"}})
         elif kind in ("turn/start", "step/start", "step/end"):

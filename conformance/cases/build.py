@@ -88,11 +88,15 @@ def refused(code: Code, step: Step) -> Step:
     return Step(step.request, str(code))
 
 
-def start(storage: str = "none", compressed: bool | None = None) -> list[Step]:
-    """The opening of every protocol vector: a fresh store, and the clock pinned."""
+def start(
+    storage: str = "none", compressed: bool | None = None, batch: JsonObject | None = None
+) -> list[Step]:
+    """The opening of every protocol vector: a fresh store (with ``batch``, the reset's batch
+    policy arguments), and the clock pinned."""
     reset: JsonObject = {} if storage == "none" else {"storage": storage}
     if compressed is not None:
         reset["compressed"] = compressed
+    reset.update(batch or {})
     return [ok("reset", **reset), ok("clock", now=NOW)]
 
 
@@ -103,11 +107,12 @@ def case(
     *,
     storage: str = "none",
     compressed: bool | None = None,
+    batch: JsonObject | None = None,
     why: str | None = None,
     comment: str | None = None,
 ) -> Case:
     """A protocol vector: :func:`start`, then ``steps``."""
-    return Case(name, rule, (*start(storage, compressed), *steps), why, comment)
+    return Case(name, rule, (*start(storage, compressed, batch), *steps), why, comment)
 
 
 def pure(

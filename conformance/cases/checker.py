@@ -40,10 +40,10 @@ CALL: Final = ("tool/call", {"turn": 1, "step": 1, "callId": "c1", "name": "read
 HEADER: Final[JsonObject] = {"version": 4, "id": "s", "createdAt": 0, "delegationDepth": 0, "isSeeded": False}
 
 
-def breaks(name: str, events: list[JsonValue], **extra: Any) -> PureCase:
+def breaks(name: str, events: list[JsonValue], comment: str | None = None, **extra: Any) -> PureCase:
     """A log named ``rule-id: sentence`` that breaks that rule: its why is the rule's explanation."""
     rule_id = name.split(":")[0]
-    return pure(name, CHECK, why=as_why(RULES[rule_id]), events=events, **extra)
+    return pure(name, CHECK, why=as_why(RULES[rule_id]), comment=comment, events=events, **extra)
 
 
 def cases() -> Cases:
@@ -148,6 +148,18 @@ def compaction_rule_cases() -> Cases:
         ),
     )
     yield breaks(
+        "compaction-dangling: a compaction/start left open at a session/end-seed is a violation",
+        log(user_ev(), standalone, ("session/end-seed", {})),
+        comment="in a v4 log nothing explains it: a resume closes the bracket first, a fork or a seed refuses",
+    )
+    yield breaks(
+        "legacy-compaction-dangling: in a DSH v0 log the same start is reported as legacy",
+        log(user_ev(), standalone, ("session/end-seed", {})),
+        formatVersion=0,
+        comment="DSH 0.1's resume left open brackets for its end-seed to orphan; formatVersion names the "
+        "format the log was stored in",
+    )
+    yield breaks(
         "shadow-price: a replace without its metering event is a violation",
         log(user_ev(), ("user/message", user_msg("x"), {"surfaceOp": replace(0, 0), "sourceEventSeqs": [0]})),
     )
@@ -158,6 +170,15 @@ def lineage_rule_cases() -> Cases:
     yield breaks(
         "closers: an interrupted turn/end outside repair's closers is a violation",
         log(T1, user_ev(), interrupted),
+    )
+    forged = {
+        **result_msg("c1"),
+        "error": {"name": "ToolOutcomeUnknownError", "code": "TOOL_OUTCOME_UNKNOWN"},
+    }
+    yield breaks(
+        "closers: a result with repair's error code outside repair's closers is a violation",
+        log(T1, S1, assistant_ev(calls=["c1"]), CALL, ("tool/result", forged, APPEND), S1_END, T1_END),
+        comment="the call was answered by a caller pretending to be crash repair; the turn went on",
     )
     yield breaks(
         "seed-length: a seedLength past the log is a violation",
@@ -175,6 +196,19 @@ def lineage_rule_cases() -> Cases:
         "end-seed: a seeded header promises a session/end-seed",
         log(user_ev()),
         header={**HEADER, "isSeeded": True},
+    )
+    yield breaks(
+        "delegation-depth: a sub-agent's header at depth 0 is a violation",
+        log(user_ev()),
+        header={**HEADER, "origin": "subagent"},
+        comment="what a resume that dropped the depth would leave: the sub-agent reads as top level",
+    )
+    yield pure(
+        "a sub-agent's header at depth 2 is consistent",
+        CHECK,
+        why=as_why(RULES["delegation-depth"]),
+        events=log(user_ev()),
+        header={**HEADER, "origin": "subagent", "delegationDepth": 2},
     )
 
 

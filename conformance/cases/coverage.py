@@ -32,13 +32,14 @@ UNREACHABLE: Final[Mapping[Code, str]] = {
 }
 
 _COMPACTION_REASON: Final = (
-    "summary compaction, pressure compaction and spill (spec/shrink/compaction.py, spec/shrink/bracket.py, "
-    "spec/shrink/pressure.py, spec/shrink/spill.py) have no protocol op or pure function in protocol "
-    "version 1; add them to the call table, then vectors here"
+    "summary compaction and pressure compaction (spec/shrink/compaction.py, spec/shrink/bracket.py, "
+    "spec/shrink/pressure.py) have no protocol op or pure function in protocol version 2; add them to the "
+    "call table, then vectors here"
 )
 _PROJECTION_REASON: Final = (
-    "projections (spec/projections/units.py) register Python callables, which the protocol cannot carry; a "
-    "projection op in a later protocol version would reach them"
+    "projections (spec/projections/units.py) register Python callables, which the protocol cannot carry; the "
+    "call table folds only the spec's own unit (the seed's digest), which keeps every rule; a projection op in "
+    "a later protocol version would reach them"
 )
 _RUNTIME_REASON: Final = (
     "an outcome of the agent loop's runtime (cancellation, a summarizer's timeout, a spill store, a "
@@ -57,7 +58,6 @@ NOT_YET_COVERED: Final[Mapping[Code, str]] = {
             Code.COMPACTION_NO_OPEN_TURN,
             Code.COMPACTION_SUMMARY_UNSUPPORTED_CONTENT,
             Code.COMPACTION_SUMMARY_EMPTY,
-            Code.SPILL_CONFIG_INVALID,
             Code.PRUNE_OUTSIDE_TURN,
             Code.COMPACTION_SUMMARY_FAILED,
             Code.COMPACTION_COMMIT_FAILED,
@@ -68,7 +68,12 @@ NOT_YET_COVERED: Final[Mapping[Code, str]] = {
         _COMPACTION_REASON,
     ),
     **dict.fromkeys(
-        (Code.PROJECTION_UNIT_INVALID, Code.PROJECTION_VERSION_CONFLICT, Code.PROJECTION_STATE_INVALID),
+        (
+            Code.PROJECTION_UNIT_INVALID,
+            Code.PROJECTION_VERSION_CONFLICT,
+            Code.PROJECTION_STATE_INVALID,
+            Code.PROJECTION_IDENTITY_BROKEN,
+        ),
         _PROJECTION_REASON,
     ),
     **dict.fromkeys(

@@ -1,14 +1,15 @@
 """fork: a child log grown from a prefix of its parent (notes/dsh-session-core §7.1).
 
 Covers the child's seed (the parent's log up to the boundary, then the end-seed marker), its
-header (the lineage it inherits and what it does not), valid and invalid boundaries, the rule
-that a fork never inherits half a turn, and the order of the request's checks (the child id,
-then the source).
+header (the lineage it inherits and what it does not), valid and invalid boundaries, the rules
+that a fork never inherits half a turn nor an open compaction bracket, and the order of the request's checks (the child id,
+live or stored, then the source, then the boundary).
 """
 
 from __future__ import annotations
 
 from conformance.cases.build import (
+    NOW,
     Cases,
     Step,
     append_assistant,
@@ -16,23 +17,34 @@ from conformance.cases.build import (
     case,
     fails,
     gone,
+    log,
     ok,
+    replace,
     state,
     turn,
     turn_end,
+    user_ev,
+    user_msg,
 )
 from spec.codes import Code
 from spec.log.json import JsonObject, JsonValue
 
 SEED = "spec.lineage.fork.plan_fork_seed"
 OPEN_TURN = "spec.lineage.fork.validate_boundary_outside_open_turn"
+OPEN_COMPACTION = "spec.lineage.fork.validate_boundary_outside_open_compaction"
 REQUEST = "spec.lineage.fork.validate_fork_request"
 
 
 def parent() -> list[Step]:
-    """A session "p" with lineage meta and two events: user, assistant."""
+    """A session "p" with lineage meta and two events: user, assistant; then the clock moves on, so
+    that a child's createdAt and end-seed time (now) differ from what the parent holds."""
     meta: JsonObject = {"cwd": "/work/p", "delegationDepth": 1, "origin": "subagent", "agentPreset": "coder"}
-    return [ok("create", id="p", meta=meta), append_user("u1", "p"), append_assistant("a1", "p")]
+    return [
+        ok("create", id="p", meta=meta),
+        append_user("u1", "p"),
+        append_assistant("a1", "p"),
+        ok("clock", now=NOW + 1_000),
+    ]
 
 
 def in_turn() -> list[Step]:
@@ -52,6 +64,7 @@ def cases() -> Cases:
     yield from child_cases()
     yield from boundary_cases()
     yield from open_turn_cases()
+    yield from open_compaction_cases()
     yield from request_cases()
 
 
@@ -158,6 +171,88 @@ def open_turn_cases() -> Cases:
     )
 
 
+def bracketed() -> list[Step]:
+    """A session "p" created from a seed: turn 1 (seqs 0-2), then a standalone compaction bracket
+    (seqs 3-6: start, summary, checkpoint, end) between turns; its end-seed is seq 7."""
+    start = {"compactionId": "k1", "turn": None}
+    summary = {**start, "shadowedRange": {"start": 1, "end": 1}, "shadowedSeqs": [1], "shadowedTokenCount": 9}
+    checkpoint = {**user_msg("ck"), "source": {"kind": "plugin", "plugin": "compact", "compactionId": "k1"}}
+    seed = log(
+        ("turn/start", {"turn": 1}),
+        user_ev(),
+        ("turn/end", {"turn": 1, "reason": {"kind": "completed"}}),
+        ("compaction/start", start),
+        ("compaction/summary", summary),
+        ("user/message", checkpoint, {"surfaceOp": replace(1, 1), "sourceEventSeqs": [1]}),
+        ("compaction/end", start),
+    )
+    return [ok("create", id="p", seed=seed)]
+
+
+def open_compaction_cases() -> Cases:
+    yield case(
+        "a boundary inside a standalone compaction bracket is rejected",
+        OPEN_COMPACTION,
+        [*bracketed(), fails(Code.OPEN_COMPACTION, "fork", source="p", boundary=4, child="c"), gone("c")],
+        comment="seq 4 lies between the bracket's start (3) and its end (6): the child would inherit it open",
+    )
+    yield case(
+        "a boundary at a compaction/start is inside that compaction",
+        OPEN_COMPACTION,
+        [*bracketed(), fails(Code.OPEN_COMPACTION, "fork", source="p", boundary=3, child="c")],
+    )
+    yield case(
+        "a boundary at a compaction/end is outside the compaction",
+        OPEN_COMPACTION,
+        [*bracketed(), ok("fork", source="p", boundary=6, child="c")],
+    )
+    yield case(
+        "a fork without a boundary of a log that ends inside a compaction is rejected",
+        OPEN_COMPACTION,
+        [
+            ok("create", id="p"),
+            append_user("u1", "p"),
+            ok("engine_append", id="p", type="compaction/start", data={"compactionId": "k1", "turn": None}),
+            fails(Code.OPEN_COMPACTION, "fork", source="p", child="c"),
+        ],
+        comment="the compaction engine is still at work on p: its bracket is the session's live lock",
+    )
+    yield case(
+        "a boundary inside a compaction inside a turn is an open turn",
+        OPEN_TURN,
+        [
+            ok(
+                "create",
+                id="p",
+                seed=log(
+                    ("turn/start", {"turn": 1}),
+                    ("compaction/start", {"compactionId": "k1", "turn": 1}),
+                    ("compaction/end", {"compactionId": "k1", "turn": 1, "error": "x"}),
+                    ("turn/end", {"turn": 1, "reason": {"kind": "completed"}}),
+                ),
+            ),
+            fails(Code.OPEN_TURN, "fork", source="p", boundary=1, child="c"),
+        ],
+        comment="the open turn is checked first; its compaction is inside it",
+    )
+    yield case(
+        "a compaction left open before a session/end-seed does not block a fork",
+        OPEN_COMPACTION,
+        [
+            ok(
+                "create",
+                id="p",
+                seed=log(
+                    ("compaction/start", {"compactionId": "k1", "turn": None}), ("session/end-seed", {})
+                ),
+            ),
+            ok("fork", source="p", child="c"),
+        ],
+        comment="the marker made it a stale orphan of an earlier lifecycle (a DSH v0 resume leaves these): "
+        "it is no live lock, so the fork is allowed and the checker reports the orphan",
+    )
+
+
 def request_cases() -> Cases:
     yield case(
         "a fork of a session that is not live is rejected",
@@ -173,6 +268,32 @@ def request_cases() -> Cases:
             fails(Code.SESSION_ALREADY_EXISTS, "fork", source="p", child="c"),
             state("c"),
         ],
+    )
+    yield case(
+        "a stored child id is rejected before the boundary is looked at",
+        REQUEST,
+        [
+            ok("create", id="c", meta={"cwd": "/work/c"}),
+            ok("close", id="c"),
+            *parent(),
+            fails(Code.SESSION_ALREADY_EXISTS, "fork", source="p", boundary=7, child="c"),
+            ok("read", id="c"),
+        ],
+        storage="memory",
+        why="a given child id must be free, neither live nor stored, and that is checked before the "
+        "boundary (the seed: the child-id check comes before the boundary check)",
+        comment="c is stored, not live; boundary 7 does not exist, so a store that looks at the boundary "
+        "first answers INVALID_BOUNDARY",
+    )
+    yield case(
+        "a stored child id is rejected before the source is looked up",
+        REQUEST,
+        [
+            ok("create", id="c"),
+            ok("close", id="c"),
+            fails(Code.SESSION_ALREADY_EXISTS, "fork", source="nope", child="c"),
+        ],
+        storage="memory",
     )
     yield case(
         "a live child id is rejected before the source is looked up",

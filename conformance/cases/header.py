@@ -45,7 +45,7 @@ def meta_cases() -> Cases:
         "createdAt": 5,
         "cwd": "/work/project",
         "parentSession": "p0",
-        "seedLength": 0,
+        "seedLength": 3,
         "origin": "subagent",
         "delegationDepth": 2,
         "agentPreset": "coder",

@@ -12,6 +12,8 @@ from __future__ import annotations
 from typing import Final
 
 from conformance.cases.build import (
+    NOW,
+    SEED_TIME,
     Cases,
     Step,
     append_assistant,
@@ -58,8 +60,9 @@ def balanced_cases() -> Cases:
     yield pure(
         "an open turn is closed by an interrupted turn/end that reuses the last event's time",
         CLOSERS,
-        events=log(TURN_START, user_ev()),
-        comment="the closers carry the time of the last event logged, not the clock at resume",
+        events=log(TURN_START, (*user_ev(), {"surfaceOp": "append", "time": SEED_TIME + 500})),
+        comment="the closers carry the time of the last event logged (1500, not the first event's 1000), "
+        "not the clock at resume",
     )
     yield pure("an open step is closed before its turn", CLOSERS, events=log(TURN_START, STEP_START))
     broken = log(
@@ -147,6 +150,7 @@ def resume_cases() -> Cases:
             ok("create", id="s"),
             *open_turn(),
             ok("close", id="s"),
+            ok("clock", now=NOW + 5_000),
             ok("resume", id="s"),
             ok("read", id="s"),
             ok("flush", id="s"),
@@ -154,12 +158,21 @@ def resume_cases() -> Cases:
         ],
         storage="memory",
         why=RESUME_RULE,
-        comment="the first read shows the closers durable at once; the marker is durable after the flush",
+        comment="the first read shows the closers durable at once; the marker is durable after the flush; "
+        "the closers carry the last event's time, the marker the clock's",
     )
     yield case(
         "resuming a balanced log appends only the end-seed marker",
         RESUME,
-        [ok("create", id="s"), turn(), append_user(), turn_end(), ok("close", id="s"), ok("resume", id="s")],
+        [
+            ok("create", id="s"),
+            turn(),
+            append_user(),
+            turn_end(),
+            ok("close", id="s"),
+            ok("clock", now=NOW + 5_000),
+            ok("resume", id="s"),
+        ],
         storage="memory",
         why=RESUME_RULE,
     )
@@ -169,19 +182,54 @@ def resume_cases() -> Cases:
         [ok("create", id="s", seed=[]), ok("close", id="s"), ok("resume", id="s")],
         storage="memory",
     )
+    lineage = {
+        "createdAt": 7,
+        "cwd": "/work/sub",
+        "parentSession": "p",
+        "seedLength": 2,
+        "origin": "subagent",
+        "delegationDepth": 2,
+        "agentPreset": "coder",
+    }
     yield case(
         "a resumed session keeps seedLength and delegationDepth as stored",
         RESUME,
         [
-            ok("create", id="p", meta={"delegationDepth": 3}),
-            append_user("u1", "p"),
-            ok("fork", source="p", child="c"),
+            ok("create", id="c", seed=log(TURN_START, user_ev()), meta=lineage),
+            append_step("turn/end", {"turn": 1, "reason": {"kind": "completed"}}, "c"),
+            append_user("u2", "c"),
             ok("close", id="c"),
+            ok("clock", now=NOW + 5_000),
             ok("resume", id="c"),
         ],
         storage="memory",
         why="a resume takes over the stored header as it is; it is not a new session's header",
+        comment="every lineage field differs from its default: delegationDepth 2 (a sub-agent's), seedLength 2 "
+        "where the resumed firstLiveSeq is 5, createdAt 7 where the clock is later; a resume that drops the "
+        "depth would let the sub-agent think it is at the top level (the resume/fork/compaction seed)",
     )
+    for storage in ("memory", "file"):
+        yield case(
+            f"{storage} storage: resuming a log left inside a compaction closes it before the end-seed marker",
+            RESUME,
+            [
+                ok("create", id="s"),
+                append_user(),
+                ok(
+                    "engine_append",
+                    id="s",
+                    type="compaction/start",
+                    data={"compactionId": "k1", "turn": None},
+                ),
+                ok("close", id="s"),
+                ok("resume", id="s"),
+                ok("read", id="s"),
+            ],
+            storage=storage,
+            why=RESUME_RULE,
+            comment="the compaction engine stopped inside its bracket; the resume writes its compaction/end "
+            "with an error, durably, so the end-seed never leaves the start dangling",
+        )
     yield from repeated_resume_cases()
 
 

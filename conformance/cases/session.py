@@ -3,7 +3,9 @@
 Covers how a store names sessions (given ids, minted ids, one live session per id), what a new
 session's log holds (the seed, the ``session/end-seed`` marker, ``firstLiveSeq``), and what an
 append commits: the event type rule, the retired request-header vocabulary, the surface it joins,
-the messages it derives, its time, and that a rejected append changes nothing.
+the messages it derives, its time, that a rejected append changes nothing, and who may write
+what (a caller never the end-seed, the compaction bracket or repair's closers; the compaction
+engine its bracket, through ``engine_append``).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from conformance.cases.build import (
     log,
     ok,
     request_header,
+    result_msg,
     state,
     turn,
     user_ev,
@@ -44,6 +47,7 @@ def cases() -> Cases:
     yield from append_cases()
     yield from event_type_cases()
     yield from vocabulary_cases()
+    yield from writer_cases()
     yield from clock_cases()
 
 
@@ -78,13 +82,43 @@ def end_seed_cases() -> Cases:
     yield case(
         "a session created from an empty seed gets a session/end-seed marker at seq 0",
         END_SEED,
-        [ok("create", id="s", seed=[])],
-        comment="an empty seed is still a seed: the marker tells a reader that nothing was inherited",
+        [ok("create", id="s", seed=[], meta={"createdAt": 5})],
+        comment="an empty seed is still a seed: the marker tells a reader that nothing was inherited; its "
+        "time is the clock's, not the header's createdAt",
     )
     yield case(
         "a seed that already ends with session/end-seed gets no second marker",
         END_SEED,
         [ok("create", id="s", seed=log(user_ev(), ("session/end-seed", {})))],
+    )
+    yield case(
+        "a seed that ends inside an open compaction bracket is rejected",
+        "spec.lineage.seed.validate_end_seed_outside_open_compaction",
+        [
+            fails(
+                Code.OPEN_COMPACTION,
+                "create",
+                id="s",
+                seed=log(user_ev(), ("compaction/start", {"compactionId": "k1", "turn": None})),
+            ),
+            gone(),
+        ],
+        comment="the marker would leave the compaction/start dangling, never closed",
+    )
+    yield case(
+        "a seed that ends after a compaction's end gets its marker",
+        "spec.lineage.seed.validate_end_seed_outside_open_compaction",
+        [
+            ok(
+                "create",
+                id="s",
+                seed=log(
+                    user_ev(),
+                    ("compaction/start", {"compactionId": "k1", "turn": None}),
+                    ("compaction/end", {"compactionId": "k1", "turn": None, "error": "x"}),
+                ),
+            )
+        ],
     )
     yield case(
         "a seed's events are inherited: firstLiveSeq is the seed's length and the marker follows it",
@@ -202,6 +236,89 @@ def vocabulary_cases() -> Cases:
         VOCABULARY,
         [ok("create", id="s"), append_step("request/header", {**request_header(), "reason": "initial"})],
     )
+
+
+WRITER_TYPE = "spec.log.writers.validate_writer_of_type"
+WRITER_CLOSER = "spec.log.writers.validate_writer_of_closer"
+START_K1 = {"compactionId": "k1", "turn": None}
+
+
+def writer_cases() -> Cases:
+    yield case(
+        "session/end-seed cannot be appended: only the store writes it",
+        WRITER_TYPE,
+        [
+            ok("create", id="s", seed=[]),
+            append_user(),
+            fails(Code.STORE_ONLY_EVENT, "append", id="s", type="session/end-seed", data={}),
+            fails(Code.STORE_ONLY_EVENT, "engine_append", id="s", type="session/end-seed", data={}),
+            state(),
+        ],
+        comment="not even the compaction engine writes the marker; the state shows nothing was appended",
+    )
+    for kind, data in (
+        ("compaction/start", START_K1),
+        ("compaction/summary", {**START_K1, "shadowedSeqs": [0], "shadowedTokenCount": 1}),
+        ("compaction/end", {**START_K1, "error": "x"}),
+    ):
+        yield case(
+            f"{kind} cannot be appended by a caller",
+            WRITER_TYPE,
+            [
+                ok("create", id="s"),
+                append_user(),
+                fails(Code.STORE_ONLY_EVENT, "append", id="s", type=kind, data=data),
+            ],
+            comment="the compaction bracket is the engine's; a caller runs a compaction instead",
+        )
+    yield case(
+        "the compaction engine writes its bracket through its own path",
+        WRITER_TYPE,
+        [
+            ok("create", id="s"),
+            append_user(),
+            ok("engine_append", id="s", type="compaction/start", data=START_K1),
+            ok("engine_append", id="s", type="compaction/end", data={**START_K1, "error": "gave up"}),
+            state(),
+        ],
+        comment="engine_append is the store's compaction engine; append is every other caller",
+    )
+    yield case(
+        "an interrupted turn/end cannot be appended: it is crash repair's closer",
+        WRITER_CLOSER,
+        [
+            ok("create", id="s"),
+            turn(),
+            fails(
+                Code.REPAIR_CLOSER_RESERVED,
+                "append",
+                id="s",
+                type="turn/end",
+                data={"turn": 1, "reason": {"kind": "interrupted"}},
+            ),
+            append_step("turn/end", {"turn": 1, "reason": {"kind": "aborted"}}),
+        ],
+        comment="the same turn ends with another reason",
+    )
+    for code in ("TOOL_NOT_STARTED", "TOOL_OUTCOME_UNKNOWN"):
+        yield case(
+            f"a tool result with error code {code} cannot be appended: it is crash repair's closer",
+            WRITER_CLOSER,
+            [
+                ok("create", id="s"),
+                turn(),
+                append_assistant(calls=["c1"]),
+                fails(
+                    Code.REPAIR_CLOSER_RESERVED,
+                    "append",
+                    id="s",
+                    type="tool/result",
+                    data={**result_msg("c1"), "error": {"name": "E", "code": code}},
+                    surfaceOp="append",
+                ),
+                append_result("c1"),
+            ],
+        )
 
 
 def clock_cases() -> Cases:

@@ -1,13 +1,21 @@
-"""Checks every backend applies to a batch before buffering it."""
+"""What every backend's handle shares: the checks a batch passes before it is buffered, the
+buffer, and the batch policy that bounds it (SPEC-DECISIONS D2; spec.projections.durability)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from reference.persistence.api import OpenReport
-from spec.codes import Code, reject
+from spec.codes import Code, SpecError, reject
 from spec.log.events import Event
 from spec.log.json import FrozenDict
+from spec.projections.durability import (
+    NOTHING_PENDING,
+    BatchPolicy,
+    apply_pending_events,
+    is_batch_due,
+    validate_batch_policy,
+)
 
 
 def validate_batch(next_seq: int, events: Sequence[Event]) -> None:
@@ -27,14 +35,31 @@ def validate_batch(next_seq: int, events: Sequence[Event]) -> None:
 class BufferedLogHandle:
     """What every backend's handle shares: the events appended so far (the first
     ``durable_count`` of them on stable storage), ``flush`` writing the rest, ``close`` flushing and
-    then releasing the writer. A backend supplies :meth:`_write_pending` and :meth:`_release`."""
+    then releasing the writer. A backend supplies :meth:`_write_pending` and :meth:`_release`.
 
-    def __init__(self, header: FrozenDict, durable: Sequence[Event], report: OpenReport) -> None:
+    With a ``batch`` policy, an append also writes the buffer as one batch as soon as the policy
+    says it is due (``spec.projections.durability.is_batch_due``), checked against the appended
+    events' own times: no timer, no thread. A failed automatic write keeps the batch buffered and
+    is not raised to the appender (``deferred_failure`` holds it); the next append that finds the
+    batch due tries again, and ``flush`` raises the failure if it persists."""
+
+    def __init__(
+        self,
+        header: FrozenDict,
+        durable: Sequence[Event],
+        report: OpenReport,
+        batch: BatchPolicy | None = None,
+    ) -> None:
+        if batch is not None:
+            validate_batch_policy(batch)
         self._header = header
         self._events: list[Event] = list(durable)
         self._durable_count = len(durable)
         self._report = report
         self._closed = False
+        self._batch = batch
+        self._pending = NOTHING_PENDING
+        self.deferred_failure: SpecError | None = None
 
     @property
     def header(self) -> FrozenDict:
@@ -52,12 +77,21 @@ class BufferedLogHandle:
             raise reject(Code.SESSION_CLOSED, f'session "{self._header["id"]}" is closed')
         validate_batch(len(self._events), events)
         self._events.extend(events)
+        if self._batch is not None and events:
+            self._pending = apply_pending_events(self._batch, self._pending, events)
+            if is_batch_due(self._batch, self._pending, events[-1].get("time")):
+                try:
+                    self.flush()
+                except SpecError as error:
+                    self.deferred_failure = error
 
     def flush(self) -> None:
         if self._closed:
             return
         self._write_pending(self._events[self._durable_count :])
         self._durable_count = len(self._events)
+        self._pending = NOTHING_PENDING
+        self.deferred_failure = None
 
     def close(self) -> None:
         if self._closed:

@@ -6,8 +6,9 @@ Layout (SPEC-DECISIONS D1)::
     <root>/_no-cwd/<encodeSegment(id)>/...                                    (no cwd)
 
 A compressed file is frame 0 = the header line, then one zstd frame (content checksum on) per
-durable batch. Durability (D2): ``flush`` appends one frame and fsyncs the file; a new session is
-published whole (temp file, fsync, link, fsync of the directory). One writer per session holds a
+durable batch. Durability (D2): ``flush`` appends one frame and fsyncs the file, and so does an
+append that finds the buffer due under the store's batch policy (default: 200 ms of session time
+or 1 MiB; ``batch=None`` leaves writing to ``flush``); a new session is published whole (temp file, fsync, link, fsync of the directory). One writer per session holds a
 lock file beside the log. Opening a log for writing (D3) drops a torn tail by rewriting the file
 atomically (complete lines recovered from a torn frame are kept), refuses damage that is not a
 tail with a corrupt-log error naming the byte offset, and closes an open turn with the spec's
@@ -20,6 +21,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Final
 
 import zstandard
 
@@ -52,7 +54,9 @@ from spec.lineage.store import derive_resumed_log
 from spec.log.events import Event
 from spec.log.header import LEGACY_FORMAT_VERSION
 from spec.log.json import FrozenDict, JsonValue, freeze_parsed_json, is_event_seq
+from spec.projections.durability import BatchPolicy, validate_batch_policy
 
+DEFAULT_BATCH_POLICY: Final = BatchPolicy()  # 200 ms, 1 MiB: spec.projections.durability's defaults
 LOCK_NAME = "session.lock"
 ZSTD_LEVEL = 3  # zstd's default level, as DSH uses
 LOG_NAMES = (V4_ZSTD_NAME, V4_PLAIN_NAME, V0_ZSTD_NAME, V0_PLAIN_NAME)  # lookup order: v4 first
@@ -60,6 +64,10 @@ LOG_NAMES = (V4_ZSTD_NAME, V4_PLAIN_NAME, V0_ZSTD_NAME, V0_PLAIN_NAME)  # lookup
 
 def _join(*parts: str) -> str:
     return "/".join(part.rstrip("/") if index == 0 else part for index, part in enumerate(parts))
+
+
+def _basename(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
 
 
 def _dirname(path: str) -> str:
@@ -133,11 +141,14 @@ class LoadedLog:
     truncate_to: int | None
 
 
-def load_log(session_id: str | None, data: bytes, compressed: bool) -> LoadedLog:
-    """Parse a log's bytes into events: v4 records are taken as they are (seqs must run 0, 1, 2...),
-    v0 records go through the spec's legacy read path."""
+def load_log(
+    session_id: str | None, data: bytes, compressed: bool, file_name: str | None = None
+) -> LoadedLog:
+    """Parse a log's bytes into events: the header's version must be the one ``file_name`` says
+    (when given); v4 records are taken as they are (seqs must run 0, 1, 2...), v0 records go
+    through the spec's legacy read path."""
     stored = parse_log_bytes(data, compressed)
-    version, header = decode_header_line(stored.header_line, session_id)
+    version, header = decode_header_line(stored.header_line, session_id, file_name)
     header_id = str(header["id"])
     if version == LEGACY_FORMAT_VERSION:
         events = upgrade_v0_records(header_id, stored.records + stored.recovered)
@@ -181,10 +192,14 @@ class FileStore:
         fs: FileSystem | None = None,
         compressed: bool = True,
         temp_token: Callable[[], str] = lambda: secrets.token_hex(6),
+        batch: BatchPolicy | None = DEFAULT_BATCH_POLICY,
     ) -> None:
+        if batch is not None:
+            validate_batch_policy(batch)
         self.root = root.rstrip("/") or "/"
         self.fs: FileSystem = fs if fs is not None else RealFileSystem()
         self.compressed = compressed
+        self.batch = batch
         self._temp_token = temp_token
 
     # --- paths ---
@@ -226,7 +241,9 @@ class FileStore:
             raise reject(Code.SESSION_ALREADY_EXISTS, f'session "{session_id}" already exists on disk')
         path = self.path_for(header)
         lock = self._lock(path, session_id)
-        return FileLogHandle(self, path, header, (), lock, published=False, report=OpenReport())
+        return FileLogHandle(
+            self, path, header, (), lock, published=False, report=OpenReport(), batch=self.batch
+        )
 
     def open(self, session_id: str) -> FileLogHandle:
         """Take over a stored log as its single writer, repairing it first (D3)."""
@@ -248,7 +265,7 @@ class FileStore:
         path = self.locate(session_id)
         if path is None:
             raise reject(Code.SESSION_NOT_FOUND, f'session "{session_id}" not found')
-        loaded = load_log(session_id, self.fs.read_bytes(path), path.endswith(".zstd"))
+        loaded = load_log(session_id, self.fs.read_bytes(path), path.endswith(".zstd"), _basename(path))
         return StoredLog(loaded.header, loaded.events + loaded.recovered, loaded.format_version)
 
     def stat(self, session_id: str) -> SessionStat | None:
@@ -290,12 +307,13 @@ class FileStore:
             first = scan.frames[0]
             plaintext = decompress_frame(data[first.offset : first.offset + first.length], first.offset)
             return decode_header_line(
-                decode_zstd_log([DecodedFrame(first.offset, plaintext)], None).header_line
+                decode_zstd_log([DecodedFrame(first.offset, plaintext)], None).header_line,
+                file_name=_basename(path),
             )[1]
         line_end = data.find(b"\n")
         if line_end < 0:
             raise reject(Code.CORRUPT_LOG, "empty or header-less session log")
-        return decode_header_line(decode_header_text(data[:line_end]))[1]
+        return decode_header_line(decode_header_text(data[:line_end]), file_name=_basename(path))[1]
 
     def _lock(self, log_path: str, session_id: str) -> LockHandle:
         session_dir = _dirname(log_path)
@@ -323,7 +341,7 @@ class FileStore:
 
     def _open_locked(self, session_id: str, path: str, lock: LockHandle) -> FileLogHandle:
         compressed_source = path.endswith(".zstd")
-        loaded = load_log(session_id, self.fs.read_bytes(path), compressed_source)
+        loaded = load_log(session_id, self.fs.read_bytes(path), compressed_source, _basename(path))
         stored = loaded.events + loaded.recovered
         resumed = derive_resumed_log(stored)
         closers = resumed[len(stored) :]
@@ -339,7 +357,9 @@ class FileStore:
                 closers_appended=len(closers),
                 migrated_from_v0=True,
             )
-            return FileLogHandle(self, new_path, loaded.header, resumed, lock, published=True, report=report)
+            return FileLogHandle(
+                self, new_path, loaded.header, resumed, lock, published=True, report=report, batch=self.batch
+            )
         torn_bytes = 0
         if loaded.truncate_to is not None:
             torn_bytes = self.fs.size(path) - loaded.truncate_to
@@ -347,7 +367,9 @@ class FileStore:
         elif closers:
             self._append_batch(path, closers, compressed_source)
         report = OpenReport(torn_bytes, len(loaded.recovered), len(closers))
-        return FileLogHandle(self, path, loaded.header, resumed, lock, published=True, report=report)
+        return FileLogHandle(
+            self, path, loaded.header, resumed, lock, published=True, report=report, batch=self.batch
+        )
 
     def _batch_bytes(self, records: Sequence[JsonValue], compressed: bool) -> bytes:
         """Records as one batch: JSONL lines, as one zstd frame when compressed."""
@@ -444,8 +466,9 @@ class FileLogHandle(BufferedLogHandle):
         lock: LockHandle,
         published: bool,
         report: OpenReport,
+        batch: BatchPolicy | None = None,
     ) -> None:
-        super().__init__(header, durable, report)
+        super().__init__(header, durable, report, batch)
         self._store = store
         self.path = path
         self._lock = lock

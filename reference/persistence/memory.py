@@ -1,6 +1,7 @@
 """The in-memory persistence backend: the same contract as the file store, without a disk.
 
-"Durable" here means "in the backend's dict": ``flush`` moves buffered events there. It is the
+"Durable" here means "in the backend's dict": ``flush`` moves buffered events there, and so
+does an append under the batch policy (as the file store's). It is the
 behavioural baseline the file store is compared with, and what tests use when storage is beside
 the point.
 """
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Final
 
 from reference.persistence.api import OpenReport, SessionStat, StoredLog
 from reference.persistence.common import BufferedLogHandle
@@ -17,6 +19,9 @@ from spec.lineage.store import derive_resumed_log
 from spec.log.events import Event
 from spec.log.header import HEADER_FORMAT_VERSION
 from spec.log.json import FrozenDict
+from spec.projections.durability import BatchPolicy, validate_batch_policy
+
+DEFAULT_BATCH_POLICY: Final = BatchPolicy()  # 200 ms, 1 MiB, as the file store
 
 
 @dataclass
@@ -29,16 +34,19 @@ class _StoredSession:
 class MemoryPersistence:
     """Sessions kept in a dict; one writer handle per session at a time."""
 
-    def __init__(self) -> None:
+    def __init__(self, batch: BatchPolicy | None = DEFAULT_BATCH_POLICY) -> None:
+        if batch is not None:
+            validate_batch_policy(batch)
         self._stored: dict[str, _StoredSession] = {}
         self._writers: set[str] = set()
+        self.batch = batch
 
     def create(self, header: FrozenDict) -> MemoryLogHandle:
         session_id = str(header["id"])
         if session_id in self._stored or session_id in self._writers:
             raise reject(Code.SESSION_ALREADY_EXISTS, f'session "{session_id}" already exists')
         self._writers.add(session_id)
-        return MemoryLogHandle(self, header, (), OpenReport())
+        return MemoryLogHandle(self, header, (), OpenReport(), self.batch)
 
     def open(self, session_id: str) -> MemoryLogHandle:
         stored = self._require(session_id)
@@ -50,7 +58,7 @@ class MemoryPersistence:
             stored.revision += 1
         self._writers.add(session_id)
         return MemoryLogHandle(
-            self, stored.header, tuple(stored.events), OpenReport(closers_appended=len(closers))
+            self, stored.header, tuple(stored.events), OpenReport(closers_appended=len(closers)), self.batch
         )
 
     def read(self, session_id: str) -> StoredLog:
@@ -88,9 +96,14 @@ class MemoryPersistence:
 
 class MemoryLogHandle(BufferedLogHandle):
     def __init__(
-        self, owner: MemoryPersistence, header: FrozenDict, durable: tuple[Event, ...], report: OpenReport
+        self,
+        owner: MemoryPersistence,
+        header: FrozenDict,
+        durable: tuple[Event, ...],
+        report: OpenReport,
+        batch: BatchPolicy | None = None,
     ) -> None:
-        super().__init__(header, durable, report)
+        super().__init__(header, durable, report, batch)
         self._owner = owner
         self._published = bool(durable) or str(header["id"]) in owner._stored
 

@@ -2,18 +2,20 @@
 over live sessions, and a persisted cache beside each session log (SPEC-DECISIONS D7; seed 002
 "会话账本"; notes/dsh-compaction-projection §11).
 
-The fold rules are ``spec.projections.units``. Cells are computed lazily: ``state_of`` folds a unit over
-the events its cell has not seen yet, so a unit registered after the events still reads the right
-value, and the fold never runs twice over one event. With a :class:`ProjectionCache`, a unit's
+The fold rules are ``spec.projections.units``. Given a store, the registry subscribes once and
+pushes each committed event through every unit; ``state_of`` also folds a unit over the events its
+cell has not seen yet, so a unit registered after the events still reads the right value, and the
+fold never runs twice over one event. With a :class:`ProjectionCache`, a unit's
 first read of a session starts from its cache row instead of ``init`` when the row is usable.
 The cache is possibly stale but never wrong: the log is flushed before any row is written.
 
-The module also ships the seed's example unit, :data:`SESSION_DIGEST`: it counts completed
-compactions and prunes — what happened, not what the surface still shows.
+The seed's example unit, :data:`SESSION_DIGEST` (``spec.projections.digest``, named here too),
+counts completed compactions and prunes — what happened, not what the surface still shows.
 """
 
 from __future__ import annotations
 
+import logging
 import secrets
 import weakref
 from collections.abc import Callable, Mapping
@@ -24,13 +26,20 @@ from reference.persistence.api import PersistenceService
 from reference.persistence.filestore import FileStore
 from reference.persistence.fs import FileSystem
 from reference.session import Session
+from reference.store import SessionStore
 from spec.codes import Code, reject
 from spec.format.json_text import decode_json_text, encode_json_text
-from spec.log.events import COMPACTION_END, COMPACTION_PRUNE, Event, event_data
-from spec.log.json import FrozenDict, JsonValue, is_event_seq, snapshot_json
+from spec.log.events import TURN_END, Event
+from spec.log.json import FrozenDict, JsonValue, snapshot_json
+from spec.projections.digest import DIGEST_KEY as DIGEST_KEY
+from spec.projections.digest import DIGEST_ZERO as DIGEST_ZERO
+from spec.projections.digest import SESSION_DIGEST as SESSION_DIGEST
+from spec.projections.digest import apply_session_digest as apply_session_digest
+from spec.projections.digest import is_digest_state as is_digest_state
 from spec.projections.units import (
     ProjectionCell,
     ProjectionUnit,
+    apply_projection_event,
     decode_cache_row,
     decode_cache_rows,
     derive_initial_cell,
@@ -40,8 +49,11 @@ from spec.projections.units import (
     fold_projection,
     is_cache_row_durable,
     is_cache_write_due,
+    is_same_state,
     plan_registration,
 )
+
+log = logging.getLogger(__name__)
 
 CACHE_FILE_NAME: Final = "projections.json"  # beside session.v4.jsonl[.zstd] in the session directory
 
@@ -117,6 +129,7 @@ class ProjectionCache:
         self.medium = medium
         self.write_every_events = write_every_events
         self._written_upto: weakref.WeakKeyDictionary[Session, int] = weakref.WeakKeyDictionary()
+        self._fresh: weakref.WeakKeyDictionary[Session, list[object]] = weakref.WeakKeyDictionary()
 
     def rows(self, header: Mapping[str, JsonValue]) -> Mapping[str, JsonValue]:
         """The stored rows of the session ``header`` names; none when the record is missing,
@@ -148,6 +161,30 @@ class ProjectionCache:
         record = encode_cache_record(session.header, rows)
         self.medium.write(session.id, encode_json_text(record).encode("utf-8"))
         self._written_upto[session] = cut
+        self._fresh.pop(session, None)
+
+    def observe(self, session: Session, event: Event, projections: Projections) -> None:
+        """A pushed event: write the session's rows when it is a ``turn/end`` or when
+        ``write_every_events`` events have come since the last write (``is_cache_write_due``)."""
+        fresh = self._fresh.setdefault(session, [])
+        fresh.append(event.get("type"))
+        if is_cache_write_due(fresh, self.write_every_events):
+            self.write_soft(session, projections, "turn/end" if fresh[-1] == TURN_END else "count threshold")
+
+    def write_soft(self, session: Session, projections: Projections, trigger: str) -> bool:
+        """:meth:`write`, but a failure only leaves the cache stale (logged): the next write heals
+        it. Answers whether it wrote."""
+        try:
+            self.write(session, projections)
+        except Exception as error:
+            log.warning(
+                'session projection cache: %s write for "%s" failed (cache stays stale): %s',
+                trigger,
+                session.id,
+                error,
+            )
+            return False
+        return True
 
     def write_if_due(self, session: Session, projections: Projections) -> bool:
         """Write when a ``turn/end`` was appended since the last write, or ``write_every_events``
@@ -178,13 +215,84 @@ class _Registration:
         self.cells: weakref.WeakKeyDictionary[Session, ProjectionCell] = weakref.WeakKeyDictionary()
 
 
+ChangeListener = Callable[[Session, str, JsonValue, int], None]
+"""``(session, key, state, seq)``: a unit's state changed at the event of ``seq``."""
+
+
 class Projections:
     """The registry of fold units. ``register`` returns a disposer; registrants of one key with
-    the same ``stateVersion`` share it, a different ``stateVersion`` is refused."""
+    the same ``stateVersion`` share it, a different ``stateVersion`` is refused.
 
-    def __init__(self, cache: ProjectionCache | None = None) -> None:
+    Given a ``store``, the registry subscribes to it once and every event a live session commits
+    is pushed through every unit as it commits (seed 002: "框架订一次，把每个事件折过每个单元"); a
+    unit whose state changed — a new state, told by identity — is reported to ``on_changed``
+    listeners, which is what the identity rule buys: an event a unit does not care about costs its
+    listeners nothing. Without a store, cells fold on read. Either way ``state_of`` catches a cell
+    up first, so a unit registered late reads the right value. With a ``cache`` and a store, rows
+    are written at a ``turn/end``, every ``write_every_events`` events, and when a session closes."""
+
+    def __init__(self, cache: ProjectionCache | None = None, store: SessionStore | None = None) -> None:
         self.cache = cache
         self._registrations: dict[str, _Registration] = {}
+        self._listeners: list[ChangeListener] = []
+        self._unsubscribe = store.subscribe(self) if store is not None else None
+
+    # --- the subscription (SessionListener) -----------------------------------------------------
+
+    def committed(self, session: Session, event: Event) -> None:
+        """Push one committed event through every unit, in registration order. A unit that fails
+        (its apply raises, or breaks the identity rule) loses its cell for that session, so that the
+        next read folds again from the log and raises to the reader, never to the appender."""
+        seq = event.get("seq")
+        if not isinstance(seq, int):
+            return
+        for key, registration in list(self._registrations.items()):
+            try:
+                before = self._cell_before(registration, session, seq)
+                after = apply_projection_event(registration.unit, before, event)
+            except Exception as error:
+                registration.cells.pop(session, None)
+                log.warning("session projection %s failed on %s seq %s: %s", key, session.id, seq, error)
+                continue
+            registration.cells[session] = after
+            if self._listeners and not is_same_state(before.state, after.state):
+                value = derive_projection_state(registration.unit, after.state)
+                for listener in list(self._listeners):
+                    listener(session, key, value, seq)
+        if self.cache is not None:
+            self.cache.observe(session, event, self)
+
+    def closing(self, session: Session) -> None:
+        """A session is closing: its rows are written one last time (DSH's detach write)."""
+        if self.cache is not None:
+            self.cache.write_soft(session, self, "close")
+
+    def on_changed(self, listener: ChangeListener) -> Callable[[], None]:
+        """Tell ``listener`` of every pushed event that changed a unit's state; returns the
+        disposer."""
+        self._listeners.append(listener)
+
+        def dispose() -> None:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+        return dispose
+
+    def close(self) -> None:
+        """Stop listening to the store (the registry's own disposal)."""
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+
+    def _cell_before(self, registration: _Registration, session: Session, seq: int) -> ProjectionCell:
+        """The cell folded up to just before the event at ``seq``: built from the cache or ``init``
+        and the log's prefix the first time a session's event reaches the unit."""
+        cell = registration.cells.get(session)
+        if cell is None:
+            cell = self._first_cell(registration.unit, session.header, seq - 1)
+        if cell.cursor + 1 < seq:
+            cell = fold_projection(registration.unit, cell, session.events[cell.cursor + 1 : seq])
+        return cell
 
     def register(self, unit: ProjectionUnit) -> Callable[[], None]:
         current = self._registrations.get(unit.key)
@@ -263,46 +371,3 @@ class Projections:
             if cached is not None:
                 return cached
         return derive_initial_cell(unit)
-
-
-# --- the seed's example unit: the session digest (seed 002 "会话账本") ------------------------------
-
-DIGEST_KEY: Final = "sessionDigest"
-DIGEST_ZERO: Final = FrozenDict({"compactions": 0, "prunes": 0, "lastShadowedTokens": None})
-
-
-def is_digest_state(state: JsonValue) -> bool:
-    """``{compactions, prunes, lastShadowedTokens}``: two counts and the last prune's shadowed
-    price (``None`` before any prune)."""
-    if not isinstance(state, dict) or set(state) != {"compactions", "prunes", "lastShadowedTokens"}:
-        return False
-    last = state["lastShadowedTokens"]
-    return (
-        is_event_seq(state["compactions"])
-        and is_event_seq(state["prunes"])
-        and (last is None or is_event_seq(last))
-    )
-
-
-def apply_session_digest(state: JsonValue, event: Event) -> JsonValue:
-    """A successful ``compaction/end`` (no ``error``) counts one compaction; a ``compaction/prune``
-    counts one prune and records its ``shadowedTokenCount``; every other event returns the very
-    same state. The counts follow the log, so shadowing never lowers them."""
-    assert isinstance(state, dict)
-    kind = event.get("type")
-    data = event_data(event)
-    if kind == COMPACTION_END and "error" not in data:
-        return {**state, "compactions": state["compactions"] + 1}  # type: ignore[operator]
-    if kind == COMPACTION_PRUNE:
-        return {**state, "prunes": state["prunes"] + 1, "lastShadowedTokens": data.get("shadowedTokenCount")}  # type: ignore[operator]
-    return state
-
-
-SESSION_DIGEST: Final = ProjectionUnit(
-    key=DIGEST_KEY,
-    state_version=1,
-    state_schema=is_digest_state,
-    init=lambda: DIGEST_ZERO,
-    apply=apply_session_digest,
-)
-"""The seed's ``sessionDigest`` unit, host-only, ``stateVersion`` 1."""

@@ -509,7 +509,7 @@ class CompactionEngine:
         turn = plan_compaction_owner(session.events, manual)
         compaction_id = self._new_id()
         lifecycle = derive_compaction_lifecycle(compaction_id, turn, source_command_id)
-        start_seq = int(session.append(COMPACTION_START, lifecycle)["seq"])  # type: ignore[arg-type]
+        start_seq = int(session.append_engine_event(COMPACTION_START, lifecycle)["seq"])  # type: ignore[arg-type]
         # From here the lock is held: every path below attempts exactly one compaction/end.
         stage: Stage = "summary"
         closing = closed = False
@@ -532,10 +532,10 @@ class CompactionEngine:
             plan = plan_summary_replacement(
                 region, start_seq, session.seq, lifecycle, output, shadowed_tokens, message_id
             )
-            summary_event = session.append(COMPACTION_SUMMARY, plan.summary_data)
+            summary_event = session.append_engine_event(COMPACTION_SUMMARY, plan.summary_data)
             session.append(USER_MESSAGE, plan.checkpoint_data, plan.surface_op, plan.source_event_seqs)
             closing = True
-            end_event = session.append(COMPACTION_END, derive_compaction_end(lifecycle))
+            end_event = session.append_engine_event(COMPACTION_END, derive_compaction_end(lifecycle))
             closed = True
             result = CompactionResult(
                 compaction_id=compaction_id,
@@ -553,7 +553,7 @@ class CompactionEngine:
             if not closing:
                 closing = True
                 try:
-                    session.append(
+                    session.append_engine_event(
                         COMPACTION_END, derive_compaction_end(lifecycle, derive_error_chain(error))
                     )
                     closed = True

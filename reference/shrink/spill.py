@@ -22,6 +22,7 @@ from typing import Protocol
 from reference.persistence.fs import FileSystem, RealFileSystem
 from spec.codes import Code, reject
 from spec.log.json import FrozenList, JsonValue, snapshot_json
+from spec.log.session import ABSENT
 from spec.shrink.spill import (
     SPILL_LABEL,
     SPILL_RETRIEVAL_HINT,
@@ -31,8 +32,8 @@ from spec.shrink.spill import (
     derive_spill_suggested_name,
     derive_spill_text,
     is_spill_candidate,
+    plan_max_inline_tokens,
     should_spill,
-    validate_max_inline_tokens,
 )
 from spec.shrink.tokens import estimate_content
 
@@ -156,12 +157,14 @@ class SpillOutcome:
 
 
 class SpillPolicy:
-    """The spill policy: ``max_inline_tokens`` (``None``: no spilling at all) and the store. Apply
-    it to a tool result's content before building the ``tool/result`` that logs it."""
+    """The spill policy: ``max_inline_tokens`` and the store. Apply it to a tool result's content
+    before building the ``tool/result`` that logs it. Left out, the limit is the seed's base
+    configuration, 12500 tokens, wherever a store is given (``spec.shrink.spill.plan_max_inline_tokens``):
+    ``SpillPolicy(store=DirectorySpillStore(root))`` spills. ``max_inline_tokens=None`` turns spill
+    off; a number sets another limit."""
 
-    def __init__(self, max_inline_tokens: int | None, store: SpillStore | None) -> None:
-        validate_max_inline_tokens(max_inline_tokens)
-        self.max_inline_tokens = max_inline_tokens
+    def __init__(self, max_inline_tokens: object = ABSENT, store: SpillStore | None = None) -> None:
+        self.max_inline_tokens = plan_max_inline_tokens(max_inline_tokens, store is not None)
         self.store = store
 
     def apply(

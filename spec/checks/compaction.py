@@ -47,11 +47,17 @@ class _Bracket:
     summarized: bool = False
 
 
-def check_compaction(events: Sequence[Event]) -> Iterator[Violation]:
+def check_compaction(events: Sequence[Event], legacy: bool = False) -> Iterator[Violation]:
     """Follow the open turn and the open compaction bracket; each compaction event must fit them,
     and turn boundaries must not cross an open bracket. A ``session/end-seed`` makes an open bracket
     a stale orphan: it is forgotten, and the turn boundaries before that end-seed may cross it (a
-    parent's repair closers) (notes/dsh-compaction-projection §4.4, §4.6)."""
+    parent's repair closers) (notes/dsh-compaction-projection §4.4, §4.6). But no rule of this
+    specification leaves one: a resume closes an open bracket before its end-seed, a fork or a seed
+    refuses to end inside one, and only the store writes an end-seed. So a start an end-seed
+    orphans is reported as dangling (the seed: "日志里不会出现悬挂的 start") — as
+    ``legacy-compaction-dangling`` in a DSH v0 log (``legacy``), whose resume never closed
+    brackets, and as ``compaction-dangling`` in any other."""
+    dangling_rule = "legacy-compaction-dangling" if legacy else "compaction-dangling"
     inherited = _inherited_orphan_starts(events)
     open_turn: JsonValue = None
     bracket: _Bracket | None = None
@@ -66,6 +72,8 @@ def check_compaction(events: Sequence[Event]) -> Iterator[Violation]:
                 )
             open_turn = data.get("turn") if kind == TURN_START else None
         elif kind == END_SEED:
+            if bracket is not None:
+                yield _dangling(dangling_rule, bracket, events, at)
             bracket = None
         elif kind == COMPACTION_START:
             yield from _compaction_ids(at, kind, data)
@@ -102,6 +110,16 @@ def check_compaction(events: Sequence[Event]) -> Iterator[Violation]:
             kind == USER_MESSAGE and isinstance(event.get("surfaceOp"), dict) and is_compact_checkpoint(data)
         ):
             yield from _checkpoint_check(at, data, bracket)
+
+
+def _dangling(rule: str, bracket: _Bracket, events: Sequence[Event], end_seed_at: int) -> Violation:
+    start_at = violation_seq(events[bracket.start_position], bracket.start_position)
+    return Violation(
+        rule,
+        start_at,
+        f"compaction/start {field_text(field_of(bracket.data, 'compactionId'))} is still open at the "
+        f"session/end-seed at seq {end_seed_at}, which leaves it dangling: never closed",
+    )
 
 
 def is_compact_checkpoint(message: JsonObject) -> bool:

@@ -37,6 +37,7 @@ from spec.lineage.seed import (
     validate_seed_request_header_reason,
 )
 from spec.log.events import Event
+from spec.log.header import HEADER_FORMAT_VERSION, LEGACY_FORMAT_VERSION
 from spec.log.json import JsonObject, is_event_seq, js_text
 from spec.log.surface import plan_surface_event, splice_plan
 
@@ -82,6 +83,12 @@ RULES: Final[Mapping[str, str]] = MappingProxyType(
         "Brackets never nest, and an end without an error needs the summary. The open bracket is the session's "
         "durable lock; a session/end-seed turns a bracket left open by an earlier lifecycle into a stale orphan "
         "that is never closed.",
+        "compaction-dangling": "A compaction/start is never left dangling: the bracket is closed before any "
+        "session/end-seed. A resume closes it first (its closers), a fork or a seed refuses to end inside it, and "
+        "only the store writes an end-seed, so a start that an end-seed orphans broke a rule (the seed: "
+        "'日志里不会出现悬挂的 start').",
+        "legacy-compaction-dangling": "The same dangling start in a DSH v0 log, whose resume left open brackets "
+        "for the end-seed to orphan: reported as legacy, what DSH 0.1 wrote, not as a new violation.",
         "compaction-turn": "A compaction belongs to one owner: a turn number (it runs inside that open turn) or null "
         "(standalone, between turns). Its summary and end name the same owner, and no turn starts or ends while a "
         "compaction is open.",
@@ -95,11 +102,16 @@ RULES: Final[Mapping[str, str]] = MappingProxyType(
         "event whose replace never came (a failed commit, a crash) prices nothing and is allowed (§7).",
         # --- relational: crash repair and lineage (SPEC-DECISIONS D3 item 6; notes/dsh-session-core §4.3-§4.5) ---
         "closers": "A turn/end with reason 'interrupted' is written only by crash repair, as the last of a block of "
-        "closers equal to what repair derives from the log before the block.",
+        "closers equal to what repair derives from the log before the block; a tool/result with repair's error code "
+        "(TOOL_NOT_STARTED, TOOL_OUTCOME_UNKNOWN) lies inside such a block.",
         "seed-length": "The header's seedLength, when present, is a seq no larger than the number of events: it "
         "counts the events inherited from a parent.",
         "end-seed": "The inherited events of a forked or seeded session end with a session/end-seed: at "
         "seedLength - 1 or seedLength when the header has a seedLength, somewhere when isSeeded is true.",
+        "delegation-depth": "A sub-agent's session (header origin 'subagent') is at delegationDepth 1 or more: a "
+        "sub-agent at depth 0 has lost its depth and would 'think it is at the top level and bypass the recursion "
+        "limit' (the resume/fork/compaction seed). A resume keeps the stored depth; a fork's child is no sub-agent "
+        "and inherits neither origin nor depth.",
     }
 )
 
@@ -115,6 +127,10 @@ CORE_RULES: Final = frozenset(
     }
 )
 RELATIONAL_RULES: Final = frozenset(RULES) - CORE_RULES
+LEGACY_RULES: Final = frozenset({"legacy-compaction-dangling"})
+"""Rules that report what a DSH v0 log holds and this specification now forbids: found and
+reported, but not violations of a log written under the current rules (``dsh-session check``
+does not fail on them)."""
 
 SURFACE_RULE_OF_CODE: Final[Mapping[Code, str]] = MappingProxyType(
     {
@@ -136,17 +152,22 @@ SURFACE_RULE_OF_CODE: Final[Mapping[Code, str]] = MappingProxyType(
 
 
 def check_log(
-    events: Sequence[Event], header: JsonObject | None = None, relational: bool = True
+    events: Sequence[Event],
+    header: JsonObject | None = None,
+    relational: bool = True,
+    format_version: int = HEADER_FORMAT_VERSION,
 ) -> tuple[Violation, ...]:
     """Every violation in the log, ordered by seq (log-wide ones first) (SPEC-DECISIONS D9).
     The core rules (:data:`CORE_RULES`, what a DSH session itself refuses) are always checked.
     ``relational=True`` (the default) adds :data:`RELATIONAL_RULES`, which DSH leaves to optional
     companions or does not check at all; given a ``header`` it also ties the header's lineage to the
-    log. ``relational=False`` answers "would DSH load this log?", the default "is it well formed?"."""
+    log. ``relational=False`` answers "would DSH load this log?", the default "is it well formed?".
+    ``format_version`` is the format the log was stored in: for a DSH v0 log (0) what DSH 0.1 left
+    and the rules now forbid is reported under :data:`LEGACY_RULES`."""
     found = list(check_core(events))
     if relational:
         found += check_turn_structure(events)
-        found += check_compaction(events)
+        found += check_compaction(events, legacy=format_version == LEGACY_FORMAT_VERSION)
         found += check_shadow_price(events)
         found += check_closers(events)
         if header is not None:

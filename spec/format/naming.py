@@ -22,6 +22,12 @@ V4_ZSTD_NAME: Final = "session.v4.jsonl.zstd"
 V4_PLAIN_NAME: Final = "session.v4.jsonl"
 V0_ZSTD_NAME: Final = "session.jsonl.zstd"
 V0_PLAIN_NAME: Final = "session.jsonl"
+FORMAT_OF_FILE_NAME: Final = {
+    V4_ZSTD_NAME: HEADER_FORMAT_VERSION,
+    V4_PLAIN_NAME: HEADER_FORMAT_VERSION,
+    V0_ZSTD_NAME: LEGACY_FORMAT_VERSION,
+    V0_PLAIN_NAME: LEGACY_FORMAT_VERSION,
+}
 
 PROJECT_SLUG_MAX: Final = (
     251  # characters of the project slug kept; with the two "--" wrappers a name is at most 255
@@ -110,15 +116,21 @@ def encode_header_line(header: JsonObject) -> JsonObject:
     return line
 
 
-def decode_header_line(value: JsonValue, session_id_hint: str | None = None) -> tuple[int, FrozenDict]:
+def decode_header_line(
+    value: JsonValue, session_id_hint: str | None = None, file_name: str | None = None
+) -> tuple[int, FrozenDict]:
     """The first line gives ``(format version, in-memory v4 header)``. It must be an object; a
-    numeric ``version`` other than 4 and 0 is refused before anything else is looked at; then
-    ``type`` is ``"session"`` and ``id`` a string (equal to the hint when one is given); a v4 line
-    is the header itself, a v0 line is upgraded (:func:`upgrade_v0_header`); neither may carry the
-    retired policy fields (notes/dsh-persistence §3.1, §3.5; SPEC-DECISIONS D1)."""
+    numeric ``version`` other than 4 and 0 is refused before anything else is looked at; then it
+    must be the version the log's ``file_name`` says, when one is given
+    (:func:`validate_header_version_for_file_name`); then ``type`` is ``"session"`` and ``id`` a
+    string (equal to the hint when one is given); a v4 line is the header itself, a v0 line is
+    upgraded (:func:`upgrade_v0_header`); neither may carry the retired policy fields
+    (notes/dsh-persistence §3.1, §3.5; SPEC-DECISIONS D1)."""
     if not isinstance(value, dict):
         raise reject(Code.HEADER_LINE_INVALID, "corrupt session log: first line is not a session header")
     version = read_header_line_version(value)
+    if file_name is not None:
+        validate_header_version_for_file_name(file_name, version)
     session_id = value.get("id")
     if value.get("type") != HEADER_LINE_TYPE or not isinstance(session_id, str):
         raise reject(Code.HEADER_LINE_INVALID, "corrupt session log: first line is not a session header")
@@ -130,6 +142,21 @@ def decode_header_line(value: JsonValue, session_id_hint: str | None = None) -> 
         validate_header(expected_id, header)
     validate_no_retired_header_fields(value)
     return version, header
+
+
+def validate_header_version_for_file_name(file_name: str, version: int) -> None:
+    """A store's log file names its format: ``session.v4.jsonl[.zstd]`` holds a version 4 header,
+    DSH's ``session.jsonl[.zstd]`` a version 0 one, and a header of the other version is refused,
+    naming both, rather than read by the wrong rules or appended to in the wrong format (seed 002:
+    "文件名里的 v4 跟头里的格式版本是配套的"). Any other file name (a log outside a store) names no
+    format."""
+    named = FORMAT_OF_FILE_NAME.get(file_name)
+    if named is not None and named != version:
+        raise reject(
+            Code.HEADER_VERSION_FILE_MISMATCH,
+            f'log file "{file_name}" is named for format v{named}, but its header line says version {version}; '
+            "the file was renamed or written by another tool: move it to the name of its version",
+        )
 
 
 def read_header_line_version(line: JsonObject) -> int:

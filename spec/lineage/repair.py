@@ -40,9 +40,12 @@ from spec.log.events import (
     event_data,
 )
 from spec.log.json import JsonObject, JsonValue, freeze_parsed_json, is_event_seq, js_text
+from spec.log.writers import (
+    INTERRUPTED_REASON_KIND as INTERRUPTED_REASON_KIND,
+)  # closers' words, kept here too
+from spec.log.writers import TOOL_NOT_STARTED as TOOL_NOT_STARTED
+from spec.log.writers import TOOL_OUTCOME_UNKNOWN as TOOL_OUTCOME_UNKNOWN
 
-TOOL_NOT_STARTED: Final = "TOOL_NOT_STARTED"
-TOOL_OUTCOME_UNKNOWN: Final = "TOOL_OUTCOME_UNKNOWN"
 TOOL_NOT_STARTED_ERROR_NAME: Final = "ToolNotStartedError"
 TOOL_OUTCOME_UNKNOWN_ERROR_NAME: Final = "ToolOutcomeUnknownError"
 TOOL_NOT_STARTED_TEXT: Final = (
@@ -54,7 +57,6 @@ TOOL_OUTCOME_UNKNOWN_TEXT: Final = (
     "idempotent; if it may have side effects, first verify external state or ask the user. Do not retry blindly."
 )
 INTERRUPTED_TOOL_RESULT_ID_PREFIX: Final = "interrupted-tool-result-"
-INTERRUPTED_REASON_KIND: Final = "interrupted"  # the turn/end reason only crash repair writes
 COMPACTION_INTERRUPTED_ERROR: Final = "interrupted: the session stopped before this compaction finished"
 
 

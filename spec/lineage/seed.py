@@ -22,6 +22,7 @@ from spec.log.events import (
     TOOL_RESULT,
     USER_MESSAGE,
     Event,
+    event_data,
 )
 from spec.log.json import (
     NOT_JSON,
@@ -34,6 +35,7 @@ from spec.log.json import (
     snapshot_json,
 )
 from spec.log.surface import SurfacePlan, plan_surface_event
+from spec.shrink.bracket import find_active_compaction
 
 MESSAGE_EVENT_TYPES: Final = frozenset({USER_MESSAGE, ASSISTANT_MESSAGE, TOOL_RESULT})
 ADAPTER_DEFAULT_KEYS: Final = frozenset({"reasoningEffort", "maxTokens"})
@@ -214,6 +216,23 @@ def needs_end_seed(seed_given: bool, events: Sequence[Event]) -> bool:
     and the log does not already end with that marker; so replaying a session's own events never
     grows its log (notes/dsh-session-core §4.2 step 5, §4.4)."""
     return seed_given and (len(events) == 0 or events[-1].get("type") != END_SEED)
+
+
+def validate_end_seed_outside_open_compaction(events: Sequence[Event]) -> None:
+    """``session/end-seed`` is never written while a compaction bracket is open, so a seed that is
+    about to get the marker must not end inside the live bracket the lock rule sees
+    (:func:`spec.shrink.bracket.find_active_compaction`). The marker would turn that bracket into a
+    stale orphan that nothing ever closes, and the seed promises "compaction/start 和
+    compaction/end 永远配对 … 日志里不会出现悬挂的 start". A restored log never trips this: its
+    closers close the bracket first (SPEC-DECISIONS D3 item 6)."""
+    start = find_active_compaction(events)
+    if start is not None:
+        compaction_id = event_data(start).get("compactionId")
+        raise reject(
+            Code.OPEN_COMPACTION,
+            f"seed ends inside open compaction {js_text(compaction_id)} (its compaction/start is seq "
+            f"{js_text(start.get('seq'))}); inherit a prefix that ends before it or after its compaction/end",
+        )
 
 
 def _invalid_envelope(index: int) -> SpecError:

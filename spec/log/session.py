@@ -14,7 +14,12 @@ from dataclasses import dataclass
 from typing import Final
 
 from spec.codes import Code, reject
-from spec.lineage.seed import needs_end_seed, plan_seed_surface, validate_seed_event
+from spec.lineage.seed import (
+    needs_end_seed,
+    plan_seed_surface,
+    validate_end_seed_outside_open_compaction,
+    validate_seed_event,
+)
 from spec.log.events import END_SEED, REQUEST_HEADER, REQUEST_HEADER_DELTA, Event, Message
 from spec.log.header import snapshot_header, validate_header
 from spec.log.json import NOT_JSON, FrozenDict, JsonValue, freeze_parsed_json, snapshot_json
@@ -26,6 +31,13 @@ from spec.log.surface import (
     derive_messages,
     plan_surface_event,
     splice_plan,
+)
+from spec.log.writers import (
+    CALLER,
+    STORE,
+    Writer,
+    validate_writer_of_closer,
+    validate_writer_of_type,
 )
 
 
@@ -59,15 +71,18 @@ def create_session_state(
     session_id: str, seed: Sequence[object] | None, header: object, now: int, restore: bool = False
 ) -> SessionState:
     """A new session: every seed entry validated and folded in order, ``first_live_seq`` = the seed
-    length, then ``session/end-seed`` appended at ``time = now`` when :func:`needs_end_seed` says
-    so. In snapshot mode the header is copied and validated after the seed; in restore mode it is
-    validated before the seed and frozen in place (notes/dsh-session-core §4.2, §1.5)."""
+    length, then ``session/end-seed`` appended by the store at ``time = now`` when
+    :func:`needs_end_seed` says so — never inside an open compaction bracket
+    (:func:`spec.lineage.seed.validate_end_seed_outside_open_compaction`). In snapshot mode the
+    header is copied and validated after the seed; in restore mode it is validated before the seed
+    and frozen in place (notes/dsh-session-core §4.2, §1.5)."""
     restored_header = restore_header(session_id, header) if restore else None
     events, surface = fold_seed(seed if seed is not None else (), restore)
     frozen_header = restored_header if restored_header is not None else snapshot_header(session_id, header)
     state = SessionState(header=frozen_header, events=events, surface=surface, first_live_seq=len(events))
     if needs_end_seed(seed is not None, events):
-        state, _ = append_event(state, END_SEED, {}, time=now)
+        validate_end_seed_outside_open_compaction(events)
+        state, _ = append_event(state, END_SEED, {}, time=now, writer=STORE)
     return state
 
 
@@ -124,11 +139,12 @@ def plan_append(
     surface_op: object = ABSENT,
     source_event_seqs: object = ABSENT,
     time: int = 0,
+    writer: Writer = CALLER,
 ) -> tuple[Event, SurfacePlan]:
     """Decide an append to ``state`` without changing it: :func:`plan_event` on the session's
     surface nodes and log (§5.1)."""
     return plan_event(
-        state.surface.nodes, state.events, event_type, data, surface_op, source_event_seqs, time
+        state.surface.nodes, state.events, event_type, data, surface_op, source_event_seqs, time, writer
     )
 
 
@@ -140,14 +156,20 @@ def plan_event(
     surface_op: object = ABSENT,
     source_event_seqs: object = ABSENT,
     time: int = 0,
+    writer: Writer = CALLER,
 ) -> tuple[Event, SurfacePlan]:
     """The event an append would commit and its surface plan, in DSH's order: the type is a
-    non-empty string (Python's addition: JavaScript's types enforce it); ``data`` is lossless
-    JSON; no retired request-header vocabulary; the surface metadata is lossless JSON; then the
-    frozen event ``{type, seq, time, data, sourceEventSeqs?, surfaceOp?}`` with ``seq`` the log
-    length is planned on the surface. Message shapes are NOT checked (§5.1, §5.4, §14.1)."""
+    non-empty string (Python's addition: JavaScript's types enforce it) that ``writer`` may write
+    (:func:`spec.log.writers.validate_writer_of_type`: a caller never writes the end-seed or the
+    compaction bracket); ``data`` is lossless JSON and, unless the store writes it, not a
+    crash-repair closer (:func:`spec.log.writers.validate_writer_of_closer`); no retired
+    request-header vocabulary; the surface metadata is lossless JSON; then the frozen event
+    ``{type, seq, time, data, sourceEventSeqs?, surfaceOp?}`` with ``seq`` the log length is
+    planned on the surface. Message shapes are NOT checked (§5.1, §5.4, §14.1)."""
     kind = validate_event_type(event_type)
+    validate_writer_of_type(kind, writer)
     frozen_data = snapshot_event_data(kind, data)
+    validate_writer_of_closer(kind, frozen_data, writer)
     validate_request_header_vocabulary(kind, frozen_data)
     metadata = snapshot_surface_metadata(kind, surface_op, source_event_seqs)
     event = FrozenDict({"type": kind, "seq": len(events), "time": time, "data": frozen_data, **metadata})
@@ -221,10 +243,11 @@ def append_event(
     surface_op: object = ABSENT,
     source_event_seqs: object = ABSENT,
     time: int = 0,
+    writer: Writer = CALLER,
 ) -> tuple[SessionState, Event]:
     """Plan, then commit: a rejected append raises and ``state`` is untouched, so a failed append
     consumes no seq (§5.1 atomicity)."""
-    event, plan = plan_append(state, event_type, data, surface_op, source_event_seqs, time)
+    event, plan = plan_append(state, event_type, data, surface_op, source_event_seqs, time, writer)
     return apply_append(state, event, plan), event
 
 

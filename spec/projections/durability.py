@@ -1,5 +1,12 @@
-"""Durability checkpoints: flush the session log before the moments that act on the world
-(seed 002, the four meanings of "checkpoint"; notes/dsh-compaction-projection §11.5 item 2).
+"""The moments a session log must be durable: the batch bound on buffered appends, and the
+durability checkpoints before the moments that act on the world (seed 002; SPEC-DECISIONS D2;
+notes/dsh-persistence §5.1; notes/dsh-compaction-projection §11.5 item 2).
+
+``append`` may buffer and ``flush`` is the barrier, but what a buffer may hold is bounded: seed 002
+says "append 是分批 fsync 的，而 flush 是一个真正的持久性屏障". A batch policy writes and fsyncs the
+buffered appends, without a flush, once they are too old or too many bytes; it is checked on each
+append against the session's own clock (the events' ``time``), with no timer and no thread, so
+the same appends always give the same writes.
 
 A checkpoint policy flushes lazily before a model request is sent, before a tool body runs, and
 at every pre-step. It fails closed: if the flush fails, the request or the tool is not run at all,
@@ -8,9 +15,134 @@ because something done but not recorded is worse than nothing done.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Final, Literal
 
 from spec.codes import Code, SpecError, reject
+from spec.format.json_text import encode_json_text
+from spec.log.events import Event
+from spec.log.json import is_safe_integer, js_text
+
+# --- the batch bound (seed 002; SPEC-DECISIONS D2 "or per batch bound") ---------------------------
+
+DEFAULT_BATCH_MAX_DELAY_MS: Final = 200  # ms; DSH's writeBatchMaxDelayMs default (notes/dsh-persistence §1.2)
+DEFAULT_BATCH_MAX_BYTES: Final = (
+    1_048_576  # bytes of JSONL text (1 MiB); DSH has no byte bound, the seed asks for one
+)
+
+
+@dataclass(frozen=True)
+class BatchPolicy:
+    """How long and how large the buffer of appends not yet durable may grow: ``max_delay_ms``
+    bounds the age of its oldest event (in the events' own ``time``), ``max_bytes`` its size as
+    JSONL text; ``None`` leaves that dimension unbounded (both ``None``: only ``flush`` writes)."""
+
+    max_delay_ms: int | None = DEFAULT_BATCH_MAX_DELAY_MS
+    max_bytes: int | None = DEFAULT_BATCH_MAX_BYTES
+
+
+@dataclass(frozen=True)
+class PendingBatch:
+    """The appends buffered since the last durable write: their JSONL bytes (counted only under a
+    byte bound) and the earliest ``time`` among them (``None`` when nothing is buffered)."""
+
+    bytes: int = 0
+    earliest_time: int | None = None
+
+
+NOTHING_PENDING: Final = PendingBatch()
+
+
+def validate_batch_policy(policy: BatchPolicy) -> None:
+    """Each bound is absent (``None``) or a non-negative safe integer: ``max_delay_ms`` 0 writes
+    every append at once, ``max_bytes`` 1 too (every event has at least one byte)."""
+    for name, value in (("maxDelayMs", policy.max_delay_ms), ("maxBytes", policy.max_bytes)):
+        if value is not None and not (is_safe_integer(value) and value >= 0):
+            raise reject(
+                Code.BATCH_POLICY_INVALID,
+                f"batch policy {name} must be a non-negative integer or absent, got {js_text(value)}",
+            )
+
+
+def decode_batch_policy(max_delay_ms: object, max_bytes: object) -> BatchPolicy | None:
+    """The policy a protocol ``reset`` names with ``batchMaxDelayMs`` and ``batchMaxBytes`` (``None``:
+    not given): no policy when neither is given (only ``flush`` writes), else a policy bounding
+    exactly what is given, each value checked by :func:`validate_batch_policy`."""
+    if max_delay_ms is None and max_bytes is None:
+        return None
+    for name, value in (("maxDelayMs", max_delay_ms), ("maxBytes", max_bytes)):
+        if value is not None and not (is_safe_integer(value) and value >= 0):
+            raise reject(
+                Code.BATCH_POLICY_INVALID,
+                f"batch policy {name} must be a non-negative integer or absent, got {js_text(value)}",
+            )
+    policy = BatchPolicy(
+        max_delay_ms=None if max_delay_ms is None else int(max_delay_ms),  # type: ignore[call-overload]
+        max_bytes=None if max_bytes is None else int(max_bytes),  # type: ignore[call-overload]
+    )
+    validate_batch_policy(policy)
+    return policy
+
+
+def derive_event_bytes(event: Event) -> int:
+    """What an event costs in the batch: its UTF-8 JSONL line, newline included."""
+    return len(encode_json_text(event).encode("utf-8", "surrogatepass")) + 1
+
+
+def apply_pending_events(policy: BatchPolicy, pending: PendingBatch, events: Sequence[Event]) -> PendingBatch:
+    """The buffer after ``events`` join it: bytes grow by each line (when bytes are bounded) and
+    the earliest time is the least ``time`` seen (an event without a safe-integer time counts as
+    none)."""
+    earliest = pending.earliest_time
+    size = pending.bytes
+    for event in events:
+        time = event.get("time")
+        if is_safe_integer(time):
+            earliest = int(time) if earliest is None else min(earliest, int(time))
+        if policy.max_bytes is not None:
+            size += derive_event_bytes(event)
+    return replace(pending, bytes=size, earliest_time=earliest)
+
+
+def is_batch_due(policy: BatchPolicy, pending: PendingBatch, newest_time: object) -> bool:
+    """The buffer must be written and fsynced now, after an append whose last event has time
+    ``newest_time``, when its bytes reach ``max_bytes`` or its earliest event is ``max_delay_ms``
+    or more older than that time. Checking on each append gives the bound: once an append returns,
+    every event still buffered is less than ``max_delay_ms`` older than the newest one and all of
+    them together are fewer than ``max_bytes`` bytes — what a crash then may lose (a store whose
+    storage fails keeps the batch buffered and reports the failure at the next ``flush``).
+
+    post: not __return__ or pending.earliest_time is not None or pending.bytes > 0
+    """
+    if pending.earliest_time is None and pending.bytes == 0:
+        return False
+    if policy.max_bytes is not None and pending.bytes >= policy.max_bytes:
+        return True
+    return (
+        policy.max_delay_ms is not None
+        and pending.earliest_time is not None
+        and is_safe_integer(newest_time)
+        and int(newest_time) - pending.earliest_time >= policy.max_delay_ms
+    )
+
+
+def is_within_loss_bound(policy: BatchPolicy, lost: Sequence[Event], newest_time: int) -> bool:
+    """What a crash lost of the appends that had returned is within the bound: fewer than
+    ``max_bytes`` bytes in all, and each event less than ``max_delay_ms`` older than the newest
+    appended event's time (the suite's and the tests' statement of :func:`is_batch_due`'s bound)."""
+    if policy.max_bytes is not None and sum(derive_event_bytes(event) for event in lost) >= policy.max_bytes:
+        return False
+    if policy.max_delay_ms is None:
+        return True
+    for event in lost:
+        time = event.get("time")
+        if is_safe_integer(time) and newest_time - int(time) >= policy.max_delay_ms:
+            return False
+    return True
+
+
+# --- durability checkpoints (seed 002; notes/dsh-compaction-projection §11.5 item 2) --------------
 
 Moment = Literal["model-request", "tool", "pre-step"]
 

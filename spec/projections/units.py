@@ -19,7 +19,7 @@ from typing import Final
 from spec.codes import Code, reject
 from spec.format.json_text import encode_json_text
 from spec.log.events import TURN_END, Event
-from spec.log.json import FrozenDict, JsonValue, is_safe_integer, js_text, snapshot_json
+from spec.log.json import FrozenDict, JsonValue, is_deep_equal_json, is_safe_integer, js_text, snapshot_json
 
 NO_CURSOR: Final = -1  # the cursor of a cell that has folded no event
 CACHE_FORMAT: Final = "dsh-projection-cache"  # the ``format`` field of a cache record
@@ -106,11 +106,56 @@ def derive_initial_cell(unit: ProjectionUnit) -> ProjectionCell:
 def apply_projection_event(unit: ProjectionUnit, cell: ProjectionCell, event: Event) -> ProjectionCell:
     """Fold one event into a cell. An event at or below the cursor was folded already and changes
     nothing, so no event is ever counted twice (the guard DSH's eager drive lacks, notes §13
-    item 9); otherwise the cursor moves to the event's seq and the state is ``apply(state, event)``."""
+    item 9); otherwise the cursor moves to the event's seq and the state is ``apply(state, event)``,
+    which must keep the identity rule (:func:`validate_projection_step`)."""
     seq = event.get("seq")
     if not is_safe_integer(seq) or seq <= cell.cursor:
         return cell
-    return ProjectionCell(state=unit.apply(cell.state, event), cursor=int(seq))
+    state = unit.apply(cell.state, event)
+    validate_projection_step(unit, cell.state, state, event)
+    return ProjectionCell(state=state, cursor=int(seq))
+
+
+def is_same_state(before: JsonValue, after: JsonValue) -> bool:
+    """Did ``apply`` hand back the state it was given? The very same object for an object or an
+    array; for a scalar, the same type and value (JavaScript's ``Object.is``, the same-reference
+    test DSH's change feed applies: notes §11.1)."""
+    if before is after:
+        return True
+    if isinstance(before, (dict, list)) or isinstance(after, (dict, list)):
+        return False
+    return type(before) is type(after) and before == after
+
+
+def validate_projection_step(unit: ProjectionUnit, before: JsonValue, after: JsonValue, event: Event) -> None:
+    """A unit returns the very same state object for an event it does not care about (seed 002:
+    "不关心的事件必须返回同一个引用，下游才不会白算"; notes §11.1 same-reference rule). Which events a
+    unit cares about is its own business, but an event that changes nothing is one it does not
+    care about, so a *new* object equal to the old one breaks the rule: downstream, which tells a
+    change by identity, would recompute for nothing."""
+    if not is_same_state(before, after) and is_deep_equal_json(before, after):
+        raise reject(
+            Code.PROJECTION_IDENTITY_BROKEN,
+            f"session projection {encode_json_text(unit.key)} returned a new state equal to the old one "
+            f"for the {encode_json_text(event.get('type'))} event at seq {js_text(event.get('seq'))}; return "
+            "the state it was given (the same object) for an event it does not care about",
+        )
+
+
+def derive_projection_changes(
+    unit: ProjectionUnit, events: Sequence[Event]
+) -> tuple[JsonValue, tuple[bool, ...]]:
+    """A replay from ``init`` that says, event by event, whether the state changed — by identity
+    (:func:`is_same_state`), as a change feed tells it — and the state at the end. The suite's check
+    of the identity rule for a subject's units: an event a unit does not care about must read as
+    unchanged."""
+    cell = derive_initial_cell(unit)
+    changed: list[bool] = []
+    for event in events:
+        after = apply_projection_event(unit, cell, event)
+        changed.append(not is_same_state(cell.state, after.state))
+        cell = after
+    return cell.state, tuple(changed)
 
 
 def fold_projection(unit: ProjectionUnit, cell: ProjectionCell, events: Sequence[Event]) -> ProjectionCell:

@@ -18,6 +18,7 @@ from typing import Final
 from spec.codes import Code, reject
 from spec.format.naming import encode_segment
 from spec.log.json import JsonValue, is_safe_integer, js_text
+from spec.log.session import ABSENT
 from spec.shrink.prune import derive_code_points
 from spec.shrink.tokens import BLOCK_OVERHEAD, CHARS_PER_TOKEN, estimate_content, utf16_length
 
@@ -35,6 +36,18 @@ def is_spill_candidate(tool_name: str, nested: bool) -> bool:
     of a nested call belongs to its parent, and a read of a spilled file must come back whole
     (notes §10.2 step 2)."""
     return not nested and tool_name != READ_TOOL_NAME
+
+
+def plan_max_inline_tokens(configured: object, has_store: bool) -> int | None:
+    """The limit a spill policy runs with. Not configured (``ABSENT``), it is the seed's base
+    configuration — "base 配置里 maxInlineTokens 是 12500" — wherever a spill store is configured,
+    and no spilling without one (there is nowhere to put the text). Configured, it is that value:
+    ``None`` turns spill off (the seed: "字段省略则整个策略不启用", the field left out of the policy's
+    own configuration disables it), a number is checked by :func:`validate_max_inline_tokens`."""
+    if configured is ABSENT:
+        return BASE_MAX_INLINE_TOKENS if has_store else None
+    validate_max_inline_tokens(configured)
+    return None if configured is None else int(configured)  # type: ignore[call-overload]
 
 
 def validate_max_inline_tokens(value: object) -> None:

@@ -8,8 +8,10 @@ from __future__ import annotations
 from typing import Final
 
 from conformance.cases.build import (
+    NOW,
     Cases,
     append_assistant,
+    append_step,
     append_user,
     case,
     fails,
@@ -41,6 +43,7 @@ def cases() -> Cases:
     yield from flush_cases()
     yield from resume_cases()
     yield from crash_cases()
+    yield from batch_cases()
     yield from fault_cases()
 
 
@@ -155,13 +158,20 @@ def resume_cases() -> Cases:
         "a fork's child is stored with its lineage header",
         "spec.lineage.fork.derive_child_meta",
         [
-            ok("create", id="p", meta={"cwd": "/w"}),
+            ok(
+                "create",
+                id="p",
+                meta={"cwd": "/w", "createdAt": 7, "delegationDepth": 2, "origin": "subagent"},
+            ),
             append_user("u1", "p"),
+            ok("clock", now=NOW + 1_000),
             ok("fork", source="p", child="c"),
             ok("close", id="c"),
             ok("read", id="c"),
         ],
         storage="memory",
+        comment="the stored child header has its own createdAt (now), the parent's cwd, and neither the "
+        "parent's depth nor its origin",
     )
 
 
@@ -214,6 +224,87 @@ def crash_cases() -> Cases:
             ok("read", id="s"),
         ],
         storage="file",
+    )
+
+
+BATCH_DUE = "spec.projections.durability.is_batch_due"
+BATCH_RULE: Final = (
+    "under a batch policy an append writes and fsyncs the buffered appends, without a flush, once "
+    "the oldest is batchMaxDelayMs or more older than the newest or they reach batchMaxBytes, so a "
+    "crash loses less than that bound (seed 002: append is fsynced in batches, flush is the barrier)"
+)
+
+
+def batch_cases() -> Cases:
+    for storage in ("memory", "file"):
+        crash = [ok("crash")] if storage == "file" else []
+        yield case(
+            f"{storage} storage: with batchMaxDelayMs 0 every append is durable without a flush",
+            BATCH_DUE,
+            [ok("create", id="s"), turn(), append_user(), *crash, ok("read", id="s")],
+            storage=storage,
+            batch={"batchMaxDelayMs": 0},
+            why=BATCH_RULE,
+            comment="a delay bound of 0 writes each append as it comes: the session is published by it",
+        )
+    yield case(
+        "with a delay bound, appends older than the bound are durable once a later append comes",
+        BATCH_DUE,
+        [
+            ok("create", id="s"),
+            turn(),
+            ok("clock", now=NOW + 50),
+            append_user(),
+            ok("clock", now=NOW + 99),
+            append_assistant(),
+            ok("clock", now=NOW + 100),
+            append_step("turn/end", {"turn": 1, "reason": {"kind": "completed"}}),
+            ok("crash"),
+            ok("read", id="s"),
+        ],
+        storage="file",
+        batch={"batchMaxDelayMs": 100},
+        why=BATCH_RULE,
+        comment="the turn/start at NOW is 100 ms older than the turn/end: that append writes all four "
+        "events, so the crash keeps them (nothing was due before it; a subject may write earlier)",
+    )
+    yield case(
+        "with a byte bound, appends are durable once their JSONL text reaches it",
+        BATCH_DUE,
+        [
+            ok("create", id="s"),
+            append_user("u1"),
+            append_user("u2"),
+            ok("crash"),
+            ok("read", id="s"),
+        ],
+        storage="file",
+        batch={"batchMaxBytes": 300},
+        why=BATCH_RULE,
+        comment="each user/message line is 175 bytes: the first stays below 300, the second brings the buffer past it",
+    )
+    yield case(
+        "a resume's end-seed marker is written by the batch policy too",
+        BATCH_DUE,
+        [
+            ok("create", id="s"),
+            turn(),
+            ok("close", id="s"),
+            ok("resume", id="s"),
+            ok("crash"),
+            ok("read", id="s"),
+        ],
+        storage="file",
+        batch={"batchMaxDelayMs": 0},
+        why=BATCH_RULE,
+    )
+    yield case(
+        "a batch bound must be a non-negative integer",
+        "spec.projections.durability.decode_batch_policy",
+        [
+            fails(Code.BATCH_POLICY_INVALID, "reset", storage="memory", batchMaxDelayMs=-1),
+            fails(Code.BATCH_POLICY_INVALID, "reset", storage="memory", batchMaxBytes="1k"),
+        ],
     )
 
 

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from conformance.cases.build import Cases, pure
+from conformance.cases.build import Cases, as_why, pure
 from spec.codes import Code
+from spec.format.naming import validate_header_version_for_file_name
 from spec.log.json import JsonObject
 
 SEGMENT = "spec.storage.encode_segment"
@@ -36,6 +37,7 @@ def cases() -> Cases:
     yield from relpath_cases()
     yield from header_line_cases()
     yield from bad_header_line_cases()
+    yield from file_name_cases()
 
 
 def segment_cases() -> Cases:
@@ -179,3 +181,57 @@ def line_rule(code: Code) -> str:
     if code in (Code.HEADER_IS_SEEDED, Code.HEADER_CREATED_AT):
         return "a version 4 header line is a header and obeys every header rule (spec.header.validate_header)"
     return LINE_RULE
+
+
+def file_name_cases() -> Cases:
+    v0 = {"type": "session", "version": 0, "id": "s", "createdAt": 7, "delegationDepth": 2}
+    yield pure(
+        "a v4 file name holding a v0 header is refused, naming both",
+        LINE,
+        Code.HEADER_VERSION_FILE_MISMATCH,
+        why=as_why(FILE_NAME_RULE),
+        line=v0,
+        fileName="session.v4.jsonl",
+        comment="read as v0 it would be migrated onto its own name; appended to as v4 it would mix formats",
+    )
+    yield pure(
+        "a v0 file name holding a v4 header is refused",
+        LINE,
+        Code.HEADER_VERSION_FILE_MISMATCH,
+        why=as_why(FILE_NAME_RULE),
+        line=V4_LINE,
+        fileName="session.jsonl.zstd",
+        comment="a v0 reader would read the v4 records as its own",
+    )
+    yield pure(
+        "a v4 file name holding a v4 header is read",
+        LINE,
+        why=as_why(FILE_NAME_RULE),
+        line=V4_LINE,
+        fileName="session.v4.jsonl.zstd",
+    )
+    yield pure(
+        "a v0 file name holding a v0 header is read and upgraded",
+        LINE,
+        why=as_why(FILE_NAME_RULE),
+        line=v0,
+        fileName="session.jsonl",
+    )
+    yield pure(
+        "a file name outside a store names no format",
+        LINE,
+        why=as_why(FILE_NAME_RULE),
+        line=v0,
+        fileName="exported-session.jsonl",
+    )
+    yield pure(
+        "an unsupported version is refused as such before the file name is compared",
+        LINE,
+        Code.UNSUPPORTED_FORMAT,
+        why=LINE_RULE,
+        line={**V4_LINE, "version": 5},
+        fileName="session.v4.jsonl",
+    )
+
+
+FILE_NAME_RULE: Final = validate_header_version_for_file_name.__doc__ or ""
