@@ -34,6 +34,11 @@ from conformance.targets import DEFAULT_TARGET, Target
 from spec.log.session import ABSENT
 
 
+class Unsupported(Exception):
+    """The subject answered ``UNSUPPORTED_OP``: it lacks the op, which is no disagreement; the
+    model is left as it was."""
+
+
 class Mismatch(AssertionError):
     """The subject answered differently from the spec model. ``signature`` says how, without the
     data (``read: expected ok, got SESSION_NOT_FOUND``; ``create: result differs at
@@ -109,6 +114,8 @@ class Driver:
         """Send ``op`` to the subject and to the model; the answers must agree."""
         model, expected = model_request(self.model, op, **args)
         answer = self.raw(op, **args)
+        if not answer.ok and answer.error_code == "UNSUPPORTED_OP":
+            raise Unsupported(op)
         problem = find_mismatch(expected, answer, op, self.target)
         if problem is not None:
             raise Mismatch(

@@ -20,7 +20,7 @@ from typing import Any, Final
 
 from conformance import builders as build
 from conformance.divergence import Divergences
-from conformance.driver import Driver, Mismatch
+from conformance.driver import Driver, Mismatch, Unsupported
 from conformance.model import ModelStore, derive_model_key
 from conformance.report import CaseResult, Options
 from conformance.subject import Subject, SubjectDead
@@ -276,6 +276,9 @@ def run_exhaustive(
                     transitions += 1
                     try:
                         reached = _transition(cursor, path, index, seen)
+                    except Unsupported:
+                        cursor.path = None  # the letter stopped part-way: replay from a reset
+                        continue
                     except Mismatch as mismatch:
                         if divergences is None:
                             raise

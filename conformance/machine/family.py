@@ -124,6 +124,8 @@ def check_machine(subject: Subject, options: Options) -> list[CaseResult]:
         f"every generated step agrees with the spec model ({stats.steps} steps in {stats.examples} runs, "
         f"{stats.steps_per_second:.0f} steps/s, storage {outcome.storage})"
     )
+    if stats.unsupported:
+        name += f"; answered UNSUPPORTED_OP: {', '.join(sorted(stats.unsupported))}"
     if outcome.failure is not None:
         return [CaseResult("machine", name, "failed", outcome.failure, stats.seconds, case_id="agrees")]
     if not divergences:

@@ -36,7 +36,7 @@ from hypothesis.stateful import (
 
 from conformance import builders as build
 from conformance.divergence import Divergences, describe_program
-from conformance.driver import Driver, Mismatch, describe_request
+from conformance.driver import Driver, Mismatch, Unsupported, describe_request
 from conformance.machine.variants import (
     BOUNDARIES,
     INVALID_KINDS,
@@ -82,6 +82,7 @@ class MachineStats:
     requests: int = 0
     seconds: float = 0.0
     outcomes: dict[str, int] = field(default_factory=dict)  # "op ok" / "op CODE" -> count
+    unsupported: set[str] = field(default_factory=set)  # ops the subject answered UNSUPPORTED_OP
 
     @property
     def steps_per_second(self) -> float:
@@ -105,6 +106,9 @@ class MachineRun:
     divergences: Divergences | None = None
 
 
+UNSUPPORTED: Final = Response(
+    ok=False, error_code="UNSUPPORTED_OP", error_message="the subject lacks this op"
+)
 DIVERGED: Final = Response(
     ok=False, error_code="DIVERGED", error_message="the example stopped at a disagreement"
 )
@@ -162,7 +166,11 @@ class SessionMachine(RuleBasedStateMachine):
         if self.diverged:
             return DIVERGED
         self.program.append(describe_request(op, args))
-        answer: Response | None = self.agreeing(lambda: self.driver.step(op, **args))
+        try:
+            answer: Response | None = self.agreeing(lambda: self.driver.step(op, **args))
+        except Unsupported:
+            self.stats.unsupported.add(op)
+            return UNSUPPORTED
         if answer is None:
             return DIVERGED
         self.stats.count(f"{op} {'ok' if answer.ok else answer.error_code}")
@@ -322,7 +330,10 @@ class SessionMachine(RuleBasedStateMachine):
     @rule(session=sessions, kind=st.sampled_from(LOG_ONLY_KINDS), data=st.data())
     def append_log_only(self, session: str, kind: str, data: st.DataObject) -> None:
         payload = data.draw(log_only_payloads(kind, self.events(session)), label="data")
-        self.do("append", id=session, type=kind, data=payload)
+        # The compaction bracket is the engine's to write (engine_append); a caller's append of it,
+        # like any store-only type, is refused (STORE_ONLY_EVENT), and is sent now and then too.
+        engine = kind.startswith("compaction/") and data.draw(st.sampled_from(MOSTLY), label="by the engine")
+        self.do("engine_append" if engine else "append", id=session, type=kind, data=payload)
 
     @rule(session=sessions, kind=st.sampled_from(INVALID_KINDS))
     def append_invalid(self, session: str, kind: str) -> None:
