@@ -129,27 +129,29 @@ def apply_repair_scan(scan: RepairScan, event: Event) -> RepairScan:
     kind = event.get("type")
     data = event_data(event)
     if kind == TURN_START:
-        return replace(scan, open_turn=data, open_step=None, pending_calls=())
+        return RepairScan(data, None, (), scan.open_compactions)
     if kind == TURN_END:
-        return replace(scan, open_turn=None, open_step=None, pending_calls=())
+        return RepairScan(None, None, (), scan.open_compactions)
     if kind == STEP_START:
-        return replace(scan, open_step=data)
+        return RepairScan(scan.open_turn, data, scan.pending_calls, scan.open_compactions)
     if kind == STEP_END:
-        return replace(scan, open_step=None, pending_calls=())
+        return RepairScan(scan.open_turn, None, (), scan.open_compactions)
     if kind == ASSISTANT_MESSAGE:
-        return replace(scan, pending_calls=_announce_calls(scan.pending_calls, data))
+        calls = _announce_calls(scan.pending_calls, data)
+        if calls is scan.pending_calls:
+            return scan
+        return RepairScan(scan.open_turn, scan.open_step, calls, scan.open_compactions)
     if kind == TOOL_CALL:
         key = identity_key(field_of(data, "callId"))
         calls = tuple(
             replace(call, call_seq=_seq_of(event)) if identity_key(call.call_id) == key else call
             for call in scan.pending_calls
         )
-        return replace(scan, pending_calls=calls)
+        return RepairScan(scan.open_turn, scan.open_step, calls, scan.open_compactions)
     if kind == TOOL_RESULT:
         key = identity_key(result_call_id(event))
-        return replace(
-            scan, pending_calls=tuple(c for c in scan.pending_calls if identity_key(c.call_id) != key)
-        )
+        calls = tuple(c for c in scan.pending_calls if identity_key(c.call_id) != key)
+        return RepairScan(scan.open_turn, scan.open_step, calls, scan.open_compactions)
     if kind == COMPACTION_START:
         return replace(scan, open_compactions=_open_compaction(scan.open_compactions, data))
     if kind == COMPACTION_END:
@@ -265,6 +267,8 @@ def _announce_calls(pending: tuple[PendingCall, ...], data: JsonObject) -> tuple
     message = data.get("message")
     content = message.get("content") if isinstance(message, dict) else None
     if not isinstance(content, list):
+        return pending
+    if not any(isinstance(block, dict) and block.get("type") == "tool-call" for block in content):
         return pending
     calls = list(pending)
     step = field_of(data, "step")
