@@ -17,6 +17,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import TextIO
 
+from reference.persistence.fastjson import collector_paused
 from reference.persistence.filestore import LoadedLog, load_log
 from spec.checks.log import RULES, check_log
 from spec.codes import SpecError
@@ -49,46 +50,48 @@ def read_log(path: str) -> LoadedLog:
 def command_check(paths: Sequence[str], core_only: bool, as_json: bool, out: TextIO) -> int:
     worst = EXIT_OK
     for path in find_logs(paths):
-        try:
-            log = read_log(path)
-        except SpecError as error:
-            worst = max(worst, EXIT_UNREADABLE)
-            _report(
-                out,
-                as_json,
-                {"path": path, "error": {"code": str(error.code), "message": error.message}},
-                f"{path}: unreadable [{error.code}] {error.message}",
-            )
-            continue
-        except OSError as error:
-            worst = max(worst, EXIT_UNREADABLE)
-            _report(
-                out,
-                as_json,
-                {"path": path, "error": {"code": "STORAGE_IO", "message": str(error)}},
-                f"{path}: unreadable [STORAGE_IO] {error}",
-            )
-            continue
-        events = log.events + log.recovered
-        violations = check_log(events, log.header, relational=not core_only)
-        if violations:
-            worst = max(worst, EXIT_VIOLATIONS)
-        torn = "" if log.truncate_to is None else f" (torn tail from byte {log.truncate_to} ignored)"
-        if as_json:
-            rows = [{"rule": v.rule, "seq": v.seq, "message": v.message} for v in violations]
-            _report(
-                out,
-                True,
-                {"path": path, "events": len(events), "tornAt": log.truncate_to, "violations": rows},
-                "",
-            )
-        else:
-            verdict = "ok" if not violations else f"{len(violations)} violation(s)"
-            print(f"{path}: {len(events)} events, format v{log.format_version}, {verdict}{torn}", file=out)
-            for violation in violations:
-                where = "log" if violation.seq is None else f"seq {violation.seq}"
-                print(f"  [{violation.rule}] {where}: {violation.message}", file=out)
+        with collector_paused():  # a log read to be checked holds no reference cycles
+            worst = max(worst, _check_one(path, core_only, as_json, out))
     return worst
+
+
+def _check_one(path: str, core_only: bool, as_json: bool, out: TextIO) -> int:
+    try:
+        log = read_log(path)
+    except SpecError as error:
+        _report(
+            out,
+            as_json,
+            {"path": path, "error": {"code": str(error.code), "message": error.message}},
+            f"{path}: unreadable [{error.code}] {error.message}",
+        )
+        return EXIT_UNREADABLE
+    except OSError as error:
+        _report(
+            out,
+            as_json,
+            {"path": path, "error": {"code": "STORAGE_IO", "message": str(error)}},
+            f"{path}: unreadable [STORAGE_IO] {error}",
+        )
+        return EXIT_UNREADABLE
+    events = log.events + log.recovered
+    violations = check_log(events, log.header, relational=not core_only)
+    torn = "" if log.truncate_to is None else f" (torn tail from byte {log.truncate_to} ignored)"
+    if as_json:
+        rows = [{"rule": v.rule, "seq": v.seq, "message": v.message} for v in violations]
+        _report(
+            out,
+            True,
+            {"path": path, "events": len(events), "tornAt": log.truncate_to, "violations": rows},
+            "",
+        )
+    else:
+        verdict = "ok" if not violations else f"{len(violations)} violation(s)"
+        print(f"{path}: {len(events)} events, format v{log.format_version}, {verdict}{torn}", file=out)
+        for violation in violations:
+            where = "log" if violation.seq is None else f"seq {violation.seq}"
+            print(f"  [{violation.rule}] {where}: {violation.message}", file=out)
+    return EXIT_VIOLATIONS if violations else EXIT_OK
 
 
 def command_explain(path: str, out: TextIO) -> int:
