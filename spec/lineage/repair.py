@@ -58,6 +58,23 @@ INTERRUPTED_REASON_KIND: Final = "interrupted"  # the turn/end reason only crash
 COMPACTION_INTERRUPTED_ERROR: Final = "interrupted: the session stopped before this compaction finished"
 
 
+REPAIR_SCAN_TYPES: Final = frozenset(
+    {
+        TURN_START,
+        TURN_END,
+        STEP_START,
+        STEP_END,
+        ASSISTANT_MESSAGE,
+        TOOL_CALL,
+        TOOL_RESULT,
+        COMPACTION_START,
+        COMPACTION_END,
+        END_SEED,
+    }
+)
+"""The event types the repair scan reads; every other type leaves it as it is."""
+
+
 class Absent(Enum):
     """A key the event did not carry (JavaScript's ``undefined``), as distinct from JSON null."""
 
@@ -127,6 +144,8 @@ def apply_repair_scan(scan: RepairScan, event: Event) -> RepairScan:
     ``session/end-seed`` makes every open compaction a stale orphan of an earlier lifecycle, which is
     never closed (notes/dsh-compaction-projection §4.4, §4.6)."""
     kind = event.get("type")
+    if not isinstance(kind, str) or kind not in REPAIR_SCAN_TYPES:
+        return scan
     data = event_data(event)
     if kind == TURN_START:
         return RepairScan(data, None, (), scan.open_compactions)
@@ -164,9 +183,20 @@ def apply_repair_scan(scan: RepairScan, event: Event) -> RepairScan:
 
 
 def fold_repair_scan(events: Sequence[Event]) -> RepairScan:
-    """Read a whole log with :func:`apply_repair_scan`, from nothing open."""
+    """Read a whole log with :func:`apply_repair_scan`, from nothing open. A turn boundary sets the
+    open turn, step and calls afresh and only the compaction events reach across it, so up to the
+    last boundary only those are read (the same scan, without walking every turn)."""
+    last_boundary = next(
+        (at for at in range(len(events) - 1, -1, -1) if events[at].get("type") in (TURN_START, TURN_END)),
+        -1,
+    )
     scan = RepairScan()
-    for event in events:
+    for event in events[: last_boundary + 1]:
+        if event.get("type") in (COMPACTION_START, COMPACTION_END, END_SEED):
+            scan = apply_repair_scan(scan, event)
+    if last_boundary >= 0:
+        scan = apply_repair_scan(scan, events[last_boundary])
+    for event in events[last_boundary + 1 :]:
         scan = apply_repair_scan(scan, event)
     return scan
 
