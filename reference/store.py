@@ -93,7 +93,7 @@ class SessionStore:
             session_id, self._live.keys(), _StoredIds(self._persistence).holds(session_id)
         )
         assert self._persistence is not None  # a store without persistence stores nothing
-        with collector_paused():  # a log being restored holds no reference cycles
+        with collector_paused(keep=True):  # a log being restored holds no reference cycles
             handle = self._persistence.open(session_id)
             try:
                 stored = handle.read()

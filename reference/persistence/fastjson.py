@@ -48,15 +48,20 @@ class _Unsure(Exception):
 
 
 @contextmanager
-def collector_paused() -> Iterator[None]:
+def collector_paused(keep: bool = False) -> Iterator[None]:
     """The cyclic garbage collector off for a while (freshly parsed, frozen JSON holds no
-    cycles, so a collection during a load would only traverse it for nothing)."""
+    cycles, so a collection during a load would only traverse it for nothing). With ``keep``,
+    what is alive at the end is moved out of the collector's sight (``gc.freeze``) before it is
+    switched back on: a resumed log lives as long as its session and can never form a cycle, and
+    otherwise the first collections after the load would traverse all of it again."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if enabled:
+            if keep:
+                gc.freeze()
             gc.enable()
 
 
