@@ -66,7 +66,6 @@ NOT_JSON: Final = _NotJson()
 """Returned by :func:`snapshot_json` for a value outside the domain (``None`` is JSON null)."""
 
 
-
 def is_safe_integer(value: object) -> TypeGuard[int | float]:
     """A safe integer is an int (never a bool) with |n| <= 2**53 - 1; an integral float counts
     as that integer, as it does in JavaScript (D5)."""
