@@ -135,12 +135,26 @@ class TurnWriter:
     chunks, an assistant message; the first two call a tool, logged then answered), and a prune of
     a tool result from three turns back (its ``compaction/prune``, then the single-node replace)."""
 
-    def __init__(self, session: Session, turn: int, on_event: Callable[[], None] = lambda: None) -> None:
+    def __init__(
+        self,
+        session: Session,
+        turn: int,
+        on_event: Callable[[], None] = lambda: None,
+        texts: list[str] | None = None,
+    ) -> None:
         self.session = session
         self.turn = turn
         self.rng = random.Random(turn)
         self.results: dict[int, list[tuple[int, Any]]] = {}  # turn -> [(seq, data)] of its results
         self.on_event = on_event
+        self.texts = texts  # when given, prose is taken from here (so that timing leaves out its making)
+        self.next_text = 0
+
+    def text(self, low: int = 300, high: int = 1000) -> str:
+        if self.texts is None:
+            return text_of(self.rng, low, high)
+        self.next_text = (self.next_text + 1) % len(self.texts)
+        return self.texts[self.next_text][: high if high < 300 else None]
 
     def add(self, kind: str, data: Any, surface_op: Any = None, sources: Any = None) -> int:
         seq = self.session.seq
@@ -160,10 +174,10 @@ class TurnWriter:
 
     def _turn(self) -> Iterator[None]:
         self.turn += 1
-        turn, rng = self.turn, self.rng
+        turn = self.turn
         self.add("turn/start", {"turn": turn})
         yield
-        prompt = {"type": "text", "text": text_of(rng)}
+        prompt = {"type": "text", "text": self.text()}
         message = {"id": f"u{turn}", "role": "user", "source": {"kind": "user"}, "content": [prompt]}
         self.add("user/message", message, "append")
         yield
@@ -173,11 +187,11 @@ class TurnWriter:
             self.add("request/context", {"turn": turn, "step": step, "tokens": 900 * step + turn})
             yield
             for index in range(4):
-                chunk = {"type": "text-delta", "index": 0, "text": text_of(rng, 10, 40)}
+                chunk = {"type": "text-delta", "index": 0, "text": self.text(10, 40)}
                 self.add("assistant/chunk", {"turn": turn, "step": step, "chunk": chunk, "n": index})
                 yield
             call_id = f"call-{turn}-{step}"
-            content: list[Any] = [{"type": "text", "text": text_of(rng)}]
+            content: list[Any] = [{"type": "text", "text": self.text()}]
             if step < 3:
                 arguments = json.dumps({"path": f"src/module_{turn % 97}.py", "limit": 200})
                 content.append(
@@ -200,7 +214,7 @@ class TurnWriter:
                 block = {
                     "type": "tool-result",
                     "toolCallId": call_id,
-                    "content": [{"type": "text", "text": text_of(rng)}],
+                    "content": [{"type": "text", "text": self.text()}],
                 }
                 result_message = {
                     "id": f"r-{call_id}",
@@ -370,7 +384,9 @@ def worker_append(root: Path, path: Path, runs: int) -> dict[str, Any]:
     ticks = itertools.count(START_TIME * 2)
     store = SessionStore(FileStore(str(root)), clock=lambda: next(ticks))
     session = store.resume(SESSION_ID)
-    steps = TurnWriter(session, last_turn(session)).events()
+    prose = random.Random(0)
+    texts = [text_of(prose) for _ in range(512)]  # made before the timing starts
+    steps = TurnWriter(session, last_turn(session), texts=texts).events()
     batch, per_event = Timing(), Timing()
 
     def append_and_flush() -> None:
