@@ -518,7 +518,9 @@ def measure_size(logs: Path, events: int, runs: int, workers: list[str]) -> dict
     if not (folder / "done").exists():
         shutil.rmtree(folder, ignore_errors=True)
         start = time.perf_counter()
-        build_log(folder / "log", events)
+        # In a subprocess: a child inherits its parent's peak RSS across fork and exec, so the
+        # process that spawns the measurements must stay small.
+        run_child([sys.executable, __file__, "--build", str(folder / "log"), str(events)])
         built = time.perf_counter() - start
         (folder / "done").write_text("")
     path = Path(FileStore(str(folder / "log")).locate(SESSION_ID) or "")
@@ -634,7 +636,11 @@ def main(argv: list[str] | None = None) -> int:
         help="comma-separated groups: " + ", ".join([*WORKERS, "cli"]),
     )
     parser.add_argument("--worker", nargs=4, metavar=("NAME", "ROOT", "PATH", "RUNS"), help=argparse.SUPPRESS)
+    parser.add_argument("--build", nargs=2, metavar=("ROOT", "EVENTS"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.build:
+        build_log(Path(args.build[0]), int(args.build[1]))
+        return 0
     if args.worker:
         name, root, path, runs = args.worker
         print(json.dumps(WORKERS[name](Path(root), Path(path), int(runs))))
