@@ -19,6 +19,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import TextIO
 
+from reference.persistence.fastjson import collector_paused
 from reference.persistence.filestore import LoadedLog, load_log
 from spec.checks.log import LEGACY_RULES, RULES, check_log
 from spec.codes import SpecError
@@ -51,49 +52,51 @@ def read_log(path: str) -> LoadedLog:
 def command_check(paths: Sequence[str], core_only: bool, as_json: bool, out: TextIO) -> int:
     worst = EXIT_OK
     for path in find_logs(paths):
-        try:
-            log = read_log(path)
-        except SpecError as error:
-            worst = max(worst, EXIT_UNREADABLE)
-            _report(
-                out,
-                as_json,
-                {"path": path, "error": {"code": str(error.code), "message": error.message}},
-                f"{path}: unreadable [{error.code}] {error.message}",
-            )
-            continue
-        except OSError as error:
-            worst = max(worst, EXIT_UNREADABLE)
-            _report(
-                out,
-                as_json,
-                {"path": path, "error": {"code": "STORAGE_IO", "message": str(error)}},
-                f"{path}: unreadable [STORAGE_IO] {error}",
-            )
-            continue
-        events = log.events + log.recovered
-        found = check_log(events, log.header, relational=not core_only, format_version=log.format_version)
-        violations = [v for v in found if v.rule not in LEGACY_RULES]
-        legacy = [v for v in found if v.rule in LEGACY_RULES]
-        if violations:
-            worst = max(worst, EXIT_VIOLATIONS)
-        torn = "" if log.truncate_to is None else f" (torn tail from byte {log.truncate_to} ignored)"
-        if as_json:
-            rows = [{"rule": v.rule, "seq": v.seq, "message": v.message} for v in violations]
-            notes = [{"rule": v.rule, "seq": v.seq, "message": v.message} for v in legacy]
-            report = {"path": path, "events": len(events), "tornAt": log.truncate_to, "violations": rows}
-            if notes:
-                report["legacy"] = notes
-            _report(out, True, report, "")
-        else:
-            verdict = "ok" if not violations else f"{len(violations)} violation(s)"
-            if legacy:
-                verdict += f", {len(legacy)} legacy finding(s)"
-            print(f"{path}: {len(events)} events, format v{log.format_version}, {verdict}{torn}", file=out)
-            for violation in found:
-                where = "log" if violation.seq is None else f"seq {violation.seq}"
-                print(f"  [{violation.rule}] {where}: {violation.message}", file=out)
+        with collector_paused():  # a log read to be checked holds no reference cycles
+            worst = max(worst, _check_one(path, core_only, as_json, out))
     return worst
+
+
+def _check_one(path: str, core_only: bool, as_json: bool, out: TextIO) -> int:
+    try:
+        log = read_log(path)
+    except SpecError as error:
+        _report(
+            out,
+            as_json,
+            {"path": path, "error": {"code": str(error.code), "message": error.message}},
+            f"{path}: unreadable [{error.code}] {error.message}",
+        )
+        return EXIT_UNREADABLE
+    except OSError as error:
+        _report(
+            out,
+            as_json,
+            {"path": path, "error": {"code": "STORAGE_IO", "message": str(error)}},
+            f"{path}: unreadable [STORAGE_IO] {error}",
+        )
+        return EXIT_UNREADABLE
+    events = log.events + log.recovered
+    found = check_log(events, log.header, relational=not core_only, format_version=log.format_version)
+    violations = [v for v in found if v.rule not in LEGACY_RULES]
+    legacy = [v for v in found if v.rule in LEGACY_RULES]
+    torn = "" if log.truncate_to is None else f" (torn tail from byte {log.truncate_to} ignored)"
+    if as_json:
+        rows = [{"rule": v.rule, "seq": v.seq, "message": v.message} for v in violations]
+        notes = [{"rule": v.rule, "seq": v.seq, "message": v.message} for v in legacy]
+        report = {"path": path, "events": len(events), "tornAt": log.truncate_to, "violations": rows}
+        if notes:
+            report["legacy"] = notes
+        _report(out, True, report, "")
+    else:
+        verdict = "ok" if not violations else f"{len(violations)} violation(s)"
+        if legacy:
+            verdict += f", {len(legacy)} legacy finding(s)"
+        print(f"{path}: {len(events)} events, format v{log.format_version}, {verdict}{torn}", file=out)
+        for violation in found:
+            where = "log" if violation.seq is None else f"seq {violation.seq}"
+            print(f"  [{violation.rule}] {where}: {violation.message}", file=out)
+    return EXIT_VIOLATIONS if violations else EXIT_OK
 
 
 def command_explain(path: str, out: TextIO) -> int:

@@ -14,6 +14,7 @@ from typing import Protocol
 
 from spec.log.events import Event, Message, derive_event_message
 from spec.log.json import FrozenDict
+from spec.log.nodes import SurfaceNodes
 from spec.log.session import ABSENT, SessionState, plan_event
 from spec.log.surface import ReplacePlan, splice_plan
 from spec.log.writers import CALLER, COMPACTION_ENGINE, Writer
@@ -54,7 +55,7 @@ class Session:
     ) -> None:
         self._header = state.header
         self._log: list[Event] = list(state.events)
-        self._nodes: list[int] = list(state.surface.nodes)
+        self._nodes = SurfaceNodes(state.surface.nodes)
         self._generation = state.surface.replace_generation
         self._first_live_seq = state.first_live_seq
         self._sink = sink

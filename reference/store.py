@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from reference.persistence.api import LogHandle, PersistenceService
+from reference.persistence.fastjson import collector_paused
 from reference.session import Clock, Session, wall_clock_ms
 from spec.codes import Code, reject
 from spec.lineage.fork import derive_child_meta, plan_fork_seed, validate_fork_request
@@ -146,15 +147,16 @@ class SessionStore:
             session_id, self._live.keys(), _StoredIds(self._persistence).holds(session_id)
         )
         assert self._persistence is not None  # a store without persistence stores nothing
-        handle = self._persistence.open(session_id)
-        try:
-            stored = handle.read()
-            state = create_session_state(session_id, stored, handle.header, self._clock(), restore=True)
-            handle.append(state.events[len(stored) :])
-        except BaseException:
-            handle.close()
-            raise
-        session = Session(state, sink=handle, clock=self._clock, on_commit=self._committed)
+        with collector_paused(keep=True):  # a log being restored holds no reference cycles
+            handle = self._persistence.open(session_id)
+            try:
+                stored = handle.read()
+                state = create_session_state(session_id, stored, handle.header, self._clock(), restore=True)
+                handle.append(state.events[len(stored) :])
+            except BaseException:
+                handle.close()
+                raise
+            session = Session(state, sink=handle, clock=self._clock, on_commit=self._committed)
         self._live[session_id] = session
         self._handles[session_id] = handle
         return session

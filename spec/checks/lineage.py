@@ -33,13 +33,17 @@ def check_closers(events: Sequence[Event]) -> Iterator[Violation]:
             and position > 0
             and event.get("type") in (TOOL_RESULT, COMPACTION_END, STEP_END, TURN_END)
         ):
-            expected = derive_closers_after(
-                scan, events[position - 1], violation_seq(events[position - 1], position - 1) + 1
-            )
-            if tuple(events[position : position + len(expected)]) == expected:
-                verified_ends.add(position + len(expected) - 1)
-                verified.update(range(position, position + len(expected)))
-        at = violation_seq(event, position)
+            # Only a block that ends with an interrupted turn/end matters, and its length is known
+            # before its closers are built: build them only where such a turn/end stands.
+            end = position + count_closers(scan) - 1
+            if end < len(events) and _is_interrupted_turn_end(events[end]):
+                expected = derive_closers_after(
+                    scan, events[position - 1], violation_seq(events[position - 1], position - 1) + 1
+                )
+                if tuple(events[position : position + len(expected)]) == expected:
+                    verified_ends.add(position + len(expected) - 1)
+                    verified.update(range(position, position + len(expected)))
+            at = violation_seq(event, position)
         if _is_interrupted_turn_end(event) and position not in verified_ends:
             yield Violation(
                 "closers",
@@ -54,6 +58,13 @@ def check_closers(events: Sequence[Event]) -> Iterator[Violation]:
                 "repair derives for the log before it",
             )
         scan = apply_repair_scan(scan, event)
+
+
+def count_closers(scan: RepairScan) -> int:
+    """How many closers :func:`spec.lineage.repair.derive_closers_after` derives for a scan with
+    an open turn: a result per pending call, a compaction/end per open compaction, step/end if a
+    step is open, and turn/end."""
+    return len(scan.pending_calls) + len(scan.open_compactions) + (scan.open_step is not None) + 1
 
 
 def _is_interrupted_turn_end(event: Event) -> bool:

@@ -39,6 +39,7 @@ from spec.lineage.seed import (
 from spec.log.events import Event
 from spec.log.header import HEADER_FORMAT_VERSION, LEGACY_FORMAT_VERSION
 from spec.log.json import JsonObject, is_event_seq, js_text
+from spec.log.nodes import SurfaceNodes
 from spec.log.surface import plan_surface_event, splice_plan
 
 RULES: Final[Mapping[str, str]] = MappingProxyType(
@@ -183,7 +184,7 @@ def check_core(events: Sequence[Event]) -> Iterator[Violation]:
     envelope and message are checked, then its surface effect is planned against the surface so far
     and applied; a refused event changes nothing (notes/dsh-session-core §4.2, §11.2). After a gap
     the count resumes from the event's own seq, so a gap is one violation, not one per later event."""
-    nodes: list[int] = []
+    nodes = SurfaceNodes()
     by_seq: dict[int, Event] = {}
     length = 0  # one past the largest seq read so far
     expected = 0

@@ -20,14 +20,18 @@ from spec.log.json import MAX_SAFE_INTEGER, JsonValue
 _LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 
 
+_ENCODER: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+"""``json.dumps`` with these options builds this very encoder for every call; one is enough."""
+
+
 def encode_json_text(value: JsonValue) -> str:
     """One compact line of JSON text. Non-ASCII is written raw; a lone surrogate is written as a
-    lowercase ``\\udxxx`` escape, as JavaScript's ``JSON.stringify`` does."""
+    lowercase ``\\udxxx`` escape, as JavaScript's ``JSON.stringify`` does (ASCII text has none)."""
     try:
-        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        text = _ENCODER.encode(value)
     except RecursionError:
         text = _encode_deep(value)
-    if _LONE_SURROGATE.search(text):
+    if not text.isascii() and _LONE_SURROGATE.search(text):
         text = _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
     return text
 
@@ -48,10 +52,18 @@ def _parse_float(text: str) -> float:
     return 0.0 if number == 0.0 else number
 
 
+_DECODER: Final = json.JSONDecoder(
+    parse_int=_parse_int, parse_float=_parse_float, parse_constant=_reject_constant
+)
+"""``json.loads`` with these hooks builds this very decoder for every call; one is enough."""
+
+
 def decode_json_text(text: str | bytes) -> JsonValue:
     """Parse one JSON text with a JavaScript reader's number semantics (D5): NaN and Infinity
     are refused, integers beyond 2**53 become doubles, -0 becomes 0. Raises ``ValueError``."""
     try:
+        if isinstance(text, str) and not text.startswith("\ufeff"):
+            return _DECODER.decode(text)  # type: ignore[no-any-return]  # what json.loads does
         return json.loads(  # type: ignore[no-any-return]
             text, parse_int=_parse_int, parse_float=_parse_float, parse_constant=_reject_constant
         )

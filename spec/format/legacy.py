@@ -16,7 +16,7 @@ from typing import Final
 
 from spec.codes import Code, reject
 from spec.format.chunk_rows import decode_storage_record
-from spec.lineage.seed import validate_message_shape
+from spec.lineage.seed import MESSAGE_EVENT_TYPES, validate_message_shape
 from spec.log.events import (
     ASSISTANT_MESSAGE,
     KNOWN_EVENT_TYPES,
@@ -68,7 +68,8 @@ def validate_stored_events(session_id: str, events: Sequence[Event]) -> None:
     any type, and refusing a log this project wrote would lose what it stored. The refusal of
     unknown types protects a reader of DSH's v0 logs from vocabulary newer than it (§3.5)."""
     for event in events:
-        validate_message_shape(f"session event at seq {js_text(event.get('seq'))}", event)
+        if event.get("type") in MESSAGE_EVENT_TYPES:  # the shape rule passes every other type
+            validate_message_shape(f"session event at seq {js_text(event.get('seq'))}", event)
 
 
 def decode_v0_events(records: Sequence[JsonValue]) -> list[JsonObject]:

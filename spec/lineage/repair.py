@@ -60,6 +60,23 @@ INTERRUPTED_TOOL_RESULT_ID_PREFIX: Final = "interrupted-tool-result-"
 COMPACTION_INTERRUPTED_ERROR: Final = "interrupted: the session stopped before this compaction finished"
 
 
+REPAIR_SCAN_TYPES: Final = frozenset(
+    {
+        TURN_START,
+        TURN_END,
+        STEP_START,
+        STEP_END,
+        ASSISTANT_MESSAGE,
+        TOOL_CALL,
+        TOOL_RESULT,
+        COMPACTION_START,
+        COMPACTION_END,
+        END_SEED,
+    }
+)
+"""The event types the repair scan reads; every other type leaves it as it is."""
+
+
 class Absent(Enum):
     """A key the event did not carry (JavaScript's ``undefined``), as distinct from JSON null."""
 
@@ -129,29 +146,33 @@ def apply_repair_scan(scan: RepairScan, event: Event) -> RepairScan:
     ``session/end-seed`` makes every open compaction a stale orphan of an earlier lifecycle, which is
     never closed (notes/dsh-compaction-projection §4.4, §4.6)."""
     kind = event.get("type")
+    if not isinstance(kind, str) or kind not in REPAIR_SCAN_TYPES:
+        return scan
     data = event_data(event)
     if kind == TURN_START:
-        return replace(scan, open_turn=data, open_step=None, pending_calls=())
+        return RepairScan(data, None, (), scan.open_compactions)
     if kind == TURN_END:
-        return replace(scan, open_turn=None, open_step=None, pending_calls=())
+        return RepairScan(None, None, (), scan.open_compactions)
     if kind == STEP_START:
-        return replace(scan, open_step=data)
+        return RepairScan(scan.open_turn, data, scan.pending_calls, scan.open_compactions)
     if kind == STEP_END:
-        return replace(scan, open_step=None, pending_calls=())
+        return RepairScan(scan.open_turn, None, (), scan.open_compactions)
     if kind == ASSISTANT_MESSAGE:
-        return replace(scan, pending_calls=_announce_calls(scan.pending_calls, data))
+        calls = _announce_calls(scan.pending_calls, data)
+        if calls is scan.pending_calls:
+            return scan
+        return RepairScan(scan.open_turn, scan.open_step, calls, scan.open_compactions)
     if kind == TOOL_CALL:
         key = identity_key(field_of(data, "callId"))
         calls = tuple(
             replace(call, call_seq=_seq_of(event)) if identity_key(call.call_id) == key else call
             for call in scan.pending_calls
         )
-        return replace(scan, pending_calls=calls)
+        return RepairScan(scan.open_turn, scan.open_step, calls, scan.open_compactions)
     if kind == TOOL_RESULT:
         key = identity_key(result_call_id(event))
-        return replace(
-            scan, pending_calls=tuple(c for c in scan.pending_calls if identity_key(c.call_id) != key)
-        )
+        calls = tuple(c for c in scan.pending_calls if identity_key(c.call_id) != key)
+        return RepairScan(scan.open_turn, scan.open_step, calls, scan.open_compactions)
     if kind == COMPACTION_START:
         return replace(scan, open_compactions=_open_compaction(scan.open_compactions, data))
     if kind == COMPACTION_END:
@@ -164,9 +185,20 @@ def apply_repair_scan(scan: RepairScan, event: Event) -> RepairScan:
 
 
 def fold_repair_scan(events: Sequence[Event]) -> RepairScan:
-    """Read a whole log with :func:`apply_repair_scan`, from nothing open."""
+    """Read a whole log with :func:`apply_repair_scan`, from nothing open. A turn boundary sets the
+    open turn, step and calls afresh and only the compaction events reach across it, so up to the
+    last boundary only those are read (the same scan, without walking every turn)."""
+    last_boundary = next(
+        (at for at in range(len(events) - 1, -1, -1) if events[at].get("type") in (TURN_START, TURN_END)),
+        -1,
+    )
     scan = RepairScan()
-    for event in events:
+    for event in events[: last_boundary + 1]:
+        if event.get("type") in (COMPACTION_START, COMPACTION_END, END_SEED):
+            scan = apply_repair_scan(scan, event)
+    if last_boundary >= 0:
+        scan = apply_repair_scan(scan, events[last_boundary])
+    for event in events[last_boundary + 1 :]:
         scan = apply_repair_scan(scan, event)
     return scan
 
@@ -267,6 +299,8 @@ def _announce_calls(pending: tuple[PendingCall, ...], data: JsonObject) -> tuple
     message = data.get("message")
     content = message.get("content") if isinstance(message, dict) else None
     if not isinstance(content, list):
+        return pending
+    if not any(isinstance(block, dict) and block.get("type") == "tool-call" for block in content):
         return pending
     calls = list(pending)
     step = field_of(data, "step")

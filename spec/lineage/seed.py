@@ -82,7 +82,7 @@ def validate_seed_envelope(index: int, event: Event) -> None:
             f"seed event at index {index} uses unsupported legacy request/header-delta format",
         )
     if (
-        not set(event) <= ENVELOPE_KEYS
+        not ENVELOPE_KEYS.issuperset(event)
         or not isinstance(event.get("type"), str)
         or not is_event_seq(event.get("seq"))
         or not is_safe_integer(event.get("time"))

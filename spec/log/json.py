@@ -65,9 +65,6 @@ class _NotJson:
 NOT_JSON: Final = _NotJson()
 """Returned by :func:`snapshot_json` for a value outside the domain (``None`` is JSON null)."""
 
-_OBJECT_TYPES: Final = (dict, FrozenDict)
-_ARRAY_TYPES: Final = (list, FrozenList)
-
 
 def is_safe_integer(value: object) -> TypeGuard[int | float]:
     """A safe integer is an int (never a bool) with |n| <= 2**53 - 1; an integral float counts
@@ -100,57 +97,74 @@ def snapshot_json(value: object) -> JsonValue | _NotJson:
     outside the lossless domain: only None, bool, str, safe ints, finite floats other than -0.0,
     lists and str-keyed dicts, with no container its own ancestor (D5). Shared sub-values that are
     not cycles are copied once per occurrence."""
-    if not isinstance(value, (*_OBJECT_TYPES, *_ARRAY_TYPES)):
-        return value if _is_json_scalar(value) else NOT_JSON  # type: ignore[return-value]
-    if type(value) not in (*_OBJECT_TYPES, *_ARRAY_TYPES):
+    kind = type(value)
+    source: Any = value
+    if kind is dict or kind is FrozenDict:
+        root: Any = FrozenDict(source)
+    elif kind is list or kind is FrozenList:
+        root = FrozenList(source)
+    elif isinstance(value, (dict, list)):
         return NOT_JSON
-    root = _empty_like(value)
+    else:
+        return value if _is_json_scalar(value) else NOT_JSON  # type: ignore[return-value]
+    # Each copy starts as a shallow copy of its source; the walk checks every key and scalar and
+    # puts a copy in place of every container, so the result shares nothing mutable with ``value``.
+    places = _places(root)
+    if places is None:
+        return NOT_JSON
     on_path: set[int] = {id(value)}
-    stack: list[tuple[Any, Any, Any]] = [(value, root, _children(value))]
+    stack: list[tuple[Any, Any, Any]] = [(value, root, places)]
     while stack:
-        source, target, children = stack[-1]
-        step = next(children, None)
-        if step is None:
+        source, target, places = stack[-1]
+        for place, child in places:
+            child_kind = type(child)
+            if child_kind is str or child is None or child_kind is bool:
+                continue
+            if child_kind is int:
+                if not -MAX_SAFE_INTEGER <= child <= MAX_SAFE_INTEGER:
+                    return NOT_JSON
+            elif child_kind is float:
+                if not math.isfinite(child) or (child == 0.0 and math.copysign(1.0, child) < 0):
+                    return NOT_JSON
+            elif (
+                child_kind is dict
+                or child_kind is FrozenDict
+                or child_kind is list
+                or child_kind is FrozenList
+            ):
+                if id(child) in on_path:
+                    return NOT_JSON
+                copy: Any = (
+                    FrozenDict(child) if child_kind is dict or child_kind is FrozenDict else FrozenList(child)
+                )
+                if type(target) is FrozenDict:
+                    dict.__setitem__(target, place, copy)
+                else:
+                    list.__setitem__(target, place, copy)
+                places = _places(copy)
+                if places is None:
+                    return NOT_JSON
+                on_path.add(id(child))
+                stack.append((child, copy, places))
+                break
+            else:
+                return NOT_JSON
+        else:
             stack.pop()
             on_path.discard(id(source))
-            continue
-        key, child = step
-        if key is not None and type(key) is not str:
-            return NOT_JSON
-        if type(child) in _OBJECT_TYPES or type(child) in _ARRAY_TYPES:
-            if id(child) in on_path:
-                return NOT_JSON
-            copy = _empty_like(child)
-            _store(target, key, copy)
-            on_path.add(id(child))
-            stack.append((child, copy, _children(child)))
-        elif _is_json_scalar(child):
-            _store(target, key, child)
-        else:
-            return NOT_JSON
-    return root
+    return root  # type: ignore[no-any-return]
+
+
+def _places(copy: FrozenDict | FrozenList) -> Any:
+    """The (key or index, value) pairs of a fresh copy, or ``None`` when a key is not a string."""
+    if type(copy) is FrozenDict:
+        return iter(dict.items(copy)) if all(type(key) is str for key in copy) else None
+    return enumerate(copy)
 
 
 def is_json_value(value: object) -> bool:
     """True when :func:`snapshot_json` would accept the value."""
     return snapshot_json(value) is not NOT_JSON
-
-
-def _empty_like(container: object) -> FrozenDict | FrozenList:
-    return FrozenDict() if isinstance(container, dict) else FrozenList()
-
-
-def _children(container: Any) -> Any:
-    if isinstance(container, dict):
-        return iter(container.items())
-    return ((None, item) for item in container)
-
-
-def _store(target: Any, key: str | None, child: Any) -> None:
-    if key is None:
-        list.append(target, child)
-    else:
-        dict.__setitem__(target, key, child)
 
 
 def freeze_parsed_json(value: JsonValue) -> JsonValue:

@@ -23,6 +23,7 @@ from spec.lineage.seed import (
 from spec.log.events import END_SEED, REQUEST_HEADER, REQUEST_HEADER_DELTA, Event, Message
 from spec.log.header import snapshot_header, validate_header
 from spec.log.json import NOT_JSON, FrozenDict, JsonValue, freeze_parsed_json, snapshot_json
+from spec.log.nodes import SurfaceNodes
 from spec.log.surface import (
     ReplacePlan,
     Surface,
@@ -102,7 +103,7 @@ def fold_seed(seed: Sequence[object], restore: bool) -> tuple[tuple[Event, ...],
     planned on the surface built from the entries before it; the first failure rejects the whole
     seed (§4.2 step 2)."""
     events: list[Event] = []
-    nodes: list[int] = []
+    nodes = SurfaceNodes()
     generation = 0
     for index, source in enumerate(seed):
         event = validate_seed_event(index, source, restore)

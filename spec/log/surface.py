@@ -15,7 +15,8 @@ from typing import Final, Literal, TypeAlias
 
 from spec.codes import Code, SpecError, reject  # noqa: F401 - SpecError is named by the contracts
 from spec.log.events import Event, Message, derive_event_message, is_surface_eligible_type
-from spec.log.json import index_of, is_event_seq, js_text
+from spec.log.json import is_event_seq, js_text
+from spec.log.nodes import SurfaceNodes
 from spec.log.provenance import validate_provenance
 from spec.log.tool_rewrite import validate_tool_result_rewrite
 
@@ -128,13 +129,12 @@ def plan_replace(nodes: Sequence[int], op: ReplaceOp) -> tuple[int, int]:
     post: 0 <= __return__[0] <= __return__[1] < len(nodes)
     post: nodes[__return__[0]] == op.start and nodes[__return__[1]] == op.end
     """
-    node_list = list(nodes) if not isinstance(nodes, list) else nodes
-    first = index_of(node_list, op.start)
+    first = position_of(nodes, op.start)
     if first < 0:
         raise reject(
             Code.REPLACE_START_NOT_FOUND, f"surface replace: start seq {op.start} not found in surface"
         )
-    last = index_of(node_list, op.end)
+    last = position_of(nodes, op.end)
     if last < 0:
         raise reject(Code.REPLACE_END_NOT_FOUND, f"surface replace: end seq {op.end} not found in surface")
     if first > last:
@@ -143,6 +143,15 @@ def plan_replace(nodes: Sequence[int], op: ReplaceOp) -> tuple[int, int]:
             f"surface replace: start seq {op.start} (index {first}) is after end seq {op.end} (index {last})",
         )
     return first, last
+
+
+def position_of(nodes: Sequence[int], seq: int) -> int:
+    """Where ``seq`` stands on the surface, or -1 (JavaScript's ``indexOf``). A long fold passes a
+    :class:`spec.log.nodes.SurfaceNodes`, whose lookup does not scan."""
+    try:
+        return nodes.index(seq)
+    except ValueError:
+        return -1
 
 
 def plan_surface_event(
@@ -200,7 +209,7 @@ def apply_surface_plan(surface: Surface, plan: SurfacePlan) -> Surface:
     return Surface(nodes=tuple(nodes), replace_generation=generation)
 
 
-def splice_plan(nodes: list[int], plan: AppendPlan | ReplacePlan) -> None:
+def splice_plan(nodes: list[int] | SurfaceNodes, plan: AppendPlan | ReplacePlan) -> None:
     """:func:`apply_surface_plan` on a mutable node list, for folds over long logs."""
     if isinstance(plan, AppendPlan):
         nodes.append(plan.seq)
@@ -212,7 +221,7 @@ def fold_surface(events: Sequence[Event], base_seq: int = 0) -> SurfaceFold:
     """Replay a contiguous run of events starting at ``base_seq`` (0 for a whole log) from an empty
     surface, planning and applying each in turn; the first invalid event raises
     (notes/dsh-session-core §3.9, §3.10)."""
-    nodes: list[int] = []
+    nodes = SurfaceNodes()
     generation = 0
     replacements: list[Replacement] = []
     for index, event in enumerate(events):

@@ -1,0 +1,167 @@
+"""Reading many stored lines fast, with exactly the values the spec's reader gives (issue 14).
+
+The spec's reader (:func:`spec.format.json_text.decode_json_text`) calls back into Python for
+every number to give JavaScript's semantics (D5), builds a decoder per line and leaves the
+freezing (D6) to a second pass. Here a batch of lines is parsed by a fast parser — ``orjson``
+when it is installed, else one reusable standard-library decoder — and frozen in one pass that
+also looks at every number. The result is the spec reader's, value for value, or nothing:
+
+- an integer outside ±(2**53 - 1) becomes the double a JavaScript reader makes of it
+  (``float(n)``, as the spec's reader does), and any zero float becomes ``0.0`` (-0 is mapped);
+- a line the fast parser refuses (NaN, Infinity, a lone surrogate, nesting past its limit, bad
+  JSON), or one holding a float too large to trust a parser's rounding of an integer literal, is
+  not decided here: :func:`decode_lines` answers ``None`` and the caller takes the spec's path,
+  which then accepts it or names the damage exactly as it always has.
+
+Parsed JSON has no reference cycles, so the collector is paused while a batch is decoded.
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import json
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, Final, NoReturn
+
+from spec.log.json import MAX_SAFE_INTEGER, FrozenDict, FrozenList, JsonValue
+
+_orjson: Any
+try:  # optional: the standard library's decoder is the fallback
+    _orjson = importlib.import_module("orjson")
+except ImportError:  # pragma: no cover - depends on the environment
+    _orjson = None
+
+_UNSURE_MAGNITUDE: Final = 2.0**64  # floats this large may come from huge integer literals
+
+
+def _reject_constant(name: str) -> NoReturn:
+    raise ValueError(f"{name} is not JSON")
+
+
+_STDLIB_SCAN: Final = json.JSONDecoder(parse_constant=_reject_constant).scan_once  # type: ignore[attr-defined]
+
+
+class _Unsure(Exception):
+    """A value the fast path does not decide; the spec's reader will."""
+
+
+@contextmanager
+def collector_paused(keep: bool = False) -> Iterator[None]:
+    """The cyclic garbage collector off for a while (freshly parsed, frozen JSON holds no
+    cycles, so a collection during a load would only traverse it for nothing). With ``keep``,
+    what is alive at the end is moved out of the collector's sight (``gc.freeze``) before it is
+    switched back on: a resumed log lives as long as its session and can never form a cycle, and
+    otherwise the first collections after the load would traverse all of it again."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            if keep:
+                gc.freeze()
+            gc.enable()
+
+
+def has_orjson() -> bool:
+    return _orjson is not None
+
+
+def decode_lines(lines: Sequence[bytes], use_orjson: bool = True) -> list[JsonValue] | None:
+    """Each line (UTF-8 already validated by the caller) as frozen JSON with the spec reader's
+    values, or ``None`` when some line needs the spec's reader."""
+    values: list[JsonValue] = []
+    append = values.append
+    try:
+        with collector_paused():
+            if use_orjson and _orjson is not None:
+                loads = _orjson.loads
+                for line in lines:
+                    append(freeze_checked(loads(line)))
+            else:
+                scan = _STDLIB_SCAN
+                for line in lines:
+                    text = line.decode("utf-8")
+                    value, end = scan(text, 0)
+                    if end != len(text):
+                        return None
+                    append(freeze_checked(value))
+    except (_Unsure, ValueError, StopIteration, RecursionError, TypeError):
+        return None
+    return values
+
+
+def freeze_checked(value: Any) -> JsonValue:
+    """Freshly parsed JSON (nobody else holds it) frozen in one pass over its containers, each
+    number given the spec reader's value; raises :class:`_Unsure` for a float it cannot vouch for."""
+    kind = type(value)
+    if kind is dict:
+        root: Any = FrozenDict(value)
+    elif kind is list:
+        root = FrozenList(value)
+    else:
+        return _checked_scalar(value)
+    stack: list[Any] = [root]
+    pop, push = stack.pop, stack.append
+    key: Any
+    child: Any
+    index: int
+    set_item, set_index = dict.__setitem__, list.__setitem__
+    while stack:
+        container = pop()
+        if type(container) is FrozenDict:
+            for key, child in dict.items(container):
+                kind = type(child)
+                if kind is str:
+                    continue
+                if kind is dict:
+                    frozen: Any = FrozenDict(child)
+                    set_item(container, key, frozen)
+                    push(frozen)
+                elif kind is list:
+                    frozen = FrozenList(child)
+                    set_item(container, key, frozen)
+                    push(frozen)
+                elif kind is int:
+                    if not -MAX_SAFE_INTEGER <= child <= MAX_SAFE_INTEGER:
+                        set_item(container, key, float(child))
+                elif kind is float:
+                    if child == 0.0:
+                        set_item(container, key, 0.0)
+                    elif not -_UNSURE_MAGNITUDE < child < _UNSURE_MAGNITUDE:
+                        raise _Unsure
+        else:
+            for index, child in enumerate(container):
+                kind = type(child)
+                if kind is str:
+                    continue
+                if kind is dict:
+                    frozen = FrozenDict(child)
+                    set_index(container, index, frozen)
+                    push(frozen)
+                elif kind is list:
+                    frozen = FrozenList(child)
+                    set_index(container, index, frozen)
+                    push(frozen)
+                elif kind is int:
+                    if not -MAX_SAFE_INTEGER <= child <= MAX_SAFE_INTEGER:
+                        set_index(container, index, float(child))
+                elif kind is float:
+                    if child == 0.0:
+                        set_index(container, index, 0.0)
+                    elif not -_UNSURE_MAGNITUDE < child < _UNSURE_MAGNITUDE:
+                        raise _Unsure
+    return root  # type: ignore[no-any-return]
+
+
+def _checked_scalar(value: Any) -> JsonValue:
+    if type(value) is int and not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+        return float(value)
+    if type(value) is float:
+        if value == 0.0:
+            return 0.0
+        if not -_UNSURE_MAGNITUDE < value < _UNSURE_MAGNITUDE:
+            raise _Unsure
+    return value  # type: ignore[no-any-return]

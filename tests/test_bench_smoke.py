@@ -1,0 +1,48 @@
+"""The benchmark script keeps working: a tiny run builds its log through the reference, runs every
+group of measurements and writes its JSON. Nothing here is timed (speed lives in the script)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_benchmark_runs_every_measurement_at_a_tiny_size(tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    completed = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "bench.py"),
+            "--sizes",
+            "200",
+            "--runs",
+            "1",
+            "--json",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+    )
+    assert completed.returncode == 0, completed.stderr
+    result = json.loads(out.read_text())["results"][0]
+    assert result["events"] == 200
+    for key in (
+        "resume",
+        "floor_json",
+        "append_flush",
+        "floor_sqlite",
+        "append_per_event",
+        "fork",
+        "publish",
+    ):
+        assert result[key]["cpu"] >= 0 and result[key]["wall"] > 0, key
+    for key in ("floor_compress_fsync", "check_cli", "floor_cli", "check_log", "floor_parse"):
+        assert result[key]["wall"] > 0, key
+    assert result["resident_bytes"] > 0 and result["plain_bytes"] > 0
+    assert "resume (zstd)" in completed.stdout and "load average" in completed.stdout
