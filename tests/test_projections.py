@@ -15,7 +15,7 @@ from shrink_builders import Conversation, RecordingSink, long_conversation, new_
 
 from reference.persistence.filestore import FileStore
 from reference.persistence.powerloss import PowerLossFileSystem
-from reference.projections.registry.registry import (
+from reference.projections.registry import (
     DIGEST_ZERO,
     SESSION_DIGEST,
     FileCacheMedium,
