@@ -81,12 +81,14 @@ CRASH_OPS: Final = frozenset({"unsynced", "crash", "arm_crash", "fail_next", "op
 def capabilities_of(case: Case | PureCase) -> list[str]:
     """What a subject must support to run the vector: the ops it sends decide."""
     if isinstance(case, PureCase):
-        return ["pure"]
+        return ["checker-rules", "pure"] if case.function == "spec.checker.check_log" else ["pure"]
     needed = {"core"}
     for step in case.steps:
         op = step.request["op"]
         if op in STORAGE_OPS:
             needed.add("storage")
+        if op == "reset" and ("batchMaxDelayMs" in step.request or "batchMaxBytes" in step.request):
+            needed.update({"storage", "batch-policy"})
         if op in CRASH_OPS or (op == "reset" and step.request.get("storage") == "file"):
             needed.update({"storage", "crash-seam"})
     return sorted(needed)

@@ -179,7 +179,14 @@ class ReferenceSubject:
     """The reference store, driven by protocol requests (see the module docstring)."""
 
     name: ClassVar[str] = "dsh-session-spec reference"
-    capabilities: ClassVar[tuple[str, ...]] = ("core", "storage", "crash-seam", "pure", "checker-rules")
+    capabilities: ClassVar[tuple[str, ...]] = (
+        "core",
+        "storage",
+        "crash-seam",
+        "batch-policy",
+        "pure",
+        "checker-rules",
+    )
     ops: ClassVar[Mapping[str, str]] = {
         "hello": "op_hello",
         "reset": "op_reset",
