@@ -53,7 +53,7 @@ from conformance.crash_rules import (
     check_d3_5_no_false_corruption,
     check_d3_6_closers,
 )
-from conformance.driver import Driver, Mismatch, describe_request, find_mismatch
+from conformance.driver import Driver, Mismatch, Unsupported, describe_request, find_mismatch
 from conformance.model import (
     DurableLog,
     ModelStore,
@@ -207,6 +207,10 @@ def _replay(driver: Driver, workload: Sequence[Request], stop_codes: Sequence[st
         answer = driver.raw(op, **args)
         if not answer.ok and answer.error_code in stop_codes:
             return _Run(driver, index, answer.error_code, model)
+        if not answer.ok and answer.error_code == "UNSUPPORTED_OP":
+            raise Unsupported(op)
+        if not answer.ok and answer.error_code == "UNSUPPORTED_OP":
+            raise Unsupported(op)
         problem = find_mismatch(expected, answer, op, driver.target)
         if problem is not None:
             raise Mismatch(f"{describe_request(op, args)}\n  {problem}")
@@ -552,6 +556,8 @@ def run_crash_checks(
                     outcome.not_reached.append(
                         f"{where}: the rest of its crash points (its replay disagreed)"
                     )
+                except Unsupported as unsupported:
+                    outcome.not_reached.append(f"{where}: its crash points (the subject lacks {unsupported})")
     except _Enough:
         outcome.not_reached.append("the points after the first failure (fail-fast)")
     finally:

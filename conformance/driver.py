@@ -9,6 +9,7 @@ subjects through it.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -163,7 +164,7 @@ class Driver:
             problems = check_d3_5_no_false_corruption(answer.error_code) or (
                 f"read after a crash answered error {answer.error_code}",
             )
-            raise Mismatch(f"read {session_id} after a crash:\n  " + "\n  ".join(problems))
+            raise _after_crash(session_id, problems)
         result = answer.result if found and isinstance(answer.result, dict) else {}
         events = result.get("events") if isinstance(result.get("events"), list) else []
         assert isinstance(events, list)
@@ -171,7 +172,15 @@ class Driver:
         if found:
             problems += check_d3_2_prefix(events, appended) + check_d3_3_flushed_kept(events, flushed)
         if problems:
-            raise Mismatch(f"read {session_id} after a crash:\n  " + "\n  ".join(problems))
+            raise _after_crash(session_id, problems)
         if not found or header is None:
             return model_adopt_durable(model, session_id, None)
         return model_adopt_durable(model, session_id, DurableLog(header, tuple(appended[: len(events)])))
+
+
+def _after_crash(session_id: str, problems: Sequence[str]) -> Mismatch:
+    """What a read after a crash broke, signed by the D3 item (not the session's name)."""
+    item = problems[0].split(":", 1)[0]
+    return Mismatch(
+        f"read {session_id} after a crash:\n  " + "\n  ".join(problems), f"read after a crash: {item}"
+    )

@@ -167,6 +167,59 @@ CAUSES: Final = (
     ),
     Cause(
         "failed",
+        "append commits any event type, the store's and crash repair's own included (session/end-seed, "
+        "the compaction bracket, an interrupted turn/end, a result with repair's error code)",
+        SESSION + ":1444-1463",
+        keys=(
+            "session/*-cannot-be-appended*",
+            "session/an-interrupted-turn-end-cannot-be-appended*",
+            "session/a-tool-result-with-error-code-*",
+        ),
+    ),
+    Cause(
+        "failed",
+        "fork checks only the open turn at its boundary, and a seed is not checked for an open compaction "
+        "bracket, so a child can inherit a dangling compaction/start",
+        SESSION + ":1866-1874",
+        keys=(
+            "fork/a-boundary-at-a-compaction-start-is-inside-that-compaction",
+            "fork/a-boundary-inside-a-standalone-compaction-bracket-is-rejected",
+            "session/a-seed-that-ends-inside-an-open-compaction-bracket-is-rejected",
+        ),
+    ),
+    Cause(
+        "failed",
+        "fork checks only live sessions for the child id, so a stored child id is refused late or not at all",
+        SESSION + ":1845",
+        keys=("fork/a-stored-child-id-is-rejected-*",),
+    ),
+    Cause(
+        "unsupported",
+        "DSH 0.1 has no path for a compaction engine to write its bracket apart from a caller's append, so "
+        "the subject answers engine_append with UNSUPPORTED_OP",
+        "subjects/dsh/lib/subject.mjs; " + SESSION + ":1444",
+        keys=(
+            "session/the-compaction-engine-writes-its-bracket-through-its-own-path",
+            "fork/a-fork-without-a-boundary-of-a-log-that-ends-inside-a-compaction-is-rejected",
+            "repair/*-resuming-a-log-left-inside-a-compaction-closes-it-before-the-end-seed-marke*",
+        ),
+    ),
+    Cause(
+        "unsupported",
+        "DSH exports no such function: its projection framework and spill policy are not published as pure "
+        "functions",
+        "@deepseek-ai/dsh-session-projection lib/index.js; SPEC-DECISIONS D7, D8",
+        rules=("spec.projection.derive_projection_changes", "spec.spill.plan_max_inline_tokens"),
+    ),
+    Cause(
+        "unsupported",
+        "DSH's write-behind batch is fixed at 200 ms inside the persistence package, and the subject turns it "
+        "off so that only flush and close write: no batch bound can be set",
+        PERSISTENCE + ":436, :788",
+        keys=("storage/*batch*",),
+    ),
+    Cause(
+        "failed",
         "the stateful run met the disagreements listed as its diverges- cases",
         "the causes of those cases",
         keys=("machine/agrees", "exhaustive/agrees"),
