@@ -83,7 +83,6 @@ CAUSES: Final = (
             "session/an-event-type-that-is-not-a-string-is-rejected",
             "session/an-append-without-a-type-is-rejected-as-an-invalid-event-type",
             "session/a-rejected-append-changes-nothing-and-consumes-no-seq",
-            "machine/diverges-append-expected-event-type-invalid-got-ok",
         ),
     ),
     Cause(
@@ -93,7 +92,6 @@ CAUSES: Final = (
         keys=(
             "header/meta-that-is-a-string-is-not-a-header-record-and-no-session-is-created",
             "header/meta-that-is-an-array-is-not-a-header-record-and-no-session-is-created",
-            "machine/diverges-create-expected-header-not-record-got-ok",
         ),
     ),
     Cause(
@@ -110,7 +108,6 @@ CAUSES: Final = (
             "repair/an-open-compaction-is-closed-after-the-call-results-and-before-the-step-and-turn",
             "repair/an-open-compaction-outside-a-turn-gets-its-compaction-end-alone",
             "crash/d3-6",
-            "machine/diverges-resume-result-differs-at-events",
         ),
     ),
     Cause(
@@ -131,22 +128,14 @@ CAUSES: Final = (
         "create consults only live sessions: creating a stored id succeeds and fails at the next flush "
         "(or adopts the stored log when the new seed reproduces it)",
         PERSISTENCE + ":1249-1302",
-        keys=(
-            "storage/creating-a-session-whose-id-is-stored-is-rejected",
-            "machine/diverges-create-expected-session-already-exists-got-ok",
-        ),
+        keys=("storage/creating-a-session-whose-id-is-stored-is-rejected",),
     ),
     Cause(
         "failed",
         "a session with no events is never published: its flush and close write nothing, so read and "
         "resume do not find it",
         PERSISTENCE + ":808-816, :831, :1277",
-        keys=(
-            "machine/diverges-resume-expected-ok-got-session-not-found",
-            "machine/diverges-read-expected-ok-got-session-not-found",
-            "exhaustive/diverges-read-expected-ok-got-session-not-found",
-            "exhaustive/diverges-resume-expected-ok-got-session-not-found",
-        ),
+        keys=("exhaustive/diverges-resume-expected-ok-got-session-not-found",),
     ),
     Cause(
         "failed",
@@ -216,13 +205,28 @@ CAUSES: Final = (
         "DSH's write-behind batch is fixed at 200 ms inside the persistence package, and the subject turns it "
         "off so that only flush and close write: no batch bound can be set",
         PERSISTENCE + ":436, :788",
-        keys=("storage/*batch*",),
+        keys=("storage/*batch*", "storage/with-a-*-bound-*"),
     ),
     Cause(
         "failed",
         "the stateful run met the disagreements listed as its diverges- cases",
         "the causes of those cases",
         keys=("machine/agrees", "exhaustive/agrees"),
+    ),
+    Cause(
+        "failed",
+        "the generated programs meet the deviations listed above (an append of any type, a non-object meta, "
+        "ids checked against live sessions only, the compaction bracket unclosed by repair, an empty session "
+        "never published); which of them a run meets first depends on the programs Hypothesis draws",
+        SESSION + ":1444-1463, :1656-1668, :1845; " + PERSISTENCE + ":831, :1249-1302",
+        keys=("machine/diverges-*",),
+    ),
+    Cause(
+        "failed",
+        "a session with no events is never published, so a read of one that was flushed while empty answers "
+        "SESSION_NOT_FOUND",
+        PERSISTENCE + ":808-816, :831, :1277",
+        keys=("exhaustive/diverges-read-expected-ok-got-session-not-found",),
     ),
 )
 
