@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import shared_dir
+from shared_material import shared_dir
 
 from reference.cli import find_logs, main, read_log
 from reference.persistence.filestore import FileStore
