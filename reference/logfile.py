@@ -40,6 +40,7 @@ from spec.format.framing import (
     is_header_frame,
     scan_zstd_frames,
 )
+from spec.log.events import Event
 from spec.log.header import LEGACY_FORMAT_VERSION
 from spec.log.json import JsonValue
 
@@ -87,7 +88,7 @@ class LogFile:
     torn_place: LinePlace | None
 
     @property
-    def events(self) -> tuple[JsonValue, ...]:
+    def events(self) -> tuple[Event, ...]:
         return self.log.events + self.log.recovered
 
 

@@ -292,7 +292,10 @@ def decode_zstd_log(frames: Sequence[DecodedFrame], torn: DecodedFrame | None) -
         raise reject(Code.CORRUPT_LOG, "empty or header-less Zstandard session log")
     if not is_header_frame(frames[0]):
         raise reject(
-            Code.CORRUPT_LOG, "corrupt Zstandard session log: first frame is not exactly one header line"
+            Code.CORRUPT_LOG,
+            "corrupt Zstandard session log: first frame is not exactly one header line (a log compressed "
+            "whole, as by the zstd tool, is read by dsh-session check and explain; a store opens only the "
+            "one-frame-per-flush form it writes)",
         )
     header_line = decode_header_text(frames[0].plaintext[:-1])
     records: list[JsonValue] = []
