@@ -52,7 +52,7 @@ from reference.persistence.filestore import FileStore  # noqa: E402
 from reference.persistence.fs import RealFileSystem  # noqa: E402
 from reference.session import Session  # noqa: E402
 from reference.store import SessionStore  # noqa: E402
-from spec.log.json import encode_json_text  # noqa: E402
+from spec.format.json_text import encode_json_text  # noqa: E402
 
 BACKENDS = ("file", "sqlite", "postgres")
 
