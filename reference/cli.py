@@ -25,11 +25,9 @@ from reference.checking import (
     RENDERERS,
     check_paths,
 )
-from reference.logfile import LOG_FILE_SUFFIXES, InputError, find_logs, read_log_file
+from reference.logfile import LOG_FILE_SUFFIXES, InputError, read_log_file
 from reference.rule_catalog import code_meaning, rule_catalog
 from spec.codes import SpecError
-
-__all__ = ["find_logs", "main"]  # find_logs: the copy command's logs: source walks paths the same way
 
 PATHS_HELP = (
     "log files (read whatever their name: zstd or plain JSONL is told from the content) or "

@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 from shared_material import shared_dir
 
-from reference.cli import find_logs, main, read_log
+from reference.cli import main
+from reference.logfile import find_logs, read_log_file
 from reference.persistence.filestore import FileStore
 from reference.persistence.fs import RealFileSystem
 from reference.persistence.postgres import PostgresStore
@@ -57,7 +58,7 @@ def first_of_each_id(corpus: Path) -> dict[str, Any]:
     kept: dict[str, Any] = {}
     for path in find_logs([str(corpus)]):
         try:
-            log = read_log(path)
+            log = read_log_file(path).log
         except SpecError:
             continue
         kept.setdefault(str(log.header["id"]), log)
