@@ -26,10 +26,6 @@ from reference.server import ReferenceSubject
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 GENERATED_FAMILIES = ("machine", "exhaustive", "crash")
-# Under pytest-xdist (scripts/test.sh runs --dist loadgroup) these tests stay on one worker, so that
-# the module's fixtures — the reference's whole-suite run and every broken subject's verdict — are
-# computed once rather than once per worker.
-pytestmark = pytest.mark.xdist_group("mutation-score")
 
 
 def family_groups() -> list[tuple[str, frozenset[str]]]:
@@ -103,7 +99,6 @@ def test_the_reference_passes_every_family_in_process(reference_results: list[Ca
     assert not failures(reference_results), describe(failures(reference_results))
 
 
-@pytest.mark.xdist_group("mutation-score-stdio")  # needs neither fixture: free to run beside them
 def test_the_reference_passes_every_family_through_its_stdio_server() -> None:
     results = run_all(
         StdioSubject(f"{sys.executable} -m reference.server", env={"PYTHONPATH": str(REPOSITORY)})

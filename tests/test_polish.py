@@ -143,6 +143,6 @@ def test_the_readme_names_the_in_process_factory_of_the_reference() -> None:
 
 def test_the_readme_runs_the_tests_on_parallel_workers() -> None:
     test_script = (ROOT / "scripts" / "test.sh").read_text(encoding="utf-8")
-    assert "-n" in test_script and "--dist loadgroup" in test_script
+    assert "-n" in test_script and "--dist loadfile" in test_script
     assert "pytest-xdist" in (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     assert "bash scripts/test.sh" in README and "-n 2" in README
