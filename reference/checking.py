@@ -51,7 +51,6 @@ RELATIONAL_HINT: Final = (
     "longer session breaks them without being damaged. dsh-session rules lists them all."
 )
 SARIF_SCHEMA: Final = "https://json.schemastore.org/sarif-2.1.0.json"
-TOOL_URI: Final = "https://github.com/dsh-session-spec"  # where the rules are documented (docs/SPEC.md)
 
 
 @dataclass(frozen=True)
@@ -352,7 +351,6 @@ def sarif_log(outcomes: Sequence[Outcome]) -> dict[str, object]:
                 "tool": {
                     "driver": {
                         "name": "dsh-session",
-                        "informationUri": TOOL_URI,
                         "semanticVersion": _version(),
                         "rules": rules,
                     }
