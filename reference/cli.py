@@ -1,13 +1,8 @@
-"""``dsh-session``: check session logs against the spec, and explain what a log shows the model.
+"""``dsh-session``: check session logs against the spec, explain what a log shows the model, list
+the rules, copy sessions between backends.
 
-    dsh-session check PATH...       every rule violation of every log (exit 1 if any, 2 if unreadable)
-    dsh-session explain PATH        each event with its place on the surface, then the messages
-    dsh-session rules               the checker's rules, with what each one means
-    dsh-session copy --from A --to B [SESSION...]
-                                    copy sessions between backends, verified (reference/transfer.py)
-
-A PATH is a log file (``session.v4.jsonl[.zstd]``, DSH's ``session.jsonl[.zstd]``) or a directory,
-searched for log files. check and explain never write: a torn tail is reported, not repaired.
+Every failure is a typed error with a stable code and a sentence, never a traceback; the exit
+statuses are :data:`reference.checking.EXIT_CODES` (shown by ``--help``).
 """
 
 from __future__ import annotations
@@ -16,190 +11,278 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Iterator, Sequence
-from typing import TextIO
+import textwrap
+from collections.abc import Sequence
+from typing import NoReturn, TextIO
 
-from reference.persistence.fastjson import collector_paused
-from reference.persistence.filestore import LoadedLog, load_log
-from spec.checks.log import LEGACY_RULES, RULES, check_log
+from reference.checking import (
+    EXIT_CODES,
+    EXIT_FINDINGS,
+    EXIT_INTERNAL,
+    EXIT_OK,
+    EXIT_UNREADABLE,
+    EXIT_USAGE,
+    RENDERERS,
+    check_paths,
+)
+from reference.logfile import LOG_FILE_SUFFIXES, InputError, read_log_file
+from reference.rule_catalog import code_meaning, rule_catalog
 from spec.codes import SpecError
-from spec.log.events import derive_event_message
-from spec.log.json import JsonValue
-from spec.log.surface import fold_surface
 
-LOG_FILE_SUFFIXES = (".jsonl", ".jsonl.zstd")  # every log name, v4 or v0, ends with one of these
-EXIT_OK, EXIT_VIOLATIONS, EXIT_UNREADABLE = 0, 1, 2
-
-
-def find_logs(paths: Sequence[str]) -> Iterator[str]:
-    """Each path as given, or, for a directory, every log file below it (sorted)."""
-    for path in paths:
-        if not os.path.isdir(path):
-            yield path
-            continue
-        for folder, _, files in sorted(os.walk(path)):
-            for name in sorted(files):
-                if name.endswith(LOG_FILE_SUFFIXES):
-                    yield os.path.join(folder, name)
+PATHS_HELP = (
+    "log files (read whatever their name: zstd or plain JSONL is told from the content) or "
+    f"directories, searched for files named {', '.join('*' + suffix for suffix in LOG_FILE_SUFFIXES)}"
+)
 
 
-def read_log(path: str) -> LoadedLog:
-    with open(path, "rb") as file:
-        data = file.read()
-    return load_log(None, data, path.endswith(".zstd"), os.path.basename(path))
+class UsageError(Exception):
+    """A command line that names something unusable (exit status 2)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
 
 
-def command_check(paths: Sequence[str], core_only: bool, as_json: bool, out: TextIO) -> int:
-    worst = EXIT_OK
-    for path in find_logs(paths):
-        with collector_paused():  # a log read to be checked holds no reference cycles
-            worst = max(worst, _check_one(path, core_only, as_json, out))
-    return worst
+class _Parser(argparse.ArgumentParser):
+    """argparse, whose usage errors end with exit status 2 and a pointer to --help."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def _check_one(path: str, core_only: bool, as_json: bool, out: TextIO) -> int:
-    try:
-        log = read_log(path)
-    except SpecError as error:
-        _report(
-            out,
-            as_json,
-            {"path": path, "error": {"code": str(error.code), "message": error.message}},
-            f"{path}: unreadable [{error.code}] {error.message}",
-        )
-        return EXIT_UNREADABLE
-    except OSError as error:
-        _report(
-            out,
-            as_json,
-            {"path": path, "error": {"code": "STORAGE_IO", "message": str(error)}},
-            f"{path}: unreadable [STORAGE_IO] {error}",
-        )
-        return EXIT_UNREADABLE
-    events = log.events + log.recovered
-    found = check_log(events, log.header, relational=not core_only, format_version=log.format_version)
-    violations = [v for v in found if v.rule not in LEGACY_RULES]
-    legacy = [v for v in found if v.rule in LEGACY_RULES]
-    torn = "" if log.truncate_to is None else f" (torn tail from byte {log.truncate_to} ignored)"
-    if as_json:
-        rows = [{"rule": v.rule, "seq": v.seq, "message": v.message} for v in violations]
-        notes = [{"rule": v.rule, "seq": v.seq, "message": v.message} for v in legacy]
-        report = {"path": path, "events": len(events), "tornAt": log.truncate_to, "violations": rows}
-        if notes:
-            report["legacy"] = notes
-        _report(out, True, report, "")
-    else:
-        verdict = "ok" if not violations else f"{len(violations)} violation(s)"
-        if legacy:
-            verdict += f", {len(legacy)} legacy finding(s)"
-        print(f"{path}: {len(events)} events, format v{log.format_version}, {verdict}{torn}", file=out)
-        for violation in found:
-            where = "log" if violation.seq is None else f"seq {violation.seq}"
-            print(f"  [{violation.rule}] {where}: {violation.message}", file=out)
-    return EXIT_VIOLATIONS if violations else EXIT_OK
+def _paragraph(text: str) -> str:
+    """Prose for --help, wrapped as argparse wraps its own (RawDescriptionHelpFormatter does not)."""
+    return textwrap.fill(text, width=79)
 
 
-def command_explain(path: str, out: TextIO) -> int:
-    try:
-        log = read_log(path)
-    except SpecError as error:
-        print(f"{path}: unreadable [{error.code}] {error.message}", file=out)
-        return EXIT_UNREADABLE
-    events = log.events + log.recovered
-    try:
-        fold = fold_surface(events)
-    except SpecError as error:
-        print(f"{path}: the surface does not fold [{error.code}] {error.message}", file=out)
-        return EXIT_VIOLATIONS
-    shadowed_by = {seq: r.seq for r in fold.replacements for seq in r.shadowed}
-    visible = set(fold.nodes)
-    print(
-        f"{path}: session {log.header.get('id')!s}, {len(events)} events, format v{log.format_version}",
-        file=out,
+def exit_code_table(indent: str = "  ") -> str:
+    return "\n".join(f"{indent}{status:>3}  {meaning}" for status, meaning in EXIT_CODES)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    formatter = argparse.RawDescriptionHelpFormatter
+    parser = _Parser(
+        prog="dsh-session",
+        description=_paragraph(
+            "Check DSH session logs against the specification, explain what a log shows the model, "
+            "list the checker's rules, and copy sessions between backends."
+        ),
+        epilog="exit status:\n"
+        + exit_code_table()
+        + "\n\nRun dsh-session COMMAND --help for a command's options.",
+        formatter_class=formatter,
     )
-    for event in events:
-        seq = event.get("seq")
-        kind = str(event.get("type"))
-        if "surfaceOp" not in event:
-            place = "log-only"
-        elif seq in visible:
-            place = "on the surface" + (
-                "" if event["surfaceOp"] == "append" else f" (replaces {_span(event)})"
-            )
-        else:
-            place = f"shadowed by seq {shadowed_by.get(int(seq)) if isinstance(seq, int) else '?'}"
-        print(f"  {seq!s:>6}  {kind:<28} {place}", file=out)
-    print(f"surface: {len(fold.nodes)} nodes, replaceGeneration {fold.replace_generation}", file=out)
-    for seq in fold.nodes:
-        message = derive_event_message(events[seq])
-        if message is not None:
-            print(f"  seq {seq}: {message.get('role')}: {_preview(message.get('content'))}", file=out)
-    return EXIT_OK
-
-
-def command_rules(out: TextIO) -> int:
-    for rule, meaning in RULES.items():
-        print(f"{rule}\n    {meaning}", file=out)
-    return EXIT_OK
-
-
-def _span(event: JsonValue) -> str:
-    op = event.get("surfaceOp") if isinstance(event, dict) else None
-    return f"{op.get('start')}..{op.get('end')}" if isinstance(op, dict) else "?"
-
-
-def _preview(content: JsonValue, width: int = 70) -> str:
-    texts: list[str] = []
-    for block in content if isinstance(content, list) else []:
-        if isinstance(block, dict):
-            if isinstance(block.get("text"), str):
-                texts.append(str(block["text"]))
-            elif block.get("type") == "tool-call":
-                texts.append(f"<tool-call {block.get('name')}>")
-            elif block.get("type") == "tool-result":
-                texts.append(f"<tool-result {_preview(block.get('content'), width)}>")
-            else:
-                texts.append(f"<{block.get('type')}>")
-    text = " ".join(texts).replace("\n", " ")
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def _report(out: TextIO, as_json: bool, row: dict[str, object], line: str) -> None:
-    print(json.dumps(row) if as_json else line, file=out)
-
-
-def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
-    parser = argparse.ArgumentParser(
-        prog="dsh-session", description=__doc__.split("\n\n")[0] if __doc__ else None
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
+    check = commands.add_parser(
+        "check",
+        help="report every rule violation of each log",
+        description=_paragraph(
+            "Check each log against every rule of the spec (the core rules a DSH session enforces "
+            "when it loads a log, and the relational rules of how its events nest). Repeated violations "
+            "of one rule are grouped. Nothing is written: a torn tail is reported, not repaired."
+        ),
+        epilog="exit status:\n"
+        + exit_code_table()
+        + "\n\nWhen several apply, the first of 3, 4, 1 is the status.",
+        formatter_class=formatter,
     )
-    commands = parser.add_subparsers(dest="command", required=True)
-    check = commands.add_parser("check", help="report every rule violation of each log")
-    check.add_argument("paths", nargs="+")
+    check.add_argument("paths", nargs="+", metavar="PATH", help=PATHS_HELP)
     check.add_argument(
-        "--core-only", action="store_true", help="skip the relational rules DSH does not enforce"
+        "--core-only",
+        action="store_true",
+        help="check only the core rules (what a DSH session itself refuses to load), "
+        "not the relational ones (turns, steps, tool calls, compaction brackets, lineage)",
     )
-    check.add_argument("--json", action="store_true", help="one JSON object per log")
-    explain = commands.add_parser("explain", help="show each event's place on the surface")
-    explain.add_argument("path")
-    commands.add_parser("rules", help="list the checker's rules")
+    check.add_argument(
+        "--format",
+        choices=tuple(RENDERERS),
+        default="text",
+        help="text for people (the default), json for one JSON object per log, "
+        "sarif for a SARIF 2.1.0 log for CI annotations",
+    )
+    check.add_argument("--json", action="store_true", help="the same as --format json")
+    explain = commands.add_parser(
+        "explain",
+        help="show each event's place on the surface",
+        description=_paragraph(
+            "Show what each event of a log contributes to the surface the model sees: on it, "
+            "shadowed by a replace, or log-only; then the messages of the surface. With --html, write one "
+            "self-contained page that draws the log as a timeline."
+        ),
+        epilog="exit status:\n"
+        "    0  explained\n"
+        "    1  the log breaks a core rule (its refused events are marked; the page is written all the same)\n"
+        "    2  usage error, or the --html file cannot be written\n"
+        "    3  the log cannot be read\n"
+        f"   {EXIT_INTERNAL}  internal error in dsh-session (a bug: please report it)",
+        formatter_class=formatter,
+    )
+    explain.add_argument("path", metavar="PATH", help="a log file (zstd or plain JSONL, v4 or DSH's v0)")
+    explain.add_argument(
+        "--html", metavar="OUT", help="write the explanation as a self-contained HTML page to OUT"
+    )
+    rules = commands.add_parser(
+        "rules",
+        help="list the checker's rules",
+        description=_paragraph(
+            "List every rule of the checker: its id and level, its sentence, the codes behind it "
+            "and the spec functions that state it."
+        ),
+        formatter_class=formatter,
+    )
+    rules.add_argument("--format", choices=("text", "json"), default="text", help="text (default) or json")
     copy = commands.add_parser(
-        "copy", help="copy sessions between backends (file:, sqlite:, postgres:; logs: as a source)"
+        "copy",
+        help="copy sessions between backends (file:, sqlite:, postgres:; logs: as a source)",
+        description=_paragraph(
+            "Copy sessions between backends, each one verified by reading it back. An endpoint is "
+            "KIND:WHERE: file:ROOT (file+plain:ROOT writes plain JSONL), sqlite:PATH, postgres:DSN "
+            "(postgres:DSN#SCHEMA), and logs:PATH as a source only."
+        ),
+        epilog="exit status:\n"
+        "    0  every session is at the destination and verified\n"
+        "    1  a session was refused or failed to verify\n"
+        "    2  usage error: an endpoint that cannot be used\n"
+        "    3  a session or an endpoint could not be read",
+        formatter_class=formatter,
     )
-    copy.add_argument("--from", dest="source", required=True, metavar="KIND:WHERE")
-    copy.add_argument("--to", dest="destination", required=True, metavar="KIND:WHERE")
+    copy.add_argument("--from", dest="source", required=True, metavar="KIND:WHERE", help="where to copy from")
+    copy.add_argument(
+        "--to", dest="destination", required=True, metavar="KIND:WHERE", help="where to copy to"
+    )
     copy.add_argument(
         "sessions", nargs="*", metavar="SESSION", help="session ids (default: every session of the source)"
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def command_check(paths: Sequence[str], core_only: bool, form: str, out: TextIO) -> int:
+    return RENDERERS[form](check_paths(paths, core_only), out)
+
+
+def command_explain(path: str, html: str | None, out: TextIO, err: TextIO) -> int:
+    from reference.explain import explain_log, render_explain_text
+
+    if html is not None:
+        validate_output_path(html)
+    try:
+        file = read_log_file(path)
+    except (InputError, SpecError) as error:
+        print(f"dsh-session explain: cannot read {path} [{error.code}] {error.message}", file=err)
+        return EXIT_UNREADABLE
+    explanation = explain_log(file)
+    if html is None:
+        render_explain_text(explanation, out)
+    else:
+        from reference.explain_html import render_explain_html
+
+        page = render_explain_html(explanation)
+        try:
+            with open(html, "w", encoding="utf-8") as written:
+                written.write(page)
+        except OSError as error:
+            raise UsageError(
+                "OUTPUT_NOT_WRITABLE", f"cannot write {html}: {error.strerror or error}"
+            ) from None
+        print(f"wrote {html} ({len(explanation.rows)} events)", file=out)
+    return EXIT_FINDINGS if explanation.breaks_core_rules else EXIT_OK
+
+
+def validate_output_path(path: str) -> None:
+    """An output file must be writable before any work is done: its folder exists and it is not a
+    directory."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise UsageError("OUTPUT_NOT_WRITABLE", f"cannot write {path}: it is a directory")
+    if not os.path.isdir(folder):
+        raise UsageError("OUTPUT_NOT_WRITABLE", f"cannot write {path}: the folder {folder} does not exist")
+    if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise UsageError("OUTPUT_NOT_WRITABLE", f"cannot write {path}: permission denied")
+
+
+def command_rules(form: str, out: TextIO) -> int:
+    catalog = rule_catalog()
+    if form == "json":
+        rows = [
+            {
+                "id": entry.rule_id,
+                "level": entry.level,
+                "sentence": entry.sentence,
+                "codes": [{"code": str(code), "meaning": code_meaning(code)} for code in entry.codes],
+                "functions": list(entry.functions),
+                "checkedBy": list(entry.checked_by),
+            }
+            for entry in catalog
+        ]
+        print(json.dumps(rows, indent=2), file=out)
+        return EXIT_OK
+    wrap = textwrap.TextWrapper(width=100, initial_indent="    ", subsequent_indent="    ")
+    for entry in catalog:
+        print(f"{entry.rule_id} ({entry.level})", file=out)
+        print(wrap.fill(entry.sentence), file=out)
+        if entry.codes:
+            print("    codes:", file=out)
+            for code in entry.codes:
+                print(f"      {code}: {code_meaning(code)}", file=out)
+        else:
+            print(
+                "    codes: none (a relational rule is reported by the checker, not raised by a rule)",
+                file=out,
+            )
+        print(f"    spec: {', '.join(entry.functions)}", file=out)
+        print(f"    checked by: {', '.join(entry.checked_by)}", file=out)
+        print(file=out)
+    core = sum(1 for entry in catalog if entry.level == "core")
+    print(
+        f"{len(catalog)} rules: {core} core, {len(catalog) - core} relational (dsh-session check --core-only "
+        "checks the core ones alone)",
+        file=out,
+    )
+    return EXIT_OK
+
+
+def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.command == "copy":
         from reference.transfer import command_copy
 
         return command_copy(args.source, args.destination, args.sessions, out)
     if args.command == "check":
-        return command_check(args.paths, args.core_only, args.json, out)
+        return command_check(args.paths, args.core_only, "json" if args.json else args.format, out)
     if args.command == "explain":
-        return command_explain(args.path, out)
-    return command_rules(out)
+        return command_explain(args.path, args.html, out, err)
+    return command_rules(args.format, out)
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+    """The command line; returns the exit status (no traceback on any path: a bug in this
+    program says so, with exit status 70, and ``DSH_SESSION_TRACEBACK=1`` shows its traceback)."""
+    args = build_parser().parse_args(argv)
+    try:
+        return run(args, out, err)
+    except UsageError as error:
+        print(f"dsh-session {args.command}: error [{error.code}] {error.message}", file=err)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print(f"dsh-session {args.command}: interrupted", file=err)
+        return 130  # 128 + SIGINT, as a shell reports it
+    except BrokenPipeError:
+        # The reader of the output went away (dsh-session check ... | head): nothing more to say.
+        # Point stdout at /dev/null so that the interpreter's flush at exit does not fail again.
+        if out is sys.stdout:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        return 128 + 13  # 128 + SIGPIPE, as a shell reports a writer whose reader left
+    except Exception as error:
+        if os.environ.get("DSH_SESSION_TRACEBACK"):
+            raise
+        print(
+            f"dsh-session {args.command}: internal error [INTERNAL] {type(error).__name__}: {error} "
+            "(a bug in dsh-session: please report it; DSH_SESSION_TRACEBACK=1 shows the traceback)",
+            file=err,
+        )
+        return EXIT_INTERNAL
 
 
 if __name__ == "__main__":

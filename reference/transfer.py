@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Final, TextIO
 
+from reference.logfile import InputError, find_logs, read_log_file
 from reference.persistence.api import PersistenceService, StoredLog
 from reference.persistence.database import DatabaseStore
 from reference.persistence.filestore import LOG_NAMES, FileStore, load_log
@@ -40,7 +41,7 @@ from spec.lineage.transfer import ALREADY_COPIED, check_session_copy, plan_sessi
 from spec.log.header import HEADER_FORMAT_VERSION
 
 KINDS: Final = ("file", "file+plain", "sqlite", "postgres", "logs")
-EXIT_OK, EXIT_REFUSED, EXIT_UNREADABLE = 0, 1, 2
+EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_UNREADABLE = 0, 1, 2, 3  # the convention of every dsh-session command
 
 
 class EndpointError(ValueError):
@@ -99,19 +100,16 @@ def _failing(error: SpecError) -> Callable[[], StoredLog]:
 
 
 def _read_file(path: str) -> StoredLog:
+    """A loose log file, read as ``dsh-session check`` reads it (its form told by its content)."""
     try:
-        with open(path, "rb") as file:
-            data = file.read()
-    except OSError as error:
-        raise reject(Code.STORAGE_IO, f"could not read {path}: {error}") from error
-    loaded = load_log(None, data, path.endswith(".zstd"))
+        loaded = read_log_file(path).log
+    except InputError as error:
+        raise reject(Code.STORAGE_IO, error.message) from None
     return StoredLog(loaded.header, loaded.events + loaded.recovered, loaded.format_version)
 
 
 def loose_log_entries(path: str) -> Iterator[SourceEntry]:
     """Every log file under ``path`` (or ``path`` itself), in sorted order."""
-    from reference.cli import find_logs
-
     for found in find_logs([path]):
         try:
             log = _read_file(found)
@@ -288,7 +286,8 @@ def command_copy(
     source: str, destination: str, sessions: Sequence[str], out: TextIO, progress: TextIO = sys.stderr
 ) -> int:
     """``dsh-session copy``: exit 0 when every session is at the destination and verified, 1 when
-    one was refused or failed to verify, 2 when one could not be read or an endpoint is unusable."""
+    one was refused or failed to verify, 2 when an endpoint is unusable (a usage error), 3 when a
+    session or an endpoint could not be read."""
     try:
         source_endpoint, destination_endpoint = parse_endpoint(source), parse_endpoint(destination)
         if destination_endpoint.kind == "logs":
@@ -297,7 +296,7 @@ def command_copy(
         destination_store = open_store(destination_endpoint)
     except (EndpointError, ValueError) as error:
         print(f"dsh-session copy: {error}", file=out)
-        return EXIT_UNREADABLE
+        return EXIT_USAGE
     except SpecError as error:
         print(f"dsh-session copy: cannot open an endpoint [{error.code}] {error.message}", file=out)
         return EXIT_UNREADABLE

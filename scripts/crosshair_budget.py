@@ -6,7 +6,8 @@ time, so a module's share of the budget is its number of clauses times that time
 Modules run ``JOBS`` at a time. With ``--report_all`` CrossHair reports on every clause it checked;
 the run fails when it reports a counterexample (``error:``), when a module's clause gets no report
 (a module with "no checkable functions", a clause whose precondition CrossHair could never meet, a
-crash), or when a module overruns its share several times over and is stopped. The plugin
+crash), when a module overruns its share several times over and is stopped, or when the whole run
+takes longer than its budget (it says by how much). The plugin
 scripts/crosshair_plugin.py keeps rejection messages from eating the search (see there).
 
 Environment: ``CROSSHAIR_BUDGET`` (wall seconds for the whole run, default 240) and
@@ -155,8 +156,20 @@ def main() -> int:
         for line in (*result.notes, *result.problems):
             print(f"    {line}")
     total = time.monotonic() - started
-    print(f"crosshair: whole run {total:.0f}s (budget {BUDGET_SECONDS}s)")
-    return 1 if any(result.problems for result in results) else 0
+    overrun = budget_overrun(total, BUDGET_SECONDS)
+    print(
+        f"crosshair: whole run {total:.0f}s (budget {BUDGET_SECONDS}s)"
+        + (f": FAILED, {overrun}" if overrun else "")
+    )
+    return 1 if overrun or any(result.problems for result in results) else 0
+
+
+def budget_overrun(took: float, budget: float) -> str | None:
+    """Why a run that took ``took`` wall seconds fails its budget, or ``None`` when it kept to it:
+    a budget is a promise about CI time, so a run past it fails even when every contract held."""
+    if took <= budget:
+        return None
+    return f"the run took {took:.0f}s, {took - budget:.0f}s over its {budget:g}s budget (CROSSHAIR_BUDGET)"
 
 
 if __name__ == "__main__":

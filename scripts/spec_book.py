@@ -28,6 +28,8 @@ from typing import Final
 ROOT: Final = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+# The readings of spec/ the book shares with `dsh-session rules`.
+from reference.rule_catalog import CORE_CHECKS, codes_in, reported_ids  # noqa: E402
 from spec import MOVED_MODULES  # noqa: E402 - the project root must be on the path first
 from spec.checks.log import CORE_RULES, RULES, SURFACE_RULE_OF_CODE  # noqa: E402
 from spec.codes import MEANING, Code  # noqa: E402
@@ -99,16 +101,6 @@ CHAPTERS: Final = (
     ("Codes and the wire", "spec/", ("spec.codes", "spec.wire")),
 )
 CONTRACT_LINE: Final = re.compile(r"^\s*(pre|post|raises)(\[[^\]]*\])?:")
-# Checker functions that reach a rule through a seed check report its codes under these ids.
-CORE_CHECKS: Final[Mapping[str, str]] = {
-    "spec.lineage.seed.validate_seed_seq": "seq-contiguous",
-    "spec.lineage.seed.validate_seed_envelope": "envelope",
-    "spec.lineage.seed.validate_seed_request_header_reason": "envelope",
-    "spec.lineage.seed.validate_seed_llm_shape": "message-shape",
-    "spec.lineage.seed.validate_message_shape": "message-shape",
-    "spec.lineage.seed.validate_tool_result_message": "message-shape",
-    "spec.lineage.seed.validate_request_header_shape": "message-shape",
-}
 
 
 @dataclass(frozen=True)
@@ -144,29 +136,6 @@ def split_docstring(doc: str) -> tuple[str, tuple[str, ...]]:
         )
     text = "\n".join(prose).strip()
     return re.sub(r"\n[ \t]+", "\n", text), tuple(contracts)
-
-
-def codes_in(node: ast.AST) -> tuple[str, ...]:
-    found: list[str] = []
-    for child in ast.walk(node):
-        if (
-            isinstance(child, ast.Attribute)
-            and isinstance(child.value, ast.Name)
-            and child.value.id == "Code"
-        ) and child.attr not in found:
-            found.append(child.attr)
-    return tuple(found)
-
-
-def reported_ids(node: ast.AST) -> tuple[str, ...]:
-    """Rule ids a checker function passes to ``Violation(...)`` as a literal."""
-    found: list[str] = []
-    for child in ast.walk(node):
-        if isinstance(child, ast.Call) and isinstance(child.func, ast.Name) and child.func.id == "Violation":
-            first = child.args[0] if child.args else None
-            if isinstance(first, ast.Constant) and isinstance(first.value, str) and first.value not in found:
-                found.append(first.value)
-    return tuple(found)
 
 
 def signature_of(node: ast.FunctionDef) -> str:

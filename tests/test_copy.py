@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 from shared_material import shared_dir
 
-from reference.cli import find_logs, main, read_log
+from reference.cli import main
+from reference.logfile import find_logs, read_log_file
 from reference.persistence.filestore import FileStore
 from reference.persistence.fs import RealFileSystem
 from reference.persistence.postgres import PostgresStore
@@ -57,7 +58,7 @@ def first_of_each_id(corpus: Path) -> dict[str, Any]:
     kept: dict[str, Any] = {}
     for path in find_logs([str(corpus)]):
         try:
-            log = read_log(path)
+            log = read_log_file(path).log
         except SpecError:
             continue
         kept.setdefault(str(log.header["id"]), log)
@@ -81,7 +82,7 @@ def corpus_store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[s
     kept = first_of_each_id(corpus)
     root = tmp_path_factory.mktemp("corpus-store")
     status, summary, progress = copy(f"logs:{corpus}", f"file:{root}")
-    assert status == 2  # the one unreadable corpus log
+    assert status == 3  # the one unreadable corpus log
     assert [line for line in progress.splitlines() if "unreadable" in line] == [
         line for line in progress.splitlines() if any(name in line for name in UNREADABLE_IN_CORPUS)
     ]
@@ -135,7 +136,7 @@ def test_a_copy_of_named_sessions_copies_those_and_reports_a_missing_one(tmp_pat
     status, summary, progress = copy(
         f"file:{tmp_path / 'files'}", f"sqlite:{tmp_path / 's.sqlite3'}", "two", "three"
     )
-    assert status == 2 and summary.startswith("1 copied")
+    assert status == 3 and summary.startswith("1 copied")
     assert "three: unreadable, not copied [SESSION_NOT_FOUND]" in progress
     assert [header["id"] for header in SqliteStore(str(tmp_path / "s.sqlite3")).list()] == ["two"]
 
@@ -147,7 +148,7 @@ def test_an_unreadable_stored_session_is_reported_and_the_others_copied(tmp_path
     bad = Path(files.locate("bad") or "")
     bad.write_bytes(b"not a header\n")
     status, summary, progress = copy(f"file:{tmp_path / 'files'}", f"sqlite:{tmp_path / 's.sqlite3'}")
-    assert status == 2 and summary.startswith("1 copied, 0 already there, 0 refused, 1 unreadable")
+    assert status == 3 and summary.startswith("1 copied, 0 already there, 0 refused, 1 unreadable")
     assert f"{bad}: unreadable" in progress
 
 

@@ -7,7 +7,9 @@ One log is not a valid DSH log and is refused, as DSH itself refuses it:
 ``apps__web__tests__snapshots__cordis-tool-round__session.jsonl`` is a UI snapshot fixture from
 which the delta chunk events were cut out, so its seqs jump (line 7 holds seq 87 where seq 6 is
 due). Session logs are contiguous from 0 (notes/dsh-persistence §6.2), and DSH's reader reports
-this exact damage as ``seq gap in committed region at line 7 (expected 6, got 87)``.
+this damage as ``seq gap in committed region at line 7 (expected 6, got 87)``, counting event lines
+from 1 after the header; this project names the file's own line, 8 (the header is line 1), and its
+byte offset.
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ def read_log(path: Path) -> tuple[FrozenDict, tuple[Event, ...]]:
     assert log.truncate_to is None
     session_id = header["id"]
     assert isinstance(session_id, str)
-    return header, upgrade_v0_records(session_id, log.records)
+    return header, upgrade_v0_records(session_id, log.records, log.places)
 
 
 def readable_logs() -> list[Path]:
@@ -131,9 +133,11 @@ def test_the_seq_gap_fixture_is_refused_as_a_corrupt_log() -> None:
     with pytest.raises(SpecError) as caught:
         read_log(path)
     assert caught.value.code is Code.CORRUPT_LOG
-    assert (
-        caught.value.message
-        == "corrupt session log: seq gap in committed region at line 7 (expected 6, got 87)"
+    data = path.read_bytes()
+    eighth_line = len(b"".join(data.splitlines(keepends=True)[:7]))
+    assert b'"seq":87' in data.splitlines()[7]
+    assert caught.value.message == (
+        f"corrupt session log: seq gap in committed region at line 8 (byte {eighth_line}): expected seq 6, got 87"
     )
 
 

@@ -126,14 +126,16 @@ def test_a_torn_tail_of_one_stray_byte_is_cut_too() -> None:
     assert decode_jsonl_log(committed + b"x").truncate_to == len(committed)
 
 
-def test_a_bad_line_followed_by_more_data_is_a_corrupt_log_naming_its_line_and_byte() -> None:
+def test_a_bad_line_followed_by_more_data_is_a_corrupt_log_naming_its_file_line_and_byte() -> None:
     data = HEADER + b"\n" + TURN_START + b"\n" + b"{not json\n" + STEP_START + b"\n"
     with pytest.raises(SpecError) as caught:
         decode_jsonl_log(data)
     assert caught.value.code is Code.CORRUPT_LOG
     offset = len(HEADER) + len(TURN_START) + 2
+    assert data.split(b"\n")[2] == b"{not json" and data[offset:].startswith(b"{not json")
+    # the header is line 1, so the third line of the file is line 3 (sed -n 3p shows it)
     assert (
-        caught.value.message == f"corrupt session log: unparsable committed event at line 2 (byte {offset})"
+        caught.value.message == f"corrupt session log: unparsable committed event at line 3 (byte {offset})"
     )
 
 
@@ -147,7 +149,7 @@ def test_an_empty_line_is_an_unparsable_record() -> None:
     with pytest.raises(SpecError) as caught:
         decode_jsonl_log(HEADER + b"\n\n" + TURN_START + b"\n")
     assert caught.value.code is Code.CORRUPT_LOG
-    assert "line 1" in caught.value.message
+    assert f"line 2 (byte {len(HEADER) + 1})" in caught.value.message
 
 
 def test_invalid_utf8_in_a_complete_line_is_a_corrupt_log() -> None:
@@ -409,7 +411,9 @@ def test_a_first_frame_that_is_not_exactly_one_line_is_corrupt(plaintext: bytes)
     with pytest.raises(SpecError) as caught:
         decode_zstd_log([DecodedFrame(0, plaintext)], None)
     assert caught.value.code is Code.CORRUPT_LOG
-    assert caught.value.message == "corrupt Zstandard session log: first frame is not exactly one header line"
+    assert caught.value.message.startswith(
+        "corrupt Zstandard session log: first frame is not exactly one header line (a log compressed whole"
+    )
 
 
 def test_a_complete_frame_ending_inside_a_line_is_corrupt_naming_the_frame() -> None:
@@ -423,8 +427,10 @@ def test_an_unparsable_line_in_a_complete_frame_is_corrupt_even_as_the_last_line
     with pytest.raises(SpecError) as caught:
         decode_zstd_log([DecodedFrame(0, HEADER + b"\n"), DecodedFrame(57, TURN_START + b"\n{oops\n")], None)
     assert caught.value.code is Code.CORRUPT_LOG
-    assert (
-        caught.value.message == "corrupt session log: unparsable committed event at line 2 (frame at byte 57)"
+    offset = len(HEADER) + 1 + len(TURN_START) + 1
+    assert caught.value.message == (
+        f"corrupt session log: unparsable committed event at line 3 (byte {offset} of the decompressed text, "
+        "zstd frame at byte 57)"
     )
 
 

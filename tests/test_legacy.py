@@ -388,7 +388,10 @@ def test_a_seq_gap_in_the_records_is_a_corrupt_log() -> None:
         [ev(0, "turn/start", {"turn": 1}), ev(2, "turn/end", {"turn": 1, "reason": {"kind": "completed"}})]
     )
     assert error.code is Code.CORRUPT_LOG
-    assert error.message == "corrupt session log: seq gap in committed region at line 2 (expected 1, got 2)"
+    # without places the records are counted as the lines after the header: the second is line 3
+    assert (
+        error.message == "corrupt session log: seq gap in committed region at line 3: expected seq 1, got 2"
+    )
 
 
 @pytest.mark.parametrize("record", [None, 42, "junk", []])

@@ -34,9 +34,11 @@ from spec.format.chunk_rows import decode_storage_record
 from spec.format.framing import (
     DecodedFrame,
     FramedLog,
+    LinePlace,
     decode_header_text,
     decode_jsonl_log,
     decode_zstd_log,
+    describe_place,
     scan_zstd_frames,
 )
 from spec.format.json_text import encode_json_text
@@ -153,16 +155,20 @@ def load_log(
         fast = load_clean_v4_log(session_id, data, compressed)
         if fast is not None:
             return fast
-    stored = parse_log_bytes(data, compressed)
+    return load_framed_log(session_id, parse_log_bytes(data, compressed), file_name)
+
+
+def load_framed_log(session_id: str | None, stored: FramedLog, file_name: str | None = None) -> LoadedLog:
+    """The events of a log already cut into its header line and records (:func:`load_log`)."""
     version, header = decode_header_line(stored.header_line, session_id, file_name)
     header_id = str(header["id"])
     if version == LEGACY_FORMAT_VERSION:
-        events = upgrade_v0_records(header_id, stored.records + stored.recovered)
+        events = upgrade_v0_records(header_id, stored.records + stored.recovered, stored.places)
         committed = events[: len(events) - _expanded_count(stored.recovered)] if stored.recovered else events
         return LoadedLog(version, header, committed, events[len(committed) :], stored.truncate_to)
-    events = _take_v4_events(stored.records, 0)
-    recovered = _take_v4_events(stored.recovered, len(events))
-    validate_stored_events(header_id, events + recovered)
+    events = _take_v4_events(stored.records, 0, stored.places)
+    recovered = _take_v4_events(stored.recovered, len(events), stored.places)
+    validate_stored_events(header_id, events + recovered, stored.places)
     return LoadedLog(version, header, events, recovered, stored.truncate_to)
 
 
@@ -220,15 +226,18 @@ def _expanded_count(records: Sequence[JsonValue]) -> int:
     return sum(len(decode_storage_record(record)) for record in records)
 
 
-def _take_v4_events(records: Sequence[JsonValue], first_seq: int) -> tuple[Event, ...]:
+def _take_v4_events(
+    records: Sequence[JsonValue], first_seq: int, places: Sequence[LinePlace] = ()
+) -> tuple[Event, ...]:
     events: list[Event] = []
     for offset, record in enumerate(records):
         expected = first_seq + offset
         if not isinstance(record, dict) or not is_event_seq(record.get("seq")) or record["seq"] != expected:
             got = record.get("seq") if isinstance(record, dict) else record
+            where = f" at {describe_place(places[expected])}" if expected < len(places) else ""
             raise reject(
                 Code.CORRUPT_LOG,
-                f"corrupt session log: seq gap in committed region (expected {expected}, got {got})",
+                f"corrupt session log: seq gap in committed region{where}: expected seq {expected}, got {got}",
             )
         frozen = freeze_parsed_json(record)
         assert isinstance(frozen, FrozenDict)

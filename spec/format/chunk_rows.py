@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from spec.codes import Code, reject
+from spec.codes import Code, SpecError, reject
 from spec.log.json import JsonObject, JsonValue, is_event_seq, is_safe_integer
 
 # Row tag -> the delta chunk type its members decode to.
@@ -22,16 +22,24 @@ _TEXT_ROW_DATA_KEYS: Final = frozenset({"turn", "step", "index", "dt", "texts"})
 _TOOL_ROW_DATA_KEYS: Final = frozenset({"turn", "step", "index", "id", "dt", "args"})
 
 
-def decode_storage_record(value: JsonValue) -> list[JsonValue]:
+def decode_storage_record(value: JsonValue, where: str | None = None) -> list[JsonValue]:
     """One stored v0 record gives the events it holds: an object tagged ``text-chunks``,
     ``reasoning-chunks`` or ``tool-call-chunks`` is a packed row, validated strictly and expanded
     into its ``assistant/chunk`` members; any other value is one event, passed through unchecked
-    (notes/dsh-session-core §13.1)."""
+    (notes/dsh-session-core §13.1). ``where`` (the row's line in its file) goes into the message
+    of a malformed row."""
     if not isinstance(value, dict) or value.get("type") not in CHUNK_ROW_TAGS:
         return [value]
     tag = value["type"]
     assert isinstance(tag, str)
-    members = validate_chunk_row(tag, value)
+    try:
+        members = validate_chunk_row(tag, value)
+    except SpecError as error:
+        if where is None:
+            raise
+        raise reject(
+            error.code, error.message.replace(" storage row:", f" storage row at {where}:", 1)
+        ) from None
     return expand_chunk_row(tag, value, members)
 
 

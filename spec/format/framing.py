@@ -10,6 +10,7 @@ the plaintexts back to :func:`decode_zstd_log`. What a record holds is read else
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -57,16 +58,39 @@ def split_jsonl(data: bytes) -> JsonlScan:
 
 
 @dataclass(frozen=True)
+class LinePlace:
+    """Where a line of a log is, as a person finds it: its 1-based line number (the header is
+    line 1) and the offset of its first byte in the file; in a zstd log, the line and byte are
+    those of the decompressed text (what ``zstdcat`` prints) and ``frame`` is the file offset of
+    the frame that holds the line."""
+
+    line: int
+    byte: int
+    frame: int | None = None
+
+
+def describe_place(place: LinePlace) -> str:
+    """A place as a reading error names it: ``line 12 (byte 345)``, or for a zstd log
+    ``line 12 (byte 345 of the decompressed text, zstd frame at byte 89)``."""
+    if place.frame is None:
+        return f"line {place.line} (byte {place.byte})"
+    return f"line {place.line} (byte {place.byte} of the decompressed text, zstd frame at byte {place.frame})"
+
+
+@dataclass(frozen=True)
 class FramedLog:
     """What a log's bytes hold: the parsed header line, the records after it that are committed,
     the records recovered from a torn zstd frame (kept, but they must be written again), and the
     offset the file must be cut back to so that the next open sees a clean log (``None`` when the
-    log is clean already) (SPEC-DECISIONS D3 item 4)."""
+    log is clean already) (SPEC-DECISIONS D3 item 4). ``places`` says where each record's line is
+    (committed records, then recovered ones), ``torn_place`` where a dropped torn tail starts."""
 
     header_line: JsonValue
     records: tuple[JsonValue, ...]
     recovered: tuple[JsonValue, ...] = ()
     truncate_to: int | None = None
+    places: tuple[LinePlace, ...] = ()
+    torn_place: LinePlace | None = None
 
 
 def decode_jsonl_log(data: bytes) -> FramedLog:
@@ -80,11 +104,20 @@ def decode_jsonl_log(data: bytes) -> FramedLog:
     if not scan.lines:
         raise reject(Code.CORRUPT_LOG, "empty or header-less session log")
     header_line = decode_header_text(scan.lines[0].text)
-    records = tuple(
-        decode_record_text(line.text, f"line {number} (byte {line.offset})")
-        for number, line in enumerate(scan.lines[1:], start=1)
+    places = tuple(
+        LinePlace(line=number, byte=line.offset) for number, line in enumerate(scan.lines[1:], start=2)
     )
-    return FramedLog(header_line=header_line, records=records, truncate_to=scan.torn_offset)
+    records = tuple(
+        decode_record_text(line.text, describe_place(place)) for line, place in zip(scan.lines[1:], places)
+    )
+    torn_place = None if scan.torn_offset is None else LinePlace(len(scan.lines) + 1, scan.torn_offset)
+    return FramedLog(
+        header_line=header_line,
+        records=records,
+        truncate_to=scan.torn_offset,
+        places=places,
+        torn_place=torn_place,
+    )
 
 
 def decode_header_text(text: bytes) -> JsonValue:
@@ -252,37 +285,111 @@ def decode_zstd_log(frames: Sequence[DecodedFrame], torn: DecodedFrame | None) -
     a line that does not parse, is a corrupt log naming the frame's byte offset. A torn final
     frame is cut off the file, but the complete lines of its plaintext are recovered and must be
     written again (SPEC-DECISIONS D3 items 4-5; notes/dsh-persistence §4.4, §6.4). ``frames`` are
-    the complete non-skippable frames, decompressed and checksum-verified by the caller."""
+    the complete non-skippable frames, decompressed and checksum-verified by the caller. This is
+    the form a writer produces, one frame per flush; a log compressed whole by a tool is read by
+    :func:`decode_compressed_log`."""
     if not frames:
         raise reject(Code.CORRUPT_LOG, "empty or header-less Zstandard session log")
-    header_scan = split_jsonl(frames[0].plaintext)
-    if len(header_scan.lines) != 1 or header_scan.torn_offset is not None:
+    if not is_header_frame(frames[0]):
         raise reject(
-            Code.CORRUPT_LOG, "corrupt Zstandard session log: first frame is not exactly one header line"
+            Code.CORRUPT_LOG,
+            "corrupt Zstandard session log: first frame is not exactly one header line (a log compressed "
+            "whole, as by the zstd tool, is read by dsh-session check and explain; a store opens only the "
+            "one-frame-per-flush form it writes)",
         )
-    header_line = decode_header_text(header_scan.lines[0].text)
+    header_line = decode_header_text(frames[0].plaintext[:-1])
     records: list[JsonValue] = []
-    line_number = 0
+    places: list[LinePlace] = []
+    line_number, text_offset = 1, len(frames[0].plaintext)
     for frame in frames[1:]:
         scan = split_jsonl(frame.plaintext)
         if scan.torn_offset is not None:
             raise reject(
                 Code.CORRUPT_LOG,
-                f"corrupt Zstandard session log: complete frame at byte {frame.offset} contains a torn JSONL record",
+                f"corrupt Zstandard session log: complete frame at byte {frame.offset} contains a torn "
+                f"JSONL record (line {line_number + len(scan.lines) + 1} of the decompressed text)",
             )
         for line in scan.lines:
             line_number += 1
-            records.append(
-                decode_record_text(line.text, f"line {line_number} (frame at byte {frame.offset})")
-            )
+            place = LinePlace(line_number, text_offset + line.offset, frame.offset)
+            records.append(decode_record_text(line.text, describe_place(place)))
+            places.append(place)
+        text_offset += len(frame.plaintext)
     if torn is None:
-        return FramedLog(header_line=header_line, records=tuple(records))
+        return FramedLog(header_line=header_line, records=tuple(records), places=tuple(places))
     recovered: list[JsonValue] = []
-    for line in split_jsonl(torn.plaintext).lines:
+    torn_scan = split_jsonl(torn.plaintext)
+    for line in torn_scan.lines:
         line_number += 1
-        recovered.append(
-            decode_record_text(line.text, f"line {line_number} (torn frame at byte {torn.offset})")
+        place = LinePlace(line_number, text_offset + line.offset, torn.offset)
+        recovered.append(decode_record_text(line.text, f"{describe_place(place)}, in the torn frame"))
+        places.append(place)
+    return FramedLog(
+        header_line=header_line,
+        records=tuple(records),
+        recovered=tuple(recovered),
+        truncate_to=torn.offset,
+        places=tuple(places),
+        torn_place=LinePlace(line_number + 1, text_offset + (torn_scan.torn_offset or 0), torn.offset)
+        if torn_scan.torn_offset is not None
+        else None,
+    )
+
+
+def is_header_frame(frame: DecodedFrame) -> bool:
+    """Whether a frame's plaintext is exactly one line: a writer's first frame, the header line
+    alone (notes/dsh-persistence §4.4)."""
+    return frame.plaintext.endswith(b"\n") and frame.plaintext.count(NEWLINE) == 1
+
+
+def decode_compressed_log(frames: Sequence[DecodedFrame], torn: DecodedFrame | None) -> FramedLog:
+    """How a reader takes any zstd log. A first frame that is exactly the header line is the
+    writer's frame-per-flush form (:func:`decode_zstd_log`). A first frame holding more than the
+    header line is a log compressed whole by a tool (``zstd file.jsonl``, one frame or several
+    cut anywhere): its frames' plaintexts, joined, are the plain log that was compressed and are
+    read by the plain rules — every complete line a record, bytes after the last newline a torn
+    tail of that text, dropped and reported at ``torn_place``. An incomplete final frame is a torn
+    tail of the file: cut at its offset, the complete lines of its plaintext recovered. A writer
+    never produces this form and never appends to it (docs/choices.md, "Reading logs as users
+    have them")."""
+    if not frames or is_header_frame(frames[0]):
+        return decode_zstd_log(frames, torn)
+    committed = b"".join(frame.plaintext for frame in frames)
+    text = committed + (torn.plaintext if torn is not None else b"")
+    scan = split_jsonl(text)
+    if not scan.lines:
+        raise reject(Code.CORRUPT_LOG, "empty or header-less Zstandard session log")
+    header_line = decode_header_text(scan.lines[0].text)
+    frame_starts: list[tuple[int, int]] = []  # (offset in the joined text, offset in the file)
+    text_start = 0
+    for frame in (*frames, *([torn] if torn is not None else [])):
+        frame_starts.append((text_start, frame.offset))
+        text_start += len(frame.plaintext)
+    records: list[JsonValue] = []
+    recovered: list[JsonValue] = []
+    places: list[LinePlace] = []
+    for number, line in enumerate(scan.lines[1:], start=2):
+        place = LinePlace(number, line.offset, _frame_holding(frame_starts, line.offset))
+        value = decode_record_text(line.text, describe_place(place))
+        (records if line.end <= len(committed) else recovered).append(value)
+        places.append(place)
+    torn_place = None
+    if scan.torn_offset is not None:
+        torn_place = LinePlace(
+            len(scan.lines) + 1, scan.torn_offset, _frame_holding(frame_starts, scan.torn_offset)
         )
     return FramedLog(
-        header_line=header_line, records=tuple(records), recovered=tuple(recovered), truncate_to=torn.offset
+        header_line=header_line,
+        records=tuple(records),
+        recovered=tuple(recovered),
+        truncate_to=None if torn is None else torn.offset,
+        places=tuple(places),
+        torn_place=torn_place,
     )
+
+
+def _frame_holding(frame_starts: Sequence[tuple[int, int]], text_offset: int) -> int:
+    """The file offset of the frame whose plaintext holds ``text_offset`` of the joined text
+    (the last frame starting at or before it; empty frames hold nothing)."""
+    index = bisect_right(frame_starts, text_offset, key=lambda start: start[0]) - 1
+    return frame_starts[max(index, 0)][1]

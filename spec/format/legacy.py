@@ -11,11 +11,12 @@ conversions happen in memory on every read.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Final
 
-from spec.codes import Code, reject
+from spec.codes import Code, SpecError, reject
 from spec.format.chunk_rows import decode_storage_record
+from spec.format.framing import LinePlace, describe_place
 from spec.lineage.seed import MESSAGE_EVENT_TYPES, validate_message_shape
 from spec.log.events import (
     ASSISTANT_MESSAGE,
@@ -36,81 +37,120 @@ SIMPLE_END_KINDS: Final = frozenset({"completed", "blocked", "max-tokens", "inte
 FAILURE_OPTIONAL_KEYS: Final = ("status", "providerRetryAfterMs", "requestId")
 
 
-def upgrade_v0_records(session_id: str, records: Sequence[JsonValue]) -> tuple[Event, ...]:
+def upgrade_v0_records(
+    session_id: str, records: Sequence[JsonValue], places: Sequence[LinePlace] = ()
+) -> tuple[Event, ...]:
     """The stored records of a v0 log (the lines after its header, parsed) become frozen events:
     rows expanded and seqs checked (:func:`decode_v0_events`), retired vocabulary refused, each
     event converted and its message shape checked in log order, then unknown types refused
-    (notes/dsh-persistence §3.5, §3.6)."""
-    events = decode_v0_events(records)
-    validate_no_retired_vocabulary(session_id, events)
+    (notes/dsh-persistence §3.5, §3.6). ``places`` (one per record, from the framing) puts the
+    file line and byte of the offending record into every refusal."""
+    events, record_of = decode_v0_events(records, places)
+    where = _event_places(places, record_of)
+    validate_no_retired_vocabulary(session_id, events, where)
     message_ids: dict[float, str] = {}
     upgraded: list[Event] = []
-    for event in events:
-        event = upgrade_turn_start(session_id, event)
-        event = upgrade_turn_end(session_id, event)
-        event = upgrade_steering_message(session_id, event)
-        event = upgrade_pre_identity_message(session_id, event, message_ids)
-        frozen = freeze_parsed_json(event)
-        assert isinstance(frozen, FrozenDict)
-        validate_message_shape(f"session event at seq {js_text(frozen['seq'])}", frozen)
+    for index, event in enumerate(events):
+        try:
+            event = upgrade_turn_start(session_id, event)
+            event = upgrade_turn_end(session_id, event)
+            event = upgrade_steering_message(session_id, event)
+            event = upgrade_pre_identity_message(session_id, event, message_ids)
+            frozen = freeze_parsed_json(event)
+            assert isinstance(frozen, FrozenDict)
+            validate_message_shape(f"session event at seq {js_text(frozen['seq'])}", frozen)
+        except SpecError as error:
+            raise reject(error.code, error.message + where(index)) from None
         message_id = _message_id_of(frozen)
         if message_id is not None:
             message_ids[len(upgraded)] = message_id  # decode_v0_events made position and seq equal
         upgraded.append(frozen)
-    validate_known_event_types(session_id, upgraded)
+    validate_known_event_types(session_id, upgraded, where)
     return tuple(upgraded)
 
 
-def validate_stored_events(session_id: str, events: Sequence[Event]) -> None:
+def validate_stored_events(
+    session_id: str, events: Sequence[Event], places: Sequence[LinePlace] = ()
+) -> None:
     """Events read from a v4 log need no conversion; each message event must have a well-formed
     message, as a restore requires (notes/dsh-persistence §3.6). Unlike a v0 log, a v4 log may hold
     event types this reader does not know: its writer (this project's Session, like DSH's) accepts
     any type, and refusing a log this project wrote would lose what it stored. The refusal of
-    unknown types protects a reader of DSH's v0 logs from vocabulary newer than it (§3.5)."""
-    for event in events:
-        if event.get("type") in MESSAGE_EVENT_TYPES:  # the shape rule passes every other type
+    unknown types protects a reader of DSH's v0 logs from vocabulary newer than it (§3.5).
+    ``places`` (one per event: a v4 record is one event) locates a refusal in the file."""
+    where = _event_places(places, range(len(events)))
+    for index, event in enumerate(events):
+        if event.get("type") not in MESSAGE_EVENT_TYPES:  # the shape rule passes every other type
+            continue
+        try:
             validate_message_shape(f"session event at seq {js_text(event.get('seq'))}", event)
+        except SpecError as error:
+            raise reject(error.code, error.message + where(index)) from None
 
 
-def decode_v0_events(records: Sequence[JsonValue]) -> list[JsonObject]:
+def decode_v0_events(
+    records: Sequence[JsonValue], places: Sequence[LinePlace] = ()
+) -> tuple[list[JsonObject], list[int]]:
     """Each stored record gives its events (:func:`spec.format.chunk_rows.decode_storage_record`), and each
     event is an object whose ``seq`` equals its position in the log; otherwise the log is corrupt
     (notes/dsh-persistence §6.2). DSH tolerates a seq gap after the last ``turn/end`` as a torn
-    tail; under SPEC-DECISIONS D3 a complete record never comes from a crash, so a gap is damage."""
+    tail; under SPEC-DECISIONS D3 a complete record never comes from a crash, so a gap is damage.
+    Returns the events and, for each, the index of the record it came from. A refusal names the
+    record's file line: its ``places`` entry, or else its line counted from the header (line 1),
+    one record per line."""
     events: list[JsonObject] = []
-    for number, record in enumerate(records, start=1):
-        for event in decode_storage_record(record):
+    record_of: list[int] = []
+    for index, record in enumerate(records):
+        where = describe_place(places[index]) if index < len(places) else f"line {index + 2}"
+        for event in decode_storage_record(record, where):
             if not isinstance(event, dict):
                 raise reject(
-                    Code.CORRUPT_LOG, f"corrupt session log: record at line {number} is not an event object"
+                    Code.CORRUPT_LOG, f"corrupt session log: record at {where} is not an event object"
                 )
             if event.get("seq") != len(events) or type(event.get("seq")) is bool:
                 raise reject(
                     Code.CORRUPT_LOG,
-                    f"corrupt session log: seq gap in committed region at line {number} "
-                    f"(expected {len(events)}, got {js_text(event.get('seq', 'undefined'))})",
+                    f"corrupt session log: seq gap in committed region at {where}: "
+                    f"expected seq {len(events)}, got {js_text(event.get('seq', 'undefined'))}",
                 )
             events.append(event)
-    return events
+            record_of.append(index)
+    return events, record_of
 
 
-def validate_no_retired_vocabulary(session_id: str, events: Sequence[JsonObject]) -> None:
+def _event_places(places: Sequence[LinePlace], record_of: Sequence[int]) -> Callable[[int], str]:
+    """For an event's index, the suffix that names its record's place (nothing without places)."""
+
+    def where(index: int) -> str:
+        record = record_of[index] if index < len(record_of) else None
+        if record is None or record >= len(places):
+            return ""
+        return f", at {describe_place(places[record])}"
+
+    return where
+
+
+def validate_no_retired_vocabulary(
+    session_id: str, events: Sequence[JsonObject], where: Callable[[int], str] = lambda index: ""
+) -> None:
     """A stored log must not hold the retired ``request/header-delta`` or ``mode/set`` events, nor
     a ``request/header`` with reason ``fallback``; the whole log is searched for each in that
-    order (notes/dsh-persistence §1.2 step 2, §3.6)."""
-    for event in events:
+    order (notes/dsh-persistence §1.2 step 2, §3.6). ``where`` gives an event's place suffix."""
+    for index, event in enumerate(events):
         if event.get("type") == REQUEST_HEADER_DELTA:
             raise reject(
                 Code.LEGACY_HEADER_DELTA,
-                f'session "{session_id}" contains unsupported legacy request/header-delta event at seq {_seq(event)}',
+                f'session "{session_id}" contains unsupported legacy request/header-delta event at seq {_seq(event)}'
+                + where(index),
             )
-    for event in events:
+    for index, event in enumerate(events):
         if event.get("type") == MODE_SET:
             raise reject(
                 Code.LEGACY_MODE_SET,
-                f'session "{session_id}" contains unsupported legacy mode/set event at seq {_seq(event)}',
+                f'session "{session_id}" contains unsupported legacy mode/set event at seq {_seq(event)}'
+                + where(index),
             )
-    for event in events:
+    for index, event in enumerate(events):
         data = event.get("data")
         if (
             event.get("type") == REQUEST_HEADER
@@ -119,7 +159,8 @@ def validate_no_retired_vocabulary(session_id: str, events: Sequence[JsonObject]
         ):
             raise reject(
                 Code.LEGACY_FALLBACK_REASON,
-                f'session "{session_id}" contains unsupported legacy request/header reason "fallback" at seq {_seq(event)}',
+                f'session "{session_id}" contains unsupported legacy request/header reason "fallback" at seq {_seq(event)}'
+                + where(index),
             )
 
 
@@ -304,18 +345,21 @@ def legacy_message_id(session_id: str, event: JsonObject) -> str:
     return f"legacy-message:{session_id}:{_seq(event)}"
 
 
-def validate_known_event_types(session_id: str, events: Sequence[JsonObject]) -> None:
+def validate_known_event_types(
+    session_id: str, events: Sequence[JsonObject], where: Callable[[int], str] = lambda index: ""
+) -> None:
     """After conversion, every event's type is one of the 48 DSH knows, or the event is marked
     ``ignorable: true``; an unknown required event might change how the rest of the log reads, so
-    the log is refused (notes/dsh-persistence §3.5)."""
-    for event in events:
+    the log is refused (notes/dsh-persistence §3.5). ``where`` gives an event's place suffix."""
+    for index, event in enumerate(events):
         kind = event.get("type")
         if kind in KNOWN_EVENT_TYPES or event.get("ignorable") is True:
             continue
         raise reject(
             Code.UNKNOWN_EVENT_TYPE,
             f'session "{session_id}" contains event type "{js_text(kind)}" (seq {_seq(event)}) unknown to this harness '
-            "and not marked ignorable; refusing to interpret the log — it was likely written by a newer harness",
+            "and not marked ignorable; refusing to interpret the log — it was likely written by a newer harness"
+            + where(index),
         )
 
 

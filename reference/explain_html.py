@@ -1,0 +1,353 @@
+"""``dsh-session explain --html OUT``: one self-contained page (inline CSS, no script, nothing
+fetched from a network) that draws a log as a timeline, for people learning how a log works.
+
+What the page shows, top to bottom:
+
+- the header: the session, its format, and its lineage — the parent it was forked from and how
+  many events it inherited (``parentSession``, ``seedLength``);
+- counts: turns (closed and open), compactions, replaces, violations;
+- the timeline, one row per event, inside its turn: where the event stands (on the surface the
+  model sees, shadowed by a replace, log-only, or refused by the spec), each replace with the span
+  it shadowed and links both ways, the seed the log inherited (shaded) and the ``session/end-seed``
+  that closes it, open compaction brackets, and every checker violation at the event it names;
+- beside it, the surface as the model sees it: the messages of the final surface, in order.
+
+The page is built from :class:`reference.explain.Explanation`; it decides nothing itself.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+from reference.explain import EventRow, Explanation, Span, preview
+from spec.checks.log import CORE_RULES
+from spec.checks.violation import Violation
+
+STYLE = """
+:root { --ink:#1d2330; --muted:#5d6675; --line:#d9dee7; --paper:#ffffff; --wash:#f4f6fa;
+  --surface:#1f7a4d; --surface-bg:#e6f4ec; --shadow:#8a93a3; --shadow-bg:#eef0f3; --replace:#8a4fd1;
+  --seed:#b7791f; --seed-bg:#fdf5e6; --bad:#c0392b; --bad-bg:#fdecea; --warn:#b35c00; --warn-bg:#fff3e0; }
+* { box-sizing: border-box; }
+body { margin: 0; font: 14px/1.45 "DejaVu Sans", "Helvetica Neue", Arial, sans-serif; color: var(--ink);
+  background: var(--wash); }
+header.page { background: var(--ink); color: #fff; padding: 18px 28px; }
+header.page h1 { margin: 0 0 4px; font-size: 20px; font-weight: 600; }
+header.page .sub { color: #c5cbd6; font-size: 13px; }
+code, .mono { font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: 12.5px; }
+main { display: grid; grid-template-columns: minmax(0, 1fr) 380px; gap: 20px; padding: 20px 28px; }
+section.card { background: var(--paper); border: 1px solid var(--line); border-radius: 8px; padding: 14px 16px;
+  margin-bottom: 16px; }
+section.card h2 { margin: 0 0 10px; font-size: 15px; }
+.lineage { border-left: 5px solid var(--seed); }
+.lineage p { margin: 4px 0; }
+.chips { display: flex; flex-wrap: wrap; gap: 8px; margin-top: 6px; }
+.chip { background: var(--wash); border: 1px solid var(--line); border-radius: 999px; padding: 2px 10px;
+  font-size: 12.5px; }
+.chip.bad { background: var(--bad-bg); border-color: #f3b8b1; color: var(--bad); }
+.chip.ok { background: var(--surface-bg); border-color: #b6dcc6; color: var(--surface); }
+.legend { display: flex; flex-wrap: wrap; gap: 14px; font-size: 12.5px; color: var(--muted); }
+.legend span::before { content: ""; display: inline-block; width: 11px; height: 11px; border-radius: 3px;
+  margin-right: 5px; vertical-align: -1px; background: var(--c); }
+ol.timeline { list-style: none; margin: 0; padding: 0; }
+li.turn { border-left: 5px solid var(--turn); margin: 10px 0; background: var(--paper); border-radius: 0 8px 8px 0;
+  border-top: 1px solid var(--line); border-right: 1px solid var(--line); border-bottom: 1px solid var(--line); }
+li.turn > .turn-head { padding: 6px 12px; font-weight: 600; font-size: 13px; background: var(--wash);
+  border-bottom: 1px solid var(--line); }
+li.turn > .turn-head .state { font-weight: 400; color: var(--muted); margin-left: 8px; }
+li.turn.open > .turn-head .state { color: var(--warn); font-weight: 600; }
+ol.events { list-style: none; margin: 0; padding: 0; }
+li.event { display: grid; grid-template-columns: 52px 58px 190px minmax(0, 1fr); gap: 8px; padding: 5px 12px;
+  border-bottom: 1px solid #eef0f4; align-items: baseline; }
+li.event:last-child { border-bottom: 0; }
+li.event .seq { font-weight: 700; text-align: right; }
+li.event .line { color: var(--muted); font-size: 12px; }
+li.event .kind { font-family: "DejaVu Sans Mono", monospace; font-size: 12.5px; }
+li.event.surface { background: var(--surface-bg); }
+li.event.surface .kind::before { content: "\\25CF "; color: var(--surface); }
+li.event.shadowed { background: var(--shadow-bg); color: var(--shadow); }
+li.event.shadowed .text { text-decoration: line-through; text-decoration-color: #b8bec9; }
+li.event.refused { background: var(--bad-bg); }
+li.event.seed { background-image: repeating-linear-gradient(135deg, transparent 0 8px, rgba(183,121,31,.10) 8px 16px); }
+li.event.end-seed { border-top: 2px dashed var(--seed); border-bottom: 2px dashed var(--seed); background: var(--seed-bg); }
+li.event.in-compaction { box-shadow: inset -5px 0 0 var(--replace); }
+.tag { display: inline-block; border-radius: 4px; padding: 0 6px; font-size: 11.5px; margin-right: 4px;
+  border: 1px solid transparent; }
+.tag.surface { background: #fff; color: var(--surface); border-color: #b6dcc6; }
+.tag.shadowed { background: #fff; color: var(--shadow); border-color: #cfd4dc; }
+.tag.replace { background: #f3ecfc; color: var(--replace); border-color: #d8c4f3; }
+.tag.seed { background: #fff; color: var(--seed); border-color: #f0d9b0; }
+.tag.logonly { background: #fff; color: var(--muted); border-color: var(--line); }
+.tag.compaction { background: #f3ecfc; color: var(--replace); }
+.tag.open { background: var(--warn-bg); color: var(--warn); border-color: #ffd299; }
+.text { color: inherit; }
+.violation { grid-column: 2 / -1; background: var(--bad-bg); color: var(--bad); border-left: 3px solid var(--bad);
+  padding: 3px 8px; border-radius: 0 4px 4px 0; font-size: 12.5px; }
+.violation.relational { background: var(--warn-bg); color: var(--warn); border-left-color: var(--warn); }
+.violation b { font-family: "DejaVu Sans Mono", monospace; }
+.seed-marker { padding: 6px 12px; color: var(--seed); font-weight: 600; font-size: 12.5px; background: var(--seed-bg); }
+aside .surface-list { list-style: none; margin: 0; padding: 0; counter-reset: node; }
+aside .surface-list li { border: 1px solid var(--line); border-radius: 6px; padding: 7px 9px; margin-bottom: 7px;
+  background: #fff; }
+aside .surface-list li .who { font-weight: 700; font-size: 12.5px; text-transform: uppercase; letter-spacing: .03em; }
+aside .surface-list li.user .who { color: #2c5fab; }
+aside .surface-list li.assistant .who { color: var(--surface); }
+aside .surface-list li.tool .who { color: #7a5b00; }
+aside .surface-list li.replacement { border-color: #d8c4f3; background: #faf6ff; }
+aside .surface-list li .meta { color: var(--muted); font-size: 12px; float: right; }
+aside { position: sticky; top: 12px; align-self: start; }
+a { color: inherit; }
+footer { color: var(--muted); font-size: 12px; padding: 0 28px 24px; }
+"""
+
+
+def render_explain_html(explanation: Explanation) -> str:
+    """The whole page as one string."""
+    return "\n".join(_page(explanation)) + "\n"
+
+
+def _e(value: object) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _page(x: Explanation) -> Iterator[str]:
+    header = x.file.log.header
+    title = f"Session {header.get('id')}"
+    yield "<!DOCTYPE html>"
+    yield '<html lang="en"><head><meta charset="utf-8">'
+    yield '<meta name="viewport" content="width=device-width, initial-scale=1">'
+    # no network: nothing is fetched, so the page works offline and leaks nothing
+    yield "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'\">"
+    yield f"<title>{_e(title)} — dsh-session explain</title>"
+    yield f"<style>{STYLE}</style></head><body>"
+    yield '<header class="page">'
+    yield f"<h1>{_e(title)}</h1>"
+    yield (
+        f'<div class="sub">{_e(x.file.path)} · format v{x.file.log.format_version} ({_e(x.file.form)}) · '
+        f"{len(x.rows)} events · created {_e(_when(header.get('createdAt')))}"
+        + (f" · cwd <code>{_e(header.get('cwd'))}</code>" if header.get("cwd") is not None else "")
+        + "</div>"
+    )
+    yield "</header><main><div>"
+    yield from _lineage(x)
+    yield from _counts(x)
+    yield from _timeline(x)
+    yield "</div>"
+    yield from _surface(x)
+    yield "</main>"
+    yield (
+        "<footer>Written by <code>dsh-session explain --html</code>. Surface, shadows and violations are the "
+        "spec's own judgements (spec.log.surface, spec.checks.log); <code>dsh-session rules</code> explains "
+        "every rule id.</footer>"
+    )
+    yield "</body></html>"
+
+
+def _lineage(x: Explanation) -> Iterator[str]:
+    header = x.file.log.header
+    parent = header.get("parentSession")
+    yield '<section class="card lineage" id="lineage"><h2>Lineage</h2>'
+    if parent is None and x.seed_length is None:
+        if header.get("isSeeded") is True:
+            yield "<p>Created from a seed (<code>isSeeded: true</code>) with no parent named.</p>"
+        else:
+            yield "<p>A root session: no parent, nothing inherited (<code>isSeeded: false</code>).</p>"
+    else:
+        yield (
+            f'<p>Forked from <b class="mono">{_e(parent)}</b>: the first <b>{_e(x.seed_length)}</b> events '
+            f"(<code>seedLength</code>) are the <b>seed</b>, copied from the parent's log, shaded below.</p>"
+        )
+    if x.end_seeds:
+        marks = ", ".join(f'<a href="#seq-{seq}">seq {seq}</a>' for seq in x.end_seeds)
+        yield (
+            f"<p>The <b>end-seed</b> (<code>session/end-seed</code>) at {marks} closes what was inherited or "
+            "restored: events after it are this session's own.</p>"
+        )
+    depth = header.get("delegationDepth")
+    origin = header.get("origin")
+    details = [f"delegationDepth {_e(depth)}"]
+    if origin is not None:
+        details.append(f"origin <code>{_e(origin)}</code>")
+    if header.get("agentPreset") is not None:
+        details.append(f"agentPreset <code>{_e(header.get('agentPreset'))}</code>")
+    yield f'<p class="mono" style="color:var(--muted)">{" · ".join(details)}</p>'
+    yield "</section>"
+
+
+def _counts(x: Explanation) -> Iterator[str]:
+    closed = sum(1 for span in x.turns if span.end is not None)
+    still_open = len(x.turns) - closed
+    core = sum(1 for v in x.violations if v.rule in CORE_RULES)
+    relational = len(x.violations) - core
+    chips = [
+        f"{len(x.rows)} events",
+        f"{len(x.surface)} on the surface",
+        f"{x.replace_generation} replace{'s' if x.replace_generation != 1 else ''} (replaceGeneration)",
+        f"{closed} closed turn{'s' if closed != 1 else ''}",
+        f"{still_open} open turn{'s' if still_open != 1 else ''}",
+        f"{len(x.compactions)} compaction{'s' if len(x.compactions) != 1 else ''}",
+    ]
+    yield '<section class="card"><h2>At a glance</h2><div class="chips">'
+    for chip in chips:
+        yield f'<span class="chip">{_e(chip)}</span>'
+    if x.violations:
+        count = len(x.violations)
+        yield (
+            f'<span class="chip bad">{count} violation{"s" if count != 1 else ""} '
+            f"({core} core, {relational} relational)</span>"
+        )
+    else:
+        yield '<span class="chip ok">no violations: every rule holds</span>'
+    yield "</div>"
+    yield '<div class="legend" style="margin-top:10px">'
+    for label, color in (
+        ("on the surface", "var(--surface)"),
+        ("shadowed by a replace", "var(--shadow)"),
+        ("replace", "var(--replace)"),
+        ("seed (inherited)", "var(--seed)"),
+        ("violation", "var(--bad)"),
+        ("relational violation", "var(--warn)"),
+    ):
+        yield f'<span style="--c:{color}">{_e(label)}</span>'
+    yield "</div>"
+    for violation in x.log_violations:
+        yield f'<div class="violation {_level(violation)}" style="margin-top:8px">{_violation_text(violation)}</div>'
+    yield "</section>"
+
+
+def _timeline(x: Explanation) -> Iterator[str]:
+    yield '<section class="card"><h2>Timeline</h2><ol class="timeline">'
+    turn_of_start = {span.start: span for span in x.turns}
+    turn_end = {span.end: span for span in x.turns if span.end is not None}
+    in_turn: Span | None = None
+    outside_open = False
+    for row in x.rows:
+        if row.seq in turn_of_start:
+            if outside_open:
+                yield "</ol></li>"
+                outside_open = False
+            if in_turn is not None:
+                yield "</ol></li>"
+            in_turn = turn_of_start[row.seq]
+            yield from _turn_head(in_turn)
+        elif in_turn is None and not outside_open:
+            yield '<li class="turn" style="--turn:#c5cbd6"><div class="turn-head">between turns</div><ol class="events">'
+            outside_open = True
+        if x.seed_length and row.seq == x.seed_length and row.seq not in x.end_seeds:
+            yield f'<li class="seed-marker">— the seed ends here: seqs 0–{x.seed_length - 1} came from the parent —</li>'
+        yield from _event(x, row)
+        if in_turn is not None and row.seq in turn_end and turn_end[row.seq] is in_turn:
+            yield "</ol></li>"
+            in_turn = None
+    if in_turn is not None or outside_open:
+        yield "</ol></li>"
+    yield "</ol></section>"
+
+
+def _turn_head(span: Span) -> Iterator[str]:
+    number = span.label.rsplit(" ", 1)[-1]
+    hue = (int(number) * 67 + 200) % 360 if number.isdigit() else 210
+    state = (
+        f"closed at seq {span.end}: {_e(span.outcome)}"
+        if span.end is not None
+        else ("open: no turn/end" if span.outcome == "open" else _e(span.outcome))
+    )
+    open_class = " open" if span.end is None else ""
+    yield (
+        f'<li class="turn{open_class}" style="--turn:hsl({hue} 55% 48%)"><div class="turn-head">{_e(span.label)} '
+        f'<span class="state">seq {span.start} · {state}</span></div><ol class="events">'
+    )
+
+
+def _event(x: Explanation, row: EventRow) -> Iterator[str]:
+    classes = ["event"]
+    tags: list[str] = []
+    if row.refused is not None:
+        classes.append("refused")
+        tags.append('<span class="tag open">refused</span>')
+    elif row.log_only:
+        tags.append('<span class="tag logonly">log-only</span>')
+    elif row.on_surface:
+        classes.append("surface")
+        tags.append('<span class="tag surface">on the surface</span>')
+    elif row.shadowed_by is not None:
+        classes.append("shadowed")
+        tags.append(
+            f'<span class="tag shadowed">shadowed by <a href="#seq-{row.shadowed_by}">seq {row.shadowed_by}</a></span>'
+        )
+    if row.replaces is not None:
+        start, end = row.replaces
+        shadows = ", ".join(f'<a href="#seq-{seq}">{seq}</a>' for seq in row.shadows) or "nothing"
+        tags.append(f'<span class="tag replace">replaces {start}–{end}: shadows {shadows}</span>')
+    if row.inherited:
+        classes.append("seed")
+        tags.append('<span class="tag seed">seed</span>')
+    if row.kind == "session/end-seed":
+        classes.append("end-seed")
+        tags.append('<span class="tag seed">end of the seed</span>')
+    if row.compaction is not None:
+        classes.append("in-compaction")
+        tags.append(f'<span class="tag compaction">compaction {_e(row.compaction)}</span>')
+    if row.recovered:
+        tags.append('<span class="tag open">recovered from a torn frame</span>')
+    if row.step is not None and row.turn is not None:
+        tags.append(f'<span class="tag logonly">step {row.step}</span>')
+    text = ""
+    if row.message is not None:
+        text = f'<span class="text"><b>{_e(row.message.get("role"))}</b>: {_e(preview(row.message.get("content"), 110))}</span>'
+    line = f"line {row.place.line}" if row.place is not None else ""
+    yield (
+        f'<li class="{" ".join(classes)}" id="seq-{row.seq}"><span class="seq">{row.seq}</span>'
+        f'<span class="line">{line}</span><span class="kind">{_e(row.kind)}</span>'
+        f"<span>{''.join(tags)} {text}</span>"
+    )
+    if row.refused is not None:
+        yield f'<div class="violation">the spec refuses its surface effect: {_e(row.refused)}</div>'
+    for violation in row.violations:
+        yield f'<div class="violation {_level(violation)}">{_violation_text(violation)}</div>'
+    yield "</li>"
+
+
+def _surface(x: Explanation) -> Iterator[str]:
+    yield '<aside><section class="card" id="surface"><h2>The surface as the model sees it</h2>'
+    yield (
+        f'<p style="color:var(--muted);margin-top:0">{len(x.surface)} nodes after replaceGeneration '
+        f"{x.replace_generation}: the messages the next request sends, in order.</p>"
+    )
+    yield '<ol class="surface-list">'
+    for seq in x.surface:
+        row = x.rows[seq]
+        message = row.message
+        if message is None:
+            continue
+        role = str(message.get("role"))
+        source = message.get("source")
+        kind = "tool" if isinstance(source, dict) and source.get("kind") == "tool" else role
+        classes = [kind] + (["replacement"] if row.replaces is not None else [])
+        meta = f'<a href="#seq-{seq}">seq {seq}</a>'
+        if row.replaces is not None:
+            meta += f" · replaces {row.replaces[0]}–{row.replaces[1]}"
+        if row.inherited:
+            meta += " · seed"
+        yield (
+            f'<li class="{" ".join(classes)}"><span class="meta">{meta}</span><span class="who">{_e(kind)}</span>'
+            f"<div>{_e(preview(message.get('content'), 300))}</div></li>"
+        )
+    yield "</ol></section></aside>"
+
+
+def _when(created: object) -> str:
+    """``createdAt`` (ms since the epoch) as stored, with its UTC date when it is a plausible one."""
+    if isinstance(created, int) and not isinstance(created, bool) and 0 <= created < 10**14:
+        moment = datetime.fromtimestamp(created / 1000, tz=UTC)
+        return f"{created} ({moment:%Y-%m-%d %H:%M:%S} UTC)"
+    return str(created)
+
+
+def _level(violation: Violation) -> str:
+    return "core" if violation.rule in CORE_RULES else "relational"
+
+
+def _violation_text(violation: Violation) -> str:
+    return f"<b>{_e(violation.rule)}</b> ({_level(violation)}): {_e(violation.message)}"

@@ -1,0 +1,177 @@
+"""Reading a log file as a user has it: whatever its name, compressed by this project's writer
+(one zstd frame per flush), compressed whole by the standard ``zstd`` tool, or plain JSONL.
+
+The form is told by content, never by the file name: bytes that start with a zstd frame's magic
+number (``28 b5 2f fd``, or a skippable frame's) are a zstd log, anything else is plain JSONL. A
+zstd log is read by the spec's reader rule (:func:`spec.format.framing.decode_compressed_log`):
+a first frame that is exactly the header line is the writer's form, a first frame holding more
+is a log compressed whole by a tool, whose joined plaintext is read as a plain log.
+
+This is the reader of every command that is given files: ``dsh-session check`` and ``explain``,
+the ``logs:`` source of ``dsh-session copy``, and the pytest plugin. It never writes, so a torn
+tail is reported, not repaired. The file store keeps to its own layout and its writer's form
+(:mod:`reference.persistence.filestore`).
+
+Every way a path can fail to be read is an :class:`InputError` (a missing path, a directory, a
+file the user may not read) or a :class:`spec.codes.SpecError` (bytes that are not a valid log),
+each with a stable code and a sentence, never a traceback.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Final
+
+from reference.persistence.filestore import LoadedLog, decompress_frame, decompress_torn, load_framed_log
+from spec.format.chunk_rows import CHUNK_ROW_TAGS, decode_storage_record
+from spec.format.framing import (
+    SKIPPABLE_MAGIC_BASE,
+    SKIPPABLE_MAGIC_MASK,
+    ZSTD_MAGIC,
+    DecodedFrame,
+    FramedLog,
+    LinePlace,
+    decode_compressed_log,
+    decode_jsonl_log,
+    is_header_frame,
+    scan_zstd_frames,
+)
+from spec.log.events import Event
+from spec.log.header import LEGACY_FORMAT_VERSION
+from spec.log.json import JsonValue
+
+# Names a directory search takes for logs: v4 and v0 names, and what `zstd` makes of them.
+LOG_FILE_SUFFIXES: Final = (".jsonl", ".jsonl.zstd", ".jsonl.zst")
+
+
+class InputCode(StrEnum):
+    """Why a path given on the command line could not be read (not a spec rule: the bytes were
+    never reached)."""
+
+    PATH_NOT_FOUND = "PATH_NOT_FOUND"
+    PATH_IS_A_DIRECTORY = "PATH_IS_A_DIRECTORY"
+    PERMISSION_DENIED = "PERMISSION_DENIED"
+    READ_FAILED = "READ_FAILED"
+
+
+class InputError(Exception):
+    """A path that cannot be read, with a stable ``code`` and a ``message`` that says so."""
+
+    def __init__(self, code: InputCode, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+
+
+class LogForm(StrEnum):
+    """How a log file's bytes are laid out."""
+
+    JSONL = "jsonl"  # plain JSON lines
+    ZSTD_FRAMES = "zstd, one frame per flush"  # the writer's form
+    ZSTD_WHOLE = "zstd, compressed whole"  # a tool's form: frames cut anywhere
+
+
+@dataclass(frozen=True)
+class LogFile:
+    """A log file read: its form, the log, and where each event's line is in the file (one place
+    per event of ``log.events + log.recovered``; a packed v0 row gives all its events one place).
+    ``torn_place`` is where a torn tail the reader dropped starts."""
+
+    path: str
+    form: LogForm
+    log: LoadedLog
+    places: tuple[LinePlace, ...]
+    torn_place: LinePlace | None
+
+    @property
+    def events(self) -> tuple[Event, ...]:
+        return self.log.events + self.log.recovered
+
+
+def is_zstd_data(data: bytes) -> bool:
+    """Whether bytes start with a zstd frame (RFC 8878 §3.1.1: the frame magic, or a skippable
+    frame's magic); this, not the file's name, says a log is compressed."""
+    if len(data) < 4:
+        return False
+    magic = int.from_bytes(data[:4], "little")
+    return magic == ZSTD_MAGIC or magic & SKIPPABLE_MAGIC_MASK == SKIPPABLE_MAGIC_BASE
+
+
+def read_bytes(path: str) -> bytes:
+    """A file's bytes, or the :class:`InputError` that says why there are none."""
+    try:
+        with open(path, "rb") as file:
+            return file.read()
+    except FileNotFoundError:
+        raise InputError(InputCode.PATH_NOT_FOUND, f"{path}: no such file or directory") from None
+    except IsADirectoryError:
+        raise InputError(
+            InputCode.PATH_IS_A_DIRECTORY, f"{path} is a directory; give the log file inside it"
+        ) from None
+    except PermissionError:
+        raise InputError(InputCode.PERMISSION_DENIED, f"{path}: permission denied (cannot read it)") from None
+    except OSError as error:
+        reason = os.strerror(error.errno) if error.errno is not None else str(error)
+        if error.errno == errno.ENOTDIR:
+            raise InputError(InputCode.PATH_NOT_FOUND, f"{path}: {reason}") from None
+        raise InputError(InputCode.READ_FAILED, f"{path}: could not be read ({reason})") from None
+
+
+def frame_log_bytes(data: bytes) -> tuple[LogForm, FramedLog]:
+    """Cut a log's bytes into header line and records by the spec's rules for the form their
+    content shows."""
+    if not is_zstd_data(data):
+        return LogForm.JSONL, decode_jsonl_log(data)
+    scan = scan_zstd_frames(data)
+    frames = [
+        DecodedFrame(
+            frame.offset, decompress_frame(data[frame.offset : frame.offset + frame.length], frame.offset)
+        )
+        for frame in scan.frames
+        if not frame.skippable
+    ]
+    torn = None
+    if scan.torn_offset is not None:
+        torn = DecodedFrame(scan.torn_offset, decompress_torn(data[scan.torn_offset :]))
+    form = LogForm.ZSTD_FRAMES if not frames or is_header_frame(frames[0]) else LogForm.ZSTD_WHOLE
+    return form, decode_compressed_log(frames, torn)
+
+
+def read_log_file(path: str) -> LogFile:
+    """Read the log at ``path``: :class:`InputError` when the file cannot be read,
+    :class:`spec.codes.SpecError` (with the file line and byte where it can say) when its bytes
+    are not a valid log."""
+    form, framed = frame_log_bytes(read_bytes(path))
+    log = load_framed_log(None, framed, os.path.basename(path))
+    records = framed.records + framed.recovered
+    if log.format_version == LEGACY_FORMAT_VERSION:
+        places = tuple(
+            place for record, place in zip(records, framed.places) for _ in range(_event_count(record))
+        )
+    else:
+        places = framed.places
+    return LogFile(path, form, log, places, framed.torn_place)
+
+
+def _event_count(record: JsonValue) -> int:
+    if isinstance(record, dict) and record.get("type") in CHUNK_ROW_TAGS:
+        return len(decode_storage_record(record))
+    return 1
+
+
+def find_logs(paths: Sequence[str]) -> Iterator[str]:
+    """Each path as given (a file is read whatever its name), or, for a directory, every file
+    below it whose name is a log's (:data:`LOG_FILE_SUFFIXES`), sorted."""
+    for path in paths:
+        if not os.path.isdir(path):
+            yield path
+            continue
+        for folder, subfolders, files in os.walk(path):
+            subfolders.sort()
+            for name in sorted(files):
+                if name.endswith(LOG_FILE_SUFFIXES):
+                    yield os.path.join(folder, name)
