@@ -1,0 +1,150 @@
+"""What users meet first with python -m conformance (issue 13): no false greens, no silent
+hours, no tracebacks, a partial report when interrupted."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conformance.__main__ import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, main
+
+ROOT = Path(__file__).resolve().parent.parent
+REFERENCE = "reference.server:ReferenceSubject"
+HANGS_AFTER_HELLO = (
+    "import sys, json\n"
+    "line = sys.stdin.readline()\n"
+    "rid = json.loads(line)['rid']\n"
+    "hello = {'protocol': 2, 'name': 'hangs', 'version': '1', 'capabilities': ['core', 'pure']}\n"
+    "print(json.dumps({'rid': rid, 'ok': True, 'result': hello}), flush=True)\n"
+    "import time; time.sleep(600)\n"
+)
+
+
+def conformance(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "conformance", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def test_a_vectors_folder_with_no_vectors_is_a_usage_error_not_a_green_run(tmp_path: Path) -> None:
+    code = main(
+        ["--subject", REFERENCE, "--vectors", str(tmp_path / "none"), "--junit", str(tmp_path / "r.xml")]
+    )
+    assert code == EXIT_USAGE
+
+
+def test_an_unknown_family_is_a_usage_error_that_names_the_choices(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["--subject", REFERENCE, "--families", "surfce"]) == EXIT_USAGE
+    error = capsys.readouterr().err
+    assert "unknown families surfce" in error and "surface" in error and "machine" in error
+
+
+def test_an_empty_stdio_command_is_a_usage_error_not_a_traceback() -> None:
+    run = conformance("--stdio", "")
+    assert run.returncode == EXIT_USAGE and "Traceback" not in run.stderr
+    assert "--stdio needs a command" in run.stderr
+
+
+def test_a_junit_path_in_a_missing_folder_is_refused_before_the_run(tmp_path: Path) -> None:
+    run = conformance("--subject", REFERENCE, "--junit", str(tmp_path / "missing" / "r.xml"))
+    assert run.returncode == EXIT_USAGE and "does not exist" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_a_subject_that_hangs_after_hello_ends_the_run_in_under_a_minute_with_a_clear_verdict(
+    tmp_path: Path,
+) -> None:
+    began = time.monotonic()
+    report = tmp_path / "r.json"
+    run = conformance(
+        "--stdio",
+        f"{sys.executable} -c {shlex.quote(HANGS_AFTER_HELLO)}",
+        "--timeout",
+        "2",
+        "--families",
+        "pairing",
+        "tokens",
+        "--json",
+        str(report),
+        "--junit",
+        str(tmp_path / "r.xml"),
+    )
+    assert time.monotonic() - began < 60
+    assert run.returncode == EXIT_FAILED
+    cases = json.loads(report.read_text())["cases"]
+    assert cases[0]["outcome"] == "failed" and "declared dead" in cases[0]["detail"]
+    assert len(cases) > 10 and {case["outcome"] for case in cases[1:]} == {"not run"}
+
+
+def test_nothing_passed_is_not_a_green_run(tmp_path: Path) -> None:
+    code = main(
+        [
+            "--subject",
+            "conformance.oracle:SpecOracle",
+            "--families",
+            "checker",
+            "--junit",
+            str(tmp_path / "r.xml"),
+        ]
+    )
+    assert code == 0  # the oracle is the spec: everything it runs passes
+    class_path = "tests.test_conformance_cli:NoPure"
+    assert (
+        main(["--subject", class_path, "--families", "checker", "--junit", str(tmp_path / "r.xml")])
+        == EXIT_FAILED
+    )
+
+
+class NoPure:
+    """A subject that offers only the core ops."""
+
+    def handle(self, request: dict[str, object]) -> dict[str, object]:
+        if request.get("op") == "hello":
+            return {
+                "rid": request["rid"],
+                "ok": True,
+                "result": {"protocol": 2, "name": "core", "capabilities": ["core"]},
+            }
+        return {"rid": request["rid"], "ok": False, "error": {"code": "UNSUPPORTED_OP", "message": "no"}}
+
+
+@pytest.mark.skipif(os.name != "posix", reason="SIGINT as a terminal sends it")
+def test_an_interrupted_run_writes_the_partial_report_and_says_so(tmp_path: Path) -> None:
+    report = tmp_path / "r.xml"
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "conformance",
+            "--subject",
+            REFERENCE,
+            "--families",
+            "machine",
+            "--junit",
+            str(report),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    assert process.stdout.readline().startswith("subject:")  # hello answered: the run is under way
+    time.sleep(1)  # let the machine start; the interrupt must land inside the run
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == EXIT_INTERRUPTED, out + err
+    assert "interrupted" in err and report.is_file()
