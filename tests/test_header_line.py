@@ -125,8 +125,10 @@ def test_a_header_line_holding_the_integer_2_to_the_53_is_not_json() -> None:
 
 
 def test_a_header_line_read_from_text_keeps_2_to_the_53_as_the_double_it_is() -> None:
-    line = decode_json_text('{"type":"session","version":4,"id":"s1","createdAt":1000,"cwd":"/work",'
-                            '"delegationDepth":0,"isSeeded":false,"extra":9007199254740992}')
+    line = decode_json_text(
+        '{"type":"session","version":4,"id":"s1","createdAt":1000,"cwd":"/work",'
+        '"delegationDepth":0,"isSeeded":false,"extra":9007199254740992}'
+    )
     _, header = decode_header_line(line)
     assert type(header["extra"]) is float and header["extra"] == 2**53
 
