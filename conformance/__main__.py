@@ -126,6 +126,10 @@ def open_subject(args: argparse.Namespace) -> Subject:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            # a report quotes generated values, lone surrogates among them: escape what cannot print
+            stream.reconfigure(errors="backslashreplace")
     args = parse_args(argv)
     try:
         check_usage(args)

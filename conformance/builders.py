@@ -9,21 +9,25 @@ and steps. Nothing here decides validity; the spec model does.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Final
 
 from spec.log.json import JsonObject, JsonValue
 
 PROVIDER: Final = "suite"
 MODEL: Final = "model-1"
+ABSENT_FLAG: Final = "absent"  # a tool result block's isError left out (not null, not false)
 
 
-def user_message(message_id: str, text: str = "hello", kind: str = "user") -> JsonObject:
-    """A user/message payload: the message itself is the data."""
+def user_message(
+    message_id: str, text: str = "hello", kind: str = "user", more: Sequence[JsonValue] = ()
+) -> JsonObject:
+    """A user/message payload: the message itself is the data; ``more`` blocks follow the text."""
     return {
         "id": message_id,
         "role": "user",
         "source": {"kind": kind},
-        "content": [{"type": "text", "text": text}],
+        "content": [{"type": "text", "text": text}, *more],
     }
 
 
@@ -36,10 +40,13 @@ def assistant_message(
     *,
     provider: str = PROVIDER,
     model: str = MODEL,
+    more: Sequence[JsonValue] = (),
 ) -> JsonObject:
-    """An assistant/message payload announcing ``calls``, from ``provider``'s ``model``;
-    ``text=None`` and no calls gives empty content, a usage-only message that derives nothing."""
+    """An assistant/message payload announcing ``calls``, from ``provider``'s ``model``, with
+    ``more`` blocks between the text and the calls; ``text=None``, nothing more and no calls gives
+    empty content, a usage-only message that derives nothing."""
     content: list[JsonValue] = [] if text is None else [{"type": "text", "text": text}]
+    content += list(more)
     content += [{"type": "tool-call", "id": call, "name": "read", "arguments": "{}"} for call in calls]
     message: JsonObject = {
         "id": message_id,
@@ -51,20 +58,26 @@ def assistant_message(
 
 
 def tool_result(
-    call_id: str, text: str = "result", is_error: bool = False, turn: int = 1, step: int = 1
+    call_id: str,
+    text: str = "result",
+    is_error: bool | str = False,
+    turn: JsonValue = 1,
+    step: JsonValue = 1,
+    more: Sequence[JsonValue] = (),
+    after: Sequence[JsonValue] = (),
 ) -> JsonObject:
-    """A tool/result payload answering ``call_id``."""
-    block: JsonObject = {
-        "type": "tool-result",
-        "toolCallId": call_id,
-        "isError": is_error,
-        "content": [{"type": "text", "text": text}],
-    }
+    """A tool/result payload answering ``call_id``: its block's content is the text, then ``more``
+    blocks; ``is_error`` :data:`ABSENT_FLAG` leaves the block's ``isError`` out; ``after`` are
+    message blocks after the tool-result block."""
+    block: JsonObject = {"type": "tool-result", "toolCallId": call_id}
+    if is_error != ABSENT_FLAG:
+        block["isError"] = is_error
+    block["content"] = [{"type": "text", "text": text}, *more]
     message: JsonObject = {
         "id": f"r-{call_id}",
         "role": "user",
         "source": {"kind": "tool", "callId": call_id},
-        "content": [block],
+        "content": [block, *after],
     }
     return {"turn": turn, "step": step, "message": message}
 

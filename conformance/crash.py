@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from conformance import builders as build
+from conformance import strategies as values
 from conformance.crash_rules import (
     D3_ITEMS,
     check_d3_1_header,
@@ -53,7 +54,7 @@ from conformance.crash_rules import (
     check_d3_5_no_false_corruption,
     check_d3_6_closers,
 )
-from conformance.driver import Driver, Mismatch, Unsupported, describe_request, find_mismatch
+from conformance.driver import Driver, Mismatch, Unsupported, as_sent, describe_request, find_mismatch
 from conformance.model import (
     DurableLog,
     ModelStore,
@@ -76,6 +77,7 @@ STORAGE_IO: Final = "STORAGE_IO"
 FAULTS: Final = (("fsync", "EIO"), ("write", "ENOSPC"), ("write", "EIO"))
 KILL_ROUNDS: Final = {"ci": 6, "thorough": 60}
 DAMAGE_SPOTS: Final = ("middle", "start", "end")  # where in a log's second unit damage flips a byte
+KILL_TEXT: Final = f"{values.NON_BMP}\u2028\ud800 "  # each kill round's messages start with edges
 
 Request = tuple[str, dict[str, Any]]
 
@@ -93,7 +95,9 @@ def standard_workload() -> tuple[Request, ...]:
             {
                 "id": w,
                 "type": USER_MESSAGE,
-                "data": build.user_message("u1", "read the file"),
+                "data": build.user_message(
+                    "u1", f"read {values.NON_BMP}\u2028\u2029\x85 it", more=(values.IMAGE_BLOCK,)
+                ),
                 "surfaceOp": "append",
             },
         ),
@@ -104,7 +108,7 @@ def standard_workload() -> tuple[Request, ...]:
             {
                 "id": w,
                 "type": ASSISTANT_MESSAGE,
-                "data": build.assistant_message("a1", "reading", ("c1", "c2")),
+                "data": build.assistant_message("a1", "reading", ("c1", "c2"), more=(values.UNKNOWN_BLOCK,)),
                 "surfaceOp": "append",
             },
         ),
@@ -115,7 +119,12 @@ def standard_workload() -> tuple[Request, ...]:
             {
                 "id": w,
                 "type": TOOL_RESULT,
-                "data": build.tool_result("c1", "contents"),
+                "data": {
+                    **build.tool_result(
+                        "c1", "con\ud800tents", build.ABSENT_FLAG, 1.0, 1, (values.IMAGE_BLOCK,)
+                    ),
+                    "bounds": [values.SAFE_BOUND, -values.SAFE_BOUND, values.UNSAFE_INTEGER],
+                },
                 "surfaceOp": "append",
                 "sourceEventSeqs": [4],
             },
@@ -202,7 +211,8 @@ def _start(subject: Any, compressed: bool) -> Driver:
 def _replay(driver: Driver, workload: Sequence[Request], stop_codes: Sequence[str]) -> _Run:
     """Drive ``workload``; the first request answering one of ``stop_codes`` ends the run (the
     model keeps only what completed). Any other disagreement with the model is a Mismatch."""
-    for index, (op, args) in enumerate(workload):
+    for index, (op, sent) in enumerate(workload):
+        args = as_sent(sent)
         model, expected = model_request(driver.model, op, **args)
         answer = driver.raw(op, **args)
         if not answer.ok and answer.error_code in stop_codes:
@@ -736,7 +746,7 @@ def _kill_plan(generator: random.Random) -> list[Request]:
                     {
                         "id": "k",
                         "type": USER_MESSAGE,
-                        "data": build.user_message(f"u{seq}", "x" * generator.randint(1, 4000)),
+                        "data": build.user_message(f"u{seq}", KILL_TEXT + "x" * generator.randint(1, 4000)),
                         "surfaceOp": "append",
                     },
                 )
@@ -747,7 +757,7 @@ def _kill_plan(generator: random.Random) -> list[Request]:
                 ("append", {"id": "k", "type": ASSISTANT_MESSAGE, "data": data, "surfaceOp": "append"})
             )
         seq += 1
-    return plan
+    return [(op, as_sent(args)) for op, args in plan]
 
 
 # --- the "crash" family ------------------------------------------------------------------------------

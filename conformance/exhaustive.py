@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from conformance import builders as build
+from conformance import strategies as values
 from conformance.divergence import Divergences
 from conformance.driver import Driver, Mismatch, Unsupported
 from conformance.model import ModelStore, derive_model_key
@@ -29,6 +30,7 @@ from spec.checks.lineage import check_closers, check_header_lineage
 from spec.checks.log import check_log
 from spec.lineage.repair import derive_closers
 from spec.log.events import ASSISTANT_MESSAGE, TOOL_RESULT, TURN_START, USER_MESSAGE, tool_call_ids_of
+from spec.log.json import JsonValue
 from spec.log.session import SessionState
 from spec.log.surface import fold_surface
 
@@ -74,25 +76,30 @@ def _append(model: ModelStore, kind: str, data: object, **extra: Any) -> Sequenc
     return [("append", {"id": SESSION, "type": kind, "data": data, **extra})]
 
 
+EDGE_TEXT: Final = (
+    f"hi {values.NON_BMP}\u2028{values.LONE_SURROGATES[0]}"  # astral, a line breaker, a lone surrogate
+)
+
+
 def _user(model: ModelStore) -> Sequence[Request]:
+    """A user message whose text holds an astral character, U+2028 and a lone surrogate, and a
+    block of a type no rule knows after it."""
     state = _state(model)
     seq = len(state.events) if state else 0
-    return _append(model, USER_MESSAGE, build.user_message(f"u{seq}"), surfaceOp="append")
+    data = build.user_message(f"u{seq}", EDGE_TEXT, more=(values.UNKNOWN_BLOCK,))
+    return _append(model, USER_MESSAGE, data, surfaceOp="append")
 
 
 def _assistant_call(model: ModelStore) -> Sequence[Request]:
     state = _state(model)
     seq = len(state.events) if state else 0
-    return _append(
-        model,
-        ASSISTANT_MESSAGE,
-        build.assistant_message(f"a{seq}", "calling", (f"c{seq}",)),
-        surfaceOp="append",
-    )
+    data = build.assistant_message(f"a{seq}", "calling", (f"c{seq}",), more=(values.IMAGE_BLOCK,))
+    return _append(model, ASSISTANT_MESSAGE, data, surfaceOp="append")  # its call is its third block
 
 
 def _result(model: ModelStore) -> Sequence[Request]:
-    """A result for the last call announced (or for an unknown call when there is none)."""
+    """A result for the last call announced (or for an unknown call when there is none): two content
+    blocks, ``isError`` left out, its turn an integral float, and the safe-integer bounds in its data."""
     state = _state(model)
     calls = [
         call
@@ -100,18 +107,17 @@ def _result(model: ModelStore) -> Sequence[Request]:
         if event.get("type") == ASSISTANT_MESSAGE and isinstance(event.get("data"), dict)
         for call in tool_call_ids_of(event["data"].get("message"))  # type: ignore[union-attr]
     ]
-    return _append(
-        model,
-        TOOL_RESULT,
-        build.tool_result(calls[-1] if calls else "c-none", "a long tool output"),
-        surfaceOp="append",
-    )
+    call = calls[-1] if calls else "c-none"
+    more = (values.text_block(values.NON_BMP),)
+    data = build.tool_result(call, "a long tool output", build.ABSENT_FLAG, 1.0, 1, more)
+    data["bounds"] = [values.SAFE_BOUND, -values.SAFE_BOUND]
+    return _append(model, TOOL_RESULT, data, surfaceOp="append")
 
 
 def _turn_start(model: ModelStore) -> Sequence[Request]:
     state = _state(model)
     started = sum(1 for event in (state.events if state else ()) if event.get("type") == TURN_START)
-    return _append(model, TURN_START, build.turn_start(started + 1))
+    return _append(model, TURN_START, build.turn_start(float(started + 1)))  # type: ignore[arg-type]
 
 
 def _turn_end(model: ModelStore) -> Sequence[Request]:
@@ -121,18 +127,23 @@ def _turn_end(model: ModelStore) -> Sequence[Request]:
 
 
 def _summary(model: ModelStore) -> Sequence[Request]:
-    """A summary replacing the first two surface nodes (or the only one), citing both."""
+    """A summary replacing the first two surface nodes (or the only one), citing both as integral
+    floats; first, twice refused, the same citing a boolean and 2**53 (neither is a seq)."""
     state = _state(model)
     nodes = list(state.surface.nodes) if state else []
     span = nodes[:2] if nodes else [0]
     data = build.user_message(f"summary-{len(state.events) if state else 0}", "summary", kind="compact")
-    return _append(
-        model, USER_MESSAGE, data, surfaceOp=build.replace_op(span[0], span[-1]), sourceEventSeqs=span
-    )
+    op = build.replace_op(span[0], span[-1])
+    return [
+        *_append(model, USER_MESSAGE, data, surfaceOp=op, sourceEventSeqs=[*span, True]),
+        *_append(model, USER_MESSAGE, data, surfaceOp=op, sourceEventSeqs=[*span, values.UNSAFE_INTEGER]),
+        *_append(model, USER_MESSAGE, data, surfaceOp=op, sourceEventSeqs=[float(seq) for seq in span]),
+    ]
 
 
 def _prune(model: ModelStore) -> Sequence[Request]:
-    """A rewrite of the last tool-result node with shorter content (or of the last node)."""
+    """A rewrite of the last tool-result node with shorter content (or of the last node); first,
+    refused, the same with its block's ``isError`` set to null where the original left it out."""
     state = _state(model)
     nodes = list(state.surface.nodes) if state else []
     results = [node for node in nodes if state is not None and state.events[node].get("type") == TOOL_RESULT]
@@ -143,9 +154,29 @@ def _prune(model: ModelStore) -> Sequence[Request]:
         else build.tool_result("c-none")
     )
     data = build.rewritten_result(original, "[pruned]")
-    return _append(
-        model, TOOL_RESULT, data, surfaceOp=build.replace_op(target, target), sourceEventSeqs=[target]
-    )
+    nulled = _with_error_flag(data, None)
+    op = build.replace_op(target, target)
+    return [
+        *_append(model, TOOL_RESULT, nulled, surfaceOp=op, sourceEventSeqs=[target]),
+        *_append(model, TOOL_RESULT, data, surfaceOp=op, sourceEventSeqs=[target]),
+    ]
+
+
+def _with_error_flag(data: JsonValue, flag: JsonValue) -> JsonValue:
+    """A tool/result's data with its first block's ``isError`` set to ``flag``."""
+    message = data.get("message") if isinstance(data, dict) else None
+    blocks = message.get("content") if isinstance(message, dict) else None
+    if (
+        not isinstance(data, dict)
+        or not isinstance(message, dict)
+        or not isinstance(blocks, list)
+        or not blocks
+    ):
+        return data
+    first = blocks[0]
+    if not isinstance(first, dict):
+        return data
+    return {**data, "message": {**message, "content": [{**first, "isError": flag}, *blocks[1:]]}}
 
 
 def _fork(model: ModelStore) -> Sequence[Request]:

@@ -11,7 +11,9 @@ from typing import Final
 
 from conformance.crash import check_crash
 from conformance.exhaustive import check_exhaustive
+from conformance.files.writing import check_files
 from conformance.machine import check_machine
+from conformance.pure_drt import check_pure_drt
 from conformance.report import CaseResult, Options
 from conformance.subject import Subject
 from conformance.trace import check_trace
@@ -19,6 +21,8 @@ from conformance.trace import check_trace
 CheckFn = Callable[[Subject, Options], list[CaseResult]]
 
 STATEFUL_FAMILIES: Final[Mapping[str, CheckFn]] = {
+    "pure-drt": check_pure_drt,  # every pure function against the spec, on generated inputs
+    "files": check_files,  # the bytes a storage subject writes, read by the spec's reader
     "machine": check_machine,  # a Hypothesis state machine beside the spec model
     "exhaustive": check_exhaustive,  # every short operation sequence, states deduplicated
     "crash": check_crash,  # power cuts at every point, or SIGKILLs over stdio (SPEC-DECISIONS D3)

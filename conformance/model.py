@@ -131,10 +131,16 @@ class ModelStore:
     stored: Mapping[str, DurableLog] = field(default_factory=dict)
     minted: int = 0
     faults: tuple[str, ...] = ()
+    broken: Mapping[str, str] = field(default_factory=dict)  # stored logs a read refuses, with the code
 
     @property
     def has_storage(self) -> bool:
         return self.storage != "none"
+
+    @property
+    def stored_ids(self) -> frozenset[str]:
+        """Every id a stored log holds, readable or not."""
+        return frozenset(self.stored) | frozenset(self.broken)
 
 
 Transition: TypeAlias = tuple[ModelStore, Expected]
@@ -176,23 +182,46 @@ def derive_model_key(model: ModelStore) -> str:
     }
     stored = {session_id: [log.header, list(log.events)] for session_id, log in model.stored.items()}
     batch = None if model.batch is None else [model.batch.max_delay_ms, model.batch.max_bytes]
-    return canonical_text([model.storage, batch, model.now, model.minted, live, stored, list(model.faults)])
+    broken = dict(model.broken)
+    return canonical_text(
+        [model.storage, batch, model.now, model.minted, live, stored, list(model.faults), broken]
+    )
 
 
 # --- transitions ---------------------------------------------------------------------------------
 
 
 def model_reset(
-    model: ModelStore, storage: str = "none", max_delay_ms: object = None, max_bytes: object = None
+    model: ModelStore,
+    storage: str = "none",
+    max_delay_ms: object = None,
+    max_bytes: object = None,
+    files: object = None,
 ) -> Transition:
     """Forget every session; with storage, start from an empty store, writing under the batch
     policy ``batchMaxDelayMs``/``batchMaxBytes`` name (none: only flush writes); the clock is back
-    at 0."""
+    at 0. With ``files`` (file storage only), the store starts over those files: each log they
+    hold is stored, as the spec's reader reads it (:mod:`conformance.files.reader`)."""
     try:
         batch = decode_batch_policy(max_delay_ms, max_bytes)
     except SpecError as error:
         return model, rejected(error.code)
-    return ModelStore(storage=storage, batch=batch), accepted(None)
+    if files is None:
+        return ModelStore(storage=storage, batch=batch), accepted(None)
+    # imported here: the reader reads with the trace family's spec reader, which imports this module
+    from conformance.files.reader import FilesError, decode_files, read_placed
+
+    try:
+        placed = read_placed(decode_files(files))  # type: ignore[arg-type]
+    except FilesError:
+        return model, rejected("BAD_REQUEST")
+    stored = {
+        session_id: DurableLog(log.header, log.events)
+        for session_id, log in placed.items()
+        if log.code is None and log.header is not None
+    }
+    broken = {session_id: str(log.code) for session_id, log in placed.items() if log.code is not None}
+    return ModelStore(storage=storage, batch=batch, stored=stored, broken=broken), accepted(None)
 
 
 def model_clock(model: ModelStore, now: int) -> Transition:
@@ -204,7 +233,7 @@ def model_create(
 ) -> Transition:
     """Create, in the store's order (:func:`spec.lineage.store.plan_create`); a storage subject
     also refuses an id already stored and mints around stored ids."""
-    stored_ids = model.stored.keys() if model.has_storage else ()
+    stored_ids = model.stored_ids if model.has_storage else frozenset()
     minted = model.minted
     if session_id is ABSENT or session_id is None:
         session_id, minted = mint_session_id(minted, model.live.keys(), stored_ids)
@@ -257,7 +286,7 @@ def model_fork(
     its seed and the derived lineage meta."""
     child_id = None if child is ABSENT else child
     try:
-        stored_ids = model.stored.keys() if model.has_storage else ()
+        stored_ids = model.stored_ids if model.has_storage else frozenset()
         validate_fork_request(model.live.keys(), str(source), child_id, stored_ids)  # type: ignore[arg-type]
         live = model.live[str(source)]
         seed = plan_fork_seed(str(source), live.state.events, boundary)
@@ -304,7 +333,9 @@ def model_resume(model: ModelStore, session_id: object) -> Transition:
         return model, rejected(Code.SESSION_NOT_FOUND)
     log = model.stored.get(session_id)
     try:
-        validate_resume_request(session_id, model.live.keys(), log is not None)
+        validate_resume_request(session_id, model.live.keys(), session_id in model.stored_ids)
+        if session_id in model.broken:
+            return model, rejected(model.broken[session_id])
         assert log is not None
         validate_durable_log(model, session_id, log.events)
         state = derive_resumed_state(session_id, log.header, log.events, model.now)
@@ -327,6 +358,8 @@ def model_read(model: ModelStore, session_id: object) -> Transition:
     not on storage yet, though a store that publishes it early may show it."""
     if not isinstance(session_id, str) or not model.has_storage:
         return model, rejected(Code.SESSION_NOT_FOUND)
+    if session_id in model.broken:
+        return model, rejected(model.broken[session_id])
     log, entry = model.stored.get(session_id), model.live.get(session_id)
     appended = entry.state.events if entry is not None else log.events if log is not None else ()
     if log is None:
@@ -380,8 +413,8 @@ def model_adopt_durable(model: ModelStore, session_id: str, log: DurableLog | No
 # --- dispatch ------------------------------------------------------------------------------------
 
 OPS: Final[Mapping[str, Callable[..., Transition]]] = {
-    "reset": lambda model, storage="none", compressed=True, batchMaxDelayMs=None, batchMaxBytes=None: (
-        model_reset(model, storage, batchMaxDelayMs, batchMaxBytes)
+    "reset": lambda model, storage="none", compressed=True, batchMaxDelayMs=None, batchMaxBytes=None, files=None: (
+        model_reset(model, storage, batchMaxDelayMs, batchMaxBytes, files)
     ),
     "clock": lambda model, now: model_clock(model, now),
     "create": lambda model, id=ABSENT, seed=ABSENT, meta=ABSENT: model_create(model, id, seed, meta),

@@ -149,6 +149,15 @@ def format_certificate(
     return "\n".join(lines)
 
 
+_NOT_XML: Final = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def xml_text(text: str) -> str:
+    """``text`` as XML 1.0 can hold it: a character XML forbids (a control character, a lone
+    surrogate from a generated workload) is shown as its escape."""
+    return _NOT_XML.sub(lambda match: match.group().encode("unicode_escape").decode("ascii"), text)
+
+
 def to_junit(results: Sequence[CaseResult], suite_name: str = "conformance") -> ElementTree.ElementTree:
     """JUnit XML: one ``testsuite`` per family, one ``testcase`` per case (class name
     ``conformance.<family>``, name its key), with a ``failure`` element for a failed case and a
@@ -173,16 +182,15 @@ def to_junit(results: Sequence[CaseResult], suite_name: str = "conformance") -> 
                 suite,
                 "testcase",
                 classname=f"{suite_name}.{family}",
-                name=case.key,
+                name=xml_text(case.key),
                 time=f"{case.seconds:.3f}",
             )
             if case.outcome == "failed":
-                failure = ElementTree.SubElement(
-                    element, "failure", message=case.detail.splitlines()[0] if case.detail else "failed"
-                )
-                failure.text = f"{case.name}\n{case.detail}"
+                first = case.detail.splitlines()[0] if case.detail else "failed"
+                failure = ElementTree.SubElement(element, "failure", message=xml_text(first))
+                failure.text = xml_text(f"{case.name}\n{case.detail}")
             elif case.outcome != "passed":
-                ElementTree.SubElement(element, "skipped", message=f"{case.outcome}: {case.detail}")
+                ElementTree.SubElement(element, "skipped", message=xml_text(f"{case.outcome}: {case.detail}"))
     ElementTree.indent(root)
     return ElementTree.ElementTree(root)
 

@@ -35,9 +35,10 @@ import tempfile
 from typing import ClassVar, Final
 
 from reference.persistence.database import DatabaseStore
-from reference.server import Args, BadRequest, FaultyFileSystem, ReferenceSubject
+from reference.server import Args, BadRequest, FaultyFileSystem, ReferenceSubject, UnsupportedOp
 from reference.store import SessionStore
 from spec.log.json import JsonValue
+from spec.log.session import ABSENT
 
 STORE_ROOT_ENV: Final = "CONFORMANCE_STORE_ROOT"  # conformance/PROTOCOL.md, the kill check
 SQLITE_FILE: Final = "sessions.sqlite3"
@@ -60,6 +61,8 @@ class DatabaseSubject(ReferenceSubject):
         storage = args.get("storage", "none")
         if storage not in ("none", "memory", "file") or not isinstance(args.get("compressed", True), bool):
             raise BadRequest("storage must be 'none', 'memory' or 'file' and compressed a boolean")
+        if args.optional("files") is not ABSENT:
+            raise UnsupportedOp(f"the {self.backend} backend keeps no files to place (capability import)")
         if storage == "none":
             self._drop_database()
             return super().op_reset(args)

@@ -27,7 +27,7 @@ from typing import ClassVar, Final
 
 from reference.persistence.filestore import FileStore
 from reference.persistence.fs import RealFileSystem
-from reference.server import Args, ReferenceSubject
+from reference.server import Args, ReferenceSubject, decode_placed_files, place_files
 from reference.store import SessionStore
 from spec.log.json import JsonValue
 from spec.projections.durability import decode_batch_policy
@@ -40,7 +40,7 @@ class DirectorySubject(ReferenceSubject):
     docstring for the rules it follows)."""
 
     name: ClassVar[str] = "dsh-session-spec reference (real directory)"
-    capabilities: ClassVar[tuple[str, ...]] = ("core", "storage", "pure")
+    capabilities: ClassVar[tuple[str, ...]] = ("core", "storage", "pure", "export", "import")
 
     def __init__(self, root: str) -> None:
         super().__init__()
@@ -61,6 +61,7 @@ class DirectorySubject(ReferenceSubject):
         compressed = args.get("compressed", True)
         if not isinstance(compressed, bool):
             return super().op_reset(args)  # answers BAD_REQUEST, as the seam's reset does
+        files = decode_placed_files(args.optional("files"), "file")
         self._batch = decode_batch_policy(args.get("batchMaxDelayMs"), args.get("batchMaxBytes"))
         self.now = 0
         self._compressed = compressed
@@ -69,6 +70,7 @@ class DirectorySubject(ReferenceSubject):
                 shutil.rmtree(child)
             else:
                 child.unlink()
+        place_files(RealFileSystem(), str(self.root), files)
         self._open_directory()
         return None
 

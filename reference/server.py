@@ -21,6 +21,8 @@ changes one behaviour (the suite's broken-subject tests do exactly that):
 from __future__ import annotations
 
 import argparse
+import base64
+import binascii
 import errno
 import itertools
 import sys
@@ -29,7 +31,7 @@ from typing import ClassVar, Final
 
 from reference.persistence.api import PersistenceService
 from reference.persistence.filestore import FileStore
-from reference.persistence.fs import LockHandle
+from reference.persistence.fs import FileSystem, LockHandle
 from reference.persistence.memory import MemoryPersistence
 from reference.persistence.powerloss import DROP_ALL, KEEP_ALL, CrashPlan, PowerLossFileSystem, SimulatedCrash
 from reference.session import Session
@@ -186,6 +188,8 @@ class ReferenceSubject:
         "batch-policy",
         "pure",
         "checker-rules",
+        "export",
+        "import",
     )
     ops: ClassVar[Mapping[str, str]] = {
         "hello": "op_hello",
@@ -206,6 +210,7 @@ class ReferenceSubject:
         "fail_next": "op_fail_next",
         "ops": "op_ops",
         "damage": "op_damage",
+        "export": "op_export",
         "call": "op_call",
     }
     pure_functions: ClassVar[Mapping[str, WireFunction]] = WIRE_FUNCTIONS
@@ -284,11 +289,14 @@ class ReferenceSubject:
         compressed = args.get("compressed", True)
         if storage not in ("none", "memory", "file") or not isinstance(compressed, bool):
             raise BadRequest("storage must be 'none', 'memory' or 'file' and compressed a boolean")
+        files = decode_placed_files(args.optional("files"), storage)
         self._batch = decode_batch_policy(args.get("batchMaxDelayMs"), args.get("batchMaxBytes"))
         self.now = 0
         self._compressed = compressed
         self.fs = FaultyFileSystem(PowerLossFileSystem()) if storage == "file" else None
         self.persistence = MemoryPersistence(batch=self._batch) if storage == "memory" else None
+        if self.fs is not None:
+            place_files(self.fs, STORE_ROOT, files)
         self._open_store()
         return None
 
@@ -423,6 +431,23 @@ class ReferenceSubject:
             raise BadRequest(str(error)) from None
         return {"path": path, "offset": offset}
 
+    def op_export(self, args: Args) -> JsonValue:
+        """Every file under the file store's root: its path relative to the root and its bytes."""
+        if not isinstance(self.persistence, FileStore):
+            raise BadRequest("export needs reset with storage 'file'")
+        fs, root = self.persistence.fs, self.persistence.root
+        files: list[tuple[str, str]] = []
+        pending = [""]
+        while pending:
+            relative = pending.pop()
+            for name in fs.listdir(f"{root}/{relative}".rstrip("/")):
+                child = f"{relative}/{name}" if relative else name
+                if fs.is_dir(f"{root}/{child}"):
+                    pending.append(child)
+                else:
+                    files.append((child, base64.b64encode(fs.read_bytes(f"{root}/{child}")).decode("ascii")))
+        return [{"path": path, "bytes": data} for path, data in sorted(files)]
+
     # --- pure functions -------------------------------------------------------------------------
 
     def op_call(self, args: Args) -> JsonValue:
@@ -460,6 +485,42 @@ class ReferenceSubject:
         if self.fs is None:
             raise BadRequest("crash ops need reset with storage 'file'")
         return self.fs
+
+
+def decode_placed_files(value: object, storage: object) -> list[tuple[str, bytes]]:
+    """``reset``'s ``files`` (PROTOCOL.md, "Placing files"): absent, or with storage ``"file"`` an
+    array of ``{path, bytes}``, each path relative (``/``-separated names, none ``.`` or ``..``)
+    and given once, its bytes base64."""
+    if value is ABSENT or value is None:
+        return []
+    if storage != "file" or not isinstance(value, list):
+        raise BadRequest("files need reset with storage 'file' and are an array of {path, bytes}")
+    placed: list[tuple[str, bytes]] = []
+    for entry in value:
+        path = entry.get("path") if isinstance(entry, dict) else None
+        text = entry.get("bytes") if isinstance(entry, dict) else None
+        if not isinstance(path, str) or not isinstance(text, str):
+            raise BadRequest("every file is {path: string, bytes: base64 string}")
+        if path.startswith("/") or any(part in ("", ".", "..") for part in path.split("/")):
+            raise BadRequest(f"file path {path!r} must be relative, each part a name")
+        if any(path == seen for seen, _ in placed):
+            raise BadRequest(f"file path {path!r} is given twice")
+        try:
+            placed.append((path, base64.b64decode(text, validate=True)))
+        except binascii.Error:
+            raise BadRequest(f"the bytes of {path!r} are not base64") from None
+    return placed
+
+
+def place_files(fs: FileSystem, root: str, files: Sequence[tuple[str, bytes]]) -> None:
+    """Write ``files`` under ``root``, durably, before any store opens there."""
+    for path, data in files:
+        full = f"{root}/{path}"
+        parent = full.rsplit("/", 1)[0]
+        fs.makedirs(parent)
+        fs.write_new(full, data)
+        fs.fsync(full)
+        fs.fsync_dir(parent)
 
 
 def plan_damage_offset(data: bytes, compressed: bool, spot: str = "middle") -> int | None:

@@ -7,7 +7,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from conformance.strategies import json_values
 from spec.codes import Code, SpecError
+from spec.format.json_text import decode_json_text
 from spec.format.naming import decode_header_line, encode_header_line
 from spec.log.json import FrozenDict, JsonObject, JsonValue
 
@@ -103,7 +105,7 @@ def test_optional_fields_are_omitted_not_written_as_null() -> None:
             "seedLength": st.integers(0, 9),
             "origin": st.just("subagent"),
             "agentPreset": st.text(),
-            "extra": st.integers(),
+            "extra": json_values(),
         },
     )
 )
@@ -111,6 +113,24 @@ def test_decoding_an_encoded_v4_header_gives_it_back(header: JsonObject) -> None
     version, decoded = decode_header_line(encode_header_line(header))
     assert version == 4
     assert decoded == header
+
+
+def test_a_header_line_holding_the_integer_2_to_the_53_is_not_json() -> None:
+    """D5: the integers of the domain are those a double holds as safe integers, |n| <= 2**53 - 1.
+    A parsed line never holds the integer 2**53 (JSON text reads it as a double), so one that does
+    was not read from text, and it is refused as a header outside the domain."""
+    with pytest.raises(SpecError) as caught:
+        decode_header_line({"type": "session", **V4_HEADER, "extra": 2**53})
+    assert caught.value.code is Code.HEADER_NOT_JSON
+
+
+def test_a_header_line_read_from_text_keeps_2_to_the_53_as_the_double_it_is() -> None:
+    line = decode_json_text(
+        '{"type":"session","version":4,"id":"s1","createdAt":1000,"cwd":"/work",'
+        '"delegationDepth":0,"isSeeded":false,"extra":9007199254740992}'
+    )
+    _, header = decode_header_line(line)
+    assert type(header["extra"]) is float and header["extra"] == 2**53
 
 
 # --- decode v4 ---------------------------------------------------------------------------------

@@ -39,11 +39,13 @@ from conformance.divergence import Divergences, describe_program
 from conformance.driver import Driver, Mismatch, Unsupported, describe_request
 from conformance.machine.variants import (
     BOUNDARIES,
+    ERROR_FLAGS,
     INVALID_KINDS,
     KEEPS,
     LOG_ONLY_KINDS,
     METAS,
     MISSING_IDS,
+    MORE_BLOCKS,
     MOSTLY,
     PLAIN_SEEDS,
     POOL,
@@ -209,16 +211,25 @@ class SessionMachine(RuleBasedStateMachine):
         else:
             self.do(op, id=session)
 
-    def answer_a_call(self, session: str, data: st.DataObject, cite: bool, error: bool, text: str) -> None:
-        """A tool/result for a call the log announced (an unknown call when there is none)."""
+    def answer_a_call(
+        self, session: str, data: st.DataObject, cite: bool, error: bool | str, text: str
+    ) -> None:
+        """A tool/result for a call the log announced (an unknown call when there is none), its
+        content now and then several blocks, with message blocks after it now and then."""
         announced = derive_announced_calls(self.events(session))
         seq, call = data.draw(st.sampled_from(announced), label="call") if announced else (None, "c-unknown")
         turn, step = derive_turn_and_step(self.events(session))
+        more = data.draw(st.sampled_from(MORE_BLOCKS), label="more blocks")
+        # A file store reads a tool/result back only with its one tool-result block (the stored
+        # message rule), and a crash's survivors are read back: blocks after it only off files.
+        after = (
+            data.draw(st.sampled_from(MORE_BLOCKS), label="blocks after it") if self.storage != "file" else ()
+        )
         self.do(
             "append",
             id=session,
             type=TOOL_RESULT,
-            data=build.tool_result(call, text, error, turn, step),
+            data=build.tool_result(call, text, error, turn, step, more, after),
             surfaceOp="append",
             sourceEventSeqs=[seq] if cite and seq is not None else ABSENT,
         )
@@ -275,7 +286,7 @@ class SessionMachine(RuleBasedStateMachine):
     )
     def fork(self, source: str, child: str, boundary: str, data: st.DataObject) -> Bundled:
         count = len(self.events(source))
-        chosen = data.draw(st.integers(0, count), label="boundary seq") if boundary == "any" else 0
+        chosen = data.draw(st.integers(0, count), label="boundary seq") if boundary.startswith("any") else 0
         answer = self.do("fork", source=source, boundary=boundary_for(boundary, count, chosen), child=child)
         return child if answer.ok else multiple()
 
@@ -291,21 +302,30 @@ class SessionMachine(RuleBasedStateMachine):
 
     # --- appends -------------------------------------------------------------------------------
 
-    @rule(session=sessions, text=st.sampled_from(TEXTS))
-    def append_user(self, session: str, text: str) -> None:
-        data = build.user_message(f"u{len(self.events(session))}", text)
+    @rule(session=sessions, text=st.sampled_from(TEXTS), more=st.sampled_from(MORE_BLOCKS))
+    def append_user(self, session: str, text: str, more: tuple[JsonValue, ...] = ()) -> None:
+        data = build.user_message(f"u{len(self.events(session))}", text, more=more)
         self.do("append", id=session, type=USER_MESSAGE, data=data, surfaceOp="append")
 
     @rule(
-        session=sessions, calls=st.integers(min_value=0, max_value=2), empty=st.booleans(), cite=st.booleans()
+        session=sessions,
+        calls=st.integers(min_value=0, max_value=2),
+        empty=st.booleans(),
+        cite=st.sampled_from(("no", "int", "float")),
+        more=st.sampled_from(MORE_BLOCKS),
     )
-    def append_assistant(self, session: str, calls: int, empty: bool, cite: bool) -> None:
-        """An assistant message announcing ``calls`` tool calls, citing the last surface node or not."""
+    def append_assistant(
+        self, session: str, calls: int, empty: bool, cite: str, more: tuple[JsonValue, ...]
+    ) -> None:
+        """An assistant message announcing ``calls`` tool calls after its text and ``more`` blocks,
+        citing the last surface node (as an integer, or an integral float) or not."""
         seq, nodes = len(self.events(session)), self.nodes(session)
         turn, step = derive_turn_and_step(self.events(session))
         call_ids = tuple(f"c{seq}-{index}" for index in range(calls))
-        data = build.assistant_message(f"a{seq}", None if empty else "ok", call_ids, turn, step)
-        sources: object = ([nodes[-1]] if nodes else []) if cite else ABSENT
+        text = None if empty else "ok"
+        data = build.assistant_message(f"a{seq}", text, call_ids, turn, step, more=() if empty else more)
+        cited: list[JsonValue] = [nodes[-1] if cite == "int" else float(nodes[-1])] if nodes else []
+        sources: object = cited if cite != "no" else ABSENT
         self.do(
             "append",
             id=session,
@@ -318,14 +338,14 @@ class SessionMachine(RuleBasedStateMachine):
     @rule(
         session=sessions,
         cite=st.booleans(),
-        error=st.booleans(),
-        result=st.integers(min_value=0, max_value=6),
+        error=st.sampled_from(ERROR_FLAGS),
+        text=st.sampled_from(TEXTS),
         data=st.data(),
     )
     def append_tool_result(
-        self, session: str, cite: bool, error: bool, result: int, data: st.DataObject
+        self, session: str, cite: bool, error: bool | str, text: str, data: st.DataObject
     ) -> None:
-        self.answer_a_call(session, data, cite, error, f"result {result}")
+        self.answer_a_call(session, data, cite, error, f"result {text}")
 
     @rule(session=sessions, kind=st.sampled_from(LOG_ONLY_KINDS), data=st.data())
     def append_log_only(self, session: str, kind: str, data: st.DataObject) -> None:

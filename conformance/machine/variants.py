@@ -13,6 +13,7 @@ from typing import Final
 from hypothesis import strategies as st
 
 from conformance import builders as build
+from conformance import strategies as values
 from spec.log.events import (
     ASSISTANT_MESSAGE,
     END_SEED,
@@ -33,10 +34,45 @@ Args = dict[str, object]
 START_TIME: Final = 1_000  # ms: the clock every run starts at
 POOL: Final = ("s0", "s1", "s2")  # the names sessions are created under: few, so that they collide
 MISSING_IDS: Final = ("ghost", "s3")  # names no rule ever creates: a request naming one must miss
-TEXTS: Final = ("hello", "more", "")
+TEXTS: Final = values.WORKLOAD_TEXTS  # one of each edge: astral, line breakers, a lone surrogate
+# Blocks after a message's text: none, most often; else several, of types no rule knows among them.
+MORE_BLOCKS: Final[tuple[tuple[JsonValue, ...], ...]] = (
+    (),
+    (),
+    (values.IMAGE_BLOCK,),
+    (values.UNKNOWN_BLOCK, values.text_block(values.NON_BMP)),
+)
+ERROR_FLAGS: Final = (False, True, build.ABSENT_FLAG)  # a tool result block's isError: given, or left out
 PLAIN_SEEDS: Final = ("none", "none", "empty")  # no seed twice as often as an empty one
-METAS: Final = ("none", "none", "cwd", "created", "depth", "subagent", "bad-cwd", "bad-depth", "not-object")
-BOUNDARIES: Final = ("absent", "last", "any", "past-end", "negative", "string", "float")
+METAS: Final = (
+    "none",
+    "none",
+    "cwd",
+    "created",
+    "depth",
+    "subagent",
+    "created-float",
+    "created-bound",
+    "created-null",
+    "bad-cwd",
+    "bad-depth",
+    "not-object",
+    "depth-bool",
+    "created-unsafe",
+    "preset-null",
+)
+BOUNDARIES: Final = (
+    "absent",
+    "last",
+    "any",
+    "any-float",
+    "past-end",
+    "negative",
+    "string",
+    "float",
+    "bool",
+    "unsafe",
+)
 LOG_CALL_IDS: Final = ("c0", "c1", "c2", "c3")  # tool/call ids, unrelated to the calls messages announce
 COMPACTION_IDS: Final = ("k0", "k1", "k2")
 
@@ -71,10 +107,15 @@ INVALID_KINDS: Final = (
     "provenance-empty",
     "provenance-not-array",
     "provenance-not-seq",
+    "provenance-null",
+    "provenance-bool",
+    "provenance-unsafe",
+    "provenance-float-later",
 )
 REPLACE_VARIANTS: Final = (
     "full",
     "full",
+    "full-float",
     "extra",
     "missing-one",
     "no-provenance",
@@ -85,7 +126,10 @@ REPLACE_VARIANTS: Final = (
 REWRITE_VARIANTS: Final = (
     "ok",
     "ok",
+    "ok-drop-later",
     "is-error",
+    "is-error-null",
+    "is-error-absent",
     "message-id",
     "call-id",
     "not-a-result",
@@ -140,9 +184,15 @@ def meta_for(name: str) -> object:
         "created": {"createdAt": 7},
         "depth": {"delegationDepth": 2, "agentPreset": "explore"},
         "subagent": {"origin": "subagent", "delegationDepth": 1},
+        "created-float": {"createdAt": 7.0, "delegationDepth": 1.0},
+        "created-bound": {"createdAt": values.SAFE_BOUND},
+        "created-null": {"createdAt": None, "cwd": f"/work/{values.NON_BMP}"},
         "bad-cwd": {"cwd": "relative/path"},
         "bad-depth": {"delegationDepth": -1},
         "not-object": [1],
+        "depth-bool": {"delegationDepth": True},
+        "created-unsafe": {"createdAt": values.UNSAFE_INTEGER},
+        "preset-null": {"agentPreset": None},
     }[name]
 
 
@@ -165,10 +215,13 @@ def boundary_for(name: str, count: int, chosen: int) -> object:
         "absent": ABSENT,
         "last": count - 1 if count else 0,
         "any": chosen,
+        "any-float": float(chosen),
         "past-end": count,
         "negative": -1,
         "string": "0",
         "float": 0.5,
+        "bool": True,
+        "unsafe": values.UNSAFE_INTEGER,
     }[name]
 
 
@@ -182,7 +235,7 @@ def log_only_payloads(kind: str, events: Sequence[Event]) -> st.SearchStrategy[J
     started = count_turns_started(events)
     calls, compactions = st.sampled_from(LOG_CALL_IDS), st.sampled_from(COMPACTION_IDS)
     payloads: dict[str, st.SearchStrategy[JsonValue]] = {
-        "turn/start": st.just(build.turn_start(started + 1)),
+        "turn/start": st.sampled_from((started + 1, float(started + 1))).map(build.turn_start),  # type: ignore[arg-type]
         "turn/end": st.just(build.turn_end(max(started, 1))),
         "step/start": st.just(build.step_start(turn, step + 1)),
         "step/end": st.just(build.step_end(turn, step)),
@@ -194,7 +247,7 @@ def log_only_payloads(kind: str, events: Sequence[Event]) -> st.SearchStrategy[J
         "compaction/start": st.builds(build.compaction_start, compactions, st.sampled_from((turn, None))),
         "compaction/end": compactions.map(lambda compaction: {"compactionId": compaction, "turn": None}),
         "session/end-seed": st.just({}),
-        "unknown/kind": st.integers(min_value=0, max_value=4).map(lambda n: {"n": n}),
+        "unknown/kind": st.sampled_from((*values.NUMBER_EDGES, *values.NOT_NUMBERS)).map(lambda n: {"n": n}),
     }
     return payloads[kind]
 
@@ -226,6 +279,10 @@ def invalid_append(kind: str, seq: int) -> Args:
         "provenance-empty": cited([]),
         "provenance-not-array": cited(0),
         "provenance-not-seq": cited([-1]),
+        "provenance-null": cited(None),
+        "provenance-bool": cited([True]),
+        "provenance-unsafe": cited([values.UNSAFE_INTEGER]),
+        "provenance-float-later": cited([float(seq + 1)]),
     }
     return appends[kind]
 
@@ -236,7 +293,9 @@ def replace_append(variant: str, nodes: Sequence[int], seq: int, span: Sequence[
     on the surface (``start-shadowed``); ending past the log; or inverted."""
     start, end = (span[0], span[-1]) if span else (0, 0)
     sources: object = list(span)
-    if variant == "extra":
+    if variant == "full-float":
+        sources = [float(seq) for seq in span]
+    elif variant == "extra":
         sources = sorted({*span, seq - 1}) if seq else list(span)
     elif variant == "missing-one":
         others = [other for other in range(seq) if other not in span]
@@ -265,6 +324,8 @@ def rewrite_append(variant: str, nodes: Sequence[int], target: int, original: Js
         original, "[pruned]", not is_error_result(original) if variant == "is-error" else None
     )
     message = data.get("message") if isinstance(data, dict) else None
+    if variant.startswith(("is-error-", "ok-drop")) and isinstance(data, dict) and isinstance(message, dict):
+        data = {**data, "message": rewrite_first_block(message, variant)}
     if variant == "message-id" and isinstance(data, dict) and isinstance(message, dict):
         data = {**data, "message": {**message, "id": "renamed"}}
     if variant == "call-id" and isinstance(data, dict):
@@ -281,6 +342,25 @@ def rewrite_append(variant: str, nodes: Sequence[int], target: int, original: Js
         "surfaceOp": build.replace_op(target, end),
         "sourceEventSeqs": sources,
     }
+
+
+def rewrite_first_block(message: dict[str, JsonValue], variant: str) -> JsonValue:
+    """The rewritten message's blocks as the variant says: its ``isError`` set to ``null`` or left
+    out (the rule tells both from ``false`` and from each other), or its later blocks dropped (as
+    the prune does: the rule compares the first block only)."""
+    blocks = message.get("content")
+    if not isinstance(blocks, list) or not blocks or not isinstance(blocks[0], dict):
+        return message
+    first: dict[str, JsonValue] = dict(blocks[0])
+    if variant == "ok-drop-later":
+        return {**message, "content": [first]}
+    if variant == "is-error-null":
+        first["isError"] = None
+    elif "isError" in first:
+        del first["isError"]
+    else:
+        first["isError"] = False
+    return {**message, "content": [first, *blocks[1:]]}
 
 
 def is_error_result(data: JsonValue) -> bool:

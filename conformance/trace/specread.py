@@ -81,10 +81,16 @@ def read_with_spec(tree: Tree, header: Mapping[str, JsonValue]) -> SpecView:
     path = locate_log(files, header)
     if path is None:
         return SpecView(None)
-    session_id = str(header.get("id"))
+    return read_log_file(str(header.get("id")), path, files[path])
+
+
+def read_log_file(session_id: str, path: str, data: bytes) -> SpecView:
+    """One log file's bytes read by the spec's rules, as the log of ``session_id``: a v4 or a v0
+    log by its header line (which must agree with the file's name), compressed when the name ends
+    in ``.zstd``."""
     try:
-        stored = decode_log_bytes(files[path], path.endswith(".zstd"))
-        version, found_header = decode_header_line(stored.header_line, session_id)
+        stored = decode_log_bytes(data, path.endswith(".zstd"))
+        version, found_header = decode_header_line(stored.header_line, session_id, path.rsplit("/", 1)[-1])
         header_id = str(found_header["id"])
         if version == LEGACY_FORMAT_VERSION:
             events = upgrade_v0_records(header_id, stored.records + stored.recovered)
@@ -152,4 +158,12 @@ def _decompress_torn(partial: bytes) -> bytes:
         return b""
 
 
-__all__ = ["LOG_NAMES", "SpecView", "decode_log_bytes", "decode_v4_events", "locate_log", "read_with_spec"]
+__all__ = [
+    "LOG_NAMES",
+    "SpecView",
+    "decode_log_bytes",
+    "decode_v4_events",
+    "locate_log",
+    "read_log_file",
+    "read_with_spec",
+]

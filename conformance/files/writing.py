@@ -1,0 +1,467 @@
+"""The ``files`` family's writing checks: what a storage subject wrote, read byte for byte.
+
+A workload (:func:`writing_workload`: sessions with and without a cwd, an id that needs escaping,
+a fork, a session made from an empty seed, one with no events, values from every edge of D5)
+runs on the subject beside the spec model, in each form (zstd-compressed and plain), with no
+batch policy, so that only a ``flush`` (or ``close``) writes. Then the suite takes the files: the
+``export`` op (capability ``export``), or, for a stdio subject without it, the directory the kill
+check's convention names (``CONFORMANCE_STORE_ROOT``: PROTOCOL.md). Each check is one case:
+
+- **layout** — every stored session's log is where SPEC-DECISIONS D1 puts it, under the name of
+  the subject's target (``session.v4.jsonl[.zstd]``; v0 names for format 0), and no log file lies
+  anywhere else;
+- **header line** — the first line (the first frame's one line) is the session's header line;
+- **framing** — a compressed log is standard zstd frames back to back, each with its content
+  checksum, frame 0 exactly the header line, then one frame per write: a flush (or close) that
+  had events to write adds exactly one frame holding exactly those events (D2); a plain log is
+  complete lines;
+- **zstd -dc** — the standard ``zstd`` binary reads the compressed log whole, to the same text;
+- **lines** — every line is UTF-8 JSON text under D5, and the log the spec's reader reads is the
+  model's, event for event;
+- **checker** — the whole-log checker (``spec.checks.log.check_log``) finds in it exactly what it
+  finds in the model's log (nothing, for this workload).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import zstandard
+
+from conformance import builders as build
+from conformance import strategies as values
+from conformance.driver import Driver, Mismatch
+from conformance.files.reader import FilesError, decode_files, log_files
+from conformance.model import ModelStore
+from conformance.report import CaseResult, Options
+from conformance.subject import StdioSubject, Subject
+from conformance.targets import DEFAULT_TARGET, V0_NAMES, Target
+from conformance.trace.specread import read_log_file
+from spec.checks.log import check_log
+from spec.codes import SpecError
+from spec.format.framing import scan_zstd_frames, split_jsonl
+from spec.format.json_text import decode_json_text
+from spec.format.naming import decode_header_line, derive_session_relpath, encode_header_line
+from spec.log.events import ASSISTANT_MESSAGE, TOOL_CALL, TOOL_RESULT, TURN_START, USER_MESSAGE, Event
+from spec.log.header import LEGACY_FORMAT_VERSION
+from spec.log.json import JsonValue, is_deep_equal_json
+
+FAMILY: Final = "files"
+STORE_ROOT_ENV: Final = "CONFORMANCE_STORE_ROOT"
+ZSTD_BINARY: Final = "/usr/bin/zstd"  # the standard zstd command-line tool
+CHECKSUM_FLAG: Final = 0x04  # Content_Checksum_flag of a frame header descriptor
+START_TIME: Final = 1_000  # ms
+
+Request = tuple[str, dict[str, Any]]
+CHECKS: Final = {
+    "layout": "every log lies where SPEC-DECISIONS D1 puts it, under its target's file name, and no log elsewhere",
+    "header-line": "a log's first line is its session's header line",
+    "framing": "a compressed log is standard zstd frames: the header line's, then one per write holding its events (D2)",
+    "zstd-dc": "the standard zstd -dc reads a compressed log whole, to the same text",
+    "lines": "every line is UTF-8 JSON text under D5, and the log reads back as the one appended",
+    "checker": "the whole-log checker finds in the stored log what it finds in the appended one",
+}
+
+
+def writing_workload() -> tuple[Request, ...]:
+    """Sessions with a cwd and without, an id that needs escaping, several flushes (one with
+    nothing new to write), a fork, a session from an empty seed, one with no events, and values
+    from every edge of the domain (an astral character, U+2028, U+0085, a lone surrogate, the
+    safe-integer bounds, several blocks of types no rule knows, an ``isError`` left out)."""
+    w, odd = "w", f"a/b ~{values.NON_BMP}"
+    text = f"read {values.NON_BMP}\u2028\u2029\x85\r {values.LONE_SURROGATES[0]} it"
+    result = {
+        **build.tool_result("c1", text, build.ABSENT_FLAG, more=(values.IMAGE_BLOCK, values.UNKNOWN_BLOCK)),
+        "bounds": [values.SAFE_BOUND, -values.SAFE_BOUND, 1.5],
+    }
+    return (
+        ("create", {"id": w, "meta": {"cwd": "/work/project", "agentPreset": "explore"}}),
+        ("append", {"id": w, "type": TURN_START, "data": build.turn_start(1)}),
+        (
+            "append",
+            {"id": w, "type": USER_MESSAGE, "data": build.user_message("u1", text), "surfaceOp": "append"},
+        ),
+        ("flush", {"id": w}),
+        ("append", {"id": w, "type": "step/start", "data": build.step_start(1, 1)}),
+        (
+            "append",
+            {
+                "id": w,
+                "type": ASSISTANT_MESSAGE,
+                "data": build.assistant_message("a1", "reading", ("c1",), more=(values.UNKNOWN_BLOCK,)),
+                "surfaceOp": "append",
+            },
+        ),
+        ("append", {"id": w, "type": TOOL_CALL, "data": build.tool_call("c1")}),
+        (
+            "append",
+            {"id": w, "type": TOOL_RESULT, "data": result, "surfaceOp": "append", "sourceEventSeqs": [3]},
+        ),
+        ("append", {"id": w, "type": "step/end", "data": build.step_end(1, 1)}),
+        ("flush", {"id": w}),
+        ("append", {"id": w, "type": "turn/end", "data": build.turn_end(1)}),
+        ("flush", {"id": w}),
+        ("flush", {"id": w}),
+        ("create", {"id": odd}),
+        ("append", {"id": odd, "type": TURN_START, "data": build.turn_start(1)}),
+        ("append", {"id": odd, "type": "turn/end", "data": build.turn_end(1)}),
+        ("close", {"id": odd}),
+        ("fork", {"source": w, "child": "f"}),
+        ("flush", {"id": "f"}),
+        ("create", {"id": "e", "seed": []}),
+        ("close", {"id": "e"}),
+        ("create", {"id": "z", "meta": {"cwd": "/"}}),
+        ("flush", {"id": "z"}),
+        ("append", {"id": w, "type": TURN_START, "data": build.turn_start(2)}),
+        ("close", {"id": w}),
+    )
+
+
+@dataclass
+class Written:
+    """One form's run: the model after it, each stored session's writes (the events each write
+    added, in order), the files taken from the subject, and the compression it ran with."""
+
+    compressed: bool
+    model: ModelStore
+    writes: dict[str, list[tuple[Event, ...]]] = field(default_factory=dict)
+    files: dict[str, bytes] = field(default_factory=dict)
+
+
+# --- running the workload ---------------------------------------------------------------------------
+
+
+def run_workload(driver: Driver, compressed: bool) -> Written:
+    """The workload in one form, beside the model; each request that made events durable is a write."""
+    driver.step("reset", storage="file", compressed=compressed)
+    driver.step("clock", now=START_TIME)
+    written = Written(compressed, driver.model)
+    for op, args in writing_workload():
+        before = driver.model.stored
+        driver.step(op, **args)
+        for session_id, log in driver.model.stored.items():
+            already = before.get(session_id)
+            count = len(already.events) if already is not None else 0
+            written.writes.setdefault(session_id, [])
+            if len(log.events) > count:
+                written.writes[session_id].append(tuple(log.events[count:]))
+    written.model = driver.model
+    return written
+
+
+def take_exported(driver: Driver) -> dict[str, bytes]:
+    answer = driver.raw("export")
+    if not answer.ok:
+        raise Mismatch(f"export answered {answer.error_code}: {answer.error_message}")
+    try:
+        return decode_files(answer.result)
+    except FilesError as error:
+        raise Mismatch(f"export's answer is not a set of files: {error}") from None
+
+
+def read_directory(root: Path) -> dict[str, bytes]:
+    files: dict[str, bytes] = {}
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and not path.is_symlink():
+            files[path.relative_to(root).as_posix()] = path.read_bytes()
+    return files
+
+
+def run_both_forms(
+    subject: Subject, target: Target, take: Callable[[Driver], dict[str, bytes]]
+) -> list[Written]:
+    runs: list[Written] = []
+    driver = Driver(subject, target=target)
+    for compressed in (True, False):
+        written = run_workload(driver, compressed)
+        written.files = take(driver)
+        runs.append(written)
+    return runs
+
+
+# --- the checks -----------------------------------------------------------------------------------------
+
+
+def expected_path(header: Mapping[str, JsonValue], compressed: bool, target: Target) -> str:
+    project, session, name = derive_session_relpath(dict(header), compressed)
+    if target.format == LEGACY_FORMAT_VERSION:
+        name = V0_NAMES.get(name, name)
+    return f"{project}/{session}/{name}"
+
+
+def check_layout(run: Written, target: Target) -> list[str]:
+    expected = {
+        expected_path(log.header, run.compressed, target): sid for sid, log in run.model.stored.items()
+    }
+    problems = [
+        f"session {sid!r}: no log at {path} (D1: <projectKey(cwd)>/<encodeSegment(id)>/<file name>)"
+        for path, sid in sorted(expected.items())
+        if path not in run.files
+    ]
+    problems += [
+        f"a log file where D1 puts none: {path}" for path in log_files(run.files) if path not in expected
+    ]
+    return problems
+
+
+def frames_of(data: bytes) -> tuple[list[bytes], list[str]]:
+    """The plaintext of each complete frame, and what is wrong with the framing."""
+    problems: list[str] = []
+    try:
+        scan = scan_zstd_frames(data)
+    except SpecError as error:
+        return [], [f"the frames do not scan: {error.message}"]
+    if scan.torn_offset is not None:
+        problems.append(f"an incomplete frame from byte {scan.torn_offset} on")
+    plaintexts: list[bytes] = []
+    for frame in scan.frames:
+        raw = data[frame.offset : frame.offset + frame.length]
+        if frame.skippable:
+            problems.append(f"a skippable frame at byte {frame.offset} (DSH writes none)")
+            continue
+        if not raw[4] & CHECKSUM_FLAG:
+            problems.append(f"the frame at byte {frame.offset} has no content checksum")
+        try:
+            reader = zstandard.ZstdDecompressor().decompressobj()
+            plaintexts.append(bytes(reader.decompress(raw)))
+        except zstandard.ZstdError as error:
+            problems.append(f"the frame at byte {frame.offset} does not decompress ({error})")
+    return plaintexts, problems
+
+
+def units_of(data: bytes, compressed: bool) -> tuple[list[bytes], list[str]]:
+    """The log's units of text: its frames' plaintexts, or (plain) the whole file as one."""
+    if compressed:
+        return frames_of(data)
+    return [data], []
+
+
+def lines_of(text: bytes) -> tuple[list[bytes], list[str]]:
+    scan = split_jsonl(text)
+    problems = (
+        [] if scan.torn_offset is None else [f"bytes after the last newline, from byte {scan.torn_offset}"]
+    )
+    return [line.text for line in scan.lines], problems
+
+
+def check_header_line(run: Written, target: Target) -> list[str]:
+    problems: list[str] = []
+    for session_id, log in sorted(run.model.stored.items()):
+        path = expected_path(log.header, run.compressed, target)
+        if path not in run.files:
+            continue
+        units, _ = units_of(run.files[path], run.compressed)
+        lines, _ = lines_of(units[0]) if units else ([], [])
+        if run.compressed and len(lines) != 1:
+            problems.append(f"{path}: frame 0 holds {len(lines)} lines, not exactly the header line")
+        if not lines:
+            problems.append(f"{path}: no header line")
+            continue
+        try:
+            line = decode_json_text(lines[0].decode("utf-8"))
+        except ValueError as error:
+            problems.append(f"{path}: the header line is not UTF-8 JSON ({error})")
+            continue
+        want: JsonValue = dict(encode_header_line(log.header))
+        if target.format == LEGACY_FORMAT_VERSION and isinstance(line, dict):
+            shown = {key: value for key, value in line.items() if key != "type"}
+            want = {"type": "session", **dict(target.header(dict(log.header), shown))}  # type: ignore[arg-type]
+        if not is_deep_equal_json(want, line):
+            problems.append(f"{path}: the header line is {line!r}, expected {want!r}")
+            continue
+        try:
+            decode_header_line(line, session_id, path.rsplit("/", 1)[-1])
+        except SpecError as error:
+            problems.append(f"{path}: the header line does not read: {error.code}: {error.message}")
+    return problems
+
+
+def check_framing(run: Written, target: Target) -> list[str]:
+    problems: list[str] = []
+    for session_id, log in sorted(run.model.stored.items()):
+        path = expected_path(log.header, run.compressed, target)
+        if path not in run.files:
+            continue
+        data = run.files[path]
+        if not run.compressed:
+            _, torn = lines_of(data)
+            problems += [f"{path}: {problem}" for problem in torn]
+            continue
+        plaintexts, found = frames_of(data)
+        problems += [f"{path}: {problem}" for problem in found]
+        writes = run.writes.get(session_id, [])
+        if len(plaintexts) != 1 + len(writes):
+            problems.append(
+                f"{path}: {len(plaintexts)} frames, expected {1 + len(writes)}: the header line's, then one for "
+                f"each of the {len(writes)} flushes that had events to write"
+            )
+            continue
+        for number, (plaintext, events) in enumerate(zip(plaintexts[1:], writes), start=1):
+            lines, torn = lines_of(plaintext)
+            problems += [f"{path}: frame {number}: {problem}" for problem in torn]
+            if len(lines) != len(events):
+                problems.append(
+                    f"{path}: frame {number} holds {len(lines)} lines, its flush wrote {len(events)} events"
+                )
+    return problems
+
+
+def check_zstd_dc(run: Written, target: Target, binary: str) -> list[str]:
+    problems: list[str] = []
+    for log in run.model.stored.values():
+        path = expected_path(log.header, True, target)
+        if path not in run.files:
+            continue
+        data = run.files[path]
+        shown = subprocess.run([binary, "-dc"], input=data, capture_output=True, timeout=60)
+        plaintexts, _ = frames_of(data)
+        if shown.returncode != 0:
+            problems.append(
+                f"{path}: zstd -dc failed: {shown.stderr.decode('utf-8', 'replace').strip()[:300]}"
+            )
+        elif shown.stdout != b"".join(plaintexts):
+            problems.append(f"{path}: zstd -dc reads {len(shown.stdout)} bytes, not the frames' text")
+    return problems
+
+
+def check_lines(run: Written, target: Target) -> list[str]:
+    problems: list[str] = []
+    for session_id, log in sorted(run.model.stored.items()):
+        path = expected_path(log.header, run.compressed, target)
+        if path not in run.files:
+            continue
+        units, _ = units_of(run.files[path], run.compressed)
+        for unit in units:
+            lines, _ = lines_of(unit)
+            for line in lines:
+                try:
+                    decode_json_text(line.decode("utf-8"))
+                except ValueError as error:
+                    problems.append(
+                        f"{path}: a line that is not UTF-8 JSON text under D5 ({error}): {line[:120]!r}"
+                    )
+        view = read_log_file(session_id, path, run.files[path])
+        if view.code is not None:
+            problems.append(f"{path}: the spec's reader refuses it: {view.code}: {view.message}")
+        elif not is_deep_equal_json(list(view.events), list(log.events)):
+            problems.append(
+                f"{path}: the spec's reader reads {len(view.events)} events, not the {len(log.events)} appended"
+            )
+    return problems
+
+
+def check_checker(run: Written, target: Target) -> list[str]:
+    problems: list[str] = []
+    for session_id, log in sorted(run.model.stored.items()):
+        path = expected_path(log.header, run.compressed, target)
+        view = read_log_file(session_id, path, run.files[path]) if path in run.files else None
+        if view is None or view.header is None:
+            continue
+        version = LEGACY_FORMAT_VERSION if target.format == LEGACY_FORMAT_VERSION else 4
+        found = [(v.rule, v.seq) for v in check_log(view.events, dict(view.header), format_version=version)]
+        wanted = [(v.rule, v.seq) for v in check_log(log.events, dict(log.header), format_version=version)]
+        if found != wanted:
+            problems.append(f"{path}: the checker finds {found}, in the appended log {wanted}")
+    return problems
+
+
+# --- the family --------------------------------------------------------------------------------------
+
+
+def _cases(runs: Sequence[Written], target: Target, seconds: float, how: str) -> list[CaseResult]:
+    binary = ZSTD_BINARY if os.path.exists(ZSTD_BINARY) else shutil.which("zstd")
+    results: list[CaseResult] = []
+    share = seconds / len(CHECKS)
+    for key, sentence in CHECKS.items():
+        name = f"{key}: {sentence} ({how})"
+        if key == "zstd-dc" and binary is None:
+            results.append(
+                CaseResult(FAMILY, name, "not run", f"no zstd binary ({ZSTD_BINARY})", case_id=key)
+            )
+            continue
+        problems: list[str] = []
+        for run in runs:
+            form = "zstd" if run.compressed else "plain"
+            if key == "zstd-dc":
+                found = check_zstd_dc(run, target, str(binary)) if run.compressed else []
+            else:
+                found = CHECKERS[key](run, target)
+            problems += [f"{form}: {problem}" for problem in found]
+        if problems:
+            shown = "\n".join(problems[:12]) + (
+                f"\n... and {len(problems) - 12} more" if len(problems) > 12 else ""
+            )
+            results.append(CaseResult(FAMILY, name, "failed", shown, share, case_id=key))
+        else:
+            results.append(CaseResult(FAMILY, name, "passed", seconds=share, case_id=key))
+    return results
+
+
+CHECKERS: Final[Mapping[str, Callable[[Written, Target], list[str]]]] = {
+    "layout": check_layout,
+    "header-line": check_header_line,
+    "framing": check_framing,
+    "lines": check_lines,
+    "checker": check_checker,
+}
+
+
+def _not_run(reason: str, outcome: str = "not run") -> list[CaseResult]:
+    return [
+        CaseResult(FAMILY, f"{key}: {sentence}", outcome, reason, case_id=key)  # type: ignore[arg-type]
+        for key, sentence in CHECKS.items()
+    ]
+
+
+def check_files(subject: Subject, options: Options) -> list[CaseResult]:
+    """The runner's entry point: the workload through ``export``, or over stdio through the store
+    root; unsupported for a subject with neither."""
+    target = options.target or DEFAULT_TARGET
+    if "storage" not in options.capabilities:
+        return _not_run("needs capability storage", "unsupported")
+    began = time.perf_counter()
+    try:
+        if "export" in options.capabilities:
+            runs = run_both_forms(subject, target, take_exported)
+            how = "read through export"
+        elif isinstance(subject, StdioSubject):
+            runs = _run_on_store_root(subject, target)
+            how = f"read from {STORE_ROOT_ENV}"
+        else:
+            return _not_run("needs capability export, or capability storage over stdio", "unsupported")
+    except Mismatch as mismatch:
+        failed = CaseResult(
+            FAMILY,
+            "the writing workload answers as the spec model says",
+            "failed",
+            str(mismatch),
+            case_id="replay",
+        )
+        return [failed, *_not_run("the writing workload did not run to its end")]
+    seconds = time.perf_counter() - began
+    replay = CaseResult(
+        FAMILY, "the writing workload answers as the spec model says", "passed", case_id="replay"
+    )
+    return [replay, *_cases(runs, target, seconds, how)]
+
+
+def _run_on_store_root(subject: StdioSubject, target: Target) -> list[Written]:
+    """A fresh process of the subject's command on a fresh store root; the files are read from the
+    directory once each form's workload has run."""
+    with tempfile.TemporaryDirectory(prefix="conformance-files-") as root:
+        fresh = StdioSubject(subject.command, timeout=subject.timeout, env={STORE_ROOT_ENV: root})
+        try:
+            return run_both_forms(fresh, target, lambda driver: read_directory(Path(root)))
+        finally:
+            fresh.close()
+
+
+__all__ = ["CHECKS", "Written", "check_files", "run_workload", "writing_workload"]
