@@ -52,6 +52,7 @@ from spec.projections.units import (
     ProjectionUnit,
     derive_initial_cell,
     derive_projection_state,
+    derive_wire_keys,
     fold_projection,
     plan_registration,
 )
@@ -619,10 +620,10 @@ def model_snapshot(model: ModelStore, id: object) -> Transition:
     entry = model.live.get(id) if isinstance(id, str) else None
     if entry is None:
         return model, rejected(Code.SESSION_NOT_FOUND)
+    units = {key: served for key, (served, _) in model.engine.units.items()}
     values: JsonObject = {
-        key: derive_unit_state(served, entry.state.events)
-        for key, (served, _) in model.engine.units.items()
-        if served.wire
+        key: derive_unit_state(units[key], entry.state.events)
+        for key in derive_wire_keys(list(units.values()))
     }
     return model, accepted({"asOfSeq": len(entry.state.events) - 1, "values": values})
 
