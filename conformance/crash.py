@@ -36,7 +36,7 @@ import subprocess
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -146,6 +146,73 @@ def standard_workload() -> tuple[Request, ...]:
     )
 
 
+COMPACTION_TEXT: Final = "The earlier work read the parser and wrote down what each failing test showed. " * 7
+COMPACTION_SUMMARY: Final = "The parser tests fail in the tokenizer."
+
+
+def compaction_workload() -> tuple[Request, ...]:
+    """Summary compaction cut short by power loss at every point: two closed turns and ``/compact``
+    (its bracket, summary and checkpoint, then its flush), a third turn whose automatic
+    compaction fails and closes its bracket with the error, and a manual compaction that fails
+    between turns. Run under a batch policy that writes every append at once (``reset`` with
+    ``batchMaxDelayMs`` 0), so that a cut falls between any two events of a bracket, and resume
+    must close a bracket a crash left open (SPEC-DECISIONS D3 item 6)."""
+    c = "c"
+
+    def ask(turn: int, text: str = COMPACTION_TEXT) -> list[Request]:
+        return [
+            ("append", {"id": c, "type": TURN_START, "data": build.turn_start(turn)}),
+            (
+                "append",
+                {
+                    "id": c,
+                    "type": USER_MESSAGE,
+                    "data": build.user_message(f"u{turn}", text),
+                    "surfaceOp": "append",
+                },
+            ),
+        ]
+
+    def answer(turn: int) -> list[Request]:
+        return [
+            ("append", {"id": c, "type": "step/start", "data": build.step_start(turn, 1)}),
+            (
+                "append",
+                {
+                    "id": c,
+                    "type": ASSISTANT_MESSAGE,
+                    "data": build.assistant_message(f"a{turn}", "done", (), turn),
+                    "surfaceOp": "append",
+                },
+            ),
+            ("append", {"id": c, "type": "step/end", "data": build.step_end(turn, 1)}),
+            ("append", {"id": c, "type": "turn/end", "data": build.turn_end(turn)}),
+        ]
+
+    return (
+        ("create", {"id": c}),
+        *ask(1),
+        *answer(1),
+        *ask(2),
+        *answer(2),
+        ("compact", {"id": c, "attempt": {"compactionId": "k1", "text": COMPACTION_SUMMARY}}),
+        *ask(3),
+        (
+            "compact_region",
+            {"id": c, "start": 16, "end": 16, "attempt": {"compactionId": "k2", "fail": "down"}},
+        ),
+        *answer(3),
+        ("compact", {"id": c, "attempt": {"compactionId": "k3", "timeout": 30}}),
+        ("flush", {"id": c}),
+    )
+
+
+def _ends_of(size: int) -> Sequence[int]:
+    """The byte cuts of the compaction workload: its first byte, its middle and all but its last,
+    of each unsynced write (every byte of its events would be thousands of replays)."""
+    return sorted({cut for cut in (1, size // 2, size - 1) if 0 < cut < size})
+
+
 @dataclass(frozen=True)
 class CrashCase:
     """One crash point and what was wrong after it (empty: every D3 item held)."""
@@ -175,9 +242,14 @@ class CrashOutcome:
     not_reached: list[str] = field(default_factory=list)  # what could not be reached, and why
 
 
-# The run's target and tallies, set by run_crash_checks for the checks it calls (one run at a time).
+# The run's target and tallies, set by run_crash_checks for the checks it calls (one run at a time);
+# and the workload's reset arguments beyond its storage (a batch policy: the compaction workload's).
 _TARGET: ContextVar[Target] = ContextVar("crash_target", default=DEFAULT_TARGET)
 _REACHED: ContextVar[Counter[str]] = ContextVar("crash_reached")
+_RESET: ContextVar[dict[str, Any]] = ContextVar("crash_reset", default={})
+_BYTE_CUTS: ContextVar[Callable[[int], Sequence[int]]] = ContextVar(
+    "crash_byte_cuts", default=lambda size: range(1, size)
+)
 
 
 def _reach(*items: str) -> None:
@@ -203,7 +275,7 @@ class _Run:
 
 def _start(subject: Any, compressed: bool) -> Driver:
     driver = Driver(subject, target=_TARGET.get())
-    driver.step("reset", storage="file", compressed=compressed)
+    driver.step("reset", storage="file", compressed=compressed, **_RESET.get())
     driver.step("clock", now=START_TIME)
     return driver
 
@@ -405,7 +477,7 @@ def run_boundary_crashes(
         if not every_byte:
             continue
         for position, (path, size) in enumerate(pending):
-            for kept in range(1, size):
+            for kept in _BYTE_CUTS.get()(size):
                 run = _armed_run(subject, workload, compressed, after)
                 files = _unsynced(run.driver)
                 if position >= len(files):
@@ -525,16 +597,27 @@ def _record(outcome: CrashOutcome, name: str, problems: Sequence[str]) -> None:
             raise _Enough()
 
 
-def crash_workloads() -> tuple[tuple[str, tuple[Request, ...]], ...]:
+def crash_workloads(capabilities: Collection[str] = ()) -> tuple[tuple[str, tuple[Request, ...]], ...]:
     """The workloads the crash checks cut short, each enumerated on its own so that one a subject
     answers differently leaves the others to run: the standard workload, and a shorter one with a
     single session, no seed and no compaction (so a difference about seeded sessions, or a subject
-    without ``engine_append``, does not hide the rest)."""
+    without ``engine_append``, does not hide the rest); for a subject with capability
+    ``compaction``, the compaction workload too."""
     standard = standard_workload()
     single = tuple(
         request for request in standard if request[1].get("id") == "w" and request[0] != "engine_append"
     )
-    return (("standard", standard), ("single session", single))
+    workloads = (("standard", standard), ("single session", single))
+    if "compaction" in capabilities:
+        workloads += (("compaction", compaction_workload()),)
+    return workloads
+
+
+# How each workload is run beyond its requests: the reset's batch policy, the byte cuts tried, and
+# the formats (the compaction workload's points are about its brackets, not about the framing).
+WORKLOAD_RESETS: Final[dict[str, dict[str, Any]]] = {"compaction": {"batchMaxDelayMs": 0}}
+WORKLOAD_BYTE_CUTS: Final[dict[str, Callable[[int], Sequence[int]]]] = {"compaction": _ends_of}
+WORKLOAD_FORMATS: Final[dict[str, tuple[bool, ...]]] = {"compaction": (False,)}
 
 
 def run_crash_checks(
@@ -543,19 +626,25 @@ def run_crash_checks(
     compressions: Sequence[bool] = (True, False),
     fail_fast: bool = False,
     target: Target = DEFAULT_TARGET,
+    capabilities: Collection[str] = (),
 ) -> CrashOutcome:
     """Every boundary, every byte and every fault of each crash workload, in each format
     (zstd-compressed and plain JSONL), and the damage check at three spots; with ``fail_fast``,
     up to the first failing point. A workload whose replay the subject answers differently from
-    the model is reported, and its remaining points are not reached; the other workloads still run."""
+    the model is reported, and its remaining points are not reached; the other workloads still run.
+    ``capabilities`` adds the workloads of the engine capabilities the subject declares."""
     outcome = CrashOutcome(fail_fast=fail_fast)
     started = time.perf_counter()
     target_token, reached_token = _TARGET.set(target), _REACHED.set(outcome.reached)
     try:
         for compressed in compressions:
             label = "zstd" if compressed else "plain"
-            for workload_name, workload in crash_workloads():
+            for workload_name, workload in crash_workloads(capabilities):
+                if compressed not in WORKLOAD_FORMATS.get(workload_name, (True, False)):
+                    continue
                 where = f"{label}, {workload_name} workload"
+                reset = _RESET.set(WORKLOAD_RESETS.get(workload_name, {}))
+                cuts = _BYTE_CUTS.set(WORKLOAD_BYTE_CUTS.get(workload_name, lambda size: range(1, size)))
                 try:
                     for spot in DAMAGE_SPOTS if workload_name == "standard" else ():
                         run_damage_check(subject, workload, compressed, outcome, spot)
@@ -568,6 +657,9 @@ def run_crash_checks(
                     )
                 except Unsupported as unsupported:
                     outcome.not_reached.append(f"{where}: its crash points (the subject lacks {unsupported})")
+                finally:
+                    _RESET.reset(reset)
+                    _BYTE_CUTS.reset(cuts)
     except _Enough:
         outcome.not_reached.append("the points after the first failure (fail-fast)")
     finally:
@@ -816,7 +908,9 @@ def check_crash(subject: Subject, options: Options) -> list[CaseResult]:
     fail_fast = options.extra.get(FAIL_FAST) == "1"
     target = options.target or DEFAULT_TARGET
     if "crash-seam" in options.capabilities:
-        outcome = run_crash_checks(subject, fail_fast=fail_fast, target=target)
+        outcome = run_crash_checks(
+            subject, fail_fast=fail_fast, target=target, capabilities=options.capabilities
+        )
         return summarise_crash_outcome(outcome, "power cuts through the crash seam")
     if "storage" in options.capabilities and isinstance(subject, StdioSubject):
         rounds = KILL_ROUNDS.get(options.profile, KILL_ROUNDS["ci"])
@@ -832,6 +926,7 @@ __all__ = [
     "CrashOutcome",
     "check_after_power_cut",
     "check_crash",
+    "compaction_workload",
     "count_mutations",
     "run_boundary_crashes",
     "run_crash_checks",

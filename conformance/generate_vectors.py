@@ -27,12 +27,16 @@ from typing import Final
 
 from conformance.cases import (
     checker,
+    checkpoint,
+    compaction,
     fork,
     header,
+    overflow,
     pairing,
     projection,
     provenance,
     prune,
+    prune_pass,
     repair,
     seed,
     session,
@@ -45,6 +49,7 @@ from conformance.cases import (
 from conformance.cases import json as json_domain
 from conformance.cases.build import OK, Case, Cases, GenerationError, PureCase, as_why
 from conformance.cases.coverage import validate_coverage
+from conformance.engine_model import ENGINE_CAPABILITY_OF
 from conformance.oracle import SpecOracle
 from conformance.subject import InProcessSubject
 from spec.log.json import JsonObject, JsonValue
@@ -68,6 +73,10 @@ FAMILIES: Final[Mapping[str, Callable[[], Cases]]] = {
     "spill": spill.cases,
     "projection": projection.cases,
     "checker": checker.cases,
+    "compaction": compaction.cases,
+    "prune-pass": prune_pass.cases,
+    "overflow": overflow.cases,
+    "checkpoint": checkpoint.cases,
 }
 
 PROTOCOL_CODES: Final = frozenset({"UNSUPPORTED_OP", "BAD_REQUEST", "CRASHED", "INTERNAL"})
@@ -91,6 +100,10 @@ def capabilities_of(case: Case | PureCase) -> list[str]:
             needed.update({"storage", "batch-policy"})
         if op in CRASH_OPS or (op == "reset" and step.request.get("storage") == "file"):
             needed.update({"storage", "crash-seam"})
+        if isinstance(op, str) and op in ENGINE_CAPABILITY_OF:
+            needed.add(ENGINE_CAPABILITY_OF[op])
+        if op == "state_of_stored":
+            needed.add("storage")
     return sorted(needed)
 
 

@@ -60,6 +60,7 @@ from spec.projections.durability import (
     decode_batch_policy,
     is_batch_due,
 )
+from spec.projections.units import ProjectionUnit
 
 FS_OPS: Final = ("write", "fsync")
 ERRNOS: Final = ("EIO", "ENOSPC")
@@ -104,10 +105,24 @@ def rejected(code: str) -> Expected:
 
 @dataclass(frozen=True)
 class LiveSession:
-    """A live session: its spec state and how many of its events are durable."""
+    """A live session: its spec state, how many of its events are durable, and how many overflow
+    recoveries it ran since the last reset (conformance/engine_model.py)."""
 
     state: SessionState
     flushed: int = 0
+    overflow_retries: int = 0
+
+
+@dataclass(frozen=True)
+class EngineState:
+    """What the engine ops keep beside the sessions (conformance/engine_model.py): the projection
+    units registered, by key, with how many registrants share each; the texts the spill store
+    saved, by locator, in the order they were saved. ``reset`` forgets it; a crash does not (the
+    units are the host's, registered again at start-up; a spill store makes a text durable before
+    it names it)."""
+
+    units: Mapping[str, tuple[ProjectionUnit, int]] = field(default_factory=dict)
+    spills: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -132,6 +147,7 @@ class ModelStore:
     minted: int = 0
     faults: tuple[str, ...] = ()
     broken: Mapping[str, str] = field(default_factory=dict)  # stored logs a read refuses, with the code
+    engine: EngineState = field(default_factory=EngineState)
 
     @property
     def has_storage(self) -> bool:
@@ -183,8 +199,13 @@ def derive_model_key(model: ModelStore) -> str:
     stored = {session_id: [log.header, list(log.events)] for session_id, log in model.stored.items()}
     batch = None if model.batch is None else [model.batch.max_delay_ms, model.batch.max_bytes]
     broken = dict(model.broken)
+    engine = [
+        sorted((key, unit.state_version, refs) for key, (unit, refs) in model.engine.units.items()),
+        list(model.engine.spills),
+        {session_id: entry.overflow_retries for session_id, entry in model.live.items()},
+    ]
     return canonical_text(
-        [model.storage, batch, model.now, model.minted, live, stored, list(model.faults), broken]
+        [model.storage, batch, model.now, model.minted, live, stored, list(model.faults), broken, engine]
     )
 
 
@@ -437,9 +458,19 @@ OPS: Final[Mapping[str, Callable[..., Transition]]] = {
 }
 
 
+def modelled_ops() -> Mapping[str, Callable[..., Transition]]:
+    """Every op the model answers: the session and storage ops above, and the engine ops of
+    :mod:`conformance.engine_model` (which builds on this module, hence imported here)."""
+    from conformance.engine_model import ENGINE_OPS
+
+    return {**OPS, **ENGINE_OPS}
+
+
 def model_request(model: ModelStore, op: str, **args: object) -> Transition:
     """Any modelled op by its protocol name, with the protocol's argument names."""
-    return OPS[op](model, **args)
+    if op in OPS:
+        return OPS[op](model, **args)
+    return modelled_ops()[op](model, **args)
 
 
 # --- internals -----------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ import inspect
 from collections.abc import Mapping
 from typing import Final
 
-from conformance.model import OPS, Expected, ModelStore, model_request
+from conformance.model import Expected, ModelStore, model_request, modelled_ops
 from spec.codes import SpecError
 from spec.log.json import JsonObject, JsonValue, is_safe_integer
 from spec.wire import WIRE_FUNCTIONS, WireInputError
@@ -30,6 +30,22 @@ SESSION_ARGUMENTS: Final = {
     "resume": ("id",),
     "read": ("id",),
     "fork": ("source",),
+    **dict.fromkeys(
+        (
+            "compact",
+            "compact_region",
+            "compact_if_needed",
+            "prune",
+            "overflow",
+            "overflow_reset",
+            "spill",
+            "state_of",
+            "snapshot",
+            "state_of_stored",
+            "checkpoint",
+        ),
+        ("id",),
+    ),
 }
 OPTIONAL_SESSION_ARGUMENTS: Final = {"create": ("id",), "fork": ("child",)}
 
@@ -68,13 +84,14 @@ class SpecOracle:
             return {"protocol": PROTOCOL_VERSION, "name": self.name, "capabilities": list(self.capabilities)}
         if op == "call":
             return _call(args)
-        if not isinstance(op, str) or op not in OPS:
+        ops = modelled_ops()
+        if not isinstance(op, str) or op not in ops:
             raise _Refused("UNSUPPORTED_OP", f"unsupported op {op!r}")
         _validate_request(op, args, self.model)
         if op == "clock":
             args = {**args, "now": int(args["now"])}  # type: ignore[arg-type]
         try:
-            inspect.signature(OPS[op]).bind(self.model, **args)
+            inspect.signature(ops[op]).bind(self.model, **args)
         except TypeError as error:  # an argument the op does not take, or a missing one
             raise _Refused("BAD_REQUEST", f"{op}: {error}") from None
         self.model, expected = model_request(self.model, op, **args)

@@ -26,6 +26,7 @@ import binascii
 import errno
 import itertools
 import sys
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import ClassVar, Final
 
@@ -34,15 +35,60 @@ from reference.persistence.filestore import FileStore
 from reference.persistence.fs import FileSystem, LockHandle
 from reference.persistence.memory import MemoryPersistence
 from reference.persistence.powerloss import DROP_ALL, KEEP_ALL, CrashPlan, PowerLossFileSystem, SimulatedCrash
+from reference.projections.checkpoints import DurabilityCheckpoints
+from reference.projections.registry import (
+    CacheMedium,
+    FileCacheMedium,
+    MemoryCacheMedium,
+    ProjectionCache,
+    Projections,
+)
 from reference.session import Session
+from reference.shrink.compaction import (
+    AbortSignal,
+    CompactionEngine,
+    CompactionResult,
+    OverflowRecovery,
+    PruneResult,
+    SummaryRequest,
+    prune_session,
+)
+from reference.shrink.spill import MemorySpillStore, SpillPolicy, SpillRef
 from reference.store import SessionStore
 from spec.codes import Code, SpecError, reject
 from spec.format.framing import scan_zstd_frames, split_jsonl
 from spec.format.json_text import decode_json_text, encode_json_text
-from spec.log.json import JsonObject, JsonValue, is_safe_integer
+from spec.log.json import JsonObject, JsonValue, is_safe_integer, thaw_json
 from spec.log.session import ABSENT
 from spec.projections.durability import BatchPolicy, decode_batch_policy
+from spec.projections.units import ProjectionUnit
+from spec.shrink.compaction import CompactionPolicy
+from spec.shrink.pressure import CONTEXT_WINDOW_EXCEEDED
+from spec.shrink.prune import PruneConfig, decode_prune_config
+from spec.shrink.summary import SummarizerOutput
 from spec.wire import WIRE_FUNCTIONS, WireFunction, WireInputError
+from spec.wire_engine import (
+    CANCEL_AFTER,
+    CANCEL_DURING,
+    AppendRequest,
+    Attempt,
+    decode_append_request,
+    decode_attempt,
+    decode_attempts,
+    decode_catalogue_unit,
+    decode_context_window,
+    decode_moment,
+    decode_policy,
+    decode_pruner,
+    decode_trigger,
+    derive_attempt_failure,
+    derive_attempt_output,
+    derive_tool_call_id,
+    derive_tool_result_content,
+    encode_compaction_result,
+    encode_prune_result,
+    with_tool_result_content,
+)
 
 PROTOCOL_VERSION: Final = 2
 VERSION: Final = "0.1.0"  # the reference's version, as hello names it
@@ -56,6 +102,7 @@ CRASHED: Final = "CRASHED"
 INTERNAL: Final = "INTERNAL"
 
 ERRNOS: Final = {"EIO": errno.EIO, "ENOSPC": errno.ENOSPC}
+ENGINE_CAPABILITIES: Final = ("compaction", "prune", "spill", "overflow", "projection", "checkpoint")
 
 
 class BadRequest(Exception):
@@ -174,6 +221,118 @@ class FaultyFileSystem:
         self.inner.unlock(lock)
 
 
+# --- the engine ops' helpers (conformance/PROTOCOL.md, "Engine ops") -------------------------------
+
+ENGINE_OPS: Final = {
+    "compact": "op_compact",
+    "compact_region": "op_compact_region",
+    "compact_if_needed": "op_compact_if_needed",
+    "prune": "op_prune",
+    "overflow": "op_overflow",
+    "overflow_reset": "op_overflow_reset",
+    "spill": "op_spill",
+    "spill_read": "op_spill_read",
+    "project": "op_project",
+    "unproject": "op_unproject",
+    "state_of": "op_state_of",
+    "snapshot": "op_snapshot",
+    "state_of_stored": "op_state_of_stored",
+    "checkpoint": "op_checkpoint",
+}
+
+
+class ScriptedSummarizer:
+    """The summarizer of one engine op: the suite's attempts (``spec.wire_engine.Attempt``), handed
+    out in order. The engine mints each compaction's id through :meth:`new_id`, which starts the
+    next attempt; :meth:`summarize` then does what that attempt says. A cancellation aborts the
+    op's own signal, as a user's would; a scripted append goes through the session's caller path
+    (a refused one changes nothing). Nothing here sleeps: a timeout is reported as the engine's
+    deadline would report it."""
+
+    def __init__(self, attempts: Sequence[Attempt], session: Session, caller: AbortSignal) -> None:
+        self._attempts = tuple(attempts)
+        self._session = session
+        self._caller = caller
+        self._started = 0
+
+    def new_id(self) -> str:
+        self._started += 1
+        return self._attempts[self._started - 1].compaction_id
+
+    def summarize(self, request: SummaryRequest, signal: AbortSignal) -> SummarizerOutput:
+        attempt = self._attempts[self._started - 1]
+        if attempt.cancel == CANCEL_DURING:
+            self._caller.abort()
+            self._caller.throw_if_aborted()
+        failure = derive_attempt_failure(attempt)
+        if failure is not None:
+            raise failure
+        if attempt.append is not None:
+            try:
+                _append(self._session, attempt.append)
+            except SpecError:
+                pass  # a refused append is no surface change
+        output = derive_attempt_output(attempt)
+        if attempt.cancel == CANCEL_AFTER:
+            self._caller.abort()
+        return output
+
+
+class ProviderFailure(Exception):
+    """A model request that failed with ``code`` (what ``overflow`` reports to the recovery)."""
+
+    def __init__(self, code: object) -> None:
+        super().__init__(f"the model request failed with {code!r}")
+        self.code = code
+
+
+class FailingSpillStore:
+    """A spill store whose saves fail (``spill`` with ``storeFails``); reads go to ``inner``."""
+
+    def __init__(self, inner: MemorySpillStore) -> None:
+        self.inner = inner
+
+    def save_text(
+        self, session_id: str, tool_name: str, call_id: str, label: str, suggested_name: str, content: str
+    ) -> SpillRef:
+        raise OSError(errno.ENOSPC, "injected: the spill store is full")
+
+    def read_text(self, locator: str) -> str:
+        return self.inner.read_text(locator)
+
+
+def _append(session: Session, request: AppendRequest) -> JsonValue:
+    return session.append(request.event_type, request.data, request.surface_op, request.source_event_seqs)
+
+
+def _encode_compaction(result: CompactionResult | None) -> JsonValue:
+    if result is None:
+        return None
+    return encode_compaction_result(
+        result.compaction_id,
+        result.source_command_id,
+        (result.start_seq, result.summary_seq, result.end_seq),
+        result.summary,
+        result.shadowed_seqs,
+        result.shadowed_token_count,
+    )
+
+
+def _encode_prune(result: PruneResult) -> JsonValue:
+    return encode_prune_result(
+        [
+            {
+                "originalSeq": entry.original_seq,
+                "replacementSeq": entry.replacement_seq,
+                "callId": entry.call_id,
+                "charsBefore": entry.chars_before,
+                "charsAfter": entry.chars_after,
+            }
+            for entry in result.pruned
+        ]
+    )
+
+
 # --- the subject ----------------------------------------------------------------------------------
 
 
@@ -190,6 +349,7 @@ class ReferenceSubject:
         "checker-rules",
         "export",
         "import",
+        *ENGINE_CAPABILITIES,
     )
     ops: ClassVar[Mapping[str, str]] = {
         "hello": "op_hello",
@@ -212,8 +372,24 @@ class ReferenceSubject:
         "damage": "op_damage",
         "export": "op_export",
         "call": "op_call",
+        **ENGINE_OPS,
     }
     pure_functions: ClassVar[Mapping[str, WireFunction]] = WIRE_FUNCTIONS
+    # The engine behind the engine ops, each class an override point (tests/broken_engines.py).
+    engine_class: ClassVar[type[CompactionEngine]] = CompactionEngine
+    recovery_class: ClassVar[type[OverflowRecovery]] = OverflowRecovery
+    projections_class: ClassVar[type[Projections]] = Projections
+    cache_class: ClassVar[type[ProjectionCache]] = ProjectionCache
+    spill_store_class: ClassVar[type[MemorySpillStore]] = MemorySpillStore
+    checkpoints_class: ClassVar[type[DurabilityCheckpoints]] = DurabilityCheckpoints
+
+    # What the engine ops keep between requests (``reset`` forgets it: _forget_engine).
+    spill_store: MemorySpillStore
+    projections: Projections | None
+    _overflow: weakref.WeakKeyDictionary[Session, int]
+    _registered: dict[str, tuple[ProjectionUnit, int]]  # key -> (the unit serving it, registrants)
+    _disposers: dict[str, list[Callable[[], None]]]
+    _memory_cache: MemoryCacheMedium
 
     def __init__(self) -> None:
         self.now = 0
@@ -225,6 +401,7 @@ class ReferenceSubject:
             None  # reset's batchMaxDelayMs/batchMaxBytes; none: only flush writes
         )
         self._temp_names = itertools.count(1)
+        self._forget_engine()
 
     # --- the one entry point ------------------------------------------------------------------
 
@@ -243,7 +420,7 @@ class ReferenceSubject:
             return _error(rid, str(error.code), error.message)
         except UnsupportedOp as error:
             return _error(rid, UNSUPPORTED_OP, str(error))
-        except BadRequest as error:
+        except (BadRequest, WireInputError) as error:
             return _error(rid, BAD_REQUEST, str(error))
         except SimulatedCrash as crash:
             return _error(rid, CRASHED, f"simulated power loss: {crash}")
@@ -295,6 +472,7 @@ class ReferenceSubject:
         self._compressed = compressed
         self.fs = FaultyFileSystem(PowerLossFileSystem()) if storage == "file" else None
         self.persistence = MemoryPersistence(batch=self._batch) if storage == "memory" else None
+        self._forget_engine()
         if self.fs is not None:
             place_files(self.fs, STORE_ROOT, files)
         self._open_store()
@@ -462,6 +640,225 @@ class ReferenceSubject:
         except WireInputError as error:
             raise BadRequest(str(error)) from None
 
+    # --- engine ops (capabilities compaction, prune, spill, overflow, projection, checkpoint) ---
+
+    def op_compact(self, args: Args) -> JsonValue:
+        """``/compact``: manual compaction between turns, then a flush (notes §9.1)."""
+        attempt = decode_attempt(args.get("attempt"))
+        command = args.optional("sourceCommandId")
+        if command is not ABSENT and not isinstance(command, str):
+            raise BadRequest("sourceCommandId must be a string")
+        session = self.live(args.session_id())
+        signal = AbortSignal()
+        engine = self._engine(session, (attempt,), signal)
+        source = command if isinstance(command, str) else None
+        return _encode_compaction(engine.compact_now(session, signal, source_command_id=source))
+
+    def op_compact_region(self, args: Args) -> JsonValue:
+        """``compactRegion``: automatic compaction of a span the suite names, inside the open turn."""
+        attempt = decode_attempt(args.get("attempt"))
+        start, end = args.get("start"), args.get("end")
+        if not is_safe_integer(start) or not is_safe_integer(end):
+            raise BadRequest("start and end must be seqs")
+        session = self.live(args.session_id())
+        signal = AbortSignal()
+        engine = self._engine(session, (attempt,), signal)
+        return _encode_compaction(engine.compact_region(session, int(start), int(end), signal))
+
+    def op_compact_if_needed(self, args: Args) -> JsonValue:
+        """Pressure (prune, then summarize while at or above the threshold) or the forced
+        context-overflow compaction (notes §5.3)."""
+        trigger = decode_trigger(args.get("trigger", "pressure"))
+        attempts = decode_attempts(args.get("attempts"), 1)
+        session = self.live(args.session_id())
+        policy = decode_policy(args.optional("policy"))
+        pruner = decode_pruner(args.optional("prune"))
+        if trigger == "pressure" and len(attempts) < policy.compaction_retries + 1:
+            raise BadRequest("pressure may run compactionRetries + 1 compactions: give an attempt for each")
+        signal = AbortSignal()
+        engine = self._engine(session, attempts, signal, policy, pruner)
+        window = decode_context_window(args.optional("contextWindow"))
+        return _encode_compaction(engine.compact_if_needed(session, trigger, signal, context_window=window))  # type: ignore[arg-type]
+
+    def op_prune(self, args: Args) -> JsonValue:
+        """One prune pass with the suite's thresholds (notes §6.3)."""
+        session = self.live(args.session_id())
+        config = decode_prune_config(args.get("config"))
+        return _encode_prune(prune_session(session, config))
+
+    def op_overflow(self, args: Args) -> JsonValue:
+        """A model request failed with ``code``: the recovery compacts and says whether to retry
+        (notes §8.2)."""
+        attempt = decode_attempt(args.get("attempt"))
+        session = self.live(args.session_id())
+        policy = decode_policy(args.optional("policy"))
+        pruner = decode_pruner(args.optional("prune"))
+        signal = AbortSignal()
+        engine = self._engine(session, (attempt,), signal, policy, pruner)
+        recovery = self.recovery_class(engine, counts=self._overflow)
+        code = args.get("code", CONTEXT_WINDOW_EXCEEDED)
+        retry = recovery.on_request_error(session, ProviderFailure(code), signal)
+        return {"retry": retry, "retries": recovery.retries(session)}
+
+    def op_overflow_reset(self, args: Args) -> JsonValue:
+        """A response succeeded (or the agent went idle): a fresh recovery sequence starts."""
+        session = self.live(args.session_id())
+        self.recovery_class(self._engine(session, (), AbortSignal()), counts=self._overflow).reset(session)
+        return None
+
+    def op_spill(self, args: Args) -> JsonValue:
+        """A tool result enters the log through the spill policy (notes §10.2)."""
+        tool, data = args.get("toolName"), args.get("data")
+        nested, store_fails = args.get("nested", False), args.get("storeFails", False)
+        if not isinstance(tool, str) or not isinstance(data, dict):
+            raise BadRequest("toolName must be a string and data a tool/result's data")
+        if not isinstance(nested, bool) or not isinstance(store_fails, bool):
+            raise BadRequest("nested and storeFails must be booleans")
+        inner = derive_tool_result_content(data)
+        session = self.live(args.session_id())
+        store = FailingSpillStore(self.spill_store) if store_fails else self.spill_store
+        policy = SpillPolicy(args.optional("maxInlineTokens"), store)
+        outcome = policy.apply(session.id, tool, derive_tool_call_id(data), inner, nested)
+        event = session.append(
+            "tool/result",
+            with_tool_result_content(data, thaw_json(outcome.content)),  # type: ignore[arg-type]
+            "append",
+            args.optional("sourceEventSeqs"),
+        )
+        spilled = outcome.spilled
+        return {
+            "event": event,
+            "spilled": None if spilled is None else {"locator": spilled.locator, "bytes": spilled.bytes},
+        }
+
+    def op_spill_read(self, args: Args) -> JsonValue:
+        """The whole text a spill saved, as it was saved."""
+        locator = args.get("locator")
+        if not isinstance(locator, str):
+            raise BadRequest("locator must be a string")
+        text = self.spill_store.read_text(locator)
+        return {"text": text, "bytes": len(text.encode("utf-8", "surrogatepass"))}
+
+    def op_project(self, args: Args) -> JsonValue:
+        """Register a catalogue unit (``spec.projections.catalogue``); the registry shares a key only
+        at one ``stateVersion``."""
+        unit = decode_catalogue_unit(args.get("unit"), args.optional("stateVersion"))
+        if self.projections is None:
+            self._registered[unit.key] = (unit, 1)
+            self._attach_projections()
+            return None
+        dispose = self.projections.register(unit)  # PROJECTION_VERSION_CONFLICT keeps nothing
+        self._disposers.setdefault(unit.key, []).append(dispose)
+        held = self._registered.get(unit.key)
+        self._registered[unit.key] = (held[0], held[1] + 1) if held else (unit, 1)
+        return None
+
+    def op_unproject(self, args: Args) -> JsonValue:
+        """Release one registrant of the unit's key; at the last one the key is gone."""
+        unit = decode_catalogue_unit(args.get("unit"))
+        held = self._registered.get(unit.key)
+        if held is None:
+            return None
+        disposers = self._disposers.get(unit.key, [])
+        if disposers:
+            disposers.pop()()
+        if held[1] == 1:
+            del self._registered[unit.key]
+            self._disposers.pop(unit.key, None)
+            if not self._registered and self.projections is not None:
+                self.projections.close()
+                self.projections = None
+        else:
+            self._registered[unit.key] = (held[0], held[1] - 1)
+        return None
+
+    def op_state_of(self, args: Args) -> JsonValue:
+        """A unit's state for a live session, folded up to its last event (``null``: not registered)."""
+        key = decode_catalogue_unit(args.get("unit")).key
+        session = self.live(args.session_id())
+        if self.projections is None:
+            return None
+        return thaw_json(self.projections.state_of(session, key))
+
+    def op_snapshot(self, args: Args) -> JsonValue:
+        """Every wire unit's state, all at one log position."""
+        session = self.live(args.session_id())
+        if self.projections is None:
+            return {"asOfSeq": session.seq - 1, "values": {}}
+        snapshot = self.projections.snapshot(session)
+        return {"asOfSeq": snapshot.as_of_seq, "values": thaw_json(snapshot.values)}
+
+    def op_state_of_stored(self, args: Args) -> JsonValue:
+        """A unit's state for a stored session: its cache row, if usable, and the log past it."""
+        key = decode_catalogue_unit(args.get("unit")).key
+        session_id = args.session_id()
+        if self.persistence is None:
+            raise reject(
+                Code.SESSION_NOT_FOUND, f'session "{session_id}" not found (this store has no persistence)'
+            )
+        if self.projections is None or key not in self._registered:
+            self.persistence.read(session_id)  # SESSION_NOT_FOUND for a session never stored
+            return None
+        return thaw_json(self.projections.state_of_stored(self.persistence, session_id, key))
+
+    def op_checkpoint(self, args: Args) -> JsonValue:
+        """A durability checkpoint at ``moment``: flush, then the guarded append ``then`` (if any);
+        a failed flush fails closed and ``then`` never happens."""
+        moment = decode_moment(args.get("moment"))
+        then = args.optional("then")
+        action = decode_append_request(then, "then") if then is not ABSENT else None  # type: ignore[arg-type]
+        session = self.live(args.session_id())
+        return self.checkpoints_class(session).guard(
+            moment, lambda: None if action is None else _append(session, action)
+        )
+
+    # --- the engine's state ---------------------------------------------------------------------
+
+    def _engine(
+        self,
+        session: Session,
+        attempts: Sequence[Attempt],
+        signal: AbortSignal,
+        policy: CompactionPolicy = CompactionPolicy(),
+        pruner: PruneConfig | None = None,
+    ) -> CompactionEngine:
+        summarizer = ScriptedSummarizer(attempts, session, signal)
+        return self.engine_class(
+            summarizer,
+            policy=policy,
+            prune=pruner,
+            new_id=summarizer.new_id,
+            checkpoint_id=lambda compaction_id: compaction_id,
+        )
+
+    def _forget_engine(self) -> None:
+        """What ``reset`` forgets of the engine: units, spilled texts, overflow counts."""
+        self.spill_store = self.spill_store_class()
+        self._overflow = weakref.WeakKeyDictionary()
+        self._registered = {}
+        self._disposers = {}
+        self._memory_cache = MemoryCacheMedium()
+        self.projections = None
+
+    def _attach_projections(self) -> None:
+        """A registry over the current store, with the units registered so far: after a crash the
+        restarted host registers them again; the cells are gone, the cache rows stay."""
+        if self.projections is not None:
+            self.projections.close()
+            self.projections = None
+        if not self._registered:
+            return
+        medium: CacheMedium | None = None
+        if isinstance(self.persistence, FileStore):
+            medium = FileCacheMedium(self.persistence)
+        elif self.persistence is not None:
+            medium = self._memory_cache
+        cache = self.cache_class(medium) if medium is not None else None
+        self.projections = self.projections_class(cache=cache, store=self.store)
+        self._disposers = {}
+        for key, (unit, refs) in self._registered.items():
+            self._disposers[key] = [self.projections.register(unit) for _ in range(refs)]
+
     # --- internals ------------------------------------------------------------------------------
 
     def _clock(self) -> int:
@@ -480,6 +877,7 @@ class ReferenceSubject:
                 batch=self._batch,
             )
         self.store = SessionStore(self.persistence, clock=self._clock)
+        self._attach_projections()
 
     def _crash_fs(self) -> FaultyFileSystem:
         if self.fs is None:

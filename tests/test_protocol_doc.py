@@ -41,6 +41,13 @@ def test_the_document_has_examples_for_hello_the_core_ops_storage_and_every_pure
     assert functions == set(WIRE_FUNCTIONS)
 
 
+def test_the_document_has_an_example_of_every_engine_op() -> None:
+    from reference.server import ENGINE_OPS
+
+    ops = {line.get("op") for block in example_blocks() for line in block if "op" in line}
+    assert set(ENGINE_OPS) - ops == set()
+
+
 @pytest.mark.parametrize("block", example_blocks(), ids=lambda block: str(block[0].get("op")))
 def test_each_example_is_what_the_reference_answers(block: list[Any]) -> None:
     subject = ReferenceSubject()

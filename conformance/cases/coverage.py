@@ -29,63 +29,20 @@ UNREACHABLE: Final[Mapping[Code, str]] = {
     "one store",
     Code.SESSION_CLOSED: "a closed persistence handle; the protocol's close releases the session, after "
     "which its id answers SESSION_NOT_FOUND",
+    Code.COMPACTION_SURFACE_MISMATCH: "the engine prices the surface it selects from, so the priced seqs are "
+    "the surface's; only a caller of select_compactable_range with another pricing meets it",
+    Code.COMPACTION_COMMIT_FAILED: "the commit appends (the summary, the checkpoint, the end) are valid by "
+    "construction and a session append never fails on storage (a batch write that fails stays buffered); "
+    "a power cut during them answers CRASHED instead, which the crash family's compaction workload covers",
+    Code.PROJECTION_STATE_INVALID: "the engine ops register units from the spec's catalogue, which keep their "
+    "stateSchema; a unit of the subject's own that breaks it is not reachable through the protocol",
+    Code.PROJECTION_IDENTITY_BROKEN: "the catalogue's units keep the identity rule; a subject's own unit is "
+    "checked for it through spec.projection.derive_projection_changes (the projection vectors)",
 }
 
-_COMPACTION_REASON: Final = (
-    "summary compaction and pressure compaction (spec/shrink/compaction.py, spec/shrink/bracket.py, "
-    "spec/shrink/pressure.py) have no protocol op or pure function in protocol version 2; add them to the "
-    "call table, then vectors here"
-)
-_PROJECTION_REASON: Final = (
-    "projections (spec/projections/units.py) register Python callables, which the protocol cannot carry; the "
-    "call table folds only the spec's own unit (the seed's digest), which keeps every rule; a projection op in "
-    "a later protocol version would reach them"
-)
-_RUNTIME_REASON: Final = (
-    "an outcome of the agent loop's runtime (cancellation, a summarizer's timeout, a spill store, a "
-    "checkpoint before a tool), not a rule a session op can break; the protocol has no such runtime"
-)
-
-NOT_YET_COVERED: Final[Mapping[Code, str]] = {
-    **dict.fromkeys(
-        (
-            Code.COMPACTION_CONFIG_INVALID,
-            Code.COMPACTION_SURFACE_MISMATCH,
-            Code.COMPACTION_BUSY,
-            Code.COMPACTION_SUMMARY_NOT_SMALLER,
-            Code.COMPACTION_SURFACE_CHANGED,
-            Code.COMPACTION_RANGE_INVALID,
-            Code.COMPACTION_NO_OPEN_TURN,
-            Code.COMPACTION_SUMMARY_UNSUPPORTED_CONTENT,
-            Code.COMPACTION_SUMMARY_EMPTY,
-            Code.PRUNE_OUTSIDE_TURN,
-            Code.COMPACTION_SUMMARY_FAILED,
-            Code.COMPACTION_COMMIT_FAILED,
-            Code.COMPACTION_PERSISTENCE_FAILED,
-            Code.COMPACTION_STILL_ABOVE_THRESHOLD,
-            Code.COMPACTION_NO_CAPACITY,
-        ),
-        _COMPACTION_REASON,
-    ),
-    **dict.fromkeys(
-        (
-            Code.PROJECTION_UNIT_INVALID,
-            Code.PROJECTION_VERSION_CONFLICT,
-            Code.PROJECTION_STATE_INVALID,
-            Code.PROJECTION_IDENTITY_BROKEN,
-        ),
-        _PROJECTION_REASON,
-    ),
-    **dict.fromkeys(
-        (
-            Code.ABORTED,
-            Code.COMPACTION_SUMMARY_TIMEOUT,
-            Code.SPILL_NOT_FOUND,
-            Code.DURABILITY_CHECKPOINT_FAILED,
-        ),
-        _RUNTIME_REASON,
-    ),
-}
+NOT_YET_COVERED: Final[Mapping[Code, str]] = {}
+"""Codes a later protocol version would reach; none is left since the engine ops (protocol
+version 2, "Engine ops") reach the compaction engine, projections, spill and checkpoints."""
 
 CHECKER_FUNCTION: Final = "spec.checker.check_log"  # the pure function whose results name checker rules
 

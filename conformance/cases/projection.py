@@ -1,5 +1,5 @@
-"""projection: the seed's session digest folded over a log, and the identity rule
-(SPEC-DECISIONS D7; seed 002 "会话账本").
+"""projection: the seed's session digest folded over a log, the identity rule, and the projection
+ops (SPEC-DECISIONS D7; seed 002 "会话账本"; notes/dsh-compaction-projection §11).
 
 A subject folds the seed's example unit, ``sessionDigest``, from its ``init`` over a log and says
 for each event whether the state changed, by identity, as a change feed tells it. The digest cares
@@ -12,7 +12,30 @@ from __future__ import annotations
 
 from typing import Final
 
-from conformance.cases.build import Cases, assistant_ev, log, pure, user_ev
+from conformance.cases.build import (
+    Cases,
+    Step,
+    append_user,
+    assistant_ev,
+    case,
+    fails,
+    log,
+    ok,
+    pure,
+    turn,
+    user_ev,
+)
+from conformance.cases.engine_build import (
+    LONG,
+    answer,
+    attempt,
+    closed_turn,
+    history,
+    step_close,
+    step_open,
+    tool_steps,
+)
+from spec.codes import Code
 
 CHANGES = "spec.projection.derive_projection_changes"
 START: Final = ("compaction/start", {"compactionId": "k1", "turn": None})
@@ -23,6 +46,11 @@ PRUNE: Final = (
 
 
 def cases() -> Cases:
+    yield from pure_cases()
+    yield from engine_cases()
+
+
+def pure_cases() -> Cases:
     yield pure("the digest of an empty log is its init", CHANGES, unit="sessionDigest", events=[])
     yield pure(
         "events the digest does not care about leave the very same state",
@@ -45,4 +73,180 @@ def cases() -> Cases:
             ("turn/end", {"turn": 1, "reason": {"kind": "completed"}}),
         ),
         comment="only the successful end (seq 4) and the prune (seq 5) are changes",
+    )
+
+
+# --- the projection ops: units from the catalogue, their states, their cache ---------------------
+
+REGISTER = "spec.projections.units.plan_registration"
+FOLD = "spec.projections.units.fold_projection"
+ROW = "spec.projections.units.decode_cache_row"
+DIGEST = {"unit": "sessionDigest"}
+LEDGER = {"unit": "turnLedger"}
+
+
+def _ledger(session: str = "s") -> list[Step]:
+    return [ok("state_of", id=session, **LEDGER)]
+
+
+def engine_cases() -> Cases:
+    yield case(
+        "a unit registered after the events still reads the state of the whole log",
+        FOLD,
+        [
+            *history(2),
+            turn(3),
+            append_user("u3", "s", LONG),
+            *tool_steps(3, "c3"),
+            ok("prune", id="s", config={"thresholdChars": 400, "headChars": 100, "tailChars": 100}),
+            ok("compact_region", id="s", start=1, end=9, attempt=attempt("k1")),
+            ok("project", **DIGEST),
+            ok("state_of", id="s", **DIGEST),
+        ],
+        why="state_of first folds the unit up to the session's current seq, so a unit registered late reads the right value",
+    )
+    yield case(
+        "the digest counts each compaction and prune as it lands",
+        FOLD,
+        [
+            ok("project", **DIGEST),
+            *history(2),
+            ok("state_of", id="s", **DIGEST),
+            fails(Code.COMPACTION_SUMMARY_FAILED, "compact", id="s", attempt=attempt("k1", fail="down")),
+            ok("state_of", id="s", **DIGEST),
+            ok("compact", id="s", attempt=attempt("k2")),
+            ok("state_of", id="s", **DIGEST),
+        ],
+        comment="a failed compaction counts nothing",
+    )
+    yield case(
+        "state_of a unit nobody registered is null",
+        FOLD,
+        [*history(1), ok("state_of", id="s", **DIGEST)],
+    )
+    yield case(
+        "snapshot serves the wire units only",
+        "spec.projections.units.derive_wire_keys",
+        [
+            ok("project", **DIGEST),
+            ok("project", **LEDGER),
+            *history(1),
+            ok("snapshot", id="s"),
+            ok("state_of", id="s", **DIGEST),
+        ],
+    )
+    yield case(
+        "registrants of one key share it until the last lets go",
+        REGISTER,
+        [
+            ok("project", **LEDGER),
+            ok("project", **LEDGER),
+            *history(1),
+            ok("unproject", **LEDGER),
+            ok("snapshot", id="s"),
+            ok("unproject", **LEDGER),
+            ok("snapshot", id="s"),
+        ],
+    )
+    yield case(
+        "a key is refused to a registrant at another stateVersion",
+        REGISTER,
+        [
+            ok("project", **LEDGER),
+            fails(Code.PROJECTION_VERSION_CONFLICT, "project", stateVersion=2, **LEDGER),
+            *history(1),
+            *_ledger(),
+        ],
+        comment="the refused registrant changes nothing: the key still folds at stateVersion 1",
+    )
+    yield case(
+        "a stateVersion that is not a non-negative integer is refused",
+        "spec.projections.units.validate_projection_unit",
+        [fails(Code.PROJECTION_UNIT_INVALID, "project", stateVersion=-1, **DIGEST)],
+    )
+    yield case(
+        "a key let go can be registered again at a new stateVersion, which folds with its new meaning",
+        REGISTER,
+        [
+            ok("project", **LEDGER),
+            *history(1),
+            *_ledger(),
+            ok("unproject", **LEDGER),
+            ok("project", stateVersion=2, **LEDGER),
+            *_ledger(),
+        ],
+    )
+    crash_setup = [ok("project", **LEDGER), ok("create", id="s"), *closed_turn(1)]
+    yield case(
+        "after a crash a state read from a stale cache row equals a full replay",
+        ROW,
+        [
+            *crash_setup,
+            turn(2),
+            step_open(2),
+            answer(2),
+            step_close(2),
+            ok("flush", id="s"),
+            ok("crash"),
+            ok("state_of_stored", id="s", **LEDGER),
+        ],
+        comment="the cache row was written at the turn/end of turn 1; turn 2 reached the log after it",
+        storage="file",
+    )
+    yield case(
+        "after a crash a state read with no cache row equals a full replay",
+        ROW,
+        [
+            ok("project", **LEDGER),
+            ok("create", id="s"),
+            turn(1),
+            step_open(1),
+            ok("flush", id="s"),
+            ok("crash"),
+            ok("state_of_stored", id="s", **LEDGER),
+        ],
+        comment="no turn ended, so no cache row was written: the cache is cold",
+        storage="file",
+    )
+    yield case(
+        "a cache row written at another stateVersion is dropped and the log refolded",
+        ROW,
+        [
+            *crash_setup,
+            turn(2),
+            step_open(2),
+            ok("flush", id="s"),
+            ok("crash"),
+            ok("unproject", **LEDGER),
+            ok("project", stateVersion=2, **LEDGER),
+            ok("state_of_stored", id="s", **LEDGER),
+        ],
+        comment="the row holds {turns} at stateVersion 1; trusting it would answer a state of the wrong shape",
+        storage="file",
+    )
+    yield case(
+        "a resumed session's state equals a full replay of its repaired log",
+        ROW,
+        [
+            *crash_setup,
+            turn(2),
+            step_open(2),
+            ok("flush", id="s"),
+            ok("crash"),
+            ok("resume", id="s"),
+            *_ledger(),
+        ],
+        storage="file",
+    )
+    yield case(
+        "a closed session's state is read from its stored log",
+        ROW,
+        [*crash_setup, turn(2), ok("close", id="s"), ok("state_of_stored", id="s", **LEDGER)],
+        storage="memory",
+    )
+    yield case(
+        "a session never stored has no stored state",
+        ROW,
+        [ok("project", **LEDGER), fails(Code.SESSION_NOT_FOUND, "state_of_stored", id="ghost", **LEDGER)],
+        storage="memory",
     )

@@ -1,19 +1,42 @@
-"""spill: which limit a spill policy runs with (SPEC-DECISIONS D8; seed 002 "排水").
+"""spill: which limit a spill policy runs with, and what a tool result that passes it leaves in the
+log (SPEC-DECISIONS D8; seed 002 "排水"; notes/dsh-compaction-projection §10.2).
 
 Covers the default — the seed's base configuration, 12500 tokens, wherever a spill store is
 configured, and no spilling without a store — how a configuration turns spill off or sets another
-limit, and the limits that are refused.
+limit, and the limits that are refused (pure vectors); then, through the engine op ``spill``, which
+results spill (a top-level, all-text result above the limit; never the ``read`` tool's, never a
+nested call's), what the log keeps (a head, a tail and the notice naming where the rest is), that
+the saved text reads back byte for byte, and that spill is best effort.
 """
 
 from __future__ import annotations
 
-from conformance.cases.build import Cases, pure
+from typing import Any
+
+from conformance.cases.build import (
+    Cases,
+    Step,
+    append_step,
+    assistant_msg,
+    case,
+    fails,
+    ok,
+    pure,
+    result_msg,
+    turn,
+)
 from spec.codes import Code
+from spec.wire_engine import with_tool_result_content
 
 LIMIT = "spec.spill.plan_max_inline_tokens"
 
 
 def cases() -> Cases:
+    yield from pure_cases()
+    yield from engine_cases()
+
+
+def pure_cases() -> Cases:
     yield pure(
         "spill is on by default at 12500 tokens where a spill store is configured", LIMIT, hasStore=True
     )
@@ -34,4 +57,127 @@ def cases() -> Cases:
         Code.SPILL_CONFIG_INVALID,
         maxInlineTokens="12500",
         hasStore=True,
+    )
+
+
+# --- the spill op: a tool result entering the log through the policy (conformance/PROTOCOL.md) ---
+
+PREVIEW = "spec.shrink.spill.derive_spill_preview"
+CANDIDATE = "spec.shrink.spill.is_spill_candidate"
+ASTRAL = "naïve 😀 中文 " * 300  # 2-, 4- and 3-byte UTF-8, a surrogate pair in UTF-16
+LOCATOR_1 = "memory://spill/session-043a718774c5/000000000001-grep.txt"  # the first text saved for session s
+
+
+def _open_call(call: str = "c1") -> list[Step]:
+    return [
+        ok("create", id="s"),
+        turn(),
+        append_step("step/start", {"turn": 1, "step": 1}),
+        append_step("assistant/message", assistant_msg("a1", None, (call,)), surfaceOp="append"),
+        append_step("tool/call", {"turn": 1, "step": 1, "callId": call, "name": "grep"}),
+    ]
+
+
+def _spill(text: str, tool: str = "grep", **settings: Any) -> Step:
+    return ok("spill", id="s", toolName=tool, data=result_msg("c1", text), **settings)
+
+
+def engine_cases() -> Cases:
+    yield case(
+        "a result above the limit is saved whole; the log keeps a head, a tail and where the rest is",
+        PREVIEW,
+        [
+            *_open_call(),
+            _spill("x" * 4000, maxInlineTokens=200),
+            ok("spill_read", locator=LOCATOR_1),
+            ok("state", id="s"),
+        ],
+        comment="the surface sees the bounded text from the start: nothing is rewritten later",
+    )
+    yield case(
+        "a spilled text reads back byte for byte, multi-byte and astral characters included",
+        "spec.shrink.spill.derive_memory_spill_locator",
+        [*_open_call(), _spill(ASTRAL, maxInlineTokens=200), ok("spill_read", locator=LOCATOR_1)],
+    )
+    yield case(
+        "a result within the limit enters the log as it came",
+        "spec.shrink.spill.should_spill",
+        [*_open_call(), _spill("3 passed", maxInlineTokens=200)],
+    )
+    for tool, settings, name in (
+        ("read", {}, "the read tool's result never spills, so a spilled file reads back whole"),
+        ("grep", {"nested": True}, "a nested call's result never spills: it belongs to its parent"),
+    ):
+        yield case(
+            name, CANDIDATE, [*_open_call(), _spill("x" * 4000, tool, maxInlineTokens=200, **settings)]
+        )
+    yield case(
+        "a result with a block that is not text never spills",
+        "spec.shrink.spill.derive_spill_text",
+        [
+            *_open_call(),
+            ok(
+                "spill",
+                id="s",
+                toolName="grep",
+                maxInlineTokens=200,
+                data=with_tool_result_content(
+                    result_msg("c1"),
+                    [{"type": "text", "text": "x" * 4000}, {"type": "image", "data": "AA=="}],
+                ),
+            ),
+        ],
+    )
+    yield case(
+        "a store that fails keeps the result inline",
+        "spec.shrink.spill.should_spill",
+        [
+            *_open_call(),
+            _spill("x" * 4000, maxInlineTokens=200, storeFails=True),
+            fails(Code.SPILL_NOT_FOUND, "spill_read", locator=LOCATOR_1),
+        ],
+        why="spill is best effort: a result that cannot be saved stays whole in the log",
+    )
+    yield case(
+        "a limit too small for the notice keeps the result inline, its saved text an orphan",
+        PREVIEW,
+        [*_open_call(), _spill("x" * 4000, maxInlineTokens=20), ok("spill_read", locator=LOCATOR_1)],
+    )
+    yield case(
+        "maxInlineTokens null turns the policy off",
+        LIMIT,
+        [*_open_call(), _spill("x" * 4000, maxInlineTokens=None)],
+    )
+    yield case(
+        "a negative limit is refused before the result enters the log",
+        LIMIT,
+        [
+            *_open_call(),
+            fails(
+                Code.SPILL_CONFIG_INVALID,
+                "spill",
+                id="s",
+                toolName="grep",
+                data=result_msg("c1"),
+                maxInlineTokens=-1,
+            ),
+            ok("state", id="s"),
+        ],
+    )
+    yield case(
+        "nothing is stored at a locator no spill named",
+        "spec.shrink.spill.derive_memory_spill_locator",
+        [ok("create", id="s"), fails(Code.SPILL_NOT_FOUND, "spill_read", locator=LOCATOR_1)],
+    )
+    yield case(
+        "a spilled text survives a crash",
+        "spec.shrink.spill.derive_memory_spill_locator",
+        [
+            *_open_call(),
+            _spill("x" * 4000, maxInlineTokens=200),
+            ok("crash"),
+            ok("spill_read", locator=LOCATOR_1),
+        ],
+        storage="file",
+        comment="a spill store makes the text durable before it names it",
     )

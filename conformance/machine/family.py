@@ -14,6 +14,12 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
 from conformance.divergence import Divergences
+from conformance.machine.engine import (
+    ENGINE_CAPABILITIES,
+    EngineCrashMachine,
+    EngineSessionMachine,
+    EngineStorageMachine,
+)
 from conformance.machine.machines import (
     CrashMachine,
     MachineRun,
@@ -71,12 +77,15 @@ def machine_settings(profile: str) -> settings:
 
 def machine_for(capabilities: Collection[str]) -> type[SessionMachine]:
     """A crash-seam subject gets the crash machine (on file storage), a storage subject the
-    storage machine (in memory), any other the session machine."""
+    storage machine (in memory), any other the session machine; a subject that declares an
+    engine capability gets that machine with the engine's rules
+    (:mod:`conformance.machine.engine`)."""
+    engine = any(capability in capabilities for capability in ENGINE_CAPABILITIES)
     if "crash-seam" in capabilities:
-        return CrashMachine
+        return EngineCrashMachine if engine else CrashMachine
     if "storage" in capabilities:
-        return StorageMachine
-    return SessionMachine
+        return EngineStorageMachine if engine else StorageMachine
+    return EngineSessionMachine if engine else SessionMachine
 
 
 def run_machine(
@@ -92,7 +101,7 @@ def run_machine(
     machine, stats = machine_for(capabilities), MachineStats()
     # Hypothesis makes each example's machine by calling what it is given with no arguments: a
     # class or any function (run_state_machine_as_test's docstring), though it is annotated as a class.
-    run = MachineRun(subject, stats, target, divergences)
+    run = MachineRun(subject, stats, target, divergences, frozenset(capabilities))
     new_machine = cast(type[SessionMachine], partial(machine, run))
     started = time.perf_counter()
     failure: str | None = None

@@ -106,6 +106,7 @@ class MachineRun:
     stats: MachineStats
     target: Target = DEFAULT_TARGET
     divergences: Divergences | None = None
+    capabilities: frozenset[str] = frozenset()  # what the subject declared (the engine rules ask)
 
 
 UNSUPPORTED: Final = Response(
@@ -149,6 +150,7 @@ class SessionMachine(RuleBasedStateMachine):
     def __init__(self, run: MachineRun) -> None:
         super().__init__()
         self.stats = run.stats
+        self.capabilities = run.capabilities
         self.stats.examples += 1
         self.divergences = run.divergences
         self.program: list[str] = []

@@ -44,6 +44,7 @@ from spec.projections.units import (
     decode_cache_rows,
     derive_initial_cell,
     derive_projection_state,
+    derive_wire_keys,
     encode_cache_record,
     encode_cache_row,
     fold_projection,
@@ -326,11 +327,8 @@ class Projections:
 
     def snapshot(self, session: Session) -> ProjectionSnapshot:
         """The state of every wire unit (host-only units are left out), all at one log position."""
-        values = {
-            key: self.state_of(session, key)
-            for key, registration in self._registrations.items()
-            if registration.unit.wire
-        }
+        wire = derive_wire_keys([registration.unit for registration in self._registrations.values()])
+        values = {key: self.state_of(session, key) for key in wire}
         frozen = snapshot_json(values)
         assert isinstance(frozen, FrozenDict)
         return ProjectionSnapshot(as_of_seq=session.seq - 1, values=frozen)

@@ -31,7 +31,7 @@ import threading
 import time
 import uuid
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal, Protocol, TypeVar
 
@@ -50,10 +50,12 @@ from spec.log.json import FrozenList, JsonValue, snapshot_json
 from spec.shrink.bracket import (
     MANUAL_FAILURE_TEXT,
     Stage,
+    derive_abort_reason,
     derive_compaction_end,
     derive_compaction_lifecycle,
     derive_error_chain,
     derive_manual_outcome,
+    derive_summary_timeout,
     plan_compaction_owner,
     should_flush_after_close,
     validate_compaction_inactive,
@@ -122,7 +124,7 @@ class AbortSignal:
         with self._lock:
             if self._reason is not None:
                 return
-            self._reason = reason if reason is not None else reject(Code.ABORTED, "the operation was aborted")
+            self._reason = reason if reason is not None else derive_abort_reason()
             listeners, self._listeners = self._listeners, []
         for listener in listeners:
             listener(self._reason)
@@ -376,7 +378,8 @@ class CompactionEngine:
     the pressure policy (threshold 80 %, retain 16 %, retries); ``prune`` configures the prune pass
     run before summaries under pressure and overflow (``None``: never prune); ``context_window`` is
     the routed model's capacity in tokens, needed by pressure only; ``summary_timeout`` (seconds)
-    bounds the summarizer; ``new_id`` mints compaction and checkpoint message ids."""
+    bounds the summarizer; ``new_id`` mints compaction ids and ``checkpoint_id(compaction_id)`` the
+    checkpoint message's (default: ``new_id`` again)."""
 
     def __init__(
         self,
@@ -386,6 +389,7 @@ class CompactionEngine:
         context_window: int | None = None,
         summary_timeout: float | None = None,
         new_id: Callable[[], str] = lambda: str(uuid.uuid4()),
+        checkpoint_id: Callable[[str], str] | None = None,
     ) -> None:
         self.summarizer = summarizer
         self.policy = policy
@@ -393,6 +397,7 @@ class CompactionEngine:
         self.context_window = context_window
         self.summary_timeout = summary_timeout
         self._new_id = new_id
+        self._checkpoint_id = checkpoint_id or (lambda _compaction_id: new_id())
 
     # --- entry points ---
 
@@ -519,7 +524,7 @@ class CompactionEngine:
             priced = price_surface(session.surface.nodes, session.events)
             shadowed_tokens = derive_shadowed_token_count(priced, region)
             output = self._summarize(session, region, shadowed_tokens, signal)
-            message_id = self._new_id()
+            message_id = self._checkpoint_id(compaction_id)
             checkpoint = derive_checkpoint_message(
                 message_id, output.summary, compaction_id, source_command_id
             )
@@ -633,9 +638,7 @@ def _call_with_deadline(call: Callable[[AbortSignal], T], signal: AbortSignal, t
             signal.throw_if_aborted()
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                expired = reject(
-                    Code.COMPACTION_SUMMARY_TIMEOUT, f"summarization timed out after {timeout:g} s"
-                )
+                expired = derive_summary_timeout(timeout)
                 inner.abort(expired)
                 raise expired
             wake.wait(remaining)
@@ -655,12 +658,20 @@ class OverflowRecovery:
     ``CONTEXT_WINDOW_EXCEEDED`` failure, at most ``max_overflow_retries`` times (default: the
     engine policy's, 1) between resets, and only when the surface's ``replaceGeneration`` grew."""
 
-    def __init__(self, engine: CompactionEngine, max_overflow_retries: int | None = None) -> None:
+    def __init__(
+        self,
+        engine: CompactionEngine,
+        max_overflow_retries: int | None = None,
+        counts: MutableMapping[Session, int] | None = None,
+    ) -> None:
         self.engine = engine
         self.max_overflow_retries = (
             engine.policy.max_overflow_retries if max_overflow_retries is None else max_overflow_retries
         )
-        self._retries: weakref.WeakKeyDictionary[Session, int] = weakref.WeakKeyDictionary()
+        # The retries per session since its last reset; a host may keep them across recoveries.
+        self._retries: MutableMapping[Session, int] = (
+            counts if counts is not None else weakref.WeakKeyDictionary()
+        )
 
     def retries(self, session: Session) -> int:
         return self._retries.get(session, 0)

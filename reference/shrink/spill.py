@@ -26,6 +26,7 @@ from spec.log.session import ABSENT
 from spec.shrink.spill import (
     SPILL_LABEL,
     SPILL_RETRIEVAL_HINT,
+    derive_memory_spill_locator,
     derive_spill_file_name,
     derive_spill_preview,
     derive_spill_session_dir,
@@ -136,8 +137,7 @@ class MemorySpillStore:
         self, session_id: str, tool_name: str, call_id: str, label: str, suggested_name: str, content: str
     ) -> SpillRef:
         data = encode_spill_text(content)
-        token = f"{len(self._saved) + 1:012x}"
-        locator = f"memory://spill/{derive_spill_session_dir(session_id)}/{derive_spill_file_name(token, suggested_name)}"
+        locator = derive_memory_spill_locator(session_id, len(self._saved) + 1, suggested_name)
         self._saved[locator] = data
         return SpillRef(locator=locator, bytes=len(data), retrieval_hint=self.retrieval_hint)
 

@@ -182,6 +182,13 @@ def _is_json(value: object) -> bool:
     return value is None or isinstance(value, (bool, int, float, str, list, dict))
 
 
+def derive_wire_keys(units: Sequence[ProjectionUnit]) -> tuple[str, ...]:
+    """The units ``snapshot`` serves, in registration order: the wire units only. A host-only unit
+    is read with ``state_of`` and never sent to a client (D7; seed 002: "snapshot() 只返回 wire
+    单元"; DSH HEAD serves every unit, notes §0)."""
+    return tuple(unit.key for unit in units if unit.wire)
+
+
 # --- cache rows (D7; notes §11.3-§11.4) -----------------------------------------------------------
 
 

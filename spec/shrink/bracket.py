@@ -184,6 +184,19 @@ def _error_message(error: BaseException) -> str:
     return message if message else type(error).__name__
 
 
+def derive_abort_reason() -> SpecError:
+    """Why a cancelled operation stopped when its caller gave no reason of its own: the text a
+    compaction cancelled mid-summary records as its ``error`` (notes §4.5 step 9, §9.1)."""
+    return reject(Code.ABORTED, "the operation was aborted")
+
+
+def derive_summary_timeout(seconds: float) -> SpecError:
+    """The failure of a summarizer that did not answer within the engine's timeout of ``seconds``:
+    a summary failure like any other, so the bracket closes with it as its ``error`` (DSH has no
+    timeout; this project's ``summary_timeout``, docs/compaction.md)."""
+    return reject(Code.COMPACTION_SUMMARY_TIMEOUT, f"summarization timed out after {seconds:g} s")
+
+
 def classify_manual_failure(stage: Stage, error: BaseException) -> Code:
     """A manual compaction's failure, as its caller sees it: anything that broke during the commit
     appends is a commit failure (the log may hold part of the commit); a surface that changed under

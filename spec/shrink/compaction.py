@@ -220,23 +220,25 @@ def plan_compaction_region(
     nodes: Sequence[int], events: Sequence[Event], start: int, end: int
 ) -> CompactionRegion:
     """``validateSurfaceRegion``: ``start`` and ``end`` are current nodes, start not after end,
-    the cut before ``start`` and the cut after ``end`` are balanced (notes §4.5 step 2)."""
+    the cut before ``start`` and the cut after ``end`` are balanced (notes §4.5 step 2). Each
+    refusal is a message of its own, as DSH's are, so a failed bracket's ``error`` text (a chain of
+    causes) is the same as DSH writes."""
     try:
         first, last = plan_replace(nodes, ReplaceOp(start=start, end=end))
     except SpecError as error:
         if error.code == Code.REPLACE_START_NOT_FOUND:
             raise reject(
                 Code.COMPACTION_RANGE_INVALID, f"compactRegion: start seq {start} not found in surface"
-            ) from error
+            ) from None
         if error.code == Code.REPLACE_END_NOT_FOUND:
             raise reject(
                 Code.COMPACTION_RANGE_INVALID, f"compactRegion: end seq {end} not found in surface"
-            ) from error
+            ) from None
         first, last = list(nodes).index(start), list(nodes).index(end)
         raise reject(
             Code.COMPACTION_RANGE_INVALID,
             f"compactRegion: start seq {start} (position {first}) is after end seq {end} (position {last}) on the surface",
-        ) from error
+        ) from None
     cuts = derive_cut_balance(nodes, events)
     if not cuts[first]:
         raise reject(

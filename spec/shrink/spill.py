@@ -122,6 +122,7 @@ def _take_units(text: str, units: int) -> str:
 # --- where spilled text is stored (notes §10.1) ------------------------------------------------------
 
 SESSION_DIR_HASH_CHARS: Final = 12  # hex characters of sha256(session id) in a spill directory name
+MEMORY_SPILL_ROOT: Final = "memory://spill"  # where an in-memory spill store names the texts it keeps
 
 
 def derive_spill_session_dir(session_id: str) -> str:
@@ -141,3 +142,12 @@ def derive_spill_file_name(token: str, suggested_name: str) -> str:
     hyphen, and the suggested name as one safe path segment (notes §10.1; the segment encoding is
     the session directory's, ``spec.format.naming.encode_segment``)."""
     return f"{token}-{encode_segment(suggested_name)}"
+
+
+def derive_memory_spill_locator(session_id: str, count: int, suggested_name: str) -> str:
+    """Where an in-memory spill store keeps the ``count``-th text it saved (counted from 1):
+    ``memory://spill/``, the session's spill directory, and a file name whose token is ``count`` in
+    12 hex digits. The conformance protocol's spill store names its texts this way, so that the
+    notice a spilled result carries is the same in every subject (conformance/PROTOCOL.md)."""
+    token = f"{count:012x}"
+    return f"{MEMORY_SPILL_ROOT}/{derive_spill_session_dir(session_id)}/{derive_spill_file_name(token, suggested_name)}"

@@ -1,0 +1,584 @@
+"""compaction: summary compaction through the engine ops, with a scripted summarizer
+(SPEC-DECISIONS D8; notes/dsh-compaction-projection §4, §5, §9; conformance/PROTOCOL.md, "Engine ops").
+
+Covers which span a compaction takes (head-anchored, the newest indivisible unit kept, never a tool
+call cut from its result), the framed checkpoint and its provenance, the shrink check, the bracket
+— exactly one ``compaction/end`` per ``compaction/start`` on every path, with the error when nothing
+was replaced — the durable lock (live, and stale after a newer end-seed), who owns a bracket, what
+a manual compaction answers and flushes, the stability check after the summarizer, and pressure.
+Every failing case shows the log after it: the start, the end with its error, nothing else.
+"""
+
+from __future__ import annotations
+
+from conformance.cases.build import (
+    Cases,
+    Step,
+    append_step,
+    append_user,
+    assistant_ev,
+    case,
+    event,
+    fails,
+    log,
+    ok,
+    replace,
+    turn,
+    turn_end,
+    user_ev,
+    user_msg,
+)
+from conformance.cases.engine_build import (
+    LONG,
+    attempt,
+    compact,
+    history,
+    state_step,
+    step_open,
+    tool_steps,
+)
+from spec.codes import Code
+from spec.log.json import JsonObject
+
+BRACKET = "spec.shrink.bracket.derive_compaction_end"
+SELECT = "spec.shrink.compaction.select_compactable_range"
+REGION = "spec.shrink.compaction.plan_compaction_region"
+OWNER = "spec.shrink.bracket.plan_compaction_owner"
+LOCK = "spec.shrink.bracket.find_active_compaction"
+OUTCOME = "spec.shrink.bracket.derive_manual_outcome"
+STABLE = "spec.shrink.compaction.validate_surface_stable"
+BLOCKS = "spec.shrink.summary.derive_summary_blocks"
+SMALLER = "spec.shrink.summary.validate_summary_smaller"
+PLAN = "spec.shrink.summary.plan_summary_replacement"
+
+
+def open_turn(n: int, session: str = "s") -> list[Step]:
+    """Turn ``n`` started with a long question (seqs ``6(n-1)`` and ``6(n-1) + 1`` after ``n - 1``
+    closed turns)."""
+    return [turn(n, session), append_user(f"u{n}", session, LONG)]
+
+
+def cases() -> Cases:
+    yield from _manual()
+    yield from _span()
+    yield from _lock_and_owner()
+    yield from _failure_paths()
+    yield from _automatic()
+    yield from _pressure()
+
+
+def _manual() -> Cases:
+    yield case(
+        "manual compaction summarizes all but the newest unit under a standalone bracket",
+        SELECT,
+        [*history(2), compact("k1"), state_step()],
+        why="between turns, everything but the newest indivisible unit is replaced by one checkpoint: the log gains "
+        "compaction/start, compaction/summary, the checkpoint user/message and compaction/end (turn null), and "
+        "loses nothing",
+    )
+    yield case(
+        "the checkpoint is the framed summary and cites the start, the summary and every node it shadows",
+        PLAN,
+        [*history(2), compact("k1"), state_step()],
+        comment="the checkpoint's text is the preamble and <compacted-summary>, the summary, then </compacted-summary>; "
+        "its id is the attempt's compactionId, its source the compact plugin's",
+    )
+    yield case(
+        "a manual compaction's command id is carried by its start, summary, checkpoint and end",
+        PLAN,
+        [*history(2), ok("compact", id="s", attempt=attempt("k1"), sourceCommandId="cmd-1"), state_step()],
+    )
+    yield case(
+        "manual compaction with nothing to compact writes nothing and answers null",
+        SELECT,
+        [
+            ok("create", id="s"),
+            turn(1),
+            append_user("u1", "s", LONG),
+            turn_end(1),
+            compact("k1"),
+            state_step(),
+        ],
+        comment="one surface node is the newest unit itself: there is no span before it",
+    )
+    yield case(
+        "a manual compaction flushes once its bracket is closed",
+        "spec.shrink.bracket.should_flush_after_close",
+        [*history(2), compact("k1"), ok("read", id="s")],
+        storage="memory",
+        comment="nothing was flushed before the compaction; the read shows every event, the bracket included",
+    )
+    yield case(
+        "a failed manual compaction is flushed too, its bracket closed with the error",
+        "spec.shrink.bracket.should_flush_after_close",
+        [
+            *history(2),
+            fails(Code.COMPACTION_SUMMARY_FAILED, "compact", id="s", attempt=attempt("k1", fail="down")),
+            ok("read", id="s"),
+        ],
+        storage="memory",
+    )
+    yield case(
+        "a manual compaction whose flush fails answers a persistence failure with its bracket closed",
+        OUTCOME,
+        [
+            *history(2),
+            ok("flush", id="s"),
+            ok("fail_next", fsOp="fsync", errno="EIO"),
+            fails(Code.COMPACTION_PERSISTENCE_FAILED, "compact", id="s", attempt=attempt("k1")),
+            state_step(),
+            ok("flush", id="s"),
+            ok("read", id="s"),
+        ],
+        storage="file",
+        comment="the checkpoint landed and the bracket closed; only the durability flush failed, and a retried "
+        "flush makes it durable",
+    )
+
+
+def _span() -> Cases:
+    yield case(
+        "a span never cuts a tool call from its result: the cut moves head-ward before the call",
+        SELECT,
+        [
+            *history(1),
+            turn(2),
+            append_user("u2", "s", "and the tokenizer?"),
+            *tool_steps(2, "c2"),
+            turn_end(2),
+            compact("k1"),
+            state_step(),
+        ],
+        comment="the newest node is the tool result; the cut just before it splits the call from its result, so "
+        "the assistant message that called it and its result are both kept",
+    )
+    yield case(
+        "a region whose end falls between a tool call and its result is refused before anything is written",
+        REGION,
+        [
+            ok("create", id="s"),
+            turn(1),
+            append_user("u1", "s", LONG),
+            *tool_steps(1, "c1"),
+            fails(
+                Code.COMPACTION_RANGE_INVALID, "compact_region", id="s", start=1, end=3, attempt=attempt("k1")
+            ),
+            state_step(),
+        ],
+    )
+    yield case(
+        "a region whose start falls between a tool call and its result is refused",
+        REGION,
+        [
+            ok("create", id="s"),
+            turn(1),
+            append_user("u1", "s", LONG),
+            *tool_steps(1, "c1"),
+            fails(
+                Code.COMPACTION_RANGE_INVALID, "compact_region", id="s", start=5, end=5, attempt=attempt("k1")
+            ),
+        ],
+    )
+    yield case(
+        "a region that names a seq not on the surface is refused",
+        REGION,
+        [
+            *history(1),
+            turn(2),
+            fails(
+                Code.COMPACTION_RANGE_INVALID, "compact_region", id="s", start=0, end=3, attempt=attempt("k1")
+            ),
+        ],
+        comment="seq 0 is the turn/start, a log-only event",
+    )
+    yield case(
+        "a region whose start comes after its end on the surface is refused",
+        REGION,
+        [
+            *history(2),
+            turn(3),
+            fails(
+                Code.COMPACTION_RANGE_INVALID, "compact_region", id="s", start=7, end=1, attempt=attempt("k1")
+            ),
+        ],
+    )
+
+
+def _lock_and_owner() -> Cases:
+    yield case(
+        "a live compaction lock refuses a second compaction and writes nothing",
+        LOCK,
+        [
+            *history(2),
+            ok("engine_append", id="s", type="compaction/start", data={"compactionId": "k0", "turn": None}),
+            fails(Code.COMPACTION_BUSY, "compact", id="s", attempt=attempt("k1")),
+            state_step(),
+        ],
+        comment="the unmatched compaction/start k0 is the session's durable lock",
+    )
+    seeded = log(
+        ("turn/start", {"turn": 1}),
+        user_ev("u1", LONG),
+        assistant_ev("a1"),
+        ("turn/end", {"turn": 1, "reason": {"kind": "completed"}}),
+        ("turn/start", {"turn": 2}),
+        user_ev("u2", LONG),
+        assistant_ev("a2", turn=2),
+        ("turn/end", {"turn": 2, "reason": {"kind": "completed"}}),
+        ("compaction/start", {"compactionId": "k0", "turn": None}),
+        ("session/end-seed", {}),
+    )
+    yield case(
+        "a lock left by an earlier lifecycle is stale after a newer end-seed and does not block",
+        LOCK,
+        [ok("create", id="s", seed=seeded), compact("k1"), state_step()],
+        comment="a DSH 0.1 log can hold such a start (its resume left open brackets for the end-seed to orphan); "
+        "no rule of this specification leaves one, and the checker reports it as compaction-dangling",
+    )
+    yield case(
+        "a manual compaction inside an open turn is refused as busy",
+        OWNER,
+        [
+            *history(1),
+            *open_turn(2),
+            fails(Code.COMPACTION_BUSY, "compact", id="s", attempt=attempt("k1")),
+            state_step(),
+        ],
+    )
+    yield case(
+        "an automatic compaction is owned by the open turn",
+        OWNER,
+        [
+            *history(2),
+            *open_turn(3),
+            ok("compact_region", id="s", start=1, end=9, attempt=attempt("k1")),
+            state_step(),
+        ],
+    )
+    yield case(
+        "an automatic compaction outside any turn is refused before anything is written",
+        OWNER,
+        [
+            *history(2),
+            fails(
+                Code.COMPACTION_NO_OPEN_TURN, "compact_region", id="s", start=1, end=7, attempt=attempt("k1")
+            ),
+            state_step(),
+        ],
+    )
+
+
+def _failure_paths() -> Cases:
+    """Every way a manual compaction fails, each ending with the log: exactly one compaction/end
+    with the error, the surface as it was."""
+    failures: tuple[tuple[str, JsonObject, Code, str], ...] = (
+        (
+            "the summarizer fails",
+            {"fail": "the model is unavailable"},
+            Code.COMPACTION_SUMMARY_FAILED,
+            BRACKET,
+        ),
+        (
+            "the summarizer times out",
+            {"timeout": 30},
+            Code.COMPACTION_SUMMARY_FAILED,
+            "spec.shrink.bracket.derive_summary_timeout",
+        ),
+        ("the caller cancels while the summarizer runs", {"cancel": "during"}, Code.ABORTED, OUTCOME),
+        (
+            "the caller cancels after the summarizer answered",
+            {"text": "Short.", "cancel": "after"},
+            Code.ABORTED,
+            OUTCOME,
+        ),
+        (
+            "the summary is not smaller than the span",
+            {"text": LONG * 3},
+            Code.COMPACTION_SUMMARY_FAILED,
+            SMALLER,
+        ),
+        (
+            "the summary holds an image",
+            {"blocks": [{"type": "text", "text": "see"}, {"type": "image", "data": "AA=="}]},
+            Code.COMPACTION_SUMMARY_FAILED,
+            BLOCKS,
+        ),
+        (
+            "the summary has no text",
+            {"blocks": [{"type": "text", "text": " \n "}, {"type": "reasoning", "text": "hm"}]},
+            Code.COMPACTION_SUMMARY_FAILED,
+            BLOCKS,
+        ),
+    )
+    for what, behaviour, code, rule in failures:
+        yield case(
+            f"when {what}, manual compaction closes its bracket with the error and changes no surface node",
+            rule,
+            [*history(2), fails(code, "compact", id="s", attempt=attempt("k1", **behaviour)), state_step()],
+        )
+    yield case(
+        "only the summarizer's text blocks become the summary",
+        BLOCKS,
+        [
+            *history(2),
+            compact(
+                "k1",
+                blocks=[
+                    {"type": "reasoning", "text": "thinking"},
+                    {"type": "text", "text": "Short."},
+                    {"type": "tool-call", "id": "x", "name": "read", "arguments": "{}"},
+                ],
+            ),
+            state_step(),
+        ],
+    )
+    yield case(
+        "an append outside the span while the summarizer runs leaves a manual compaction standing",
+        STABLE,
+        [
+            *history(2),
+            compact(
+                "k1",
+                text="Short.",
+                append={
+                    "type": "user/message",
+                    "data": user_msg("u9", "one more thing"),
+                    "surfaceOp": "append",
+                },
+            ),
+            state_step(),
+        ],
+        comment="the message appended while the summary was written stays after the checkpoint",
+    )
+    yield case(
+        "a span rewritten while the summarizer runs fails a manual compaction, bracket closed",
+        STABLE,
+        [
+            *history(2),
+            fails(
+                Code.COMPACTION_SURFACE_CHANGED,
+                "compact",
+                id="s",
+                attempt=attempt(
+                    "k1",
+                    text="Short.",
+                    append={
+                        "type": "user/message",
+                        "data": user_msg("u9", "edited"),
+                        "surfaceOp": replace(1, 1),
+                        "sourceEventSeqs": [1],
+                    },
+                ),
+            ),
+            state_step(),
+        ],
+    )
+
+
+def _automatic() -> Cases:
+    """Automatic compaction (compact_region, inside the open turn) raises its failure as it is."""
+    setup = [*history(2), *open_turn(3)]
+    failures: tuple[tuple[str, JsonObject, Code, str], ...] = (
+        (
+            "the summarizer times out",
+            {"timeout": 30},
+            Code.COMPACTION_SUMMARY_TIMEOUT,
+            "spec.shrink.bracket.derive_summary_timeout",
+        ),
+        (
+            "the summary holds an image",
+            {"blocks": [{"type": "image", "data": "AA=="}]},
+            Code.COMPACTION_SUMMARY_UNSUPPORTED_CONTENT,
+            BLOCKS,
+        ),
+        ("the summary has no text", {"blocks": []}, Code.COMPACTION_SUMMARY_EMPTY, BLOCKS),
+        (
+            "the summary is not smaller than the span",
+            {"text": LONG * 3},
+            Code.COMPACTION_SUMMARY_NOT_SMALLER,
+            SMALLER,
+        ),
+        ("the caller cancels while the summarizer runs", {"cancel": "during"}, Code.ABORTED, BRACKET),
+        (
+            "the summarizer fails",
+            {"fail": "the model is unavailable"},
+            Code.COMPACTION_SUMMARY_FAILED,
+            BRACKET,
+        ),
+    )
+    for what, behaviour, code, rule in failures:
+        yield case(
+            f"when {what}, automatic compaction closes its bracket and raises the failure as it is",
+            rule,
+            [
+                *setup,
+                fails(code, "compact_region", id="s", start=1, end=9, attempt=attempt("k1", **behaviour)),
+                state_step(),
+            ],
+        )
+    yield case(
+        "a cancellation after the summary does not stop an automatic compaction",
+        BRACKET,
+        [
+            *setup,
+            ok(
+                "compact_region", id="s", start=1, end=9, attempt=attempt("k1", text="Short.", cancel="after")
+            ),
+            state_step(),
+        ],
+        comment="only manual compaction checks the signal after the summarizer (notes §4.5 step 6.3)",
+    )
+    yield case(
+        "any surface change while the summarizer runs fails an automatic compaction",
+        STABLE,
+        [
+            *setup,
+            fails(
+                Code.COMPACTION_SURFACE_CHANGED,
+                "compact_region",
+                id="s",
+                start=1,
+                end=3,
+                attempt=attempt(
+                    "k1",
+                    text="Short.",
+                    append={"type": "user/message", "data": user_msg("u9", "more"), "surfaceOp": "append"},
+                ),
+            ),
+            state_step(),
+        ],
+        comment="automatic compaction needs the whole priced surface unchanged, even outside its span",
+    )
+    yield case(
+        "a log-only append while the summarizer runs leaves an automatic compaction standing",
+        STABLE,
+        [
+            *setup,
+            ok(
+                "compact_region",
+                id="s",
+                start=1,
+                end=3,
+                attempt=attempt("k1", text="Short.", append={"type": "todo/write", "data": {"todos": []}}),
+            ),
+            state_step(),
+        ],
+    )
+
+
+def _pressure() -> Cases:
+    setup = [*history(2), *open_turn(3)]
+    two = [attempt("k1"), attempt("k2")]
+    yield case(
+        "below the threshold pressure does nothing",
+        "spec.shrink.pressure.is_under_pressure",
+        [*setup, ok("compact_if_needed", id="s", contextWindow=100000, attempts=two), state_step()],
+    )
+    yield case(
+        "at the threshold pressure compacts the head and keeps the retained tail",
+        "spec.shrink.pressure.is_under_pressure",
+        [*setup, ok("compact_if_needed", id="s", contextWindow=600, attempts=two), state_step()],
+        comment="the window of 600 tokens puts the threshold at 480 and the retained tail at 96 tokens: the "
+        "newest question is kept",
+    )
+    yield case(
+        "pressure needs the model's context window",
+        "spec.shrink.pressure.validate_context_capacity",
+        [*setup, fails(Code.COMPACTION_NO_CAPACITY, "compact_if_needed", id="s", attempts=two)],
+    )
+    yield case(
+        "a context window that is not a positive integer is refused",
+        "spec.shrink.compaction.resolve_compact_spec",
+        [
+            *setup,
+            fails(Code.COMPACTION_CONFIG_INVALID, "compact_if_needed", id="s", contextWindow=0, attempts=two),
+        ],
+    )
+    yield case(
+        "a policy with an unknown key is refused",
+        "spec.shrink.compaction.resolve_target_policy",
+        [
+            *setup,
+            fails(
+                Code.COMPACTION_CONFIG_INVALID,
+                "compact_if_needed",
+                id="s",
+                contextWindow=600,
+                policy={"ratio": 0.5},
+                attempts=two,
+            ),
+        ],
+    )
+    yield case(
+        "pressure still above the threshold after its last attempt is refused, its compactions kept",
+        "spec.shrink.pressure.validate_pressure_relieved",
+        [
+            *setup,
+            fails(
+                Code.COMPACTION_STILL_ABOVE_THRESHOLD,
+                "compact_if_needed",
+                id="s",
+                contextWindow=300,
+                policy={"compactionRetries": 0},
+                attempts=[attempt("k1")],
+            ),
+            state_step(),
+        ],
+    )
+    yield case(
+        "pressure refuses to start while a compaction lock is live",
+        LOCK,
+        [
+            *setup,
+            ok("engine_append", id="s", type="compaction/start", data={"compactionId": "k0", "turn": 3}),
+            fails(Code.COMPACTION_BUSY, "compact_if_needed", id="s", contextWindow=600, attempts=two),
+        ],
+    )
+    yield case(
+        "pruning alone can relieve pressure, and then no summary is written",
+        "spec.shrink.pressure.is_under_pressure",
+        [
+            ok("create", id="s"),
+            turn(1),
+            append_user("u1", "s", "grep the tests"),
+            *tool_steps(1, "c1"),
+            step_open(1, 2),
+            ok(
+                "compact_if_needed",
+                id="s",
+                contextWindow=400,
+                prune={"thresholdChars": 400, "headChars": 100, "tailChars": 100},
+                attempts=two,
+            ),
+            state_step(),
+        ],
+        comment="the tool result alone holds the context over the threshold; once pruned it is under",
+    )
+    yield case(
+        "the forced overflow compaction keeps only the newest indivisible unit",
+        SELECT,
+        [
+            *setup,
+            ok("compact_if_needed", id="s", trigger="context-overflow", attempts=[attempt("k1")]),
+            state_step(),
+        ],
+    )
+    yield case(
+        "a seed's stale bracket stays as it was: compaction writes only its own",
+        BRACKET,
+        [
+            ok(
+                "create",
+                id="s",
+                seed=[
+                    event(0, "compaction/start", {"compactionId": "k0", "turn": None}),
+                    event(1, "session/end-seed", {}),
+                ],
+            ),
+            append_step("turn/start", {"turn": 1}),
+            append_user("u1", "s", LONG),
+            append_user("u2", "s", LONG),
+            ok("compact_if_needed", id="s", trigger="context-overflow", attempts=[attempt("k1")]),
+            state_step(),
+        ],
+    )

@@ -1,0 +1,105 @@
+"""The words the engine families write their cases in: histories an agent loop would leave (closed
+turns, tool steps), the scripted summarizer's attempts, and the engine ops as steps
+(conformance/PROTOCOL.md, "Engine ops").
+
+A history's texts are long enough that a summary of two turns is clearly cheaper than the turns
+(:data:`LONG` costs about 160 tokens a message; a framed checkpoint with a one-line summary about
+110), so the shrink check passes where a case means it to and fails where it is meant to.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final
+
+from conformance.builders import step_end, step_start, tool_call
+from conformance.cases.build import (
+    Step,
+    append_step,
+    append_user,
+    assistant_msg,
+    ok,
+    result_msg,
+    turn,
+    turn_end,
+)
+from spec.log.json import JsonObject
+
+LONG: Final = (
+    "The earlier work read the parser, ran the failing tests and wrote down what each one showed. " * 7
+)
+TOOL_OUTPUT: Final = "test_parser.py:12: assert parse(text) == expected\n" * 40  # a long grep result
+SUMMARY: Final = "The parser tests were read and run; two failures were traced to the tokenizer."
+
+
+def step_open(n: int, step: int = 1, session: str = "s") -> Step:
+    return append_step("step/start", step_start(n, step), session)
+
+
+def step_close(n: int, step: int = 1, session: str = "s") -> Step:
+    return append_step("step/end", step_end(n, step), session)
+
+
+def answer(
+    n: int, step: int = 1, session: str = "s", text: str | None = None, calls: Sequence[str] = ()
+) -> Step:
+    """An assistant/message in turn ``n``'s ``step``."""
+    data = assistant_msg(f"a{n}-{step}", text if text is not None or calls else f"answer {n}", calls, n, step)
+    return append_step("assistant/message", data, session, surfaceOp="append")
+
+
+def call_started(call: str, n: int, step: int = 1, session: str = "s") -> Step:
+    return append_step("tool/call", tool_call(call, n, step), session)
+
+
+def call_answered(
+    call: str, n: int, step: int = 1, session: str = "s", text: str = TOOL_OUTPUT, is_error: bool = False
+) -> Step:
+    return append_step("tool/result", result_msg(call, text, n, step, is_error), session, surfaceOp="append")
+
+
+def closed_turn(n: int, session: str = "s", text: str = LONG) -> list[Step]:
+    """Turn ``n``: a long question and one step that answers it."""
+    return [
+        turn(n, session),
+        append_user(f"u{n}", session, text),
+        step_open(n, 1, session),
+        answer(n, 1, session),
+        step_close(n, 1, session),
+        turn_end(n, session),
+    ]
+
+
+def history(turns: int, session: str = "s") -> list[Step]:
+    """``turns`` closed turns in a new session: ``turns * 2`` surface nodes, seqs ``6k + 1`` (the
+    question) and ``6k + 3`` (the answer) for the k-th turn from 0."""
+    steps = [ok("create", id=session)]
+    for n in range(1, turns + 1):
+        steps += closed_turn(n, session)
+    return steps
+
+
+def tool_steps(
+    n: int, call: str, session: str = "s", text: str = TOOL_OUTPUT, is_error: bool = False
+) -> list[Step]:
+    """Inside turn ``n``: a step whose assistant message calls ``call`` and whose result answers it."""
+    return [
+        step_open(n, 1, session),
+        answer(n, 1, session, text=None, calls=(call,)),
+        call_started(call, n, 1, session),
+        call_answered(call, n, 1, session, text, is_error),
+        step_close(n, 1, session),
+    ]
+
+
+def attempt(compaction_id: str, **behaviour: Any) -> JsonObject:
+    """A scripted attempt: by default the summarizer answers :data:`SUMMARY`."""
+    return {"compactionId": compaction_id, **(behaviour or {"text": SUMMARY})}
+
+
+def compact(compaction_id: str = "k1", session: str = "s", **behaviour: Any) -> Step:
+    return ok("compact", id=session, attempt=attempt(compaction_id, **behaviour))
+
+
+def state_step(session: str = "s") -> Step:
+    return ok("state", id=session)

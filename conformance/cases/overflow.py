@@ -1,0 +1,127 @@
+"""overflow: context-overflow recovery through the engine ops (SPEC-DECISIONS D8;
+notes/dsh-compaction-projection §8.2; conformance/PROTOCOL.md, "Engine ops").
+
+The suite reports that a model request failed; the subject's recovery compacts (pruning first when
+a pruner is loaded, then one forced summary keeping the newest unit) and says whether to retry.
+Covers the rule that makes a retry sound: only when the surface's ``replaceGeneration`` grew — a
+prune that landed before a failed summary counts, a late cancellation prevents it — at most
+``maxOverflowRetries`` times between resets, and only for the canonical context-window code.
+"""
+
+from __future__ import annotations
+
+from conformance.cases.build import Cases, Step, append_user, case, ok, turn
+from conformance.cases.engine_build import (
+    LONG,
+    answer,
+    attempt,
+    history,
+    state_step,
+    step_close,
+    step_open,
+    tool_steps,
+)
+
+EARNED = "spec.shrink.pressure.is_overflow_retry_earned"
+ALLOWED = "spec.shrink.pressure.may_attempt_overflow_recovery"
+PRUNER = {"thresholdChars": 400, "headChars": 100, "tailChars": 100}
+
+
+def overflowing() -> list[Step]:
+    """Two closed turns and a third open one with a long question: something to compact."""
+    return [*history(2), turn(3), append_user("u3", "s", LONG)]
+
+
+def cases() -> Cases:
+    yield case(
+        "a compaction that lands earns one retry",
+        EARNED,
+        [*overflowing(), ok("overflow", id="s", attempt=attempt("k1")), state_step()],
+    )
+    yield case(
+        "a second overflow after the retry is not recovered: maxOverflowRetries is 1",
+        ALLOWED,
+        [
+            *overflowing(),
+            ok("overflow", id="s", attempt=attempt("k1")),
+            ok("overflow", id="s", attempt=attempt("k2")),
+            state_step(),
+        ],
+        comment="the second report finds the budget spent: nothing is compacted, nothing is written",
+    )
+    yield case(
+        "a successful response starts a fresh recovery sequence",
+        ALLOWED,
+        [
+            *overflowing(),
+            ok("overflow", id="s", attempt=attempt("k1")),
+            step_open(3),
+            answer(3),
+            step_close(3),
+            ok("overflow_reset", id="s"),
+            ok("overflow", id="s", attempt=attempt("k2")),
+        ],
+    )
+    yield case(
+        "a failure that is not a context overflow is not recovered",
+        ALLOWED,
+        [*overflowing(), ok("overflow", id="s", code="RATE_LIMITED", attempt=attempt("k1")), state_step()],
+    )
+    yield case(
+        "maxOverflowRetries 0 turns recovery off",
+        ALLOWED,
+        [
+            *overflowing(),
+            ok("overflow", id="s", policy={"maxOverflowRetries": 0}, attempt=attempt("k1")),
+            state_step(),
+        ],
+    )
+    yield case(
+        "with nothing to compact there is no retry",
+        EARNED,
+        [
+            ok("create", id="s"),
+            turn(1),
+            append_user("u1", "s", LONG),
+            ok("overflow", id="s", attempt=attempt("k1")),
+            state_step(),
+        ],
+    )
+    yield case(
+        "a summary that fails with nothing pruned earns no retry",
+        EARNED,
+        [
+            *overflowing(),
+            ok("overflow", id="s", attempt=attempt("k1", fail="the model is unavailable")),
+            state_step(),
+        ],
+        comment="the failed bracket is in the log, closed with its error; replaceGeneration did not move",
+    )
+    yield case(
+        "a prune that landed before the summary failed earns a retry",
+        EARNED,
+        [
+            ok("create", id="s"),
+            turn(1),
+            append_user("u1", "s", LONG),
+            *tool_steps(1, "c1"),
+            ok("overflow", id="s", prune=PRUNER, attempt=attempt("k1", fail="the model is unavailable")),
+            state_step(),
+        ],
+    )
+    yield case(
+        "a cancellation while the summary is written prevents the retry",
+        EARNED,
+        [*overflowing(), ok("overflow", id="s", attempt=attempt("k1", cancel="during")), state_step()],
+    )
+    yield case(
+        "a compaction that lands after a late cancellation still earns no retry",
+        EARNED,
+        [
+            *overflowing(),
+            ok("overflow", id="s", attempt=attempt("k1", text="Short.", cancel="after")),
+            state_step(),
+        ],
+        comment="automatic compaction ignores an abort after its summary and commits; the retry needs a "
+        "request that was not cancelled",
+    )

@@ -1,0 +1,721 @@
+"""The spec-side model of the engine ops: what a conforming compaction engine must answer, and what
+it must append, for each engine op of ``conformance/PROTOCOL.md`` ("Engine ops").
+
+It builds on :mod:`conformance.model` (the same :class:`~conformance.model.ModelStore`, the same
+``Expected`` answers) and is dispatched from :func:`conformance.model.model_request`. Every
+decision is a call into ``spec``: the span (``spec.shrink.compaction``), the bracket, its lock and
+its outcome (``spec.shrink.bracket``), the summary and its shrink check (``spec.shrink.summary``),
+pressure and overflow recovery (``spec.shrink.pressure``), the prune pass (``spec.shrink.prune``),
+spill (``spec.shrink.spill``), projections (``spec.projections``) and the scripted summarizer
+(``spec.wire_engine``). This module only wires the calls in the order an engine makes them: the
+order of ``notes/dsh-compaction-projection`` §4.5 (the transaction), §5.3 (pressure), §6.3 (the
+prune pass), §8.2 (overflow recovery), §9.1 (manual compaction), §10.2 (spill) and §11 (projections).
+
+An engine op changes the log even when it fails: a compaction whose summary fails leaves its
+``compaction/start`` and ``compaction/end`` with the error. So a transition here returns the model
+with those events and the error the op answers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Final
+
+from conformance.model import (
+    EngineState,
+    Expected,
+    LiveSession,
+    ModelStore,
+    Transition,
+    _flushed,
+    _write_if_batch_due,
+    accepted,
+    canonical_text,
+    model_read,
+    rejected,
+)
+from spec.codes import Code, SpecError, reject
+from spec.log.events import (
+    COMPACTION_END,
+    COMPACTION_PRUNE,
+    COMPACTION_START,
+    COMPACTION_SUMMARY,
+    TOOL_RESULT,
+    USER_MESSAGE,
+    Event,
+)
+from spec.log.json import JsonObject, JsonValue, is_safe_integer, snapshot_json, thaw_json
+from spec.log.session import ABSENT, SessionState, append_event
+from spec.log.writers import CALLER, COMPACTION_ENGINE, Writer
+from spec.projections.units import (
+    ProjectionUnit,
+    derive_initial_cell,
+    derive_projection_state,
+    derive_wire_keys,
+    fold_projection,
+    plan_registration,
+)
+from spec.shrink.bracket import (
+    MANUAL_FAILURE_TEXT,
+    Stage,
+    derive_abort_reason,
+    derive_compaction_end,
+    derive_compaction_lifecycle,
+    derive_error_chain,
+    derive_manual_outcome,
+    plan_compaction_owner,
+    should_flush_after_close,
+    validate_compaction_inactive,
+)
+from spec.shrink.compaction import (
+    CompactionPolicy,
+    plan_compaction_region,
+    resolve_compact_spec,
+    select_compactable_range,
+    validate_surface_stable,
+)
+from spec.shrink.pressure import (
+    CONTEXT_WINDOW_EXCEEDED,
+    FORCED_RETAIN_TOKENS,
+    PRESSURE_STAGE,
+    derive_context_tokens,
+    is_overflow_retry_earned,
+    is_under_pressure,
+    may_attempt_overflow_recovery,
+    validate_context_capacity,
+    validate_pressure_relieved,
+    validate_prune_in_turn,
+)
+from spec.shrink.prune import PruneConfig, decode_prune_config, plan_prune_events
+from spec.shrink.spill import (
+    SPILL_RETRIEVAL_HINT,
+    derive_memory_spill_locator,
+    derive_spill_preview,
+    derive_spill_suggested_name,
+    derive_spill_text,
+    is_spill_candidate,
+    plan_max_inline_tokens,
+    should_spill,
+)
+from spec.shrink.summary import (
+    SummarizerOutput,
+    derive_checkpoint_message,
+    derive_shadowed_token_count,
+    derive_summary_blocks,
+    plan_summary_replacement,
+    validate_summary_smaller,
+)
+from spec.shrink.tokens import estimate_content, price_surface
+from spec.wire import WireInputError
+from spec.wire_engine import (
+    CANCEL_AFTER,
+    CANCEL_DURING,
+    AppendRequest,
+    Attempt,
+    decode_append_request,
+    decode_attempt,
+    decode_attempts,
+    decode_catalogue_unit,
+    decode_context_window,
+    decode_moment,
+    decode_policy,
+    decode_pruner,
+    decode_trigger,
+    derive_attempt_failure,
+    derive_attempt_output,
+    derive_tool_result_content,
+    encode_compaction_result,
+    encode_prune_result,
+    with_tool_result_content,
+)
+
+BAD_REQUEST: Final = "BAD_REQUEST"  # a protocol code: the request's shape, not a rule
+
+
+class _BadRequest(Exception):
+    """A request of the wrong shape: the op answers ``BAD_REQUEST`` and nothing changes."""
+
+
+@dataclass
+class _Run:
+    """One engine op on one live session, as it goes: the model so far, and whether the op's
+    caller has cancelled it. Each append goes through the spec's append (by the caller or by the
+    compaction engine) and then the store's batch policy, exactly as a session op's would."""
+
+    model: ModelStore
+    session_id: str
+    aborted: bool = False
+
+    @property
+    def entry(self) -> LiveSession:
+        return self.model.live[self.session_id]
+
+    @property
+    def state(self) -> SessionState:
+        return self.entry.state
+
+    def append(
+        self,
+        kind: object,
+        data: object,
+        surface_op: object = ABSENT,
+        sources: object = ABSENT,
+        writer: Writer = CALLER,
+    ) -> Event:
+        state, event = append_event(
+            self.state, kind, data, surface_op, sources, time=self.model.now, writer=writer
+        )
+        live = {**self.model.live, self.session_id: replace(self.entry, state=state)}
+        self.model = _write_if_batch_due(replace(self.model, live=live), self.session_id)
+        return event
+
+    def append_request(self, request: AppendRequest) -> Event:
+        return self.append(request.event_type, request.data, request.surface_op, request.source_event_seqs)
+
+    def flush(self) -> bool:
+        """The session's flush; ``False`` when it met an armed storage fault."""
+        self.model, answer = _flushed(self.model, self.session_id, self.entry)
+        return answer.ok
+
+    def measure(self) -> int:
+        state = self.state
+        return derive_context_tokens(state.events, price_surface(state.surface.nodes, state.events))
+
+    def select(self, retain_tokens: int) -> tuple[int, int] | None:
+        state = self.state
+        nodes = state.surface.nodes
+        return select_compactable_range(
+            price_surface(nodes, state.events), nodes, state.events, retain_tokens
+        )
+
+
+# --- the summary transaction (notes §4.5) ----------------------------------------------------------
+
+
+def _summarize(run: _Run, attempt: Attempt) -> SummarizerOutput:
+    """What the scripted summarizer does for ``attempt`` (``spec.wire_engine``)."""
+    if attempt.cancel == CANCEL_DURING:
+        run.aborted = True
+        raise derive_abort_reason()
+    failure = derive_attempt_failure(attempt)
+    if failure is not None:
+        raise failure
+    if attempt.append is not None:
+        try:
+            run.append_request(attempt.append)
+        except SpecError:
+            pass  # a refused append changes nothing: the surface is as it was
+    output = derive_attempt_output(attempt)
+    if attempt.cancel == CANCEL_AFTER:
+        run.aborted = True
+    return output
+
+
+def _transact(
+    run: _Run, start: int, end: int, manual: bool, attempt: Attempt, command: str | None
+) -> JsonObject | None:
+    """One summary compaction of the span ``start..end`` (notes §4.5): validated, the lock and the
+    owner checked, then ``compaction/start``; from there exactly one ``compaction/end`` is appended
+    on every path. A manual compaction flushes once its bracket is closed and answers by
+    :func:`spec.shrink.bracket.derive_manual_outcome`; an automatic one raises its failure as it is."""
+    state = run.state
+    region = plan_compaction_region(state.surface.nodes, state.events, start, end)
+    validate_compaction_inactive(state.events, "compaction")
+    turn = plan_compaction_owner(state.events, manual)
+    compaction_id = attempt.compaction_id
+    lifecycle = derive_compaction_lifecycle(compaction_id, turn, command)
+    start_seq = _seq_of(run.append(COMPACTION_START, lifecycle, writer=COMPACTION_ENGINE))
+    stage: Stage = "summary"
+    closing = closed = False
+    failure: tuple[Stage, BaseException] | None = None
+    result: JsonObject | None = None
+    try:
+        priced = price_surface(run.state.surface.nodes, run.state.events)
+        shadowed_tokens = derive_shadowed_token_count(priced, region)
+        output = _summarize(run, attempt)
+        output = replace(output, summary=derive_summary_blocks(output.summary))
+        checkpoint = derive_checkpoint_message(compaction_id, output.summary, compaction_id, command)
+        validate_summary_smaller(checkpoint, shadowed_tokens)
+        if manual and run.aborted:
+            raise derive_abort_reason()
+        after = price_surface(run.state.surface.nodes, run.state.events)
+        validate_surface_stable(priced, after, region, not manual, run.state.events)
+        stage = "commit"
+        plan = plan_summary_replacement(
+            region, start_seq, len(run.state.events), lifecycle, output, shadowed_tokens, compaction_id
+        )
+        summary_event = run.append(COMPACTION_SUMMARY, plan.summary_data, writer=COMPACTION_ENGINE)
+        run.append(USER_MESSAGE, plan.checkpoint_data, plan.surface_op, plan.source_event_seqs)
+        closing = True
+        end_event = run.append(COMPACTION_END, derive_compaction_end(lifecycle), writer=COMPACTION_ENGINE)
+        closed = True
+        result = encode_compaction_result(
+            compaction_id,
+            command,
+            (start_seq, _seq_of(summary_event), _seq_of(end_event)),
+            output.summary,
+            region.shadowed,
+            shadowed_tokens,
+        )
+    except SpecError as error:
+        failure = ("commit" if closing else stage, error)
+        if not closing:
+            closing = True
+            run.append(
+                COMPACTION_END,
+                derive_compaction_end(lifecycle, derive_error_chain(error)),
+                writer=COMPACTION_ENGINE,
+            )
+            closed = True
+    flush_failed = should_flush_after_close(manual, closed) and not run.flush()
+    if not manual:
+        if failure is not None:
+            raise failure[1]
+        return result
+    outcome = derive_manual_outcome(run.aborted, failure, flush_failed)
+    if outcome is Code.ABORTED:
+        raise derive_abort_reason()
+    if outcome is not None:
+        raise reject(outcome, MANUAL_FAILURE_TEXT[outcome])
+    return result
+
+
+def _seq_of(event: Event) -> int:
+    seq = event["seq"]
+    assert isinstance(seq, int)
+    return seq
+
+
+def _prune(run: _Run, config: PruneConfig) -> list[JsonObject]:
+    """The prune pass (notes §6.3): per oversized tool result on the surface, its metering event and
+    at once its replacement; refused outside a turn before anything is appended (a project choice)."""
+    state = run.state
+    plans = plan_prune_events(state.surface.nodes, state.events, config)
+    if plans:
+        validate_prune_in_turn(state.events)
+    entries: list[JsonObject] = []
+    for plan in plans:
+        run.append(COMPACTION_PRUNE, plan.prune_data)
+        replacement = run.append(TOOL_RESULT, plan.replacement_data, plan.surface_op, plan.source_event_seqs)
+        entries.append(
+            {
+                "originalSeq": plan.original_seq,
+                "replacementSeq": replacement["seq"],
+                "callId": plan.call_id,
+                "charsBefore": plan.chars_before,
+                "charsAfter": plan.chars_after,
+            }
+        )
+    return entries
+
+
+def _compact_if_needed(
+    run: _Run,
+    trigger: str,
+    attempts: Sequence[Attempt],
+    policy: CompactionPolicy,
+    pruner: PruneConfig | None,
+    window: int | None,
+) -> JsonObject | None:
+    """``compactIfNeeded`` (notes §5.3): the forced overflow compaction, or pressure — the lock,
+    the window, the threshold, the prune pass, then at most ``compactionRetries + 1`` summaries."""
+    if trigger == "context-overflow":
+        if pruner is not None:
+            _prune(run, pruner)
+        span = run.select(FORCED_RETAIN_TOKENS)
+        return None if span is None else _transact(run, span[0], span[1], False, attempts[0], None)
+    validate_compaction_inactive(run.state.events, PRESSURE_STAGE)
+    spec = resolve_compact_spec(policy, validate_context_capacity(window))
+    if not is_under_pressure(run.measure(), spec.threshold_tokens):
+        return None
+    if pruner is not None:
+        _prune(run, pruner)
+        if not is_under_pressure(run.measure(), spec.threshold_tokens):
+            return None
+    result: JsonObject | None = None
+    tries = policy.compaction_retries + 1
+    for index in range(tries):
+        span = run.select(spec.retain_tokens)
+        if span is None:
+            if result is None:
+                return None
+            break
+        result = _transact(run, span[0], span[1], False, attempts[index], None)
+        if not is_under_pressure(run.measure(), spec.threshold_tokens):
+            return result
+    validate_pressure_relieved(run.measure(), spec.threshold_tokens, tries)
+    return result
+
+
+# --- the transitions --------------------------------------------------------------------------------
+
+
+def _engine_op(model: ModelStore, session_id: object, body: Callable[[_Run], JsonValue]) -> Transition:
+    """Run ``body`` on the live session ``session_id``: the model it leaves and its answer. A
+    rule's rejection keeps every event the op appended before it; a request of the wrong shape
+    changes nothing."""
+    if not isinstance(session_id, str) or session_id not in model.live:
+        return model, rejected(Code.SESSION_NOT_FOUND)
+    run = _Run(model, session_id)
+    try:
+        result = body(run)
+    except (_BadRequest, WireInputError):
+        return model, rejected(BAD_REQUEST)
+    except SpecError as error:
+        return run.model, rejected(error.code)
+    return run.model, accepted(result)
+
+
+def _shaped(decode: Callable[[], object]) -> object:
+    try:
+        return decode()
+    except WireInputError as error:
+        raise _BadRequest(str(error)) from error
+
+
+def model_compact(
+    model: ModelStore, id: object, attempt: object = ABSENT, sourceCommandId: object = ABSENT
+) -> Transition:
+    """``compact``: manual compaction between turns, keeping the newest indivisible unit; ``null``
+    and nothing written when there is nothing to compact (notes §9.1)."""
+    try:
+        scripted = decode_attempt(attempt)  # type: ignore[arg-type]
+    except WireInputError:
+        return model, rejected(BAD_REQUEST)
+    if sourceCommandId is not ABSENT and not isinstance(sourceCommandId, str):
+        return model, rejected(BAD_REQUEST)
+    command = sourceCommandId if isinstance(sourceCommandId, str) else None
+
+    def body(run: _Run) -> JsonValue:
+        span = run.select(FORCED_RETAIN_TOKENS)
+        return None if span is None else _transact(run, span[0], span[1], True, scripted, command)
+
+    return _engine_op(model, id, body)
+
+
+def model_compact_region(
+    model: ModelStore, id: object, start: object = ABSENT, end: object = ABSENT, attempt: object = ABSENT
+) -> Transition:
+    """``compact_region``: automatic compaction of the span ``start..end``, owned by the open turn."""
+    try:
+        scripted = decode_attempt(attempt)  # type: ignore[arg-type]
+    except WireInputError:
+        return model, rejected(BAD_REQUEST)
+    if not is_safe_integer(start) or not is_safe_integer(end):
+        return model, rejected(BAD_REQUEST)
+    first, last = int(start), int(end)
+    return _engine_op(model, id, lambda run: _transact(run, first, last, False, scripted, None))
+
+
+def model_compact_if_needed(
+    model: ModelStore,
+    id: object,
+    trigger: object = "pressure",
+    attempts: object = ABSENT,
+    contextWindow: object = ABSENT,
+    policy: object = ABSENT,
+    prune: object = ABSENT,
+) -> Transition:
+    """``compact_if_needed``: pressure with the suite's window and policy, or the forced
+    context-overflow compaction (notes §5.3)."""
+    try:
+        chosen = decode_trigger(trigger)
+        scripted = decode_attempts(attempts, 1)  # type: ignore[arg-type]
+    except WireInputError:
+        return model, rejected(BAD_REQUEST)
+
+    def body(run: _Run) -> JsonValue:
+        resolved = decode_policy(policy)
+        pruner = decode_pruner(prune)
+        if chosen == "pressure" and len(scripted) < resolved.compaction_retries + 1:
+            raise _BadRequest("an attempt for each compaction pressure may run")
+        window = decode_context_window(contextWindow)
+        return _compact_if_needed(run, chosen, scripted, resolved, pruner, window)
+
+    return _engine_op(model, id, body)
+
+
+def model_prune(model: ModelStore, id: object, config: object = None) -> Transition:
+    """``prune``: one prune pass with the suite's thresholds (``null`` or absent: the defaults)."""
+
+    def body(run: _Run) -> JsonValue:
+        return encode_prune_result(_prune(run, decode_prune_config(config)))  # type: ignore[arg-type]
+
+    return _engine_op(model, id, body)
+
+
+def model_overflow(
+    model: ModelStore,
+    id: object,
+    attempt: object = ABSENT,
+    code: object = CONTEXT_WINDOW_EXCEEDED,
+    policy: object = ABSENT,
+    prune: object = ABSENT,
+) -> Transition:
+    """``overflow``: a model request failed with ``code``; recovery runs only for a context-window
+    failure and while fewer than ``maxOverflowRetries`` recoveries ran since the last reset, and
+    earns a retry only when ``replaceGeneration`` grew — a prune that landed before a failed
+    summary counts (notes §8.2)."""
+    try:
+        scripted = decode_attempt(attempt)  # type: ignore[arg-type]
+    except WireInputError:
+        return model, rejected(BAD_REQUEST)
+
+    def body(run: _Run) -> JsonValue:
+        resolved = decode_policy(policy)
+        pruner = decode_pruner(prune)
+        retries = run.entry.overflow_retries
+        if not may_attempt_overflow_recovery(code, False, retries, resolved.max_overflow_retries):
+            return {"retry": False, "retries": retries}
+        before = run.state.surface.replace_generation
+        try:
+            _compact_if_needed(run, "context-overflow", (scripted,), resolved, pruner, None)
+        except SpecError:
+            pass  # the recovery's own failure: the original request error is what stands
+        retry = is_overflow_retry_earned(before, run.state.surface.replace_generation, run.aborted)
+        if retry:
+            live = {**run.model.live, run.session_id: replace(run.entry, overflow_retries=retries + 1)}
+            run.model = replace(run.model, live=live)
+        return {"retry": retry, "retries": run.entry.overflow_retries}
+
+    return _engine_op(model, id, body)
+
+
+def model_overflow_reset(model: ModelStore, id: object) -> Transition:
+    """``overflow_reset``: a response succeeded, so a fresh recovery sequence starts."""
+
+    def body(run: _Run) -> JsonValue:
+        run.model = replace(
+            run.model, live={**run.model.live, run.session_id: replace(run.entry, overflow_retries=0)}
+        )
+        return None
+
+    return _engine_op(model, id, body)
+
+
+def model_spill(
+    model: ModelStore,
+    id: object,
+    toolName: object = ABSENT,
+    data: object = ABSENT,
+    maxInlineTokens: object = ABSENT,
+    nested: object = False,
+    storeFails: object = False,
+    sourceEventSeqs: object = ABSENT,
+) -> Transition:
+    """``spill``: the tool result's content passes the spill policy, then the ``tool/result`` is
+    appended with what the policy kept (notes §10.2, D8): a top-level, all-text result above the
+    limit is saved whole and replaced by a preview and the notice naming its locator; best effort,
+    so a failing store keeps it inline."""
+    if not isinstance(toolName, str) or not isinstance(data, dict):
+        return model, rejected(BAD_REQUEST)
+    if not isinstance(nested, bool) or not isinstance(storeFails, bool):
+        return model, rejected(BAD_REQUEST)
+    try:
+        inner = derive_tool_result_content(data)
+    except WireInputError:
+        return model, rejected(BAD_REQUEST)
+    tool, payload = toolName, data
+
+    def body(run: _Run) -> JsonValue:
+        limit = plan_max_inline_tokens(maxInlineTokens, True)
+        content = thaw_json(snapshot_json(list(inner)))  # type: ignore[arg-type]
+        assert isinstance(content, list)
+        spilled: JsonValue = None
+        text = derive_spill_text(content) if limit is not None and is_spill_candidate(tool, nested) else None
+        if (
+            text is not None
+            and limit is not None
+            and should_spill(estimate_content(content), limit)
+            and not storeFails
+        ):
+            spills = run.model.engine.spills
+            locator = derive_memory_spill_locator(
+                run.session_id, len(spills) + 1, derive_spill_suggested_name(tool)
+            )
+            engine = replace(run.model.engine, spills={**spills, locator: text})
+            run.model = replace(run.model, engine=engine)
+            replaced = derive_spill_preview(text, limit, locator, SPILL_RETRIEVAL_HINT)
+            if replaced is not None:
+                content = [{"type": "text", "text": replaced}]
+                spilled = {"locator": locator, "bytes": len(text.encode("utf-8", "surrogatepass"))}
+        event = run.append(TOOL_RESULT, with_tool_result_content(payload, content), "append", sourceEventSeqs)
+        return {"event": event, "spilled": spilled}
+
+    return _engine_op(model, id, body)
+
+
+def model_spill_read(model: ModelStore, locator: object = ABSENT) -> Transition:
+    """``spill_read``: the whole text a spill saved, byte for byte."""
+    if not isinstance(locator, str):
+        return model, rejected(BAD_REQUEST)
+    text = model.engine.spills.get(locator)
+    if text is None:
+        return model, rejected(Code.SPILL_NOT_FOUND)
+    return model, accepted({"text": text, "bytes": len(text.encode("utf-8", "surrogatepass"))})
+
+
+# --- projections (D7; notes §11) ----------------------------------------------------------------------
+
+
+def model_project(model: ModelStore, unit: object = ABSENT, stateVersion: object = ABSENT) -> Transition:
+    """``project``: register a catalogue unit; registrants share a key at one ``stateVersion``, the
+    first definition serving them (D7; notes §11.2)."""
+    try:
+        chosen = decode_catalogue_unit(unit, stateVersion)
+        held = model.engine.units.get(chosen.key)
+        served = plan_registration(held[0] if held else None, chosen)
+    except WireInputError:
+        return model, rejected(BAD_REQUEST)
+    except SpecError as error:
+        return model, rejected(error.code)
+    units = {**model.engine.units, chosen.key: (served, (held[1] if held else 0) + 1)}
+    return replace(model, engine=replace(model.engine, units=units)), accepted(None)
+
+
+def model_unproject(model: ModelStore, unit: object = ABSENT) -> Transition:
+    """``unproject``: one registrant of the unit's key lets go; with the last, the key is gone."""
+    try:
+        key = decode_catalogue_unit(unit).key
+    except WireInputError:
+        return model, rejected(BAD_REQUEST)
+    held = model.engine.units.get(key)
+    if held is None:
+        return model, accepted(None)
+    units = {name: value for name, value in model.engine.units.items() if name != key}
+    if held[1] > 1:
+        units[key] = (held[0], held[1] - 1)
+    return replace(model, engine=replace(model.engine, units=units)), accepted(None)
+
+
+def derive_unit_state(unit: ProjectionUnit, events: Sequence[Event]) -> JsonValue:
+    """A unit's state after a full replay of ``events`` from its ``init``, as a reader gets it (D7)."""
+    cell = fold_projection(unit, derive_initial_cell(unit), events)
+    return thaw_json(derive_projection_state(unit, cell.state))
+
+
+def _registered(model: ModelStore, unit: object) -> tuple[str, ProjectionUnit | None]:
+    key = decode_catalogue_unit(unit).key
+    held = model.engine.units.get(key)
+    return key, held[0] if held else None
+
+
+def model_state_of(model: ModelStore, id: object, unit: object = ABSENT) -> Transition:
+    """``state_of``: the unit folded up to the session's last event, however it was registered or
+    cached; ``null`` when no unit has that key."""
+    try:
+        _, served = _registered(model, unit)
+    except WireInputError:
+        return model, rejected(BAD_REQUEST)
+    entry = model.live.get(id) if isinstance(id, str) else None
+    if entry is None:
+        return model, rejected(Code.SESSION_NOT_FOUND)
+    return model, accepted(None if served is None else derive_unit_state(served, entry.state.events))
+
+
+def model_snapshot(model: ModelStore, id: object) -> Transition:
+    """``snapshot``: every wire unit's state, all as of the session's last event; host-only units
+    are left out (D7; seed 002 "snapshot() 只返回 wire 单元")."""
+    entry = model.live.get(id) if isinstance(id, str) else None
+    if entry is None:
+        return model, rejected(Code.SESSION_NOT_FOUND)
+    units = {key: served for key, (served, _) in model.engine.units.items()}
+    values: JsonObject = {
+        key: derive_unit_state(units[key], entry.state.events)
+        for key in derive_wire_keys(list(units.values()))
+    }
+    return model, accepted({"asOfSeq": len(entry.state.events) - 1, "values": values})
+
+
+def model_state_of_stored(model: ModelStore, id: object, unit: object = ABSENT) -> Transition:
+    """``state_of_stored``: a unit's state for a stored log, which must equal a full replay of what
+    is stored whether the subject read it from a cold cache, a stale row or the log alone (D7).
+    What is stored is what ``read`` would show, with the same room (a store may hold more than was
+    flushed), so each log ``read`` admits gives one admissible state."""
+    try:
+        _, served = _registered(model, unit)
+    except WireInputError:
+        return model, rejected(BAD_REQUEST)
+    _, read = model_read(model, id)
+    return model, _states_of_reads(read, served)
+
+
+def _states_of_reads(read: Expected, unit: ProjectionUnit | None) -> Expected:
+    """Each log ``read`` admits, turned into the state ``unit`` folds from it (``null`` without a
+    unit); an error stays that error."""
+    options: list[Expected] = []
+    for expected in (read, *read.alternatives):
+        if not expected.ok:
+            options.append(rejected(str(expected.code)))
+            continue
+        assert isinstance(expected.result, dict)
+        events = expected.result["events"]
+        assert isinstance(events, list)
+        shortest = expected.events_at_least if expected.events_at_least is not None else len(events)
+        for length in range(len(events), shortest - 1, -1):
+            state = None if unit is None else derive_unit_state(unit, events[:length])  # type: ignore[arg-type]
+            options.append(accepted(state))
+    unique = list({canonical_text(option.as_json()): option for option in options}.values())
+    return replace(unique[0], alternatives=tuple(unique[1:]))
+
+
+# --- durability checkpoints (seed 002; notes §11.5) ---------------------------------------------------
+
+
+def model_checkpoint(
+    model: ModelStore, id: object, moment: object = ABSENT, then: object = ABSENT
+) -> Transition:
+    """``checkpoint``: flush at ``moment``, then the guarded append ``then``; a failed flush fails
+    closed with ``DURABILITY_CHECKPOINT_FAILED`` and ``then`` never happens (seed 002)."""
+    try:
+        decode_moment(moment)
+        action = decode_append_request(then, "then") if then is not ABSENT else None  # type: ignore[arg-type]
+    except WireInputError:
+        return model, rejected(BAD_REQUEST)
+
+    def body(run: _Run) -> JsonValue:
+        if not run.flush():
+            raise reject(Code.DURABILITY_CHECKPOINT_FAILED, "the checkpoint's flush failed")
+        return None if action is None else run.append_request(action)
+
+    return _engine_op(model, id, body)
+
+
+ENGINE_OPS: Final[Mapping[str, Callable[..., Transition]]] = {
+    "compact": model_compact,
+    "compact_region": model_compact_region,
+    "compact_if_needed": model_compact_if_needed,
+    "prune": model_prune,
+    "overflow": model_overflow,
+    "overflow_reset": model_overflow_reset,
+    "spill": model_spill,
+    "spill_read": model_spill_read,
+    "project": model_project,
+    "unproject": model_unproject,
+    "state_of": model_state_of,
+    "snapshot": model_snapshot,
+    "state_of_stored": model_state_of_stored,
+    "checkpoint": model_checkpoint,
+}
+"""The engine ops by protocol name; each takes the protocol's argument names."""
+
+ENGINE_CAPABILITY_OF: Final[Mapping[str, str]] = {
+    "compact": "compaction",
+    "compact_region": "compaction",
+    "compact_if_needed": "compaction",
+    "prune": "prune",
+    "overflow": "overflow",
+    "overflow_reset": "overflow",
+    "spill": "spill",
+    "spill_read": "spill",
+    "project": "projection",
+    "unproject": "projection",
+    "state_of": "projection",
+    "snapshot": "projection",
+    "state_of_stored": "projection",
+    "checkpoint": "checkpoint",
+}
+"""The capability each engine op needs (PROTOCOL.md, "Engine ops")."""
+
+__all__ = ["ENGINE_CAPABILITY_OF", "ENGINE_OPS", "EngineState", "derive_unit_state"]
