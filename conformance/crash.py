@@ -36,9 +36,10 @@ import subprocess
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Final
 
 from conformance import builders as build
@@ -246,7 +247,7 @@ class CrashOutcome:
 # and the workload's reset arguments beyond its storage (a batch policy: the compaction workload's).
 _TARGET: ContextVar[Target] = ContextVar("crash_target", default=DEFAULT_TARGET)
 _REACHED: ContextVar[Counter[str]] = ContextVar("crash_reached")
-_RESET: ContextVar[dict[str, Any]] = ContextVar("crash_reset", default={})
+_RESET: ContextVar[Mapping[str, Any]] = ContextVar("crash_reset", default=MappingProxyType({}))
 _BYTE_CUTS: ContextVar[Callable[[int], Sequence[int]]] = ContextVar(
     "crash_byte_cuts", default=lambda size: range(1, size)
 )
@@ -607,10 +608,10 @@ def crash_workloads(capabilities: Collection[str] = ()) -> tuple[tuple[str, tupl
     single = tuple(
         request for request in standard if request[1].get("id") == "w" and request[0] != "engine_append"
     )
-    workloads = (("standard", standard), ("single session", single))
+    workloads: list[tuple[str, tuple[Request, ...]]] = [("standard", standard), ("single session", single)]
     if "compaction" in capabilities:
-        workloads += (("compaction", compaction_workload()),)
-    return workloads
+        workloads.append(("compaction", compaction_workload()))
+    return tuple(workloads)
 
 
 # How each workload is run beyond its requests: the reset's batch policy, the byte cuts tried, and
