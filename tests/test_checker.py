@@ -818,6 +818,14 @@ def test_an_interrupted_turn_end_after_the_step_closed_is_a_closer_block_of_one(
     assert check_log(events) == ()
 
 
+def test_repair_closers_outside_any_open_turn_are_findings_not_a_crash() -> None:
+    # Found by pure-drt: an interrupted turn/end, or a tool/result with repair's code, where no
+    # turn is open made the closers rule read a seq it had not computed (the spec must be total).
+    closer = turn_end(1, kind="interrupted")
+    assert ("closers", 0) in rules_at(check_log(log(closer)))
+    assert ("closers", 2) in rules_at(check_log(log(turn_start(1), turn_end(1), closer)))
+
+
 def test_a_seed_length_within_the_log_with_its_end_seed_is_well_formed() -> None:
     events = log(turn_start(1), turn_end(1), plain("session/end-seed"))
     assert check_log(events, {"seedLength": 2}) == ()
