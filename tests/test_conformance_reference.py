@@ -130,7 +130,7 @@ def test_the_cli_exits_0_on_the_reference_and_writes_junit_xml(tmp_path: Path) -
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=900,
     )
     assert completed.returncode == 0, completed.stdout + completed.stderr
     assert "total" in completed.stdout
