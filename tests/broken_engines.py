@@ -74,10 +74,11 @@ class _ViewEngine(CompactionEngine):
 
 
 class BrokenEngine(ReferenceSubject):
-    """The base of every broken engine: the rule it breaks and the family that catches it."""
+    """The base of every broken engine: the rule it breaks, and the family and case that catch it."""
 
     rule: ClassVar[str] = ""
-    caught_by: ClassVar[str] = ""
+    caught_by: ClassVar[str] = ""  # the family
+    case: ClassVar[str] = ""  # a case of that family that fails on it (its key)
 
 
 # --- the bracket ----------------------------------------------------------------------------------
@@ -97,6 +98,7 @@ class LeavesBracketOpenOnTimeout(BrokenEngine):
 
     rule = "bracket always paired"
     caught_by = "compaction"
+    case = "compaction/when-the-summarizer-times-out-manual-compaction-closes-its-bracket-with-the-error-and-chan"
     engine_class = _OpenOnTimeoutEngine
 
 
@@ -114,6 +116,7 @@ class WritesSecondCompactionEnd(BrokenEngine):
 
     rule = "one compaction/end per start"
     caught_by = "compaction"
+    case = "compaction/manual-compaction-summarizes-all-but-the-newest-unit-under-a-standalone-bracket"
     engine_class = _SecondEndEngine
 
 
@@ -134,6 +137,7 @@ class PruneChangesIsError(BrokenEngine):
 
     rule = "prune changes only the inner content"
     caught_by = "prune-pass"
+    case = "prune-pass/a-pruned-result-keeps-its-call-its-ids-and-its-error-flag"
 
     def op_prune(self, args: Args) -> JsonValue:
         plan = engine_module.plan_prune_events
@@ -159,7 +163,9 @@ def _unbalanced_region(nodes: Sequence[int], events: Sequence[Event], start: int
         if "balanced boundary" not in str(error):
             raise
     first, last = list(nodes).index(start), list(nodes).index(end)
-    return CompactionRegion(start=start, end=end, first=first, last=last, shadowed=tuple(nodes[first : last + 1]))
+    return CompactionRegion(
+        start=start, end=end, first=first, last=last, shadowed=tuple(nodes[first : last + 1])
+    )
 
 
 class _SpanCuttingEngine(CompactionEngine):
@@ -175,6 +181,9 @@ class SummarySpanCutsCallFromResult(BrokenEngine):
 
     rule = "the span keeps each call with its result"
     caught_by = "compaction"
+    case = (
+        "compaction/a-region-whose-end-falls-between-a-tool-call-and-its-result-is-refused-before-anything-is"
+    )
     engine_class = _SpanCuttingEngine
 
 
@@ -196,6 +205,7 @@ class RetriesWithoutGrowth(BrokenEngine):
 
     rule = "retry only when replaceGeneration grew"
     caught_by = "overflow"
+    case = "overflow/a-summary-that-fails-with-nothing-pruned-earns-no-retry"
     recovery_class = _RetryAlwaysRecovery
 
 
@@ -221,6 +231,7 @@ class CacheAnswersFromStaleRow(BrokenEngine):
 
     rule = "a stale cache row is caught up, never served"
     caught_by = "projection"
+    case = "projection/after-a-crash-a-state-read-from-a-stale-cache-row-equals-a-full-replay"
     projections_class = _StaleRowProjections
 
 
@@ -239,6 +250,7 @@ class SpillTruncatesReadback(BrokenEngine):
 
     rule = "spill readback byte for byte"
     caught_by = "spill"
+    case = "spill/a-spilled-text-reads-back-byte-for-byte-multi-byte-and-astral-characters-included"
     spill_store_class = _TruncatingSpillStore
 
 
@@ -258,6 +270,7 @@ class CheckpointFailsOpen(BrokenEngine):
 
     rule = "checkpoint fails closed"
     caught_by = "checkpoint"
+    case = "checkpoint/a-checkpoint-whose-flush-fails-fails-closed-its-action-never-runs"
     checkpoints_class = _FailOpenCheckpoints
 
 
