@@ -27,7 +27,7 @@ from reference.server import Args, ReferenceSubject
 from reference.session import Session
 from reference.shrink.compaction import AbortSignal, CompactionEngine, OverflowRecovery
 from reference.shrink.spill import MemorySpillStore
-from spec.codes import Code, SpecError
+from spec.codes import SpecError
 from spec.log.events import COMPACTION_END, Event
 from spec.log.json import JsonValue, thaw_json
 from spec.projections.durability import Moment
