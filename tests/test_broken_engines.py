@@ -58,9 +58,10 @@ def test_the_suite_catches_the_broken_engine_at_the_case_it_names(broken: type[B
 def test_the_engine_machine_alone_catches_a_stale_cache_and_a_checkpoint_that_fails_open(
     broken: type[BrokenEngine],
 ) -> None:
-    """Two of the machine's engine rules, each the one that reaches its break: the cache read after
-    a power cut that follows every session's flush, and a checkpoint on a failing disk. (Run by hand, the ci machine
-    catches all eight broken engines; two are kept here for the CI budget.)"""
+    """The engine machine alone, without the vectors, catches a stale cache and a checkpoint that
+    fails open (the latter only through its rule ``checkpoint_on_failing_disk``: with that rule
+    off, this test fails). Run by hand, the ci machine catches all eight broken engines; two are
+    kept here for the CI budget."""
     keys = failed(run(InProcessSubject(broken()), frozenset({"machine"})))
     assert "machine/agrees" in keys
     assert any(key.startswith("machine/diverges-") for key in keys), keys
