@@ -20,6 +20,12 @@ After each cut every session is read back (D3 items 1-3; a torn tail is never co
 resumed (item 6: closers, then the end-seed rule), and the power cut once more, keeping nothing:
 the log must now read exactly as the resume repaired it (item 4).
 
+The workloads (:mod:`conformance.crash.workloads`): the standard one, a single-session one, and
+for a subject with capability ``compaction`` one whose ``/compact`` and automatic compactions are
+cut at every point, each event its own write, so that resume must close a bracket a cut left open.
+The modules: ``workloads``, ``outcome`` (what was found), ``points`` (the seam's crash points),
+``kill`` (SIGKILL over stdio) and ``family`` (the runner's entry point).
+
 For a subject with storage but no seam, driven over stdio, :func:`run_kill_check` kills the
 process (SIGKILL) at seeded random points while it appends and flushes, restarts it, resumes, and
 checks that nothing flushed is lost and the log is a valid prefix.
