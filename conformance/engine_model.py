@@ -19,17 +19,15 @@ with those events and the error the op answers.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Final
 
+from conformance.engine_run import BAD_REQUEST, _BadRequest, _compact_if_needed, _prune, _Run, _transact
 from conformance.model import (
     EngineState,
     Expected,
-    LiveSession,
     ModelStore,
     Transition,
-    _flushed,
-    _write_if_batch_due,
     accepted,
     canonical_text,
     model_read,
@@ -37,17 +35,11 @@ from conformance.model import (
 )
 from spec.codes import Code, SpecError, reject
 from spec.log.events import (
-    COMPACTION_END,
-    COMPACTION_PRUNE,
-    COMPACTION_START,
-    COMPACTION_SUMMARY,
     TOOL_RESULT,
-    USER_MESSAGE,
     Event,
 )
 from spec.log.json import JsonObject, JsonValue, is_safe_integer, snapshot_json, thaw_json
-from spec.log.session import ABSENT, SessionState, append_event
-from spec.log.writers import CALLER, COMPACTION_ENGINE, Writer
+from spec.log.session import ABSENT
 from spec.projections.units import (
     ProjectionUnit,
     derive_initial_cell,
@@ -56,38 +48,13 @@ from spec.projections.units import (
     fold_projection,
     plan_registration,
 )
-from spec.shrink.bracket import (
-    MANUAL_FAILURE_TEXT,
-    Stage,
-    derive_abort_reason,
-    derive_compaction_end,
-    derive_compaction_lifecycle,
-    derive_error_chain,
-    derive_manual_outcome,
-    plan_compaction_owner,
-    should_flush_after_close,
-    validate_compaction_inactive,
-)
-from spec.shrink.compaction import (
-    CompactionPolicy,
-    plan_compaction_region,
-    resolve_compact_spec,
-    select_compactable_range,
-    validate_surface_stable,
-)
 from spec.shrink.pressure import (
     CONTEXT_WINDOW_EXCEEDED,
     FORCED_RETAIN_TOKENS,
-    PRESSURE_STAGE,
-    derive_context_tokens,
     is_overflow_retry_earned,
-    is_under_pressure,
     may_attempt_overflow_recovery,
-    validate_context_capacity,
-    validate_pressure_relieved,
-    validate_prune_in_turn,
 )
-from spec.shrink.prune import PruneConfig, decode_prune_config, plan_prune_events
+from spec.shrink.prune import decode_prune_config
 from spec.shrink.spill import (
     SPILL_RETRIEVAL_HINT,
     derive_memory_spill_locator,
@@ -98,21 +65,9 @@ from spec.shrink.spill import (
     plan_max_inline_tokens,
     should_spill,
 )
-from spec.shrink.summary import (
-    SummarizerOutput,
-    derive_checkpoint_message,
-    derive_shadowed_token_count,
-    derive_summary_blocks,
-    plan_summary_replacement,
-    validate_summary_smaller,
-)
-from spec.shrink.tokens import estimate_content, price_surface
+from spec.shrink.tokens import estimate_content
 from spec.wire import WireInputError
 from spec.wire_engine import (
-    CANCEL_AFTER,
-    CANCEL_DURING,
-    AppendRequest,
-    Attempt,
     decode_append_request,
     decode_attempt,
     decode_attempts,
@@ -122,231 +77,10 @@ from spec.wire_engine import (
     decode_policy,
     decode_pruner,
     decode_trigger,
-    derive_attempt_failure,
-    derive_attempt_output,
     derive_tool_result_content,
-    encode_compaction_result,
     encode_prune_result,
     with_tool_result_content,
 )
-
-BAD_REQUEST: Final = "BAD_REQUEST"  # a protocol code: the request's shape, not a rule
-
-
-class _BadRequest(Exception):
-    """A request of the wrong shape: the op answers ``BAD_REQUEST`` and nothing changes."""
-
-
-@dataclass
-class _Run:
-    """One engine op on one live session, as it goes: the model so far, and whether the op's
-    caller has cancelled it. Each append goes through the spec's append (by the caller or by the
-    compaction engine) and then the store's batch policy, exactly as a session op's would."""
-
-    model: ModelStore
-    session_id: str
-    aborted: bool = False
-
-    @property
-    def entry(self) -> LiveSession:
-        return self.model.live[self.session_id]
-
-    @property
-    def state(self) -> SessionState:
-        return self.entry.state
-
-    def append(
-        self,
-        kind: object,
-        data: object,
-        surface_op: object = ABSENT,
-        sources: object = ABSENT,
-        writer: Writer = CALLER,
-    ) -> Event:
-        state, event = append_event(
-            self.state, kind, data, surface_op, sources, time=self.model.now, writer=writer
-        )
-        live = {**self.model.live, self.session_id: replace(self.entry, state=state)}
-        self.model = _write_if_batch_due(replace(self.model, live=live), self.session_id)
-        return event
-
-    def append_request(self, request: AppendRequest) -> Event:
-        return self.append(request.event_type, request.data, request.surface_op, request.source_event_seqs)
-
-    def flush(self) -> bool:
-        """The session's flush; ``False`` when it met an armed storage fault."""
-        self.model, answer = _flushed(self.model, self.session_id, self.entry)
-        return answer.ok
-
-    def measure(self) -> int:
-        state = self.state
-        return derive_context_tokens(state.events, price_surface(state.surface.nodes, state.events))
-
-    def select(self, retain_tokens: int) -> tuple[int, int] | None:
-        state = self.state
-        nodes = state.surface.nodes
-        return select_compactable_range(
-            price_surface(nodes, state.events), nodes, state.events, retain_tokens
-        )
-
-
-# --- the summary transaction (notes §4.5) ----------------------------------------------------------
-
-
-def _summarize(run: _Run, attempt: Attempt) -> SummarizerOutput:
-    """What the scripted summarizer does for ``attempt`` (``spec.wire_engine``)."""
-    if attempt.cancel == CANCEL_DURING:
-        run.aborted = True
-        raise derive_abort_reason()
-    failure = derive_attempt_failure(attempt)
-    if failure is not None:
-        raise failure
-    if attempt.append is not None:
-        try:
-            run.append_request(attempt.append)
-        except SpecError:
-            pass  # a refused append changes nothing: the surface is as it was
-    output = derive_attempt_output(attempt)
-    if attempt.cancel == CANCEL_AFTER:
-        run.aborted = True
-    return output
-
-
-def _transact(
-    run: _Run, start: int, end: int, manual: bool, attempt: Attempt, command: str | None
-) -> JsonObject | None:
-    """One summary compaction of the span ``start..end`` (notes §4.5): validated, the lock and the
-    owner checked, then ``compaction/start``; from there exactly one ``compaction/end`` is appended
-    on every path. A manual compaction flushes once its bracket is closed and answers by
-    :func:`spec.shrink.bracket.derive_manual_outcome`; an automatic one raises its failure as it is."""
-    state = run.state
-    region = plan_compaction_region(state.surface.nodes, state.events, start, end)
-    validate_compaction_inactive(state.events, "compaction")
-    turn = plan_compaction_owner(state.events, manual)
-    compaction_id = attempt.compaction_id
-    lifecycle = derive_compaction_lifecycle(compaction_id, turn, command)
-    start_seq = _seq_of(run.append(COMPACTION_START, lifecycle, writer=COMPACTION_ENGINE))
-    stage: Stage = "summary"
-    closing = closed = False
-    failure: tuple[Stage, BaseException] | None = None
-    result: JsonObject | None = None
-    try:
-        priced = price_surface(run.state.surface.nodes, run.state.events)
-        shadowed_tokens = derive_shadowed_token_count(priced, region)
-        output = _summarize(run, attempt)
-        output = replace(output, summary=derive_summary_blocks(output.summary))
-        checkpoint = derive_checkpoint_message(compaction_id, output.summary, compaction_id, command)
-        validate_summary_smaller(checkpoint, shadowed_tokens)
-        if manual and run.aborted:
-            raise derive_abort_reason()
-        after = price_surface(run.state.surface.nodes, run.state.events)
-        validate_surface_stable(priced, after, region, not manual, run.state.events)
-        stage = "commit"
-        plan = plan_summary_replacement(
-            region, start_seq, len(run.state.events), lifecycle, output, shadowed_tokens, compaction_id
-        )
-        summary_event = run.append(COMPACTION_SUMMARY, plan.summary_data, writer=COMPACTION_ENGINE)
-        run.append(USER_MESSAGE, plan.checkpoint_data, plan.surface_op, plan.source_event_seqs)
-        closing = True
-        end_event = run.append(COMPACTION_END, derive_compaction_end(lifecycle), writer=COMPACTION_ENGINE)
-        closed = True
-        result = encode_compaction_result(
-            compaction_id,
-            command,
-            (start_seq, _seq_of(summary_event), _seq_of(end_event)),
-            output.summary,
-            region.shadowed,
-            shadowed_tokens,
-        )
-    except SpecError as error:
-        failure = ("commit" if closing else stage, error)
-        if not closing:
-            closing = True
-            run.append(
-                COMPACTION_END,
-                derive_compaction_end(lifecycle, derive_error_chain(error)),
-                writer=COMPACTION_ENGINE,
-            )
-            closed = True
-    flush_failed = should_flush_after_close(manual, closed) and not run.flush()
-    if not manual:
-        if failure is not None:
-            raise failure[1]
-        return result
-    outcome = derive_manual_outcome(run.aborted, failure, flush_failed)
-    if outcome is Code.ABORTED:
-        raise derive_abort_reason()
-    if outcome is not None:
-        raise reject(outcome, MANUAL_FAILURE_TEXT[outcome])
-    return result
-
-
-def _seq_of(event: Event) -> int:
-    seq = event["seq"]
-    assert isinstance(seq, int)
-    return seq
-
-
-def _prune(run: _Run, config: PruneConfig) -> list[JsonObject]:
-    """The prune pass (notes §6.3): per oversized tool result on the surface, its metering event and
-    at once its replacement; refused outside a turn before anything is appended (a project choice)."""
-    state = run.state
-    plans = plan_prune_events(state.surface.nodes, state.events, config)
-    if plans:
-        validate_prune_in_turn(state.events)
-    entries: list[JsonObject] = []
-    for plan in plans:
-        run.append(COMPACTION_PRUNE, plan.prune_data)
-        replacement = run.append(TOOL_RESULT, plan.replacement_data, plan.surface_op, plan.source_event_seqs)
-        entries.append(
-            {
-                "originalSeq": plan.original_seq,
-                "replacementSeq": replacement["seq"],
-                "callId": plan.call_id,
-                "charsBefore": plan.chars_before,
-                "charsAfter": plan.chars_after,
-            }
-        )
-    return entries
-
-
-def _compact_if_needed(
-    run: _Run,
-    trigger: str,
-    attempts: Sequence[Attempt],
-    policy: CompactionPolicy,
-    pruner: PruneConfig | None,
-    window: int | None,
-) -> JsonObject | None:
-    """``compactIfNeeded`` (notes §5.3): the forced overflow compaction, or pressure — the lock,
-    the window, the threshold, the prune pass, then at most ``compactionRetries + 1`` summaries."""
-    if trigger == "context-overflow":
-        if pruner is not None:
-            _prune(run, pruner)
-        span = run.select(FORCED_RETAIN_TOKENS)
-        return None if span is None else _transact(run, span[0], span[1], False, attempts[0], None)
-    validate_compaction_inactive(run.state.events, PRESSURE_STAGE)
-    spec = resolve_compact_spec(policy, validate_context_capacity(window))
-    if not is_under_pressure(run.measure(), spec.threshold_tokens):
-        return None
-    if pruner is not None:
-        _prune(run, pruner)
-        if not is_under_pressure(run.measure(), spec.threshold_tokens):
-            return None
-    result: JsonObject | None = None
-    tries = policy.compaction_retries + 1
-    for index in range(tries):
-        span = run.select(spec.retain_tokens)
-        if span is None:
-            if result is None:
-                return None
-            break
-        result = _transact(run, span[0], span[1], False, attempts[index], None)
-        if not is_under_pressure(run.measure(), spec.threshold_tokens):
-            return result
-    validate_pressure_relieved(run.measure(), spec.threshold_tokens, tries)
-    return result
-
 
 # --- the transitions --------------------------------------------------------------------------------
 

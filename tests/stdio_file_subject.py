@@ -1,5 +1,5 @@
 """A stdio subject that stores on a real directory and has no crash seam: the reference store on
-the real filesystem, for the suite's kill-at-random-points check (conformance/crash.py).
+the real filesystem, for the suite's kill-at-random-points check (conformance/crash/kill.py).
 
 ``python tests/stdio_file_subject.py`` serves the protocol on stdin/stdout. The file store lives
 in the directory named by ``CONFORMANCE_STORE_ROOT``; ``reset`` with ``storage: "file"`` empties

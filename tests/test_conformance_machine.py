@@ -4,9 +4,12 @@ profiles, and the failing program it reports, which names the sessions it create
 from __future__ import annotations
 
 import re
+import sys
 
+import pytest
 from broken_subjects import ReplaceGenerationNotIncremented
 
+from conformance.divergence import Divergences
 from conformance.machine import (
     CrashMachine,
     SessionMachine,
@@ -16,8 +19,15 @@ from conformance.machine import (
     machine_settings,
     run_machine,
 )
+from conformance.machine.engine import (
+    EngineCrashMachine,
+    EngineRules,
+    EngineSessionMachine,
+    EngineStorageMachine,
+)
 from conformance.report import Options
-from conformance.subject import InProcessSubject
+from conformance.subject import InProcessSubject, StdioSubject, Subject
+from reference.server import ReferenceSubject
 
 
 def test_a_subject_gets_the_machine_its_capabilities_allow_and_the_storage_that_goes_with_it() -> None:
@@ -68,3 +78,43 @@ def test_after_a_disagreement_the_machine_goes_on_with_its_other_examples() -> N
     assert len({case.key for case in divergences}) == len(divergences)
     assert all(case.key.startswith("machine/diverges-") for case in divergences)
     assert all("first met by:" in case.detail and "append" in case.detail for case in divergences)
+
+
+def test_a_subject_with_an_engine_capability_gets_the_engine_rules_on_its_machine() -> None:
+    chosen = [
+        machine_for(caps)
+        for caps in (
+            ("core", "prune"),
+            ("core", "storage", "compaction"),
+            ("core", "storage", "crash-seam", "spill"),
+        )
+    ]
+    assert chosen == [EngineSessionMachine, EngineStorageMachine, EngineCrashMachine]
+    assert [issubclass(machine, EngineRules) for machine in chosen] == [True, True, True]
+    assert issubclass(EngineCrashMachine, CrashMachine)
+
+
+@pytest.mark.parametrize("over", ["in process", "stdio"])
+def test_the_reference_passes_the_engine_machine_under_ci_well_within_a_minute(over: str) -> None:
+    """Every engine rule ran (compactions, prunes, spills, overflows, checkpoints, the cache after a
+    power cut), the whole-log checker judged the engine's logs, and the run took under 45 s."""
+    subject: Subject = (
+        InProcessSubject(ReferenceSubject())
+        if over == "in process"
+        else StdioSubject(f"{sys.executable} -m reference.server", timeout=60)
+    )
+    try:
+        outcome = run_machine(subject, ReferenceSubject.capabilities, "ci", divergences=Divergences())
+    finally:
+        subject.close()
+    assert outcome.failure is None and outcome.storage == "file"
+    ran = {outcome.split(" ")[0] for outcome, count in outcome.stats.outcomes.items() if count}
+    assert ran >= {"compact", "compact_region", "compact_if_needed", "prune", "overflow", "spill"}
+    assert ran >= {"checkpoint", "fail_next", "state_of_stored", "project", "crash"}
+    assert outcome.stats.outcomes["whole-log checks"] >= 50
+    assert (
+        outcome.stats.outcomes.get("compact ok", 0) >= 10
+        and outcome.stats.outcomes["crash after flush"] >= 10
+    )
+    assert outcome.stats.outcomes.get("checkpoint DURABILITY_CHECKPOINT_FAILED", 0) >= 5
+    assert outcome.stats.seconds < 45, outcome.stats.seconds

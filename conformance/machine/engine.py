@@ -26,7 +26,7 @@ from functools import partial
 from typing import Any, ClassVar, Final
 
 from hypothesis import strategies as st
-from hypothesis.stateful import initialize, invariant, precondition, rule
+from hypothesis.stateful import MultipleResults, initialize, invariant, multiple, precondition, rule
 
 from conformance import builders as build
 from conformance.driver import Mismatch
@@ -81,6 +81,7 @@ PRUNE_CONFIGS: Final[dict[str, JsonValue]] = {
     "bad": {"thresholdChars": 50, "headChars": 100, "tailChars": 100},
 }
 MOMENTS: Final = ("model-request", "tool", "pre-step", "later")
+FAULTS: Final = (("fsync", "EIO"), ("write", "ENOSPC"))  # a checkpoint's flush meets one
 UNITS: Final = tuple(
     (name, version) for name, versions in PROJECTION_CATALOGUE.items() for version in versions
 )
@@ -370,10 +371,10 @@ class EngineRules(SessionMachine):
                 self.do("project", unit=name, stateVersion=next(iter(versions)))
 
     @precondition(has_capability("projection"))
-    @rule(unit=st.sampled_from(UNITS), release=st.booleans())
+    @rule(unit=st.sampled_from(UNITS), release=st.sampled_from((False, False, True)))
     def project(self, unit: tuple[str, int], release: bool) -> None:
-        """Register a unit at a drawn version (another version than the key's is refused), or let
-        one registrant of its key go."""
+        """Register a unit at a drawn version (another version than the key's is refused), or, one
+        time in three, let one registrant of its key go (so that the cache is mostly in use)."""
         name, version = unit
         if release:
             self.do("unproject", unit=name)
@@ -424,7 +425,59 @@ class EngineStorageMachine(EngineRules, StorageMachine):
 
 class EngineCrashMachine(EngineRules, CrashMachine):
     """The crash machine with the engine's rules: compactions, prunes and spills cut by power loss
-    too, each crash resolved as the crash machine does."""
+    too, each crash resolved as the crash machine does, the projection cache read straight after it;
+    a power cut right after every session's flush, whose cache rows are then behind the log; and a
+    checkpoint on a disk whose next write or fsync fails."""
+
+    @precondition(has_capability("checkpoint"))
+    @rule(
+        session=SessionMachine.sessions,
+        moment=st.sampled_from(MOMENTS[:3]),
+        fault=st.sampled_from(FAULTS),
+    )
+    def checkpoint_on_failing_disk(self, session: str, moment: str, fault: tuple[str, str]) -> None:
+        """An event appended inside a turn (one opened if none is), a fault armed on the next write
+        or fsync, then a checkpoint guarding an action: it must fail closed, and the action must
+        never happen."""
+        if session not in self.driver.model.live:
+            return
+        # Something for the flush to write, with no turn/end (whose cache write flushes the log):
+        # the fault is then met by this checkpoint, never left armed for a write the model omits.
+        if derive_loop_position(self.events(session))[0] is None:
+            self.agent_turn(session, long=False)
+        else:
+            data = build.user_message(f"u{len(self.events(session))}", "and one more thing")
+            self.do("append", id=session, type=USER_MESSAGE, data=data, surfaceOp="append")
+        self.do("fail_next", fsOp=fault[0], errno=fault[1])
+        then = {"type": "todo/write", "data": {"todos": [{"content": "y", "status": "pending"}]}}
+        self.engine_step(session, "checkpoint", moment=moment, then=then)
+
+    @precondition(lambda machine: "projection" in machine.capabilities and bool(machine.driver.model.live))
+    @rule(target=SessionMachine.sessions)
+    def power_cut_after_flush(self) -> MultipleResults[str]:
+        """Every live session flushed (what came after a cache row's turn/end is then durable, the
+        row behind the log), power loss keeping nothing unsynced, the cache read as after any cut,
+        then every survivor resumed."""
+        if self.diverged:
+            return multiple()
+        for session in sorted(self.driver.model.live):
+            self.do("flush", id=session)
+        self.stats.count("crash after flush")
+        self.program.append("crash 'none'")
+        if self.agreeing(lambda: self.driver.crash("none")) is None:
+            return multiple()
+        self.after_power_cut()
+        survivors = sorted(self.driver.model.stored)
+        return multiple(*(session for session in survivors if self.do("resume", id=session).ok))
+
+    def after_power_cut(self) -> None:
+        """Before any resume rewrites them, every unit's state of every stored session, read
+        through the cache (rows that may be behind what the cut kept)."""
+        if not self.has("projection"):
+            return
+        for name in sorted(self.driver.model.stored):
+            for unit in sorted(PROJECTION_CATALOGUE):
+                self.do("state_of_stored", id=name, unit=unit)
 
 
 __all__ = [

@@ -473,10 +473,14 @@ class CrashMachine(StorageMachine):
         self.program.append(f"crash {keep_plan!r}")
         if self.agreeing(lambda: self.driver.crash(keep_plan)) is None and self.diverged:
             return multiple()
+        self.after_power_cut()
         if not then_resume:
             return multiple()
         survivors = sorted(self.driver.model.stored)
         return multiple(*(session for session in survivors if self.do("resume", id=session).ok))
+
+    def after_power_cut(self) -> None:
+        """What a machine checks between a power cut and the resumes (nothing here)."""
 
     def plan_cut(self, data: st.DataObject) -> Any:
         """Keep a drawn number of one unsynced file's bytes (nothing when none are unsynced)."""

@@ -1,0 +1,461 @@
+"""The crash points of a workload on the crash seam: every mutating-op boundary, every byte of what
+it leaves unsynced, every injected fault and the damage check, each reopened log checked against
+SPEC-DECISIONS D3 (see :mod:`conformance.crash`)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from conformance.crash.outcome import (
+    _BYTE_CUTS,
+    _REACHED,
+    _RESET,
+    _TARGET,
+    CrashOutcome,
+    _code,
+    _Enough,
+    _reach,
+    _record,
+)
+from conformance.crash.workloads import (
+    START_TIME,
+    WORKLOAD_BYTE_CUTS,
+    WORKLOAD_FORMATS,
+    WORKLOAD_RESETS,
+    Request,
+    crash_workloads,
+)
+from conformance.crash_rules import (
+    check_d3_1_header,
+    check_d3_2_prefix,
+    check_d3_3_flushed_kept,
+    check_d3_4_clean_reopen,
+    check_d3_5_corruption_reported,
+    check_d3_5_damage_undone,
+    check_d3_5_no_false_corruption,
+    check_d3_6_closers,
+)
+from conformance.driver import Driver, Mismatch, Unsupported, as_sent, describe_request, find_mismatch
+from conformance.model import (
+    DurableLog,
+    ModelStore,
+    canonical_text,
+    model_adopt_durable,
+    model_crash,
+    model_request,
+)
+from conformance.targets import DEFAULT_TARGET, Target
+from spec.lineage.store import derive_resumed_log
+from spec.log.events import Event
+from spec.log.json import FrozenDict, JsonValue
+
+CRASHED: Final = "CRASHED"
+STORAGE_IO: Final = "STORAGE_IO"
+FAULTS: Final = (("fsync", "EIO"), ("write", "ENOSPC"), ("write", "EIO"))
+DAMAGE_SPOTS: Final = ("middle", "start", "end")  # where in a log's second unit damage flips a byte
+
+# --- replaying a workload on the seam --------------------------------------------------------------
+
+
+@dataclass
+class _Run:
+    """A workload driven up to where it stopped: the driver (its model holds what completed), the
+    request that stopped it (``None``: it ran to the end) and that request's answer code."""
+
+    driver: Driver
+    stopped_at: int | None
+    code: str | None
+    in_flight: ModelStore | None  # the model as if the stopped request had completed
+
+
+def _start(subject: Any, compressed: bool) -> Driver:
+    driver = Driver(subject, target=_TARGET.get())
+    driver.step("reset", storage="file", compressed=compressed, **_RESET.get())
+    driver.step("clock", now=START_TIME)
+    return driver
+
+
+def _replay(driver: Driver, workload: Sequence[Request], stop_codes: Sequence[str]) -> _Run:
+    """Drive ``workload``; the first request answering one of ``stop_codes`` ends the run (the
+    model keeps only what completed). Any other disagreement with the model is a Mismatch."""
+    for index, (op, sent) in enumerate(workload):
+        args = as_sent(sent)
+        model, expected = model_request(driver.model, op, **args)
+        answer = driver.raw(op, **args)
+        if not answer.ok and answer.error_code in stop_codes:
+            return _Run(driver, index, answer.error_code, model)
+        if not answer.ok and answer.error_code == "UNSUPPORTED_OP":
+            raise Unsupported(op)
+        problem = find_mismatch(expected, answer, op, driver.target)
+        if problem is not None:
+            raise Mismatch(f"{describe_request(op, args)}\n  {problem}")
+        driver.model = model
+    return _Run(driver, None, None, None)
+
+
+def count_mutations(subject: Any, workload: Sequence[Request], compressed: bool) -> int:
+    """How many mutating filesystem operations the whole workload makes."""
+    driver = _start(subject, compressed)
+    before = driver.raw("ops")
+    _replay(driver, workload, ())
+    after = driver.raw("ops")
+    if not (before.ok and after.ok and isinstance(before.result, int) and isinstance(after.result, int)):
+        raise Mismatch(
+            f"the ops counter answered {before.error_code or before.result} / {after.error_code or after.result}"
+        )
+    return int(after.result) - int(before.result)
+
+
+def check_after_power_cut(run: _Run, keep: Any, retry_storage_io: bool = False) -> tuple[str, ...]:
+    """Cut the power (``keep``), then read back, resume and re-crash every session, checking D3.
+    With ``retry_storage_io``, a resume that meets a still-armed injected fault is tried once more
+    (a fault fails one operation only)."""
+    driver = run.driver
+    answer = driver.raw("crash", keep=keep)
+    if not answer.ok:
+        return (f"crash keep={canonical_text(keep)} answered error {answer.error_code}",)
+    in_flight = run.in_flight or driver.model
+    survivors, problems = _adopt_survivors(driver, in_flight)
+    end_seeds, resume_problems = _resume_survivors(driver, in_flight, survivors, retry_storage_io)
+    problems += resume_problems
+    if not survivors or problems:
+        return tuple(problems)
+    return tuple(problems + _check_clean_reopen(driver, survivors, end_seeds))
+
+
+def _adopt_survivors(driver: Driver, in_flight: ModelStore) -> tuple[dict[str, tuple[Event, ...]], list[str]]:
+    """Every session read back after the cut (D3 items 1-3), and what survived adopted by the
+    model: the survivors' logs, and what was wrong."""
+    before = driver.model
+    problems: list[str] = []
+    model, _ = model_crash(before)
+    ids = sorted(set(before.live) | set(before.stored) | set(in_flight.live))
+    survivors: dict[str, tuple[Event, ...]] = {}
+    for session_id in ids:
+        found, events, found_problems = _read_back(driver, before, in_flight, session_id)
+        problems += found_problems
+        if found_problems:
+            continue
+        if found:
+            header = _header_of(in_flight, session_id)
+            assert header is not None  # found on storage, so the model knew the session
+            survivors[session_id] = events
+            model = model_adopt_durable(model, session_id, DurableLog(header, events))
+        else:
+            model = model_adopt_durable(model, session_id, None)
+    driver.model = model
+    return survivors, problems
+
+
+def _resume_survivors(
+    driver: Driver, in_flight: ModelStore, survivors: Mapping[str, tuple[Event, ...]], retry: bool
+) -> tuple[dict[str, JsonValue], list[str]]:
+    """Every survivor resumed (D3 items 6 and 1): the end-seed each resume appended (``None``:
+    none), and what was wrong."""
+    problems: list[str] = []
+    appended_end_seed: dict[str, JsonValue] = {}
+    for session_id, events in survivors.items():
+        answer = driver.raw("resume", id=session_id)
+        if retry and not answer.ok and answer.error_code == STORAGE_IO:
+            answer = driver.raw("resume", id=session_id)
+        if not answer.ok:
+            problems += check_d3_5_no_false_corruption(answer.error_code) or (
+                f"D3.1: resume {session_id} after the crash answered {answer.error_code}",
+            )
+            continue
+        resumed = answer.result.get("events", []) if isinstance(answer.result, dict) else []
+        _reach("D3.6", "D3.1")
+        problems += [f"{session_id}: {p}" for p in check_d3_6_closers(resumed, events, driver.model.now)]
+        header = answer.result.get("header") if isinstance(answer.result, dict) else None
+        expected_header = _header_of(in_flight, session_id)
+        problems += [
+            f"{session_id}: {p}"
+            for p in check_d3_1_header(True, header, expected_header, True, driver.target)
+        ]
+        appended_end_seed[session_id] = (
+            resumed[-1] if len(resumed) > len(derive_resumed_log(events)) else None
+        )
+    return appended_end_seed, problems
+
+
+def _check_clean_reopen(
+    driver: Driver, survivors: Mapping[str, tuple[Event, ...]], end_seeds: Mapping[str, JsonValue]
+) -> list[str]:
+    """D3 item 4: after the resumes, another cut keeping nothing must leave each log exactly as its
+    resume repaired it."""
+    answer = driver.raw("crash", keep="none")
+    if not answer.ok:
+        return [f"the second crash answered error {answer.error_code}"]
+    problems: list[str] = []
+    for session_id, events in survivors.items():
+        answer = driver.raw("read", id=session_id)
+        if not answer.ok:
+            problems.append(
+                f"{session_id}: D3.4: after resume and another crash, read answered {answer.error_code}"
+            )
+            continue
+        seen = answer.result.get("events", []) if isinstance(answer.result, dict) else []
+        _reach("D3.4")
+        problems += [
+            f"{session_id}: {p}"
+            for p in check_d3_4_clean_reopen(seen, derive_resumed_log(events), end_seeds.get(session_id))
+        ]
+    return problems
+
+
+def _header_of(model: ModelStore, session_id: str) -> FrozenDict | None:
+    entry = model.live.get(session_id)
+    if entry is not None:
+        return entry.state.header
+    log = model.stored.get(session_id)
+    return log.header if log is not None else None
+
+
+def _read_back(
+    driver: Driver, before: ModelStore, in_flight: ModelStore, session_id: str
+) -> tuple[bool, tuple[Event, ...], list[str]]:
+    """Read one session after a cut: D3 items 1-3 against what was appended (the in-flight request
+    included) and what completed flushes made durable (before it)."""
+    entry = in_flight.live.get(session_id)
+    log = before.stored.get(session_id)
+    appended: tuple[Event, ...] = (
+        entry.state.events if entry is not None else log.events if log is not None else ()
+    )
+    flushed = len(log.events) if log is not None else 0
+    answer = driver.raw("read", id=session_id)
+    _reach("D3.5")
+    if not answer.ok and answer.error_code != "SESSION_NOT_FOUND":
+        return (
+            False,
+            (),
+            [f"{session_id}: {p}" for p in check_d3_5_no_false_corruption(answer.error_code)]
+            or [f"{session_id}: read after the crash answered {answer.error_code}"],
+        )
+    found = bool(answer.ok)
+    result = answer.result if found and isinstance(answer.result, dict) else {}
+    events = result.get("events") if isinstance(result.get("events"), list) else []
+    assert isinstance(events, list)
+    expected_header = _header_of(in_flight, session_id)
+    problems = list(
+        check_d3_1_header(found, result.get("header"), expected_header, log is not None, driver.target)
+    )
+    _reach("D3.1")
+    if found:
+        _reach("D3.2", "D3.3")
+        problems += check_d3_2_prefix(events, appended) + check_d3_3_flushed_kept(events, flushed)
+    return found, tuple(appended[: len(events)]), [f"{session_id}: {p}" for p in problems]
+
+
+# --- the enumerations -------------------------------------------------------------------------------
+
+
+def _unsynced(driver: Driver) -> list[tuple[str, int]]:
+    answer = driver.raw("unsynced")
+    files = answer.result if answer.ok and isinstance(answer.result, list) else []
+    return [
+        (str(entry["path"]), int(entry["bytes"]))
+        for entry in files
+        if isinstance(entry, dict) and int(entry.get("bytes", 0)) > 0
+    ]
+
+
+def _armed_run(subject: Any, workload: Sequence[Request], compressed: bool, after: int) -> _Run:
+    driver = _start(subject, compressed)
+    armed = driver.raw("arm_crash", after=after)
+    if not armed.ok:
+        raise Mismatch(f"arm_crash after={after} answered {armed.error_code}")
+    return _replay(driver, workload, (CRASHED,))
+
+
+def run_boundary_crashes(
+    subject: Any,
+    workload: Sequence[Request],
+    compressed: bool,
+    outcome: CrashOutcome,
+    every_byte: bool = True,
+) -> None:
+    """A power cut at every mutating-op boundary of the workload (keeping nothing, then all that
+    was written), and at every byte of whatever unsynced bytes that boundary leaves."""
+    total = count_mutations(subject, workload, compressed)
+    label = "zstd" if compressed else "plain"
+    for after in range(total):
+        probe = _armed_run(subject, workload, compressed, after)
+        stopped = (
+            "the end"
+            if probe.stopped_at is None
+            else f"request {probe.stopped_at} ({workload[probe.stopped_at][0]})"
+        )
+        pending = _unsynced(probe.driver)
+        outcome.boundaries += 1
+        for keep in ("none", "all"):
+            run = probe if keep == "none" else _armed_run(subject, workload, compressed, after)
+            _record(
+                outcome,
+                f"{label}: crash before mutating op {after + 1} of {total}, at {stopped}, keep {keep}",
+                check_after_power_cut(run, keep),
+            )
+        if not every_byte:
+            continue
+        for position, (path, size) in enumerate(pending):
+            for kept in _BYTE_CUTS.get()(size):
+                run = _armed_run(subject, workload, compressed, after)
+                files = _unsynced(run.driver)
+                if position >= len(files):
+                    _record(
+                        outcome,
+                        f"{label}: replay of op {after + 1}",
+                        ("the unsynced files differ between identical replays",),
+                    )
+                    break
+                outcome.byte_cuts += 1
+                keep_cut = {"path": files[position][0], "bytes": kept}
+                name = f"{label}: crash before mutating op {after + 1} of {total}, at {stopped}, keep {kept} of {size} unsynced bytes of {path}"
+                _record(outcome, name, check_after_power_cut(run, keep_cut))
+
+
+def run_fault_injection(
+    subject: Any, workload: Sequence[Request], compressed: bool, outcome: CrashOutcome
+) -> None:
+    """The n-th fsync fails (EIO), the n-th write fails (ENOSPC, EIO), for every n up to the
+    number of mutating operations the workload makes: the request that meets the fault must
+    answer ``STORAGE_IO``, and after a power cut nothing flushed before it is lost. A run in which
+    no request answered ``STORAGE_IO`` is cut too: had the fault been swallowed, a flush would
+    have been acknowledged without being durable."""
+    label = "zstd" if compressed else "plain"
+    total = count_mutations(subject, workload, compressed)
+    for fs_op, errno_name in FAULTS:
+        for index in range(total):
+            driver = _start(subject, compressed)
+            armed = driver.raw("fail_next", fsOp=fs_op, errno=errno_name, after=index)
+            name = f"{label}: {fs_op} number {index + 1} fails with {errno_name}"
+            if not armed.ok:
+                _record(outcome, name, (f"fail_next answered {armed.error_code}",))
+                break
+            outcome.faults += 1
+            try:
+                run = _replay(driver, workload, (STORAGE_IO,))
+            except Mismatch as error:
+                _record(
+                    outcome, name, (f"the request that met the fault did not answer {STORAGE_IO}: {error}",)
+                )
+                continue
+            if run.stopped_at is not None:
+                name += f" during request {run.stopped_at} ({workload[run.stopped_at][0]})"
+            run.in_flight = None  # a failed request completed nothing
+            _record(outcome, name, check_after_power_cut(run, "none", retry_storage_io=True))
+
+
+def run_damage_check(
+    subject: Any, workload: Sequence[Request], compressed: bool, outcome: CrashOutcome, spot: str = "middle"
+) -> None:
+    """D3 item 5, the half a crash cannot test: the workload runs to the end, the power is cut,
+    and ``damage`` flips a byte of the longest log's second unit (``spot``: its middle, its first
+    byte, which breaks the JSON structure or the frame's magic, or its last, the newline or the
+    checksum).
+    Then ``read`` and ``resume`` must both answer ``CORRUPT_LOG``; a second ``damage`` at the same
+    offset restores the byte, and the log must read exactly as before and resume with its closers
+    (a subject that cut the damage off as if it were a torn tail would have lost the events after
+    it)."""
+    label = "zstd" if compressed else "plain"
+    name = f"{label}: a byte flipped inside a durable log"
+    driver = _start(subject, compressed)
+    _replay(driver, workload, ())
+    driver.crash("none")
+    session_id = max(driver.model.stored, key=lambda key: len(driver.model.stored[key].events))
+    before = driver.raw("read", id=session_id)
+    if not before.ok:
+        _record(outcome, name, (f"read {session_id} before the damage answered {before.error_code}",))
+        return
+    events = before.result.get("events", []) if isinstance(before.result, dict) else []
+    damaged = driver.raw("damage", id=session_id, at=spot)
+    offset = damaged.result.get("offset") if damaged.ok and isinstance(damaged.result, dict) else None
+    if not isinstance(offset, int):
+        _record(
+            outcome,
+            name,
+            (f"damage {session_id} answered {damaged.error_code or canonical_text(damaged.result)[:200]}",),
+        )
+        return
+    outcome.damages += 1
+    _reach("D3.5")
+    name += f" (byte {offset} of {session_id}, at {spot})"
+    problems = [
+        *check_d3_5_corruption_reported("read", _code(driver.raw("read", id=session_id))),
+        *check_d3_5_corruption_reported("resume", _code(driver.raw("resume", id=session_id))),
+    ]
+    restored = driver.raw("damage", id=session_id, offset=offset)
+    if not restored.ok:
+        problems.append(
+            f"D3.5: damage {session_id} at offset {offset}, undoing the first, answered {restored.error_code}: was the log cut back?"
+        )
+        _record(outcome, name, problems)
+        return
+    after = driver.raw("read", id=session_id)
+    seen = after.result.get("events", []) if after.ok and isinstance(after.result, dict) else []
+    if not after.ok:
+        problems.append(f"D3.5: with the damaged byte restored, read answered {after.error_code}")
+    else:
+        problems += check_d3_5_damage_undone(seen, events)
+    resumed = driver.raw("resume", id=session_id)
+    if not resumed.ok:
+        problems.append(f"D3.5: with the damaged byte restored, resume answered {resumed.error_code}")
+    elif not problems:
+        shown = resumed.result.get("events", []) if isinstance(resumed.result, dict) else []
+        problems += check_d3_6_closers(shown, driver.model.stored[session_id].events, driver.model.now)
+    _record(outcome, name, problems)
+
+
+def run_crash_checks(
+    subject: Any,
+    every_byte: bool = True,
+    compressions: Sequence[bool] = (True, False),
+    fail_fast: bool = False,
+    target: Target = DEFAULT_TARGET,
+    capabilities: Collection[str] = (),
+    workloads: Collection[str] | None = None,
+) -> CrashOutcome:
+    """Every boundary, every byte and every fault of each crash workload, in each format
+    (zstd-compressed and plain JSONL), and the damage check at three spots; with ``fail_fast``,
+    up to the first failing point. A workload whose replay the subject answers differently from
+    the model is reported, and its remaining points are not reached; the other workloads still run.
+    ``capabilities`` adds the workloads of the engine capabilities the subject declares;
+    ``workloads`` names the ones to run (``None``: all)."""
+    outcome = CrashOutcome(fail_fast=fail_fast)
+    started = time.perf_counter()
+    target_token, reached_token = _TARGET.set(target), _REACHED.set(outcome.reached)
+    try:
+        for compressed in compressions:
+            label = "zstd" if compressed else "plain"
+            for workload_name, workload in crash_workloads(capabilities):
+                if compressed not in WORKLOAD_FORMATS.get(workload_name, (True, False)):
+                    continue
+                if workloads is not None and workload_name not in workloads:
+                    continue
+                where = f"{label}, {workload_name} workload"
+                reset = _RESET.set(WORKLOAD_RESETS.get(workload_name, {}))
+                cuts = _BYTE_CUTS.set(WORKLOAD_BYTE_CUTS.get(workload_name, lambda size: range(1, size)))
+                try:
+                    for spot in DAMAGE_SPOTS if workload_name == "standard" else ():
+                        run_damage_check(subject, workload, compressed, outcome, spot)
+                    run_boundary_crashes(subject, workload, compressed, outcome, every_byte)
+                    run_fault_injection(subject, workload, compressed, outcome)
+                except Mismatch as error:
+                    _record(outcome, f"{where}: replaying the workload", (str(error),))
+                    outcome.not_reached.append(
+                        f"{where}: the rest of its crash points (its replay disagreed)"
+                    )
+                except Unsupported as unsupported:
+                    outcome.not_reached.append(f"{where}: its crash points (the subject lacks {unsupported})")
+                finally:
+                    _RESET.reset(reset)
+                    _BYTE_CUTS.reset(cuts)
+    except _Enough:
+        outcome.not_reached.append("the points after the first failure (fail-fast)")
+    finally:
+        _TARGET.reset(target_token)
+        _REACHED.reset(reached_token)
+    outcome.seconds = time.perf_counter() - started
+    return outcome

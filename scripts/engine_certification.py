@@ -1,0 +1,212 @@
+"""Write docs/engine-certification.md: for each rule of docs/compaction.md, what certifies it in
+another implementation — the vectors of the engine families whose ``rule`` is one of the rule's
+spec functions (read from conformance/vectors/), the generated checks that reach it, and the broken
+engine of tests/broken_engines.py that proves those checks catch its break.
+
+``python scripts/engine_certification.py`` rewrites the page; ``--check`` exits 1 when it is stale
+(tests/test_engine_certification.py runs the check).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+ROOT: Final = Path(__file__).resolve().parent.parent
+VECTORS: Final = ROOT / "conformance" / "vectors"
+PAGE: Final = ROOT / "docs" / "engine-certification.md"
+ENGINE_FAMILIES: Final = ("compaction", "overflow", "prune-pass", "spill", "projection", "checkpoint")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One rule of docs/compaction.md: what it says, its spec functions, the generated checks
+    that reach it and the broken engine whose break it is (``""``: none)."""
+
+    says: str
+    functions: tuple[str, ...]
+    checks: str
+    broken: str = ""
+
+
+MACHINE: Final = "machine (`conformance/machine/engine.py`)"
+RULES: Final = (
+    Rule(
+        "spill: a result over the limit is saved whole and logged as a head, a tail and where the rest is; the readback is byte for byte",
+        (
+            "spec.shrink.spill.should_spill",
+            "spec.shrink.spill.derive_spill_preview",
+            "spec.shrink.spill.derive_memory_spill_locator",
+        ),
+        f"{MACHINE}: `agent_step` through `spill`, `spill_read`",
+        "SpillTruncatesReadback",
+    ),
+    Rule(
+        "spill is best effort and on by default at 12500 tokens where a store is configured; `read` and nested calls never spill, nor a result that is not all text",
+        (
+            "spec.spill.plan_max_inline_tokens",
+            "spec.shrink.spill.is_spill_candidate",
+            "spec.shrink.spill.derive_spill_text",
+        ),
+        f"{MACHINE}: `spill` with a failing store and drawn limits",
+    ),
+    Rule(
+        "prune: per oversized result a `compaction/prune` priced on the original, then its replacement; a second pass prunes nothing",
+        ("spec.shrink.prune.plan_prune_events", "spec.shrink.prune.validate_prune_config"),
+        f"{MACHINE}: `prune`, and the pruner inside `compact_if_needed` and `overflow`",
+    ),
+    Rule(
+        "a prune changes only a tool result's inner content (its call, ids and `isError` stay)",
+        ("spec.log.tool_rewrite.validate_tool_result_rewrite",),
+        f"{MACHINE}: the whole-log checker after every engine step (rule `tool-rewrite`)",
+        "PruneChangesIsError",
+    ),
+    Rule(
+        "a prune with something to prune outside a turn is refused before anything is appended",
+        ("spec.shrink.pressure.validate_prune_in_turn",),
+        f"{MACHINE}: `prune` between turns",
+    ),
+    Rule(
+        "the summary span never cuts a tool call from its result",
+        ("spec.shrink.compaction.plan_compaction_region", "spec.shrink.compaction.select_compactable_range"),
+        f"{MACHINE}: `compact_region` over drawn spans, balanced or not",
+        "SummarySpanCutsCallFromResult",
+    ),
+    Rule(
+        "the bracket is always paired: every `compaction/start` gets exactly one `compaction/end`, with the error on every failure path (failure, timeout, cancellation, empty or image summary)",
+        ("spec.shrink.bracket.derive_compaction_end", "spec.shrink.bracket.derive_summary_timeout"),
+        f"{MACHINE}: every scripted attempt; crash (`conformance/crash/workloads.py` compaction workload): a power cut at every point of a bracket, resume closes it (D3.6)",
+        "LeavesBracketOpenOnTimeout, WritesSecondCompactionEnd",
+    ),
+    Rule(
+        "the lock: a live bracket refuses a second compaction; a bracket before a newer end-seed is stale; an automatic compaction belongs to the open turn, a manual one runs between turns",
+        ("spec.shrink.bracket.find_active_compaction", "spec.shrink.bracket.plan_compaction_owner"),
+        f"{MACHINE}: `compact`, `compact_region` and `append_log_only` brackets, forks and resumes",
+    ),
+    Rule(
+        "summary framing and the shrink check: only text blocks, the checkpoint message cites the start, the summary and every shadowed node, and is smaller than the span",
+        (
+            "spec.shrink.summary.derive_summary_blocks",
+            "spec.shrink.summary.plan_summary_replacement",
+            "spec.shrink.summary.validate_summary_smaller",
+        ),
+        f"{MACHINE}: the `long`, `image` and `empty` attempts",
+    ),
+    Rule(
+        "the surface must not change under the span while the summarizer runs (automatic: not at all)",
+        ("spec.shrink.compaction.validate_surface_stable",),
+        f"{MACHINE}: the `append-user` attempt",
+    ),
+    Rule(
+        "a manual compaction answers a code for each failure and flushes once its bracket is closed",
+        ("spec.shrink.bracket.derive_manual_outcome", "spec.shrink.bracket.should_flush_after_close"),
+        f"{MACHINE}: `compact`; crash: the compaction workload's fault injection",
+    ),
+    Rule(
+        "pressure: at the threshold, prune, then summarize the head keeping the retained tail, at most `compactionRetries + 1` times; it needs the context window",
+        (
+            "spec.shrink.pressure.is_under_pressure",
+            "spec.shrink.pressure.validate_context_capacity",
+            "spec.shrink.pressure.validate_pressure_relieved",
+            "spec.shrink.compaction.resolve_compact_spec",
+            "spec.shrink.compaction.resolve_target_policy",
+        ),
+        f"{MACHINE}: `compact_if_needed` with drawn windows",
+    ),
+    Rule(
+        "overflow recovery retries only when `replaceGeneration` grew, at most `maxOverflowRetries` times, and only for a context overflow",
+        (
+            "spec.shrink.pressure.is_overflow_retry_earned",
+            "spec.shrink.pressure.may_attempt_overflow_recovery",
+        ),
+        f"{MACHINE}: `overflow`, `overflow_reset`",
+        "RetriesWithoutGrowth",
+    ),
+    Rule(
+        "projection units: registrants of a key share it at one `stateVersion`, another is refused; a unit registered late reads the right state; an event a unit ignores returns the same state",
+        (
+            "spec.projections.units.validate_projection_unit",
+            "spec.projections.units.plan_registration",
+            "spec.projections.units.fold_projection",
+            "spec.projection.derive_projection_changes",
+        ),
+        f"{MACHINE}: `project`, `unproject`, and `state_of` equal to the spec's fold after every step",
+    ),
+    Rule(
+        "`snapshot` serves the wire units only, all at one log position",
+        ("spec.projections.units.derive_wire_keys",),
+        f"{MACHINE}: `snapshot` after every step",
+    ),
+    Rule(
+        "the cache may be stale but never wrong: a row is caught up from the log, one of another version or lifecycle is dropped",
+        ("spec.projections.units.decode_cache_row",),
+        f"{MACHINE}: `power_cut_after_flush` and the cache read after every power cut (`state_of_stored`)",
+        "CacheAnswersFromStaleRow",
+    ),
+    Rule(
+        "durability checkpoints flush before a model request, a tool and each pre-step, and fail closed: a failed flush and the action never runs",
+        (
+            "spec.projections.durability.is_durability_checkpoint",
+            "spec.projections.durability.checkpoint_failure",
+        ),
+        f"{MACHINE}: `checkpoint`, `checkpoint_on_failing_disk`",
+        "CheckpointFailsOpen",
+    ),
+)
+HOST_CHOICES: Final = (
+    "the deterministic summarizer, `summary_timeout` and the summarizer's thread",
+    "compaction and checkpoint ids (`new_id`)",
+    "`DirectorySpillStore`'s layout and modes, and the cache file `projections.json`'s format",
+    "when cache rows are written (`turn/end`, close, every 200 events) — only that a row is never wrong is certified",
+)
+
+
+def vectors_by_function() -> dict[str, list[str]]:
+    """Every engine vector's case key, by the spec function its ``rule`` names."""
+    found: dict[str, list[str]] = defaultdict(list)
+    for family in ENGINE_FAMILIES:
+        for path in sorted((VECTORS / family).glob("*.json")):
+            vector = json.loads(path.read_text(encoding="utf-8"))
+            found[str(vector.get("rule", vector.get("function")))].append(f"{family}/{path.stem}")
+    return found
+
+
+def render() -> str:
+    vectors = vectors_by_function()
+    lines = [
+        "# What certifies each rule of the compaction engine",
+        "",
+        "Written by `scripts/engine_certification.py` (do not edit by hand). For each rule of",
+        "[compaction.md](compaction.md): the spec functions that state it, the vectors (`conformance/vectors/`,",
+        "by the `rule` each names) and the generated checks that hold another implementation to it, and the",
+        "broken engine (`tests/broken_engines.py`) that `tests/test_broken_engines.py` shows is caught.",
+        "",
+        "| rule | spec | vectors | generated checks | broken engine caught |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for rule in RULES:
+        keys = [key for function in rule.functions for key in vectors.get(function, [])]
+        spec = "<br>".join(f"`{function}`" for function in rule.functions)
+        shown = "<br>".join(f"`{key}`" for key in keys) or "none"
+        lines.append(f"| {rule.says} | {spec} | {shown} | {rule.checks} | {rule.broken or '—'} |")
+    lines += ["", "Not certified, as each implementation's own choice:", ""]
+    lines += [f"- {choice}" for choice in HOST_CHOICES]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    text = render()
+    if "--check" in argv:
+        fresh = PAGE.exists() and PAGE.read_text(encoding="utf-8") == text
+        print("docs/engine-certification.md is fresh" if fresh else "docs/engine-certification.md is stale")
+        return 0 if fresh else 1
+    PAGE.write_text(text, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
