@@ -112,7 +112,7 @@ def test_a_run_has_every_stateful_family_of_the_table_after_the_vectors() -> Non
         InProcessSubject(ReferenceSubject()), Options(families=frozenset({"tokens", "machine"}))
     )
     assert list(dict.fromkeys(r.family for r in results)) == ["tokens", "machine"]
-    assert list(STATEFUL_FAMILIES) == ["machine", "exhaustive", "crash", "trace"]
+    assert list(STATEFUL_FAMILIES) == ["pure-drt", "files", "machine", "exhaustive", "crash", "trace"]
 
 
 def test_the_cli_exits_0_on_the_reference_and_writes_junit_xml(tmp_path: Path) -> None:
