@@ -4,7 +4,7 @@ specification's own encoders (one line per record; one raw-block zstd frame per 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Final
 
 from conformance import builders as payloads
@@ -12,7 +12,6 @@ from conformance.cases.build import (
     APPEND,
     OK,
     SEED_TIME,
-    Step,
     assistant_msg,
     event,
     result_msg,
@@ -51,7 +50,6 @@ class FileSet:
     session: str = SESSION
     why: str | None = None
     comment: str | None = None
-    extra: tuple[Step, ...] = field(default=())
 
 
 # --- the logs ----------------------------------------------------------------------------------
