@@ -17,7 +17,7 @@ import zstandard
 
 import reference.persistence.filestore as filestore_module
 from reference.persistence.filestore import FileStore, encode_lines
-from reference.server import ReferenceSubject
+from reference.server import Args, ReferenceSubject
 from spec.format.naming import V0_ZSTD_NAME, derive_session_relpath
 from spec.log.json import FrozenDict, JsonValue
 
@@ -149,3 +149,12 @@ class ChecksumIgnored(ReferenceSubject):
             return super().handle(request)
         finally:
             filestore_module.decompress_frame = original
+
+
+class ExportsNothing(ReferenceSubject):
+    """``export`` answers an empty set of files: whatever it stored, the suite finds no log where D1
+    puts one (and must not call the checks that had nothing to read passed)."""
+
+    def op_export(self, args: Args) -> JsonValue:
+        super().op_export(args)
+        return []

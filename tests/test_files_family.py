@@ -12,12 +12,12 @@ from typing import ClassVar, Final
 
 import pytest
 
-from conformance.files.writing import CHECKS
+from conformance.files.writing import CHECKS, check_files
 from conformance.report import CaseResult, Options
 from conformance.runner import run_suite
 from conformance.subject import InProcessSubject, StdioSubject
 from reference.server import ReferenceSubject
-from tests.broken_storage_files import WRITING_BREAKS, ChecksumIgnored
+from tests.broken_storage_files import WRITING_BREAKS, ChecksumIgnored, ExportsNothing
 
 FILES: Final = frozenset({"files"})
 WRITING: Final = {"replay", *CHECKS}
@@ -109,4 +109,20 @@ def test_without_storage_nothing_of_the_family_passes() -> None:
         capabilities: ClassVar[tuple[str, ...]] = ("core", "pure")
 
     results = run_files(CoreOnly())
+    assert results and {result.outcome for result in results} == {"unsupported"}
+
+
+def test_a_subject_that_exports_no_log_fails_layout_and_the_rest_is_not_run_never_passed() -> None:
+    outcomes = writing(run_files(ExportsNothing()))
+    assert outcomes.pop("replay") == "passed"
+    assert outcomes.pop("layout") == "failed"
+    assert set(outcomes.values()) == {"not run"}
+
+
+def test_a_stdio_subject_with_a_crash_seam_and_no_export_gets_the_writing_checks_unsupported() -> None:
+    """Only a subject without a crash seam promises to store in CONFORMANCE_STORE_ROOT (PROTOCOL.md,
+    the kill check); one with a seam keeps its files on its simulated disk, out of the suite's reach."""
+    subject = StdioSubject("never-started-subject")  # check_files decides before any request
+    options = Options(capabilities=frozenset({"core", "storage", "crash-seam"}))
+    results = check_files(subject, options)
     assert results and {result.outcome for result in results} == {"unsupported"}
