@@ -23,6 +23,8 @@ for an implementer's own tests.
   chunk rows, messages from before message identity, a steering message, a trigger, a disposed
   turn), read through the legacy conversions and resumed (D1); a torn v0 tail; the refusals a
   v0 log can meet.
+- **where a log lies**: a log under another id's session directory, and one session directory
+  under two project directories.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from conformance.cases.build import NOW, OK, Case, Cases, Step, fails, ok
 from conformance.cases.files.logs import FileSet
 from conformance.cases.files.v0 import v0_sets
 from conformance.cases.files.v4 import (
+    layout_sets,
     plain_damaged_sets,
     plain_torn_sets,
     whole_sets,
@@ -53,6 +56,7 @@ def file_sets() -> Iterator[FileSet]:
     yield from plain_damaged_sets()
     yield from zstd_damaged_sets()
     yield from v0_sets()
+    yield from layout_sets()
 
 
 def placed(files: Mapping[str, bytes]) -> list[JsonValue]:
@@ -81,11 +85,12 @@ def steps_of(file_set: FileSet) -> tuple[Step, ...]:
             ok("read", id=session),
         )
     code = Code(file_set.intent)
+    create = (fails(Code.SESSION_ALREADY_EXISTS, "create", id=session),) if file_set.taken else ()
     return (
         *opening,
         fails(code, "read", id=session),
         fails(code, "resume", id=session),
-        fails(Code.SESSION_ALREADY_EXISTS, "create", id=session),
+        *create,
         fails(code, "read", id=session),
     )
 

@@ -50,6 +50,7 @@ class FileSet:
     session: str = SESSION
     why: str | None = None
     comment: str | None = None
+    taken: bool = True  # a refused log's id is still taken: create answers SESSION_ALREADY_EXISTS
 
 
 # --- the logs ----------------------------------------------------------------------------------

@@ -161,3 +161,31 @@ def zstd_damaged_sets() -> Iterator[FileSet]:
         True,
         Code.CORRUPT_LOG,
     )
+
+
+# --- where a log lies ------------------------------------------------------------------------------
+
+
+def layout_sets() -> Iterator[FileSet]:
+    data = v4_log(False)
+    (path,) = v4_files(data, False)
+    yield FileSet(
+        "a log under the session directory of another id is refused: its header names its own session",
+        "spec.format.naming.decode_header_line",
+        {path.replace("/r/", "/q/"): data},
+        False,
+        Code.HEADER_ID_MISMATCH,
+        session="q",
+    )
+    yield FileSet(
+        "a session directory under two project directories is corrupt",
+        "spec.format.naming.derive_session_relpath",
+        {path: data, path.replace("--workspace-project--", "_no-cwd"): data},
+        False,
+        Code.CORRUPT_LOG,
+        why="a session's log lies under one project directory: the same session directory under two is "
+        "a store no reader can trust to hold one log (notes/dsh-persistence §2.5)",
+        comment="a create of the id is refused too, as SESSION_ALREADY_EXISTS or CORRUPT_LOG, so the vector "
+        "does not ask it",
+        taken=False,
+    )
