@@ -9,8 +9,9 @@ writes a JUnit XML report. With --expect FILE it compares every case with that i
 expectation file instead: an unexpected failure and an unexpected pass both fail the run.
 
 Families: the vector folders (session, json, header, surface, provenance, tool-rewrite, seed,
-fork, repair, storage, pairing, prune, tokens, checker) and the stateful checks (machine,
-exhaustive, crash; trace only with --trace-crashes or when named).
+fork, repair, storage, pairing, prune, tokens, checker, files, …) and the stateful checks (pure-drt,
+files, machine, exhaustive, crash; trace only with --trace-crashes or when named). A name that is
+both, like files, runs its vectors and its stateful checks.
 
 Exit codes: 0 no case failed and at least one passed (or, with --expect, every case ended as
 expected); 1 a case failed, nothing passed, or the expectations were not met; 2 the command line is wrong (an unknown family, a

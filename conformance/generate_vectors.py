@@ -46,6 +46,7 @@ from conformance.cases import (
     tokens,
     tool_rewrite,
 )
+from conformance.cases import files as file_sets
 from conformance.cases import json as json_domain
 from conformance.cases.build import OK, Case, Cases, GenerationError, PureCase, as_why
 from conformance.cases.coverage import validate_coverage
@@ -55,6 +56,7 @@ from conformance.subject import InProcessSubject
 from spec.log.json import JsonObject, JsonValue
 
 VECTORS_DIR: Final = Path(__file__).resolve().parent / "vectors"
+REFERENCE_FILES_DIR: Final = Path(__file__).resolve().parent / "reference-files"
 
 FAMILIES: Final[Mapping[str, Callable[[], Cases]]] = {
     "session": session.cases,
@@ -77,6 +79,7 @@ FAMILIES: Final[Mapping[str, Callable[[], Cases]]] = {
     "prune-pass": prune_pass.cases,
     "overflow": overflow.cases,
     "checkpoint": checkpoint.cases,
+    "files": file_sets.cases,
 }
 
 PROTOCOL_CODES: Final = frozenset({"UNSUPPORTED_OP", "BAD_REQUEST", "CRASHED", "INTERNAL"})
@@ -98,7 +101,9 @@ def capabilities_of(case: Case | PureCase) -> list[str]:
             needed.add("storage")
         if op == "reset" and ("batchMaxDelayMs" in step.request or "batchMaxBytes" in step.request):
             needed.update({"storage", "batch-policy"})
-        if op in CRASH_OPS or (op == "reset" and step.request.get("storage") == "file"):
+        if op == "reset" and "files" in step.request:
+            needed.update({"storage", "import"})  # a store over placed files: no crash seam needed
+        elif op in CRASH_OPS or (op == "reset" and step.request.get("storage") == "file"):
             needed.update({"storage", "crash-seam"})
         if isinstance(op, str) and op in ENGINE_CAPABILITY_OF:
             needed.add(ENGINE_CAPABILITY_OF[op])
@@ -266,6 +271,27 @@ def generate() -> dict[str, str]:
     return files
 
 
+def generate_reference_files() -> dict[str, bytes]:
+    """Every file set of the ``files`` vectors as a store root of its own, under the vector's file
+    name: ``<slug>/<project dir>/<session dir>/<log file>`` to bytes."""
+    return {
+        f"{slug(name)}/{path}": data
+        for name, placed in file_sets.reference_files().items()
+        for path, data in sorted(placed.items())
+    }
+
+
+def write_reference_files(placed: Mapping[str, bytes], out: Path) -> None:
+    """Replace the file sets under ``out`` (its README.md is kept)."""
+    for case_dir in out.iterdir() if out.is_dir() else ():
+        if case_dir.is_dir():
+            shutil.rmtree(case_dir)
+    for relative, data in sorted(placed.items()):
+        path = out / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+
+
 def write(files: Mapping[str, str], out: Path) -> None:
     """Replace the vector files under ``out`` (other files there, like README.md, are kept)."""
     for family_dir in out.iterdir() if out.is_dir() else ():
@@ -285,19 +311,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=VECTORS_DIR,
         help="where to write the vectors (default: conformance/vectors)",
     )
+    parser.add_argument(
+        "--files-out",
+        type=Path,
+        default=REFERENCE_FILES_DIR,
+        help="where to write the files vectors' file sets (default: conformance/reference-files)",
+    )
     args = parser.parse_args(argv)
     try:
-        files = generate()
+        vectors = generate()
+        placed = generate_reference_files()
     except GenerationError as error:
         print(f"generate_vectors: {error}", file=sys.stderr)
         return 1
-    write(files, args.out)
+    write(vectors, args.out)
+    write_reference_files(placed, args.files_out)
+    files = vectors
     by_family: dict[str, int] = {}
     for relative in files:
         by_family[relative.split("/")[0]] = by_family.get(relative.split("/")[0], 0) + 1
     print(
         f"wrote {len(files)} vectors to {args.out}: "
         + ", ".join(f"{family} {count}" for family, count in sorted(by_family.items()))
+        + f"; {len(placed)} reference files to {args.files_out}"
     )
     return 0
 

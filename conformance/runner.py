@@ -283,10 +283,11 @@ def _run_vectors_into(
 
 
 def family_names(vectors_dir: Path | None = None) -> list[str]:
-    """Every family a run can select: the vector folders, then the stateful families."""
+    """Every family a run can select: the vector folders, then the stateful families (a name that
+    is both, like ``files``, once: selecting it runs its vectors and its stateful checks)."""
     directory = vectors_dir or VECTORS_DIR
     folders = vector_families(directory) if directory.is_dir() else []
-    return [*folders, *STATEFUL_FAMILIES]
+    return list(dict.fromkeys([*folders, *STATEFUL_FAMILIES]))
 
 
 def vector_families(directory: Path = VECTORS_DIR) -> list[str]:

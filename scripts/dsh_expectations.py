@@ -241,6 +241,31 @@ CAUSES: Final = (
         keys=("machine/diverges-*",),
     ),
     Cause(
+        "unsupported",
+        "DSH's store opens only the logs it wrote itself, and the subject has no way to place others under its "
+        "root: it declares no import capability, so the files family's reference files are not read",
+        "subjects/dsh/lib/subject.mjs; PROTOCOL.md capability import",
+        keys=("files/*",),
+        detail="does not declare import",
+    ),
+    Cause(
+        "unsupported",
+        "on its crash seam DSH keeps its files on the subject's simulated disk and the subject has no export "
+        "op, so the files family cannot read what it wrote there; the kill run reads them from the real "
+        "file system",
+        "subjects/dsh/server.mjs (--seam); PROTOCOL.md capability export",
+        keys=("files/*",),
+        detail="needs capability export",
+    ),
+    Cause(
+        "failed",
+        "a session with no events is never published, so the files family's empty session has no log where "
+        "D1 puts one",
+        PERSISTENCE + ":808-816, :831, :1277",
+        keys=("files/layout",),
+        detail="no log at",
+    ),
+    Cause(
         "failed",
         "a session with no events is never published, so a read of one that was flushed while empty answers "
         "SESSION_NOT_FOUND",

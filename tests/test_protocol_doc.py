@@ -56,3 +56,11 @@ def test_each_example_is_what_the_reference_answers(block: list[Any]) -> None:
     for request, response in zip(requests, shown):
         assert "op" in request and "ok" in response
         assert without_message(subject.handle(request)) == response, f"request {request}"
+
+
+def test_the_document_shows_export_and_a_reset_that_places_files() -> None:
+    requests = [line for block in example_blocks() for line in block if "op" in line]
+    assert any(line["op"] == "export" for line in requests)
+    assert any(
+        line["op"] == "reset" and line.get("storage") == "file" and line.get("files") for line in requests
+    )

@@ -146,3 +146,28 @@ def test_the_rendering_reads_back_as_the_vector_key_order_included() -> None:
         (VECTORS / "surface" / "a-replace-whose-start-comes-after-its-end-is-rejected.json").read_text()
     )
     assert gen.one_line(json.loads(gen.render(vector))) == gen.one_line(vector)
+
+
+def test_checked_in_reference_files_equal_a_fresh_generation() -> None:
+    """The files vectors' file sets under conformance/reference-files are byte for byte what the
+    generator writes, and each is the one its vector places with reset's files argument."""
+    import base64
+
+    on_disk = {
+        path.relative_to(gen.REFERENCE_FILES_DIR).as_posix(): path.read_bytes()
+        for path in sorted(gen.REFERENCE_FILES_DIR.rglob("*"))
+        if path.is_file() and path.name != "README.md"
+    }
+    fresh = gen.generate_reference_files()
+    missing, extra = sorted(set(fresh) - set(on_disk)), sorted(set(on_disk) - set(fresh))
+    changed = sorted(path for path in set(fresh) & set(on_disk) if fresh[path] != on_disk[path])
+    assert (missing, extra, changed) == ([], [], []), "run: python -m conformance.generate_vectors"
+    for vector_path in sorted((VECTORS / "files").glob("*.json")):
+        reset = json.loads(vector_path.read_text(encoding="utf-8"))["steps"][0]["request"]
+        placed = {
+            f"{vector_path.stem}/{entry['path']}": base64.b64decode(entry["bytes"])
+            for entry in reset["files"]
+        }
+        assert placed == {
+            path: data for path, data in on_disk.items() if path.startswith(f"{vector_path.stem}/")
+        }

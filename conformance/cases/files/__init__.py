@@ -1,0 +1,105 @@
+"""files: reference files every implementation must read (SPEC-DECISIONS D1, D2, D3; issue 10).
+
+Each case is a *file set*: the bytes of a store's files, made here from the specification's own
+encoders (:func:`spec.format.naming.encode_header_line`, :func:`spec.format.json_text.encode_json_text`,
+the D1 path of :func:`spec.format.naming.derive_session_relpath`) and, compressed, from
+:func:`conformance.zstd_frames.encode_raw_frame` (standard zstd frames in raw blocks, so that the
+bytes depend on this code alone). A vector places the set with ``reset``'s ``files`` argument
+(capability ``import``) and says what ``read`` and ``resume`` must answer; the generator also
+writes each set under ``conformance/reference-files/<the vector's file name>/`` as a store root,
+for an implementer's own tests.
+
+- **v4 logs**, plain and compressed (one frame per write, a frame in several blocks), closed or
+  ending inside a turn: ``read`` shows the log, ``resume`` adds the closers and the end-seed, and a
+  ``read`` after ``close`` shows what ``resume`` wrote.
+- **torn tails** at several cuts (a plain last line cut short or without its newline; a last
+  frame cut in its magic, its header, a block, after some blocks, in its checksum; 1-3 stray
+  bytes): dropped, the complete lines of a torn frame kept, and the file cut back so that what
+  ``resume`` appends reads back (D3 item 4).
+- **damaged middles** (a complemented byte, invalid UTF-8, an empty line, a wrong checksum, bad
+  magic, a frame that ends inside a line, a seq gap): ``CORRUPT_LOG`` for ``read`` and
+  ``resume``, the id still taken, nothing cut (D3 item 5).
+- **v0 logs of DSH's shapes** (``session.jsonl[.zstd]``, packed text, reasoning and tool-call
+  chunk rows, messages from before message identity, a steering message, a trigger, a disposed
+  turn), read through the legacy conversions and resumed (D1); a torn v0 tail; the refusals a
+  v0 log can meet.
+- **where a log lies**: a log under another id's session directory, and one session directory
+  under two project directories.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterator, Mapping
+
+from conformance.cases.build import NOW, OK, Case, Cases, Step, fails, ok
+from conformance.cases.files.logs import FileSet
+from conformance.cases.files.v0 import v0_sets
+from conformance.cases.files.v4 import (
+    layout_sets,
+    plain_damaged_sets,
+    plain_torn_sets,
+    whole_sets,
+    zstd_damaged_sets,
+    zstd_torn_sets,
+)
+from spec.codes import Code
+from spec.log.json import JsonValue
+
+# --- the cases ---------------------------------------------------------------------------------------
+
+
+def file_sets() -> Iterator[FileSet]:
+    yield from whole_sets()
+    yield from plain_torn_sets()
+    yield from zstd_torn_sets()
+    yield from plain_damaged_sets()
+    yield from zstd_damaged_sets()
+    yield from v0_sets()
+    yield from layout_sets()
+
+
+def placed(files: Mapping[str, bytes]) -> list[JsonValue]:
+    """``reset``'s ``files``: each path with its bytes in base64, in path order."""
+    return [
+        {"path": path, "bytes": base64.b64encode(data).decode("ascii")}
+        for path, data in sorted(files.items())
+    ]
+
+
+def steps_of(file_set: FileSet) -> tuple[Step, ...]:
+    """Place the files; then a readable log is read, resumed, closed and read again (what resume
+    wrote reads back: a torn tail was cut back, not appended after); a refused one answers its
+    code to read and resume alike, keeps its id, and still answers it after the failed resume."""
+    session = file_set.session
+    opening = (
+        ok("reset", storage="file", compressed=file_set.compressed, files=placed(file_set.files)),
+        ok("clock", now=NOW),
+    )
+    if file_set.intent == OK:
+        return (
+            *opening,
+            ok("read", id=session),
+            ok("resume", id=session),
+            ok("close", id=session),
+            ok("read", id=session),
+        )
+    code = Code(file_set.intent)
+    create = (fails(Code.SESSION_ALREADY_EXISTS, "create", id=session),) if file_set.taken else ()
+    return (
+        *opening,
+        fails(code, "read", id=session),
+        fails(code, "resume", id=session),
+        *create,
+        fails(code, "read", id=session),
+    )
+
+
+def cases() -> Cases:
+    for file_set in file_sets():
+        yield Case(file_set.name, file_set.rule, steps_of(file_set), file_set.why, file_set.comment)
+
+
+def reference_files() -> dict[str, dict[str, bytes]]:
+    """Every case's files, by the case's name."""
+    return {file_set.name: dict(file_set.files) for file_set in file_sets()}

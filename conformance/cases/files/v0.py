@@ -1,0 +1,196 @@
+"""DSH's v0 logs (SPEC-DECISIONS D1; notes/dsh-persistence §3.2, §3.6): chunk rows, messages from
+before message identity, the legacy conversions, a torn v0 tail, the refusals."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from conformance import builders as payloads
+from conformance.cases.build import (
+    APPEND,
+    SEED_TIME,
+    event,
+)
+from conformance.cases.files.logs import (
+    CWD,
+    OLD,
+    PLAIN_RULE,
+    V0_RULE,
+    FileSet,
+    Writes,
+    form,
+    plain_log,
+    v4_header,
+    zstd_log,
+)
+from spec.codes import Code
+from spec.format.naming import V0_PLAIN_NAME, V0_ZSTD_NAME, derive_session_relpath, encode_header_line
+from spec.log.json import JsonObject, JsonValue
+
+# --- DSH's v0 logs ---------------------------------------------------------------------------------
+
+
+def v0_header_line(session_id: str = OLD) -> JsonObject:
+    """DSH 0.1's header line: version 0, no ``isSeeded``, ``delegationDepth`` written."""
+    return {
+        "type": "session",
+        "version": 0,
+        "id": session_id,
+        "createdAt": SEED_TIME,
+        "cwd": CWD,
+        "delegationDepth": 0,
+    }
+
+
+def chunk_row(tag: str, seq0: int, data: JsonObject) -> JsonObject:
+    return {"type": tag, "seq0": seq0, "time0": SEED_TIME, "data": data}
+
+
+def v0_writes() -> list[list[JsonValue]]:
+    """A DSH 0.1 session as its store wrote it: a preset, a turn started by a trigger with a user
+    message from before message identity; a step whose reasoning, text and tool-call deltas are
+    packed chunk rows, an assistant message and a tool result from before message identity; a
+    steering message and a disposed turn end; then a second turn left open."""
+    content = [{"type": "text", "text": "read a"}]
+    return [
+        [
+            event(0, "permission/preset", {"preset": "workspace-write"}),
+            event(1, "turn/start", {"turn": 1, "trigger": {"kind": "user"}}),
+            event(2, "user/message", {"content": content, "source": {"kind": "user"}}, **APPEND),
+        ],
+        [
+            event(3, "step/start", payloads.step_start(1, 1)),
+            chunk_row(
+                "reasoning-chunks",
+                4,
+                {"turn": 1, "step": 1, "index": 0, "dt": [1, 2], "texts": ["I ", "should ", "read"]},
+            ),
+            chunk_row(
+                "text-chunks",
+                7,
+                {"turn": 1, "step": 1, "index": 1, "dt": [0, 1], "texts": ["Rea", "ding ", "a"]},
+            ),
+            chunk_row(
+                "tool-call-chunks",
+                10,
+                {
+                    "turn": 1,
+                    "step": 1,
+                    "index": 2,
+                    "dt": [1, 1],
+                    "id": "c1",
+                    "name": "read",
+                    "args": ['{"pa', 'th":', '"a"}'],
+                },
+            ),
+            event(
+                13,
+                "assistant/message",
+                {
+                    "turn": 1,
+                    "step": 1,
+                    "content": [{"type": "text", "text": "Reading a"}],
+                    "provenance": {"provider": "p", "model": "m"},
+                },
+                **APPEND,
+            ),
+            event(
+                14,
+                "tool/call",
+                {"turn": 1, "step": 1, "callId": "c1", "name": "read", "arguments": {"path": "a"}},
+            ),
+            event(
+                15,
+                "tool/result",
+                {
+                    "turn": 1,
+                    "step": 1,
+                    "callId": "c1",
+                    "content": [{"type": "text", "text": "A"}],
+                    "isError": False,
+                },
+                **APPEND,
+            ),
+            event(16, "step/end", payloads.step_end(1, 1)),
+        ],
+        [
+            event(
+                17,
+                "steering/message",
+                {"turn": 1, "content": [{"type": "text", "text": "stop"}], "source": {"kind": "user"}},
+                **APPEND,
+            ),
+            event(18, "turn/end", {"turn": 1, "reason": {"kind": "disposed"}}),
+            event(19, "turn/start", {"turn": 2}),
+        ],
+    ]
+
+
+def v0_files(data: bytes, compressed: bool) -> dict[str, bytes]:
+    _, session, _ = derive_session_relpath(v4_header(OLD), compressed)
+    project = derive_session_relpath(v4_header(OLD), compressed)[0]
+    return {f"{project}/{session}/{V0_ZSTD_NAME if compressed else V0_PLAIN_NAME}": data}
+
+
+def v0_log(compressed: bool, writes: Writes | None = None, header: JsonValue = None) -> bytes:
+    encode = zstd_log if compressed else plain_log
+    return encode(v0_header_line() if header is None else header, v0_writes() if writes is None else writes)
+
+
+def v0_sets() -> Iterator[FileSet]:
+    for compressed in (False, True):
+        yield FileSet(
+            f"a {form(compressed)} DSH v0 log is read through the legacy conversions and resumed",
+            V0_RULE,
+            v0_files(v0_log(compressed), compressed),
+            compressed,
+            session=OLD,
+            comment="packed reasoning, text and tool-call rows expand in place; the user message, the assistant "
+            "message and the tool result from before message identity get legacy ids; the steering message "
+            "becomes a user message; the trigger is dropped; disposed becomes aborted; turn 2 is left open",
+        )
+    data = v0_log(False)
+    yield FileSet(
+        "a plain DSH v0 log whose last line is torn is read without it",
+        PLAIN_RULE,
+        v0_files(data[: len(data) - 6], False),
+        False,
+        session=OLD,
+    )
+    refusals: list[tuple[str, Code, Writes, JsonValue]] = [
+        (
+            "holding mode/set is refused",
+            Code.LEGACY_MODE_SET,
+            [[event(0, "mode/set", {"mode": "plan"})]],
+            None,
+        ),
+        (
+            "with a packed row whose dt does not match its texts is refused",
+            Code.MALFORMED_CHUNK_ROW,
+            [
+                [
+                    chunk_row(
+                        "text-chunks",
+                        0,
+                        {"turn": 1, "step": 1, "index": 0, "dt": [1], "texts": ["a", "b", "c"]},
+                    )
+                ]
+            ],
+            None,
+        ),
+        (
+            "whose header says version 4 is refused: the file name and the header disagree",
+            Code.HEADER_VERSION_FILE_MISMATCH,
+            [],
+            encode_header_line(v4_header(OLD)),
+        ),
+    ]
+    for what, code, writes, header in refusals:
+        yield FileSet(
+            f"a DSH v0 log {what}",
+            "spec.format.naming.decode_header_line" if header is not None else V0_RULE,
+            v0_files(v0_log(False, writes, header), False),
+            False,
+            code,
+            session=OLD,
+        )

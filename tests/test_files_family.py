@@ -1,0 +1,128 @@
+"""The ``files`` family (issue 10): the reference passes it in process, over stdio and on a real
+directory; a subject that writes its files in the wrong layout or with unreadable frames fails
+it (tests/broken_storage_files.py), as does one that reads a rotted frame as data; a subject
+that cannot hand its files over gets the writing checks reported unsupported, never passed."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from typing import ClassVar, Final
+
+import pytest
+
+from conformance.files.writing import CHECKS, check_files
+from conformance.report import CaseResult, Options
+from conformance.runner import run_suite
+from conformance.subject import InProcessSubject, StdioSubject
+from reference.server import ReferenceSubject
+from tests.broken_storage_files import WRITING_BREAKS, ChecksumIgnored, ExportsNothing
+
+FILES: Final = frozenset({"files"})
+WRITING: Final = {"replay", *CHECKS}
+
+
+def run_files(subject: object) -> list[CaseResult]:
+    return run_suite(InProcessSubject(subject), Options(families=FILES))
+
+
+def writing(results: Sequence[CaseResult]) -> dict[str, str]:
+    """The outcome of each writing check, by its key."""
+    return {result.case_id: result.outcome for result in results if result.case_id in WRITING}
+
+
+def reading(results: Sequence[CaseResult]) -> list[CaseResult]:
+    return [result for result in results if result.case_id not in WRITING]
+
+
+def failed(results: Sequence[CaseResult]) -> list[str]:
+    return [f"{result.name}: {result.detail[:300]}" for result in results if result.outcome == "failed"]
+
+
+def test_the_reference_passes_every_files_case_in_process() -> None:
+    results = run_files(ReferenceSubject())
+    assert failed(results) == []
+    assert writing(results) == dict.fromkeys(WRITING, "passed")
+    assert len(reading(results)) >= 30
+    assert {result.outcome for result in reading(results)} == {"passed"}
+
+
+def test_the_reference_passes_every_files_case_over_stdio() -> None:
+    subject = StdioSubject(f"{sys.executable} -m reference.server", timeout=60)
+    try:
+        results = run_suite(subject, Options(families=FILES))
+    finally:
+        subject.close()
+    assert failed(results) == []
+    assert writing(results) == dict.fromkeys(WRITING, "passed")
+    assert {result.outcome for result in reading(results)} == {"passed"}
+
+
+def test_the_real_directory_reference_passes_over_stdio_without_a_crash_seam(tmp_path: object) -> None:
+    """reference.directory has import and export but no crash seam: the reading vectors need
+    only storage and import."""
+    env = {**os.environ, "CONFORMANCE_STORE_ROOT": str(tmp_path)}
+    subject = StdioSubject(f"{sys.executable} -m reference.server", timeout=60, env=env)
+    try:
+        results = run_suite(subject, Options(families=FILES))
+    finally:
+        subject.close()
+    assert failed(results) == []
+    assert {result.outcome for result in results} == {"passed"}
+    assert len(reading(results)) >= 30
+
+
+@pytest.mark.parametrize("broken", list(WRITING_BREAKS), ids=lambda cls: cls.__name__)
+def test_a_subject_whose_files_are_wrong_fails_the_files_family(broken: type[ReferenceSubject]) -> None:
+    results = run_files(broken())
+    outcomes = writing(results)
+    assert outcomes.get(WRITING_BREAKS[broken]) == "failed", outcomes
+    assert outcomes["replay"] == "passed", "the break is in the bytes only: every answer is the reference's"
+
+
+def test_a_reader_that_ignores_frame_checksums_fails_the_reading_vectors() -> None:
+    results = run_files(ChecksumIgnored())
+    missed = {result.name for result in reading(results) if result.outcome == "failed"}
+    assert "a compressed v4 log with a wrong checksum on a middle frame is corrupt, not torn" in missed
+    assert writing(results) == dict.fromkeys(WRITING, "passed")
+
+
+class NoExport(ReferenceSubject):
+    """The reference, without the export and import capabilities (and their ops)."""
+
+    capabilities: ClassVar[tuple[str, ...]] = tuple(
+        name for name in ReferenceSubject.capabilities if name not in ("export", "import")
+    )
+    ops: ClassVar = {op: method for op, method in ReferenceSubject.ops.items() if op != "export"}
+
+
+def test_without_export_the_writing_checks_are_unsupported_never_passed() -> None:
+    results = run_files(NoExport())
+    assert set(writing(results).values()) == {"unsupported"}
+    assert {result.outcome for result in reading(results)} == {"unsupported"}
+    assert all("import" in result.detail for result in reading(results))
+
+
+def test_without_storage_nothing_of_the_family_passes() -> None:
+    class CoreOnly(ReferenceSubject):
+        capabilities: ClassVar[tuple[str, ...]] = ("core", "pure")
+
+    results = run_files(CoreOnly())
+    assert results and {result.outcome for result in results} == {"unsupported"}
+
+
+def test_a_subject_that_exports_no_log_fails_layout_and_the_rest_is_not_run_never_passed() -> None:
+    outcomes = writing(run_files(ExportsNothing()))
+    assert outcomes.pop("replay") == "passed"
+    assert outcomes.pop("layout") == "failed"
+    assert set(outcomes.values()) == {"not run"}
+
+
+def test_a_stdio_subject_with_a_crash_seam_and_no_export_gets_the_writing_checks_unsupported() -> None:
+    """Only a subject without a crash seam promises to store in CONFORMANCE_STORE_ROOT (PROTOCOL.md,
+    the kill check); one with a seam keeps its files on its simulated disk, out of the suite's reach."""
+    subject = StdioSubject("never-started-subject")  # check_files decides before any request
+    options = Options(capabilities=frozenset({"core", "storage", "crash-seam"}))
+    results = check_files(subject, options)
+    assert results and {result.outcome for result in results} == {"unsupported"}
