@@ -200,7 +200,8 @@ def write_junit(results: Sequence[CaseResult], path: Path, suite_name: str = "co
 
 
 def encode_results(results: Sequence[CaseResult], subject: Mapping[str, object]) -> str:
-    """The run as JSON, for tools (``--json``): the subject's hello and one object per case."""
+    """The run as JSON, for tools (``--json``): the subject's hello and one object per case. ASCII
+    with escapes, so that a detail quoting a lone surrogate (a generated value) stays writable."""
     cases = [
         {
             "key": result.key,
@@ -213,4 +214,4 @@ def encode_results(results: Sequence[CaseResult], subject: Mapping[str, object])
         }
         for result in results
     ]
-    return json.dumps({"subject": dict(subject), "cases": cases}, ensure_ascii=False, indent=1) + "\n"
+    return json.dumps({"subject": dict(subject), "cases": cases}, ensure_ascii=True, indent=1) + "\n"
