@@ -63,7 +63,7 @@ export class DshSubject {
 
   /** Start-up: no storage, or (kill check, PROTOCOL.md) file storage over CONFORMANCE_STORE_ROOT. */
   async start() {
-    if (this.storeRoot !== undefined && this.dsh.jsonl !== undefined) await this.open("file", true, false);
+    if (this.storeRoot !== undefined && this.dsh.jsonl !== undefined) await this.open("file", !onlyPlainLogs(this.storeRoot), false);
     else await this.open("none", true, false);
   }
 
@@ -427,6 +427,16 @@ export class DshSubject {
   cleanup() {
     for (const dir of this.scratch.splice(0)) rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** Whether a store root holds plain logs and no compressed one. DSH's JSONL backend is configured
+ * for one compression and refuses a log of the other (dsh-session-persistence-jsonl index.js:1070-1074),
+ * so a process started on a root that is there (the kill check's rule) is configured as the root's
+ * logs were written; an empty root gets the default, zstd. */
+function onlyPlainLogs(root) {
+  const names = readdirSync(root, { recursive: true }).map(String);
+  const plain = names.some((name) => name.endsWith("session.jsonl"));
+  return plain && !names.some((name) => name.endsWith("session.jsonl.zstd"));
 }
 
 /** Op name to method; anything else answers UNSUPPORTED_OP. */
