@@ -68,7 +68,7 @@ class Cause:
         return any(fnmatch.fnmatchcase(key, pattern) for pattern in self.keys) or rule in self.rules
 
 
-CAUSES: Final = (
+CAUSES: tuple[Cause, ...] = (
     Cause(
         "unsupported",
         "DSH ships no whole-log checker, so it cannot answer in this project's rule ids",
@@ -315,6 +315,51 @@ CAUSES: Final = (
         "SESSION_NOT_FOUND",
         PERSISTENCE + ":808-816, :831, :1277",
         keys=("exhaustive/diverges-read-expected-ok-got-session-not-found",),
+    ),
+)
+
+
+# Releases before or after 0.1.0-rc.8 (the compatibility matrix, scripts/compatibility.py): packages
+# published at rc.8 only. Listed last, so that a cause of rc.8's own comes first.
+ONLY_AT_RC8: Final = "npm view <package> versions: published at 0.1.0-rc.8 only; subjects/dsh/lib/dsh.mjs"
+CAUSES += (
+    Cause(
+        "unsupported",
+        "this release publishes no JSONL store (dsh-session-persistence-jsonl), so the subject declares no "
+        "storage",
+        ONLY_AT_RC8,
+        keys=("*",),
+        detail=(
+            "does not declare storage",
+            "needs capability storage",
+            "needs capability crash-seam, or capability storage over stdio",
+        ),
+    ),
+    Cause(
+        "unsupported",
+        "this release publishes no tool-result pruner, so the subject declares no prune",
+        ONLY_AT_RC8,
+        keys=("*",),
+        detail="does not declare prune",
+    ),
+    Cause(
+        "unsupported",
+        "this release publishes no session projection registry (dsh-session-projection exists at "
+        "0.1.0-rc.6 and rc.8, not at rc.7 or 0.1.1-rc.2), so the subject declares no projection",
+        "npm view @deepseek-ai/dsh-session-projection versions; subjects/dsh/lib/dsh.mjs",
+        keys=("*",),
+        detail=("does not declare projection", "UNSUPPORTED_OP for spec.projection."),
+    ),
+    Cause(
+        "unsupported",
+        "this release publishes no package exporting the function (the pruner, the JSONL store's naming, "
+        "dsh-compaction's tool pairing, the token meter)",
+        ONLY_AT_RC8,
+        keys=("*",),
+        detail=tuple(
+            f"UNSUPPORTED_OP for spec.{name}"
+            for name in ("prune.", "storage.", "pairing.", "tokens.fold_shadow_price")
+        ),
     ),
 )
 
