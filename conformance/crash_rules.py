@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
-from conformance.model import canonical_text
+from conformance.model import canonical_text as model_text
 from conformance.targets import DEFAULT_TARGET, Target
 from spec.lineage.seed import needs_end_seed
 from spec.lineage.store import derive_resumed_log
@@ -25,6 +25,23 @@ D3_ITEMS: Final = {
     "D3.5": "damage that is not a tail is a corrupt-log error, never silent loss (and a torn tail is not damage)",
     "D3.6": "an open turn is kept and closed by the repair closers, appended as new events",
 }
+
+
+def canonical_text(value: object) -> str:
+    """The suite's canonical text with D5's numbers: an integral float is the integer it equals
+    (``1.0`` is ``1``), as JSON text reads it, so a store in a language that writes ``1`` for it
+    (JavaScript) keeps what was appended."""
+    return model_text(_integral_floats_as_ints(value))
+
+
+def _integral_floats_as_ints(value: object) -> object:
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, list):
+        return [_integral_floats_as_ints(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _integral_floats_as_ints(item) for key, item in value.items()}
+    return value
 
 
 def check_d3_1_header(

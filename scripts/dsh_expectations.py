@@ -8,7 +8,14 @@ did not pass is matched against :data:`CAUSES`, the hand-written list of what DS
 (``subjects/dsh/FINDINGS.md`` has the evidence); the file lists the case with the cause's status,
 reason and source. A case no cause explains, or one whose outcome differs from its cause's status,
 is refused: the script prints it and exits 1, so a new deviation is never written down without a
-reason. Re-run it when the suite gains cases, and review the diff.
+reason. Re-run it when the suite gains cases, and review the diff:
+
+  bash scripts/certify-dsh.sh        # leaves .tools/reports/dsh-0.1.0-rc.8-{seam,kill}.json
+  python scripts/dsh_expectations.py .tools/reports/dsh-0.1.0-rc.8-seam.json \
+      conformance/expectations/dsh-0.1.0-rc.8.json
+  python scripts/dsh_expectations.py .tools/reports/dsh-0.1.0-rc.8-kill.json \
+      conformance/expectations/dsh-0.1.0-rc.8-kill.json
+  bash scripts/certify-dsh.sh        # now exits 0
 """
 
 from __future__ import annotations
@@ -32,34 +39,41 @@ PERSISTENCE: Final = "@deepseek-ai/dsh-session-persistence lib/index.js"
 JSONL: Final = "@deepseek-ai/dsh-session-persistence-jsonl lib/index.js"
 PRUNER: Final = "@deepseek-ai/dsh-compaction-tool-result-pruner lib/index.js"
 METER: Final = "@deepseek-ai/dsh-token-meter lib/index.js"
+PROJECTION: Final = "@deepseek-ai/dsh-session-projection lib/index.js"
+ENGINE_FAMILIES: Final = ("compaction", "spill", "overflow", "checkpoint")
+"""The engine capabilities DSH 0.1 publishes no package for (only `prune` and `projection` have one)."""
 
 
 @dataclass(frozen=True)
 class Cause:
     """What DSH does, where, and which cases it explains: keys matching one of ``keys`` (shell
-    patterns), or cases of one of ``rules`` (the spec function a vector exercises); with a ``detail``,
-    only those whose report says it."""
+    patterns), or cases of one of ``rules`` (the spec function a vector exercises); with a ``detail``
+    (one text or several), only those whose report says it (one of them). Prefer a rule, a family
+    pattern or a detail that names the deviation over one case's key, so that new cases of the same
+    deviation (another family's vectors, a stateful family's ``diverges-`` case) are explained too."""
 
     status: str
     reason: str
     source: str
     keys: tuple[str, ...] = ()
     rules: tuple[str, ...] = ()
-    detail: str = ""
+    detail: str | tuple[str, ...] = ""
 
     def explains(self, case: Mapping[str, Any]) -> bool:
         key, rule = str(case["key"]), str(case.get("rule", ""))
-        if self.detail and self.detail not in str(case.get("detail", "")):
+        said = str(case.get("detail", ""))
+        details = (self.detail,) if isinstance(self.detail, str) else self.detail
+        if any(details) and not any(part and part in said for part in details):
             return False
         return any(fnmatch.fnmatchcase(key, pattern) for pattern in self.keys) or rule in self.rules
 
 
-CAUSES: Final = (
+CAUSES: tuple[Cause, ...] = (
     Cause(
         "unsupported",
         "DSH ships no whole-log checker, so it cannot answer in this project's rule ids",
         "SPEC-DECISIONS D9; PROTOCOL.md capability checker-rules",
-        keys=("checker/*",),
+        keys=("checker/*", "pure-drt/spec-checker-*"),
     ),
     Cause(
         "not run",
@@ -112,6 +126,7 @@ CAUSES: Final = (
             "repair/an-open-compaction-is-closed-after-the-call-results-and-before-the-step-and-turn",
             "repair/an-open-compaction-outside-a-turn-gets-its-compaction-end-alone",
             "crash/d3-6",
+            "pure-drt/spec-repair-derive-closers",
         ),
     ),
     Cause(
@@ -150,6 +165,7 @@ CAUSES: Final = (
             "prune/a-configuration-that-is-not-an-object-is-rejected",
             "prune/a-tool-result-whose-first-content-entry-is-not-a-block-is-skipped",
             "prune/blocks-that-are-not-text-are-kept-in-place-and-not-measured",
+            "pure-drt/spec-prune-*",
         ),
     ),
     Cause(
@@ -157,6 +173,28 @@ CAUSES: Final = (
         "a metering event whose range has no end still arms a claim",
         METER + ":112-121",
         keys=("tokens/a-metering-event-without-a-usable-range-arms-nothing",),
+    ),
+    Cause(
+        "failed",
+        "the token meter prices a message without checking its shape: data or content that is not "
+        "blocks crashes the fold (TypeError) instead of pricing nothing",
+        METER + ":23-25, :45",
+        keys=("pure-drt/spec-tokens-fold-shadow-price",),
+    ),
+    Cause(
+        "failed",
+        "the store's path encoding reads the id's length before checking it: a header without an id "
+        "crashes (TypeError) instead of failing as an empty path segment",
+        JSONL + ":84-85, :145-146",
+        keys=("pure-drt/spec-storage-derive-session-relpath",),
+    ),
+    Cause(
+        "failed",
+        "a session with no events is never published: the files workload's session flushed while empty "
+        "(z) has no log where D1 puts it",
+        PERSISTENCE + ":808-816, :831, :1277",
+        keys=("files/layout",),
+        detail="session 'z': no log at",
     ),
     Cause(
         "failed",
@@ -199,10 +237,41 @@ CAUSES: Final = (
     ),
     Cause(
         "unsupported",
-        "DSH exports no such function: its projection framework and spill policy are not published as pure "
-        "functions",
-        "@deepseek-ai/dsh-session-projection lib/index.js; SPEC-DECISIONS D7, D8",
-        rules=("spec.projection.derive_projection_changes", "spec.spill.plan_max_inline_tokens"),
+        "DSH 0.1 publishes no spill policy, so the subject has no function to answer with",
+        "SPEC-DECISIONS D8; subjects/dsh/lib/pure.mjs",
+        rules=("spec.spill.plan_max_inline_tokens",),
+    ),
+    Cause(
+        "unsupported",
+        "DSH 0.1 publishes no package for summary compaction, spill, overflow recovery or durability "
+        "checkpoints that the protocol could drive (only the tool-result pruner and the projection "
+        "registry), so the subject declares none of these capabilities",
+        "subjects/dsh/lib/engine.mjs; PROTOCOL.md, Engine ops",
+        keys=tuple(f"{family}/*" for family in ENGINE_FAMILIES),
+    ),
+    Cause(
+        "unsupported",
+        "the case needs an engine op of a capability DSH 0.1 has no package for (compaction, spill, "
+        "overflow, checkpoint)",
+        "subjects/dsh/lib/engine.mjs; PROTOCOL.md, Engine ops",
+        keys=("*",),
+        detail=tuple(f"does not declare {family}" for family in ENGINE_FAMILIES),
+    ),
+    Cause(
+        "failed",
+        "the projection registry has no host-only units: snapshot serves every registered key, the "
+        "sessionDigest included (SPEC-DECISIONS D7 serves the wire units only)",
+        PROJECTION + ":105-115",
+        keys=("*",),  # a vector of the rule, or a stateful family's diverges- case
+        detail="differs at $.values.sessionDigest: unexpected",
+    ),
+    Cause(
+        "failed",
+        "the prune pass never checks for an open turn: it appends its compaction/prune and replacement "
+        "outside one",
+        PRUNER + ":136-193 (pruneSession)",
+        keys=("*",),  # a vector of the rule, or a stateful family's diverges- case
+        detail=("expected PRUNE_OUTSIDE_TURN, got success", "expected error PRUNE_OUTSIDE_TURN"),
     ),
     Cause(
         "unsupported",
@@ -216,7 +285,7 @@ CAUSES: Final = (
         "the kill check runs DSH on the real file system, where no storage fault can be injected: the "
         "subject declares no crash-seam there, and these cases are certified by the seam run",
         "subjects/dsh/server.mjs (without --seam); PROTOCOL.md capability crash-seam",
-        keys=("storage/*",),
+        keys=("*",),
         detail="does not declare crash-seam",
     ),
     Cause(
@@ -275,6 +344,56 @@ CAUSES: Final = (
 )
 
 
+# Releases before or after 0.1.0-rc.8 (the compatibility matrix, scripts/compatibility.py): packages
+# published at rc.8 only. Listed last, so that a cause of rc.8's own comes first.
+ONLY_AT_RC8: Final = "npm view <package> versions: published at 0.1.0-rc.8 only; subjects/dsh/lib/dsh.mjs"
+CAUSES += (
+    Cause(
+        "unsupported",
+        "this release publishes no JSONL store (dsh-session-persistence-jsonl), so the subject declares no "
+        "storage",
+        ONLY_AT_RC8,
+        keys=("*",),
+        detail=(
+            "does not declare storage",
+            "needs capability storage",
+            "needs capability crash-seam, or capability storage over stdio",
+        ),
+    ),
+    Cause(
+        "unsupported",
+        "this release publishes no tool-result pruner, so the subject declares no prune",
+        ONLY_AT_RC8,
+        keys=("*",),
+        detail="does not declare prune",
+    ),
+    Cause(
+        "unsupported",
+        "this release publishes no session projection registry (dsh-session-projection exists at "
+        "0.1.0-rc.6 and rc.8, not at rc.7 or 0.1.1-rc.2), so the subject declares no projection",
+        "npm view @deepseek-ai/dsh-session-projection versions; subjects/dsh/lib/dsh.mjs",
+        keys=("*",),
+        detail=("does not declare projection", "UNSUPPORTED_OP for spec.projection."),
+    ),
+    Cause(
+        "unsupported",
+        "this release publishes no package exporting the function (the pruner, the JSONL store's naming, "
+        "dsh-compaction's tool pairing, the token meter)",
+        ONLY_AT_RC8,
+        keys=("*",),
+        detail=tuple(
+            f"UNSUPPORTED_OP for spec.{name}"
+            for name in ("prune.", "storage.", "pairing.", "tokens.fold_shadow_price")
+        ),
+    ),
+)
+
+
+def cause_of(case: Mapping[str, Any]) -> Cause | None:
+    """The first cause that explains the case with the case's own outcome, or ``None``."""
+    return next((c for c in CAUSES if c.status == case["outcome"] and c.explains(case)), None)
+
+
 def explain(cases: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, str]], list[str]]:
     """The expectation entries for the cases that did not pass, and the problems (unexplained
     cases, or a cause whose status is not the case's outcome)."""
@@ -284,7 +403,7 @@ def explain(cases: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, str]], l
         if case["outcome"] == "passed":
             continue
         causes = [cause for cause in CAUSES if cause.explains(case)]
-        cause = next((cause for cause in causes if cause.status == case["outcome"]), None)
+        cause = cause_of(case)
         if cause is None and causes:
             said = " or ".join(sorted({cause.status for cause in causes}))
             problems.append(f"{case['key']} ended {case['outcome']}, its causes say {said}")

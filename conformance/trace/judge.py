@@ -13,7 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from conformance.crash_rules import (
+from conformance.crash_rules import (  # canonical_text: D5's numbers, as the crash checks compare
+    canonical_text,
     check_d3_1_header,
     check_d3_2_prefix,
     check_d3_3_flushed_kept,
@@ -21,8 +22,9 @@ from conformance.crash_rules import (
     check_d3_6_closers,
 )
 from conformance.driver import describe_request, find_mismatch
-from conformance.model import DurableLog, ModelStore, canonical_text, model_request
+from conformance.model import DurableLog, ModelStore, model_request
 from conformance.subject import Response
+from conformance.targets import DEFAULT_TARGET, Target
 from conformance.trace.run import CheckAnswers, Request
 from conformance.trace.specread import SpecView, read_with_spec
 from spec.lineage.store import derive_resumed_log
@@ -44,14 +46,17 @@ class Expectation:
 
 
 def replay_models(
-    start: ModelStore, requests: Sequence[Request], answers: Sequence[Response]
+    start: ModelStore,
+    requests: Sequence[Request],
+    answers: Sequence[Response],
+    target: Target = DEFAULT_TARGET,
 ) -> tuple[list[ModelStore], str | None]:
     """The spec model after each request (``models[i]``: after the first ``i``), and the first
-    answer that differs from it."""
+    answer that differs from it (as the subject's declared target writes headers)."""
     models = [start]
     for (op, args), answer in zip(requests, answers):
         model, expected = model_request(models[-1], op, **args)
-        problem = find_mismatch(expected, answer)
+        problem = find_mismatch(expected, answer, op, target)
         if problem is not None:
             return models, f"{describe_request(op, dict(args))}\n  {problem}"
         models.append(model)
@@ -92,12 +97,17 @@ def session_ids(models: Iterable[ModelStore]) -> list[str]:
 
 
 def judge_read(
-    found: bool, header: JsonValue, events: Sequence[JsonValue], expectation: Expectation, session_id: str
+    found: bool,
+    header: JsonValue,
+    events: Sequence[JsonValue],
+    expectation: Expectation,
+    session_id: str,
+    target: Target = DEFAULT_TARGET,
 ) -> tuple[str, ...]:
     """D3 items 1-3 for what a reader found of one session."""
     expected_header = header_of(expectation.in_flight, session_id)
     flushed_log = expectation.before.stored.get(session_id)
-    problems = check_d3_1_header(found, header, expected_header, flushed_log is not None)
+    problems = check_d3_1_header(found, header, expected_header, flushed_log is not None, target)
     if found:
         appended = appended_events(expectation.in_flight, session_id)
         flushed = len(flushed_log.events) if flushed_log is not None else 0
@@ -111,9 +121,10 @@ def judge_state(
     expectation: Expectation,
     now: int,
     layout_known: bool,
+    target: Target = DEFAULT_TARGET,
 ) -> tuple[str, ...]:
     """Every D3 problem of one crash state for one expectation; each names its item (``D3.n:``),
-    and says what the spec's reader found in the same files."""
+    and says what the spec's reader found in the same files (headers as ``target`` writes them)."""
     problems: list[str] = []
     if answers.problem is not None:
         problems.append(f"{REPLAY}: the subject broke the protocol on this state: {answers.problem}")
@@ -122,7 +133,9 @@ def judge_state(
         if read is None:
             continue
         view = spec_views.get(session_id, SpecView(None))
-        found_problems = _judge_session(answers, read, session_id, expectation, now, view, layout_known)
+        found_problems = _judge_session(
+            answers, read, session_id, expectation, now, view, layout_known, target
+        )
         problems += [f"{session_id}: {problem}" for problem in found_problems]
     return tuple(problems)
 
@@ -135,6 +148,7 @@ def _judge_session(
     now: int,
     view: SpecView,
     layout_known: bool,
+    target: Target = DEFAULT_TARGET,
 ) -> list[str]:
     if not read.ok and read.error_code != "SESSION_NOT_FOUND":
         found_problems = list(check_d3_5_no_false_corruption(read.error_code)) or [
@@ -147,7 +161,7 @@ def _judge_session(
     header = read.result.get("header") if read.ok and isinstance(read.result, dict) else None
     problems = [
         p + _attribution(view, expectation, session_id, layout_known)
-        for p in judge_read(read.ok, header, events, expectation, session_id)
+        for p in judge_read(read.ok, header, events, expectation, session_id, target)
     ]
     if layout_known and (view.found or view.code) and not problems:
         problems += _compare_with_spec(read.ok, events, view)
@@ -167,7 +181,8 @@ def _judge_session(
     shown = events_of(resumed)
     problems += check_d3_6_closers(shown, survived, now)
     resumed_header = resumed.result.get("header") if isinstance(resumed.result, dict) else None
-    problems += check_d3_1_header(True, resumed_header, header_of(expectation.in_flight, session_id), True)
+    expected_header = header_of(expectation.in_flight, session_id)
+    problems += check_d3_1_header(True, resumed_header, expected_header, True, target)
     reread = answers.rereads.get(session_id)
     durable = [canonical_text(event) for event in derive_resumed_log(survived)]
     if reread is not None and not problems:

@@ -15,7 +15,8 @@
 //   --dsh DIR          drive the DSH packages installed in DIR (DIR/node_modules) instead
 //
 // Without --seam, file storage is the real file system: in CONFORMANCE_STORE_ROOT when that is
-// set (the kill check's rules in PROTOCOL.md), else in a private temporary directory.
+// set (the kill check's rules in PROTOCOL.md), else in a private temporary directory. With
+// CONFORMANCE_STORE_ROOT set, --seam is ignored: the variable asks for the real file system.
 // Needs Node >= 22.19 (DSH's zstd uses node:zlib); scripts/install-dsh.sh installs one.
 
 import { writeSync } from "node:fs";
@@ -37,6 +38,13 @@ function parseArgs(argv) {
     else fail(`unknown argument ${JSON.stringify(arg)}; usage: server.mjs [--seam] [--release VERSION] [--dsh DIR]`);
   }
   options.dsh ??= join(PROJECT, ".tools", "dsh", options.release);
+  if (options.seam && process.env.CONFORMANCE_STORE_ROOT) {
+    // The variable asks for the store on the real file system, in that directory (the kill check's
+    // rules, which the files and trace families start a fresh process with): a simulated disk
+    // cannot honour it, so the real file system wins and no crash seam is declared.
+    process.stderr.write("dsh subject: CONFORMANCE_STORE_ROOT is set, so storage is the real file system there (--seam ignored)\n");
+    options.seam = false;
+  }
   return options;
 }
 

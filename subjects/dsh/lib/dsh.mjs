@@ -1,7 +1,7 @@
 // Loads one installed DSH release (scripts/install-dsh.sh puts it in .tools/dsh/<version>/):
 // its session core, and, where that release published them, the persistence coordinator, the
-// JSONL store, the tool-result pruner, the compaction helpers (tool-pairing balance) and the
-// token meter.
+// JSONL store, the tool-result pruner, the compaction helpers (tool-pairing balance), the
+// token meter and the session projection registry.
 
 import { existsSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -51,6 +51,7 @@ export async function loadDsh(modulesRoot) {
     pruner: await importFrom(modulesRoot, "@deepseek-ai/dsh-compaction-tool-result-pruner"),
     compaction: await importFrom(modulesRoot, "@deepseek-ai/dsh-compaction"),
     tokenMeter: await importFrom(modulesRoot, "@deepseek-ai/dsh-token-meter"),
+    projection: await importFrom(modulesRoot, "@deepseek-ai/dsh-session-projection"),
   };
   modules.shadowPrice = await contextBreakdownProjection(modules.cordis, modules.tokenMeter);
   return modules;

@@ -94,6 +94,9 @@ const MESSAGE_CODES = [
   [/^ToolResultPruneConfig:/, "PRUNE_CONFIG_INVALID"],
   [/tool-result prune: failed to locate the removed text span/, "PRUNE_SPAN_NOT_FOUND"],
   [/tool-result prune: replacement must be smaller/, "PRUNE_NOT_SMALLER"],
+  // projections (dsh-session-projection)
+  [/^session projection .* stateVersion must be a non-negative integer/, "PROJECTION_UNIT_INVALID"],
+  [/^session projection key .* is already registered at stateVersion .*; refusing to share it/, "PROJECTION_VERSION_CONFLICT"],
 ];
 
 /** Node errnos that mean the storage medium failed (the protocol's fail_next injects these). */

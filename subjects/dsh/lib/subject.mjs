@@ -22,6 +22,7 @@ import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { protocolErrorOf } from "./errors.mjs";
+import { DshEngine, projectionChanges } from "./engine.mjs";
 import { BadRequest, pureFunctions } from "./pure.mjs";
 
 export class UnsupportedOp extends Error {}
@@ -42,6 +43,8 @@ export class DshSubject {
     this.seam = options.seam;
     this.storeRoot = options.storeRoot;
     this.pure = pureFunctions(dsh);
+    this.engine = new DshEngine(dsh);
+    if (dsh.projection !== undefined) this.pure["spec.projection.derive_projection_changes"] = (input) => projectionChanges(dsh, input);
     this.now = 0;
     this.storage = "none";
     this.compressed = true;
@@ -55,12 +58,12 @@ export class DshSubject {
     if (this.dsh.jsonl !== undefined) capabilities.push("storage");
     if (this.dsh.jsonl !== undefined && this.seam !== undefined) capabilities.push("crash-seam");
     if (Object.keys(this.pure).length > 0) capabilities.push("pure");
-    return capabilities;
+    return [...capabilities, ...this.engine.capabilities];
   }
 
   /** Start-up: no storage, or (kill check, PROTOCOL.md) file storage over CONFORMANCE_STORE_ROOT. */
   async start() {
-    if (this.storeRoot !== undefined && this.dsh.jsonl !== undefined) await this.open("file", true, false);
+    if (this.storeRoot !== undefined && this.dsh.jsonl !== undefined) await this.open("file", !onlyPlainLogs(this.storeRoot), false);
     else await this.open("none", true, false);
   }
 
@@ -70,7 +73,7 @@ export class DshSubject {
   async handle(request) {
     const rid = request.rid ?? null;
     const op = request.op;
-    const method = typeof op === "string" && Object.hasOwn(OPS, op) ? OPS[op] : undefined;
+    const method = this.methodOf(op);
     const crashedBefore = this.seam?.seam.disk.crashed;
     try {
       if (method === undefined) throw new UnsupportedOp(`unsupported op ${JSON.stringify(op)}`);
@@ -82,6 +85,15 @@ export class DshSubject {
       await this.quiesce().catch(() => {});
       return { rid, ok: false, error: this.errorOf(error, crashedBefore) };
     }
+  }
+
+  /** The method answering `op`: a core, storage, crash or pure op, or an engine op whose
+   * capability the installed release has; undefined (UNSUPPORTED_OP) otherwise. */
+  methodOf(op) {
+    if (typeof op !== "string") return undefined;
+    if (Object.hasOwn(OPS, op)) return OPS[op];
+    if (Object.hasOwn(ENGINE_OPS, op) && this.engine.capabilities.includes(ENGINE_OPS[op])) return `op_${op}`;
+    return undefined;
   }
 
   errorOf(error, crashedBefore) {
@@ -122,6 +134,7 @@ export class DshSubject {
       throw new UnsupportedOp(`DSH ${this.dsh.version} publishes no JSONL store, so storage ${JSON.stringify(storage)} is not offered`);
     }
     this.now = 0;
+    this.engine.forget();
     await this.open(storage, compressed, true);
     return null;
   }
@@ -276,6 +289,34 @@ export class DshSubject {
     return fn(request.input);
   }
 
+  // --- engine ops (capabilities prune, projection; lib/engine.mjs) ---
+
+  async op_prune(request) {
+    return this.engine.prune(this.liveSession(requiredId(request, "id")), request);
+  }
+
+  async op_project(request) {
+    return this.engine.project(request);
+  }
+
+  async op_unproject(request) {
+    return this.engine.unproject(request);
+  }
+
+  async op_state_of(request) {
+    const id = requiredId(request, "id");
+    return this.engine.stateOf(this.liveSession(id), request);
+  }
+
+  async op_snapshot(request) {
+    return this.engine.snapshot(this.liveSession(requiredId(request, "id")));
+  }
+
+  async op_state_of_stored(request) {
+    const id = requiredId(request, "id");
+    return this.engine.stateOfStored(this.persistence(id), id, request);
+  }
+
   // --- internals ---
 
   /** The protocol's state of a live DSH session. */
@@ -343,6 +384,7 @@ export class DshSubject {
     this.live = new Map();
     const ctx = new Context();
     await ctx.plugin(this.dsh.session.SessionStore);
+    await this.engine.attach(ctx);
     if (storage !== "none") {
       const root = this.prepareRoot(storage, emptyStore, keepDisk);
       await ctx.plugin(this.dsh.jsonl.JsonlSessionPersistence, {
@@ -387,6 +429,16 @@ export class DshSubject {
   }
 }
 
+/** Whether a store root holds plain logs and no compressed one. DSH's JSONL backend is configured
+ * for one compression and refuses a log of the other (dsh-session-persistence-jsonl index.js:1070-1074),
+ * so a process started on a root that is there (the kill check's rule) is configured as the root's
+ * logs were written; an empty root gets the default, zstd. */
+function onlyPlainLogs(root) {
+  const names = readdirSync(root, { recursive: true }).map(String);
+  const plain = names.some((name) => name.endsWith("session.jsonl"));
+  return plain && !names.some((name) => name.endsWith("session.jsonl.zstd"));
+}
+
 /** Op name to method; anything else answers UNSUPPORTED_OP. */
 const OPS = {
   hello: "op_hello", reset: "op_reset", clock: "op_clock", create: "op_create", append: "op_append",
@@ -394,6 +446,7 @@ const OPS = {
   read: "op_read", unsynced: "op_unsynced", crash: "op_crash", arm_crash: "op_arm_crash",
   fail_next: "op_fail_next", ops: "op_ops", damage: "op_damage", call: "op_call",
 };
+const ENGINE_OPS = { prune: "prune", project: "projection", unproject: "projection", state_of: "projection", snapshot: "projection", state_of_stored: "projection" };
 
 function isPlainObject(value) {
   return typeof value === "object" && value !== null && !Array.isArray(value);

@@ -1,0 +1,90 @@
+"""docs/compatibility.md is what scripts/compatibility.py renders from the stored summary of the
+DSH runs (docs/compatibility-runs.json), and every deviation on it has a recorded cause (issue 9
+part 6). No network and no DSH install are needed: the runs are stored, and the page is checked
+against them. The runs themselves are refreshed by `python scripts/compatibility.py` (which
+certifies each pinned release) when DSH or the suite changes."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import compatibility  # noqa: E402 - scripts/ is not a package
+
+STORED = compatibility.SUMMARY.is_file() and compatibility.PAGE.is_file()
+needs_runs = pytest.mark.skipif(
+    not STORED, reason="docs/compatibility-runs.json or docs/compatibility.md is absent: nothing to check"
+)
+
+
+def stored() -> dict[str, Any]:
+    return json.loads(compatibility.SUMMARY.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+
+
+@needs_runs
+def test_the_page_is_what_the_stored_runs_render() -> None:
+    rendered = compatibility.render(stored())
+    assert compatibility.PAGE.read_text(encoding="utf-8") == rendered, (
+        "docs/compatibility.md is stale: run python scripts/compatibility.py --render"
+    )
+
+
+@needs_runs
+def test_every_pinned_release_is_on_the_page() -> None:
+    releases = stored()["releases"]
+    assert set(compatibility.pinned_releases()) <= set(releases), "a pinned release has no stored run"
+
+
+@needs_runs
+def test_every_deviation_of_every_release_has_a_recorded_cause() -> None:
+    unexplained = [
+        f"{release}: {key} ({case['outcome']})"
+        for release, run in stored()["releases"].items()
+        for key, case in run["deviations"].items()
+        if compatibility.reason_of(key, case).startswith("no recorded cause")
+    ]
+    assert not unexplained, "\n".join(unexplained)
+
+
+@needs_runs
+def test_the_counts_agree_with_the_deviations() -> None:
+    for release, run in stored()["releases"].items():
+        for family, counts in run["counts"].items():
+            listed = sum(1 for case in run["deviations"].values() if case["family"] == family)
+            assert listed == counts["failed"] + counts["unsupported"] + counts["not run"], (release, family)
+
+
+def test_a_summary_keeps_every_case_that_did_not_pass_and_counts_the_rest() -> None:
+    run = {
+        "subject": {"name": "dsh", "version": "9"},
+        "cases": [
+            {"key": "a/x", "family": "a", "outcome": "passed", "rule": "r", "detail": ""},
+            {"key": "a/y", "family": "a", "outcome": "failed", "rule": "r", "detail": "d" * 999},
+            {"key": "b/z", "family": "b", "outcome": "not run", "rule": None, "detail": None},
+        ],
+    }
+    summary = compatibility.summarize(run)
+    assert summary["counts"] == {
+        "a": {"passed": 1, "failed": 1, "unsupported": 0, "not run": 0},
+        "b": {"passed": 0, "failed": 0, "unsupported": 0, "not run": 1},
+    }
+    assert sorted(summary["deviations"]) == ["a/y", "b/z"]
+    assert len(summary["deviations"]["a/y"]["detail"]) == compatibility.DETAIL
+
+
+def test_releases_sort_by_version_with_the_candidate_number_last() -> None:
+    given = ["0.1.1-rc.2", "0.1.0-rc.8", "0.0.1-rc.1", "0.1.0-rc.6", "0.1.0"]
+    assert sorted(given, key=compatibility.release_order) == [
+        "0.0.1-rc.1",
+        "0.1.0-rc.6",
+        "0.1.0-rc.8",
+        "0.1.0",
+        "0.1.1-rc.2",
+    ]

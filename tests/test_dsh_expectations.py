@@ -1,0 +1,62 @@
+"""scripts/dsh_expectations.py explains DSH's deviations by rule, family and detail, never one
+outcome by a cause of another; and the pieces of the suite it relies on: the --json run stays
+writable when a detail quotes a lone surrogate, and the crash checks compare numbers as D5 does."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from conformance.crash_rules import check_d3_1_header, check_d3_2_prefix
+from conformance.report import CaseResult, encode_results
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import dsh_expectations  # noqa: E402 - scripts/ is not a package
+
+
+def case(key: str, outcome: str, detail: str = "", rule: str = "") -> dict[str, str]:
+    return {"key": key, "outcome": outcome, "detail": detail, "rule": rule}
+
+
+def test_an_engine_op_dsh_has_no_package_for_is_explained_as_unsupported_in_any_family() -> None:
+    for key in ("compaction/x", "projection/y", "machine/z"):
+        cause = dsh_expectations.cause_of(case(key, "unsupported", "the subject does not declare compaction"))
+        assert cause is not None and "no package" in cause.reason, key
+
+
+def test_a_failure_is_never_explained_by_a_cause_of_another_status() -> None:
+    entries, problems = dsh_expectations.explain([case("compaction/x", "failed", "got INTERNAL")])
+    assert entries == [] and problems == ["compaction/x ended failed, its causes say unsupported"]
+
+
+def test_the_wire_unit_deviation_is_found_by_its_detail_in_a_stateful_family_too() -> None:
+    detail = "snapshot: result differs at $.values.sessionDigest: unexpected {...}"
+    for key in ("projection/snapshot-serves-the-wire-units-only", "machine/diverges-snapshot-x"):
+        cause = dsh_expectations.cause_of(case(key, "failed", detail))
+        assert cause is not None and "host-only" in cause.reason, key
+
+
+def test_a_case_no_cause_explains_is_refused() -> None:
+    _, problems = dsh_expectations.explain([case("session/new-thing", "failed", "surprise")])
+    assert problems and problems[0].startswith("no cause explains session/new-thing")
+
+
+def test_the_json_run_is_ascii_and_keeps_a_lone_surrogate_as_an_escape() -> None:
+    result = CaseResult("crash", "d3-2", "failed", 'text "con\ud800tents"', case_id="d3-2")
+    text = encode_results([result], {"name": "x"})
+    assert text.isascii() and "\\ud800" in text
+    assert json.loads(text)["cases"][0]["detail"] == 'text "con\ud800tents"'
+
+
+def test_the_crash_checks_read_an_integral_float_as_the_integer_it_is() -> None:
+    appended = [{"type": "turn/start", "seq": 0, "time": 0, "data": {"turn": 1.0}}]
+    assert (
+        check_d3_2_prefix([{"type": "turn/start", "seq": 0, "time": 0, "data": {"turn": 1}}], appended) == ()
+    )
+    assert check_d3_2_prefix([{"type": "turn/start", "seq": 0, "time": 0, "data": {"turn": 2}}], appended)
+    header = {"version": 4, "id": "s", "createdAt": 7.0, "delegationDepth": 0, "isSeeded": False}
+    assert check_d3_1_header(True, {**header, "createdAt": 7}, header, True) == ()
+    assert check_d3_1_header(True, {**header, "createdAt": 8}, header, True)
