@@ -200,8 +200,9 @@ def write_junit(results: Sequence[CaseResult], path: Path, suite_name: str = "co
 
 
 def encode_results(results: Sequence[CaseResult], subject: Mapping[str, object]) -> str:
-    """The run as JSON, for tools (``--json``): the subject's hello and one object per case. ASCII
-    with escapes, so that a detail quoting a lone surrogate (a generated value) stays writable."""
+    """The run as JSON, for tools (``--json``): the subject's hello and one object per case. A lone
+    surrogate (a rich value a failure's detail quotes) is written as its ``\\uXXXX`` escape, so that
+    the text is UTF-8 and reads back to the same strings."""
     cases = [
         {
             "key": result.key,
@@ -214,4 +215,8 @@ def encode_results(results: Sequence[CaseResult], subject: Mapping[str, object])
         }
         for result in results
     ]
-    return json.dumps({"subject": dict(subject), "cases": cases}, ensure_ascii=True, indent=1) + "\n"
+    text = json.dumps({"subject": dict(subject), "cases": cases}, ensure_ascii=False, indent=1) + "\n"
+    return _LONE_SURROGATE.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
+
+
+_LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
