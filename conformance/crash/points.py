@@ -56,6 +56,9 @@ CRASHED: Final = "CRASHED"
 STORAGE_IO: Final = "STORAGE_IO"
 FAULTS: Final = (("fsync", "EIO"), ("write", "ENOSPC"), ("write", "EIO"))
 DAMAGE_SPOTS: Final = ("middle", "start", "end")  # where in a log's second unit damage flips a byte
+# The workloads the damage check runs on: the standard one, or, where a subject cannot replay it
+# (no engine_append), the single-session one, so D3 item 5 is still reached.
+DAMAGE_WORKLOADS: Final = ("standard", "single session")
 
 # --- replaying a workload on the seam --------------------------------------------------------------
 
@@ -421,10 +424,12 @@ def run_crash_checks(
     (zstd-compressed and plain JSONL), and the damage check at three spots; with ``fail_fast``,
     up to the first failing point. A workload whose replay the subject answers differently from
     the model is reported, and its remaining points are not reached; the other workloads still run.
-    ``capabilities`` adds the workloads of the engine capabilities the subject declares;
+    The damage check runs on the standard workload, or on the single-session one when the subject
+    could not replay the standard one. ``capabilities`` adds the workloads of the engine capabilities the subject declares;
     ``workloads`` names the ones to run (``None``: all)."""
     outcome = CrashOutcome(fail_fast=fail_fast)
     started = time.perf_counter()
+    damaged: set[bool] = set()  # the formats whose damage check ran
     target_token, reached_token = _TARGET.set(target), _REACHED.set(outcome.reached)
     try:
         for compressed in compressions:
@@ -438,8 +443,10 @@ def run_crash_checks(
                 reset = _RESET.set(WORKLOAD_RESETS.get(workload_name, {}))
                 cuts = _BYTE_CUTS.set(WORKLOAD_BYTE_CUTS.get(workload_name, lambda size: range(1, size)))
                 try:
-                    for spot in DAMAGE_SPOTS if workload_name == "standard" else ():
-                        run_damage_check(subject, workload, compressed, outcome, spot)
+                    if workload_name in DAMAGE_WORKLOADS and compressed not in damaged:
+                        for spot in DAMAGE_SPOTS:
+                            run_damage_check(subject, workload, compressed, outcome, spot)
+                        damaged.add(compressed)
                     run_boundary_crashes(subject, workload, compressed, outcome, every_byte)
                     run_fault_injection(subject, workload, compressed, outcome)
                 except Mismatch as error:
