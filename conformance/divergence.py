@@ -29,8 +29,10 @@ class Divergences:
     """Every distinct disagreement of one run, in the order they were first met."""
 
     found: dict[str, Divergence] = field(default_factory=dict)
+    stops: int = 0  # how many examples (or branches) a disagreement stopped
 
-    def record(self, signature: str, example: str) -> None:
+    def record(self, signature: str, example: str, stops: bool = True) -> None:
+        self.stops += stops
         seen = self.found.get(signature)
         if seen is None:
             self.found[signature] = Divergence(signature, example)
@@ -45,7 +47,7 @@ class Divergences:
         return [
             CaseResult(
                 family,
-                f"the subject diverges from the spec model: {item.signature} ({item.count} of {out_of})",
+                f"the subject diverges from the spec model: {item.signature} (met {item.count} times in {out_of})",
                 "failed",
                 f"first met by:\n{item.first}",
                 seconds / max(len(self.found), 1),

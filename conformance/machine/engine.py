@@ -394,9 +394,9 @@ class EngineRules(SessionMachine):
         for session in sorted(self.driver.model.live):
             for key in sorted(self.driver.model.engine.units):
                 check = partial(self.driver.step, "state_of", id=session, unit=key)
-                if self.agreeing(check) is None:
+                if self.agreeing(check, goes_on=True) is None:
                     return
-            if self.agreeing(partial(self.driver.step, "snapshot", id=session)) is None:
+            if self.agreeing(partial(self.driver.step, "snapshot", id=session), goes_on=True) is None:
                 return
 
     # --- durability checkpoints -----------------------------------------------------------------

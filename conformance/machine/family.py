@@ -139,9 +139,9 @@ def check_machine(subject: Subject, options: Options) -> list[CaseResult]:
         return [CaseResult("machine", name, "failed", outcome.failure, stats.seconds, case_id="agrees")]
     if not divergences:
         return [CaseResult("machine", name, "passed", seconds=stats.seconds, case_id="agrees")]
-    diverged = sum(item.count for item in divergences.found.values())
     detail = (
-        f"{len(divergences.found)} distinct disagreements; {diverged} of {stats.examples} runs stopped at one"
+        f"{len(divergences.found)} distinct disagreements; {divergences.stops} of {stats.examples} runs "
+        "stopped at one (a disagreement on a read-only op is recorded and the run goes on)"
     )
     if Phase.shrink in machine_settings(options.profile).phases:
         shrunk = run_machine(subject, options.capabilities, options.profile, target)

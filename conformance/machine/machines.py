@@ -112,6 +112,9 @@ class MachineRun:
 UNSUPPORTED: Final = Response(
     ok=False, error_code="UNSUPPORTED_OP", error_message="the subject lacks this op"
 )
+# Ops that change neither the subject nor the model: a disagreement on one is recorded and the
+# example goes on (the rule that sent it sees the op as unsupported).
+READ_ONLY_OPS: Final = frozenset({"state", "read", "snapshot", "state_of", "state_of_stored", "export"})
 DIVERGED: Final = Response(
     ok=False, error_code="DIVERGED", error_message="the example stopped at a disagreement"
 )
@@ -171,18 +174,22 @@ class SessionMachine(RuleBasedStateMachine):
             return DIVERGED
         self.program.append(describe_request(op, args))
         try:
-            answer: Response | None = self.agreeing(lambda: self.driver.step(op, **args))
+            answer: Response | None = self.agreeing(
+                lambda: self.driver.step(op, **args), goes_on=op in READ_ONLY_OPS
+            )
         except Unsupported:
             self.stats.unsupported.add(op)
             return UNSUPPORTED
         if answer is None:
-            return DIVERGED
+            return DIVERGED if self.diverged else UNSUPPORTED
         self.stats.count(f"{op} {'ok' if answer.ok else answer.error_code}")
         return answer
 
-    def agreeing(self, check: Callable[[], T]) -> T | None:
+    def agreeing(self, check: Callable[[], T], goes_on: bool = False) -> T | None:
         """``check()``, or ``None`` when it met a disagreement that this run records and goes on
-        past (the example then stops: every later step is a no-op)."""
+        past: the example then stops (every later step is a no-op), unless ``goes_on`` says the
+        step changed nothing (a read-only op), so that one difference in what a subject reports
+        does not hide the rest of its behaviour."""
         if self.diverged:
             return None
         try:
@@ -190,8 +197,10 @@ class SessionMachine(RuleBasedStateMachine):
         except Mismatch as mismatch:
             if self.divergences is None:
                 raise
-            self.diverged = True
-            self.divergences.record(mismatch.signature, describe_program(self.program, str(mismatch)))
+            self.diverged = not goes_on
+            self.divergences.record(
+                mismatch.signature, describe_program(self.program, str(mismatch)), stops=not goes_on
+            )
             return None
 
     def events(self, session: str) -> tuple[Event, ...]:
