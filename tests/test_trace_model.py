@@ -15,6 +15,8 @@ from conformance.trace.persistence import (
     Tree,
     Truncate,
     Write,
+)
+from conformance.trace.states import (
     enumerate_strict,
     enumerate_weak,
     find_boundaries,

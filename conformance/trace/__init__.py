@@ -4,7 +4,9 @@ stdio subject made beneath strace, each checked against SPEC-DECISIONS D3
 
 - :mod:`conformance.trace.strace` runs strace and reads its output;
 - :mod:`conformance.trace.calls` turns the calls under the store root into the models' calls;
-- :mod:`conformance.trace.persistence` is the two persistence models and their enumerations;
+- :mod:`conformance.trace.persistence` replays them on a disk that keeps what is durable and what
+  is pending;
+- :mod:`conformance.trace.states` is the two persistence models: the crash states each builds;
 - :mod:`conformance.trace.specread` reads a state's log with the spec's own reader;
 - :mod:`conformance.trace.run` drives the subject processes;
 - :mod:`conformance.trace.family` runs the workloads and judges every state.

@@ -47,23 +47,18 @@ from conformance.trace.judge import (
     replay_models,
     session_ids,
 )
-from conformance.trace.persistence import (
-    EMPTY_TREE,
+from conformance.trace.persistence import EMPTY_TREE, Call, Cut, Disk, Tree, Write
+from conformance.trace.run import CheckAnswers, Request, materialize, run_check, run_traced
+from conformance.trace.specread import read_with_spec
+from conformance.trace.states import (
     MODELS,
     NOTHING_UNSYNCED,
     RANDOM_CUTS,
-    Call,
     CrashState,
-    Cut,
-    Disk,
     Model,
-    Tree,
-    Write,
     enumerate_states,
     seeded_sampler,
 )
-from conformance.trace.run import CheckAnswers, Request, materialize, run_check, run_traced
-from conformance.trace.specread import read_with_spec
 from conformance.trace.strace import StraceProbe, TraceUnreadable, probe_strace
 from spec.log.events import TURN_START, USER_MESSAGE
 
