@@ -9,7 +9,9 @@ stdio subject made beneath strace, each checked against SPEC-DECISIONS D3
 - :mod:`conformance.trace.states` is the two persistence models: the crash states each builds;
 - :mod:`conformance.trace.specread` reads a state's log with the spec's own reader;
 - :mod:`conformance.trace.run` drives the subject processes;
-- :mod:`conformance.trace.family` runs the workloads and judges every state.
+- :mod:`conformance.trace.workloads` is what the subject is asked beneath strace;
+- :mod:`conformance.trace.family` runs the workloads and judges every state;
+- :mod:`conformance.trace.summary` turns what was found into the family's cases.
 
 The family is opt-in (``python -m conformance --stdio CMD --trace-crashes``, or ``--families
 trace``): it needs strace and takes longer than the rest of a run.

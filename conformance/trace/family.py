@@ -15,6 +15,10 @@ Entry point: :func:`check_trace` (the runner's family interface, ``(subject, opt
 of :class:`~conformance.report.CaseResult`). Nothing is passed that did not run: without strace,
 without ptrace, for a subject that is not a stdio process or lacks ``storage``, or for a trace
 holding calls no model covers, the cases say why they did not run.
+
+The workloads are :mod:`conformance.trace.workloads`, the crash states each model builds
+:mod:`conformance.trace.states`, and the cases reported from what was found
+:mod:`conformance.trace.summary`; this module runs the workloads and judges every state.
 """
 
 from __future__ import annotations
@@ -25,11 +29,10 @@ import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Final
 
-from conformance import builders as build
-from conformance.crash import FAIL_FAST, START_TIME, standard_workload
+from conformance.crash import FAIL_FAST
 from conformance.crash_rules import D3_ITEMS
 from conformance.model import DurableLog, ModelStore
 from conformance.report import CaseResult, Options
@@ -47,8 +50,8 @@ from conformance.trace.judge import (
     replay_models,
     session_ids,
 )
-from conformance.trace.persistence import EMPTY_TREE, Call, Cut, Disk, Tree, Write
-from conformance.trace.run import CheckAnswers, Request, materialize, run_check, run_traced
+from conformance.trace.persistence import Disk, Tree
+from conformance.trace.run import CheckAnswers, materialize, run_check, run_traced
 from conformance.trace.specread import read_with_spec
 from conformance.trace.states import (
     MODELS,
@@ -60,119 +63,14 @@ from conformance.trace.states import (
     seeded_sampler,
 )
 from conformance.trace.strace import StraceProbe, TraceUnreadable, probe_strace
-from spec.log.events import TURN_START, USER_MESSAGE
+from conformance.trace.summary import ModelTally, TraceOutcome, not_run, summarise_trace_outcome
+from conformance.trace.workloads import Workload, resuming_workload, torn_last_write, writing_workload
 
-FAMILY: Final = "trace"
-NOT_RUN: Final = "not run"  # the outcome of a case the suite could not reach (with its reason)
 SEED: Final = 0
-RESUME_TIME: Final = START_TIME + 1_000  # ms: the clock of the resuming workload
-ITEM_SENTENCES: Final = {
-    **D3_ITEMS,
-    REPLAY: "the traced workload answers as the spec model says",
-    READER: "the subject reads every crash state as the spec's own reader does",
-}
-SHOWN_FAILURES: Final = 6
 LOG_FORMATS: Final = {"ci": (True, False), "thorough": (True, False)}
 
 
-# --- workloads -------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Workload:
-    """Requests to run beneath strace over ``initial`` (what the store root holds at the start),
-    with the spec model of the store before the first request."""
-
-    name: str
-    compressed: bool
-    initial: Tree
-    model: ModelStore
-    requests: tuple[Request, ...]
-    now: int
-
-
-def writing_workload(compressed: bool, engine_append: bool = True) -> Workload:
-    """The crash family's standard workload on an empty root: publish, grow across flushes, end
-    inside an open turn; beside it a session created from an empty seed. For a subject without
-    ``engine_append``, the same without that request (no compaction is left open)."""
-    requests: tuple[Request, ...] = (
-        ("reset", {"storage": "file", "compressed": compressed}),
-        ("clock", {"now": START_TIME}),
-        *(r for r in standard_workload() if engine_append or r[0] != "engine_append"),
-    )
-    label = "zstd" if compressed else "plain"
-    name = f"{label}, writing" + ("" if engine_append else f" {WITHOUT_ENGINE_APPEND}")
-    return Workload(name, compressed, EMPTY_TREE, ModelStore(storage="file"), requests, START_TIME)
-
-
-WITHOUT_ENGINE_APPEND: Final = "(without engine_append, which the subject lacks)"
-
-
-def resuming_workload(
-    compressed: bool, initial: Tree, stored: Mapping[str, DurableLog], session_id: str
-) -> Workload:
-    """Resume a session whose log ends in a torn tail (the repair is written), then append and
-    flush after the closers."""
-    requests: tuple[Request, ...] = (
-        ("clock", {"now": RESUME_TIME}),
-        ("resume", {"id": session_id}),
-        ("append", {"id": session_id, "type": TURN_START, "data": build.turn_start(2)}),
-        (
-            "append",
-            {
-                "id": session_id,
-                "type": USER_MESSAGE,
-                "data": build.user_message("u2", "go on"),
-                "surfaceOp": "append",
-            },
-        ),
-        ("flush", {"id": session_id}),
-    )
-    label = "zstd" if compressed else "plain"
-    model = ModelStore(storage="file", stored=dict(stored))
-    return Workload(f"{label}, resuming a torn log", compressed, initial, model, requests, RESUME_TIME)
-
-
-def torn_last_write(initial: Tree, calls: Sequence[Call]) -> tuple[Tree, str] | None:
-    """The strict state in which the last write of the trace is torn in its middle, everything
-    before it whole: a torn tail for the resuming workload to repair."""
-    last = max((index for index, call in enumerate(calls) if isinstance(call.op, Write)), default=None)
-    if last is None:
-        return None
-    disk = Disk(initial)
-    for call in calls[: last + 1]:
-        disk.apply(call.op)
-    write = calls[last].op
-    assert isinstance(write, Write)
-    pending = disk.pending_data[write.inode]
-    tree = disk.crash({("data", write.inode): Cut(len(pending) - 1, len(write.data) // 2)}, rest_full=True)
-    return tree, f"call {last + 1} ({calls[last].text}) torn after {len(write.data) // 2} bytes"
-
-
 # --- running it all ------------------------------------------------------------------------------
-
-
-@dataclass
-class ModelTally:
-    """What one model built and found across the workloads."""
-
-    states: int = 0
-    distinct: set[str] = field(default_factory=set)
-    judged: int = 0
-    failures: dict[str, list[str]] = field(default_factory=dict)  # item -> failure texts
-
-
-@dataclass
-class TraceOutcome:
-    """Everything the family found; ``not_run`` holds the reasons a workload could not be judged."""
-
-    tallies: dict[str, ModelTally] = field(default_factory=lambda: {model: ModelTally() for model in MODELS})
-    calls: int = 0
-    workloads: list[str] = field(default_factory=list)
-    replay: list[str] = field(default_factory=list)
-    not_run: list[str] = field(default_factory=list)
-    reader_checked: bool = False
-    seconds: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -267,6 +165,34 @@ def _run_workload(
     checker: _StateChecker,
     judge: bool,
 ) -> tuple[TraceLog, list[ModelStore]] | None:
+    """Trace ``workload`` and replay its answers on the spec model; when ``judge`` is set, judge
+    every crash state its trace allows. The trace and the models after each request, or ``None``
+    when the workload could not be traced (``outcome`` says why)."""
+    traced = _trace_workload(probe, settings, workload, scratch, outcome)
+    if traced is None or not judge:
+        return traced
+    log, models = traced
+    outcome.calls += len(log.calls)
+    layout_known = _layout_known(workload, log, models)
+    outcome.reader_checked |= layout_known
+    judging = _Judging(settings, workload, log, models, session_ids(models), layout_known, checker)
+    states = _crash_states(settings, workload, log)
+    if not settings.fail_fast:
+        checker.check_all(
+            {state.tree.key(): state.tree for found in states.values() for state in found},
+            judging.ids,
+            workload.now,
+        )
+    for model, model_states in states.items():
+        _judge_states(judging, model_states, outcome.tallies[model])
+    return traced
+
+
+def _trace_workload(
+    probe: StraceProbe, settings: TraceSettings, workload: Workload, scratch: str, outcome: TraceOutcome
+) -> tuple[TraceLog, list[ModelStore]] | None:
+    """Run ``workload`` beneath strace on a fresh root, and check its answers against the spec
+    model and its trace against what the persistence models cover."""
     root = tempfile.mkdtemp(prefix="traced-", dir=scratch)
     try:
         materialize(workload.initial, root)
@@ -298,12 +224,13 @@ def _run_workload(
             f"{workload.name}: the trace shows {len(log.acks)} of the {len(traced.answers)} answers on the subject's stdout pipe"
         )
         return None
-    if not judge:
-        return log, models
-    outcome.calls += len(log.calls)
-    ids = session_ids(models)
-    layout_known = _layout_known(workload, log, models)
-    outcome.reader_checked |= layout_known
+    return log, models
+
+
+def _crash_states(
+    settings: TraceSettings, workload: Workload, log: TraceLog
+) -> dict[Model, list[CrashState]]:
+    """Every state each model builds from the trace, in the order they are judged."""
     sampler = seeded_sampler(settings.seed, RANDOM_CUTS.get(settings.profile, RANDOM_CUTS["ci"]))
     states: dict[Model, list[CrashState]] = {
         model: list(enumerate_states(model, workload.initial, log.calls, sampler))
@@ -315,44 +242,62 @@ def _run_workload(
             model: sorted(states[model], key=lambda state: state.survived != NOTHING_UNSYNCED)
             for model in reversed(settings.models)
         }
-    else:
-        checker.check_all(
-            {state.tree.key(): state.tree for found in states.values() for state in found}, ids, workload.now
-        )
-    for model, model_states in states.items():
-        tally = outcome.tallies[model]
-        tally.states += len(model_states)
-        seen: set[tuple[str, int]] = set()
-        for state in model_states:
-            key = state.tree.key()
-            tally.distinct.add(f"{workload.name}:{key}")
-            expectation = expectation_at(models, log.acks, state.point)
-            if (key, expectation.acked) in seen:
-                continue
-            seen.add((key, expectation.acked))
-            tally.judged += 1
-            answers = checker.answers(state.tree, ids, workload.now)
-            views = {
-                session_id: read_with_spec(state.tree, header)
-                for session_id in ids
-                if (header := header_of(expectation.in_flight, session_id)) is not None
-            }
-            for problem in judge_state(
-                answers, views, expectation, workload.now, layout_known, settings.target
-            ):
-                item = next(
-                    (
-                        name
-                        for name in (*D3_ITEMS, READER)
-                        if problem.split(": ", 1)[-1].startswith(name + ":")
-                    ),
-                    REPLAY,
-                )
-                text = f"{workload.name}: {_describe_state(state, log, workload, expectation)}\n    {problem}"
-                tally.failures.setdefault(item, []).append(text)
-                if settings.fail_fast:
-                    raise _Enough()
-    return log, models
+    return states
+
+
+@dataclass(frozen=True)
+class _Judging:
+    """One traced workload under judgement: what each of its crash states is judged with."""
+
+    settings: TraceSettings
+    workload: Workload
+    log: TraceLog
+    models: list[ModelStore]  # the spec model after each request (models[i]: after the first i)
+    ids: list[str]  # every session the workload knew
+    layout_known: bool  # whether the spec's reader finds the logs where D1 puts them
+    checker: _StateChecker
+
+
+def _judge_states(judging: _Judging, states: Sequence[CrashState], tally: ModelTally) -> None:
+    """Judge each (state, acknowledgements) pair once, and tally what was built and found."""
+    tally.states += len(states)
+    seen: set[tuple[str, int]] = set()
+    for state in states:
+        key = state.tree.key()
+        tally.distinct.add(f"{judging.workload.name}:{key}")
+        expectation = expectation_at(judging.models, judging.log.acks, state.point)
+        if (key, expectation.acked) in seen:
+            continue
+        seen.add((key, expectation.acked))
+        tally.judged += 1
+        for problem in _problems(judging, state, expectation):
+            described = _describe_state(state, judging.log, judging.workload, expectation)
+            text = f"{judging.workload.name}: {described}\n    {problem}"
+            tally.failures.setdefault(_item_of(problem), []).append(text)
+            if judging.settings.fail_fast:
+                raise _Enough()
+
+
+def _problems(judging: _Judging, state: CrashState, expectation: Expectation) -> tuple[str, ...]:
+    """What a fresh subject, and the spec's reader, make of one state, judged against what was
+    acknowledged before its crash point."""
+    answers = judging.checker.answers(state.tree, judging.ids, judging.workload.now)
+    views = {
+        session_id: read_with_spec(state.tree, header)
+        for session_id in judging.ids
+        if (header := header_of(expectation.in_flight, session_id)) is not None
+    }
+    return judge_state(
+        answers, views, expectation, judging.workload.now, judging.layout_known, judging.settings.target
+    )
+
+
+def _item_of(problem: str) -> str:
+    """The D3 item (or the spec-reader comparison) a problem names; else the replay."""
+    return next(
+        (name for name in (*D3_ITEMS, READER) if problem.split(": ", 1)[-1].startswith(name + ":")),
+        REPLAY,
+    )
 
 
 def _layout_known(workload: Workload, log: TraceLog, models: Sequence[ModelStore]) -> bool:
@@ -419,57 +364,7 @@ class _StateChecker:
             shutil.rmtree(place, ignore_errors=True)
 
 
-# --- the family's cases ----------------------------------------------------------------------------
-
-
-def summarise_trace_outcome(outcome: TraceOutcome) -> list[CaseResult]:
-    """One case per model and D3 item (and for the replay and the spec-reader comparison): failed
-    with the first failing states, passed only when every workload was judged, else not run."""
-    results: list[CaseResult] = []
-    seconds = outcome.seconds / (len(MODELS) * len(ITEM_SENTENCES))
-    incomplete = "; ".join(outcome.not_run)
-    for model in MODELS:
-        tally = outcome.tallies[model]
-        counts = (
-            f"{model} model: {tally.states} crash states, {len(tally.distinct)} distinct, {tally.judged} judged, "
-            f"from {outcome.calls} traced calls in {len(outcome.workloads)} workloads"
-        )
-        for item, sentence in ITEM_SENTENCES.items():
-            name = f"{item}: {sentence} ({counts})" if item.startswith("D3") else f"{sentence} ({counts})"
-            found = list(tally.failures.get(item, []))
-            if item == REPLAY:
-                found = outcome.replay + found
-            if found:
-                shown = "\n".join(found[:SHOWN_FAILURES]) + (
-                    f"\n... and {len(found) - SHOWN_FAILURES} more" if len(found) > SHOWN_FAILURES else ""
-                )
-                results.append(CaseResult(FAMILY, name, "failed", shown, seconds, rule=item))
-            elif incomplete:
-                results.append(
-                    CaseResult(FAMILY, name, NOT_RUN, f"not run: {incomplete}", seconds, rule=item)
-                )
-            elif item == READER and not outcome.reader_checked:
-                why = "not run: the subject's files are not where SPEC-DECISIONS D1 puts them, so the spec's reader has nothing to compare"
-                results.append(CaseResult(FAMILY, name, NOT_RUN, why, seconds, rule=item))
-            elif tally.judged == 0:
-                results.append(
-                    CaseResult(
-                        FAMILY, name, NOT_RUN, "not run: no crash state was judged", seconds, rule=item
-                    )
-                )
-            else:
-                reduced = [w for w in outcome.workloads if WITHOUT_ENGINE_APPEND in w]
-                note = f"judged on: {', '.join(reduced)}: no compaction was left open" if reduced else ""
-                results.append(CaseResult(FAMILY, name, "passed", note, seconds, rule=item))
-    return results
-
-
-def not_run(reason: str) -> list[CaseResult]:
-    return [
-        CaseResult(
-            FAMILY, "crash states from the subject's system calls (SPEC-DECISIONS D3)", NOT_RUN, reason
-        )
-    ]
+# --- the entry point -----------------------------------------------------------------------------
 
 
 def _answers_engine_append(subject: Subject) -> bool:
