@@ -43,7 +43,7 @@ def check_closers(events: Sequence[Event]) -> Iterator[Violation]:
                 if tuple(events[position : position + len(expected)]) == expected:
                     verified_ends.add(position + len(expected) - 1)
                     verified.update(range(position, position + len(expected)))
-            at = violation_seq(event, position)
+        at = violation_seq(event, position)
         if _is_interrupted_turn_end(event) and position not in verified_ends:
             yield Violation(
                 "closers",
