@@ -124,10 +124,11 @@ def prune_edges() -> list[JsonObject]:
             values.UNKNOWN_BLOCK,
             values.text_block(half + "x"),
         ]
-        inputs += [{"blocks": blocks, "config": None} for blocks in (whole, split)]
+        inputs += [{"blocks": blocks, "config": DEFAULT_PRUNE} for blocks in (whole, split)]
     return inputs
 
 
+DEFAULT_PRUNE: Final[JsonObject] = {"thresholdChars": 8192, "headChars": 4096, "tailChars": 1024}
 NUMBER_INPUTS: Final[tuple[JsonValue, ...]] = (*values.NUMBER_EDGES, *values.NOT_NUMBERS)
 
 EDGE_INPUTS: Final[Mapping[str, Callable[[], list[JsonObject]]]] = {
