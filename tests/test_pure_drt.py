@@ -1,11 +1,10 @@
-"""The pure-drt family: the reference agrees with the specification on every function, under the
-profile HYPOTHESIS_PROFILE names (ci by default; thorough draws ten times more), every edge input
-reaches its rule, and a disagreement comes back shrunk, as a vector the specification answers."""
+"""The pure-drt family: its budget is fixed per profile, every edge input reaches its rule, and a
+disagreement comes back as a vector the specification answers (tests/test_profiles.py runs it on
+the reference under HYPOTHESIS_PROFILE)."""
 
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Mapping
 
@@ -15,21 +14,8 @@ from conformance.pure_drt import BUDGETS, check_pure_drt, run_function
 from conformance.report import Options
 from conformance.runner import hello
 from conformance.subject import InProcessSubject
-from reference.server import ReferenceSubject
 from spec.log.json import JsonValue
 from spec.wire import WIRE_FUNCTIONS
-
-PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci")
-
-
-def test_the_reference_agrees_with_the_specification_on_every_function() -> None:
-    subject = InProcessSubject(ReferenceSubject())
-    said = hello(subject)
-    results = check_pure_drt(subject, Options(profile=PROFILE, capabilities=said.capabilities))
-    assert [r.rule for r in results] == list(WIRE_FUNCTIONS)
-    assert all(r.outcome == "passed" for r in results), [(r.name, r.detail[:800]) for r in results]
-    budget = BUDGETS.get(PROFILE, BUDGETS["ci"])
-    assert all(f"a budget of {budget}" in r.detail for r in results)
 
 
 def test_the_budget_is_fixed_per_profile() -> None:
