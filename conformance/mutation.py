@@ -190,7 +190,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         factories,
         baseline,
         options,
-        lambda score: print(f"  {score.subject}: {verdict_of(score)}", file=sys.stderr),
+        lambda score: print(format_markdown([score]).splitlines()[-1], file=sys.stderr, flush=True),
     )
     print(format_text(scores))
     if args.markdown is not None:
