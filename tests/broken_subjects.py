@@ -590,3 +590,12 @@ BROKEN_SUBJECTS: tuple[type[MutantSubject], ...] = (
     AcknowledgesFlushBeforeFsync,
     IgnoresFailedFsync,
 )
+
+# The value-domain, line-splitting, UTF-16, content, absent/null and storage-format mutants of
+# issue 10 build on the plumbing above (tests/broken_values.py).
+if __package__:  # imported as tests.broken_subjects (python -m conformance.mutation)
+    from tests.broken_values import BROKEN_VALUES
+else:  # imported from tests/ (pytest)
+    from broken_values import BROKEN_VALUES
+
+BROKEN_SUBJECTS += BROKEN_VALUES

@@ -171,6 +171,11 @@ def lineage_rule_cases() -> Cases:
         "closers: an interrupted turn/end outside repair's closers is a violation",
         log(T1, user_ev(), interrupted),
     )
+    yield breaks(
+        "closers: an interrupted turn/end that opens the log is a violation",
+        log(interrupted),
+        comment="no turn was ever open, so no closer block can end here (pure-drt found the checker failing on it)",
+    )
     forged = {
         **result_msg("c1"),
         "error": {"name": "ToolOutcomeUnknownError", "code": "TOOL_OUTCOME_UNKNOWN"},

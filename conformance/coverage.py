@@ -1,0 +1,337 @@
+"""Requirement traceability: ``conformance/coverage.md``, which checks exercise each rule.
+
+  python -m conformance.coverage           write conformance/coverage.md
+  python -m conformance.coverage --check   exit 1 when the file differs from a fresh one
+
+A *rule* is a public function of ``spec/`` or a stable code of :class:`spec.codes.Code`. Three
+kinds of check exercise rules:
+
+- **vectors** (``conformance/vectors``): a vector exercises the function it names as its
+  ``rule`` or ``function``, and every code one of its steps expects;
+- **properties** (the ``pure-drt`` family): the property of a ``call`` row exercises the spec
+  functions the row's adapter in :mod:`spec.wire` calls, and everything they call in turn;
+- **stateful checks** (``machine``, ``exhaustive``, ``crash``, ``files``, ``trace``): a family
+  exercises the spec functions its modules (and the spec model they share) call to compute what a
+  subject must answer, and everything those call.
+
+Calls are read from the source (``ast``), never by running anything: a function reaches another
+when its body names it (called or passed on), through the module's own definitions or its
+``from spec... import`` lines, and a function reaches a code when its body names ``Code.X``. So
+the properties and stateful columns say which checks *can* exercise a rule — a static, generous
+reading — while the vectors column is exact. A rule with no check, or with exactly one, is
+flagged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import sys
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+from spec import MOVED_MODULES
+from spec.codes import Code
+
+ROOT: Final = Path(__file__).resolve().parent.parent
+SPEC_DIR: Final = ROOT / "spec"
+VECTORS_DIR: Final = ROOT / "conformance" / "vectors"
+DOCUMENT: Final = ROOT / "conformance" / "coverage.md"
+# The modules each stateful family computes its expectations with (the model is shared).
+MODEL: Final = ("conformance/model.py", "conformance/driver.py", "conformance/builders.py")
+STATEFUL: Final[Mapping[str, tuple[str, ...]]] = {
+    "machine": ("conformance/machine", "conformance/engine_model.py", *MODEL),
+    "exhaustive": ("conformance/exhaustive.py", *MODEL),
+    "crash": ("conformance/crash.py", "conformance/crash_rules.py", *MODEL),
+    "files": ("conformance/files", *MODEL),
+    "trace": ("conformance/trace", *MODEL),
+}
+WIRE_MODULE: Final = "spec.wire"
+SHOWN: Final = 4  # names listed in a cell before the rest are counted
+
+
+# --- reading spec/ ------------------------------------------------------------------------------
+
+
+@dataclass
+class Graph:
+    """Every spec function (public and private), what it names, and the codes it names."""
+
+    public: list[str] = field(default_factory=list)
+    calls: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    codes: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+
+    def reach(self, roots: Iterable[str]) -> set[str]:
+        seen: set[str] = set()
+        pending = [root for root in roots if root in self.calls or root in self.codes]
+        while pending:
+            current = pending.pop()
+            if current not in seen:
+                seen.add(current)
+                pending.extend(self.calls.get(current, ()))
+        return seen
+
+    def codes_of(self, functions: Iterable[str]) -> set[str]:
+        return {code for function in functions for code in self.codes.get(function, ())}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imported_names(tree: ast.Module) -> dict[str, str]:
+    """Local name -> ``module.name`` for every ``from spec... import`` line (at any depth)."""
+    names: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("spec"):
+            for alias in node.names:
+                names[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("spec"):
+                    names[alias.asname or alias.name] = alias.name
+    return names
+
+
+def named_in(node: ast.AST, local: Mapping[str, str]) -> tuple[set[str], set[str]]:
+    """The functions (resolved through ``local``) and the codes a piece of code names."""
+    functions: set[str] = set()
+    codes: set[str] = set()
+    for child in ast.walk(node):
+        if isinstance(child, ast.Name) and child.id in local:
+            functions.add(local[child.id])
+        elif isinstance(child, ast.Attribute) and isinstance(child.value, ast.Name):
+            if child.value.id == "Code":
+                codes.add(child.attr)
+            elif child.value.id in local:
+                functions.add(f"{local[child.value.id]}.{child.attr}")
+    return functions, codes
+
+
+def read_spec() -> Graph:
+    graph = Graph()
+    for path in sorted(SPEC_DIR.rglob("*.py")):
+        module = module_name(path)
+        if any(part.startswith("_") and part != "__init__" for part in path.relative_to(SPEC_DIR).parts):
+            continue  # spec/_moved.py: the import machinery of moved module names, no rule
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        definitions = [node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))]
+        local = {**imported_names(tree), **{node.name: f"{module}.{node.name}" for node in definitions}}
+        for node in definitions:
+            functions, codes = named_in(node, local)
+            name = f"{module}.{node.name}"
+            graph.calls[name] |= functions - {name}
+            graph.codes[name] |= codes
+            if isinstance(node, ast.FunctionDef) and not node.name.startswith("_") and module != WIRE_MODULE:
+                graph.public.append(name)
+    return graph
+
+
+def canonical(path: str) -> str:
+    """A dotted function path under today's module names (the wire and v1 vectors use old ones)."""
+    module, _, function = path.rpartition(".")
+    for target in MOVED_MODULES.get(module, ()):
+        candidate = SPEC_DIR.joinpath(*target.split(".")[1:]).with_suffix(".py")
+        if candidate.is_file() and f"def {function}(" in candidate.read_text(encoding="utf-8"):
+            return f"{target}.{function}"
+    return path
+
+
+# --- the checks ------------------------------------------------------------------------------------
+
+
+def wire_rows() -> dict[str, set[str]]:
+    """Each ``call`` row of :data:`spec.wire.WIRE_FUNCTIONS`: the functions its adapter names."""
+    path = SPEC_DIR / "wire.py"
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    local = {
+        **imported_names(tree),
+        **{
+            node.name: f"{WIRE_MODULE}.{node.name}" for node in tree.body if isinstance(node, ast.FunctionDef)
+        },
+    }
+    rows: dict[str, set[str]] = {}
+    for node in tree.body:
+        if not isinstance(node, ast.AnnAssign) or not isinstance(node.value, ast.Dict):
+            continue
+        if isinstance(node.target, ast.Name) and node.target.id == "WIRE_FUNCTIONS":
+            for key, value in zip(node.value.keys, node.value.values):
+                if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                    rows[key.value] = named_in(value, local)[0]
+    return rows
+
+
+def family_roots(paths: Sequence[str]) -> set[str]:
+    """The spec functions a stateful family's modules name."""
+    roots: set[str] = set()
+    for entry in paths:
+        path = ROOT / entry
+        for file in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
+            tree = ast.parse(file.read_text(encoding="utf-8"))
+            roots |= named_in(tree, imported_names(tree))[0]
+    return roots
+
+
+def expected_codes(value: object) -> Iterator[str]:
+    if isinstance(value, dict):
+        expect = value.get("expect")
+        if isinstance(expect, dict) and isinstance(expect.get("code"), str):
+            yield expect["code"]
+        for child in value.values():
+            yield from expected_codes(child)
+    elif isinstance(value, list):
+        for child in value:
+            yield from expected_codes(child)
+
+
+def vector_index() -> dict[str, list[str]]:
+    """Rule (function path or code) -> the folders of the vectors exercising it, one per vector."""
+    index: dict[str, list[str]] = defaultdict(list)
+    for path in sorted(VECTORS_DIR.glob("*/*.json")):
+        vector = json.loads(path.read_text(encoding="utf-8"))
+        rules = {canonical(vector[key]) for key in ("rule", "function") if isinstance(vector.get(key), str)}
+        rules |= set(expected_codes(vector))
+        for rule in sorted(rules):
+            index[rule].append(path.parent.name)
+    return index
+
+
+@dataclass(frozen=True)
+class Evidence:
+    vectors: tuple[str, ...]  # a folder per vector
+    properties: tuple[str, ...]  # call rows
+    stateful: tuple[str, ...]  # families
+
+    @property
+    def count(self) -> int:
+        return len(self.vectors) + len(self.properties) + len(self.stateful)
+
+
+def gather() -> tuple[dict[str, Evidence], dict[str, Evidence]]:
+    """Every public spec function's evidence, and every code's."""
+    graph = read_spec()
+    vectors = vector_index()
+    row_reach = {row: graph.reach(names) for row, names in wire_rows().items()}
+    family_reach = {family: graph.reach(family_roots(paths)) for family, paths in STATEFUL.items()}
+
+    def evidence(rule: str, reaches: Mapping[str, set[str]], by_code: bool) -> tuple[str, ...]:
+        return tuple(
+            name
+            for name, reached in reaches.items()
+            if (rule in graph.codes_of(reached) if by_code else rule in reached)
+        )
+
+    functions = {
+        rule: Evidence(
+            tuple(vectors.get(rule, ())),
+            evidence(rule, row_reach, False),
+            evidence(rule, family_reach, False),
+        )
+        for rule in graph.public
+    }
+    codes = {
+        code.value: Evidence(
+            tuple(vectors.get(code.value, ())),
+            evidence(code.value, row_reach, True),
+            evidence(code.value, family_reach, True),
+        )
+        for code in Code
+    }
+    return functions, codes
+
+
+# --- the document ------------------------------------------------------------------------------------
+
+
+def folders(vectors: Sequence[str]) -> str:
+    if not vectors:
+        return "—"
+    counted = Counter(vectors)
+    return f"{len(vectors)}: " + ", ".join(
+        f"{folder} ×{n}" if n > 1 else folder for folder, n in sorted(counted.items())
+    )
+
+
+def names(items: Sequence[str]) -> str:
+    if not items:
+        return "—"
+    shown = [item.rsplit(".", 1)[-1] for item in items[:SHOWN]]
+    rest = f" +{len(items) - SHOWN}" if len(items) > SHOWN else ""
+    return f"{len(items)}: " + ", ".join(shown) + rest
+
+
+def flag(evidence: Evidence) -> str:
+    if evidence.count == 0:
+        return "**no check**"
+    return "**one check only**" if evidence.count == 1 else ""
+
+
+def table(rows: Mapping[str, Evidence], label: str) -> Iterator[str]:
+    yield f"| {label} | vectors | properties (pure-drt) | stateful checks | flag |"
+    yield "| --- | --- | --- | --- | --- |"
+    for rule, evidence in rows.items():
+        cells = (
+            f"`{rule}`",
+            folders(evidence.vectors),
+            names(evidence.properties),
+            ", ".join(evidence.stateful) or "—",
+            flag(evidence),
+        )
+        yield "| " + " | ".join(cells) + " |"
+
+
+def tally(rows: Mapping[str, Evidence]) -> str:
+    none = sum(evidence.count == 0 for evidence in rows.values())
+    one = sum(evidence.count == 1 for evidence in rows.values())
+    return f"{len(rows)} rules: {none} with no check, {one} with one check only, {len(rows) - none - one} with two or more"
+
+
+def render() -> str:
+    functions, codes = gather()
+    lines = [
+        "# Requirement traceability",
+        "",
+        "Generated by `python -m conformance.coverage` (do not edit; `tests/test_coverage_doc.py` keeps it",
+        "fresh). For each rule — a public function of `spec/`, then a stable code — the checks that",
+        "exercise it: the vectors (by folder, one per vector naming the function or expecting the code),",
+        "the `pure-drt` properties (the `call` rows whose adapter reaches it) and the stateful families",
+        "(whose model reaches it). Reaching is read statically from the source: the vectors column is",
+        "exact, the other two say what can exercise the rule. A rule with no check, or with one only, is",
+        "flagged.",
+        "",
+        f"- functions: {tally(functions)}",
+        f"- codes: {tally(codes)}",
+        "",
+        "## Spec functions",
+        "",
+        *table(functions, "function"),
+        "",
+        "## Codes",
+        "",
+        *table(codes, "code"),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m conformance.coverage", description=__doc__)
+    parser.add_argument("--check", action="store_true", help="exit 1 when coverage.md is stale")
+    args = parser.parse_args(argv)
+    fresh = render()
+    if args.check:
+        current = DOCUMENT.read_text(encoding="utf-8") if DOCUMENT.is_file() else ""
+        if current != fresh:
+            print(f"{DOCUMENT} is stale: run python -m conformance.coverage", file=sys.stderr)
+            return 1
+        return 0
+    DOCUMENT.write_text(fresh, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

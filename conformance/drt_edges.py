@@ -1,0 +1,160 @@
+"""The edge inputs every ``pure-drt`` run tries first, before Hypothesis draws its budget
+(:mod:`conformance.pure_drt`; Hypothesis's explicit phase).
+
+Random drawing reaches a single edge of a single field rarely: a header valid in every field
+but ``delegationDepth: true`` is one input in hundreds. These are those inputs, one edge at a
+time, for the rules whose domain slips a port makes (issue 10): each header field at each of
+its edges (integral floats, booleans for numbers, 2**53, null for absent, the wrong type);
+session ids and cwds with every edge character (UTF-16 versus code points); JSONL text holding
+every character some line splitters end a line at, with ``\\n`` and ``\\r\\n`` line ends; logs
+with several content blocks, unknown block types, two tool calls in one message, and a seq or
+a turn given as an integral float, a boolean or 2**53; tool-result text sized at the prune
+thresholds, in one block or split over two.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Final
+
+from conformance import strategies as values
+from conformance.drt_inputs import HEADER_EDGES
+from spec.format.json_text import encode_json_text
+from spec.log.json import JsonObject, JsonValue
+
+BASE_HEADER: Final[JsonObject] = {
+    "version": 4,
+    "id": "s",
+    "createdAt": 0,
+    "delegationDepth": 0,
+    "isSeeded": False,
+}
+EDGE_IDS: Final = ("s", "a/b", "~x", ".", "..", values.NON_BMP, f"id{values.NON_BMP}x", "é开", "\u2028")
+
+
+def header_edges() -> list[JsonObject]:
+    """The base header with one field at one edge, or one required field left out."""
+    headers: list[JsonObject] = [
+        {**BASE_HEADER, key: edge} for key, edges in HEADER_EDGES.items() for edge in edges
+    ]
+    headers += [{k: v for k, v in BASE_HEADER.items() if k != key} for key in BASE_HEADER]
+    return headers
+
+
+def event(seq: JsonValue, kind: str, data: JsonObject, surface: bool = True) -> JsonObject:
+    return {"type": kind, "seq": seq, "time": 0, "data": data, **({"surfaceOp": "append"} if surface else {})}
+
+
+def edge_log(seq_edge: JsonValue = 1, turn_edge: JsonValue = 1) -> list[JsonValue]:
+    """A turn with a user message of several blocks (one of a type no rule knows, one astral), an
+    assistant message calling two tools and both results, one of them with two inner blocks;
+    event 1's seq and the step events' turn are the given edges."""
+    blocks: list[JsonValue] = [
+        values.text_block(f"wide {values.NON_BMP}"),
+        values.UNKNOWN_BLOCK,
+        values.IMAGE_BLOCK,
+        values.text_block("line\u2028two"),
+    ]
+    calls: list[JsonValue] = [
+        {"type": "tool-call", "id": c, "name": "read", "arguments": "{}"} for c in ("c1", "c2")
+    ]
+    assistant: JsonObject = {
+        "id": "a",
+        "role": "assistant",
+        "source": values.MODEL_SOURCE,
+        "content": [values.text_block("x"), *calls],
+    }
+    inner: list[JsonValue] = [values.text_block(values.sized_text(9)), values.UNKNOWN_BLOCK]
+    astral: list[JsonValue] = [values.text_block(values.NON_BMP)]
+    return [
+        event(0, "turn/start", {"turn": 1}, surface=False),
+        event(
+            seq_edge,
+            "user/message",
+            {"id": "u", "role": "user", "source": {"kind": "user"}, "content": blocks},
+        ),
+        event(2, "step/start", {"turn": turn_edge, "step": 1}, surface=False),
+        event(3, "assistant/message", {"turn": turn_edge, "step": 1, "message": assistant}),
+        event(4, "tool/result", values.tool_result_data("c1", inner, turn_edge, 1, "absent")),
+        event(5, "tool/result", values.tool_result_data("c2", astral, 1, 1, "null")),
+    ]
+
+
+def edge_logs() -> list[list[JsonValue]]:
+    edges: tuple[JsonValue, ...] = (1, 1.0, True, values.UNSAFE_INTEGER, None)
+    return [
+        edge_log(),
+        *(edge_log(seq_edge=e) for e in edges[1:]),
+        *(edge_log(turn_edge=e) for e in edges[1:]),
+    ]
+
+
+def jsonl_edges() -> list[JsonObject]:
+    """A header line and an event whose text holds one line-breaking character raw, with ``\\n``
+    or ``\\r\\n`` line ends."""
+    header = encode_json_text({"type": "session", **BASE_HEADER})
+    texts: list[JsonObject] = []
+    for breaker in (*values.LINE_BREAKERS, values.NON_BMP):
+        line = encode_json_text(event(0, "custom/x", {"text": f"a{breaker}b"}, surface=False))
+        texts += [{"text": f"{header}{end}{line}{end}"} for end in ("\n", "\r\n")]
+    return texts
+
+
+def surface_inputs(nodes: bool = False, seq: bool = False) -> list[JsonObject]:
+    inputs: list[JsonObject] = []
+    for log in edge_logs():
+        drawn: JsonObject = {"events": log}
+        if nodes:
+            drawn["nodes"] = [1, 3, 4, 5]
+        if seq:
+            drawn["seq"] = 4
+        inputs.append(drawn)
+    return inputs
+
+
+def prune_edges() -> list[JsonObject]:
+    """Text at the default thresholds, whole or split over two blocks with an unknown block
+    between, astral characters included (:func:`conformance.strategies.sized_text`)."""
+    inputs: list[JsonObject] = []
+    for size in (8191, 8192, 8193, 8200):
+        whole: list[JsonValue] = [values.text_block(values.sized_text(size))]
+        half = values.sized_text(size // 2)
+        split: list[JsonValue] = [
+            values.text_block(half),
+            values.UNKNOWN_BLOCK,
+            values.text_block(half + "x"),
+        ]
+        inputs += [{"blocks": blocks, "config": DEFAULT_PRUNE} for blocks in (whole, split)]
+    return inputs
+
+
+DEFAULT_PRUNE: Final[JsonObject] = {"thresholdChars": 8192, "headChars": 4096, "tailChars": 1024}
+NUMBER_INPUTS: Final[tuple[JsonValue, ...]] = (*values.NUMBER_EDGES, *values.NOT_NUMBERS)
+
+EDGE_INPUTS: Final[Mapping[str, Callable[[], list[JsonObject]]]] = {
+    "spec.header.validate_header": lambda: [{"sessionId": "s", "header": h} for h in header_edges()],
+    "spec.storage.decode_header_line": lambda: [
+        {"line": {"type": "session", **h}, "sessionId": "s"} for h in header_edges()
+    ],
+    "spec.storage.encode_segment": lambda: [{"id": t} for t in (*EDGE_IDS, *values.EDGE_TEXTS)],
+    "spec.storage.encode_project_key": lambda: [{"cwd": f"/{t}"} for t in (*EDGE_IDS, *values.EDGE_TEXTS)],
+    "spec.storage.derive_session_relpath": lambda: [
+        {"header": {**BASE_HEADER, "id": i, **cwd}, "compressed": c}
+        for i in EDGE_IDS
+        for cwd in ({}, {"cwd": None}, {"cwd": f"/w/{values.NON_BMP}"})
+        for c in (True, False)
+    ],
+    "spec.framing.decode_jsonl_log": jsonl_edges,
+    "spec.surface.fold_surface": surface_inputs,
+    "spec.repair.derive_closers": surface_inputs,
+    "spec.checker.check_log": surface_inputs,
+    "spec.pairing.derive_cut_balance": lambda: surface_inputs(nodes=True),
+    "spec.pairing.is_balanced_before": lambda: surface_inputs(nodes=True, seq=True),
+    "spec.pairing.is_balanced_after": lambda: surface_inputs(nodes=True, seq=True),
+    "spec.tokens.price_surface": lambda: surface_inputs(nodes=True),
+    "spec.prune.plan_pruned_content": prune_edges,
+    "spec.prune.decode_prune_config": lambda: [{"config": {"thresholdChars": n}} for n in NUMBER_INPUTS],
+    "spec.spill.plan_max_inline_tokens": lambda: [
+        {"hasStore": True, "maxInlineTokens": n} for n in NUMBER_INPUTS
+    ],
+}

@@ -1,0 +1,72 @@
+"""The pure-drt family: its budget is fixed per profile, every edge input reaches its rule, and a
+disagreement comes back as a vector the specification answers (tests/test_profiles.py runs it on
+the reference under HYPOTHESIS_PROFILE)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+
+from conformance.drt_edges import EDGE_INPUTS
+from conformance.oracle import SpecOracle
+from conformance.pure_drt import BUDGETS, check_pure_drt, run_function
+from conformance.report import Options
+from conformance.runner import hello
+from conformance.subject import InProcessSubject
+from spec.log.json import JsonValue
+from spec.wire import WIRE_FUNCTIONS
+
+
+def test_the_budget_is_fixed_per_profile() -> None:
+    assert BUDGETS == {"ci": 100, "thorough": 1000}
+
+
+def test_every_edge_input_reaches_its_rule_not_the_wire_decoder() -> None:
+    """An edge input the wire refuses (BAD_REQUEST) would test the adapter, not the rule."""
+    oracle = SpecOracle()
+    assert set(EDGE_INPUTS) <= set(WIRE_FUNCTIONS)
+    for function, make in EDGE_INPUTS.items():
+        answers = [oracle.handle({"op": "call", "function": function, "input": i}) for i in make()]
+        assert answers, function
+        codes = [a["error"]["code"] for a in answers if not a["ok"]]  # type: ignore[call-overload,index]
+        assert "BAD_REQUEST" not in codes, function
+
+
+class CodePointSegments:
+    """The specification, but encode_segment escapes an astral character as one ``~XXXXX``."""
+
+    def __init__(self) -> None:
+        self.oracle = SpecOracle()
+
+    def handle(self, request: Mapping[str, JsonValue]) -> dict[str, JsonValue]:
+        answer = self.oracle.handle(request)
+        if request.get("function") == "spec.storage.encode_segment" and isinstance(answer.get("result"), str):
+            answer = {**answer, "result": PAIR.sub(combined, str(answer["result"]))}
+        return answer
+
+
+PAIR = re.compile("~(D[89AB][0-9A-F]{2})~(D[C-F][0-9A-F]{2})")
+
+
+def combined(match: re.Match[str]) -> str:
+    high, low = int(match.group(1), 16), int(match.group(2), 16)
+    return f"~{0x10000 + (high - 0xD800) * 0x400 + (low - 0xDC00):X}"
+
+
+def test_a_disagreement_is_shrunk_into_a_vector_the_specification_answers() -> None:
+    verdict = run_function(InProcessSubject(CodePointSegments()), "spec.storage.encode_segment", "ci")
+    assert verdict.disagreement is not None and verdict.problem_input is not None
+    problem = verdict.problem_input["id"]
+    assert isinstance(problem, str) and any(ord(c) > 0xFFFF for c in problem), problem
+    subject = InProcessSubject(CodePointSegments())
+    said = hello(subject)
+    (result,) = [
+        r
+        for r in check_pure_drt(subject, Options(capabilities=said.capabilities))
+        if r.rule == "spec.storage.encode_segment"
+    ]
+    assert result.outcome == "failed"
+    vector = json.loads(result.detail.split("the specification answers:\n", 1)[1])
+    assert vector["function"] == "spec.storage.encode_segment"
+    assert vector["expect"]["ok"] and "~D83D~DE00" in vector["expect"]["result"]
