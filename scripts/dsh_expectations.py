@@ -39,6 +39,7 @@ PERSISTENCE: Final = "@deepseek-ai/dsh-session-persistence lib/index.js"
 JSONL: Final = "@deepseek-ai/dsh-session-persistence-jsonl lib/index.js"
 PRUNER: Final = "@deepseek-ai/dsh-compaction-tool-result-pruner lib/index.js"
 METER: Final = "@deepseek-ai/dsh-token-meter lib/index.js"
+COMPACTION: Final = "@deepseek-ai/dsh-compaction lib/index.js"
 PROJECTION: Final = "@deepseek-ai/dsh-session-projection lib/index.js"
 ENGINE_FAMILIES: Final = ("compaction", "spill", "overflow", "checkpoint")
 """The engine capabilities DSH 0.1 publishes no package for (only `prune` and `projection` have one)."""
@@ -167,6 +168,13 @@ CAUSES: tuple[Cause, ...] = (
             "prune/blocks-that-are-not-text-are-kept-in-place-and-not-measured",
             "pure-drt/spec-prune-*",
         ),
+    ),
+    Cause(
+        "failed",
+        "the tool-pairing balance reads an assistant message's data.message.content without checking its "
+        "shape: a surface message whose data is not a message crashes (TypeError) instead of opening no call",
+        COMPACTION + ":21-27 (eventDelta)",
+        keys=("pure-drt/spec-pairing-*",),
     ),
     Cause(
         "failed",
