@@ -354,10 +354,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     stored = json.loads(SUMMARY.read_text(encoding="utf-8")) if SUMMARY.is_file() else {"releases": {}}
     if not args.render and (err := update(stored, args)):
         return err
-    SUMMARY.write_text(
-        json.dumps(stored, indent=1, ensure_ascii=True, sort_keys=True) + "\n", encoding="utf-8"
-    )
-    PAGE.write_text(render(stored), encoding="utf-8")
+    text = json.dumps(stored, indent=1, ensure_ascii=True, sort_keys=True) + "\n"
+    SUMMARY.write_text(text, encoding="utf-8")
+    PAGE.write_text(render(json.loads(text)), encoding="utf-8")  # what the stored summary renders
     print(f"wrote {PAGE.relative_to(ROOT)} and {SUMMARY.relative_to(ROOT)}")
     return 0
 
