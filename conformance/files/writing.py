@@ -29,7 +29,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -40,7 +40,7 @@ from conformance import builders as build
 from conformance import strategies as values
 from conformance.driver import Driver, Mismatch
 from conformance.files.reader import FilesError, decode_files, log_files
-from conformance.model import ModelStore
+from conformance.model import DurableLog, ModelStore
 from conformance.report import CaseResult, Options
 from conformance.subject import StdioSubject, Subject
 from conformance.targets import DEFAULT_TARGET, V0_NAMES, Target
@@ -197,6 +197,15 @@ def expected_path(header: Mapping[str, JsonValue], compressed: bool, target: Tar
     return f"{project}/{session}/{name}"
 
 
+def written_logs(run: Written, target: Target) -> Iterator[tuple[str, DurableLog, str]]:
+    """Each stored log of the model whose file is where D1 puts it: its id, the log and the path
+    (a missing file is the layout check's finding)."""
+    for session_id, log in sorted(run.model.stored.items()):
+        path = expected_path(log.header, run.compressed, target)
+        if path in run.files:
+            yield session_id, log, path
+
+
 def check_layout(run: Written, target: Target) -> list[str]:
     expected = {
         expected_path(log.header, run.compressed, target): sid for sid, log in run.model.stored.items()
@@ -254,10 +263,7 @@ def lines_of(text: bytes) -> tuple[list[bytes], list[str]]:
 
 def check_header_line(run: Written, target: Target) -> list[str]:
     problems: list[str] = []
-    for session_id, log in sorted(run.model.stored.items()):
-        path = expected_path(log.header, run.compressed, target)
-        if path not in run.files:
-            continue
+    for session_id, log, path in written_logs(run, target):
         units, _ = units_of(run.files[path], run.compressed)
         lines, _ = lines_of(units[0]) if units else ([], [])
         if run.compressed and len(lines) != 1:
@@ -286,10 +292,7 @@ def check_header_line(run: Written, target: Target) -> list[str]:
 
 def check_framing(run: Written, target: Target) -> list[str]:
     problems: list[str] = []
-    for session_id, log in sorted(run.model.stored.items()):
-        path = expected_path(log.header, run.compressed, target)
-        if path not in run.files:
-            continue
+    for session_id, _log, path in written_logs(run, target):
         data = run.files[path]
         if not run.compressed:
             _, torn = lines_of(data)
@@ -334,10 +337,7 @@ def check_zstd_dc(run: Written, target: Target, binary: str) -> list[str]:
 
 def check_lines(run: Written, target: Target) -> list[str]:
     problems: list[str] = []
-    for session_id, log in sorted(run.model.stored.items()):
-        path = expected_path(log.header, run.compressed, target)
-        if path not in run.files:
-            continue
+    for session_id, log, path in written_logs(run, target):
         units, _ = units_of(run.files[path], run.compressed)
         for unit in units:
             lines, _ = lines_of(unit)
