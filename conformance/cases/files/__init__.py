@@ -37,6 +37,7 @@ from conformance.cases.files.logs import FileSet
 from conformance.cases.files.v0 import v0_sets
 from conformance.cases.files.v4 import (
     layout_sets,
+    line_end_sets,
     plain_damaged_sets,
     plain_torn_sets,
     whole_sets,
@@ -51,6 +52,7 @@ from spec.log.json import JsonValue
 
 def file_sets() -> Iterator[FileSet]:
     yield from whole_sets()
+    yield from line_end_sets()
     yield from plain_torn_sets()
     yield from zstd_torn_sets()
     yield from plain_damaged_sets()

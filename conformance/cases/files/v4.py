@@ -42,6 +42,17 @@ def whole_sets() -> Iterator[FileSet]:
         )
 
 
+def line_end_sets() -> Iterator[FileSet]:
+    data = v4_log(False)
+    yield FileSet(
+        "a plain v4 log whose lines end in a carriage return and a newline reads whole",
+        PLAIN_RULE,
+        v4_files(data.replace(b"\n", b"\r\n"), False),
+        False,
+        comment="a line ends only at \\n; the \\r before it is JSON whitespace, so no empty line is left behind",
+    )
+
+
 def plain_torn_sets() -> Iterator[FileSet]:
     data = v4_log(False)
     last = data.rstrip(b"\n").rfind(b"\n") + 1  # where the last line (turn/end) starts
