@@ -181,6 +181,19 @@ def render_releases(summary: Mapping[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
+def family_rows(releases: Mapping[str, Any], families: Sequence[str]) -> list[str]:
+    """A table row per family: its counts in each release, passed / failed / unsupported / not run
+    (``—`` where the family did not run)."""
+    rows = []
+    for family in families:
+        cells = []
+        for run in releases.values():
+            counts = run["counts"].get(family)
+            cells.append("—" if counts is None else " / ".join(str(counts[o]) for o in OUTCOMES))
+        rows.append(f"| {family} | " + " | ".join(cells) + " |")
+    return rows
+
+
 def render_table(releases: Mapping[str, Any]) -> list[str]:
     families = list(dict.fromkeys(family for run in releases.values() for family in run["counts"]))
     lines = [
@@ -191,13 +204,7 @@ def render_table(releases: Mapping[str, Any]) -> list[str]:
         "| family | " + " | ".join(releases) + " |",
         "| --- |" + " --- |" * len(releases),
     ]
-    for family in families:
-        cells = []
-        for run in releases.values():
-            counts = run["counts"].get(family)
-            cells.append("—" if counts is None else " / ".join(str(counts[o]) for o in OUTCOMES))
-        lines.append(f"| {family} | " + " | ".join(cells) + " |")
-    return [*lines, ""]
+    return [*lines, *family_rows(releases, families), ""]
 
 
 def is_met(key: str) -> bool:
@@ -256,13 +263,7 @@ def render_engine(releases: Mapping[str, Any]) -> list[str]:
         "| family | " + " | ".join(releases) + " |",
         "| --- |" + " --- |" * len(releases),
     ]
-    for family in ENGINE:
-        cells = []
-        for run in releases.values():
-            counts = run["counts"].get(family)
-            cells.append("—" if counts is None else " / ".join(str(counts[o]) for o in OUTCOMES))
-        lines.append(f"| {family} | " + " | ".join(cells) + " |")
-    lines.append("")
+    lines += [*family_rows(releases, ENGINE), ""]
     for release, run in releases.items():
         failed = {
             k: c for k, c in run["deviations"].items() if c["family"] in ENGINE and c["outcome"] == "failed"
