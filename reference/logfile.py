@@ -26,19 +26,17 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final
 
-from reference.persistence.filestore import LoadedLog, decompress_frame, decompress_torn, load_framed_log
+from reference.persistence.filestore import LoadedLog, decompress_frames, load_framed_log
 from spec.format.chunk_rows import CHUNK_ROW_TAGS, decode_storage_record
 from spec.format.framing import (
     SKIPPABLE_MAGIC_BASE,
     SKIPPABLE_MAGIC_MASK,
     ZSTD_MAGIC,
-    DecodedFrame,
     FramedLog,
     LinePlace,
     decode_compressed_log,
     decode_jsonl_log,
     is_header_frame,
-    scan_zstd_frames,
 )
 from spec.log.events import Event
 from spec.log.header import LEGACY_FORMAT_VERSION
@@ -126,17 +124,7 @@ def frame_log_bytes(data: bytes) -> tuple[LogForm, FramedLog]:
     content shows."""
     if not is_zstd_data(data):
         return LogForm.JSONL, decode_jsonl_log(data)
-    scan = scan_zstd_frames(data)
-    frames = [
-        DecodedFrame(
-            frame.offset, decompress_frame(data[frame.offset : frame.offset + frame.length], frame.offset)
-        )
-        for frame in scan.frames
-        if not frame.skippable
-    ]
-    torn = None
-    if scan.torn_offset is not None:
-        torn = DecodedFrame(scan.torn_offset, decompress_torn(data[scan.torn_offset :]))
+    frames, torn = decompress_frames(data)
     form = LogForm.ZSTD_FRAMES if not frames or is_header_frame(frames[0]) else LogForm.ZSTD_WHOLE
     return form, decode_compressed_log(frames, torn)
 

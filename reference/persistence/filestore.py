@@ -114,10 +114,9 @@ def decompress_torn(partial: bytes) -> bytes:
         return b""
 
 
-def parse_log_bytes(data: bytes, compressed: bool) -> FramedLog:
-    """Apply the spec's framing rules to a log's bytes (zstd frames, or plain lines)."""
-    if not compressed:
-        return decode_jsonl_log(data)
+def decompress_frames(data: bytes) -> tuple[list[DecodedFrame], DecodedFrame | None]:
+    """Cut zstd data into frames by the spec's scan and decompress each: the complete data frames
+    (skippable ones left out), and a torn final frame's blocks, if there is one."""
     scan = scan_zstd_frames(data)
     frames = [
         DecodedFrame(
@@ -129,7 +128,14 @@ def parse_log_bytes(data: bytes, compressed: bool) -> FramedLog:
     torn = None
     if scan.torn_offset is not None:
         torn = DecodedFrame(scan.torn_offset, decompress_torn(data[scan.torn_offset :]))
-    return decode_zstd_log(frames, torn)
+    return frames, torn
+
+
+def parse_log_bytes(data: bytes, compressed: bool) -> FramedLog:
+    """Apply the spec's framing rules to a log's bytes (zstd frames, or plain lines)."""
+    if not compressed:
+        return decode_jsonl_log(data)
+    return decode_zstd_log(*decompress_frames(data))
 
 
 @dataclass(frozen=True)
