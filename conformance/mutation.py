@@ -1,7 +1,7 @@
 """The mutation score of the suite: how many deliberately broken subjects it catches, and how well.
 
   python -m conformance.mutation --subjects tests.broken_subjects:BROKEN_SUBJECTS \\
-      --baseline reference.server:ReferenceSubject [--markdown PATH] [--families F ...]
+      --baseline reference.server:ReferenceSubject [--markdown PATH] [--families F ...] [--jobs N]
 
 Each ``--subjects`` spec names a sequence of subject factories (or one factory) as
 ``module:attribute``; ``--baseline`` names the unbroken subject they were made from. The
@@ -13,6 +13,12 @@ to. A subject caught by a single case is *thinly covered*: one changed vector or
 would survive. The suite knows the subjects only through these specs (it never imports
 ``reference/``).
 
+Each subject (and the baseline) runs in a process of its own, forked for it and ended after it, so
+that what one run leaves in memory (caches, Hypothesis's example database, the subject's stores) is
+not carried into the next and the report's memory stays that of one run; ``--jobs N`` runs N of
+those processes at once (default 1). The table lists the subjects in the order given, whatever
+the order they finish in.
+
 Exit codes: 0 every subject caught; 1 one survived (or the baseline fails a case); 2 a spec that
 does not load.
 """
@@ -21,11 +27,15 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import multiprocessing
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
+from multiprocessing.connection import Connection, wait
+from multiprocessing.process import BaseProcess
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from conformance.crash import FAIL_FAST
 from conformance.report import PROFILES, CaseResult, Options
@@ -93,22 +103,82 @@ def score_subject(factory: Factory, options: Options, known: frozenset[tuple[str
     return Score(name, str(getattr(factory, "rule", "")), tuple(dict.fromkeys(failing)))
 
 
+T = TypeVar("T")
+
+
+def _send_result(task: Callable[[], object], sender: Connection) -> None:
+    sender.send(task())
+    sender.close()
+
+
+def run_forked(
+    tasks: Sequence[Callable[[], T]], jobs: int, done: Callable[[int, T | None, int], None]
+) -> None:
+    """Run every task in a forked process of its own, at most ``jobs`` at once, and call
+    ``done(index, result, exit code)`` as each ends (the result is ``None`` when the process
+    died before sending it). The children inherit the tasks: nothing but the result is pickled."""
+    context = multiprocessing.get_context("fork")
+    waiting = list(enumerate(tasks))
+    running: dict[int, tuple[int, BaseProcess, Connection]] = {}  # sentinel -> (index, process, receiver)
+    while waiting or running:
+        while waiting and len(running) < max(1, jobs):
+            index, task = waiting.pop(0)
+            receiver, sender = context.Pipe(duplex=False)
+            child = context.Process(target=_send_result, args=(task, sender))
+            child.start()
+            sender.close()
+            running[child.sentinel] = (index, child, receiver)
+        ready = wait([receiver for _, _, receiver in running.values()] + list(running))
+        for sentinel, (index, process, receiver) in list(running.items()):
+            if receiver not in ready and sentinel not in ready:
+                continue
+            try:
+                result: T | None = receiver.recv()
+            except EOFError:
+                result = None
+            process.join()
+            receiver.close()
+            del running[sentinel]
+            done(index, result, process.exitcode or 0)
+
+
 def score_all(
     factories: Sequence[Factory],
     baseline: Factory,
     options: Options,
     progress: Callable[[Score], None] = lambda score: None,
+    jobs: int = 1,
 ) -> tuple[list[tuple[str, str]], list[Score]]:
-    """The baseline's failures, and every broken subject's score."""
+    """The baseline's failures, and every broken subject's score, in the order of ``factories``;
+    each run in a forked process of its own, ``jobs`` at a time. A run whose process dies counts
+    as one failing case (``process``), for a broken subject; for the baseline it is an error."""
     options = Options(
         profile=options.profile, families=options.families, extra={**options.extra, FAIL_FAST: "1"}
     )
-    known = failed_cases(run_in_process(baseline, options))
-    scores = []
-    for factory in factories:
-        scores.append(score_subject(factory, options, frozenset(known)))
-        progress(scores[-1])
-    return known, scores
+    known_runs: list[list[tuple[str, str]] | None] = []
+
+    def baseline_done(index: int, found: list[tuple[str, str]] | None, code: int) -> None:
+        if found is None:
+            raise RuntimeError(f"the baseline's run ended without a result (exit code {code})")
+        known_runs.append(found)
+
+    run_forked([lambda: failed_cases(run_in_process(baseline, options))], 1, baseline_done)
+    known = known_runs[0] or []
+    scores: dict[int, Score] = {}
+
+    def subject_done(index: int, score: Score | None, code: int) -> None:
+        factory = factories[index]
+        if score is None:
+            name = getattr(factory, "__name__", repr(factory))
+            died = ("process", f"the run ended without a result (exit code {code})")
+            score = Score(name, str(getattr(factory, "rule", "")), (died,))
+        scores[index] = score
+        progress(score)
+
+    known_set = frozenset(known)
+    tasks = [partial(score_subject, factory, options, known_set) for factory in factories]
+    run_forked(tasks, jobs, subject_done)
+    return known, [scores[index] for index in range(len(factories))]
 
 
 def summary(scores: Sequence[Score]) -> str:
@@ -170,6 +240,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--baseline", required=True, metavar="MODULE:FACTORY")
     parser.add_argument("--families", nargs="+", metavar="FAMILY", help="run only these (default: all)")
     parser.add_argument("--profile", choices=PROFILES, default="ci")
+    parser.add_argument("--jobs", type=int, default=1, metavar="N", help="subjects run at once (default 1)")
     parser.add_argument("--markdown", type=Path, metavar="PATH", help="also write the table as markdown")
     parser.add_argument("--path", action="append", default=[], metavar="DIR", help="prepend to sys.path")
     return parser.parse_args(argv)
@@ -191,6 +262,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         baseline,
         options,
         lambda score: print(format_markdown([score]).splitlines()[-1], file=sys.stderr, flush=True),
+        jobs=args.jobs,
     )
     print(format_text(scores))
     if args.markdown is not None:

@@ -188,6 +188,26 @@ def test_the_open_turn_check_ignores_everything_after_the_boundary() -> None:
     assert len(plan_fork_seed("src", source.events, 3)) == 4
 
 
+@pytest.mark.parametrize("boundary", [1, 2], ids=["compaction/start", "between start and end"])
+def test_a_boundary_inside_a_standalone_compaction_is_refused_by_the_fork_itself(boundary: int) -> None:
+    """The fork's own check, not the seed's (which refuses the same seed with the same code): the
+    refusal names the boundary and the source, and plan_fork_seed never returns such a seed."""
+    source = live(
+        [
+            user(0),
+            event(1, "compaction/start", {"compactionId": "k1", "turn": None}),
+            event(2, "x/note", {}),
+            event(3, "compaction/end", {"compactionId": "k1", "turn": None, "error": "x"}),
+        ]
+    )
+    error = fork_error(source, boundary)
+    assert (error.code, error.message) == (
+        Code.OPEN_COMPACTION,
+        f'fork boundary {boundary} in session "src" ends inside open compaction k1',
+    )
+    assert len(plan_fork_seed("src", source.events, 3)) == 4
+
+
 def test_an_unknown_source_is_not_found() -> None:
     with pytest.raises(SpecError) as caught:
         validate_fork_request({"src"}, "missing", None)

@@ -302,6 +302,15 @@ class SessionMachine(RuleBasedStateMachine):
         answer = self.do("fork", source=source, boundary=boundary_for(boundary, count, chosen), child=child)
         return child if answer.ok else multiple()
 
+    @rule(target=sessions, source=sessions, child=new_names(), beyond=st.integers(0, 2))
+    def fork_past_the_end(self, source: str, child: str, beyond: int) -> Bundled:
+        """A fork at a boundary just past the source's last event (its length, or one or two more):
+        no such event, so INVALID_BOUNDARY, an empty log included. The general fork rule draws this
+        boundary among ten; this rule makes sure every run meets the off-by-one edge."""
+        boundary = len(self.events(source)) + beyond
+        answer = self.do("fork", source=source, boundary=boundary, child=child)
+        return child if answer.ok else multiple()
+
     @rule(session=st.sampled_from(MISSING_IDS), op=st.sampled_from(("append", "fork")))
     def touch_missing(self, session: str, op: str) -> None:
         """An append to, or a fork of, a session no rule created."""
