@@ -110,14 +110,21 @@ class SessionStore:
     # --- lifecycle -----------------------------------------------------------------------
 
     def create(
-        self, session_id: str | None = None, seed: Sequence[object] | None = None, meta: JsonValue = None
+        self,
+        session_id: str | None = None,
+        seed: Sequence[object] | None = None,
+        meta: JsonValue = None,
+        *,
+        shared: bool = False,
     ) -> Session:
         """A new session: ``meta`` gives createdAt and lineage fields; a seed (even empty) gets a
-        ``session/end-seed`` marker unless it already ends with one."""
+        ``session/end-seed`` marker unless it already ends with one. ``shared`` is for
+        :meth:`fork` only: the seed is a prefix of a live session's log, whose frozen events the
+        child shares instead of copying (:func:`spec.lineage.seed.take_seed_event`)."""
         stored = _StoredIds(self._persistence)
         if session_id is None:
             session_id, self._minted = mint_session_id(self._minted, self._live.keys(), stored)
-        state = plan_create(session_id, self._live.keys(), stored, seed, meta, self._clock())
+        state = plan_create(session_id, self._live.keys(), stored, seed, meta, self._clock(), shared=shared)
         handle = None
         if self._persistence is not None:
             handle = self._persistence.create(state.header)
@@ -137,7 +144,7 @@ class SessionStore:
             raise reject(Code.SESSION_NOT_LIVE, f'session "{source_id}" is not the live store instance')
         seed = plan_fork_seed(source_id, live.events, boundary)
         meta = derive_child_meta(live.header, source_id, len(seed))
-        return self.create(child_id, seed=list(seed), meta=meta)
+        return self.create(child_id, seed=seed, meta=meta, shared=True)
 
     def resume(self, session_id: str) -> Session:
         """Take over a stored log and keep appending after it: the stored events (a torn tail

@@ -462,6 +462,140 @@ def worker_memory(root: Path, path: Path, runs: int) -> dict[str, Any]:
     return {"resident_bytes": after - before, "plain_bytes": len(plaintext_of(path))}
 
 
+# --- profiles (--profile): where the time and the memory of one operation go ---------------------
+
+
+def profiled_operation(name: str, root: Path, path: Path) -> Callable[[], Any]:
+    """The operation ``--profile NAME`` runs once under cProfile, set up outside the profile."""
+    if name == "resume":
+        return lambda: resume_once(root)
+    if name == "check":
+        from reference.persistence.filestore import load_log
+        from spec.checks.log import check_log
+
+        loaded = load_log(None, path.read_bytes(), True)
+        events = loaded.events + loaded.recovered
+        return lambda: check_log(events, loaded.header)
+    ticks = itertools.count(START_TIME * 2)
+    store = SessionStore(FileStore(str(root)), clock=lambda: next(ticks))
+    session = store.resume(SESSION_ID)
+    if name == "fork":
+
+        def fork_and_publish() -> None:
+            child = store.fork(session, child_id="profiled-child")
+            child.flush()
+
+        return fork_and_publish
+    if name == "append":
+        texts = [text_of(random.Random(0)) for _ in range(512)]
+        steps = TurnWriter(session, last_turn(session), texts=texts).events()
+
+        def batches() -> None:  # PROFILED_BATCHES times "append 100 + flush"
+            for _ in range(PROFILED_BATCHES):
+                for _ in range(APPEND_BATCH):
+                    next(steps)
+                session.flush()
+
+        return batches
+    raise ValueError(f"no profile for {name!r}; choose from {', '.join(PROFILES)}")
+
+
+PROFILES = ("resume", "fork", "append", "check", "memory")
+PROFILED_BATCHES = 20
+
+
+def profile_report(profile: Any, seconds: float, top: int) -> str:
+    """The ``top`` functions by own time, with their share of the profiled total and their
+    cumulative share; file names relative to the repository."""
+    import pstats
+
+    stats: Any = pstats.Stats(profile)
+    total = sum(entry[2] for entry in stats.stats.values()) or 1.0
+    rows = sorted(stats.stats.items(), key=lambda item: item[1][2], reverse=True)[:top]
+    lines = [f"cpu {seconds:.3f} s, profiled (wall) time {total:.3f} s; shares are of the profiled time", ""]
+    lines.append(f"{'own':>6} {'cum':>6} {'calls':>9}  function")
+    for (file, line, function), (_, calls, own, cumulative, _) in rows:
+        where = file.replace(str(ROOT) + "/", "").replace(sys.prefix + "/", "")
+        lines.append(f"{own / total:6.1%} {cumulative / total:6.1%} {calls:9d}  {function} ({where}:{line})")
+    return "\n".join(lines)
+
+
+def memory_census(root: Path, path: Path) -> str:
+    """What a resumed session's memory is made of: every object reachable from the session (its
+    log, surface, caches and sink; classes, modules and functions left out), counted once, by
+    type, with ``sys.getsizeof`` bytes, beside the plain log's bytes."""
+    import types
+
+    store = SessionStore(FileStore(str(root)))
+    session = store.resume(SESSION_ID)
+    skipped = (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.CodeType)
+    seen: set[int] = set()
+    by_type: dict[str, list[int]] = {}
+    stack: list[Any] = [session]
+    while stack:
+        value = stack.pop()
+        if id(value) in seen or isinstance(value, skipped):
+            continue
+        seen.add(id(value))
+        tally = by_type.setdefault(type(value).__name__, [0, 0])
+        tally[0] += 1
+        tally[1] += sys.getsizeof(value)
+        stack.extend(gc.get_referents(value))
+    plain = len(plaintext_of(path))
+    total = sum(size for _, size in by_type.values())
+    lines = [
+        f"{len(session.events)} events; plain log {plain / 1e6:.1f} MB; objects reachable from the "
+        f"session {total / 1e6:.1f} MB ({total / plain:.2f}x the plain log)",
+        "",
+        f"{'type':<16} {'objects':>10} {'MB':>9} {'share':>6} {'x plain':>8}",
+    ]
+    for name, (count, size) in sorted(by_type.items(), key=lambda item: item[1][1], reverse=True)[:12]:
+        lines.append(f"{name:<16} {count:10d} {size / 1e6:9.1f} {size / total:6.1%} {size / plain:8.2f}")
+    return "\n".join(lines)
+
+
+def profile_worker(name: str, root: Path, path: Path, top: int) -> str:
+    if name == "memory":
+        return memory_census(root, path)
+    import cProfile
+
+    operation = profiled_operation(name, root, path)
+    profile = cProfile.Profile()
+    gc.collect()
+    started = time.process_time()
+    profile.enable()
+    operation()
+    profile.disable()
+    return profile_report(profile, time.process_time() - started, top)
+
+
+def profile_size(logs: Path, events: int, name: str, top: int) -> str:
+    """Build (or reuse) the log of ``events`` events and profile ``name`` on a copy of it, in a
+    subprocess of its own."""
+    folder = logs / f"n{events}-g{GENERATOR_VERSION}"
+    if not (folder / "done").exists():
+        shutil.rmtree(folder, ignore_errors=True)
+        run_child([sys.executable, __file__, "--build", str(folder / "log"), str(events)])
+        (folder / "done").write_text("")
+    scratch = Path(tempfile.mkdtemp(prefix=f"profile-{name}-", dir=folder))
+    try:
+        shutil.copytree(folder / "log", scratch / "log")
+        copy = Path(FileStore(str(scratch / "log")).locate(SESSION_ID) or "")
+        command = [
+            sys.executable,
+            __file__,
+            "--profile-worker",
+            name,
+            str(scratch / "log"),
+            str(copy),
+            str(top),
+        ]
+        output, _, _, _ = run_child(command)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return output
+
+
 WORKERS: dict[str, Callable[[Path, Path, int], dict[str, Any]]] = {
     "resume": worker_resume,
     "fork": worker_fork,
@@ -635,7 +769,17 @@ def main(argv: list[str] | None = None) -> int:
         default=",".join([*WORKERS, "cli"]),
         help="comma-separated groups: " + ", ".join([*WORKERS, "cli"]),
     )
+    parser.add_argument(
+        "--profile",
+        choices=PROFILES,
+        help="instead of the table: where one operation's time goes (cProfile, once, on each size), "
+        "or for memory what a resumed session's objects are",
+    )
+    parser.add_argument("--top", type=int, default=25, help="functions listed by --profile")
     parser.add_argument("--worker", nargs=4, metavar=("NAME", "ROOT", "PATH", "RUNS"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--profile-worker", nargs=4, metavar=("NAME", "ROOT", "PATH", "TOP"), help=argparse.SUPPRESS
+    )
     parser.add_argument("--build", nargs=2, metavar=("ROOT", "EVENTS"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.build:
@@ -645,10 +789,23 @@ def main(argv: list[str] | None = None) -> int:
         name, root, path, runs = args.worker
         print(json.dumps(WORKERS[name](Path(root), Path(path), int(runs))))
         return 0
+    if args.profile_worker:
+        name, root, path, top = args.profile_worker
+        print(profile_worker(name, Path(root), Path(path), int(top)))
+        return 0
     sizes = [int(size) for size in args.sizes.split(",")]
     workers = args.only.split(",")
     logs = args.logs or Path(tempfile.mkdtemp(prefix="bench-logs-"))
     logs.mkdir(parents=True, exist_ok=True)
+    if args.profile:
+        try:
+            for size in sizes:
+                print(f"--- {args.profile} at {size} events (commit {git_commit()})")
+                print(profile_size(logs, size, args.profile, args.top))
+        finally:
+            if args.logs is None:
+                shutil.rmtree(logs, ignore_errors=True)
+        return 0
     load_before = os.getloadavg()
     started = time.perf_counter()
     try:

@@ -346,19 +346,30 @@ class AcceptsForkBoundaryPastTheEnd(MutantSubject):
 
 class _NoEmptySeedMarkerStore(MutantStore):
     def create(
-        self, session_id: str | None = None, seed: Sequence[object] | None = None, meta: JsonValue = None
+        self,
+        session_id: str | None = None,
+        seed: Sequence[object] | None = None,
+        meta: JsonValue = None,
+        *,
+        shared: bool = False,
     ) -> Session:
         if seed is None or len(seed) > 0:
-            return super().create(session_id, seed, meta)
+            return super().create(session_id, seed, meta, shared=shared)
         original = lineage_store_module.create_session_state
 
         def without_marker(
-            session_id: str, seed: object, header: object, now: int, restore: bool = False
+            session_id: str,
+            seed: object,
+            header: object,
+            now: int,
+            restore: bool = False,
+            shared: bool = False,
         ) -> Any:
-            return original(session_id, None if seed == [] else seed, header, now, restore)
+            empty = isinstance(seed, (list, tuple)) and len(seed) == 0
+            return original(session_id, None if empty else seed, header, now, restore, shared)
 
         with swapped(lineage_store_module, "create_session_state", without_marker):
-            return super().create(session_id, seed, meta)
+            return super().create(session_id, seed, meta, shared=shared)
 
 
 class NoEndSeedForEmptySeed(MutantSubject):

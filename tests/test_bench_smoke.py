@@ -46,3 +46,26 @@ def test_the_benchmark_runs_every_measurement_at_a_tiny_size(tmp_path: Path) -> 
         assert result[key]["wall"] > 0, key
     assert result["resident_bytes"] > 0 and result["plain_bytes"] > 0
     assert "resume (zstd)" in completed.stdout and "load average" in completed.stdout
+
+
+def test_the_profiles_name_where_the_time_and_the_memory_go(tmp_path: Path) -> None:
+    for operation, expected in (("fork", "fold_seed"), ("append", "fsync"), ("memory", "FrozenDict")):
+        completed = subprocess.run(
+            [
+                sys.executable,
+                str(ROOT / "scripts" / "bench.py"),
+                "--profile",
+                operation,
+                "--sizes",
+                "200",
+                "--logs",
+                str(tmp_path),
+            ],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=600,
+        )
+        assert completed.returncode == 0, completed.stderr
+        assert f"--- {operation} at 200 events" in completed.stdout
+        assert expected in completed.stdout, completed.stdout

@@ -81,6 +81,31 @@ def test_the_child_inherits_equal_but_detached_frozen_events() -> None:
     assert (child.header["seedLength"], child.first_live_seq) == (4, 4)
 
 
+def test_a_shared_seed_gives_the_child_the_parent_s_very_frozen_events() -> None:
+    """What a store's fork does (the seed is a prefix of the live log): nothing is copied, and
+    nothing can change, so sharing is safe; the seed's checks still run on every event."""
+    source = live(CLOSED_TURN)
+    seed = plan_fork_seed("src", source.events)
+    child = create_session_state("child", seed, build_header("child", {}, NOW, True), NOW, shared=True)
+    assert all(mine is theirs for mine, theirs in zip(child.events, source.events))
+    assert child.events[:4] == source.events and child.events[4]["type"] == "session/end-seed"
+    with pytest.raises(TypeError):
+        at(child.events[1], "data")["content"] = []
+    with pytest.raises(SpecError) as refused:
+        create_session_state(
+            "child", [user(0), assistant(0)], build_header("child", {}, NOW, True), NOW, shared=True
+        )
+    assert refused.value.code == Code.SEED_SEQ_MISMATCH
+
+
+def test_a_shared_seed_still_copies_an_entry_that_is_not_a_frozen_event() -> None:
+    plain = {**user(0)}
+    child = create_session_state("child", [plain], build_header("child", {}, NOW, True), NOW, shared=True)
+    assert child.events[0] == plain and child.events[0] is not plain
+    with pytest.raises(TypeError):
+        at(child.events[0], "data")["content"] = []
+
+
 def test_log_only_events_after_a_closed_turn_belong_to_the_default_seed() -> None:
     source = live([*CLOSED_TURN, event(4, "test/log-only", {"n": 1})])
     assert plan_fork_seed("src", source.events)[-1]["type"] == "test/log-only"

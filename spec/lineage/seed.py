@@ -41,12 +41,13 @@ MESSAGE_EVENT_TYPES: Final = frozenset({USER_MESSAGE, ASSISTANT_MESSAGE, TOOL_RE
 ADAPTER_DEFAULT_KEYS: Final = frozenset({"reasoningEffort", "maxTokens"})
 
 
-def validate_seed_event(index: int, source: object, restore: bool) -> Event:
+def validate_seed_event(index: int, source: object, restore: bool, shared: bool = False) -> Event:
     """Seed entry ``index`` becomes a frozen event after, in order: the JSON snapshot (snapshot
-    mode) or the ownership freeze (restore mode), the envelope check with the legacy
-    ``request/header-delta`` check first, the LLM-shape checks, the legacy ``fallback`` reason
-    check, and ``seq == index`` (notes/dsh-session-core §1.3, §4.2 steps 1-4)."""
-    event = take_seed_event(index, source, restore)
+    mode), the ownership freeze (restore mode) or nothing (a shared seed's frozen entry), the
+    envelope check with the legacy ``request/header-delta`` check first, the LLM-shape checks, the
+    legacy ``fallback`` reason check, and ``seq == index`` (notes/dsh-session-core §1.3, §4.2 steps
+    1-4)."""
+    event = take_seed_event(index, source, restore, shared)
     validate_seed_envelope(index, event)
     validate_seed_llm_shape(index, event)
     validate_seed_request_header_reason(index, event)
@@ -54,10 +55,18 @@ def validate_seed_event(index: int, source: object, restore: bool) -> Event:
     return event
 
 
-def take_seed_event(index: int, source: object, restore: bool) -> FrozenDict:
+def take_seed_event(index: int, source: object, restore: bool, shared: bool = False) -> FrozenDict:
     """Snapshot mode copies the entry into the lossless JSON domain; restore mode takes ownership of
     freshly parsed JSON and freezes it in place, with no JSON check (§4.2 step 1, §14.2). Either
-    way the entry must be an object: ``None``, a scalar or an array is an invalid envelope (§14.16)."""
+    way the entry must be an object: ``None``, a scalar or an array is an invalid envelope (§14.16).
+
+    A *shared* seed is a prefix of a live session's own log (a fork's seed): its entries are events
+    a session state holds, frozen all the way down and in the lossless domain since they entered
+    it, so a frozen entry is taken as it is and the child holds the parent's very objects, which
+    nobody can change (D6 asks that what is handed out cannot change, not that it be a copy). Any
+    other entry of a shared seed is snapshotted as in snapshot mode."""
+    if shared and not restore and type(source) is FrozenDict:
+        return source
     if restore:
         if not isinstance(source, dict):
             raise _invalid_envelope(index)

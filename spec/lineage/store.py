@@ -37,15 +37,20 @@ def plan_create(
     seed: Sequence[object] | None,
     meta: JsonValue,
     now: int,
+    shared: bool = False,
 ) -> SessionState:
     """Create, in the store's order, once the id is chosen (given, or minted by
     :func:`mint_session_id`, which spends the counter even when create then fails): refuse an id
     that is live; plan the header record; build the session from the seed (a seed is validated
-    before the header it names); then refuse an id a stored log already holds (notes §4.6; a store
-    without persistence passes no stored ids)."""
+    before the header it names; a fork's seed, a prefix of a live log, is ``shared``); then refuse
+    an id a stored log already holds (notes §4.6; a store without persistence passes no stored ids)."""
     validate_new_session_id(live_ids, session_id)
     header = plan_header_record(session_id, meta, now, is_seeded=seed is not None)
-    state = create_session_state(session_id, seed, header, now)
+    state = (
+        create_session_state(session_id, seed, header, now, shared=True)
+        if shared
+        else create_session_state(session_id, seed, header, now)
+    )
     if session_id in stored_ids:
         raise reject(Code.SESSION_ALREADY_EXISTS, f'session "{session_id}" already exists on storage')
     return state

@@ -69,16 +69,22 @@ class SessionState:
 
 
 def create_session_state(
-    session_id: str, seed: Sequence[object] | None, header: object, now: int, restore: bool = False
+    session_id: str,
+    seed: Sequence[object] | None,
+    header: object,
+    now: int,
+    restore: bool = False,
+    shared: bool = False,
 ) -> SessionState:
     """A new session: every seed entry validated and folded in order, ``first_live_seq`` = the seed
     length, then ``session/end-seed`` appended by the store at ``time = now`` when
     :func:`needs_end_seed` says so — never inside an open compaction bracket
     (:func:`spec.lineage.seed.validate_end_seed_outside_open_compaction`). In snapshot mode the
     header is copied and validated after the seed; in restore mode it is validated before the seed
-    and frozen in place (notes/dsh-session-core §4.2, §1.5)."""
+    and frozen in place (notes/dsh-session-core §4.2, §1.5). A ``shared`` seed is a prefix of a live
+    session's log, whose frozen events the new state shares (:func:`spec.lineage.seed.take_seed_event`)."""
     restored_header = restore_header(session_id, header) if restore else None
-    events, surface = fold_seed(seed if seed is not None else (), restore)
+    events, surface = fold_seed(seed if seed is not None else (), restore, shared)
     frozen_header = restored_header if restored_header is not None else snapshot_header(session_id, header)
     state = SessionState(header=frozen_header, events=events, surface=surface, first_live_seq=len(events))
     if needs_end_seed(seed is not None, events):
@@ -98,7 +104,9 @@ def restore_header(session_id: str, record: object) -> FrozenDict:
     return frozen
 
 
-def fold_seed(seed: Sequence[object], restore: bool) -> tuple[tuple[Event, ...], Surface]:
+def fold_seed(
+    seed: Sequence[object], restore: bool, shared: bool = False
+) -> tuple[tuple[Event, ...], Surface]:
     """Each seed entry, read once, is validated (:func:`spec.lineage.seed.validate_seed_event`) and then
     planned on the surface built from the entries before it; the first failure rejects the whole
     seed (§4.2 step 2)."""
@@ -106,7 +114,7 @@ def fold_seed(seed: Sequence[object], restore: bool) -> tuple[tuple[Event, ...],
     nodes = SurfaceNodes()
     generation = 0
     for index, source in enumerate(seed):
-        event = validate_seed_event(index, source, restore)
+        event = validate_seed_event(index, source, restore, shared)
         plan = plan_seed_surface(index, nodes, event, events)
         events.append(event)
         if plan is not None:
