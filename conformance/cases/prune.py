@@ -153,6 +153,25 @@ def session_pass_cases() -> Cases:
         config=SMALL,
     )
     yield pure("nothing is planned when every result is small", EVENTS, nodes=[1, 3], events=big, config=None)
+    halves: JsonValue = [{"type": "text", "text": DIGITS[:40]}, {"type": "text", "text": DIGITS[40:80]}]
+    split: JsonObject = {
+        "turn": 1,
+        "step": 1,
+        "message": {
+            "id": "r-c1",
+            "role": "user",
+            "source": {"kind": "tool", "callId": "c1"},
+            "content": [{"type": "tool-result", "toolCallId": "c1", "isError": False, "content": halves}],
+        },
+    }
+    yield pure(
+        "a tool/result is measured by all its text blocks: two within the threshold, together over it",
+        EVENTS,
+        comment="40 + 40 code points against a threshold of 60: neither block alone is oversized",
+        nodes=[1, 2],
+        events=log(("turn/start", {"turn": 1}), assistant_ev(calls=["c1"]), ("tool/result", split, APPEND)),
+        config=SMALL,
+    )
     odd: JsonValue = {
         "turn": 1,
         "step": 1,
