@@ -29,7 +29,7 @@ from reference.persistence.powerloss import CrashPlan, PowerLossFileSystem, Simu
 from reference.session import Session
 from reference.store import SessionStore
 from spec.codes import Code, SpecError
-from spec.lineage.fork import validate_boundary_outside_open_turn
+from spec.lineage.fork import plan_fork_seed
 from spec.lineage.repair import derive_closers, fold_repair_scan
 from spec.log.events import END_SEED, Event
 from spec.log.surface import fold_surface
@@ -177,9 +177,7 @@ class StoreOnFlakyPower(RuleBasedStateMachine):
         if child_id in self.appended:
             return
         source = data.draw(st.sampled_from(sorted(self.store.list(), key=lambda s: s.id)), label="source")
-        boundaries = [
-            seq for seq in range(len(source.events)) if _outside_open_turn(source.id, source.events, seq)
-        ]
+        boundaries = [seq for seq in range(len(source.events)) if _can_fork_at(source.id, source.events, seq)]
         if not boundaries:
             return
         boundary = data.draw(st.sampled_from(boundaries), label="boundary")
@@ -284,9 +282,10 @@ class StoreOnFlakyPower(RuleBasedStateMachine):
                 raise AssertionError(f"a second writer opened live session {session.id}")
 
 
-def _outside_open_turn(session_id: str, events: tuple[Event, ...], boundary: int) -> bool:
+def _can_fork_at(session_id: str, events: tuple[Event, ...], boundary: int) -> bool:
+    """The spec's fork rule allows this boundary: outside any open turn and any open compaction."""
     try:
-        validate_boundary_outside_open_turn(session_id, events, boundary)
+        plan_fork_seed(session_id, events, boundary)
     except SpecError:
         return False
     return True
