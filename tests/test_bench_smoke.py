@@ -11,25 +11,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def bench(*arguments: str) -> subprocess.CompletedProcess[str]:
+    """``scripts/bench.py --sizes 200 ARGUMENTS``, which must succeed."""
+    command = [sys.executable, str(ROOT / "scripts" / "bench.py"), "--sizes", "200", *arguments]
+    completed = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert completed.returncode == 0, completed.stderr
+    return completed
+
+
 def test_the_benchmark_runs_every_measurement_at_a_tiny_size(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
-    completed = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "scripts" / "bench.py"),
-            "--sizes",
-            "200",
-            "--runs",
-            "1",
-            "--json",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=600,
-    )
-    assert completed.returncode == 0, completed.stderr
+    completed = bench("--runs", "1", "--json", str(out))
     result = json.loads(out.read_text())["results"][0]
     assert result["events"] == 200
     for key in (
@@ -50,22 +42,6 @@ def test_the_benchmark_runs_every_measurement_at_a_tiny_size(tmp_path: Path) -> 
 
 def test_the_profiles_name_where_the_time_and_the_memory_go(tmp_path: Path) -> None:
     for operation, expected in (("fork", "fold_seed"), ("append", "fsync"), ("memory", "FrozenDict")):
-        completed = subprocess.run(
-            [
-                sys.executable,
-                str(ROOT / "scripts" / "bench.py"),
-                "--profile",
-                operation,
-                "--sizes",
-                "200",
-                "--logs",
-                str(tmp_path),
-            ],
-            capture_output=True,
-            text=True,
-            cwd=ROOT,
-            timeout=600,
-        )
-        assert completed.returncode == 0, completed.stderr
+        completed = bench("--profile", operation, "--logs", str(tmp_path))
         assert f"--- {operation} at 200 events" in completed.stdout
         assert expected in completed.stdout, completed.stdout
