@@ -166,6 +166,39 @@ def test_an_in_process_subject_that_hangs_is_timed_out_and_declared_dead() -> No
         release.set()
 
 
+def test_a_hung_in_process_subject_is_timed_out_on_any_thread_even_if_it_catches_exceptions() -> None:
+    """On the main thread a timer interrupts the call (and a subject catching ``Exception`` does not
+    swallow it); on another thread the call runs on a worker the caller stops waiting for."""
+    release = threading.Event()
+
+    class HangsAndCatches:
+        def handle(self, request: dict[str, Any]) -> dict[str, Any]:
+            try:
+                release.wait(30)
+            except Exception:
+                pass
+            return {"rid": request["rid"], "ok": True, "result": None}
+
+    outcomes: list[str] = []
+
+    def hello_once() -> None:
+        subject = InProcessSubject(HangsAndCatches(), timeout=0.2)
+        try:
+            subject.request("hello")
+        except SubjectDead as dead:
+            outcomes.append(str(dead))
+
+    try:
+        hello_once()
+        elsewhere = threading.Thread(target=hello_once)
+        elsewhere.start()
+        elsewhere.join(10)
+    finally:
+        release.set()
+    assert len(outcomes) == 2 and all("within 0.2s" in outcome for outcome in outcomes)
+    assert InProcessSubject(ReferenceSubject(), timeout=5).request("hello").ok  # an answer in time
+
+
 def test_an_answer_with_the_wrong_request_id_breaks_the_protocol() -> None:
     class Wrong:
         def handle(self, request: dict[str, Any]) -> dict[str, Any]:
