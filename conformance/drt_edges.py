@@ -81,12 +81,23 @@ def edge_log(seq_edge: JsonValue = 1, turn_edge: JsonValue = 1) -> list[JsonValu
 
 
 def edge_logs() -> list[list[JsonValue]]:
+    """The edge log, with each edge in event 1's seq and in the steps' turn, and with a type that
+    is not a string (an array, an object, a number, null) on its user message, which any rule
+    reading a type must take as an unknown one, never fail on."""
     edges: tuple[JsonValue, ...] = (1, 1.0, True, values.UNSAFE_INTEGER, None)
+    log = edge_log()
+    odd_types: tuple[JsonValue, ...] = ([1], {"type": "user/message"}, 1, None)
     return [
-        edge_log(),
+        log,
         *(edge_log(seq_edge=e) for e in edges[1:]),
         *(edge_log(turn_edge=e) for e in edges[1:]),
+        *([log[0], {**as_object(log[1]), "type": kind}, *log[2:]] for kind in odd_types),
     ]
+
+
+def as_object(value: JsonValue) -> JsonObject:
+    assert isinstance(value, dict)
+    return value
 
 
 def jsonl_edges() -> list[JsonObject]:

@@ -26,6 +26,7 @@ from spec.log.events import (
     USER_MESSAGE,
     Event,
     event_data,
+    is_named,
 )
 from spec.log.json import JsonObject, JsonValue, is_event_seq
 
@@ -280,7 +281,7 @@ def _metered(at: int, event: Event, op: JsonObject, previous: Event | None) -> I
     start, end = field_of(op, "start"), field_of(op, "end")
     span = f"{field_text(start)}-{field_text(end)}"
     meter = previous.get("type") if previous is not None else None
-    if previous is None or meter not in METERED_REPLACEMENT_TYPE:
+    if previous is None or not is_named(meter, METERED_REPLACEMENT_TYPE):
         yield Violation(
             "shadow-price", at, f"replace at seq {at} over range {span} has no adjacent shadow price"
         )

@@ -25,6 +25,7 @@ from spec.log.events import (
     TURN_START,
     Event,
     event_data,
+    is_named,
 )
 from spec.log.json import is_safe_integer
 
@@ -133,7 +134,7 @@ def check_turn_event(trace: TurnTrace, at: int, event: Event) -> Iterator[Violat
             )
     elif kind == TOOL_RESULT and isinstance(event.get("surfaceOp"), dict) and trace.open_turn is None:
         yield Violation("turn-enclosed", at, "tool/result surface replacement appended outside any open turn")
-    elif kind in TURN_ENCLOSED_TYPES and trace.open_turn is None:
+    elif is_named(kind, TURN_ENCLOSED_TYPES) and trace.open_turn is None:
         yield Violation(
             "turn-enclosed",
             at,
@@ -179,7 +180,7 @@ def is_step_scoped(event: Event) -> bool:
     """step/end, assistant/chunk, assistant/message, tool/call and an appended tool/result belong
     to one step (notes/dsh-session-core §11.1)."""
     kind = event.get("type")
-    return kind in STEP_SCOPED_TYPES or (kind == TOOL_RESULT and event.get("surfaceOp") == "append")
+    return is_named(kind, STEP_SCOPED_TYPES) or (kind == TOOL_RESULT and event.get("surfaceOp") == "append")
 
 
 def is_not_started_result(event: Event) -> bool:

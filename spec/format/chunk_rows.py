@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from spec.codes import Code, SpecError, reject
+from spec.log.events import is_named
 from spec.log.json import JsonObject, JsonValue, is_event_seq, is_safe_integer
 
 # Row tag -> the delta chunk type its members decode to.
@@ -28,7 +29,7 @@ def decode_storage_record(value: JsonValue, where: str | None = None) -> list[Js
     into its ``assistant/chunk`` members; any other value is one event, passed through unchecked
     (notes/dsh-session-core §13.1). ``where`` (the row's line in its file) goes into the message
     of a malformed row."""
-    if not isinstance(value, dict) or value.get("type") not in CHUNK_ROW_TAGS:
+    if not isinstance(value, dict) or not is_named(value.get("type"), CHUNK_ROW_TAGS):
         return [value]
     tag = value["type"]
     assert isinstance(tag, str)

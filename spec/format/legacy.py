@@ -28,6 +28,7 @@ from spec.log.events import (
     TURN_START,
     USER_MESSAGE,
     Event,
+    is_named,
 )
 from spec.log.json import FrozenDict, JsonObject, JsonValue, freeze_parsed_json, is_safe_integer, js_text
 
@@ -80,7 +81,7 @@ def validate_stored_events(
     ``places`` (one per event: a v4 record is one event) locates a refusal in the file."""
     where = _event_places(places, range(len(events)))
     for index, event in enumerate(events):
-        if event.get("type") not in MESSAGE_EVENT_TYPES:  # the shape rule passes every other type
+        if not is_named(event.get("type"), MESSAGE_EVENT_TYPES):  # the shape rule passes every other type
             continue
         try:
             validate_message_shape(f"session event at seq {js_text(event.get('seq'))}", event)
@@ -217,7 +218,7 @@ def derive_current_turn_end_reason(reason: JsonObject) -> JsonObject | None:
     """The current form of a stored ``turn/end`` reason (the very same object when it is current
     already), or ``None`` when it is malformed (notes/dsh-persistence §3.6)."""
     kind = reason["kind"]
-    if kind in SIMPLE_END_KINDS:
+    if is_named(kind, SIMPLE_END_KINDS):
         return reason if set(reason) == {"kind"} else None
     if kind == "aborted":
         if "reason" in reason:
@@ -353,7 +354,7 @@ def validate_known_event_types(
     the log is refused (notes/dsh-persistence §3.5). ``where`` gives an event's place suffix."""
     for index, event in enumerate(events):
         kind = event.get("type")
-        if kind in KNOWN_EVENT_TYPES or event.get("ignorable") is True:
+        if is_named(kind, KNOWN_EVENT_TYPES) or event.get("ignorable") is True:
             continue
         raise reject(
             Code.UNKNOWN_EVENT_TYPE,

@@ -23,6 +23,7 @@ from spec.log.events import (
     USER_MESSAGE,
     Event,
     event_data,
+    is_named,
 )
 from spec.log.json import (
     NOT_JSON,
@@ -107,7 +108,7 @@ def validate_seed_llm_shape(index: int, event: Event) -> None:
     kind = event.get("type")
     if kind == REQUEST_HEADER:
         validate_request_header_shape(index, event.get("data"))
-    elif kind in MESSAGE_EVENT_TYPES:
+    elif is_named(kind, MESSAGE_EVENT_TYPES):
         validate_message_shape(f"seed {kind} at index {index}", event)
 
 
@@ -149,7 +150,7 @@ def validate_message_shape(subject: str, event: Event) -> None:
     a tool result's source is a tool with a ``callId`` and its content is exactly one
     ``tool-result`` block naming the same call. Other event types pass (§1.4)."""
     kind = event.get("type")
-    if kind not in MESSAGE_EVENT_TYPES:
+    if not is_named(kind, MESSAGE_EVENT_TYPES):
         return
     data = event.get("data")
     message = data if kind == USER_MESSAGE else (data.get("message") if isinstance(data, dict) else None)

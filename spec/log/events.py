@@ -6,6 +6,7 @@ An event is a JSON object ``{type, seq, time, data, sourceEventSeqs?, surfaceOp?
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Final, TypeAlias
 
 from spec.log.json import JsonObject, JsonValue
@@ -95,10 +96,20 @@ KNOWN_EVENT_TYPES: Final = frozenset(
 storage read path refuses an unknown type that is not marked ``ignorable``."""
 
 
+def is_named(value: object, names: Collection[str]) -> bool:
+    """``value`` is one of ``names``: a string among them. Anything else (a number, a list, an
+    object) never is, and asking is never an error, so that a rule reading a type, a kind or a code
+    from any JSON value stays total.
+
+    post: __return__ == (isinstance(value, str) and value in names)
+    """
+    return isinstance(value, str) and value in names
+
+
 def is_surface_eligible_type(event_type: object) -> bool:
     """Exactly three types can join the surface: user/message, assistant/message, tool/result
     (notes/dsh-session-core §2.1)."""
-    return event_type in SURFACE_EVENT_TYPES
+    return is_named(event_type, SURFACE_EVENT_TYPES)
 
 
 def is_surface_event(event: Event) -> bool:

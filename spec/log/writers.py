@@ -34,6 +34,7 @@ from spec.log.events import (
     END_SEED,
     TOOL_RESULT,
     TURN_END,
+    is_named,
 )
 from spec.log.json import JsonValue
 
@@ -68,7 +69,9 @@ def is_repair_tool_result(event_type: object, data: JsonValue) -> bool:
     ``TOOL_OUTCOME_UNKNOWN``: crash repair's answer to a call a crash left open."""
     error = data.get("error") if isinstance(data, dict) else None
     return (
-        event_type == TOOL_RESULT and isinstance(error, dict) and error.get("code") in REPAIR_TOOL_ERROR_CODES
+        event_type == TOOL_RESULT
+        and isinstance(error, dict)
+        and is_named(error.get("code"), REPAIR_TOOL_ERROR_CODES)
     )
 
 

@@ -21,6 +21,7 @@ from spec.log.events import (
     Message,
     derive_event_message,
     event_data,
+    is_named,
     is_surface_event,
 )
 from spec.log.json import JsonValue, is_event_seq, is_safe_integer
@@ -144,7 +145,7 @@ def derive_shadow_claim(event: Event) -> ShadowClaim | None:
     ``shadowedTokenCount``; any other event arms none. A metering event whose range or price is not
     a pair of seqs and a safe integer arms none either (this project's choice: it then prices as a
     legacy replace)."""
-    if event.get("type") not in SHADOW_PRICE_EVENT_TYPES:
+    if not is_named(event.get("type"), SHADOW_PRICE_EVENT_TYPES):
         return None
     data = event_data(event)
     shadowed_range, tokens = data.get("shadowedRange"), data.get("shadowedTokenCount")
