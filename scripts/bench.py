@@ -572,27 +572,8 @@ def profile_worker(name: str, root: Path, path: Path, top: int) -> str:
 def profile_size(logs: Path, events: int, name: str, top: int) -> str:
     """Build (or reuse) the log of ``events`` events and profile ``name`` on a copy of it, in a
     subprocess of its own."""
-    folder = logs / f"n{events}-g{GENERATOR_VERSION}"
-    if not (folder / "done").exists():
-        shutil.rmtree(folder, ignore_errors=True)
-        run_child([sys.executable, __file__, "--build", str(folder / "log"), str(events)])
-        (folder / "done").write_text("")
-    scratch = Path(tempfile.mkdtemp(prefix=f"profile-{name}-", dir=folder))
-    try:
-        shutil.copytree(folder / "log", scratch / "log")
-        copy = Path(FileStore(str(scratch / "log")).locate(SESSION_ID) or "")
-        command = [
-            sys.executable,
-            __file__,
-            "--profile-worker",
-            name,
-            str(scratch / "log"),
-            str(copy),
-            str(top),
-        ]
-        output, _, _, _ = run_child(command)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+    folder, _ = cached_log(logs, events)
+    output, _ = run_on_copy(folder, "--profile-worker", name, str(top))
     return output
 
 
@@ -646,17 +627,39 @@ def measure_cli(path: Path, runs: int) -> dict[str, Any]:
     return {"check_cli": check.as_json(), "floor_cli": floor.as_json(), "peak_rss": peak}
 
 
-def measure_size(logs: Path, events: int, runs: int, workers: list[str]) -> dict[str, Any]:
+def cached_log(logs: Path, events: int) -> tuple[Path, float | None]:
+    """The folder holding the log of ``events`` events under ``logs``, built unless a finished one
+    is there; and the seconds the build took (``None`` when it was reused)."""
     folder = logs / f"n{events}-g{GENERATOR_VERSION}"
-    built = None
-    if not (folder / "done").exists():
-        shutil.rmtree(folder, ignore_errors=True)
-        start = time.perf_counter()
-        # In a subprocess: a child inherits its parent's peak RSS across fork and exec, so the
-        # process that spawns the measurements must stay small.
-        run_child([sys.executable, __file__, "--build", str(folder / "log"), str(events)])
-        built = time.perf_counter() - start
-        (folder / "done").write_text("")
+    if (folder / "done").exists():
+        return folder, None
+    shutil.rmtree(folder, ignore_errors=True)
+    start = time.perf_counter()
+    # In a subprocess: a child inherits its parent's peak RSS across fork and exec, so the
+    # process that spawns the measurements must stay small.
+    run_child([sys.executable, __file__, "--build", str(folder / "log"), str(events)])
+    built = time.perf_counter() - start
+    (folder / "done").write_text("")
+    return folder, built
+
+
+def run_on_copy(folder: Path, flag: str, name: str, last: str) -> tuple[str, int]:
+    """``bench.py FLAG NAME ROOT PATH LAST`` in a subprocess, on a scratch copy of the folder's
+    log (so no run sees another's writes); its stdout and peak RSS."""
+    scratch = Path(tempfile.mkdtemp(prefix=f"bench-{name}-", dir=folder))
+    try:
+        shutil.copytree(folder / "log", scratch / "log")
+        copy = Path(FileStore(str(scratch / "log")).locate(SESSION_ID) or "")
+        output, _, _, rss = run_child(
+            [sys.executable, __file__, flag, name, str(scratch / "log"), str(copy), last]
+        )
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return output, rss
+
+
+def measure_size(logs: Path, events: int, runs: int, workers: list[str]) -> dict[str, Any]:
+    folder, built = cached_log(logs, events)
     path = Path(FileStore(str(folder / "log")).locate(SESSION_ID) or "")
     result: dict[str, Any] = {
         "events": events,
@@ -670,14 +673,7 @@ def measure_size(logs: Path, events: int, runs: int, workers: list[str]) -> dict
             result["peak_rss"].update(cli.pop("peak_rss"))
             result.update(cli)
             continue
-        scratch = Path(tempfile.mkdtemp(prefix=f"bench-{name}-", dir=folder))
-        try:
-            shutil.copytree(folder / "log", scratch / "log")
-            copy = Path(FileStore(str(scratch / "log")).locate(SESSION_ID) or "")
-            command = [sys.executable, __file__, "--worker", name, str(scratch / "log"), str(copy), str(runs)]
-            output, _, _, rss = run_child(command)
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
+        output, rss = run_on_copy(folder, "--worker", name, str(runs))
         result.update(json.loads(output))
         result["peak_rss"][name] = rss
         print(f"  {events}: {name} done", file=sys.stderr, flush=True)
