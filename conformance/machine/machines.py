@@ -51,7 +51,6 @@ from conformance.machine.variants import (
     POOL,
     REPLACE_VARIANTS,
     REWRITE_VARIANTS,
-    SELDOM,
     START_TIME,
     TEXTS,
     boundary_for,
@@ -375,11 +374,7 @@ class SessionMachine(RuleBasedStateMachine):
         # The compaction bracket is the engine's to write (engine_append); a caller's append of it,
         # like any store-only type, is refused (STORE_ONLY_EVENT), and is sent now and then too.
         engine = kind.startswith("compaction/") and data.draw(st.sampled_from(MOSTLY), label="by the engine")
-        # Now and then it cites a seq, as only a surface event may (PROVENANCE_ON_LOG_ONLY).
-        cites = data.draw(st.sampled_from(SELDOM), label="with sourceEventSeqs")
-        sources: object = [len(self.events(session)) - 1] if cites and self.events(session) else ABSENT
-        op = "engine_append" if engine else "append"
-        self.do(op, id=session, type=kind, data=payload, sourceEventSeqs=sources)
+        self.do("engine_append" if engine else "append", id=session, type=kind, data=payload)
 
     @rule(session=sessions, kind=st.sampled_from(INVALID_KINDS))
     def append_invalid(self, session: str, kind: str) -> None:

@@ -138,7 +138,6 @@ REWRITE_VARIANTS: Final = (
 )
 KEEPS: Final = ("none", "none", "all", "cut")  # what a power cut keeps of the unsynced bytes
 MOSTLY: Final = (True, True, True, False)  # drawn for "three times in four"
-SELDOM: Final = (False, False, False, True)  # drawn for "one time in four"
 
 
 # --- reading a session ------------------------------------------------------------------------------
