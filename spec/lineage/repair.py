@@ -38,6 +38,7 @@ from spec.log.events import (
     TURN_START,
     Event,
     event_data,
+    is_named,
 )
 from spec.log.json import JsonObject, JsonValue, freeze_parsed_json, is_event_seq, js_text
 from spec.log.writers import (
@@ -146,7 +147,7 @@ def apply_repair_scan(scan: RepairScan, event: Event) -> RepairScan:
     ``session/end-seed`` makes every open compaction a stale orphan of an earlier lifecycle, which is
     never closed (notes/dsh-compaction-projection §4.4, §4.6)."""
     kind = event.get("type")
-    if not isinstance(kind, str) or kind not in REPAIR_SCAN_TYPES:
+    if not is_named(kind, REPAIR_SCAN_TYPES):
         return scan
     data = event_data(event)
     if kind == TURN_START:

@@ -46,11 +46,7 @@ def plan_create(
     an id a stored log already holds (notes §4.6; a store without persistence passes no stored ids)."""
     validate_new_session_id(live_ids, session_id)
     header = plan_header_record(session_id, meta, now, is_seeded=seed is not None)
-    state = (
-        create_session_state(session_id, seed, header, now, shared=True)
-        if shared
-        else create_session_state(session_id, seed, header, now)
-    )
+    state = create_session_state(session_id, seed, header, now, shared=shared)
     if session_id in stored_ids:
         raise reject(Code.SESSION_ALREADY_EXISTS, f'session "{session_id}" already exists on storage')
     return state
