@@ -12,10 +12,10 @@ from typing import Final
 
 from conformance.model import canonical_text as model_text
 from conformance.targets import DEFAULT_TARGET, Target
-from spec.lineage.seed import needs_end_seed
 from spec.lineage.store import derive_resumed_log
 from spec.log.events import END_SEED, Event
 from spec.log.json import JsonValue
+from spec.log.seed import needs_end_seed
 
 D3_ITEMS: Final = {
     "D3.1": "after a crash there is either no session or an intact header",

@@ -33,13 +33,13 @@ CHECK_MODULES: Final = (
 )
 # Checker functions that reach a rule through a seed check report its codes under these ids.
 CORE_CHECKS: Final[Mapping[str, str]] = {
-    "spec.lineage.seed.validate_seed_seq": "seq-contiguous",
-    "spec.lineage.seed.validate_seed_envelope": "envelope",
-    "spec.lineage.seed.validate_seed_request_header_reason": "envelope",
-    "spec.lineage.seed.validate_seed_llm_shape": "message-shape",
-    "spec.lineage.seed.validate_message_shape": "message-shape",
-    "spec.lineage.seed.validate_tool_result_message": "message-shape",
-    "spec.lineage.seed.validate_request_header_shape": "message-shape",
+    "spec.log.seed.validate_seed_seq": "seq-contiguous",
+    "spec.log.seed.validate_seed_envelope": "envelope",
+    "spec.log.seed.validate_seed_request_header_reason": "envelope",
+    "spec.log.seed.validate_seed_llm_shape": "message-shape",
+    "spec.log.seed.validate_message_shape": "message-shape",
+    "spec.log.seed.validate_tool_result_message": "message-shape",
+    "spec.log.seed.validate_request_header_shape": "message-shape",
 }
 
 

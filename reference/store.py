@@ -120,7 +120,7 @@ class SessionStore:
         """A new session: ``meta`` gives createdAt and lineage fields; a seed (even empty) gets a
         ``session/end-seed`` marker unless it already ends with one. ``shared`` is for
         :meth:`fork` only: the seed is a prefix of a live session's log, whose frozen events the
-        child shares instead of copying (:func:`spec.lineage.seed.take_seed_event`)."""
+        child shares instead of copying (:func:`spec.log.seed.take_seed_event`)."""
         stored = _StoredIds(self._persistence)
         if session_id is None:
             session_id, self._minted = mint_session_id(self._minted, self._live.keys(), stored)

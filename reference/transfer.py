@@ -36,8 +36,9 @@ from reference.logfile import InputError, find_logs, read_log_file
 from reference.persistence.api import PersistenceService, StoredLog
 from reference.persistence.database import DatabaseStore
 from reference.persistence.filestore import LOG_NAMES, FileStore, load_log
+from spec.checks.log import check_session_copy
 from spec.codes import Code, SpecError, reject
-from spec.lineage.transfer import ALREADY_COPIED, check_session_copy, plan_session_copy
+from spec.lineage.transfer import ALREADY_COPIED, plan_session_copy
 from spec.log.header import HEADER_FORMAT_VERSION
 
 KINDS: Final = ("file", "file+plain", "sqlite", "postgres", "logs")

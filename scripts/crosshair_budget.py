@@ -34,6 +34,7 @@ CONTRACT_MODULES: Final = (
     "spec.log.surface",
     "spec.shrink.prune",
     "spec.lineage.fork",
+    "spec.log.unclosed",
     "spec.log.provenance",
     "spec.shrink.pairing",
 )

@@ -84,7 +84,7 @@ RULES: Final = (
     ),
     Rule(
         "the lock: a live bracket refuses a second compaction; a bracket before a newer end-seed is stale; an automatic compaction belongs to the open turn, a manual one runs between turns",
-        ("spec.shrink.bracket.find_active_compaction", "spec.shrink.bracket.plan_compaction_owner"),
+        ("spec.log.unclosed.find_active_compaction", "spec.shrink.bracket.plan_compaction_owner"),
         f"{MACHINE}: `compact`, `compact_region` and `append_log_only` brackets, forks and resumes",
     ),
     Rule(

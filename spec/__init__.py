@@ -35,7 +35,7 @@ MOVED_MODULES: Final = {
     "spec.provenance": ("spec.log.provenance",),
     "spec.tool_rewrite": ("spec.log.tool_rewrite",),
     "spec.session": ("spec.log.session",),
-    "spec.seed": ("spec.lineage.seed",),
+    "spec.seed": ("spec.log.seed",),
     "spec.fork": ("spec.lineage.fork",),
     "spec.repair": ("spec.lineage.repair",),
     "spec.pairing": ("spec.shrink.pairing",),

@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 from spec.codes import Code, SpecError
 from spec.log.json import FrozenList
 from spec.log.surface import derive_messages, fold_surface
+from spec.log.unclosed import find_active_compaction
 from spec.shrink.bracket import (
     derive_compaction_end,
     derive_compaction_lifecycle,
-    find_active_compaction,
     is_compaction_busy,
     plan_compaction_owner,
     validate_compaction_inactive,

@@ -11,9 +11,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from spec.codes import Code, SpecError
-from spec.lineage.fork import derive_open_turn_start, plan_fork_seed_length
+from spec.lineage.fork import plan_fork_seed_length
 from spec.log.events import TURN_END, TURN_START
 from spec.log.provenance import decode_cited_seqs, validate_cited_seqs
+from spec.log.unclosed import derive_open_turn_start
 from spec.shrink.pairing import derive_cut_balance, derive_cut_balance_from_deltas
 from spec.shrink.prune import PRUNE_MARKER_CODE_POINTS, PruneConfig, plan_text_cuts
 

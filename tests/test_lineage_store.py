@@ -9,8 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from spec.codes import Code, SpecError
-from spec.lineage.fork import derive_open_turn_start
-from spec.lineage.repair import derive_closers, has_open_turn
+from spec.lineage.repair import derive_closers
 from spec.lineage.store import (
     derive_resumed_log,
     derive_resumed_state,
@@ -20,6 +19,7 @@ from spec.lineage.store import (
 )
 from spec.log.events import END_SEED
 from spec.log.json import snapshot_json
+from spec.log.unclosed import derive_open_turn_start, has_open_turn
 
 BAD_META = {"cwd": "relative"}
 BAD_SEED = [{"type": "turn/start", "seq": 5, "time": 0, "data": {"turn": 1}}]

@@ -17,10 +17,10 @@ from spec.lineage.repair import (
     TOOL_OUTCOME_UNKNOWN,
     derive_closers,
     fold_repair_scan,
-    has_open_turn,
 )
 from spec.log.events import Event
 from spec.log.json import FrozenDict
+from spec.log.unclosed import has_open_turn
 
 # --- a tiny log builder: each helper returns (type, data, extra envelope keys) ----------------------
 

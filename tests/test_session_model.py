@@ -22,9 +22,9 @@ from event_builders import (
 )
 
 from spec.codes import Code, SpecError
-from spec.lineage.seed import needs_end_seed, validate_message_shape, validate_seed_event
 from spec.log.header import build_header
 from spec.log.json import FrozenDict, thaw_json
+from spec.log.seed import needs_end_seed, validate_message_shape, validate_seed_event
 from spec.log.session import (
     ABSENT,
     SessionState,

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from spec.checks.log import check_session_copy
 from spec.codes import Code, SpecError
 from spec.format.naming import encode_header_line
 from spec.format.tables import (
@@ -18,7 +19,7 @@ from spec.format.tables import (
     plan_layout_migration,
     plan_unknown_commit,
 )
-from spec.lineage.transfer import ALREADY_COPIED, WRITE, check_session_copy, plan_session_copy
+from spec.lineage.transfer import ALREADY_COPIED, WRITE, plan_session_copy
 from spec.log.header import build_header
 from spec.log.json import FrozenDict, freeze_parsed_json
 

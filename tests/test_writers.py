@@ -1,6 +1,6 @@
 """Who writes what, and no dangling compaction bracket (the resume/fork/compaction seed: "compaction/start
 和 compaction/end 永远配对 … 日志里不会出现悬挂的 start"; spec.log.writers, spec.lineage.fork,
-spec.lineage.seed)."""
+spec.log.seed)."""
 
 from __future__ import annotations
 

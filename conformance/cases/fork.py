@@ -104,7 +104,7 @@ def child_cases() -> Cases:
     )
     yield case(
         "forking a fork inherits its end-seed marker and adds no second one",
-        "spec.lineage.seed.needs_end_seed",
+        "spec.log.seed.needs_end_seed",
         [*parent(), ok("fork", source="p", child="c"), ok("fork", source="c", child="g")],
     )
     yield case(

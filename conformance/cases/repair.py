@@ -178,7 +178,7 @@ def resume_cases() -> Cases:
     )
     yield case(
         "resuming a log that already ends with session/end-seed appends nothing",
-        "spec.lineage.seed.needs_end_seed",
+        "spec.log.seed.needs_end_seed",
         [ok("create", id="s", seed=[]), ok("close", id="s"), ok("resume", id="s")],
         storage="memory",
     )

@@ -35,7 +35,7 @@ from spec.codes import Code
 CREATE = "spec.log.session.create_session_state"
 APPEND = "spec.log.session.append_event"
 MINT = "spec.log.session.plan_session_id"
-END_SEED = "spec.lineage.seed.needs_end_seed"
+END_SEED = "spec.log.seed.needs_end_seed"
 MESSAGES = "spec.log.session.derive_session_messages"
 EVENT_TYPE = "spec.log.session.validate_event_type"
 VOCABULARY = "spec.log.session.validate_request_header_vocabulary"
@@ -93,7 +93,7 @@ def end_seed_cases() -> Cases:
     )
     yield case(
         "a seed that ends inside an open compaction bracket is rejected",
-        "spec.lineage.seed.validate_end_seed_outside_open_compaction",
+        "spec.log.seed.validate_end_seed_outside_open_compaction",
         [
             fails(
                 Code.OPEN_COMPACTION,
@@ -107,7 +107,7 @@ def end_seed_cases() -> Cases:
     )
     yield case(
         "a seed that ends after a compaction's end gets its marker",
-        "spec.lineage.seed.validate_end_seed_outside_open_compaction",
+        "spec.log.seed.validate_end_seed_outside_open_compaction",
         [
             ok(
                 "create",

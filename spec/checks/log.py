@@ -31,15 +31,16 @@ from spec.checks.lineage import check_closers, check_header_lineage
 from spec.checks.turns import check_turn_structure
 from spec.checks.violation import Violation, violation_seq
 from spec.codes import Code, SpecError
-from spec.lineage.seed import (
-    validate_seed_envelope,
-    validate_seed_llm_shape,
-    validate_seed_request_header_reason,
-)
+from spec.format.json_text import encode_json_text
 from spec.log.events import Event
 from spec.log.header import HEADER_FORMAT_VERSION, LEGACY_FORMAT_VERSION
 from spec.log.json import JsonObject, is_event_seq, js_text
 from spec.log.nodes import SurfaceNodes
+from spec.log.seed import (
+    validate_seed_envelope,
+    validate_seed_llm_shape,
+    validate_seed_request_header_reason,
+)
 from spec.log.surface import plan_surface_event, splice_plan
 
 RULES: Final[Mapping[str, str]] = MappingProxyType(
@@ -218,6 +219,31 @@ def check_core(events: Sequence[Event]) -> Iterator[Violation]:
         by_seq[placed] = event
         length = max(length, placed + 1)
         expected = placed + 1
+
+
+def check_session_copy(
+    header: JsonObject, events: Sequence[Event], copied_header: JsonObject, copied_events: Sequence[Event]
+) -> tuple[str, ...]:
+    """What is wrong with a copy read back from its destination (empty: nothing): it must be the
+    same log (:func:`spec.lineage.transfer.is_same_log`) and the whole-log checker must report exactly the same
+    violations on both (D9), so copying neither repairs nor damages anything."""
+    problems: list[str] = []
+    if encode_json_text(copied_header) != encode_json_text(header):
+        problems.append("the copied header differs from the source's")
+    if len(copied_events) != len(events):
+        problems.append(f"the copy holds {len(copied_events)} events, the source {len(events)}")
+    else:
+        for mine, theirs in zip(events, copied_events):
+            if encode_json_text(mine) != encode_json_text(theirs):
+                problems.append(f"event seq {mine.get('seq')} differs in the copy")
+                break
+    before = [(violation.rule, violation.seq) for violation in check_log(events, header)]
+    after = [(violation.rule, violation.seq) for violation in check_log(copied_events, copied_header)]
+    if before != after:
+        problems.append(
+            f"the checker reports {len(after)} violation(s) on the copy, {len(before)} on the source"
+        )
+    return tuple(problems)
 
 
 class _EventsBySeq(Sequence[Event]):

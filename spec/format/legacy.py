@@ -17,7 +17,6 @@ from typing import Final
 from spec.codes import Code, SpecError, reject
 from spec.format.chunk_rows import decode_storage_record
 from spec.format.framing import LinePlace, describe_place
-from spec.lineage.seed import MESSAGE_EVENT_TYPES, validate_message_shape
 from spec.log.events import (
     ASSISTANT_MESSAGE,
     KNOWN_EVENT_TYPES,
@@ -31,6 +30,7 @@ from spec.log.events import (
     is_named,
 )
 from spec.log.json import FrozenDict, JsonObject, JsonValue, freeze_parsed_json, is_safe_integer, js_text
+from spec.log.seed import MESSAGE_EVENT_TYPES, validate_message_shape
 
 MODE_SET: Final = "mode/set"
 STEERING_MESSAGE: Final = "steering/message"

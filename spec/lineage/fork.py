@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Collection, Container, Sequence
 
 from spec.codes import Code, SpecError, reject  # noqa: F401 - SpecError is named by the contracts
-from spec.log.events import TURN_END, TURN_START, Event, event_data
+from spec.log.events import Event, event_data
 from spec.log.json import JsonObject, JsonValue, is_event_seq, js_text
 from spec.log.session import ABSENT, validate_new_session_id
-from spec.shrink.bracket import find_active_compaction
+from spec.log.unclosed import derive_open_turn_start, find_active_compaction
 
 
 def validate_fork_request(
@@ -80,9 +80,9 @@ def plan_fork_seed_length(source_id: str, seqs: Sequence[object], boundary: int)
 
 
 def validate_boundary_outside_open_turn(source_id: str, events: Sequence[Event], boundary: int) -> None:
-    """No turn may be open at the boundary (:func:`derive_open_turn_start` over the types of the
-    events up to it): a fork never inherits half a turn. Steps, tool pairing and everything after
-    the boundary are not looked at (§7.1 step 3, §14.10)."""
+    """No turn may be open at the boundary (:func:`spec.log.unclosed.derive_open_turn_start` over the
+    types of the events up to it): a fork never inherits half a turn. Steps, tool pairing and
+    everything after the boundary are not looked at (§7.1 step 3, §14.10)."""
     start = derive_open_turn_start([event.get("type") for event in events[: boundary + 1]])
     if start is not None:
         turn = event_data(events[start]).get("turn", ABSENT)
@@ -95,7 +95,7 @@ def validate_boundary_outside_open_turn(source_id: str, events: Sequence[Event],
 
 def validate_boundary_outside_open_compaction(source_id: str, events: Sequence[Event], boundary: int) -> None:
     """No compaction bracket may be open at the boundary (the live lock of
-    :func:`spec.shrink.bracket.find_active_compaction` over the events up to it). A bracket inside a
+    :func:`spec.log.unclosed.find_active_compaction` over the events up to it). A bracket inside a
     turn is already refused as an open turn, so this is the standalone one, between turns. A fork
     refuses it rather than give the child a closer the parent never wrote: the seed's child is
     "源 session 事件的 [0, boundary] 切片", a slice and nothing else, and its answer to a boundary
@@ -110,24 +110,6 @@ def validate_boundary_outside_open_compaction(source_id: str, events: Sequence[E
             Code.OPEN_COMPACTION,
             f'fork boundary {boundary} in session "{source_id}" ends inside open compaction {shown}',
         )
-
-
-def derive_open_turn_start(kinds: Sequence[object]) -> int | None:
-    """The position of the turn still open after the events of types ``kinds``: the last
-    ``turn/start`` or ``turn/end`` when it is a ``turn/start``, else ``None`` (§7.1 step 3). So
-    ``None`` means every ``turn/start`` has a ``turn/end`` after it.
-
-    post: __return__ is None or kinds[__return__] == TURN_START
-    post: __return__ is None or all(kind not in (TURN_START, TURN_END) for kind in kinds[__return__ + 1 :])
-    post: (__return__ is None) == all(TURN_END in kinds[i + 1 :] for i, kind in enumerate(kinds) if kind == TURN_START)
-    """
-    open_start: int | None = None
-    for position, kind in enumerate(kinds):
-        if kind == TURN_START:
-            open_start = position
-        elif kind == TURN_END:
-            open_start = None
-    return open_start
 
 
 def derive_child_meta(source_header: JsonObject, source_id: str, seed_length: int) -> dict[str, JsonValue]:

@@ -24,7 +24,6 @@ from enum import Enum
 from typing import Final, TypeAlias
 
 from spec.format.json_text import encode_json_text
-from spec.lineage.fork import derive_open_turn_start
 from spec.log.events import (
     ASSISTANT_MESSAGE,
     COMPACTION_END,
@@ -129,13 +128,6 @@ def result_call_id(event: Event) -> Field:
     message = event_data(event).get("message")
     source = message.get("source") if isinstance(message, dict) else None
     return field_of(source, "callId") if isinstance(source, dict) else ABSENT
-
-
-def has_open_turn(events: Sequence[Event]) -> bool:
-    """A log ends inside a turn when a ``turn/start`` is still open after it: the open-turn rule
-    of fork (:func:`spec.lineage.fork.derive_open_turn_start`), which repair shares
-    (notes/dsh-session-core §9, §10)."""
-    return derive_open_turn_start([event.get("type") for event in events]) is not None
 
 
 def apply_repair_scan(scan: RepairScan, event: Event) -> RepairScan:

@@ -6,8 +6,9 @@ A copy writes a session's whole durable log in one flush, so on any store it is 
 not at all. A destination that already holds the session is left alone: if it holds exactly the
 source's log the copy is already done (an interrupted run is completed by running it again); if it
 holds anything else, that is a different session and nothing overwrites it. A copy is checked by
-reading it back: the same header, the same event texts, and the whole-log checker's verdict
-unchanged, so a copy neither loses nor adds a thing the checker would see.
+reading it back (:func:`spec.checks.log.check_session_copy`, in the checker's chapter): the same
+header, the same event texts, and the whole-log checker's verdict unchanged, so a copy neither
+loses nor adds a thing the checker would see.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final, Literal
 
-from spec.checks.log import check_log
 from spec.codes import Code, reject
 from spec.format.json_text import encode_json_text
 from spec.log.events import Event
@@ -56,28 +56,3 @@ def plan_session_copy(
         f'session "{session_id}" already exists at the destination with a different log '
         f"({len(found[1])} events there, {len(events)} in the source); nothing was overwritten",
     )
-
-
-def check_session_copy(
-    header: JsonObject, events: Sequence[Event], copied_header: JsonObject, copied_events: Sequence[Event]
-) -> tuple[str, ...]:
-    """What is wrong with a copy read back from its destination (empty: nothing): it must be the
-    same log (:func:`is_same_log`) and the whole-log checker must report exactly the same
-    violations on both (D9), so copying neither repairs nor damages anything."""
-    problems: list[str] = []
-    if encode_json_text(copied_header) != encode_json_text(header):
-        problems.append("the copied header differs from the source's")
-    if len(copied_events) != len(events):
-        problems.append(f"the copy holds {len(copied_events)} events, the source {len(events)}")
-    else:
-        for mine, theirs in zip(events, copied_events):
-            if encode_json_text(mine) != encode_json_text(theirs):
-                problems.append(f"event seq {mine.get('seq')} differs in the copy")
-                break
-    before = [(violation.rule, violation.seq) for violation in check_log(events, header)]
-    after = [(violation.rule, violation.seq) for violation in check_log(copied_events, copied_header)]
-    if before != after:
-        problems.append(
-            f"the checker reports {len(after)} violation(s) on the copy, {len(before)} on the source"
-        )
-    return tuple(problems)

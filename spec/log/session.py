@@ -14,16 +14,16 @@ from dataclasses import dataclass
 from typing import Final
 
 from spec.codes import Code, reject
-from spec.lineage.seed import (
+from spec.log.events import END_SEED, REQUEST_HEADER, REQUEST_HEADER_DELTA, Event, Message
+from spec.log.header import snapshot_header, validate_header
+from spec.log.json import NOT_JSON, FrozenDict, JsonValue, freeze_parsed_json, snapshot_json
+from spec.log.nodes import SurfaceNodes
+from spec.log.seed import (
     needs_end_seed,
     plan_seed_surface,
     validate_end_seed_outside_open_compaction,
     validate_seed_event,
 )
-from spec.log.events import END_SEED, REQUEST_HEADER, REQUEST_HEADER_DELTA, Event, Message
-from spec.log.header import snapshot_header, validate_header
-from spec.log.json import NOT_JSON, FrozenDict, JsonValue, freeze_parsed_json, snapshot_json
-from spec.log.nodes import SurfaceNodes
 from spec.log.surface import (
     ReplacePlan,
     Surface,
@@ -79,10 +79,10 @@ def create_session_state(
     """A new session: every seed entry validated and folded in order, ``first_live_seq`` = the seed
     length, then ``session/end-seed`` appended by the store at ``time = now`` when
     :func:`needs_end_seed` says so — never inside an open compaction bracket
-    (:func:`spec.lineage.seed.validate_end_seed_outside_open_compaction`). In snapshot mode the
+    (:func:`spec.log.seed.validate_end_seed_outside_open_compaction`). In snapshot mode the
     header is copied and validated after the seed; in restore mode it is validated before the seed
     and frozen in place (notes/dsh-session-core §4.2, §1.5). A ``shared`` seed is a prefix of a live
-    session's log, whose frozen events the new state shares (:func:`spec.lineage.seed.take_seed_event`)."""
+    session's log, whose frozen events the new state shares (:func:`spec.log.seed.take_seed_event`)."""
     restored_header = restore_header(session_id, header) if restore else None
     events, surface = fold_seed(seed if seed is not None else (), restore, shared)
     frozen_header = restored_header if restored_header is not None else snapshot_header(session_id, header)
@@ -107,7 +107,7 @@ def restore_header(session_id: str, record: object) -> FrozenDict:
 def fold_seed(
     seed: Sequence[object], restore: bool, shared: bool = False
 ) -> tuple[tuple[Event, ...], Surface]:
-    """Each seed entry, read once, is validated (:func:`spec.lineage.seed.validate_seed_event`) and then
+    """Each seed entry, read once, is validated (:func:`spec.log.seed.validate_seed_event`) and then
     planned on the surface built from the entries before it; the first failure rejects the whole
     seed (§4.2 step 2)."""
     events: list[Event] = []

@@ -14,77 +14,14 @@ reference implementation.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Final, Literal
 
 from spec.codes import Code, SpecError, reject
-from spec.log.events import (
-    COMPACTION_END,
-    COMPACTION_START,
-    END_SEED,
-    TURN_END,
-    TURN_START,
-    Event,
-    event_data,
-)
-from spec.log.json import FrozenDict, JsonValue, is_safe_integer, snapshot_json
+from spec.log.events import Event
+from spec.log.json import FrozenDict, JsonValue, snapshot_json
+from spec.log.unclosed import derive_compaction_entry_state, find_active_compaction
 
 # --- the durable lock (notes §4.4) -----------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class CompactionEntryState:
-    """What a compaction needs to know about the log before it starts."""
-
-    latest_end_seed_seq: int | None
-    unmatched_start: Event | None
-    open_turn: int | None
-
-
-def derive_compaction_entry_state(events: Sequence[Event]) -> CompactionEntryState:
-    """``inspectCompactionEntryState``, three facts read from the newest relevant events: the seq of
-    the newest ``session/end-seed``; the newest of ``compaction/start``/``compaction/end`` if it is a
-    start (an unmatched start); the newest of ``turn/start``/``turn/end`` if it is a start, as its
-    ``data.turn`` (notes §4.4). A turn/start whose turn is not a safe integer counts as no open turn
-    (a project choice)."""
-    end_seed: int | None = None
-    bracket: Event | None = None
-    turn: Event | None = None
-    seen_bracket = seen_turn = False
-    for index in range(len(events) - 1, -1, -1):
-        event = events[index]
-        kind = event.get("type")
-        if kind == END_SEED and end_seed is None:
-            end_seed = index
-        elif kind in (COMPACTION_START, COMPACTION_END) and not seen_bracket:
-            seen_bracket, bracket = True, event
-        elif kind in (TURN_START, TURN_END) and not seen_turn:
-            seen_turn, turn = True, event
-        if end_seed is not None and seen_bracket and seen_turn:
-            break
-    unmatched = bracket if bracket is not None and bracket.get("type") == COMPACTION_START else None
-    open_turn: int | None = None
-    if turn is not None and turn.get("type") == TURN_START:
-        number = event_data(turn).get("turn")
-        open_turn = int(number) if is_safe_integer(number) else None
-    return CompactionEntryState(latest_end_seed_seq=end_seed, unmatched_start=unmatched, open_turn=open_turn)
-
-
-def find_active_compaction(events: Sequence[Event]) -> Event | None:
-    """The live lock: the unmatched ``compaction/start``, unless a newer ``session/end-seed`` makes
-    it a stale orphan of an earlier process lifecycle, which never blocks (notes §4.4)."""
-    state = derive_compaction_entry_state(events)
-    start = state.unmatched_start
-    if start is None:
-        return None
-    start_seq = start.get("seq")
-    if (
-        state.latest_end_seed_seq is not None
-        and is_safe_integer(start_seq)
-        and state.latest_end_seed_seq > start_seq
-    ):
-        return None
-    return start
 
 
 def is_compaction_busy(events: Sequence[Event]) -> bool:

@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from typing import Final
 
 from spec.codes import Code, SpecError, reject
-from spec.lineage.repair import has_open_turn
 from spec.log.events import REQUEST_HEADER, Event, event_data
 from spec.log.json import JsonObject
+from spec.log.unclosed import has_open_turn
 from spec.shrink.tokens import PricedNode, estimate_system_tokens, estimate_tools_tokens
 
 CONTEXT_WINDOW_EXCEEDED: Final = "CONTEXT_WINDOW_EXCEEDED"  # the canonical provider failure code (notes §8.1)

@@ -36,7 +36,7 @@ from spec.log.json import (
     snapshot_json,
 )
 from spec.log.surface import SurfacePlan, plan_surface_event
-from spec.shrink.bracket import find_active_compaction
+from spec.log.unclosed import find_active_compaction
 
 MESSAGE_EVENT_TYPES: Final = frozenset({USER_MESSAGE, ASSISTANT_MESSAGE, TOOL_RESULT})
 ADAPTER_DEFAULT_KEYS: Final = frozenset({"reasoningEffort", "maxTokens"})
@@ -231,7 +231,7 @@ def needs_end_seed(seed_given: bool, events: Sequence[Event]) -> bool:
 def validate_end_seed_outside_open_compaction(events: Sequence[Event]) -> None:
     """``session/end-seed`` is never written while a compaction bracket is open, so a seed that is
     about to get the marker must not end inside the live bracket the lock rule sees
-    (:func:`spec.shrink.bracket.find_active_compaction`). The marker would turn that bracket into a
+    (:func:`spec.log.unclosed.find_active_compaction`). The marker would turn that bracket into a
     stale orphan that nothing ever closes, and the seed promises "compaction/start 和
     compaction/end 永远配对 … 日志里不会出现悬挂的 start". A restored log never trips this: its
     closers close the bracket first (SPEC-DECISIONS D3 item 6)."""
