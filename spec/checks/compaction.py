@@ -12,7 +12,7 @@ from types import MappingProxyType
 from typing import Final
 
 from spec.checks.violation import Violation, field_text, is_strict_equal, violation_seq
-from spec.lineage.repair import ABSENT, field_of
+from spec.lineage.repair import field_of
 from spec.log.events import (
     ASSISTANT_MESSAGE,
     COMPACTION_END,
@@ -29,6 +29,7 @@ from spec.log.events import (
     is_named,
 )
 from spec.log.json import JsonObject, JsonValue, is_event_seq
+from spec.log.session import ABSENT
 
 METERED_REPLACEMENT_TYPE: Final[Mapping[str, str]] = MappingProxyType(
     {COMPACTION_SUMMARY: USER_MESSAGE, COMPACTION_PRUNE: TOOL_RESULT}

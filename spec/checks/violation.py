@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from spec.lineage.repair import ABSENT, Field
+from spec.lineage.repair import Field
 from spec.log.events import Event
 from spec.log.json import is_event_seq, js_text
+from spec.log.session import ABSENT
 
 
 @dataclass(frozen=True)

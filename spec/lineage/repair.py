@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, replace
-from enum import Enum
 from typing import Final, TypeAlias
 
 from spec.format.json_text import encode_json_text
@@ -40,6 +39,7 @@ from spec.log.events import (
     is_named,
 )
 from spec.log.json import JsonObject, JsonValue, freeze_parsed_json, is_event_seq, js_text
+from spec.log.session import ABSENT, Absent
 from spec.log.writers import (
     INTERRUPTED_REASON_KIND as INTERRUPTED_REASON_KIND,
 )  # closers' words, kept here too
@@ -77,13 +77,6 @@ REPAIR_SCAN_TYPES: Final = frozenset(
 """The event types the repair scan reads; every other type leaves it as it is."""
 
 
-class Absent(Enum):
-    """A key the event did not carry (JavaScript's ``undefined``), as distinct from JSON null."""
-
-    ABSENT = "absent"
-
-
-ABSENT: Final = Absent.ABSENT
 Field: TypeAlias = JsonValue | Absent
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from enum import Enum
 from typing import Final
 
 from spec.codes import Code, reject
@@ -42,16 +43,19 @@ from spec.log.writers import (
 )
 
 
-class _Absent:
-    __slots__ = ()
+class Absent(Enum):
+    """A key that was not passed, or that an event does not carry (JavaScript's ``undefined``)."""
+
+    ABSENT = "absent"
 
     def __repr__(self) -> str:
         return "ABSENT"
 
 
-ABSENT: Final = _Absent()
-""""This key was not passed" (JavaScript's ``undefined``). Distinct from ``None``, which is JSON
-null: an append given ``surface_op=None`` carries ``surfaceOp: null`` and is rejected for it."""
+ABSENT: Final = Absent.ABSENT
+""""This key was not passed" or "the event does not carry this key" (JavaScript's ``undefined``):
+the one such marker of the spec. Distinct from ``None``, which is JSON null: an append given
+``surface_op=None`` carries ``surfaceOp: null`` and is rejected for it."""
 
 
 @dataclass(frozen=True)
