@@ -352,3 +352,53 @@ def test_the_readme_tours_the_chapters_in_their_order() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     tour = readme[readme.index("## A short tour of the spec") :].split("\n## ")[0]
     assert re.findall(r"^\d\. \*\*[^*]*`spec/(\w+)/`", tour, re.MULTILINE) == list(CHAPTERS)
+
+
+# --- each spec module has its test module --------------------------------------------------------
+
+MODULES_WITHOUT_A_TEST_MODULE: Final = frozenset(
+    {
+        "spec.checks.compaction",
+        "spec.checks.lineage",
+        "spec.checks.turns",
+        "spec.checks.violation",
+        "spec.format.tables",
+        "spec.lineage.transfer",
+        "spec.log.events",
+        "spec.log.header",
+        "spec.log.nodes",
+        "spec.log.provenance",
+        "spec.log.seed",
+        "spec.log.tool_rewrite",
+        "spec.log.unclosed",
+        "spec.log.writers",
+        "spec.projections.catalogue",
+        "spec.projections.digest",
+        "spec.projections.durability",
+        "spec.projections.units",
+        "spec.shrink.bracket",
+        "spec.shrink.compaction",
+        "spec.shrink.pressure",
+        "spec.shrink.summary",
+    }
+)
+"""Spec modules whose tests still live in files about several modules (tests/test_*.py) or in
+their chapter's other test modules; take a module off this list when it gets its own test module."""
+
+
+def test_every_spec_module_has_its_test_module() -> None:
+    """``spec/<chapter>/<name>.py`` is tested by ``tests/spec/<chapter>/test_<name>.py``, and every
+    test module there is named after a spec module."""
+    modules = {
+        f"spec.{path.parent.name}.{path.stem}": path
+        for chapter in CHAPTERS
+        for path in sorted((ROOT / "spec" / chapter).glob("*.py"))
+        if path.stem != "__init__"
+    }
+    tested = {
+        f"spec.{path.parent.name}.{path.stem.removeprefix('test_')}"
+        for path in (ROOT / "tests" / "spec").glob("*/test_*.py")
+    }
+    assert sorted(tested - set(modules)) == [], "test modules named after no spec module"
+    assert sorted(set(modules) - tested - MODULES_WITHOUT_A_TEST_MODULE) == [], "spec modules without tests"
+    assert sorted(MODULES_WITHOUT_A_TEST_MODULE & tested) == [], "remove from MODULES_WITHOUT_A_TEST_MODULE"
