@@ -26,9 +26,9 @@ the memory row is a subprocess of its own that resumes once and reports its resi
 
 Usage::
 
-    python scripts/bench.py                        # N = 10k and 100k (about 4 minutes)
-    python scripts/bench.py --sizes 10000,100000,1000000 --json bench.json
-    python scripts/bench.py --sizes 200 --runs 1   # smoke (what tests/test_bench_smoke.py runs)
+    python -m scripts.bench                        # N = 10k and 100k (about 4 minutes)
+    python -m scripts.bench --sizes 10000,100000,1000000 --json bench.json
+    python -m scripts.bench --sizes 200 --runs 1   # smoke (what tests/test_bench_smoke.py runs)
 
 ``--logs DIR`` keeps the built logs in DIR and reuses them on the next run (a 1M log takes a few
 minutes to build), so two commits can be compared on the very same bytes.
@@ -54,14 +54,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import zstandard
+
+from reference.persistence.filestore import FileStore
+from reference.session import Session
+from reference.store import SessionStore
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-import zstandard  # noqa: E402
-
-from reference.persistence.filestore import FileStore  # noqa: E402
-from reference.session import Session  # noqa: E402
-from reference.store import SessionStore  # noqa: E402
 
 try:
     import orjson  # type: ignore[import-not-found, unused-ignore]
@@ -637,7 +636,7 @@ def cached_log(logs: Path, events: int) -> tuple[Path, float | None]:
     start = time.perf_counter()
     # In a subprocess: a child inherits its parent's peak RSS across fork and exec, so the
     # process that spawns the measurements must stay small.
-    run_child([sys.executable, __file__, "--build", str(folder / "log"), str(events)])
+    run_child([sys.executable, "-m", "scripts.bench", "--build", str(folder / "log"), str(events)])
     built = time.perf_counter() - start
     (folder / "done").write_text("")
     return folder, built
@@ -651,7 +650,7 @@ def run_on_copy(folder: Path, flag: str, name: str, last: str) -> tuple[str, int
         shutil.copytree(folder / "log", scratch / "log")
         copy = Path(FileStore(str(scratch / "log")).locate(SESSION_ID) or "")
         output, _, _, rss = run_child(
-            [sys.executable, __file__, flag, name, str(scratch / "log"), str(copy), last]
+            [sys.executable, "-m", "scripts.bench", flag, name, str(scratch / "log"), str(copy), last]
         )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -9,7 +9,7 @@ flushing every ~100 events so the file holds one zstd frame per flush, then time
 
 Usage::
 
-    python3 scripts/bench_resume.py [--events N] [--flush-every K] [--root DIR] [--profile]
+    python3 -m scripts.bench_resume [--events N] [--flush-every K] [--root DIR] [--profile]
 
 ``--profile`` runs the resume a second time under cProfile and prints where the time goes.
 """
@@ -28,8 +28,6 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import zstandard
 

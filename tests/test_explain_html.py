@@ -13,7 +13,6 @@ import tempfile
 import zlib
 from html.parser import HTMLParser
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
@@ -22,15 +21,7 @@ from reference.cli import main
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def load_example() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("explain_example", ROOT / "scripts" / "explain_example.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-EXAMPLE = load_example()
+EXAMPLE = importlib.import_module("scripts.explain_example")
 
 
 class Elements(HTMLParser):
