@@ -51,6 +51,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -342,6 +343,17 @@ def worker_resume(root: Path, path: Path, runs: int) -> dict[str, Any]:
     return out
 
 
+def write_floor(plain: bytes, target: Path) -> None:
+    """The floor of a fork's publish: compress the child's plaintext and write and fsync it once."""
+    data = zstandard.ZstdCompressor(level=3, write_checksum=True).compress(plain)
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def worker_fork(root: Path, path: Path, runs: int) -> dict[str, Any]:
     store = SessionStore(FileStore(str(root)))
     parent = store.resume(SESSION_ID)
@@ -351,23 +363,12 @@ def worker_fork(root: Path, path: Path, runs: int) -> dict[str, Any]:
     scratch.mkdir(exist_ok=True)
     for run in range(runs):
         reparse.run(lambda: [json.loads(line) for line in plaintext.split(b"\n") if line])
-        child = fork.run(lambda: store.fork(parent, child_id=f"child-{run}"))  # noqa: B023
+        child = fork.run(partial(store.fork, parent, child_id=f"child-{run}"))
         publish.run(child.flush)
         child_path = FileStore(str(root)).locate(child.id)
         assert child_path is not None
         child_plain = plaintext_of(Path(child_path))
-        target = scratch / f"floor-{run}.zstd"
-
-        def write_floor() -> None:
-            data = zstandard.ZstdCompressor(level=3, write_checksum=True).compress(child_plain)  # noqa: B023
-            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)  # noqa: B023
-            try:
-                os.write(fd, data)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-
-        floor.run(write_floor)
+        floor.run(partial(write_floor, child_plain, scratch / f"floor-{run}.zstd"))
         store.close(child.id)
         shutil.rmtree(Path(child_path).parent)
     store.close(SESSION_ID)

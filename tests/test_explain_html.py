@@ -64,7 +64,8 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     work = tmp_path_factory.mktemp("explain")
     log = EXAMPLE.build_forked_compacted_log(work / "sessions")
     out = work / "explain.html"
-    status = main(["explain", "--html", str(out), str(log)], out=open(work / "stdout.txt", "w"))  # noqa: SIM115
+    with open(work / "stdout.txt", "w") as stdout:
+        status = main(["explain", "--html", str(out), str(log)], out=stdout)
     assert status == 0, "the example log breaks no core rule"
     return out, out.read_text(encoding="utf-8")
 
