@@ -60,6 +60,8 @@ import zstandard
 from reference.persistence.filestore import FileStore
 from reference.session import Session
 from reference.store import SessionStore
+from spec.log.events import event_data
+from spec.log.json import int_field
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -251,7 +253,7 @@ class TurnWriter:
 def last_turn(session: Session) -> int:
     for event in reversed(session.events):
         if event["type"] == "turn/start":
-            return int(event["data"]["turn"])  # type: ignore[call-overload, index]
+            return int_field(event_data(event), "turn")
     return 0
 
 
@@ -319,8 +321,9 @@ def floor_json(path: Path) -> int:
 
 
 def floor_orjson(path: Path) -> int:
+    assert orjson is not None, "measured only when orjson is installed"
     lines = plaintext_of(path).split(b"\n")
-    return len([orjson.loads(line) for line in lines if line])  # type: ignore[union-attr]
+    return len([orjson.loads(line) for line in lines if line])
 
 
 def resume_once(root: Path) -> int:

@@ -23,7 +23,8 @@ needs_runs = pytest.mark.skipif(
 
 
 def stored() -> dict[str, Any]:
-    return json.loads(compatibility.SUMMARY.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+    summary: dict[str, Any] = json.loads(compatibility.SUMMARY.read_text(encoding="utf-8"))
+    return summary
 
 
 @needs_runs

@@ -441,7 +441,7 @@ def test_a_failed_first_flush_raises_storage_io_publishes_nothing_and_a_retry_pu
         name
         for name in fs.listdir(FileStore(ROOT, fs=fs).locate("s").rsplit("/", 1)[0])
         if name.endswith(".tmp")
-    ] == []  # type: ignore[union-attr]
+    ] == []
 
 
 @pytest.mark.parametrize("op", ["write_new", "fsync", "rename", "fsync_dir"])

@@ -217,7 +217,7 @@ def run_fold(store: GoldenStore, op: dict[str, Any]) -> Any:
 
 
 def run_closers(store: GoldenStore, op: dict[str, Any]) -> Any:
-    from spec.lineage.repair import derive_closers  # type: ignore[import-not-found, unused-ignore]
+    from spec.lineage.repair import derive_closers
 
     return list(derive_closers(op["events"]))
 

@@ -116,7 +116,7 @@ def test_an_in_process_subject_or_one_without_storage_is_not_traced() -> None:
 
     assert outcomes(check_trace(NotAProcess(), Options(capabilities=frozenset({"core", "storage"})))) == {
         "not run": 1
-    }  # type: ignore[arg-type]
+    }
     assert outcomes(check_trace(StdioSubject(REFERENCE), Options(capabilities=frozenset({"core"})))) == {
         "not run": 1
     }
