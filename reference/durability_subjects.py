@@ -18,7 +18,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar, TypeVar, cast
 
 from reference.directory import STORE_ROOT_ENV, DirectorySubject
 from reference.persistence.filestore import FileStore
@@ -178,21 +178,12 @@ class BrokenDirectorySubject(DirectorySubject):
 
 
 def directory_subject(name: str) -> DirectorySubject:
-    broken = BROKEN[name]
-    subject_class = cast(
-        type[BrokenDirectorySubject],
-        type(
-            f"Broken_{name.replace('-', '_')}",
-            (BrokenDirectorySubject,),
-            {"broken": broken, "name": f"broken: {name}"},
-        ),
-    )
     root = os.environ.get(STORE_ROOT_ENV)
     if not root:
         raise SystemExit(
             f"durability_subjects: set {STORE_ROOT_ENV} to the directory the store should live in"
         )
-    return subject_class(root)
+    return broken_class(BrokenDirectorySubject, name, f"broken: {name}")(root)
 
 
 class BrokenSeamSubject(ReferenceSubject):
@@ -216,16 +207,17 @@ class BrokenSeamSubject(ReferenceSubject):
 
 
 def seam_subject(name: str) -> ReferenceSubject:
-    broken = BROKEN[name]
-    subject_class = cast(
-        type[BrokenSeamSubject],
-        type(
-            f"BrokenSeam_{name.replace('-', '_')}",
-            (BrokenSeamSubject,),
-            {"broken": broken, "name": f"broken (seam): {name}"},
-        ),
-    )
-    return subject_class()
+    return broken_class(BrokenSeamSubject, name, f"broken (seam): {name}")()
+
+
+Subject = TypeVar("Subject", BrokenDirectorySubject, BrokenSeamSubject)
+
+
+def broken_class(base: type[Subject], name: str, label: str) -> type[Subject]:
+    """``base`` with the break ``name`` (the class attribute its stores are made from), as a class:
+    the stores are opened while the subject is made."""
+    attributes = {"broken": BROKEN[name], "name": label}
+    return cast(type[Subject], type(f"{base.__name__}_{name.replace('-', '_')}", (base,), attributes))
 
 
 def main(argv: Sequence[str]) -> None:

@@ -274,6 +274,13 @@ def build_log(root: Path, events: int) -> Path:
     steps = TurnWriter(session, 0, flush_now_and_then).events()
     while session.seq < events - 40 or session.events[-1]["type"] != "turn/end":
         next(steps)
+    return sealed_log(root, store, session, events, ticks)
+
+
+def sealed_log(root: Path, store: SessionStore, session: Session, events: int, ticks: Iterator[int]) -> Path:
+    """Fill ``session`` up to ``events - 1`` events with titles, close it, then resume and close it
+    once: that resume writes the end-seed (event number ``events``), so every later resume and check
+    reads the same bytes and repairs nothing. The log's path."""
     while session.seq < events - 1:
         session.append("session/title", {"title": f"filler {session.seq}"})
     store.close(SESSION_ID)
