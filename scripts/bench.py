@@ -26,9 +26,9 @@ the memory row is a subprocess of its own that resumes once and reports its resi
 
 Usage::
 
-    python scripts/bench.py                        # N = 10k and 100k (about 4 minutes)
-    python scripts/bench.py --sizes 10000,100000,1000000 --json bench.json
-    python scripts/bench.py --sizes 200 --runs 1   # smoke (what tests/test_bench_smoke.py runs)
+    python -m scripts.bench                        # N = 10k and 100k (about 4 minutes)
+    python -m scripts.bench --sizes 10000,100000,1000000 --json bench.json
+    python -m scripts.bench --sizes 200 --runs 1   # smoke (what tests/test_bench_smoke.py runs)
 
 ``--logs DIR`` keeps the built logs in DIR and reuses them on the next run (a 1M log takes a few
 minutes to build), so two commits can be compared on the very same bytes.
@@ -51,17 +51,19 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+import zstandard
+
+from reference.persistence.filestore import FileStore
+from reference.session import Session
+from reference.store import SessionStore
+from spec.log.events import event_data
+from spec.log.json import int_field
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-import zstandard  # noqa: E402
-
-from reference.persistence.filestore import FileStore  # noqa: E402
-from reference.session import Session  # noqa: E402
-from reference.store import SessionStore  # noqa: E402
 
 try:
     import orjson  # type: ignore[import-not-found, unused-ignore]
@@ -251,7 +253,7 @@ class TurnWriter:
 def last_turn(session: Session) -> int:
     for event in reversed(session.events):
         if event["type"] == "turn/start":
-            return int(event["data"]["turn"])  # type: ignore[call-overload, index]
+            return int_field(event_data(event), "turn")
     return 0
 
 
@@ -272,6 +274,13 @@ def build_log(root: Path, events: int) -> Path:
     steps = TurnWriter(session, 0, flush_now_and_then).events()
     while session.seq < events - 40 or session.events[-1]["type"] != "turn/end":
         next(steps)
+    return sealed_log(root, store, session, events, ticks)
+
+
+def sealed_log(root: Path, store: SessionStore, session: Session, events: int, ticks: Iterator[int]) -> Path:
+    """Fill ``session`` up to ``events - 1`` events with titles, close it, then resume and close it
+    once: that resume writes the end-seed (event number ``events``), so every later resume and check
+    reads the same bytes and repairs nothing. The log's path."""
     while session.seq < events - 1:
         session.append("session/title", {"title": f"filler {session.seq}"})
     store.close(SESSION_ID)
@@ -319,8 +328,9 @@ def floor_json(path: Path) -> int:
 
 
 def floor_orjson(path: Path) -> int:
+    assert orjson is not None, "measured only when orjson is installed"
     lines = plaintext_of(path).split(b"\n")
-    return len([orjson.loads(line) for line in lines if line])  # type: ignore[union-attr]
+    return len([orjson.loads(line) for line in lines if line])
 
 
 def resume_once(root: Path) -> int:
@@ -343,6 +353,17 @@ def worker_resume(root: Path, path: Path, runs: int) -> dict[str, Any]:
     return out
 
 
+def write_floor(plain: bytes, target: Path) -> None:
+    """The floor of a fork's publish: compress the child's plaintext and write and fsync it once."""
+    data = zstandard.ZstdCompressor(level=3, write_checksum=True).compress(plain)
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def worker_fork(root: Path, path: Path, runs: int) -> dict[str, Any]:
     store = SessionStore(FileStore(str(root)))
     parent = store.resume(SESSION_ID)
@@ -352,23 +373,12 @@ def worker_fork(root: Path, path: Path, runs: int) -> dict[str, Any]:
     scratch.mkdir(exist_ok=True)
     for run in range(runs):
         reparse.run(lambda: [json.loads(line) for line in plaintext.split(b"\n") if line])
-        child = fork.run(lambda: store.fork(parent, child_id=f"child-{run}"))  # noqa: B023
+        child = fork.run(partial(store.fork, parent, child_id=f"child-{run}"))
         publish.run(child.flush)
         child_path = FileStore(str(root)).locate(child.id)
         assert child_path is not None
         child_plain = plaintext_of(Path(child_path))
-        target = scratch / f"floor-{run}.zstd"
-
-        def write_floor() -> None:
-            data = zstandard.ZstdCompressor(level=3, write_checksum=True).compress(child_plain)  # noqa: B023
-            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)  # noqa: B023
-            try:
-                os.write(fd, data)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-
-        floor.run(write_floor)
+        floor.run(partial(write_floor, child_plain, scratch / f"floor-{run}.zstd"))
         store.close(child.id)
         shutil.rmtree(Path(child_path).parent)
     store.close(SESSION_ID)
@@ -637,7 +647,7 @@ def cached_log(logs: Path, events: int) -> tuple[Path, float | None]:
     start = time.perf_counter()
     # In a subprocess: a child inherits its parent's peak RSS across fork and exec, so the
     # process that spawns the measurements must stay small.
-    run_child([sys.executable, __file__, "--build", str(folder / "log"), str(events)])
+    run_child([sys.executable, "-m", "scripts.bench", "--build", str(folder / "log"), str(events)])
     built = time.perf_counter() - start
     (folder / "done").write_text("")
     return folder, built
@@ -651,7 +661,7 @@ def run_on_copy(folder: Path, flag: str, name: str, last: str) -> tuple[str, int
         shutil.copytree(folder / "log", scratch / "log")
         copy = Path(FileStore(str(scratch / "log")).locate(SESSION_ID) or "")
         output, _, _, rss = run_child(
-            [sys.executable, __file__, flag, name, str(scratch / "log"), str(copy), last]
+            [sys.executable, "-m", "scripts.bench", flag, name, str(scratch / "log"), str(copy), last]
         )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -1,7 +1,7 @@
 """Load benchmark of the persistence backends: the file store, SQLite and PostgreSQL, each beside
 its raw floor, measured in the same run.
 
-    .venv/bin/python scripts/bench_backends.py [--writers 4] [--readers 2] [--json bench-backends.json]
+    .venv/bin/python -m scripts.bench_backends [--writers 4] [--readers 2] [--json bench-backends.json]
 
 For each backend, ``--writers`` processes each write their own sessions (create, then
 ``--flushes`` rounds of ``--events-per-flush`` appends and a flush) while ``--readers`` processes
@@ -20,7 +20,7 @@ to one file per session and fsynced. The difference between a store and its floo
 store itself costs (validation, encoding, compression, locks, the header and key checks).
 
 PostgreSQL runs on ``--postgres-dsn`` (or ``$DSH_POSTGRES_DSN``); without one the benchmark starts
-a throwaway cluster (tests/pg_cluster.py) and removes it after, or reports PostgreSQL as not run,
+a throwaway cluster (reference/persistence/pg_cluster.py) and removes it after, or reports PostgreSQL as not run,
 with the reason. Speed targets belong here, never in timed tests.
 """
 
@@ -43,16 +43,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
+from reference.persistence.api import PersistenceService
+from reference.persistence.filestore import FileStore
+from reference.persistence.fs import RealFileSystem
+from reference.session import Session
+from reference.store import SessionStore
+from spec.format.json_text import encode_json_text
 
-from reference.persistence.api import PersistenceService  # noqa: E402
-from reference.persistence.filestore import FileStore  # noqa: E402
-from reference.persistence.fs import RealFileSystem  # noqa: E402
-from reference.session import Session  # noqa: E402
-from reference.store import SessionStore  # noqa: E402
-from spec.format.json_text import encode_json_text  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 BACKENDS = ("file", "sqlite", "postgres")
 
@@ -349,10 +347,8 @@ def measure(target: Target, params: Params, mode: str) -> Row:
 def postgres_target(dsn: str | None, cleanups: list[Callable[[], None]]) -> Target | str:
     """A target on ``dsn``, or on a throwaway cluster; a sentence when neither is possible."""
     if not dsn:
-        try:
-            from pg_cluster import PgCluster, why_unavailable
-        except ImportError:
-            return "no --postgres-dsn, and tests/pg_cluster.py is not there to start a cluster"
+        from reference.persistence.pg_cluster import PgCluster, why_unavailable
+
         reason = why_unavailable()
         if reason is not None:
             return f"no --postgres-dsn, and no cluster can be started: {reason}"

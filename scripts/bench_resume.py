@@ -9,7 +9,7 @@ flushing every ~100 events so the file holds one zstd frame per flush, then time
 
 Usage::
 
-    python3 scripts/bench_resume.py [--events N] [--flush-every K] [--root DIR] [--profile]
+    python3 -m scripts.bench_resume [--events N] [--flush-every K] [--root DIR] [--profile]
 
 ``--profile`` runs the resume a second time under cProfile and prints where the time goes.
 """
@@ -29,13 +29,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 import zstandard
 
 from reference.persistence.filestore import FileStore
 from reference.session import Session
 from reference.store import SessionStore
+from scripts.bench import sealed_log
 
 SESSION_ID = "bench"
 CWD = "/work/bench"
@@ -132,17 +131,7 @@ def build(root: Path, events: int, flush_every: int) -> Path:
     while session.seq < events - 60:  # a turn is about 50 events; stop where a whole turn fits
         turn += 1
         write_turn(writer, turn)
-    while session.seq < events - 1:
-        writer.add("session/title", {"title": f"filler {session.seq}"})
-    store.close(SESSION_ID)
-    # One resume writes the end-seed (event number ``events``); later resumes then write nothing,
-    # so every timed run reads the same file.
-    store = SessionStore(FileStore(str(root)), clock=lambda: next(ticks))
-    store.resume(SESSION_ID)
-    store.close(SESSION_ID)
-    path = FileStore(str(root)).locate(SESSION_ID)
-    assert path is not None and path.endswith(".jsonl.zstd")
-    return Path(path)
+    return sealed_log(root, store, session, events, ticks)
 
 
 def baseline(path: Path) -> tuple[float, int]:

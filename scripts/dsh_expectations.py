@@ -1,6 +1,6 @@
 """Write DSH's expectation files from a certification run, every deviation with its reason.
 
-  python scripts/dsh_expectations.py RUN.json OUT.json [--version V]
+  python -m scripts.dsh_expectations RUN.json OUT.json [--version V]
 
 ``RUN.json`` is ``python -m conformance … --json RUN.json`` run against ``subjects/dsh`` (as
 ``scripts/certify-dsh.sh`` does, which leaves its runs under ``.tools/reports/``). Each case that
@@ -11,9 +11,9 @@ is refused: the script prints it and exits 1, so a new deviation is never writte
 reason. Re-run it when the suite gains cases, and review the diff:
 
   bash scripts/certify-dsh.sh        # leaves .tools/reports/dsh-0.1.0-rc.8-{seam,kill}.json
-  python scripts/dsh_expectations.py .tools/reports/dsh-0.1.0-rc.8-seam.json \
+  python -m scripts.dsh_expectations .tools/reports/dsh-0.1.0-rc.8-seam.json \
       conformance/expectations/dsh-0.1.0-rc.8.json
-  python scripts/dsh_expectations.py .tools/reports/dsh-0.1.0-rc.8-kill.json \
+  python -m scripts.dsh_expectations .tools/reports/dsh-0.1.0-rc.8-kill.json \
       conformance/expectations/dsh-0.1.0-rc.8-kill.json
   bash scripts/certify-dsh.sh        # now exits 0
 """
@@ -29,10 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-ROOT: Final = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from conformance.expectations import encode_expectations
 
-from conformance.expectations import encode_expectations  # noqa: E402 - after the path is set
+ROOT: Final = Path(__file__).resolve().parent.parent
 
 SESSION: Final = "@deepseek-ai/dsh-session lib/index.js"
 PERSISTENCE: Final = "@deepseek-ai/dsh-session-persistence lib/index.js"

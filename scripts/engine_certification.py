@@ -3,7 +3,7 @@ another implementation — the vectors of the engine families whose ``rule`` is 
 spec functions (read from conformance/vectors/), the generated checks that reach it, and the broken
 engine of tests/broken_engines.py that proves those checks catch its break.
 
-``python scripts/engine_certification.py`` rewrites the page; ``--check`` exits 1 when it is stale
+``python -m scripts.engine_certification`` rewrites the page; ``--check`` exits 1 when it is stale
 (tests/test_engine_certification.py runs the check).
 """
 

@@ -1,7 +1,7 @@
 """The explain page's worked example: a forked and compacted log, drawn by
 ``dsh-session explain --html`` and photographed by headless Chromium.
 
-``python scripts/explain_example.py`` rewrites ``docs/explain-example.png`` (and prints where the
+``python -m scripts.explain_example`` rewrites ``docs/explain-example.png`` (and prints where the
 log and the page were written); ``tests/test_explain_html.py`` builds the same log and takes the
 same screenshot in its own temporary folder. Chromium is Debian's ``chromium`` package
 (``bash scripts/setup.sh`` installs it), run headless with the flags this machine needs.
@@ -13,18 +13,16 @@ import argparse
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
-ROOT: Final = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from reference.persistence.filestore import FileStore
+from reference.shrink.compaction import CompactionEngine, DeterministicSummarizer
+from reference.store import SessionStore
 
-from reference.persistence.filestore import FileStore  # noqa: E402 - the project root must be on the path first
-from reference.shrink.compaction import CompactionEngine, DeterministicSummarizer  # noqa: E402
-from reference.store import SessionStore  # noqa: E402
+ROOT: Final = Path(__file__).resolve().parent.parent
 
 EXAMPLE_PNG: Final = ROOT / "docs" / "explain-example.png"
 CHROMIUM_FLAGS: Final = (
@@ -175,7 +173,7 @@ def screenshot(page: Path, png: Path, width: int = 1280, height: int = 2000, sca
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python scripts/explain_example.py", description=__doc__.split("\n\n")[0]
+        prog="python -m scripts.explain_example", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument(
         "--out", default=str(EXAMPLE_PNG), help=f"the screenshot to write (default {EXAMPLE_PNG})"

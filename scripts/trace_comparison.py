@@ -1,9 +1,9 @@
 """Which durability bugs each way of crash-testing catches: the trace family (per persistence
 model), the kill check and the in-process crash seam, run on the durability-broken subjects of
-tests/durability_subjects.py and on the reference. Prints a Markdown table (docs/choices.md and
+reference/durability_subjects.py and on the reference. Prints a Markdown table (docs/choices.md and
 conformance/CRASH-STATES.md carry its last output).
 
-    .venv/bin/python scripts/trace_comparison.py [--kill-rounds N] [NAME ...]
+    .venv/bin/python -m scripts.trace_comparison [--kill-rounds N] [NAME ...]
 
 It takes a few minutes: a subject the trace family does not catch under a model has every crash
 state of that model checked.
@@ -15,19 +15,17 @@ import argparse
 import sys
 import tempfile
 import time
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from conformance.crash import STORE_ROOT_ENV, run_crash_checks, run_kill_check
 from conformance.subject import InProcessSubject
 from conformance.trace.family import TraceSettings, run_trace_checks
+from conformance.trace.states import Model
 from conformance.trace.strace import probe_strace
+from reference.durability_subjects import BROKEN, seam_subject
 from reference.server import ReferenceSubject
-from tests.durability_subjects import BROKEN, seam_subject
 
 PYTHON = sys.executable
-SUBJECTS = Path(__file__).resolve().parent.parent / "tests" / "durability_subjects.py"
+SUBJECTS = f"{PYTHON} -m reference.durability_subjects"
 
 
 def first_problem(text: str) -> str:
@@ -40,11 +38,11 @@ def first_problem(text: str) -> str:
     return line.split(" (the spec's reader", 1)[0][:100]
 
 
-def trace_verdict(command: str, model: str) -> str:
+def trace_verdict(command: str, model: Model) -> str:
     probe = probe_strace()
     if probe.problem is not None:
         return f"not run ({probe.problem})"
-    outcome = run_trace_checks(probe, TraceSettings(command, workers=2, fail_fast=True, models=(model,)))  # type: ignore[arg-type]
+    outcome = run_trace_checks(probe, TraceSettings(command, workers=2, fail_fast=True, models=(model,)))
     if outcome.not_run or outcome.replay:
         return f"not judged: {(outcome.not_run + outcome.replay)[0][:80]}"
     found = [text for texts in outcome.tallies[model].failures.values() for text in texts]
@@ -85,7 +83,7 @@ def main() -> None:
         if name == "reference":
             command, why, seam_name = f"{PYTHON} -m reference.server", "nothing", None
         else:
-            command, why, seam_name = f"{PYTHON} {SUBJECTS} {name}", BROKEN[name].why, name
+            command, why, seam_name = f"{SUBJECTS} {name}", BROKEN[name].why, name
         cells = [
             trace_verdict(command, "strict"),
             trace_verdict(command, "weak"),

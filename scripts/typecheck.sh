@@ -6,4 +6,4 @@ cd "$(dirname "$0")/.."
 .venv/bin/ruff format --check --quiet spec reference conformance tests scripts
 .venv/bin/ruff check --quiet spec reference conformance tests scripts
 .venv/bin/python -m mypy --strict spec reference conformance
-.venv/bin/python scripts/crosshair_budget.py
+.venv/bin/python -m scripts.crosshair_budget

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from types import ModuleType
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
+
+from broken_subjects import swapped
 
 import reference.shrink.compaction as engine_module
 import spec.log.surface as surface_module
@@ -34,17 +35,6 @@ from spec.projections.durability import Moment
 from spec.projections.units import ProjectionCell, ProjectionUnit
 from spec.shrink.compaction import CompactionRegion, plan_compaction_region
 from spec.shrink.prune import PrunePlan
-
-
-@contextlib.contextmanager
-def swapped(module: ModuleType, name: str, value: object) -> Iterator[None]:
-    """``module.name`` is ``value`` for the length of the block."""
-    original = getattr(module, name)
-    setattr(module, name, value)
-    try:
-        yield
-    finally:
-        setattr(module, name, original)
 
 
 class _SessionView:

@@ -417,7 +417,7 @@ class _SeedLengthAsFirstLiveStore(MutantStore):
         session = super().resume(session_id)
         seed_length = session.header.get("seedLength")
         if is_event_seq(seed_length):
-            session._first_live_seq = int(seed_length)  # type: ignore[arg-type]
+            session._first_live_seq = int(seed_length)
         return session
 
 

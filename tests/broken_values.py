@@ -28,7 +28,7 @@ from reference.persistence.filestore import FileStore
 from spec.format.json_text import _ENCODER  # the encoder without the lone-surrogate escape
 from spec.format.naming import V4_PLAIN_NAME
 from spec.log.events import Message
-from spec.log.json import MAX_SAFE_INTEGER, JsonValue
+from spec.log.json import MAX_SAFE_INTEGER, JsonValue, int_field
 from spec.log.session import ABSENT
 from spec.log.surface import SurfacePlan
 
@@ -92,7 +92,7 @@ def replacing(replacement: object) -> Callable[[Any], object]:
 
 def _bound_inclusive(value: object) -> bool:
     if type(value) is int or (type(value) is float and math.isfinite(value) and value.is_integer()):
-        return abs(value) <= MAX_SAFE_INTEGER + 1  # type: ignore[arg-type, operator]
+        return abs(value) <= MAX_SAFE_INTEGER + 1
     return False
 
 
@@ -108,12 +108,10 @@ def _booleans_count(value: object) -> bool:
     if isinstance(value, bool):
         return True  # Python's bool is an int: True passes as 1
     return (
-        type(value) in (int, float)
+        isinstance(value, int | float)
         and math.isfinite(value)
         and float(value).is_integer()
-        and (  # type: ignore[arg-type]
-            abs(value) <= MAX_SAFE_INTEGER  # type: ignore[arg-type]
-        )
+        and abs(value) <= MAX_SAFE_INTEGER
     )
 
 
@@ -141,7 +139,7 @@ class IntegralFloatIsNotAnInteger(SwapMutant):
 def _delegation_depth_may_be_boolean(original: Callable[[str, JsonValue], Any]) -> object:
     def validate(session_id: str, record: JsonValue) -> Any:
         if isinstance(record, dict) and type(record.get("delegationDepth")) is bool:
-            record = {**record, "delegationDepth": int(record["delegationDepth"])}  # type: ignore[arg-type]
+            record = {**record, "delegationDepth": int_field(record, "delegationDepth")}
         return original(session_id, record)
 
     return validate
@@ -301,7 +299,7 @@ def _known_blocks(message: Message) -> Message:
     if not isinstance(content, list):
         return message
     kept = [block for block in content if isinstance(block, dict) and block.get("type") in KNOWN_BLOCKS]
-    return {**message, "content": kept} if len(kept) != len(content) else message  # type: ignore[return-value]
+    return {**message, "content": kept} if len(kept) != len(content) else message
 
 
 class DropsUnknownBlocksFromMessages(MutantSubject):

@@ -6,6 +6,16 @@ from typing import Any
 
 from spec.log.session import ABSENT
 
+V4_HEADER_LINE: dict[str, Any] = {
+    "type": "session",
+    "version": 4,
+    "id": "s",
+    "createdAt": 1,
+    "delegationDepth": 0,
+    "isSeeded": False,
+}
+"""The header line of a minimal v4 log of session ``s``."""
+
 
 def user_data(message_id: str = "u1", text: str = "hello", kind: str = "user") -> dict[str, Any]:
     """A user/message payload (the message itself is the data)."""

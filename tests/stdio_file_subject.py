@@ -19,9 +19,10 @@ from typing import ClassVar
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from conformance.crash import STORE_ROOT_ENV
+from reference.durability_subjects import serve_stdio
 from reference.persistence.filestore import FileStore
 from reference.persistence.fs import RealFileSystem
-from reference.server import Args, ReferenceSubject, serve
+from reference.server import Args, ReferenceSubject
 from reference.store import SessionStore
 from spec.log.json import JsonValue
 
@@ -66,15 +67,7 @@ class LazyFlushSubject(RealDirectorySubject):
 
 
 def main() -> None:
-    subject = LazyFlushSubject() if "--lazy-flush" in sys.argv[1:] else RealDirectorySubject()
-    stdin = open(sys.stdin.fileno(), encoding="utf-8", closefd=False)  # noqa: SIM115 - lives as long as the process
-    stdout = open(sys.stdout.fileno(), "w", encoding="utf-8", closefd=False)  # noqa: SIM115 - lives as long as the process
-
-    def write(text: str) -> None:
-        stdout.write(text)
-        stdout.flush()
-
-    serve(subject, stdin.readline, write)
+    serve_stdio(LazyFlushSubject() if "--lazy-flush" in sys.argv[1:] else RealDirectorySubject())
 
 
 if __name__ == "__main__":

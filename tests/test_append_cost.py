@@ -17,6 +17,7 @@ from event_builders import assistant_data, tool_result_data, user_data
 from reference.session import Session
 from reference.store import SessionStore
 from spec.log import nodes as nodes_module
+from spec.log.json import int_field
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACED = (str(ROOT / "spec"), str(ROOT / "reference"))
@@ -38,7 +39,9 @@ def turn_events(session: Session, turn: int, results: dict[int, int]) -> Iterato
     call = session.append("tool/call", {"turn": turn, "step": 1, "callId": call_id, "name": "read"})
     yield
     result = {**tool_result_data(call_id, "x" * 200), "turn": turn}
-    results[turn] = int(session.append("tool/result", result, "append", [call["seq"]])["seq"])  # type: ignore[arg-type]
+    results[turn] = int_field(
+        session.append("tool/result", result, "append", [int_field(call, "seq")]), "seq"
+    )
     yield
     session.append("step/end", {"turn": turn, "step": 1})
     yield

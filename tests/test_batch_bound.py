@@ -23,7 +23,7 @@ from reference.persistence.powerloss import PowerLossFileSystem, SimulatedCrash,
 from reference.store import SessionStore
 from spec.codes import Code, SpecError
 from spec.log.events import Event
-from spec.log.json import FrozenDict
+from spec.log.json import FrozenDict, int_field
 from spec.projections.durability import (
     DEFAULT_BATCH_MAX_BYTES,
     DEFAULT_BATCH_MAX_DELAY_MS,
@@ -220,7 +220,7 @@ def test_no_more_than_the_bound_is_ever_lost_at_every_crash_point(compressed: bo
         assert kept == whole[: len(kept)], f"crash point {n}: what survived is not a prefix of the log"
         lost = returned[len(kept) :]
         if returned:
-            assert is_within_loss_bound(POLICY, lost, int(returned[-1]["time"])), (  # type: ignore[arg-type]
+            assert is_within_loss_bound(POLICY, lost, int_field(returned[-1], "time")), (
                 f"crash point {n}: {len(lost)} returned appends lost, beyond {POLICY}"
             )
     assert len(points) > 40, "the workload writes often enough to have many crash points"
@@ -233,4 +233,4 @@ def test_without_a_policy_the_same_workload_loses_more_than_the_bound() -> None:
     fs = PowerLossFileSystem()
     workload(fs, True, None, returned)
     assert surviving(fs.crash()) == ()
-    assert not is_within_loss_bound(POLICY, returned, int(returned[-1]["time"]))  # type: ignore[arg-type]
+    assert not is_within_loss_bound(POLICY, returned, int_field(returned[-1], "time"))

@@ -19,7 +19,8 @@ def test_the_backend_benchmark_reports_each_backend_and_its_floor(
     completed = subprocess.run(
         [
             sys.executable,
-            str(ROOT / "scripts" / "bench_backends.py"),
+            "-m",
+            "scripts.bench_backends",
             "--writers",
             "2",
             "--readers",

@@ -12,8 +12,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def bench(*arguments: str) -> subprocess.CompletedProcess[str]:
-    """``scripts/bench.py --sizes 200 ARGUMENTS``, which must succeed."""
-    command = [sys.executable, str(ROOT / "scripts" / "bench.py"), "--sizes", "200", *arguments]
+    """``python -m scripts.bench --sizes 200 ARGUMENTS``, which must succeed."""
+    command = [sys.executable, "-m", "scripts.bench", "--sizes", "200", *arguments]
     completed = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert completed.returncode == 0, completed.stderr
     return completed

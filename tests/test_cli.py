@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from event_builders import V4_HEADER_LINE
 from shared_material import shared_dir
 
 from reference import checking, cli, logfile
@@ -36,14 +37,6 @@ ASSISTANT = {
     "role": "assistant",
     "source": {"kind": "model", "provider": "p", "model": "m"},
     "content": [CALL],
-}
-V4_HEADER = {
-    "type": "session",
-    "version": 4,
-    "id": "s",
-    "createdAt": 1,
-    "delegationDepth": 0,
-    "isSeeded": False,
 }
 
 
@@ -83,7 +76,7 @@ def chunk(seq: int) -> dict[str, object]:
 
 def fragment(path: Path) -> Path:
     """A log cut from a longer session: five chunks of a step whose start it does not hold."""
-    return write_lines(path, V4_HEADER, *(chunk(seq) for seq in range(5)))
+    return write_lines(path, V4_HEADER_LINE, *(chunk(seq) for seq in range(5)))
 
 
 def run(*argv: str) -> tuple[int, str]:
@@ -117,7 +110,7 @@ def test_check_of_a_well_formed_log_exits_zero_and_says_ok(tmp_path: Path) -> No
 def test_check_of_a_log_that_breaks_a_relational_rule_exits_one_and_names_the_rule(tmp_path: Path) -> None:
     log = write_lines(
         tmp_path / "session.v4.jsonl",
-        V4_HEADER,
+        V4_HEADER_LINE,
         {"type": "turn/start", "seq": 0, "time": 1, "data": {"turn": 1}},
         {"type": "turn/start", "seq": 1, "time": 1, "data": {"turn": 2}},
     )
@@ -192,7 +185,7 @@ def test_a_log_that_fails_only_relational_rules_says_that_core_only_would_pass(t
 
 def test_a_log_that_breaks_a_core_rule_gets_no_core_only_hint(tmp_path: Path) -> None:
     bad = {"type": "turn/start", "seq": 0, "time": 1, "data": {"turn": 1}, "surfaceOp": "append"}
-    code, text = run("check", str(write_lines(tmp_path / "session.v4.jsonl", V4_HEADER, bad)))
+    code, text = run("check", str(write_lines(tmp_path / "session.v4.jsonl", V4_HEADER_LINE, bad)))
     assert code == 1 and "surface-op at seq 0" in text
     assert "--core-only" not in text
 
@@ -488,7 +481,7 @@ def test_explain_of_a_log_breaking_a_core_rule_marks_the_refused_event_and_exits
     }
     log = write_lines(
         tmp_path / "s.jsonl",
-        V4_HEADER,
+        V4_HEADER_LINE,
         {"type": "turn/start", "seq": 0, "time": 1, "data": {"turn": 1}},
         replace,
     )

@@ -218,7 +218,7 @@ def test_an_override_with_an_unknown_key_is_rejected() -> None:
         (
             CompactionPolicy(max_overflow_retries=1.5),
             "BasicCompactionConfig.maxOverflowRetries (1.5) must be a non-negative integer",
-        ),  # type: ignore[arg-type]
+        ),
     ],
 )
 def test_an_invalid_policy_is_rejected(policy: CompactionPolicy, message: str) -> None:

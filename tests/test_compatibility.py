@@ -1,22 +1,20 @@
 """docs/compatibility.md is what scripts/compatibility.py renders from the stored summary of the
 DSH runs (docs/compatibility-runs.json), and every deviation on it has a recorded cause (issue 9
 part 6). No network and no DSH install are needed: the runs are stored, and the page is checked
-against them. The runs themselves are refreshed by `python scripts/compatibility.py` (which
+against them. The runs themselves are refreshed by `python -m scripts.compatibility` (which
 certifies each pinned release) when DSH or the suite changes."""
 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
+from scripts import compatibility
 
-import compatibility  # noqa: E402 - scripts/ is not a package
+ROOT = Path(__file__).resolve().parent.parent
 
 STORED = compatibility.SUMMARY.is_file() and compatibility.PAGE.is_file()
 needs_runs = pytest.mark.skipif(
@@ -25,14 +23,15 @@ needs_runs = pytest.mark.skipif(
 
 
 def stored() -> dict[str, Any]:
-    return json.loads(compatibility.SUMMARY.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+    summary: dict[str, Any] = json.loads(compatibility.SUMMARY.read_text(encoding="utf-8"))
+    return summary
 
 
 @needs_runs
 def test_the_page_is_what_the_stored_runs_render() -> None:
     rendered = compatibility.render(stored())
     assert compatibility.PAGE.read_text(encoding="utf-8") == rendered, (
-        "docs/compatibility.md is stale: run python scripts/compatibility.py --render"
+        "docs/compatibility.md is stale: run python -m scripts.compatibility --render"
     )
 
 

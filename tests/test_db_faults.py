@@ -31,6 +31,7 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -300,7 +301,8 @@ def test_killing_the_postgres_writer_at_random_points_loses_nothing_flushed(
     root.mkdir()
     schema = PostgresSubject.derive_schema(str(root))
     env = {STORE_ROOT_ENV: str(root), DSN_ENV: postgres_cluster.dsn}
-    open_store = lambda: PostgresStore(postgres_cluster.dsn, schema, lock_wait_ms=10_000)  # noqa: E731 - a dying writer's lock may take a moment
+    # a dying writer's lock may take a moment
+    open_store = partial(PostgresStore, postgres_cluster.dsn, schema, lock_wait_ms=10_000)
     try:
         tally = kill_rounds("postgres", env, open_store, rounds=10)
     finally:

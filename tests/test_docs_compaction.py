@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from reference.session import Session
+
 DOC = Path(__file__).resolve().parent.parent / "docs" / "compaction.md"
 
 
@@ -22,4 +24,4 @@ def test_the_compaction_guide_runs_end_to_end() -> None:
     for snippet in python_snippets():
         exec(compile(snippet, str(DOC), "exec"), namespace)
     session = namespace["session"]
-    assert len(session.surface.nodes) == 2  # type: ignore[attr-defined]
+    assert isinstance(session, Session) and len(session.surface.nodes) == 2

@@ -5,16 +5,10 @@ writable when a detail quotes a lone surrogate, and the crash checks compare num
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 from conformance.crash_rules import check_d3_1_header, check_d3_2_prefix
 from conformance.report import CaseResult, encode_results
-
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
-
-import dsh_expectations  # noqa: E402 - scripts/ is not a package
+from scripts import dsh_expectations
 
 
 def case(key: str, outcome: str, detail: str = "", rule: str = "") -> dict[str, str]:

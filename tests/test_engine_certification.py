@@ -3,17 +3,13 @@ belongs to a rule of docs/compaction.md, every rule has a vector, and every brok
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 from broken_engines import BROKEN_ENGINES
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-import engine_certification as certification
+from scripts import engine_certification as certification
 
 
 def test_the_page_is_fresh() -> None:
-    assert certification.main(["--check"]) == 0, "run python scripts/engine_certification.py"
+    assert certification.main(["--check"]) == 0, "run python -m scripts.engine_certification"
 
 
 def test_every_engine_vector_certifies_a_rule_and_every_rule_has_a_vector() -> None:

@@ -13,7 +13,6 @@ import tempfile
 import zlib
 from html.parser import HTMLParser
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
@@ -22,15 +21,7 @@ from reference.cli import main
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def load_example() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("explain_example", ROOT / "scripts" / "explain_example.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-EXAMPLE = load_example()
+EXAMPLE = importlib.import_module("scripts.explain_example")
 
 
 class Elements(HTMLParser):
@@ -73,7 +64,8 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     work = tmp_path_factory.mktemp("explain")
     log = EXAMPLE.build_forked_compacted_log(work / "sessions")
     out = work / "explain.html"
-    status = main(["explain", "--html", str(out), str(log)], out=open(work / "stdout.txt", "w"))  # noqa: SIM115
+    with open(work / "stdout.txt", "w") as stdout:
+        status = main(["explain", "--html", str(out), str(log)], out=stdout)
     assert status == 0, "the example log breaks no core rule"
     return out, out.read_text(encoding="utf-8")
 

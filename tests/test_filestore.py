@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 import zstandard
-from event_builders import at, user_data
+from event_builders import V4_HEADER_LINE, at, user_data
 
 from reference.persistence.api import OpenReport
 from reference.persistence.filestore import FileStore, encode_lines
@@ -441,7 +441,7 @@ def test_a_failed_first_flush_raises_storage_io_publishes_nothing_and_a_retry_pu
         name
         for name in fs.listdir(FileStore(ROOT, fs=fs).locate("s").rsplit("/", 1)[0])
         if name.endswith(".tmp")
-    ] == []  # type: ignore[union-attr]
+    ] == []
 
 
 @pytest.mark.parametrize("op", ["write_new", "fsync", "rename", "fsync_dir"])
@@ -597,15 +597,7 @@ def log_with(header_line: dict[str, Any], records: list[dict[str, Any]]) -> Powe
 
 
 def header_line(**fields: Any) -> dict[str, Any]:
-    return {
-        "type": "session",
-        "version": 4,
-        "id": "s",
-        "createdAt": 1,
-        "delegationDepth": 0,
-        "isSeeded": False,
-        **fields,
-    }
+    return {**V4_HEADER_LINE, **fields}
 
 
 @pytest.mark.parametrize("version", [99, 5, -1, 1])

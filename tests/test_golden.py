@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 from shared_material import SHARED, shared_dir
 
+from conformance.model import derive_state_view
 from spec.codes import Code, SpecError
 from spec.format.json_text import decode_json_text, encode_json_text
 from spec.lineage.fork import derive_child_meta, plan_fork_seed, validate_fork_request
@@ -33,7 +34,6 @@ from spec.log.session import (
     SessionState,
     append_event,
     create_session_state,
-    derive_session_messages,
     plan_session_id,
     validate_new_session_id,
 )
@@ -159,18 +159,10 @@ class GoldenStore:
 
 
 def state_view(session_id: str, state: SessionState) -> dict[str, Any]:
-    """The driver's ``state`` answer for one session."""
-    return {
-        "id": session_id,
-        "live": True,
-        "events": list(state.events),
-        "nodes": list(state.surface.nodes),
-        "replaceGeneration": state.surface.replace_generation,
-        "firstLiveSeq": state.first_live_seq,
-        "seq": len(state.events),
-        "header": state.header,
-        "messages": derive_session_messages(state),
-    }
+    """The driver's ``state`` answer for one session: the model's view, live."""
+    view = derive_state_view(state)
+    assert isinstance(view, dict)
+    return {**view, "id": session_id, "live": True}
 
 
 def run_create(store: GoldenStore, op: dict[str, Any]) -> Any:
@@ -217,7 +209,7 @@ def run_fold(store: GoldenStore, op: dict[str, Any]) -> Any:
 
 
 def run_closers(store: GoldenStore, op: dict[str, Any]) -> Any:
-    from spec.lineage.repair import derive_closers  # type: ignore[import-not-found, unused-ignore]
+    from spec.lineage.repair import derive_closers
 
     return list(derive_closers(op["events"]))
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import pytest
+from event_builders import V4_HEADER_LINE
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -77,17 +78,8 @@ def test_the_header_line_puts_type_first_then_the_d1_fields_in_order_then_unknow
 
 
 def test_optional_fields_are_omitted_not_written_as_null() -> None:
-    line = encode_header_line(
-        {"version": 4, "id": "s", "createdAt": 1, "delegationDepth": 0, "isSeeded": False}
-    )
-    assert line == {
-        "type": "session",
-        "version": 4,
-        "id": "s",
-        "createdAt": 1,
-        "delegationDepth": 0,
-        "isSeeded": False,
-    }
+    line = encode_header_line({key: value for key, value in V4_HEADER_LINE.items() if key != "type"})
+    assert line == V4_HEADER_LINE
 
 
 @given(

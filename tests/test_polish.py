@@ -90,12 +90,7 @@ def test_the_server_help_answers_at_once_without_reading_stdin() -> None:
 
 
 def load_script(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    return importlib.import_module(f"scripts.{name}")
 
 
 def test_a_crosshair_run_over_its_budget_fails_with_the_figure(

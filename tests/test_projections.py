@@ -30,7 +30,7 @@ from reference.store import SessionStore
 from spec.codes import Code, SpecError
 from spec.format.json_text import encode_json_text
 from spec.log.events import Event
-from spec.log.json import JsonValue
+from spec.log.json import JsonValue, int_field
 from spec.projections.units import (
     CACHE_FORMAT,
     ProjectionCell,
@@ -56,7 +56,7 @@ def counter_unit(
 
     def apply(state: JsonValue, event: Event) -> JsonValue:
         if calls is not None:
-            calls.append(int(event["seq"]))  # type: ignore[arg-type]
+            calls.append(int_field(event, "seq"))
         assert isinstance(state, int)
         return state + 1
 

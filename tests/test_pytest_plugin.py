@@ -10,18 +10,11 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
+from event_builders import V4_HEADER_LINE
 from shared_material import shared_dir
 
 pytest_plugins = ["pytester"]
 
-V4_HEADER = {
-    "type": "session",
-    "version": 4,
-    "id": "s",
-    "createdAt": 1,
-    "delegationDepth": 0,
-    "isSeeded": False,
-}
 CORPUS_FRAGMENTS = {
     "examples__acp-agent__tests__snapshots__agent-instructions__session.jsonl": {
         "compaction-checkpoint",
@@ -63,7 +56,7 @@ def fragment(path: Path) -> Path:
     chunk = {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": "x"}}
     return log_lines(
         path,
-        V4_HEADER,
+        V4_HEADER_LINE,
         *({"type": "assistant/chunk", "seq": seq, "time": seq, "data": chunk} for seq in range(3)),
     )
 
@@ -174,12 +167,12 @@ def test_dsh_logs_makes_one_item_per_generated_log_with_the_rule_id_in_the_repor
     logs = tmp_path / "logs"
     log_lines(
         logs / "a" / "clean.jsonl",
-        V4_HEADER,
+        V4_HEADER_LINE,
         {"type": "turn/start", "seq": 0, "time": 1, "data": {"turn": 1}},
     )
     fragment(logs / "b" / "fragment.jsonl")
     (logs / "c").mkdir()
-    (logs / "c" / "broken.jsonl").write_text(json.dumps(V4_HEADER) + "\n{oops\n")
+    (logs / "c" / "broken.jsonl").write_text(json.dumps(V4_HEADER_LINE) + "\n{oops\n")
     result = pytester.runpytest(
         "--dsh-logs", str(logs), "-m", "dsh_log", "-v", "--junitxml", str(tmp_path / "junit.xml")
     )

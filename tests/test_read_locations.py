@@ -8,19 +8,12 @@ import json
 from pathlib import Path
 
 import pytest
+from event_builders import V4_HEADER_LINE
 
 from reference.logfile import read_log_file
 from reference.persistence.filestore import compress_frame
 from spec.codes import Code, SpecError
 
-V4_HEADER = {
-    "type": "session",
-    "version": 4,
-    "id": "s",
-    "createdAt": 1,
-    "delegationDepth": 0,
-    "isSeeded": False,
-}
 V0_HEADER = {"type": "session", "version": 0, "id": "s", "createdAt": 1}
 USER = {"id": "u1", "role": "user", "source": {"kind": "user"}, "content": [{"type": "text", "text": "hi"}]}
 
@@ -54,7 +47,7 @@ def line_start(data: bytes, line: int) -> int:
 
 
 def test_an_unparsable_line_twelve_is_reported_as_line_twelve_with_its_byte(tmp_path: Path) -> None:
-    lines = jsonl(V4_HEADER, *turn_events(10)).splitlines(keepends=True)
+    lines = jsonl(V4_HEADER_LINE, *turn_events(10)).splitlines(keepends=True)
     lines.insert(11, b"{not json\n")  # becomes line 12 of the file
     data = b"".join(lines)
     log = tmp_path / "session.v4.jsonl"
@@ -98,7 +91,7 @@ def test_a_malformed_packed_chunk_row_names_its_line_and_byte(tmp_path: Path) ->
 
 @pytest.mark.parametrize("name", ["session.v4.jsonl", "session.jsonl"])
 def test_a_seq_gap_names_the_line_that_breaks_the_count(tmp_path: Path, name: str) -> None:
-    header = V4_HEADER if name == "session.v4.jsonl" else V0_HEADER
+    header = V4_HEADER_LINE if name == "session.v4.jsonl" else V0_HEADER
     events = turn_events(6)
     events[4]["seq"] = 9
     data = jsonl(header, *events)
@@ -112,7 +105,7 @@ def test_a_seq_gap_names_the_line_that_breaks_the_count(tmp_path: Path, name: st
 def test_a_message_that_a_restore_refuses_names_its_line(tmp_path: Path) -> None:
     events = turn_events(4)
     events[2]["data"] = {**USER, "role": "assistant"}
-    data = jsonl(V4_HEADER, *events)
+    data = jsonl(V4_HEADER_LINE, *events)
     log = tmp_path / "session.v4.jsonl"
     log.write_bytes(data)
     error = refusal(log)
@@ -132,7 +125,11 @@ def test_an_unknown_v0_event_type_names_its_line(tmp_path: Path) -> None:
 def test_a_bad_line_in_a_zstd_frame_names_its_line_in_the_decompressed_text_and_its_frame(
     tmp_path: Path,
 ) -> None:
-    header, first, second = jsonl(V4_HEADER), jsonl(*turn_events(2)), jsonl(*turn_events(3)[2:]) + b"{oops\n"
+    header, first, second = (
+        jsonl(V4_HEADER_LINE),
+        jsonl(*turn_events(2)),
+        jsonl(*turn_events(3)[2:]) + b"{oops\n",
+    )
     data = compress_frame(header) + compress_frame(first) + compress_frame(second)
     log = tmp_path / "session.v4.jsonl.zstd"
     log.write_bytes(data)

@@ -20,14 +20,14 @@ from conformance.trace.family import (
     summarise_trace_outcome,
 )
 from conformance.trace.strace import probe_strace
-from tests.durability_subjects import BROKEN
+from reference.durability_subjects import BROKEN
 
 PROBE = probe_strace()
 needs_strace = pytest.mark.skipif(
     PROBE.problem is not None, reason=f"the trace family cannot run here: {PROBE.problem}"
 )
 PYTHON = sys.executable
-SUBJECTS = Path(__file__).resolve().parent / "durability_subjects.py"
+SUBJECTS = f"{PYTHON} -m reference.durability_subjects"
 REFERENCE = f"{PYTHON} -m reference.server"
 REPAIR_BREAKS = {
     "rename-unsynced-temp",
@@ -64,7 +64,7 @@ def test_the_reference_stdio_server_passes_the_trace_family_under_both_models() 
 @pytest.mark.parametrize("name", sorted(BROKEN))
 def test_a_subject_missing_a_durability_step_fails_the_trace_family(name: str) -> None:
     judged = ("resuming",) if name in REPAIR_BREAKS else ("writing",)
-    settings = TraceSettings(f"{PYTHON} {SUBJECTS} {name}", formats=(True,), judged=judged, fail_fast=True)
+    settings = TraceSettings(f"{SUBJECTS} {name}", formats=(True,), judged=judged, fail_fast=True)
     outcome = run_trace_checks(PROBE, settings)
     assert outcome.replay == []
     results = summarise_trace_outcome(outcome)
@@ -116,7 +116,7 @@ def test_an_in_process_subject_or_one_without_storage_is_not_traced() -> None:
 
     assert outcomes(check_trace(NotAProcess(), Options(capabilities=frozenset({"core", "storage"})))) == {
         "not run": 1
-    }  # type: ignore[arg-type]
+    }
     assert outcomes(check_trace(StdioSubject(REFERENCE), Options(capabilities=frozenset({"core"})))) == {
         "not run": 1
     }

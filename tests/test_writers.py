@@ -104,15 +104,15 @@ def test_a_fork_refuses_a_boundary_inside_a_standalone_bracket() -> None:
     log = events(("compaction/start", START), ("note", {}), ("compaction/end", {**START, "error": "x"}))
     for boundary in (0, 1):
         with pytest.raises(SpecError) as caught:
-            plan_fork_seed("p", log, boundary)  # type: ignore[arg-type]
+            plan_fork_seed("p", log, boundary)
         assert caught.value.code == Code.OPEN_COMPACTION
         assert "ends inside open compaction k1" in caught.value.message
-    assert len(plan_fork_seed("p", log, 2)) == 3  # type: ignore[arg-type]
+    assert len(plan_fork_seed("p", log, 2)) == 3
 
 
 def test_a_stale_orphan_before_an_end_seed_is_no_lock_for_a_fork() -> None:
     log = events(("compaction/start", START), ("session/end-seed", {}))
-    assert len(plan_fork_seed("p", log, 1)) == 2  # type: ignore[arg-type]
+    assert len(plan_fork_seed("p", log, 1)) == 2
 
 
 def test_a_seed_that_would_get_the_marker_may_not_end_inside_a_bracket() -> None:

@@ -14,7 +14,7 @@ defaults: message ids ``u1``/``a1``, the model source ``p``/``m``, and times pin
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, TypeAlias
 
@@ -71,6 +71,16 @@ class PureCase:
 
 
 Cases: TypeAlias = Iterator[Case | PureCase]
+
+
+def chained(*groups: Callable[[], Cases]) -> Callable[[], Cases]:
+    """A family's ``cases()``: the cases of each group, in the order given."""
+
+    def cases() -> Cases:
+        for group in groups:
+            yield from group()
+
+    return cases
 
 
 def ok(op: str, **args: Any) -> Step:

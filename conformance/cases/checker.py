@@ -17,6 +17,7 @@ from conformance.cases.build import (
     PureCase,
     as_why,
     assistant_ev,
+    chained,
     log,
     pure,
     replace,
@@ -44,15 +45,6 @@ def breaks(name: str, events: list[JsonValue], comment: str | None = None, **ext
     """A log named ``rule-id: sentence`` that breaks that rule: its why is the rule's explanation."""
     rule_id = name.split(":")[0]
     return pure(name, CHECK, why=as_why(RULES[rule_id]), comment=comment, events=events, **extra)
-
-
-def cases() -> Cases:
-    yield from clean_cases()
-    yield from core_rule_cases()
-    yield from turn_rule_cases()
-    yield from compaction_rule_cases()
-    yield from lineage_rule_cases()
-    yield from reporting_cases()
 
 
 def clean_cases() -> Cases:
@@ -239,3 +231,8 @@ def reporting_cases() -> Cases:
         comment="the interrupted turn/end here is repair's own, so the closers rule accepts it",
         events=with_closers(log(T1, S1, assistant_ev(calls=["c1"]), CALL)),
     )
+
+
+cases: Final = chained(
+    clean_cases, core_rule_cases, turn_rule_cases, compaction_rule_cases, lineage_rule_cases, reporting_cases
+)

@@ -11,6 +11,8 @@ Every failing case shows the log after it: the start, the end with its error, no
 
 from __future__ import annotations
 
+from typing import Final
+
 from conformance.cases.build import (
     Cases,
     Step,
@@ -18,6 +20,7 @@ from conformance.cases.build import (
     append_user,
     assistant_ev,
     case,
+    chained,
     event,
     fails,
     log,
@@ -56,15 +59,6 @@ def open_turn(n: int, session: str = "s") -> list[Step]:
     """Turn ``n`` started with a long question (seqs ``6(n-1)`` and ``6(n-1) + 1`` after ``n - 1``
     closed turns)."""
     return [turn(n, session), append_user(f"u{n}", session, LONG)]
-
-
-def cases() -> Cases:
-    yield from _manual()
-    yield from _span()
-    yield from _lock_and_owner()
-    yield from _failure_paths()
-    yield from _automatic()
-    yield from _pressure()
 
 
 def _manual() -> Cases:
@@ -582,3 +576,6 @@ def _pressure() -> Cases:
             state_step(),
         ],
     )
+
+
+cases: Final = chained(_manual, _span, _lock_and_owner, _failure_paths, _automatic, _pressure)

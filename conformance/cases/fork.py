@@ -8,6 +8,8 @@ live or stored, then the source, then the boundary).
 
 from __future__ import annotations
 
+from typing import Final
+
 from conformance.cases.build import (
     NOW,
     Cases,
@@ -15,6 +17,7 @@ from conformance.cases.build import (
     append_assistant,
     append_user,
     case,
+    chained,
     fails,
     gone,
     log,
@@ -58,14 +61,6 @@ def in_turn() -> list[Step]:
         turn(2, "p"),
         append_user("u2", "p"),
     ]
-
-
-def cases() -> Cases:
-    yield from child_cases()
-    yield from boundary_cases()
-    yield from open_turn_cases()
-    yield from open_compaction_cases()
-    yield from request_cases()
 
 
 def child_cases() -> Cases:
@@ -301,3 +296,6 @@ def request_cases() -> Cases:
         [ok("create", id="c"), fails(Code.SESSION_ALREADY_EXISTS, "fork", source="nope", child="c")],
         comment="the source does not exist either; the child id is checked first",
     )
+
+
+cases: Final = chained(child_cases, boundary_cases, open_turn_cases, open_compaction_cases, request_cases)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from conformance.cases.build import Cases, case, fails, gone, ok, pure
+from conformance.cases.build import Cases, case, chained, fails, gone, ok, pure
 from spec.codes import Code
 from spec.log.json import JsonObject, JsonValue
 
@@ -31,13 +31,6 @@ FIELD_RULES: Final = {
 }
 
 VALID: Final[JsonObject] = {"version": 4, "id": "s", "createdAt": 0, "delegationDepth": 0, "isSeeded": False}
-
-
-def cases() -> Cases:
-    yield from meta_cases()
-    yield from bad_meta_cases()
-    yield from valid_header_cases()
-    yield from bad_header_cases()
 
 
 def meta_cases() -> Cases:
@@ -168,3 +161,6 @@ def bad_header_cases() -> Cases:
     ]
     for name, code, session_id, header in refused:
         yield pure(name, VALIDATE, code, why=FIELD_RULES[code], sessionId=session_id, header=header)
+
+
+cases: Final = chained(meta_cases, bad_meta_cases, valid_header_cases, bad_header_cases)

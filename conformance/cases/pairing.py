@@ -11,7 +11,17 @@ from __future__ import annotations
 
 from typing import Final
 
-from conformance.cases.build import APPEND, Cases, assistant_ev, log, pure, result_ev, user_ev, with_seq
+from conformance.cases.build import (
+    APPEND,
+    Cases,
+    assistant_ev,
+    chained,
+    log,
+    pure,
+    result_ev,
+    user_ev,
+    with_seq,
+)
 from spec.codes import Code
 from spec.log.json import JsonObject
 
@@ -29,13 +39,6 @@ EVENTS: Final = log(
     user_ev(), assistant_ev(calls=["c1", "c2"]), result_ev("c1"), result_ev("c2"), assistant_ev("a2")
 )
 NODES: Final = [0, 1, 2, 3, 4]
-
-
-def cases() -> Cases:
-    yield from cut_cases()
-    yield from counting_cases()
-    yield from corrupt_cases()
-    yield from query_cases()
 
 
 def cut_cases() -> Cases:
@@ -168,3 +171,6 @@ def query_cases() -> Cases:
         events=EVENTS,
         seq=9,
     )
+
+
+cases: Final = chained(cut_cases, counting_cases, corrupt_cases, query_cases)

@@ -18,6 +18,7 @@ from conformance.cases.build import (
     append_user,
     assistant_ev,
     case,
+    chained,
     fails,
     log,
     ok,
@@ -43,11 +44,6 @@ PRUNE: Final = (
     "compaction/prune",
     {"shadowedRange": {"start": 1, "end": 1}, "shadowedSeqs": [1], "shadowedTokenCount": 42},
 )
-
-
-def cases() -> Cases:
-    yield from pure_cases()
-    yield from engine_cases()
 
 
 def pure_cases() -> Cases:
@@ -250,3 +246,6 @@ def engine_cases() -> Cases:
         [ok("project", **LEDGER), fails(Code.SESSION_NOT_FOUND, "state_of_stored", id="ghost", **LEDGER)],
         storage="memory",
     )
+
+
+cases: Final = chained(pure_cases, engine_cases)

@@ -17,6 +17,7 @@ from conformance.cases.build import (
     append_user,
     assistant_msg,
     case,
+    chained,
     fails,
     ok,
     replace,
@@ -59,12 +60,6 @@ def cite(kind: str, sources: JsonValue, op: JsonValue = "append") -> JsonObject:
         "surfaceOp": op,
         "sourceEventSeqs": sources,
     }
-
-
-def cases() -> Cases:
-    yield from citing_cases()
-    yield from refused_cases()
-    yield from replace_cases()
 
 
 def citing_cases() -> Cases:
@@ -188,3 +183,6 @@ def replace_cases() -> Cases:
         comment="the empty list also misses both shadowed nodes; the expected code says which check "
         "comes first",
     )
+
+
+cases: Final = chained(citing_cases, refused_cases, replace_cases)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from conformance.cases.build import APPEND, Cases, assistant_ev, log, pure, result_ev, user_ev
+from conformance.cases.build import APPEND, Cases, assistant_ev, chained, log, pure, result_ev, user_ev
 from spec.codes import Code
 from spec.log.json import JsonObject, JsonValue
 
@@ -24,14 +24,6 @@ FITS: Final = (
     "thresholdChars is a positive integer, headChars and tailChars non-negative integers, and head + "
     "marker (39 code points) + tail fits within the threshold (notes §6.1)"
 )
-
-
-def cases() -> Cases:
-    yield from config_cases()
-    yield from bad_config_cases()
-    yield from content_cases()
-    yield from refused_content_cases()
-    yield from session_pass_cases()
 
 
 def config_cases() -> Cases:
@@ -199,3 +191,8 @@ def session_pass_cases() -> Cases:
         events=[],
         config={"thresholdChars": 1},
     )
+
+
+cases: Final = chained(
+    config_cases, bad_config_cases, content_cases, refused_content_cases, session_pass_cases
+)

@@ -21,6 +21,7 @@ from conformance.cases.build import (
     append_user,
     assistant_ev,
     case,
+    chained,
     log,
     ok,
     pure,
@@ -41,13 +42,6 @@ RESUME_RULE: Final = (
     "a resume appends, as new events, the closers of whatever the stored log leaves open, then "
     "session/end-seed unless the log already ends with one (SPEC-DECISIONS D3 item 6)"
 )
-
-
-def cases() -> Cases:
-    yield from balanced_cases()
-    yield from call_cases()
-    yield from compaction_cases()
-    yield from resume_cases()
 
 
 def balanced_cases() -> Cases:
@@ -249,3 +243,6 @@ def repeated_resume_cases() -> Cases:
         why=RESUME_RULE,
         comment="after the first resume the log ends with the marker: the second appends nothing",
     )
+
+
+cases: Final = chained(balanced_cases, call_cases, compaction_cases, resume_cases)

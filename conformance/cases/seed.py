@@ -16,6 +16,7 @@ from conformance.cases.build import (
     assistant_ev,
     assistant_msg,
     case,
+    chained,
     event,
     fails,
     gone,
@@ -65,15 +66,6 @@ def refused(
 ) -> Case:
     """A create with ``seed`` meant to fail with ``code``, after which no session "s" exists."""
     return case(name, rule, [fails(code, "create", id="s", seed=seed), gone()], why=why, comment=comment)
-
-
-def cases() -> Cases:
-    yield from folding_cases()
-    yield from envelope_cases()
-    yield from order_cases()
-    yield from request_header_cases()
-    yield from message_shape_cases()
-    yield from surface_cases()
 
 
 def folding_cases() -> Cases:
@@ -384,3 +376,8 @@ def surface_cases() -> Cases:
             ),
         ),
     )
+
+
+cases: Final = chained(
+    folding_cases, envelope_cases, order_cases, request_header_cases, message_shape_cases, surface_cases
+)

@@ -10,6 +10,8 @@ engine its bracket, through ``engine_append``).
 
 from __future__ import annotations
 
+from typing import Final
+
 from conformance.cases.build import (
     NOW,
     Cases,
@@ -19,6 +21,7 @@ from conformance.cases.build import (
     append_user,
     assistant_ev,
     case,
+    chained,
     fails,
     gone,
     log,
@@ -39,16 +42,6 @@ END_SEED = "spec.log.seed.needs_end_seed"
 MESSAGES = "spec.log.session.derive_session_messages"
 EVENT_TYPE = "spec.log.session.validate_event_type"
 VOCABULARY = "spec.log.session.validate_request_header_vocabulary"
-
-
-def cases() -> Cases:
-    yield from creation_cases()
-    yield from end_seed_cases()
-    yield from append_cases()
-    yield from event_type_cases()
-    yield from vocabulary_cases()
-    yield from writer_cases()
-    yield from clock_cases()
 
 
 def creation_cases() -> Cases:
@@ -334,3 +327,14 @@ def clock_cases() -> Cases:
         [ok("create", id="s"), ok("create", id="t", meta={"createdAt": 42})],
         why="a header's createdAt is meta's createdAt when given, else now (SPEC-DECISIONS D1)",
     )
+
+
+cases: Final = chained(
+    creation_cases,
+    end_seed_cases,
+    append_cases,
+    event_type_cases,
+    vocabulary_cases,
+    writer_cases,
+    clock_cases,
+)

@@ -11,7 +11,7 @@ the saved text reads back byte for byte, and that spill is best effort.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from conformance.cases.build import (
     Cases,
@@ -19,6 +19,7 @@ from conformance.cases.build import (
     append_step,
     assistant_msg,
     case,
+    chained,
     fails,
     ok,
     pure,
@@ -29,11 +30,6 @@ from spec.codes import Code
 from spec.wire_engine import with_tool_result_content
 
 LIMIT = "spec.spill.plan_max_inline_tokens"
-
-
-def cases() -> Cases:
-    yield from pure_cases()
-    yield from engine_cases()
 
 
 def pure_cases() -> Cases:
@@ -181,3 +177,6 @@ def engine_cases() -> Cases:
         storage="file",
         comment="a spill store makes the text durable before it names it",
     )
+
+
+cases: Final = chained(pure_cases, engine_cases)

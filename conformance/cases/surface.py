@@ -20,6 +20,7 @@ from conformance.cases.build import (
     assistant_ev,
     assistant_msg,
     case,
+    chained,
     fails,
     log,
     ok,
@@ -63,14 +64,6 @@ def replace_user(start_seq: int, end_seq: int, sources: JsonValue, message_id: s
         surfaceOp=replace(start_seq, end_seq),
         sourceEventSeqs=sources,
     )
-
-
-def cases() -> Cases:
-    yield from replace_cases()
-    yield from replace_rule_cases()
-    yield from log_only_cases()
-    yield from surface_op_cases()
-    yield from fold_cases()
 
 
 def replace_cases() -> Cases:
@@ -268,3 +261,6 @@ def fold_cases() -> Cases:
     yield pure(
         "a log must start at seq 0", FOLD, Code.SEQ_NOT_CONTIGUOUS, events=with_seq(log(user_ev()), 0, 1)
     )
+
+
+cases: Final = chained(replace_cases, replace_rule_cases, log_only_cases, surface_op_cases, fold_cases)

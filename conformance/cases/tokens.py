@@ -13,6 +13,7 @@ from typing import Final
 from conformance.cases.build import (
     Cases,
     assistant_ev,
+    chained,
     event,
     log,
     pure,
@@ -37,12 +38,6 @@ METERING: Final = event(
 REPLACING: Final = event(
     6, "tool/result", result_msg("c1", "short"), surfaceOp=replace(2, 2), sourceEventSeqs=[2]
 )
-
-
-def cases() -> Cases:
-    yield from price_cases()
-    yield from claim_cases()
-    yield from replace_cases()
 
 
 def price_cases() -> Cases:
@@ -128,3 +123,6 @@ def replace_cases() -> Cases:
         claim={**CLAIM, "start": 1},
         event=REPLACING,
     )
+
+
+cases: Final = chained(price_cases, claim_cases, replace_cases)

@@ -19,6 +19,7 @@ from conformance.cases.build import (
     append_step,
     append_user,
     case,
+    chained,
     ok,
     replace,
     result_msg,
@@ -74,12 +75,6 @@ def with_block(**changes: JsonValue) -> JsonObject:
     content = message_of(ORIGINAL)["content"]
     assert isinstance(content, list) and isinstance(content[0], dict)
     return with_message(content=[{**content[0], **changes, "content": [{"type": "text", "text": "short"}]}])
-
-
-def cases() -> Cases:
-    yield from allowed_cases()
-    yield from target_cases()
-    yield from changed_cases()
 
 
 def allowed_cases() -> Cases:
@@ -148,3 +143,6 @@ def changed_cases() -> Cases:
             RULE,
             [*setup(), Step(rewrite(data), str(Code.TOOL_REWRITE_CHANGES_MORE_THAN_CONTENT)), state()],
         )
+
+
+cases: Final = chained(allowed_cases, target_cases, changed_cases)

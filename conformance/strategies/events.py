@@ -23,7 +23,7 @@ from conformance.strategies.domain import (
     text_block,
     texts,
 )
-from spec.log.json import JsonObject, JsonValue
+from spec.log.json import JsonObject, JsonValue, int_field
 
 # --- strategies: events and logs --------------------------------------------------------------------
 
@@ -278,7 +278,7 @@ def _apply_surface(nodes: list[int], seq: int, op: JsonValue) -> None:
     if op == "append":
         nodes.append(seq)
     elif isinstance(op, dict) and op.get("start") in nodes and op.get("end") in nodes:
-        first, last = nodes.index(int(op["start"])), nodes.index(int(op["end"]))  # type: ignore[arg-type]
+        first, last = nodes.index(int_field(op, "start")), nodes.index(int_field(op, "end"))
         nodes[first : last + 1] = [seq]
 
 

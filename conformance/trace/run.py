@@ -35,13 +35,12 @@ class _Process:
     def __init__(self, argv: Sequence[str], env: Mapping[str, str], timeout: float, stderr_path: str) -> None:
         self.timeout = timeout
         self.stderr_path = stderr_path
-        self._stderr = open(stderr_path, "wb")  # noqa: SIM115 - closed with the process
         try:
-            self.process = subprocess.Popen(
-                list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, env=dict(env)
-            )
+            with open(stderr_path, "wb") as stderr:  # the child keeps its own copy
+                self.process = subprocess.Popen(
+                    list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, env=dict(env)
+                )
         except OSError as error:
-            self._stderr.close()
             raise SubjectError(f"could not start {shlex.join(argv)!r}: {error}") from None
         self.rid = 0
         self._buffer = b""
@@ -88,10 +87,8 @@ class _Process:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
-        self._stderr.close()
 
     def stderr_tail(self) -> str:
-        self._stderr.flush()
         try:
             tail = (
                 Path(self.stderr_path)

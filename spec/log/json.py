@@ -10,6 +10,7 @@ never meet Python's recursion limit.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any, Final, NoReturn, TypeAlias, TypeGuard, Union
 
 MAX_SAFE_INTEGER: Final = 2**53 - 1  # the largest integer a double holds exactly (JS Number.MAX_SAFE_INTEGER)
@@ -81,14 +82,23 @@ def is_event_seq(value: object) -> TypeGuard[int | float]:
     return is_safe_integer(value) and value >= 0
 
 
-def _is_json_scalar(value: object) -> bool:
-    kind = type(value)
-    if value is None or kind is bool or kind is str:
+def int_field(record: Mapping[str, JsonValue], key: str) -> int:
+    """The number at ``key`` of a record its caller has already checked, as an int (a JSON number
+    may arrive as an integral float, D5). A missing key or a value that is not a number is the
+    caller's bug, not a rejection: it raises ``KeyError`` or ``TypeError``."""
+    value = record[key]
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{key} is {js_text(value)}, not a number")
+    return int(value)
+
+
+def _is_json_scalar(value: object) -> TypeGuard[bool | str | int | float | None]:
+    if value is None or type(value) is bool or type(value) is str:
         return True
-    if kind is int:
-        return -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER  # type: ignore[operator]
-    if kind is float:
-        return math.isfinite(value) and not (value == 0.0 and math.copysign(1.0, value) < 0)  # type: ignore[arg-type]
+    if type(value) is int:
+        return -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
+    if type(value) is float:
+        return math.isfinite(value) and not (value == 0.0 and math.copysign(1.0, value) < 0)
     return False
 
 
@@ -99,14 +109,15 @@ def snapshot_json(value: object) -> JsonValue | _NotJson:
     not cycles are copied once per occurrence."""
     kind = type(value)
     source: Any = value
+    root: FrozenDict | FrozenList
     if kind is dict or kind is FrozenDict:
-        root: Any = FrozenDict(source)
+        root = FrozenDict(source)
     elif kind is list or kind is FrozenList:
         root = FrozenList(source)
     elif isinstance(value, (dict, list)):
         return NOT_JSON
     else:
-        return value if _is_json_scalar(value) else NOT_JSON  # type: ignore[return-value]
+        return value if _is_json_scalar(value) else NOT_JSON
     # Each copy starts as a shallow copy of its source; the walk checks every key and scalar and
     # puts a copy in place of every container, so the result shares nothing mutable with ``value``.
     places = _places(root)
@@ -152,7 +163,7 @@ def snapshot_json(value: object) -> JsonValue | _NotJson:
         else:
             stack.pop()
             on_path.discard(id(source))
-    return root  # type: ignore[no-any-return]
+    return root
 
 
 def _places(copy: FrozenDict | FrozenList) -> Any:
@@ -201,7 +212,7 @@ def thaw_json(value: JsonValue) -> JsonValue:
     """A plain, mutable deep copy of a JSON value (for callers who want to edit one)."""
     if not isinstance(value, (dict, list)):
         return value
-    root: Any = {} if isinstance(value, dict) else []
+    root: dict[str, JsonValue] | list[JsonValue] = {} if isinstance(value, dict) else []
     stack: list[tuple[Any, Any]] = [(value, root)]
     while stack:
         source, target = stack.pop()
@@ -214,7 +225,7 @@ def thaw_json(value: JsonValue) -> JsonValue:
                 target[key] = child
             else:
                 target.append(child)
-    return root  # type: ignore[no-any-return]
+    return root
 
 
 def is_deep_equal_json(a: JsonValue, b: JsonValue) -> bool:

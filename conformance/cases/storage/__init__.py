@@ -8,12 +8,9 @@ header line (:mod:`.naming`), how the stored lines and packed chunk rows decode
 
 from __future__ import annotations
 
-from conformance.cases.build import Cases
+from typing import Final
+
+from conformance.cases.build import chained
 from conformance.cases.storage import durability, legacy, naming, records
 
-
-def cases() -> Cases:
-    yield from durability.cases()
-    yield from naming.cases()
-    yield from records.cases()
-    yield from legacy.cases()
+cases: Final = chained(durability.cases, naming.cases, records.cases, legacy.cases)

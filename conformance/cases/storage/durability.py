@@ -14,6 +14,7 @@ from conformance.cases.build import (
     append_step,
     append_user,
     case,
+    chained,
     fails,
     gone,
     ok,
@@ -37,14 +38,6 @@ IO_RULE: Final = (
     "a failed write or fsync answers STORAGE_IO, loses nothing flushed before it, and leaves the "
     "session able to retry (SPEC-DECISIONS D3)"
 )
-
-
-def cases() -> Cases:
-    yield from flush_cases()
-    yield from resume_cases()
-    yield from crash_cases()
-    yield from batch_cases()
-    yield from fault_cases()
 
 
 def flush_cases() -> Cases:
@@ -400,3 +393,6 @@ def publication_fault_cases() -> Cases:
         "(conformance/PROTOCOL.md)",
         comment="the second flush writes nothing, so the fault waits for the flush after the append",
     )
+
+
+cases: Final = chained(flush_cases, resume_cases, crash_cases, batch_cases, fault_cases)

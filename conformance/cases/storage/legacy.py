@@ -8,7 +8,17 @@ from __future__ import annotations
 
 from typing import Final
 
-from conformance.cases.build import APPEND, Cases, event, log, pure, request_header, user_ev, user_msg
+from conformance.cases.build import (
+    APPEND,
+    Cases,
+    chained,
+    event,
+    log,
+    pure,
+    request_header,
+    user_ev,
+    user_msg,
+)
 from spec.codes import Code
 from spec.log.json import JsonValue
 
@@ -27,12 +37,6 @@ REFUSALS: Final = {
     Code.MESSAGE_ROLE: "a stored message is checked for its shape, as a seeded one is",
     Code.CORRUPT_LOG: "a v0 log's records are objects numbered contiguously from 0",
 }
-
-
-def cases() -> Cases:
-    yield from conversion_cases()
-    yield from kept_cases()
-    yield from refused_cases()
 
 
 def conversion_cases() -> Cases:
@@ -147,3 +151,6 @@ def refused_cases() -> Cases:
     ]
     for name, code, records in refused:
         yield pure(name, UPGRADE, code, why=REFUSALS[code], sessionId="old", records=records)
+
+
+cases: Final = chained(conversion_cases, kept_cases, refused_cases)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from conformance.cases.build import Cases, as_why, pure
+from conformance.cases.build import Cases, as_why, chained, pure
 from spec.codes import Code
 from spec.format.naming import validate_header_version_for_file_name
 from spec.log.json import JsonObject
@@ -29,15 +29,6 @@ LINE_RULE: Final = (
     "a log's first line is an object with type session, a string id and a numeric version: "
     "4 is the header itself, 0 is upgraded, any other version is unsupported"
 )
-
-
-def cases() -> Cases:
-    yield from segment_cases()
-    yield from project_key_cases()
-    yield from relpath_cases()
-    yield from header_line_cases()
-    yield from bad_header_line_cases()
-    yield from file_name_cases()
 
 
 def segment_cases() -> Cases:
@@ -235,3 +226,8 @@ def file_name_cases() -> Cases:
 
 
 FILE_NAME_RULE: Final = validate_header_version_for_file_name.__doc__ or ""
+
+
+cases: Final = chained(
+    segment_cases, project_key_cases, relpath_cases, header_line_cases, bad_header_line_cases, file_name_cases
+)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
-from conformance.cases.build import Cases, event, pure
+from conformance.cases.build import Cases, chained, event, pure
 from conformance.cases.storage.naming import V4_LINE
 from spec.codes import Code
 from spec.log.json import JsonObject
@@ -37,12 +37,6 @@ TORN_TAIL: Final = (
     "a crash only loses a suffix of the bytes: a last line without its newline is a torn tail, "
     "dropped, while a complete line that does not parse is a corrupt log (SPEC-DECISIONS D3 items 4-5)"
 )
-
-
-def cases() -> Cases:
-    yield from chunk_row_cases()
-    yield from malformed_row_cases()
-    yield from jsonl_cases()
 
 
 def chunk_row_cases() -> Cases:
@@ -133,3 +127,6 @@ def jsonl_cases() -> Cases:
         why="a log's first line is its header line, a JSON object",
         text="not json\n",
     )
+
+
+cases: Final = chained(chunk_row_cases, malformed_row_cases, jsonl_cases)

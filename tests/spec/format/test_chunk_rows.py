@@ -30,7 +30,13 @@ def text_row(
         "type": tag,
         "seq0": seq0,
         "time0": time0,
-        "data": {"turn": 1, "step": 1, "index": 0, "dt": dt, "texts": texts},  # type: ignore[dict-item]
+        "data": {
+            "turn": 1,
+            "step": 1,
+            "index": 0,
+            "dt": list[JsonValue](dt),
+            "texts": list[JsonValue](texts),
+        },
     }
 
 

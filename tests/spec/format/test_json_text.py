@@ -5,29 +5,29 @@ from __future__ import annotations
 import pytest
 
 from spec.format.json_text import decode_json_text, encode_json_text
-from spec.log.json import is_deep_equal_json
+from spec.log.json import JsonValue, is_deep_equal_json
 
 DEPTH = 20_000  # D6: deep JSON never hits the recursion limit
 
 
-def nested(depth: int) -> list[object]:
-    value: list[object] = []
+def nested(depth: int) -> JsonValue:
+    value: JsonValue = []
     for _ in range(depth):
         value = [value, {"k": 1}] if depth % 2 else [value]
     return value
 
 
 def test_twenty_thousand_levels_of_nesting_encode_and_decode_back_to_the_same_value() -> None:
-    value = {"deep": nested(DEPTH), "tail": [1, 2.5, "x", None, True]}
-    text = encode_json_text(value)  # type: ignore[arg-type]
-    assert is_deep_equal_json(decode_json_text(text), value)  # type: ignore[arg-type]
+    value: JsonValue = {"deep": nested(DEPTH), "tail": [1, 2.5, "x", None, True]}
+    text = encode_json_text(value)
+    assert is_deep_equal_json(decode_json_text(text), value)
 
 
 def test_deep_text_is_the_same_text_the_fast_encoder_writes_for_shallow_values() -> None:
     from spec.format.json_text import _encode_deep
 
-    value = {"a": [1, {"b": "é\u2028"}, [], {}], "c": None}
-    assert _encode_deep(value) == encode_json_text(value)  # type: ignore[arg-type]
+    value: JsonValue = {"a": [1, {"b": "é\u2028"}, [], {}], "c": None}
+    assert _encode_deep(value) == encode_json_text(value)
 
 
 @pytest.mark.parametrize("text", ["[1,]", '{"a":1,}', "[1 2]", "{]", "NaN", "[1]x", "", '{"a"}', "[-]"])

@@ -3,6 +3,8 @@ resume's refusals and the resumed log), which the reference store and the suite'
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 from event_builders import assistant_data, event, turn_start, user
 from hypothesis import given
@@ -25,9 +27,9 @@ BAD_META = {"cwd": "relative"}
 BAD_SEED = [{"type": "turn/start", "seq": 5, "time": 0, "data": {"turn": 1}}]
 
 
-def code_of(call: object) -> str:
+def code_of(call: Callable[[], object]) -> str:
     with pytest.raises(SpecError) as caught:
-        call()  # type: ignore[operator]
+        call()
     return str(caught.value.code)
 
 
@@ -83,7 +85,7 @@ def test_a_resumed_state_ends_with_the_end_seed_after_the_closers() -> None:
         snapshot_json({"version": 4, "id": "s", "createdAt": 0, "delegationDepth": 0, "isSeeded": False}),
         stored,
         9,
-    )  # type: ignore[arg-type]
+    )
     assert [e["type"] for e in state.events] == ["turn/start", "user/message", "turn/end", END_SEED]
     assert state.first_live_seq == 3  # the marker is the first event of the new lifecycle
 

@@ -98,9 +98,7 @@ class PgCluster:
         return f"host={self.socket_dir} port=5432 user={SUPERUSER} dbname={DATABASE}"
 
     def _run(self, *argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        kwargs: dict[str, object] = {}
-        if self._user is not None:
-            kwargs = {"user": self._user.pw_uid, "group": self._user.pw_gid, "extra_groups": []}
+        user = self._user
         return subprocess.run(
             [str(self.bin / argv[0]), *argv[1:]],
             cwd=self.base,
@@ -109,7 +107,9 @@ class PgCluster:
             check=check,
             env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C"},
             timeout=120,
-            **kwargs,  # type: ignore[arg-type]
+            user=None if user is None else user.pw_uid,
+            group=None if user is None else user.pw_gid,
+            extra_groups=None if user is None else [],
         )
 
     def _initdb(self) -> None:

@@ -1,7 +1,7 @@
 """Stdio subjects that each miss one durability step, on the real filesystem: the proof that the
 trace family (conformance/trace) catches what a killed process never shows.
 
-``python tests/durability_subjects.py NAME`` serves the protocol with its file store in
+``python -m reference.durability_subjects NAME`` serves the protocol with its file store in
 ``$CONFORMANCE_STORE_ROOT`` (the kill check's rules, as ``python -m reference.server`` follows
 them), with the one step ``NAME`` says removed (``BROKEN`` lists them all). Each break is made the
 way a real bug would be: a call skipped, or a repair written the short way. The same broken store
@@ -16,12 +16,9 @@ import itertools
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, ClassVar
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from typing import Any, ClassVar, TypeVar, cast
 
 from reference.directory import STORE_ROOT_ENV, DirectorySubject
 from reference.persistence.filestore import FileStore
@@ -36,7 +33,7 @@ class SkippingFileSystem:
     """A filesystem that passes every call through, except ``fsync`` and ``fsync_dir`` while a
     :meth:`skipping` block names them: the store above it believes they happened."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: FileSystem) -> None:
         self.inner = inner
         self._skipped: set[str] = set()
 
@@ -61,10 +58,14 @@ class SkippingFileSystem:
         return getattr(self.inner, name)
 
 
-class _Broken(FileStore):
-    fs: Any
+def skipping_fs(inner: FileSystem) -> FileSystem:
+    """``inner`` behind a :class:`SkippingFileSystem`, which passes every other call through."""
+    return cast(FileSystem, SkippingFileSystem(inner))
 
-    def skipping(self, *names: str) -> Any:
+
+class _Broken(FileStore):
+    def skipping(self, *names: str) -> AbstractContextManager[None]:
+        assert isinstance(self.fs, SkippingFileSystem), "a broken store runs on a SkippingFileSystem"
         return self.fs.skipping(*names)
 
 
@@ -173,22 +174,16 @@ class BrokenDirectorySubject(DirectorySubject):
     broken: ClassVar[Broken]
 
     def make_store(self, root: str, compressed: bool) -> FileStore:
-        return self.broken.store(root, fs=SkippingFileSystem(self.broken.io()), compressed=compressed)  # type: ignore[arg-type]
+        return self.broken.store(root, fs=skipping_fs(self.broken.io()), compressed=compressed)
 
 
 def directory_subject(name: str) -> DirectorySubject:
-    broken = BROKEN[name]
-    subject_class = type(
-        f"Broken_{name.replace('-', '_')}",
-        (BrokenDirectorySubject,),
-        {"broken": broken, "name": f"broken: {name}"},
-    )
     root = os.environ.get(STORE_ROOT_ENV)
     if not root:
         raise SystemExit(
             f"durability_subjects: set {STORE_ROOT_ENV} to the directory the store should live in"
         )
-    return subject_class(root)  # type: ignore[no-any-return]
+    return broken_class(BrokenDirectorySubject, name, f"broken: {name}")(root)
 
 
 class BrokenSeamSubject(ReferenceSubject):
@@ -204,35 +199,47 @@ class BrokenSeamSubject(ReferenceSubject):
             self._seam_temp_names = names
             self.persistence = self.broken.store(
                 STORE_ROOT,
-                fs=SkippingFileSystem(self.fs),
+                fs=skipping_fs(self.fs),
                 compressed=self._compressed,
-                temp_token=lambda: f"{next(names):06d}",  # type: ignore[arg-type]
+                temp_token=lambda: f"{next(names):06d}",
             )
             self.store = SessionStore(self.persistence, clock=self._clock)
 
 
 def seam_subject(name: str) -> ReferenceSubject:
-    broken = BROKEN[name]
-    subject_class = type(
-        f"BrokenSeam_{name.replace('-', '_')}",
-        (BrokenSeamSubject,),
-        {"broken": broken, "name": f"broken (seam): {name}"},
-    )
-    return subject_class()  # type: ignore[no-any-return]
+    return broken_class(BrokenSeamSubject, name, f"broken (seam): {name}")()
+
+
+Subject = TypeVar("Subject", BrokenDirectorySubject, BrokenSeamSubject)
+
+
+def broken_class(base: type[Subject], name: str, label: str) -> type[Subject]:
+    """``base`` with the break ``name`` (the class attribute its stores are made from), as a class:
+    the stores are opened while the subject is made."""
+    attributes = {"broken": BROKEN[name], "name": label}
+    return cast(type[Subject], type(f"{base.__name__}_{name.replace('-', '_')}", (base,), attributes))
 
 
 def main(argv: Sequence[str]) -> None:
     if len(argv) != 1 or argv[0] not in BROKEN:
-        raise SystemExit(f"usage: durability_subjects.py NAME, where NAME is one of: {', '.join(BROKEN)}")
-    subject = directory_subject(argv[0])
-    stdin = open(sys.stdin.fileno(), encoding="utf-8", closefd=False)  # noqa: SIM115 - lives as long as the process
-    stdout = open(sys.stdout.fileno(), "w", encoding="utf-8", closefd=False)  # noqa: SIM115 - lives as long as the process
+        raise SystemExit(
+            f"usage: python -m reference.durability_subjects NAME, where NAME is one of: {', '.join(BROKEN)}"
+        )
+    serve_stdio(directory_subject(argv[0]))
 
-    def write(text: str) -> None:
-        stdout.write(text)
-        stdout.flush()
 
-    serve(subject, stdin.readline, write)
+def serve_stdio(subject: ReferenceSubject) -> None:
+    """Serve the protocol for ``subject`` on this process's stdin and stdout until stdin closes."""
+    with (
+        open(sys.stdin.fileno(), encoding="utf-8", closefd=False) as stdin,
+        open(sys.stdout.fileno(), "w", encoding="utf-8", closefd=False) as stdout,
+    ):
+
+        def write(text: str) -> None:
+            stdout.write(text)
+            stdout.flush()
+
+        serve(subject, stdin.readline, write)
 
 
 if __name__ == "__main__":
