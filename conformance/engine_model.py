@@ -2,7 +2,7 @@
 it must append, for each engine op of ``conformance/PROTOCOL.md`` ("Engine ops").
 
 It builds on :mod:`conformance.model` (the same :class:`~conformance.model.ModelStore`, the same
-``Expected`` answers) and is dispatched from :func:`conformance.model.model_request`. The order of
+``Expected`` answers); :func:`model_request` answers any modelled op, its own and the store's. The order of
 an engine's steps — the transaction (notes §4.5, §9.1), pressure (§5.3), the prune pass (§6.3) and
 overflow recovery (§8.2) — is the spec's own plans (:mod:`spec.shrink.engine`), which
 :class:`EngineRun` performs on the model exactly as the reference engine performs them on a live
@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from typing import Final, TypeVar
 
 from conformance.model import (
+    OPS,
     EngineState,
     Expected,
     LiveSession,
@@ -541,4 +542,23 @@ ENGINE_CAPABILITY_OF: Final[Mapping[str, str]] = {
 }
 """The capability each engine op needs (PROTOCOL.md, "Engine ops")."""
 
-__all__ = ["ENGINE_CAPABILITY_OF", "ENGINE_OPS", "EngineState", "derive_unit_state"]
+
+def modelled_ops() -> Mapping[str, Callable[..., Transition]]:
+    """Every op the model answers: the session and storage ops of :mod:`conformance.model` and
+    the engine ops above."""
+    return {**OPS, **ENGINE_OPS}
+
+
+def model_request(model: ModelStore, op: str, **args: object) -> Transition:
+    """Any modelled op by its protocol name, with the protocol's argument names."""
+    return (OPS.get(op) or ENGINE_OPS[op])(model, **args)
+
+
+__all__ = [
+    "ENGINE_CAPABILITY_OF",
+    "ENGINE_OPS",
+    "EngineState",
+    "derive_unit_state",
+    "model_request",
+    "modelled_ops",
+]

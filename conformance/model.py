@@ -474,22 +474,7 @@ OPS: Final[Mapping[str, Callable[..., Transition]]] = {
 }
 
 
-def modelled_ops() -> Mapping[str, Callable[..., Transition]]:
-    """Every op the model answers: the session and storage ops above, and the engine ops of
-    :mod:`conformance.engine_model` (which builds on this module, hence imported here)."""
-    from conformance.engine_model import ENGINE_OPS
-
-    return {**OPS, **ENGINE_OPS}
-
-
-def model_request(model: ModelStore, op: str, **args: object) -> Transition:
-    """Any modelled op by its protocol name, with the protocol's argument names."""
-    if op in OPS:
-        return OPS[op](model, **args)
-    return modelled_ops()[op](model, **args)
-
-
-# --- internals -----------------------------------------------------------------------------------
+# --- writing a live session ----------------------------------------------------------------------
 
 
 def flush_live(model: ModelStore, session_id: str, entry: LiveSession) -> Transition:

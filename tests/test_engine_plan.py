@@ -12,7 +12,8 @@ from typing import Any, cast
 import pytest
 
 import spec.shrink.engine as plans
-from conformance.model import ModelStore, model_request
+from conformance.engine_model import model_request
+from conformance.model import ModelStore
 from reference.server import ReferenceSubject
 from spec.log.events import COMPACTION_PRUNE, TOOL_RESULT, Event
 from spec.shrink.engine import Append, Observe, Plan, PrunedEntry, SessionView

@@ -102,7 +102,7 @@ def derive_view_tokens(view: SessionView) -> int:
     return derive_context_tokens(view.events, price_surface(view.surface.nodes, view.events))
 
 
-def select_view_range(view: SessionView, retain_tokens: int) -> tuple[int, int] | None:
+def _select_range(view: SessionView, retain_tokens: int) -> tuple[int, int] | None:
     """The head-anchored span to compact on the session as it is now, keeping ``retain_tokens``
     (:func:`spec.shrink.compaction.select_compactable_range`)."""
     nodes = view.surface.nodes
@@ -362,7 +362,7 @@ def plan_manual_compaction(source_command_id: str | None = None) -> Plan[Compact
     under a standalone bracket; ``None``, nothing written, when there is nothing to compact. Never
     prunes (notes §9.1)."""
     yield from _raise_if_cancelled()
-    span = select_view_range((yield from _observe()), FORCED_RETAIN_TOKENS)
+    span = _select_range((yield from _observe()), FORCED_RETAIN_TOKENS)
     if span is None:
         return None
     return (yield from plan_transaction(span[0], span[1], True, source_command_id))
@@ -382,7 +382,7 @@ def plan_compact_if_needed(
     if trigger == "context-overflow":
         if prune is not None:
             yield from plan_prune_pass(prune)
-        span = select_view_range((yield from _observe()), FORCED_RETAIN_TOKENS)
+        span = _select_range((yield from _observe()), FORCED_RETAIN_TOKENS)
         return None if span is None else (yield from plan_transaction(span[0], span[1], False))
     validate_compaction_inactive((yield from _observe()).events, PRESSURE_STAGE)
     spec = resolve_compact_spec(policy, validate_context_capacity(context_window))
@@ -395,7 +395,7 @@ def plan_compact_if_needed(
     result: CompactionResult | None = None
     attempts = policy.compaction_retries + 1
     for _ in range(attempts):
-        span = select_view_range((yield from _observe()), spec.retain_tokens)
+        span = _select_range((yield from _observe()), spec.retain_tokens)
         if span is None:
             if result is None:
                 return None
