@@ -36,7 +36,7 @@ from conformance.model import (
 )
 from spec.codes import Code, SpecError, reject
 from spec.log.events import TOOL_RESULT, Event
-from spec.log.json import JsonObject, JsonValue, is_safe_integer, snapshot_json, thaw_json
+from spec.log.json import FrozenList, JsonObject, JsonValue, is_safe_integer, snapshot_json, thaw_json
 from spec.log.session import ABSENT, SessionState
 from spec.log.writers import CALLER, Writer
 from spec.projections.units import (
@@ -54,16 +54,12 @@ from spec.shrink.pressure import CONTEXT_WINDOW_EXCEEDED
 from spec.shrink.prune import decode_prune_config
 from spec.shrink.spill import (
     SPILL_RETRIEVAL_HINT,
+    SaveSpill,
     derive_memory_spill_locator,
-    derive_spill_preview,
-    derive_spill_suggested_name,
-    derive_spill_text,
-    is_spill_candidate,
     plan_max_inline_tokens,
-    should_spill,
+    plan_spill,
 )
 from spec.shrink.summary import SummarizerOutput
-from spec.shrink.tokens import estimate_content
 from spec.wire import WireInputError
 from spec.wire_engine import (
     CANCEL_AFTER,
@@ -341,31 +337,41 @@ def model_spill(
     tool, payload = toolName, data
 
     def body(run: EngineRun) -> JsonValue:
-        limit = plan_max_inline_tokens(maxInlineTokens, True)
-        content = thaw_json(snapshot_json(list(inner)))  # type: ignore[arg-type]
-        assert isinstance(content, list)
-        spilled: JsonValue = None
-        text = derive_spill_text(content) if limit is not None and is_spill_candidate(tool, nested) else None
-        if (
-            text is not None
-            and limit is not None
-            and should_spill(estimate_content(content), limit)
-            and not storeFails
-        ):
+        def save(effect: SaveSpill) -> MemorySpill:
+            if storeFails:
+                raise reject(Code.STORAGE_IO, "the spill store fails")
             spills = run.model.engine.spills
-            locator = derive_memory_spill_locator(
-                run.session_id, len(spills) + 1, derive_spill_suggested_name(tool)
+            locator = derive_memory_spill_locator(run.session_id, len(spills) + 1, effect.suggested_name)
+            run.model = replace(
+                run.model, engine=replace(run.model.engine, spills={**spills, locator: effect.text})
             )
-            engine = replace(run.model.engine, spills={**spills, locator: text})
-            run.model = replace(run.model, engine=engine)
-            replaced = derive_spill_preview(text, limit, locator, SPILL_RETRIEVAL_HINT)
-            if replaced is not None:
-                content = [{"type": "text", "text": replaced}]
-                spilled = {"locator": locator, "bytes": len(text.encode("utf-8", "surrogatepass"))}
+            return MemorySpill(locator)
+
+        frozen = snapshot_json(list(inner))
+        assert isinstance(frozen, FrozenList)
+        limit = plan_max_inline_tokens(maxInlineTokens, True)
+        decision = run_plan(plan_spill(tool, frozen, limit, nested), save)
+        content = thaw_json(decision.content)
+        assert isinstance(content, list)
         event = run.append(TOOL_RESULT, with_tool_result_content(payload, content), "append", sourceEventSeqs)
-        return {"event": event, "spilled": spilled}
+        saved = decision.saved
+        if saved is None:
+            return {"event": event, "spilled": None}
+        text = run.model.engine.spills[saved.locator]
+        return {
+            "event": event,
+            "spilled": {"locator": saved.locator, "bytes": len(text.encode("utf-8", "surrogatepass"))},
+        }
 
     return _engine_op(model, id, body)
+
+
+@dataclass(frozen=True)
+class MemorySpill:
+    """Where the model's spill store saved a text (``spec.shrink.spill.SpillLocation``)."""
+
+    locator: str
+    retrieval_hint: str = SPILL_RETRIEVAL_HINT
 
 
 def model_spill_read(model: ModelStore, locator: object = ABSENT) -> Transition:

@@ -74,6 +74,7 @@ from spec.shrink.summary import (
 from spec.shrink.tokens import price_surface
 
 T = TypeVar("T")
+E = TypeVar("E")
 Trigger = Literal["pressure", "context-overflow"]
 
 # --- what a plan reads -----------------------------------------------------------------------------
@@ -159,7 +160,7 @@ Effect: TypeAlias = Observe | Append | MintId | Summarize | Cancellation | Flush
 Plan: TypeAlias = Generator[Effect, object, T]
 
 
-def run_plan(plan: Plan[T], perform: Callable[[Effect], object]) -> T:
+def run_plan(plan: Generator[E, object, T], perform: Callable[[E], object]) -> T:
     """Drive ``plan`` to its end: each effect it yields is ``perform``-ed and the answer sent back;
     an effect that raises is thrown into the plan, which handles it or lets it out of here."""
     answer: object = None
