@@ -7,8 +7,8 @@ it is live, and a newer ``session/end-seed`` turns it into a stale orphan of an 
 Once ``compaction/start`` is in the log, every path attempts exactly one ``compaction/end``: the
 success path after the summary and its checkpoint, every failure path with an ``error``. A close
 that itself fails leaves the start unmatched on purpose: it stays the durable busy marker. These
-functions decide what is written and what is raised; the transaction that appends lives in the
-reference implementation.
+functions decide what is written and what is raised; the order of the transaction's steps is
+:func:`spec.shrink.engine.plan_transaction`.
 """
 
 from __future__ import annotations
