@@ -38,7 +38,6 @@ from spec.codes import Code, SpecError, reject
 from spec.log.events import TOOL_RESULT, Event
 from spec.log.json import FrozenList, JsonObject, JsonValue, is_safe_integer, snapshot_json, thaw_json
 from spec.log.session import ABSENT, SessionState
-from spec.log.writers import CALLER, Writer
 from spec.projections.units import (
     ProjectionUnit,
     derive_initial_cell,
@@ -116,15 +115,8 @@ class EngineRun:
     def state(self) -> SessionState:
         return self.entry.state
 
-    def append(
-        self,
-        kind: object,
-        data: object,
-        surface_op: object = ABSENT,
-        sources: object = ABSENT,
-        writer: Writer = CALLER,
-    ) -> Event:
-        self.model, event = append_live(self.model, self.session_id, kind, data, surface_op, sources, writer)
+    def append(self, request: Append) -> Event:
+        self.model, event = append_live(self.model, self.session_id, request)
         return event
 
     def flush(self) -> bool:
@@ -140,9 +132,7 @@ class EngineRun:
         if isinstance(effect, Observe):
             return self.state
         if isinstance(effect, Append):
-            return self.append(
-                effect.event_type, effect.data, effect.surface_op, effect.source_event_seqs, effect.writer
-            )
+            return self.append(effect)
         if isinstance(effect, MintId):
             if effect.purpose == "checkpoint":
                 return effect.compaction_id
@@ -167,9 +157,8 @@ class EngineRun:
         if failure is not None:
             raise failure
         if attempt.append is not None:
-            request = attempt.append
             try:
-                self.append(request.event_type, request.data, request.surface_op, request.source_event_seqs)
+                self.append(attempt.append)
             except SpecError:
                 pass  # a refused append changes nothing: the surface is as it was
         output = derive_attempt_output(attempt)
@@ -353,7 +342,9 @@ def model_spill(
         decision = run_plan(plan_spill(tool, frozen, limit, nested), save)
         content = thaw_json(decision.content)
         assert isinstance(content, list)
-        event = run.append(TOOL_RESULT, with_tool_result_content(payload, content), "append", sourceEventSeqs)
+        event = run.append(
+            Append(TOOL_RESULT, with_tool_result_content(payload, content), "append", sourceEventSeqs)
+        )
         saved = decision.saved
         if saved is None:
             return {"event": event, "spilled": None}
@@ -505,9 +496,7 @@ def model_checkpoint(
     def body(run: EngineRun) -> JsonValue:
         if not run.flush():
             raise reject(Code.DURABILITY_CHECKPOINT_FAILED, "the checkpoint's flush failed")
-        if action is None:
-            return None
-        return run.append(action.event_type, action.data, action.surface_op, action.source_event_seqs)
+        return None if action is None else run.append(action)
 
     return _engine_op(model, id, body)
 

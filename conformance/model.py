@@ -61,6 +61,7 @@ from spec.projections.durability import (
     is_batch_due,
 )
 from spec.projections.units import ProjectionUnit
+from spec.shrink.engine import Append
 
 FS_OPS: Final = ("write", "fsync")
 ERRNOS: Final = ("EIO", "ENOSPC")
@@ -290,27 +291,27 @@ def model_append(
     if not isinstance(session_id, str) or session_id not in model.live:
         return model, rejected(Code.SESSION_NOT_FOUND)
     try:
-        model, event = append_live(model, session_id, event_type, data, surface_op, source_event_seqs, writer)
+        model, event = append_live(
+            model, session_id, Append(event_type, data, surface_op, source_event_seqs, writer)
+        )
     except SpecError as error:
         return model, rejected(error.code)
     return model, accepted(event)
 
 
-def append_live(
-    model: ModelStore,
-    session_id: str,
-    event_type: object,
-    data: object,
-    surface_op: object = ABSENT,
-    source_event_seqs: object = ABSENT,
-    writer: Writer = CALLER,
-) -> tuple[ModelStore, Event]:
-    """An append to the live session ``session_id`` through the spec's append at the model's clock,
-    then the store's batch policy (:func:`write_if_batch_due`); a refusal raises its ``SpecError``
-    and changes nothing."""
+def append_live(model: ModelStore, session_id: str, request: Append) -> tuple[ModelStore, Event]:
+    """``request`` appended to the live session ``session_id`` through the spec's append at the
+    model's clock, then the store's batch policy (:func:`write_if_batch_due`); a refusal raises its
+    ``SpecError`` and changes nothing."""
     entry = model.live[session_id]
     state, event = append_event(
-        entry.state, event_type, data, surface_op, source_event_seqs, time=model.now, writer=writer
+        entry.state,
+        request.event_type,
+        request.data,
+        request.surface_op,
+        request.source_event_seqs,
+        time=model.now,
+        writer=request.writer,
     )
     live = {**model.live, session_id: replace(entry, state=state)}
     return write_if_batch_due(replace(model, live=live), session_id), event

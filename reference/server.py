@@ -61,6 +61,7 @@ from spec.log.session import ABSENT
 from spec.projections.durability import BatchPolicy, decode_batch_policy
 from spec.projections.units import ProjectionUnit
 from spec.shrink.compaction import CompactionPolicy
+from spec.shrink.engine import Append
 from spec.shrink.pressure import CONTEXT_WINDOW_EXCEEDED
 from spec.shrink.prune import PruneConfig, decode_prune_config
 from spec.shrink.summary import SummarizerOutput
@@ -68,7 +69,6 @@ from spec.wire import WIRE_FUNCTIONS, WireFunction, WireInputError
 from spec.wire_engine import (
     CANCEL_AFTER,
     CANCEL_DURING,
-    AppendRequest,
     Attempt,
     decode_append_request,
     decode_attempt,
@@ -299,7 +299,7 @@ class FailingSpillStore:
         return self.inner.read_text(locator)
 
 
-def _append(session: Session, request: AppendRequest) -> JsonValue:
+def _append(session: Session, request: Append) -> JsonValue:
     return session.append(request.event_type, request.data, request.surface_op, request.source_event_seqs)
 
 

@@ -23,10 +23,10 @@ from spec.log.session import ABSENT
 from spec.projections.catalogue import PROJECTION_CATALOGUE
 from spec.projections.durability import CHECKPOINT_MOMENTS, Moment
 from spec.projections.units import ProjectionUnit, validate_projection_unit
-from spec.shrink.bracket import derive_summary_timeout
+from spec.shrink.bracket import CompactionResult, derive_summary_timeout
 from spec.shrink.compaction import CompactionPolicy, resolve_target_policy
-from spec.shrink.engine import CompactionResult, PrunedEntry, Trigger
-from spec.shrink.prune import PruneConfig, decode_prune_config
+from spec.shrink.engine import Append, Trigger
+from spec.shrink.prune import PruneConfig, PrunedEntry, decode_prune_config
 from spec.shrink.summary import SummarizerOutput
 from spec.wire import WireInputError
 
@@ -36,22 +36,12 @@ CANCEL_DURING: Final = "during"  # the caller cancels while the summarizer runs;
 CANCEL_AFTER: Final = "after"  # the caller cancels just after the summarizer answered
 
 
-@dataclass(frozen=True)
-class AppendRequest:
-    """An append the suite asks for inside an engine op (``append`` keys; absent ones ``ABSENT``)."""
-
-    event_type: object
-    data: object
-    surface_op: object = ABSENT
-    source_event_seqs: object = ABSENT
-
-
-def decode_append_request(value: JsonValue, what: str) -> AppendRequest:
+def decode_append_request(value: JsonValue, what: str) -> Append:
     """``{type, data, surfaceOp?, sourceEventSeqs?}``, as the ``append`` op takes them; the rules
     judge the values when the event is appended."""
     if not isinstance(value, dict):
         raise WireInputError(f"{what} must be an object with the append op's keys")
-    return AppendRequest(
+    return Append(
         value.get("type", ABSENT),
         value.get("data", ABSENT),
         value.get("surfaceOp", ABSENT),
@@ -74,7 +64,7 @@ class Attempt:
     failure: str | None = None
     timeout: int | None = None
     cancel: str | None = None
-    append: AppendRequest | None = None
+    append: Append | None = None
 
 
 def decode_attempt(value: JsonValue) -> Attempt:

@@ -16,8 +16,8 @@ from conformance.engine_model import model_request
 from conformance.model import ModelStore
 from reference.server import ReferenceSubject
 from spec.log.events import COMPACTION_PRUNE, TOOL_RESULT, Event
-from spec.shrink.engine import Append, Observe, Plan, PrunedEntry, SessionView
-from spec.shrink.prune import PruneConfig, plan_prune_events
+from spec.shrink.engine import Append, Observe, Plan, SessionView
+from spec.shrink.prune import PruneConfig, PrunedEntry, plan_prune_events
 
 VECTORS = Path(__file__).resolve().parent.parent / "conformance" / "vectors"
 FLUSHED = VECTORS / "compaction" / "a-manual-compaction-flushes-once-its-bracket-is-closed.json"

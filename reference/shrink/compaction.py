@@ -39,25 +39,28 @@ from spec.log.events import Message
 from spec.log.json import FrozenList, JsonValue, snapshot_json
 from spec.log.writers import COMPACTION_ENGINE
 from spec.shrink import engine as plans
-from spec.shrink.bracket import derive_abort_reason, derive_error_chain, derive_summary_timeout
+from spec.shrink.bracket import (
+    CompactionResult,
+    derive_abort_reason,
+    derive_error_chain,
+    derive_summary_timeout,
+)
 from spec.shrink.compaction import CompactionPolicy, CompactionRegion
 from spec.shrink.engine import (
     Append,
     Cancellation,
-    CompactionResult,
     Effect,
     Flush,
     MintId,
     Observe,
     Plan,
-    PrunedEntry,
     Summarize,
     Trigger,
     derive_view_tokens,
     run_plan,
 )
 from spec.shrink.pressure import derive_failure_code, derive_request_header
-from spec.shrink.prune import PruneConfig
+from spec.shrink.prune import PruneConfig, PrunedEntry
 from spec.shrink.summary import (
     SummarizerOutput,
     derive_summarization_messages,

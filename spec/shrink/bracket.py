@@ -27,7 +27,7 @@ from spec.log.events import (
     Event,
     event_data,
 )
-from spec.log.json import FrozenDict, JsonValue, is_safe_integer, snapshot_json
+from spec.log.json import FrozenDict, FrozenList, JsonValue, is_safe_integer, snapshot_json
 
 # --- the durable lock (notes §4.4) -----------------------------------------------------------------
 
@@ -208,6 +208,21 @@ def classify_manual_failure(stage: Stage, error: BaseException) -> Code:
     if isinstance(error, SpecError) and error.code == Code.COMPACTION_SURFACE_CHANGED:
         return Code.COMPACTION_SURFACE_CHANGED
     return Code.COMPACTION_SUMMARY_FAILED
+
+
+@dataclass(frozen=True)
+class CompactionResult:
+    """A committed summary compaction (notes §4.1)."""
+
+    compaction_id: str
+    source_command_id: str | None
+    start_seq: int
+    summary_seq: int
+    end_seq: int
+    summary: FrozenList
+    shadowed_range: tuple[int, int]
+    shadowed_seqs: tuple[int, ...]
+    shadowed_token_count: int
 
 
 def should_flush_after_close(manual: bool, closed: bool) -> bool:

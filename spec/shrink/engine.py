@@ -29,11 +29,11 @@ from spec.log.events import (
     USER_MESSAGE,
     Event,
 )
-from spec.log.json import FrozenList, JsonValue
 from spec.log.session import ABSENT
 from spec.log.writers import CALLER, COMPACTION_ENGINE, Writer
 from spec.shrink.bracket import (
     MANUAL_FAILURE_TEXT,
+    CompactionResult,
     Stage,
     derive_compaction_end,
     derive_compaction_lifecycle,
@@ -62,7 +62,7 @@ from spec.shrink.pressure import (
     validate_pressure_relieved,
     validate_prune_in_turn,
 )
-from spec.shrink.prune import PruneConfig, plan_prune_events
+from spec.shrink.prune import PruneConfig, PrunedEntry, plan_prune_events
 from spec.shrink.summary import (
     SummarizerOutput,
     derive_checkpoint_message,
@@ -120,10 +120,11 @@ class Observe:
 
 @dataclass(frozen=True)
 class Append:
-    """Append one event as ``writer`` and answer it; a refusal is thrown into the plan."""
+    """Append one event as ``writer`` and answer it; a refusal is thrown into the plan. The fields
+    are the append op's, judged by the rules when the event is appended."""
 
-    event_type: str
-    data: JsonValue
+    event_type: object
+    data: object
     surface_op: object = ABSENT
     source_event_seqs: object = ABSENT
     writer: Writer = CALLER
@@ -199,17 +200,6 @@ def _raise_if_cancelled() -> Plan[None]:
 # --- the prune pass (notes §6.3) -------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class PrunedEntry:
-    """One pruned tool result: the node it replaced, the replacement, and the sizes in code points."""
-
-    original_seq: int
-    replacement_seq: int
-    call_id: JsonValue
-    chars_before: int
-    chars_after: int
-
-
 def plan_prune_pass(config: PruneConfig) -> Plan[tuple[PrunedEntry, ...]]:
     """Prune every oversized tool result on the surface: for each, its ``compaction/prune`` (priced
     from the original) and at once the single-node replace that changes only the inner content.
@@ -231,21 +221,6 @@ def plan_prune_pass(config: PruneConfig) -> Plan[tuple[PrunedEntry, ...]]:
 
 
 # --- the summary transaction (notes §4.5, §9.1) ----------------------------------------------------
-
-
-@dataclass(frozen=True)
-class CompactionResult:
-    """A committed summary compaction (notes §4.1)."""
-
-    compaction_id: str
-    source_command_id: str | None
-    start_seq: int
-    summary_seq: int
-    end_seq: int
-    summary: FrozenList
-    shadowed_range: tuple[int, int]
-    shadowed_seqs: tuple[int, ...]
-    shadowed_token_count: int
 
 
 def _summarize(region: CompactionRegion, shadowed_tokens: int) -> Plan[SummarizerOutput]:
