@@ -81,6 +81,8 @@ Trigger = Literal["pressure", "context-overflow"]
 
 
 class SurfaceView(Protocol):
+    """A surface as a plan reads it: its nodes in model-visible order and its replace count."""
+
     @property
     def nodes(self) -> Sequence[int]: ...
 
