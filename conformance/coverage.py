@@ -44,7 +44,7 @@ DOCUMENT: Final = ROOT / "conformance" / "coverage.md"
 # The modules each stateful family computes its expectations with (the model is shared).
 MODEL: Final = ("conformance/model.py", "conformance/driver.py", "conformance/builders.py")
 STATEFUL: Final[Mapping[str, tuple[str, ...]]] = {
-    "machine": ("conformance/machine", "conformance/engine_model.py", "conformance/engine_run.py", *MODEL),
+    "machine": ("conformance/machine", "conformance/engine_model.py", *MODEL),
     "exhaustive": ("conformance/exhaustive.py", *MODEL),
     "crash": ("conformance/crash", "conformance/crash_rules.py", *MODEL),
     "files": ("conformance/files", *MODEL),

@@ -19,6 +19,7 @@ from conformance.crash_rules import (
     check_d3_3_flushed_kept,
     check_d3_5_no_false_corruption,
 )
+from conformance.engine_model import model_request
 from conformance.matching import why_not
 from conformance.model import (
     DurableLog,
@@ -27,7 +28,6 @@ from conformance.model import (
     canonical_text,
     model_adopt_durable,
     model_crash,
-    model_request,
     model_state,
 )
 from conformance.subject import Response, Subject

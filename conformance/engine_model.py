@@ -2,14 +2,12 @@
 it must append, for each engine op of ``conformance/PROTOCOL.md`` ("Engine ops").
 
 It builds on :mod:`conformance.model` (the same :class:`~conformance.model.ModelStore`, the same
-``Expected`` answers) and is dispatched from :func:`conformance.model.model_request`. Every
-decision is a call into ``spec``: the span (``spec.shrink.compaction``), the bracket, its lock and
-its outcome (``spec.shrink.bracket``), the summary and its shrink check (``spec.shrink.summary``),
-pressure and overflow recovery (``spec.shrink.pressure``), the prune pass (``spec.shrink.prune``),
-spill (``spec.shrink.spill``), projections (``spec.projections``) and the scripted summarizer
-(``spec.wire_engine``). This module only wires the calls in the order an engine makes them: the
-order of ``notes/dsh-compaction-projection`` §4.5 (the transaction), §5.3 (pressure), §6.3 (the
-prune pass), §8.2 (overflow recovery), §9.1 (manual compaction), §10.2 (spill) and §11 (projections).
+``Expected`` answers); :func:`model_request` answers any modelled op, its own and the store's. The order of
+an engine's steps — the transaction (notes §4.5, §9.1), pressure (§5.3), the prune pass (§6.3) and
+overflow recovery (§8.2) — is the spec's own plans (:mod:`spec.shrink.engine`), which
+:class:`EngineRun` performs on the model exactly as the reference engine performs them on a live
+session; every other decision is a call into ``spec``: spill (``spec.shrink.spill``, §10.2),
+projections (``spec.projections``, §11) and the scripted summarizer (``spec.wire_engine``).
 
 An engine op changes the log even when it fails: a compaction whose summary fails leaves its
 ``compaction/start`` and ``compaction/end`` with the error. So a transition here returns the model
@@ -19,27 +17,27 @@ with those events and the error the op answers.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
-from typing import Final
+from dataclasses import dataclass, replace
+from typing import Final, TypeVar
 
-from conformance.engine_run import BAD_REQUEST, _BadRequest, _compact_if_needed, _prune, _Run, _transact
 from conformance.model import (
+    OPS,
     EngineState,
     Expected,
+    LiveSession,
     ModelStore,
     Transition,
     accepted,
+    append_live,
     canonical_text,
+    flush_live,
     model_read,
     rejected,
 )
 from spec.codes import Code, SpecError, reject
-from spec.log.events import (
-    TOOL_RESULT,
-    Event,
-)
-from spec.log.json import JsonObject, JsonValue, is_safe_integer, snapshot_json, thaw_json
-from spec.log.session import ABSENT
+from spec.log.events import TOOL_RESULT, Event
+from spec.log.json import FrozenList, JsonObject, JsonValue, is_safe_integer, snapshot_json, thaw_json
+from spec.log.session import ABSENT, SessionState
 from spec.projections.units import (
     ProjectionUnit,
     derive_initial_cell,
@@ -48,26 +46,24 @@ from spec.projections.units import (
     fold_projection,
     plan_registration,
 )
-from spec.shrink.pressure import (
-    CONTEXT_WINDOW_EXCEEDED,
-    FORCED_RETAIN_TOKENS,
-    is_overflow_retry_earned,
-    may_attempt_overflow_recovery,
-)
+from spec.shrink import engine as plans
+from spec.shrink.bracket import derive_abort_reason
+from spec.shrink.engine import Append, Cancellation, Effect, MintId, Observe, Plan, Summarize, run_plan
+from spec.shrink.pressure import CONTEXT_WINDOW_EXCEEDED
 from spec.shrink.prune import decode_prune_config
 from spec.shrink.spill import (
     SPILL_RETRIEVAL_HINT,
+    SaveSpill,
     derive_memory_spill_locator,
-    derive_spill_preview,
-    derive_spill_suggested_name,
-    derive_spill_text,
-    is_spill_candidate,
     plan_max_inline_tokens,
-    should_spill,
+    plan_spill,
 )
-from spec.shrink.tokens import estimate_content
+from spec.shrink.summary import SummarizerOutput
 from spec.wire import WireInputError
 from spec.wire_engine import (
+    CANCEL_AFTER,
+    CANCEL_DURING,
+    Attempt,
     decode_append_request,
     decode_attempt,
     decode_attempts,
@@ -77,35 +73,122 @@ from spec.wire_engine import (
     decode_policy,
     decode_pruner,
     decode_trigger,
+    derive_attempt_failure,
+    derive_attempt_output,
     derive_tool_result_content,
+    encode_compaction_result,
     encode_prune_result,
     with_tool_result_content,
 )
 
+BAD_REQUEST: Final = "BAD_REQUEST"  # a protocol code: the request's shape, not a rule
+T = TypeVar("T")
+
+
+class BadRequest(Exception):
+    """A request of the wrong shape: the op answers ``BAD_REQUEST`` and nothing changes."""
+
+
+# --- one engine op as it goes ----------------------------------------------------------------------
+
+
+@dataclass
+class EngineRun:
+    """One engine op on one live session, as it goes: the model so far, the op's scripted
+    summarizer attempts and how many have started, and whether the op's caller has cancelled.
+    It performs a spec plan's effects on the model: an append goes through the spec's append and
+    the store's batch policy (:func:`conformance.model.append_live`), a flush is the session's, a
+    compaction id starts the next attempt and the checkpoint takes the compaction's id (as the
+    reference's server mints them), the summarizer does what the attempt says."""
+
+    model: ModelStore
+    session_id: str
+    attempts: Sequence[Attempt] = ()
+    started: int = 0
+    aborted: bool = False
+
+    @property
+    def entry(self) -> LiveSession:
+        return self.model.live[self.session_id]
+
+    @property
+    def state(self) -> SessionState:
+        return self.entry.state
+
+    def append(self, request: Append) -> Event:
+        self.model, event = append_live(self.model, self.session_id, request)
+        return event
+
+    def flush(self) -> bool:
+        """The session's flush; ``False`` when it met an armed storage fault."""
+        self.model, answer = flush_live(self.model, self.session_id, self.entry)
+        return answer.ok
+
+    def run(self, plan: Plan[T]) -> T:
+        return run_plan(plan, self.perform)
+
+    def perform(self, effect: Effect) -> object:
+        """One effect of a plan of :mod:`spec.shrink.engine`, on the model."""
+        if isinstance(effect, Observe):
+            return self.state
+        if isinstance(effect, Append):
+            return self.append(effect)
+        if isinstance(effect, MintId):
+            if effect.purpose == "checkpoint":
+                return effect.compaction_id
+            self.started += 1
+            return self.attempts[self.started - 1].compaction_id
+        if isinstance(effect, Summarize):
+            return self.summarize(self.attempts[self.started - 1])
+        if isinstance(effect, Cancellation):
+            return derive_abort_reason() if self.aborted else None
+        if not self.flush():
+            raise reject(Code.STORAGE_IO, "the flush met an armed storage fault")
+        return None
+
+    def summarize(self, attempt: Attempt) -> SummarizerOutput:
+        """What the scripted summarizer does for ``attempt`` (``spec.wire_engine``): cancelled
+        during its run, failing, or answering — after its scripted append, if any (a refused one
+        changes nothing), and then perhaps cancelled."""
+        if attempt.cancel == CANCEL_DURING:
+            self.aborted = True
+            raise derive_abort_reason()
+        failure = derive_attempt_failure(attempt)
+        if failure is not None:
+            raise failure
+        if attempt.append is not None:
+            try:
+                self.append(attempt.append)
+            except SpecError:
+                pass  # a refused append changes nothing: the surface is as it was
+        output = derive_attempt_output(attempt)
+        if attempt.cancel == CANCEL_AFTER:
+            self.aborted = True
+        return output
+
+
 # --- the transitions --------------------------------------------------------------------------------
 
 
-def _engine_op(model: ModelStore, session_id: object, body: Callable[[_Run], JsonValue]) -> Transition:
+def _engine_op(
+    model: ModelStore,
+    session_id: object,
+    body: Callable[[EngineRun], JsonValue],
+    attempts: Sequence[Attempt] = (),
+) -> Transition:
     """Run ``body`` on the live session ``session_id``: the model it leaves and its answer. A
     rule's rejection keeps every event the op appended before it; a request of the wrong shape
     changes nothing."""
     if not isinstance(session_id, str) or session_id not in model.live:
         return model, rejected(Code.SESSION_NOT_FOUND)
-    run = _Run(model, session_id)
+    run = EngineRun(model, session_id, attempts)
     try:
         result = body(run)
-    except (_BadRequest, WireInputError):
+    except (BadRequest, WireInputError):
         return model, rejected(BAD_REQUEST)
     except SpecError as error:
         return run.model, rejected(error.code)
     return run.model, accepted(result)
-
-
-def _shaped(decode: Callable[[], object]) -> object:
-    try:
-        return decode()
-    except WireInputError as error:
-        raise _BadRequest(str(error)) from error
 
 
 def model_compact(
@@ -120,12 +203,8 @@ def model_compact(
     if sourceCommandId is not ABSENT and not isinstance(sourceCommandId, str):
         return model, rejected(BAD_REQUEST)
     command = sourceCommandId if isinstance(sourceCommandId, str) else None
-
-    def body(run: _Run) -> JsonValue:
-        span = run.select(FORCED_RETAIN_TOKENS)
-        return None if span is None else _transact(run, span[0], span[1], True, scripted, command)
-
-    return _engine_op(model, id, body)
+    plan = plans.plan_manual_compaction
+    return _engine_op(model, id, lambda run: encode_compaction_result(run.run(plan(command))), (scripted,))
 
 
 def model_compact_region(
@@ -138,8 +217,8 @@ def model_compact_region(
         return model, rejected(BAD_REQUEST)
     if not is_safe_integer(start) or not is_safe_integer(end):
         return model, rejected(BAD_REQUEST)
-    first, last = int(start), int(end)
-    return _engine_op(model, id, lambda run: _transact(run, first, last, False, scripted, None))
+    plan = plans.plan_transaction(int(start), int(end), False)
+    return _engine_op(model, id, lambda run: encode_compaction_result(run.run(plan)), (scripted,))
 
 
 def model_compact_if_needed(
@@ -159,22 +238,23 @@ def model_compact_if_needed(
     except WireInputError:
         return model, rejected(BAD_REQUEST)
 
-    def body(run: _Run) -> JsonValue:
+    def body(run: EngineRun) -> JsonValue:
         resolved = decode_policy(policy)
         pruner = decode_pruner(prune)
         if chosen == "pressure" and len(scripted) < resolved.compaction_retries + 1:
-            raise _BadRequest("an attempt for each compaction pressure may run")
+            raise BadRequest("an attempt for each compaction pressure may run")
         window = decode_context_window(contextWindow)
-        return _compact_if_needed(run, chosen, scripted, resolved, pruner, window)
+        plan = plans.plan_compact_if_needed(chosen, resolved, pruner, window)
+        return encode_compaction_result(run.run(plan))
 
-    return _engine_op(model, id, body)
+    return _engine_op(model, id, body, scripted)
 
 
 def model_prune(model: ModelStore, id: object, config: object = None) -> Transition:
     """``prune``: one prune pass with the suite's thresholds (``null`` or absent: the defaults)."""
 
-    def body(run: _Run) -> JsonValue:
-        return encode_prune_result(_prune(run, decode_prune_config(config)))  # type: ignore[arg-type]
+    def body(run: EngineRun) -> JsonValue:
+        return encode_prune_result(run.run(plans.plan_prune_pass(decode_prune_config(config))))  # type: ignore[arg-type]
 
     return _engine_op(model, id, body)
 
@@ -187,39 +267,32 @@ def model_overflow(
     policy: object = ABSENT,
     prune: object = ABSENT,
 ) -> Transition:
-    """``overflow``: a model request failed with ``code``; recovery runs only for a context-window
-    failure and while fewer than ``maxOverflowRetries`` recoveries ran since the last reset, and
-    earns a retry only when ``replaceGeneration`` grew — a prune that landed before a failed
-    summary counts (notes §8.2)."""
+    """``overflow``: a model request failed with ``code``; the recovery
+    (:func:`spec.shrink.engine.plan_overflow_recovery`) answers whether it is retried, and a retry
+    counts toward ``maxOverflowRetries`` until the next reset (notes §8.2)."""
     try:
         scripted = decode_attempt(attempt)  # type: ignore[arg-type]
     except WireInputError:
         return model, rejected(BAD_REQUEST)
 
-    def body(run: _Run) -> JsonValue:
+    def body(run: EngineRun) -> JsonValue:
         resolved = decode_policy(policy)
         pruner = decode_pruner(prune)
         retries = run.entry.overflow_retries
-        if not may_attempt_overflow_recovery(code, False, retries, resolved.max_overflow_retries):
-            return {"retry": False, "retries": retries}
-        before = run.state.surface.replace_generation
-        try:
-            _compact_if_needed(run, "context-overflow", (scripted,), resolved, pruner, None)
-        except SpecError:
-            pass  # the recovery's own failure: the original request error is what stands
-        retry = is_overflow_retry_earned(before, run.state.surface.replace_generation, run.aborted)
-        if retry:
+        plan = plans.plan_overflow_recovery(code, retries, resolved.max_overflow_retries, resolved, pruner)
+        verdict = run.run(plan)
+        if verdict.retry:
             live = {**run.model.live, run.session_id: replace(run.entry, overflow_retries=retries + 1)}
             run.model = replace(run.model, live=live)
-        return {"retry": retry, "retries": run.entry.overflow_retries}
+        return {"retry": verdict.retry, "retries": run.entry.overflow_retries}
 
-    return _engine_op(model, id, body)
+    return _engine_op(model, id, body, (scripted,))
 
 
 def model_overflow_reset(model: ModelStore, id: object) -> Transition:
     """``overflow_reset``: a response succeeded, so a fresh recovery sequence starts."""
 
-    def body(run: _Run) -> JsonValue:
+    def body(run: EngineRun) -> JsonValue:
         run.model = replace(
             run.model, live={**run.model.live, run.session_id: replace(run.entry, overflow_retries=0)}
         )
@@ -252,32 +325,44 @@ def model_spill(
         return model, rejected(BAD_REQUEST)
     tool, payload = toolName, data
 
-    def body(run: _Run) -> JsonValue:
-        limit = plan_max_inline_tokens(maxInlineTokens, True)
-        content = thaw_json(snapshot_json(list(inner)))  # type: ignore[arg-type]
-        assert isinstance(content, list)
-        spilled: JsonValue = None
-        text = derive_spill_text(content) if limit is not None and is_spill_candidate(tool, nested) else None
-        if (
-            text is not None
-            and limit is not None
-            and should_spill(estimate_content(content), limit)
-            and not storeFails
-        ):
+    def body(run: EngineRun) -> JsonValue:
+        def save(effect: SaveSpill) -> MemorySpill:
+            if storeFails:
+                raise reject(Code.STORAGE_IO, "the spill store fails")
             spills = run.model.engine.spills
-            locator = derive_memory_spill_locator(
-                run.session_id, len(spills) + 1, derive_spill_suggested_name(tool)
+            locator = derive_memory_spill_locator(run.session_id, len(spills) + 1, effect.suggested_name)
+            run.model = replace(
+                run.model, engine=replace(run.model.engine, spills={**spills, locator: effect.text})
             )
-            engine = replace(run.model.engine, spills={**spills, locator: text})
-            run.model = replace(run.model, engine=engine)
-            replaced = derive_spill_preview(text, limit, locator, SPILL_RETRIEVAL_HINT)
-            if replaced is not None:
-                content = [{"type": "text", "text": replaced}]
-                spilled = {"locator": locator, "bytes": len(text.encode("utf-8", "surrogatepass"))}
-        event = run.append(TOOL_RESULT, with_tool_result_content(payload, content), "append", sourceEventSeqs)
-        return {"event": event, "spilled": spilled}
+            return MemorySpill(locator)
+
+        frozen = snapshot_json(list(inner))
+        assert isinstance(frozen, FrozenList)
+        limit = plan_max_inline_tokens(maxInlineTokens, True)
+        decision = run_plan(plan_spill(tool, frozen, limit, nested), save)
+        content = thaw_json(decision.content)
+        assert isinstance(content, list)
+        event = run.append(
+            Append(TOOL_RESULT, with_tool_result_content(payload, content), "append", sourceEventSeqs)
+        )
+        saved = decision.saved
+        if saved is None:
+            return {"event": event, "spilled": None}
+        text = run.model.engine.spills[saved.locator]
+        return {
+            "event": event,
+            "spilled": {"locator": saved.locator, "bytes": len(text.encode("utf-8", "surrogatepass"))},
+        }
 
     return _engine_op(model, id, body)
+
+
+@dataclass(frozen=True)
+class MemorySpill:
+    """Where the model's spill store saved a text (``spec.shrink.spill.SpillLocation``)."""
+
+    locator: str
+    retrieval_hint: str = SPILL_RETRIEVAL_HINT
 
 
 def model_spill_read(model: ModelStore, locator: object = ABSENT) -> Transition:
@@ -408,10 +493,10 @@ def model_checkpoint(
     except WireInputError:
         return model, rejected(BAD_REQUEST)
 
-    def body(run: _Run) -> JsonValue:
+    def body(run: EngineRun) -> JsonValue:
         if not run.flush():
             raise reject(Code.DURABILITY_CHECKPOINT_FAILED, "the checkpoint's flush failed")
-        return None if action is None else run.append_request(action)
+        return None if action is None else run.append(action)
 
     return _engine_op(model, id, body)
 
@@ -452,4 +537,23 @@ ENGINE_CAPABILITY_OF: Final[Mapping[str, str]] = {
 }
 """The capability each engine op needs (PROTOCOL.md, "Engine ops")."""
 
-__all__ = ["ENGINE_CAPABILITY_OF", "ENGINE_OPS", "EngineState", "derive_unit_state"]
+
+def modelled_ops() -> Mapping[str, Callable[..., Transition]]:
+    """Every op the model answers: the session and storage ops of :mod:`conformance.model` and
+    the engine ops above."""
+    return {**OPS, **ENGINE_OPS}
+
+
+def model_request(model: ModelStore, op: str, **args: object) -> Transition:
+    """Any modelled op by its protocol name, with the protocol's argument names."""
+    return (OPS.get(op) or ENGINE_OPS[op])(model, **args)
+
+
+__all__ = [
+    "ENGINE_CAPABILITY_OF",
+    "ENGINE_OPS",
+    "EngineState",
+    "derive_unit_state",
+    "model_request",
+    "modelled_ops",
+]

@@ -61,6 +61,7 @@ from spec.projections.durability import (
     is_batch_due,
 )
 from spec.projections.units import ProjectionUnit
+from spec.shrink.engine import Append
 
 FS_OPS: Final = ("write", "fsync")
 ERRNOS: Final = ("EIO", "ENOSPC")
@@ -271,7 +272,7 @@ def model_create(
     except SpecError as error:
         return model, rejected(error.code)
     live = {**model.live, str(session_id): LiveSession(state)}
-    model = _write_if_batch_due(replace(model, live=live), str(session_id))
+    model = write_if_batch_due(replace(model, live=live), str(session_id))
     return model, accepted(derive_state_view(state))
 
 
@@ -287,17 +288,33 @@ def model_append(
     """An append to a live session at the model's clock, by a caller (``append``) or by the
     store's compaction engine (``engine_append``, which may write the compaction bracket); a
     rejection changes nothing."""
-    entry = model.live.get(session_id) if isinstance(session_id, str) else None
-    if entry is None:
+    if not isinstance(session_id, str) or session_id not in model.live:
         return model, rejected(Code.SESSION_NOT_FOUND)
     try:
-        state, event = append_event(
-            entry.state, event_type, data, surface_op, source_event_seqs, time=model.now, writer=writer
+        model, event = append_live(
+            model, session_id, Append(event_type, data, surface_op, source_event_seqs, writer)
         )
     except SpecError as error:
         return model, rejected(error.code)
-    live = {**model.live, str(session_id): replace(entry, state=state)}
-    return _write_if_batch_due(replace(model, live=live), str(session_id)), accepted(event)
+    return model, accepted(event)
+
+
+def append_live(model: ModelStore, session_id: str, request: Append) -> tuple[ModelStore, Event]:
+    """``request`` appended to the live session ``session_id`` through the spec's append at the
+    model's clock, then the store's batch policy (:func:`write_if_batch_due`); a refusal raises its
+    ``SpecError`` and changes nothing."""
+    entry = model.live[session_id]
+    state, event = append_event(
+        entry.state,
+        request.event_type,
+        request.data,
+        request.surface_op,
+        request.source_event_seqs,
+        time=model.now,
+        writer=request.writer,
+    )
+    live = {**model.live, session_id: replace(entry, state=state)}
+    return write_if_batch_due(replace(model, live=live), session_id), event
 
 
 def model_fork(
@@ -330,7 +347,7 @@ def model_flush(model: ModelStore, session_id: object) -> Transition:
     entry = model.live.get(session_id) if isinstance(session_id, str) else None
     if entry is None:
         return model, rejected(Code.SESSION_NOT_FOUND)
-    return _flushed(model, str(session_id), entry)
+    return flush_live(model, str(session_id), entry)
 
 
 def model_close(model: ModelStore, session_id: object) -> Transition:
@@ -339,7 +356,7 @@ def model_close(model: ModelStore, session_id: object) -> Transition:
     entry = model.live.get(session_id) if isinstance(session_id, str) else None
     if entry is None:
         return model, rejected(Code.SESSION_NOT_FOUND)
-    model, expected = _flushed(model, str(session_id), entry)
+    model, expected = flush_live(model, str(session_id), entry)
     if not expected.ok:
         return model, expected
     live = {key: value for key, value in model.live.items() if key != session_id}
@@ -369,7 +386,7 @@ def model_resume(model: ModelStore, session_id: object) -> Transition:
             return model, failed
     stored = {**model.stored, session_id: DurableLog(log.header, durable)}
     live = {**model.live, session_id: LiveSession(state, flushed=len(durable))}
-    model = _write_if_batch_due(replace(model, live=live, stored=stored), session_id)
+    model = write_if_batch_due(replace(model, live=live, stored=stored), session_id)
     return model, accepted(derive_state_view(state))
 
 
@@ -458,25 +475,10 @@ OPS: Final[Mapping[str, Callable[..., Transition]]] = {
 }
 
 
-def modelled_ops() -> Mapping[str, Callable[..., Transition]]:
-    """Every op the model answers: the session and storage ops above, and the engine ops of
-    :mod:`conformance.engine_model` (which builds on this module, hence imported here)."""
-    from conformance.engine_model import ENGINE_OPS
-
-    return {**OPS, **ENGINE_OPS}
+# --- writing a live session ----------------------------------------------------------------------
 
 
-def model_request(model: ModelStore, op: str, **args: object) -> Transition:
-    """Any modelled op by its protocol name, with the protocol's argument names."""
-    if op in OPS:
-        return OPS[op](model, **args)
-    return modelled_ops()[op](model, **args)
-
-
-# --- internals -----------------------------------------------------------------------------------
-
-
-def _flushed(model: ModelStore, session_id: str, entry: LiveSession) -> Transition:
+def flush_live(model: ModelStore, session_id: str, entry: LiveSession) -> Transition:
     """``entry``'s events made durable (and the session published), unless an armed fault fails
     the write; a live session keeps its new durable count."""
     if not model.has_storage:
@@ -494,7 +496,7 @@ def _flushed(model: ModelStore, session_id: str, entry: LiveSession) -> Transiti
     return replace(model, live=live, stored=stored), accepted(None)
 
 
-def _write_if_batch_due(model: ModelStore, session_id: str) -> ModelStore:
+def write_if_batch_due(model: ModelStore, session_id: str) -> ModelStore:
     """After events joined a live session's buffer (an append, a create, a resume's end-seed): under
     a batch policy, write them when :func:`spec.projections.durability.is_batch_due` says so, as a
     flush would. A write that meets an armed fault spends it and leaves the events buffered; the
@@ -508,7 +510,7 @@ def _write_if_batch_due(model: ModelStore, session_id: str) -> ModelStore:
     pending = apply_pending_events(model.batch, NOTHING_PENDING, buffered)
     if not is_batch_due(model.batch, pending, buffered[-1].get("time")):
         return model
-    written, _ = _flushed(model, session_id, entry)
+    written, _ = flush_live(model, session_id, entry)
     return written
 
 

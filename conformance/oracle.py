@@ -4,7 +4,7 @@
 thin protocol front over :mod:`conformance.model` (the same model the machine, the exhaustive
 checker and the crash checks drive beside a subject): it checks the requests the way a subject
 must (``BAD_REQUEST`` for arguments no rule judges), hands each modelled op to
-:func:`conformance.model.model_request`, answers ``call`` with :data:`spec.wire.WIRE_FUNCTIONS`, and
+:func:`conformance.engine_model.model_request`, answers ``call`` with :data:`spec.wire.WIRE_FUNCTIONS`, and
 answers ``UNSUPPORTED_OP`` for what the model does not decide (the byte-level crash ops).
 It imports nothing from ``reference``.
 """
@@ -15,7 +15,8 @@ import inspect
 from collections.abc import Mapping
 from typing import Final
 
-from conformance.model import Expected, ModelStore, model_request, modelled_ops
+from conformance.engine_model import model_request, modelled_ops
+from conformance.model import Expected, ModelStore
 from spec.codes import SpecError
 from spec.log.json import JsonObject, JsonValue, is_safe_integer
 from spec.wire import WIRE_FUNCTIONS, WireInputError

@@ -47,9 +47,7 @@ from reference.session import Session
 from reference.shrink.compaction import (
     AbortSignal,
     CompactionEngine,
-    CompactionResult,
     OverflowRecovery,
-    PruneResult,
     SummaryRequest,
     prune_session,
 )
@@ -63,6 +61,7 @@ from spec.log.session import ABSENT
 from spec.projections.durability import BatchPolicy, decode_batch_policy
 from spec.projections.units import ProjectionUnit
 from spec.shrink.compaction import CompactionPolicy
+from spec.shrink.engine import Append
 from spec.shrink.pressure import CONTEXT_WINDOW_EXCEEDED
 from spec.shrink.prune import PruneConfig, decode_prune_config
 from spec.shrink.summary import SummarizerOutput
@@ -70,7 +69,6 @@ from spec.wire import WIRE_FUNCTIONS, WireFunction, WireInputError
 from spec.wire_engine import (
     CANCEL_AFTER,
     CANCEL_DURING,
-    AppendRequest,
     Attempt,
     decode_append_request,
     decode_attempt,
@@ -301,36 +299,8 @@ class FailingSpillStore:
         return self.inner.read_text(locator)
 
 
-def _append(session: Session, request: AppendRequest) -> JsonValue:
+def _append(session: Session, request: Append) -> JsonValue:
     return session.append(request.event_type, request.data, request.surface_op, request.source_event_seqs)
-
-
-def _encode_compaction(result: CompactionResult | None) -> JsonValue:
-    if result is None:
-        return None
-    return encode_compaction_result(
-        result.compaction_id,
-        result.source_command_id,
-        (result.start_seq, result.summary_seq, result.end_seq),
-        result.summary,
-        result.shadowed_seqs,
-        result.shadowed_token_count,
-    )
-
-
-def _encode_prune(result: PruneResult) -> JsonValue:
-    return encode_prune_result(
-        [
-            {
-                "originalSeq": entry.original_seq,
-                "replacementSeq": entry.replacement_seq,
-                "callId": entry.call_id,
-                "charsBefore": entry.chars_before,
-                "charsAfter": entry.chars_after,
-            }
-            for entry in result.pruned
-        ]
-    )
 
 
 # --- the subject ----------------------------------------------------------------------------------
@@ -652,7 +622,7 @@ class ReferenceSubject:
         signal = AbortSignal()
         engine = self._engine(session, (attempt,), signal)
         source = command if isinstance(command, str) else None
-        return _encode_compaction(engine.compact_now(session, signal, source_command_id=source))
+        return encode_compaction_result(engine.compact_now(session, signal, source_command_id=source))
 
     def op_compact_region(self, args: Args) -> JsonValue:
         """``compactRegion``: automatic compaction of a span the suite names, inside the open turn."""
@@ -663,7 +633,7 @@ class ReferenceSubject:
         session = self.live(args.session_id())
         signal = AbortSignal()
         engine = self._engine(session, (attempt,), signal)
-        return _encode_compaction(engine.compact_region(session, int(start), int(end), signal))
+        return encode_compaction_result(engine.compact_region(session, int(start), int(end), signal))
 
     def op_compact_if_needed(self, args: Args) -> JsonValue:
         """Pressure (prune, then summarize while at or above the threshold) or the forced
@@ -678,13 +648,15 @@ class ReferenceSubject:
         signal = AbortSignal()
         engine = self._engine(session, attempts, signal, policy, pruner)
         window = decode_context_window(args.optional("contextWindow"))
-        return _encode_compaction(engine.compact_if_needed(session, trigger, signal, context_window=window))  # type: ignore[arg-type]
+        return encode_compaction_result(
+            engine.compact_if_needed(session, trigger, signal, context_window=window)
+        )
 
     def op_prune(self, args: Args) -> JsonValue:
         """One prune pass with the suite's thresholds (notes §6.3)."""
         session = self.live(args.session_id())
         config = decode_prune_config(args.get("config"))
-        return _encode_prune(prune_session(session, config))
+        return encode_prune_result(prune_session(session, config).pruned)
 
     def op_overflow(self, args: Args) -> JsonValue:
         """A model request failed with ``code``: the recovery compacts and says whether to retry

@@ -13,7 +13,7 @@ rule judges (a policy, a prune configuration, a ``stateVersion``) goes to that r
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Final
 
@@ -23,9 +23,10 @@ from spec.log.session import ABSENT
 from spec.projections.catalogue import PROJECTION_CATALOGUE
 from spec.projections.durability import CHECKPOINT_MOMENTS, Moment
 from spec.projections.units import ProjectionUnit, validate_projection_unit
-from spec.shrink.bracket import derive_summary_timeout
+from spec.shrink.bracket import CompactionResult, derive_summary_timeout
 from spec.shrink.compaction import CompactionPolicy, resolve_target_policy
-from spec.shrink.prune import PruneConfig, decode_prune_config
+from spec.shrink.engine import Append, Trigger
+from spec.shrink.prune import PruneConfig, PrunedEntry, decode_prune_config
 from spec.shrink.summary import SummarizerOutput
 from spec.wire import WireInputError
 
@@ -33,25 +34,14 @@ SCRIPT_PROVIDER: Final = "script"  # the provider a scripted summarizer reports
 SCRIPT_MODEL: Final = "scripted"  # and its model
 CANCEL_DURING: Final = "during"  # the caller cancels while the summarizer runs; it stops
 CANCEL_AFTER: Final = "after"  # the caller cancels just after the summarizer answered
-TRIGGERS: Final = ("pressure", "context-overflow")
 
 
-@dataclass(frozen=True)
-class AppendRequest:
-    """An append the suite asks for inside an engine op (``append`` keys; absent ones ``ABSENT``)."""
-
-    event_type: object
-    data: object
-    surface_op: object = ABSENT
-    source_event_seqs: object = ABSENT
-
-
-def decode_append_request(value: JsonValue, what: str) -> AppendRequest:
+def decode_append_request(value: JsonValue, what: str) -> Append:
     """``{type, data, surfaceOp?, sourceEventSeqs?}``, as the ``append`` op takes them; the rules
     judge the values when the event is appended."""
     if not isinstance(value, dict):
         raise WireInputError(f"{what} must be an object with the append op's keys")
-    return AppendRequest(
+    return Append(
         value.get("type", ABSENT),
         value.get("data", ABSENT),
         value.get("surfaceOp", ABSENT),
@@ -74,7 +64,7 @@ class Attempt:
     failure: str | None = None
     timeout: int | None = None
     cancel: str | None = None
-    append: AppendRequest | None = None
+    append: Append | None = None
 
 
 def decode_attempt(value: JsonValue) -> Attempt:
@@ -175,10 +165,11 @@ def decode_pruner(value: object) -> PruneConfig | None:
     return decode_prune_config(value)  # type: ignore[arg-type]
 
 
-def decode_trigger(value: object) -> str:
-    if value not in TRIGGERS:
-        raise WireInputError('trigger is "pressure" or "context-overflow"')
-    return str(value)
+def decode_trigger(value: object) -> Trigger:
+    """``compact_if_needed``'s trigger: ``pressure`` or ``context-overflow``."""
+    if value == "pressure" or value == "context-overflow":
+        return value
+    raise WireInputError('trigger is "pressure" or "context-overflow"')
 
 
 def decode_context_window(value: object) -> int | None:
@@ -247,45 +238,48 @@ def derive_tool_call_id(data: JsonObject) -> str:
 # --- answers --------------------------------------------------------------------------------------
 
 
-def encode_compaction_result(
-    compaction_id: str,
-    source_command_id: str | None,
-    seqs: tuple[int, int, int],
-    summary: Sequence[JsonValue],
-    shadowed_seqs: Sequence[int],
-    shadowed_token_count: int,
-) -> JsonObject:
+def encode_compaction_result(result: CompactionResult | None) -> JsonObject | None:
     """A committed compaction, as ``compact``, ``compact_region`` and ``compact_if_needed`` answer
     it: ``{compactionId, sourceCommandId?, startSeq, summarySeq, endSeq, summary, shadowedRange,
-    shadowedSeqs, shadowedTokenCount}`` (notes §4.1 ``CompactionResult``); ``seqs`` are the start's,
-    the summary's and the end's."""
-    result: JsonObject = {"compactionId": compaction_id}
-    if source_command_id is not None:
-        result["sourceCommandId"] = source_command_id
-    start, summary_seq, end = seqs
-    result.update(
+    shadowedSeqs, shadowedTokenCount}`` (notes §4.1 ``CompactionResult``); ``null`` when nothing was
+    compacted."""
+    if result is None:
+        return None
+    encoded: JsonObject = {"compactionId": result.compaction_id}
+    if result.source_command_id is not None:
+        encoded["sourceCommandId"] = result.source_command_id
+    shadowed = result.shadowed_seqs
+    encoded.update(
         {
-            "startSeq": start,
-            "summarySeq": summary_seq,
-            "endSeq": end,
-            "summary": list(summary),
-            "shadowedRange": {"start": shadowed_seqs[0], "end": shadowed_seqs[-1]},
-            "shadowedSeqs": list(shadowed_seqs),
-            "shadowedTokenCount": shadowed_token_count,
+            "startSeq": result.start_seq,
+            "summarySeq": result.summary_seq,
+            "endSeq": result.end_seq,
+            "summary": list(result.summary),
+            "shadowedRange": {"start": shadowed[0], "end": shadowed[-1]},
+            "shadowedSeqs": list(shadowed),
+            "shadowedTokenCount": result.shadowed_token_count,
         }
     )
-    return result
+    return encoded
 
 
-def encode_prune_result(entries: Sequence[Mapping[str, JsonValue]]) -> JsonObject:
+def encode_prune_result(entries: Sequence[PrunedEntry]) -> JsonObject:
     """``{pruned: [{originalSeq, replacementSeq, callId, charsBefore, charsAfter}], charsRemoved}``
     (notes §6.3 ``PruneResult``)."""
-    removed = 0
-    for entry in entries:
-        before, after = entry["charsBefore"], entry["charsAfter"]
-        assert isinstance(before, int) and isinstance(after, int)
-        removed += before - after
-    return {"pruned": [dict(entry) for entry in entries], "charsRemoved": removed}
+    pruned: list[JsonValue] = [
+        {
+            "originalSeq": entry.original_seq,
+            "replacementSeq": entry.replacement_seq,
+            "callId": entry.call_id,
+            "charsBefore": entry.chars_before,
+            "charsAfter": entry.chars_after,
+        }
+        for entry in entries
+    ]
+    return {
+        "pruned": pruned,
+        "charsRemoved": sum(entry.chars_before - entry.chars_after for entry in entries),
+    }
 
 
 def _frozen_list(value: Sequence[JsonValue]) -> FrozenList:

@@ -20,8 +20,8 @@ from typing import Any, ClassVar
 
 from broken_subjects import swapped
 
-import reference.shrink.compaction as engine_module
 import spec.log.surface as surface_module
+import spec.shrink.engine as engine_module
 from reference.projections.checkpoints import DurabilityCheckpoints
 from reference.projections.registry import Projections
 from reference.server import Args, ReferenceSubject
@@ -58,9 +58,9 @@ class _ViewEngine(CompactionEngine):
     def engine_append(self, session: Session, event_type: object, data: Any) -> Event:
         return session.append_engine_event(event_type, data)
 
-    def _transact(self, session: Session, start: int, end: int, **options: Any) -> Any:
+    def run(self, session: Session, plan: Any, signal: AbortSignal | None = None) -> Any:
         view: Any = _SessionView(session, self.engine_append)
-        return super()._transact(view, start, end, **options)
+        return super().run(view, plan, signal)
 
 
 class BrokenEngine(ReferenceSubject):
@@ -159,9 +159,9 @@ def _unbalanced_region(nodes: Sequence[int], events: Sequence[Event], start: int
 
 
 class _SpanCuttingEngine(CompactionEngine):
-    def _transact(self, session: Session, start: int, end: int, **options: Any) -> Any:
+    def run(self, session: Session, plan: Any, signal: AbortSignal | None = None) -> Any:
         with swapped(engine_module, "plan_compaction_region", _unbalanced_region):
-            return super()._transact(session, start, end, **options)
+            return super().run(session, plan, signal)
 
 
 class SummarySpanCutsCallFromResult(BrokenEngine):

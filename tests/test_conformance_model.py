@@ -19,8 +19,9 @@ from conformance.crash_rules import (
     check_d3_6_closers,
 )
 from conformance.driver import Driver
+from conformance.engine_model import model_request
 from conformance.exhaustive import run_exhaustive
-from conformance.model import ModelStore, canonical_text, derive_model_key, model_crash, model_request
+from conformance.model import ModelStore, canonical_text, derive_model_key, model_crash
 from conformance.subject import InProcessSubject
 from reference.server import ReferenceSubject
 from spec.log.events import END_SEED, TURN_END, TURN_START

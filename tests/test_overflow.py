@@ -29,7 +29,9 @@ from reference.shrink.compaction import (
 )
 from spec.codes import Code, SpecError
 from spec.log.events import COMPACTION_END, COMPACTION_START, Message
+from spec.shrink import engine as plans
 from spec.shrink.compaction import CompactionPolicy
+from spec.shrink.engine import Observe, Plan
 from spec.shrink.pressure import (
     CONTEXT_WINDOW_EXCEEDED,
     is_context_window_exceeded,
@@ -252,11 +254,18 @@ def test_recovery_is_attempted_only_below_the_cap_for_an_uncancelled_overflow(
     assert not may_attempt_overflow_recovery("RATE_LIMIT", False, 0, 4)
 
 
-def test_an_automatic_compaction_that_lands_no_replace_is_not_a_retry() -> None:
+def test_an_automatic_compaction_that_lands_no_replace_is_not_a_retry(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def reports_success(*args: object) -> Plan[None]:
+        return None
+        yield Observe()  # a generator that appends nothing
+
+    monkeypatch.setattr(plans, "plan_compact_if_needed", reports_success)
     session = overflowing_session()
-    compactor = CompactionEngine(DeterministicSummarizer())
-    compactor.compact_if_needed = lambda *args, **kwargs: None  # type: ignore[method-assign]
-    assert not OverflowRecovery(compactor).on_request_error(session, OVERFLOW)
+    assert not OverflowRecovery(CompactionEngine(DeterministicSummarizer())).on_request_error(
+        session, OVERFLOW
+    )
 
 
 def test_overflow_compaction_needs_no_context_window() -> None:

@@ -25,11 +25,8 @@ from conformance.crash_rules import (
     check_d3_6_closers,
 )
 from conformance.driver import Mismatch, as_sent
-from conformance.model import (
-    ModelStore,
-    canonical_text,
-    model_request,
-)
+from conformance.engine_model import model_request
+from conformance.model import ModelStore, canonical_text
 from spec.format.json_text import decode_json_text, encode_json_text
 from spec.log.events import ASSISTANT_MESSAGE, TURN_START, USER_MESSAGE, Event
 from spec.log.json import JsonValue

@@ -39,14 +39,8 @@ from conformance.crash_rules import (
     check_d3_6_closers,
 )
 from conformance.driver import Driver, Mismatch, Unsupported, as_sent, describe_request, find_mismatch
-from conformance.model import (
-    DurableLog,
-    ModelStore,
-    canonical_text,
-    model_adopt_durable,
-    model_crash,
-    model_request,
-)
+from conformance.engine_model import model_request
+from conformance.model import DurableLog, ModelStore, canonical_text, model_adopt_durable, model_crash
 from conformance.targets import DEFAULT_TARGET, Target
 from spec.lineage.store import derive_resumed_log
 from spec.log.events import Event

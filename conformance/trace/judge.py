@@ -22,7 +22,8 @@ from conformance.crash_rules import (  # canonical_text: D5's numbers, as the cr
     check_d3_6_closers,
 )
 from conformance.driver import describe_request, find_mismatch
-from conformance.model import DurableLog, ModelStore, model_request
+from conformance.engine_model import model_request
+from conformance.model import DurableLog, ModelStore
 from conformance.subject import Response
 from conformance.targets import DEFAULT_TARGET, Target
 from conformance.trace.run import CheckAnswers, Request

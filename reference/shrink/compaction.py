@@ -2,19 +2,18 @@
 run on a live :class:`reference.session.Session` (SPEC-DECISIONS D8;
 notes/dsh-compaction-projection §4-§9).
 
-Every decision is a call into ``spec`` (``spec.shrink.compaction``, ``spec.shrink.summary``, ``spec.shrink.bracket``,
-``spec.shrink.prune``, ``spec.shrink.pressure``); this module adds the appends, the summarizer call, cancellation
-and timeouts.
+The order of the steps — what is appended when, how a failure closes the bracket, when to flush,
+the pressure and prune loops, overflow recovery — is the spec's own plans (:mod:`spec.shrink.engine`),
+and every decision in them a call into ``spec``; this module performs their effects on a session
+and adds the summarizer call, ids, cancellation, timeouts and logging.
 
-- :func:`prune_session` cuts the middle out of oversized tool results: per result one
-  ``compaction/prune`` then, at once, a single-node ``tool/result`` replace. A second pass finds
-  nothing to do.
+- :func:`prune_session` cuts the middle out of oversized tool results
+  (:func:`spec.shrink.engine.plan_prune_pass`).
 - :meth:`CompactionEngine.compact_region` / :meth:`CompactionEngine.compact_now` run the summary
-  transaction: ``compaction/start`` → price → summarize → shrink check → stability check →
-  ``compaction/summary`` + checkpoint ``user/message`` (replace) → ``compaction/end``. After the
-  start, exactly one ``compaction/end`` is attempted on every path, with ``error`` on failure.
-- :meth:`CompactionEngine.compact_if_needed` applies pressure (prune, then summarize while above
-  the threshold) and the forced overflow path; :class:`OverflowRecovery` decides retries.
+  transaction (:func:`spec.shrink.engine.plan_transaction`): after ``compaction/start``, exactly
+  one ``compaction/end`` is attempted on every path, with ``error`` on failure.
+- :meth:`CompactionEngine.compact_if_needed` applies pressure and the forced overflow path;
+  :class:`OverflowRecovery` decides retries.
 
 The engine is synchronous, like the session. A summarizer may be slow (a model call): it receives an
 :class:`AbortSignal`, and with ``summary_timeout`` set the engine runs it on a worker thread and
@@ -24,7 +23,6 @@ drives it, the worker thread only ever sees the summarization request.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import math
 import threading
@@ -33,70 +31,46 @@ import uuid
 import weakref
 from collections.abc import Callable, MutableMapping, Sequence
 from dataclasses import dataclass
-from typing import Final, Literal, Protocol, TypeVar
+from typing import Final, Protocol, TypeVar
 
 from reference.session import Session
 from spec.codes import Code, reject
-from spec.log.events import (
-    COMPACTION_END,
-    COMPACTION_PRUNE,
-    COMPACTION_START,
-    COMPACTION_SUMMARY,
-    TOOL_RESULT,
-    USER_MESSAGE,
-    Message,
-)
+from spec.log.events import Message
 from spec.log.json import FrozenList, JsonValue, snapshot_json
+from spec.log.writers import COMPACTION_ENGINE
+from spec.shrink import engine as plans
 from spec.shrink.bracket import (
-    MANUAL_FAILURE_TEXT,
-    Stage,
+    CompactionResult,
     derive_abort_reason,
-    derive_compaction_end,
-    derive_compaction_lifecycle,
     derive_error_chain,
-    derive_manual_outcome,
     derive_summary_timeout,
-    plan_compaction_owner,
-    should_flush_after_close,
-    validate_compaction_inactive,
 )
-from spec.shrink.compaction import (
-    CompactionPolicy,
-    CompactionRegion,
-    plan_compaction_region,
-    resolve_compact_spec,
-    select_compactable_range,
-    validate_surface_stable,
+from spec.shrink.compaction import CompactionPolicy, CompactionRegion
+from spec.shrink.engine import (
+    Append,
+    Cancellation,
+    Effect,
+    Flush,
+    MintId,
+    Observe,
+    Plan,
+    Summarize,
+    Trigger,
+    derive_view_tokens,
+    run_plan,
 )
-from spec.shrink.pressure import (
-    FORCED_RETAIN_TOKENS,
-    PRESSURE_STAGE,
-    derive_context_tokens,
-    derive_failure_code,
-    derive_request_header,
-    is_overflow_retry_earned,
-    is_under_pressure,
-    may_attempt_overflow_recovery,
-    validate_context_capacity,
-    validate_pressure_relieved,
-    validate_prune_in_turn,
-)
-from spec.shrink.prune import PruneConfig, plan_prune_events
+from spec.shrink.pressure import derive_failure_code, derive_request_header
+from spec.shrink.prune import PruneConfig, PrunedEntry
 from spec.shrink.summary import (
     SummarizerOutput,
-    derive_checkpoint_message,
-    derive_shadowed_token_count,
     derive_summarization_messages,
     derive_summary_blocks,
     frame_summary,
-    plan_summary_replacement,
-    validate_summary_smaller,
 )
-from spec.shrink.tokens import estimate_content, price_surface
+from spec.shrink.tokens import estimate_content
 
 log = logging.getLogger(__name__)
 
-Trigger = Literal["pressure", "context-overflow"]
 T = TypeVar("T")
 
 # --- cancellation ----------------------------------------------------------------------------------
@@ -308,71 +282,43 @@ def _text_of(blocks: Sequence[JsonValue]) -> str:
 
 
 @dataclass(frozen=True)
-class CompactionResult:
-    """A committed summary compaction (notes §4.1)."""
-
-    compaction_id: str
-    source_command_id: str | None
-    start_seq: int
-    summary_seq: int
-    end_seq: int
-    summary: FrozenList
-    shadowed_range: tuple[int, int]
-    shadowed_seqs: tuple[int, ...]
-    shadowed_token_count: int
-
-
-@dataclass(frozen=True)
-class PrunedEntry:
-    """One pruned tool result: the node it replaced, the replacement, and the sizes in code points."""
-
-    original_seq: int
-    replacement_seq: int
-    call_id: JsonValue
-    chars_before: int
-    chars_after: int
-
-
-@dataclass(frozen=True)
 class PruneResult:
     pruned: tuple[PrunedEntry, ...]
     chars_removed: int
+
+
+# --- running a spec plan on a live session ---------------------------------------------------------
+
+
+def perform_on_session(session: Session, effect: Effect) -> object:
+    """The session's part of a plan's effects: read it, append to it (the compaction engine's path
+    for the engine's own events), flush it."""
+    if isinstance(effect, Observe):
+        return session
+    if isinstance(effect, Append):
+        append = session.append_engine_event if effect.writer == COMPACTION_ENGINE else session.append
+        return append(effect.event_type, effect.data, effect.surface_op, effect.source_event_seqs)
+    if isinstance(effect, Flush):
+        session.flush()
+        return None
+    raise TypeError(f"a session alone cannot perform {effect!r}")
 
 
 # --- the prune pass (notes §6.3) ------------------------------------------------------------------
 
 
 def prune_session(session: Session, config: PruneConfig = PruneConfig()) -> PruneResult:
-    """Prune every oversized tool result on the current surface: for each one, append its
-    ``compaction/prune`` (priced from the original) and at once the single-node replace that
-    changes only the result's inner content. Needs an open turn when there is anything to prune;
-    replacements that landed before a failing append stay (no rollback). No bracket, no lock."""
-    plans = plan_prune_events(session.surface.nodes, session.events, config)
-    if plans:
-        validate_prune_in_turn(session.events)
-    pruned: list[PrunedEntry] = []
-    for plan in plans:
-        session.append(COMPACTION_PRUNE, plan.prune_data)
-        replacement = session.append(
-            TOOL_RESULT, plan.replacement_data, plan.surface_op, plan.source_event_seqs
-        )
-        pruned.append(
-            PrunedEntry(
-                plan.original_seq,
-                int(replacement["seq"]),  # type: ignore[arg-type]
-                plan.call_id,
-                plan.chars_before,
-                plan.chars_after,
-            )
-        )
-    return PruneResult(tuple(pruned), sum(entry.chars_before - entry.chars_after for entry in pruned))
+    """The prune pass (:func:`spec.shrink.engine.plan_prune_pass`) on a live session."""
+    pruned = run_plan(plans.plan_prune_pass(config), lambda effect: perform_on_session(session, effect))
+    return PruneResult(pruned, sum(entry.chars_before - entry.chars_after for entry in pruned))
 
 
 # --- the engine -----------------------------------------------------------------------------------
 
 
 class CompactionEngine:
-    """Summary compaction for live sessions.
+    """Summary compaction for live sessions: the plans of :mod:`spec.shrink.engine`, run on a
+    :class:`Session` with a summarizer, ids, cancellation and a timeout.
 
     ``summarizer`` writes summaries (:class:`DeterministicSummarizer` needs no model); ``policy`` is
     the pressure policy (threshold 80 %, retain 16 %, retries); ``prune`` configures the prune pass
@@ -406,12 +352,9 @@ class CompactionEngine:
     ) -> CompactionResult:
         """Automatic compaction of the surface span ``start..end`` (seqs of its first and last
         node), owned by the open turn; the whole surface must stay unchanged while the summarizer
-        runs. A failure is raised as it is, after the bracket is closed."""
-        result = self._transact(
-            session, start, end, manual=False, signal=signal or AbortSignal(), source_command_id=None
-        )
-        assert result is not None
-        return result
+        runs. A failure is raised as it is, after the bracket is closed
+        (:func:`spec.shrink.engine.plan_transaction`)."""
+        return self.run(session, plans.plan_transaction(start, end, False), signal)
 
     def compact_now(
         self, session: Session, signal: AbortSignal | None = None, source_command_id: str | None = None
@@ -421,18 +364,9 @@ class CompactionEngine:
         ``None``, writing nothing, when there is nothing to compact. Never prunes. Raises ``ABORTED``
         (the signal's reason) when cancelled — even after the checkpoint landed — and otherwise
         ``COMPACTION_BUSY``, ``COMPACTION_SURFACE_CHANGED``, ``COMPACTION_SUMMARY_FAILED``,
-        ``COMPACTION_COMMIT_FAILED`` or ``COMPACTION_PERSISTENCE_FAILED`` (notes §9.1)."""
-        signal = signal or AbortSignal()
-        signal.throw_if_aborted()
-        nodes = session.surface.nodes
-        span = select_compactable_range(
-            price_surface(nodes, session.events), nodes, session.events, FORCED_RETAIN_TOKENS
-        )
-        if span is None:
-            return None
-        return self._transact(
-            session, span[0], span[1], manual=True, signal=signal, source_command_id=source_command_id
-        )
+        ``COMPACTION_COMMIT_FAILED`` or ``COMPACTION_PERSISTENCE_FAILED`` (notes §9.1;
+        :func:`spec.shrink.engine.plan_manual_compaction`)."""
+        return self.run(session, plans.plan_manual_compaction(source_command_id), signal)
 
     def compact_if_needed(
         self,
@@ -444,45 +378,14 @@ class CompactionEngine:
         """``pressure``: if the context holds at least the threshold, prune, measure again, then
         summarize head-anchored spans (keeping the retained tail) until below it, at most
         ``compactionRetries + 1`` times. ``context-overflow``: prune, then force one summary keeping
-        only the newest indivisible unit. Both run inside the open turn (notes §5.3)."""
-        signal = signal or AbortSignal()
-        if trigger == "context-overflow":
-            if self.prune_config is not None:
-                prune_session(session, self.prune_config)
-            nodes = session.surface.nodes
-            span = select_compactable_range(
-                price_surface(nodes, session.events), nodes, session.events, FORCED_RETAIN_TOKENS
-            )
-            return None if span is None else self.compact_region(session, span[0], span[1], signal)
-        if trigger != "pressure":
+        only the newest indivisible unit. Both run inside the open turn (notes §5.3;
+        :func:`spec.shrink.engine.plan_compact_if_needed`)."""
+        if trigger not in ("pressure", "context-overflow"):
             raise ValueError(f"unknown compaction trigger {trigger!r}")
-        validate_compaction_inactive(session.events, PRESSURE_STAGE)
-        window = validate_context_capacity(
-            context_window if context_window is not None else self.context_window
+        window = context_window if context_window is not None else self.context_window
+        return self.run(
+            session, plans.plan_compact_if_needed(trigger, self.policy, self.prune_config, window), signal
         )
-        spec = resolve_compact_spec(self.policy, window)
-        if not is_under_pressure(self.measure(session), spec.threshold_tokens):
-            return None
-        if self.prune_config is not None:
-            prune_session(session, self.prune_config)
-            if not is_under_pressure(self.measure(session), spec.threshold_tokens):
-                return None
-        result: CompactionResult | None = None
-        attempts = self.policy.compaction_retries + 1
-        for _ in range(attempts):
-            nodes = session.surface.nodes
-            span = select_compactable_range(
-                price_surface(nodes, session.events), nodes, session.events, spec.retain_tokens
-            )
-            if span is None:
-                if result is None:
-                    return None
-                break
-            result = self.compact_region(session, span[0], span[1], signal)
-            if not is_under_pressure(self.measure(session), spec.threshold_tokens):
-                return result
-        validate_pressure_relieved(self.measure(session), spec.threshold_tokens, attempts)
-        return result
 
     def prune(self, session: Session) -> PruneResult:
         """The prune pass with this engine's configuration (nothing when pruning is off)."""
@@ -493,102 +396,30 @@ class CompactionEngine:
     @staticmethod
     def measure(session: Session) -> int:
         """The estimated tokens of the next request: request-header envelope plus surface."""
-        return derive_context_tokens(session.events, price_surface(session.surface.nodes, session.events))
+        return derive_view_tokens(session)
 
-    # --- the transaction (notes §4.5) ---
+    def run(self, session: Session, plan: Plan[T], signal: AbortSignal | None = None) -> T:
+        """Run a plan of :mod:`spec.shrink.engine` on ``session``: ids from ``new_id`` and
+        ``checkpoint_id``, summaries from the summarizer (under ``summary_timeout``), cancellation
+        from ``signal``; the session does the rest (:func:`perform_on_session`)."""
+        signal = signal or AbortSignal()
 
-    def _transact(
-        self,
-        session: Session,
-        start: int,
-        end: int,
-        *,
-        manual: bool,
-        signal: AbortSignal,
-        source_command_id: str | None,
-    ) -> CompactionResult | None:
-        if manual:
-            signal.throw_if_aborted()
-        region = plan_compaction_region(session.surface.nodes, session.events, start, end)
-        validate_compaction_inactive(session.events, "compaction")
-        turn = plan_compaction_owner(session.events, manual)
-        compaction_id = self._new_id()
-        lifecycle = derive_compaction_lifecycle(compaction_id, turn, source_command_id)
-        start_seq = int(session.append_engine_event(COMPACTION_START, lifecycle)["seq"])  # type: ignore[arg-type]
-        # From here the lock is held: every path below attempts exactly one compaction/end.
-        stage: Stage = "summary"
-        closing = closed = False
-        failure: tuple[Stage, BaseException] | None = None
-        result: CompactionResult | None = None
-        try:
-            priced = price_surface(session.surface.nodes, session.events)
-            shadowed_tokens = derive_shadowed_token_count(priced, region)
-            output = self._summarize(session, region, shadowed_tokens, signal)
-            message_id = self._checkpoint_id(compaction_id)
-            checkpoint = derive_checkpoint_message(
-                message_id, output.summary, compaction_id, source_command_id
-            )
-            validate_summary_smaller(checkpoint, shadowed_tokens)
-            if manual:
-                signal.throw_if_aborted()
-            after = price_surface(session.surface.nodes, session.events)
-            validate_surface_stable(priced, after, region, not manual, session.events)
-            stage = "commit"
-            plan = plan_summary_replacement(
-                region, start_seq, session.seq, lifecycle, output, shadowed_tokens, message_id
-            )
-            summary_event = session.append_engine_event(COMPACTION_SUMMARY, plan.summary_data)
-            session.append(USER_MESSAGE, plan.checkpoint_data, plan.surface_op, plan.source_event_seqs)
-            closing = True
-            end_event = session.append_engine_event(COMPACTION_END, derive_compaction_end(lifecycle))
-            closed = True
-            result = CompactionResult(
-                compaction_id=compaction_id,
-                source_command_id=source_command_id,
-                start_seq=start_seq,
-                summary_seq=int(summary_event["seq"]),  # type: ignore[arg-type]
-                end_seq=int(end_event["seq"]),  # type: ignore[arg-type]
-                summary=output.summary,
-                shadowed_range=(region.start, region.end),
-                shadowed_seqs=region.shadowed,
-                shadowed_token_count=shadowed_tokens,
-            )
-        except BaseException as error:
-            failure = ("commit" if closing else stage, error)
-            if not closing:
-                closing = True
-                try:
-                    session.append_engine_event(
-                        COMPACTION_END, derive_compaction_end(lifecycle, derive_error_chain(error))
-                    )
-                    closed = True
-                except Exception as close_error:
-                    # The start stays unmatched on purpose: it is the durable busy marker.
-                    failure = ("commit", close_error)
-            if not isinstance(error, Exception):
-                raise error  # an interrupt or a crash: the close was attempted, now let it through
-        flush_failure: Exception | None = None
-        if should_flush_after_close(manual, closed):
-            try:
-                session.flush()
-            except Exception as error:
-                flush_failure = error
-        if not manual:
-            if failure is not None:
-                raise failure[1]
-            return result
-        outcome = derive_manual_outcome(signal.aborted, failure, flush_failure is not None)
-        if outcome is Code.ABORTED:
-            signal.throw_if_aborted()
-        if outcome is not None:
-            raise reject(outcome, MANUAL_FAILURE_TEXT[outcome]) from (
-                failure[1] if failure is not None else flush_failure
-            )
-        return result
+        def perform(effect: Effect) -> object:
+            if isinstance(effect, MintId):
+                if effect.purpose == "compaction":
+                    return self._new_id()
+                return self._checkpoint_id(str(effect.compaction_id))
+            if isinstance(effect, Summarize):
+                return self._summarize(session, effect.region, effect.shadowed_token_count, signal)
+            if isinstance(effect, Cancellation):
+                return signal.reason
+            return perform_on_session(session, effect)
+
+        return run_plan(plan, perform)
 
     def _summarize(
         self, session: Session, region: CompactionRegion, shadowed_tokens: int, signal: AbortSignal
-    ) -> SummarizerOutput:
+    ) -> object:
         header = derive_request_header(session.events) or {}
         system, tools = header.get("system"), header.get("tools")
         request = SummaryRequest(
@@ -599,13 +430,6 @@ class CompactionEngine:
             max_tokens=self.policy.max_tokens,
             shadowed_token_count=shadowed_tokens,
         )
-        output = self._call_summarizer(request, signal)
-        if not isinstance(output, SummarizerOutput):
-            raise reject(Code.COMPACTION_SUMMARY_EMPTY, "summarizer returned no SummarizerOutput")
-        # Whatever a summarizer says, only its text blocks become the summary (notes §4.8).
-        return dataclasses.replace(output, summary=derive_summary_blocks(output.summary))
-
-    def _call_summarizer(self, request: SummaryRequest, signal: AbortSignal) -> SummarizerOutput:
         if self.summary_timeout is None:
             return self.summarizer.summarize(request, signal)
         return _call_with_deadline(
@@ -688,30 +512,31 @@ class OverflowRecovery:
         (typically a prune); otherwise the caller re-raises its original error."""
         signal = signal or AbortSignal()
         retries = self.retries(session)
-        if not may_attempt_overflow_recovery(
-            derive_failure_code(error), signal.aborted, retries, self.max_overflow_retries
-        ):
-            return False
-        before = session.surface.replace_generation
-        try:
-            self.engine.compact_if_needed(session, "context-overflow", signal)
-        except Exception as failure:
-            if is_overflow_retry_earned(before, session.surface.replace_generation, signal.aborted):
+        plan = plans.plan_overflow_recovery(
+            derive_failure_code(error),
+            retries,
+            self.max_overflow_retries,
+            self.engine.policy,
+            self.engine.prune_config,
+        )
+        verdict = self.engine.run(session, plan, signal)
+        if verdict.failure is not None:
+            chain = derive_error_chain(verdict.failure)
+            if verdict.retry:
                 log.warning(
                     "context-overflow compaction failed after durable surface progress: %s; retrying from the replacement surface",
-                    derive_error_chain(failure),
+                    chain,
                 )
-                self._retries[session] = retries + 1
-                return True
-            reason = (
-                "cancellation prevents retry" if signal.aborted else "preserving the original request error"
-            )
-            log.warning("context-overflow compaction failed: %s; %s", derive_error_chain(failure), reason)
-            return False
-        if not is_overflow_retry_earned(before, session.surface.replace_generation, signal.aborted):
-            return False
-        self._retries[session] = retries + 1
-        return True
+            else:
+                reason = (
+                    "cancellation prevents retry"
+                    if signal.aborted
+                    else "preserving the original request error"
+                )
+                log.warning("context-overflow compaction failed: %s; %s", chain, reason)
+        if verdict.retry:
+            self._retries[session] = retries + 1
+        return verdict.retry
 
     def request(
         self, session: Session, send: Callable[[list[Message]], T], signal: AbortSignal | None = None

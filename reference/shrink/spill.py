@@ -23,20 +23,17 @@ from reference.persistence.fs import FileSystem, RealFileSystem
 from spec.codes import Code, reject
 from spec.log.json import FrozenList, JsonValue, snapshot_json
 from spec.log.session import ABSENT
+from spec.shrink.engine import run_plan
 from spec.shrink.spill import (
     SPILL_LABEL,
     SPILL_RETRIEVAL_HINT,
+    SaveSpill,
     derive_memory_spill_locator,
     derive_spill_file_name,
-    derive_spill_preview,
     derive_spill_session_dir,
-    derive_spill_suggested_name,
-    derive_spill_text,
-    is_spill_candidate,
     plan_max_inline_tokens,
-    should_spill,
+    plan_spill,
 )
-from spec.shrink.tokens import estimate_content
 
 log = logging.getLogger(__name__)
 
@@ -182,36 +179,37 @@ class SpillPolicy:
         frozen = snapshot_json(list(content))
         if not isinstance(frozen, FrozenList):
             raise reject(Code.DATA_NOT_JSON, "a tool result's content is outside the lossless JSON domain")
-        keep = SpillOutcome(frozen, None)
-        if self.max_inline_tokens is None or not is_spill_candidate(tool_name, nested):
-            return keep
-        text = derive_spill_text(frozen)
-        if text is None or not should_spill(estimate_content(frozen), self.max_inline_tokens):
-            return keep
-        if session_id is None:
-            log.warning(
-                "spill-policy: no session owner for %s %s; keeping the inline content", tool_name, SPILL_LABEL
-            )
-            return keep
-        if self.store is None:
-            log.warning("spill-policy: no spill store; keeping the inline content")
-            return keep
-        try:
-            ref = self.store.save_text(
-                session_id, tool_name, call_id, SPILL_LABEL, derive_spill_suggested_name(tool_name), text
-            )
-        except Exception as error:
-            log.warning(
-                "spill-policy: saveText failed for %s: %s; keeping the inline content", tool_name, error
-            )
-            return keep
-        replaced = derive_spill_preview(text, self.max_inline_tokens, ref.locator, ref.retrieval_hint)
-        if replaced is None:
+
+        def save(effect: SaveSpill) -> SpillRef:
+            if session_id is None:
+                log.warning(
+                    "spill-policy: no session owner for %s %s; keeping the inline content",
+                    tool_name,
+                    SPILL_LABEL,
+                )
+                raise _NotSaved
+            if self.store is None:
+                log.warning("spill-policy: no spill store; keeping the inline content")
+                raise _NotSaved
+            try:
+                return self.store.save_text(
+                    session_id, tool_name, call_id, effect.label, effect.suggested_name, effect.text
+                )
+            except Exception as error:
+                log.warning(
+                    "spill-policy: saveText failed for %s: %s; keeping the inline content", tool_name, error
+                )
+                raise
+
+        decision = run_plan(plan_spill(tool_name, frozen, self.max_inline_tokens, nested), save)
+        if decision.notice_too_large:
             log.warning(
                 "spill-policy: spill notice for %s exceeds maxInlineTokens; keeping the inline content",
                 tool_name,
             )
-            return keep
-        preview = snapshot_json([{"type": "text", "text": replaced}])
-        assert isinstance(preview, FrozenList)
-        return SpillOutcome(preview, ref)
+        spilled = decision.saved if isinstance(decision.saved, SpillRef) else None
+        return SpillOutcome(decision.content, spilled)
+
+
+class _NotSaved(Exception):
+    """A spill with no owner or no store: the result stays inline (already logged)."""

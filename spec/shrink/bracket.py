@@ -7,18 +7,21 @@ it is live, and a newer ``session/end-seed`` turns it into a stale orphan of an 
 Once ``compaction/start`` is in the log, every path attempts exactly one ``compaction/end``: the
 success path after the summary and its checkpoint, every failure path with an ``error``. A close
 that itself fails leaves the start unmatched on purpose: it stays the durable busy marker. These
-functions decide what is written and what is raised; the transaction that appends lives in the
-reference implementation.
+functions decide what is written and what is raised; the order of the transaction's steps is
+:func:`spec.shrink.engine.plan_transaction`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Final, Literal
 
 from spec.codes import Code, SpecError, reject
-from spec.log.events import Event
-from spec.log.json import FrozenDict, JsonValue, snapshot_json
+from spec.log.events import (
+    Event,
+)
+from spec.log.json import FrozenDict, FrozenList, JsonValue, snapshot_json
 from spec.log.unclosed import derive_compaction_entry_state, find_active_compaction
 
 # --- the durable lock (notes §4.4) -----------------------------------------------------------------
@@ -145,6 +148,21 @@ def classify_manual_failure(stage: Stage, error: BaseException) -> Code:
     if isinstance(error, SpecError) and error.code == Code.COMPACTION_SURFACE_CHANGED:
         return Code.COMPACTION_SURFACE_CHANGED
     return Code.COMPACTION_SUMMARY_FAILED
+
+
+@dataclass(frozen=True)
+class CompactionResult:
+    """A committed summary compaction (notes §4.1)."""
+
+    compaction_id: str
+    source_command_id: str | None
+    start_seq: int
+    summary_seq: int
+    end_seq: int
+    summary: FrozenList
+    shadowed_range: tuple[int, int]
+    shadowed_seqs: tuple[int, ...]
+    shadowed_token_count: int
 
 
 def should_flush_after_close(manual: bool, closed: bool) -> bool:

@@ -4,8 +4,8 @@ the summarizer is done (SPEC-DECISIONS D8; notes/dsh-compaction-projection §4.5
 Summary compaction is lossy and comes last: a head-anchored, balanced span of the surface is
 replaced by one ``user/message`` checkpoint holding a model-written summary (:mod:`spec.shrink.summary`).
 The log brackets the attempt with ``compaction/start`` ... ``compaction/end``, whose rules (the
-durable lock among them) are :mod:`spec.shrink.bracket`. Everything here decides; the transaction that
-appends lives in the reference implementation. Spill, the lossless step that comes first, is
+durable lock among them) are :mod:`spec.shrink.bracket`. Everything here decides; the order of the steps
+is :mod:`spec.shrink.engine`. Spill, the lossless step that comes first, is
 :mod:`spec.shrink.spill`.
 """
 

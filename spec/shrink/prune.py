@@ -224,6 +224,17 @@ class PrunePlan:
     chars_after: int
 
 
+@dataclass(frozen=True)
+class PrunedEntry:
+    """One pruned tool result: the node it replaced, the replacement, and the sizes in code points."""
+
+    original_seq: int
+    replacement_seq: int
+    call_id: JsonValue
+    chars_before: int
+    chars_after: int
+
+
 def plan_prune_events(
     nodes: Sequence[int],
     events: Sequence[Event],

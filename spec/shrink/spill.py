@@ -12,12 +12,13 @@ session id.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
-from typing import Final
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass, replace
+from typing import Final, Protocol, cast
 
 from spec.codes import Code, reject
 from spec.format.naming import encode_segment
-from spec.log.json import JsonValue, is_safe_integer, js_text
+from spec.log.json import FrozenList, JsonValue, is_safe_integer, js_text, snapshot_json
 from spec.log.session import ABSENT
 from spec.shrink.prune import derive_code_points
 from spec.shrink.tokens import BLOCK_OVERHEAD, CHARS_PER_TOKEN, estimate_content, utf16_length
@@ -117,6 +118,71 @@ def _take_units(text: str, units: int) -> str:
         if used > units:
             return text[:index]
     return text
+
+
+# --- the spill step (notes §10.2) ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SaveSpill:
+    """The effect of spilling: save ``text``, the ``label`` of a ``tool_name`` call, whole under
+    ``suggested_name``, and answer where it went (a :class:`SpillLocation`), or raise."""
+
+    tool_name: str
+    label: str
+    suggested_name: str
+    text: str
+
+
+class SpillLocation(Protocol):
+    """Where a spilled text went, and the sentence that tells the model how to read it."""
+
+    @property
+    def locator(self) -> str: ...
+
+    @property
+    def retrieval_hint(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class SpillDecision:
+    """The content the ``tool/result`` carries; where the whole text went when it spilled
+    (``None``: kept inline); why a result that should have spilled stayed inline — the save's own
+    failure, or a notice that alone would break the limit (the saved text is then an orphan)."""
+
+    content: FrozenList
+    saved: SpillLocation | None = None
+    save_failure: Exception | None = None
+    notice_too_large: bool = False
+
+
+def plan_spill(
+    tool_name: str, content: FrozenList, max_inline_tokens: int | None, nested: bool
+) -> Generator[SaveSpill, object, SpillDecision]:
+    """The spill step as a sans-I/O plan: a top-level, all-text result (not the ``read`` tool's)
+    whose estimated tokens exceed the limit is saved whole (one :class:`SaveSpill` effect), then
+    logged as a head-and-tail preview and the notice naming where it is. Best effort: a failing
+    save, or a notice that alone breaks the limit, keeps the result inline as it came (notes
+    §10.2, D8)."""
+    keep = SpillDecision(content)
+    if max_inline_tokens is None or not is_spill_candidate(tool_name, nested):
+        return keep
+    text = derive_spill_text(content)
+    if text is None or not should_spill(estimate_content(content), max_inline_tokens):
+        return keep
+    try:
+        saved = cast(
+            SpillLocation,
+            (yield SaveSpill(tool_name, SPILL_LABEL, derive_spill_suggested_name(tool_name), text)),
+        )
+    except Exception as error:
+        return replace(keep, save_failure=error)
+    replaced = derive_spill_preview(text, max_inline_tokens, saved.locator, saved.retrieval_hint)
+    if replaced is None:
+        return replace(keep, notice_too_large=True)
+    preview = snapshot_json([{"type": "text", "text": replaced}])
+    assert isinstance(preview, FrozenList)
+    return SpillDecision(preview, saved)
 
 
 # --- where spilled text is stored (notes §10.1) ------------------------------------------------------
