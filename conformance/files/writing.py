@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 import zstandard
 
@@ -53,14 +53,13 @@ from spec.format.naming import decode_header_line, derive_session_relpath, encod
 from spec.log.events import ASSISTANT_MESSAGE, TOOL_CALL, TOOL_RESULT, TURN_START, USER_MESSAGE, Event
 from spec.log.header import LEGACY_FORMAT_VERSION
 from spec.log.json import JsonValue, is_deep_equal_json
+from spec.protocol import STORE_ROOT_ENV, Request
 
 FAMILY: Final = "files"
-STORE_ROOT_ENV: Final = "CONFORMANCE_STORE_ROOT"
 ZSTD_BINARY: Final = "/usr/bin/zstd"  # the standard zstd command-line tool
 CHECKSUM_FLAG: Final = 0x04  # Content_Checksum_flag of a frame header descriptor
 START_TIME: Final = 1_000  # ms
 
-Request = tuple[str, dict[str, Any]]
 CHECKS: Final = {
     "layout": "every log lies where SPEC-DECISIONS D1 puts it, under its target's file name, and no log elsewhere",
     "header-line": "a log's first line is its session's header line",

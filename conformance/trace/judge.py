@@ -25,11 +25,12 @@ from conformance.driver import describe_request, find_mismatch
 from conformance.model import DurableLog, ModelStore, model_request
 from conformance.subject import Response
 from conformance.targets import DEFAULT_TARGET, Target
-from conformance.trace.run import CheckAnswers, Request
+from conformance.trace.run import CheckAnswers
 from conformance.trace.specread import SpecView, read_with_spec
 from spec.lineage.store import derive_resumed_log
 from spec.log.events import Event
 from spec.log.json import FrozenDict, JsonValue, freeze_parsed_json
+from spec.protocol import Request
 
 REPLAY: Final = "replay"
 READER: Final = "reader"
