@@ -17,7 +17,7 @@ Modules moved into those chapters keep answering at their protocol version 1 pat
 
 from typing import Final
 
-from spec import _moved
+from spec._moved import install as install_moved_modules
 from spec.codes import Code, SpecError
 
 # old module path -> where it lives now (protocol version 1 named functions by the old paths)
@@ -52,6 +52,6 @@ MOVED_MODULES: Final = {
     "spec.checker_lineage": ("spec.checks.lineage",),
     "spec.violation": ("spec.checks.violation",),
 }
-_moved.install(MOVED_MODULES)
+install_moved_modules(MOVED_MODULES)
 
-__all__ = ["MOVED_MODULES", "Code", "SpecError"]
+__all__ = ["MOVED_MODULES", "Code", "SpecError", "install_moved_modules"]
