@@ -34,8 +34,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
-import zstandard
-
 from conformance import builders as build
 from conformance import strategies as values
 from conformance.driver import Driver, Mismatch
@@ -44,7 +42,7 @@ from conformance.model import DurableLog, ModelStore
 from conformance.report import CaseResult, Options
 from conformance.subject import StdioSubject, Subject
 from conformance.targets import DEFAULT_TARGET, V0_NAMES, Target
-from conformance.trace.specread import read_log_file
+from conformance.trace.specread import inflate_zstd, read_log_file
 from spec.checks.log import check_log
 from spec.codes import SpecError
 from spec.format.framing import scan_zstd_frames, split_jsonl
@@ -238,9 +236,8 @@ def frames_of(data: bytes) -> tuple[list[bytes], list[str]]:
         if not raw[4] & CHECKSUM_FLAG:
             problems.append(f"the frame at byte {frame.offset} has no content checksum")
         try:
-            reader = zstandard.ZstdDecompressor().decompressobj()
-            plaintexts.append(bytes(reader.decompress(raw)))
-        except zstandard.ZstdError as error:
+            plaintexts.append(inflate_zstd(raw)[0])
+        except ValueError as error:
             problems.append(f"the frame at byte {frame.offset} does not decompress ({error})")
     return plaintexts, problems
 
