@@ -33,13 +33,12 @@ from spec.log.events import ASSISTANT_MESSAGE, TOOL_RESULT, TURN_START, USER_MES
 from spec.log.json import JsonValue
 from spec.log.session import SessionState
 from spec.log.surface import fold_surface
+from spec.protocol import Request
 
 SESSION: Final = "s"
 CHILD: Final = "f"
 START_TIME: Final = 1_000  # ms
 DEPTHS: Final = {"ci": 4, "thorough": 5}  # sequence length per Hypothesis profile name
-
-Request = tuple[str, dict[str, Any]]
 
 
 @dataclass(frozen=True)

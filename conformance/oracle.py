@@ -19,9 +19,9 @@ from conformance.engine_model import model_request, modelled_ops
 from conformance.model import Expected, ModelStore
 from spec.codes import SpecError
 from spec.log.json import JsonObject, JsonValue, is_safe_integer
+from spec.protocol import FIRST_PROTOCOL_VERSION
 from spec.wire import WIRE_FUNCTIONS, WireInputError
 
-PROTOCOL_VERSION: Final = 1
 SESSION_ARGUMENTS: Final = {
     "append": ("id",),
     "engine_append": ("id",),
@@ -82,7 +82,11 @@ class SpecOracle:
     def _answer(self, op: JsonValue, args: JsonObject) -> JsonValue:
         self.last = None
         if op == "hello":
-            return {"protocol": PROTOCOL_VERSION, "name": self.name, "capabilities": list(self.capabilities)}
+            return {
+                "protocol": FIRST_PROTOCOL_VERSION,
+                "name": self.name,
+                "capabilities": list(self.capabilities),
+            }
         if op == "call":
             return _call(args)
         ops = modelled_ops()

@@ -24,9 +24,9 @@ from conformance.progress import Progress
 from conformance.report import CaseResult, Options
 from conformance.subject import Response, Subject, SubjectDead, SubjectError
 from conformance.targets import DEFAULT_TARGET, Target, TargetError, decode_target
+from spec.protocol import PROTOCOL_VERSION
 
 VECTORS_DIR: Final = Path(__file__).resolve().parent / "vectors"
-PROTOCOL_VERSION: Final = 2  # the protocol the suite speaks (PROTOCOL.md)
 UNSUPPORTED_OP: Final = "UNSUPPORTED_OP"
 PROTOCOL_FAMILY: Final = "protocol"  # where a run reports that the subject could not be reached
 

@@ -4,9 +4,9 @@ persistence backends, the compaction engine, projections, the CLI and the protoc
 Modules moved into the chapter folders keep answering at their old paths (:mod:`spec._moved`).
 """
 
-from spec import _moved
+from spec import install_moved_modules
 
-_moved.install(
+install_moved_modules(
     {
         "reference.fs": ("reference.persistence.fs",),
         "reference.powerloss": ("reference.persistence.powerloss",),

@@ -2,7 +2,7 @@
 sqlite`` or ``--backend postgres`` (conformance/PROTOCOL.md), and in process
 ``reference.database_subjects:SqliteSubject`` or ``:PostgresSubject``.
 
-They are :class:`reference.server.ReferenceSubject` with its store on the database instead of the
+They are :class:`reference.subject.ReferenceSubject` with its store on the database instead of the
 simulated filesystem. Their capabilities are ``core``, ``storage`` and ``pure``, but not
 ``crash-seam``: the seam is a simulated filesystem that loses unsynced bytes, and a database
 commits whole transactions, so its crash checks are real ones instead — the suite's kill check
@@ -35,12 +35,14 @@ import tempfile
 from typing import ClassVar, Final
 
 from reference.persistence.database import DatabaseStore
-from reference.server import Args, BadRequest, FaultyFileSystem, ReferenceSubject, UnsupportedOp
+from reference.persistence.faulty import FaultyFileSystem
 from reference.store import SessionStore
+from reference.subject import ReferenceSubject
+from reference.subject.requests import Args, BadRequest, UnsupportedOp
 from spec.log.json import JsonValue
 from spec.log.session import ABSENT
+from spec.protocol import STORE_ROOT_ENV
 
-STORE_ROOT_ENV: Final = "CONFORMANCE_STORE_ROOT"  # conformance/PROTOCOL.md, the kill check
 SQLITE_FILE: Final = "sessions.sqlite3"
 BACKENDS: Final = ("sqlite", "postgres")
 

@@ -23,16 +23,17 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from typing import ClassVar, Final
+from typing import ClassVar
 
 from reference.persistence.filestore import FileStore
 from reference.persistence.fs import RealFileSystem
-from reference.server import Args, ReferenceSubject, decode_placed_files, place_files
 from reference.store import SessionStore
+from reference.subject import ReferenceSubject
+from reference.subject.requests import Args
+from reference.subject.storage import decode_placed_files, place_files
 from spec.log.json import JsonValue
 from spec.projections.durability import decode_batch_policy
-
-STORE_ROOT_ENV: Final = "CONFORMANCE_STORE_ROOT"
+from spec.protocol import STORE_ROOT_ENV
 
 
 class DirectorySubject(ReferenceSubject):

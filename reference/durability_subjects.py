@@ -20,13 +20,14 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar, cast
 
-from reference.directory import STORE_ROOT_ENV, DirectorySubject
+from reference.directory import DirectorySubject
 from reference.persistence.filestore import FileStore
 from reference.persistence.fs import FileSystem, RealFileSystem
 from reference.server import STORE_ROOT, ReferenceSubject, serve
 from reference.store import SessionStore
 from spec.log.events import Event
 from spec.log.json import FrozenDict
+from spec.protocol import STORE_ROOT_ENV
 
 
 class SkippingFileSystem:

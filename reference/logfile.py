@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final
 
-from reference.persistence.filestore import LoadedLog, decompress_frames, load_framed_log
+from reference.persistence.filestore import LoadedLog, inflate_zstd, load_framed_log
 from spec.format.chunk_rows import CHUNK_ROW_TAGS, decode_storage_record
 from spec.format.framing import (
     SKIPPABLE_MAGIC_BASE,
@@ -36,6 +36,7 @@ from spec.format.framing import (
     LinePlace,
     decode_compressed_log,
     decode_jsonl_log,
+    decode_zstd_frames,
     is_header_frame,
 )
 from spec.log.events import Event
@@ -124,7 +125,7 @@ def frame_log_bytes(data: bytes) -> tuple[LogForm, FramedLog]:
     content shows."""
     if not is_zstd_data(data):
         return LogForm.JSONL, decode_jsonl_log(data)
-    frames, torn = decompress_frames(data)
+    frames, torn = decode_zstd_frames(data, inflate_zstd)
     form = LogForm.ZSTD_FRAMES if not frames or is_header_frame(frames[0]) else LogForm.ZSTD_WHOLE
     return form, decode_compressed_log(frames, torn)
 

@@ -20,7 +20,7 @@ Modules moved into those chapters keep answering at their protocol version 1 pat
 
 from typing import Final
 
-from spec import _moved
+from spec._moved import install as install_moved_modules
 from spec.codes import Code, SpecError
 
 CHAPTERS: Final = ("log", "format", "lineage", "shrink", "projections", "checks")
@@ -58,6 +58,6 @@ MOVED_MODULES: Final = {
     "spec.checker_lineage": ("spec.checks.lineage",),
     "spec.violation": ("spec.checks.violation",),
 }
-_moved.install(MOVED_MODULES)
+install_moved_modules(MOVED_MODULES)
 
-__all__ = ["CHAPTERS", "MOVED_MODULES", "Code", "SpecError"]
+__all__ = ["CHAPTERS", "MOVED_MODULES", "Code", "SpecError", "install_moved_modules"]

@@ -21,8 +21,9 @@ from typing import Any, ClassVar
 
 import reference.persistence.filestore as filestore_module
 import spec.lineage.store as lineage_store_module
+from reference.persistence.faulty import FaultyFileSystem
 from reference.persistence.filestore import FileStore
-from reference.server import FaultyFileSystem, ReferenceSubject
+from reference.server import ReferenceSubject
 from reference.session import Session
 from reference.store import SessionStore, _StoredIds
 from spec.codes import Code, SpecError, reject

@@ -32,7 +32,7 @@ checks that nothing flushed is lost and the log is a valid prefix.
 """
 
 from conformance.crash.family import FAIL_FAST, OTHER, check_crash, summarise_crash_outcome
-from conformance.crash.kill import KILL_ROUNDS, STORE_ROOT_ENV, run_kill_check
+from conformance.crash.kill import KILL_ROUNDS, run_kill_check
 from conformance.crash.outcome import CrashCase, CrashOutcome
 from conformance.crash.points import (
     CRASHED,
@@ -51,11 +51,11 @@ from conformance.crash.workloads import (
     WORKLOAD_BYTE_CUTS,
     WORKLOAD_FORMATS,
     WORKLOAD_RESETS,
-    Request,
     compaction_workload,
     crash_workloads,
     standard_workload,
 )
+from spec.protocol import STORE_ROOT_ENV, Request
 
 __all__ = [
     "CRASHED",

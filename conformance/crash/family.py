@@ -5,7 +5,7 @@ from __future__ import annotations
 import tempfile
 from typing import Final
 
-from conformance.crash.kill import KILL_ROUNDS, STORE_ROOT_ENV, run_kill_check
+from conformance.crash.kill import KILL_ROUNDS, run_kill_check
 from conformance.crash.outcome import CrashOutcome
 from conformance.crash.points import run_crash_checks
 from conformance.crash_rules import (
@@ -14,6 +14,7 @@ from conformance.crash_rules import (
 from conformance.report import CaseResult, Options
 from conformance.subject import StdioSubject, Subject
 from conformance.targets import DEFAULT_TARGET
+from spec.protocol import STORE_ROOT_ENV
 
 OTHER: Final = "replay"
 FAIL_FAST: Final = "fail-fast"

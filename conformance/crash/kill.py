@@ -16,7 +16,7 @@ from typing import Any, Final
 from conformance import builders as build
 from conformance import strategies as values
 from conformance.crash.outcome import _REACHED, CrashCase, CrashOutcome, _reach
-from conformance.crash.workloads import START_TIME, Request
+from conformance.crash.workloads import START_TIME
 from conformance.crash_rules import (
     check_d3_1_header,
     check_d3_2_prefix,
@@ -30,11 +30,9 @@ from conformance.model import ModelStore, canonical_text
 from spec.format.json_text import decode_json_text, encode_json_text
 from spec.log.events import ASSISTANT_MESSAGE, TURN_START, USER_MESSAGE, Event
 from spec.log.json import JsonValue
+from spec.protocol import Request
 
 KILL_ROUNDS: Final = {"ci": 6, "thorough": 60}
-STORE_ROOT_ENV: Final = "CONFORMANCE_STORE_ROOT"
-"""Set for every process :func:`run_kill_check` starts: a fresh directory the subject should keep its
-file store in (``reset`` with ``storage: "file"`` empties it; a restart must find it again)."""
 KILL_TEXT: Final = f"{values.NON_BMP}\u2028\ud800 "  # each kill round's messages start with edges
 
 

@@ -25,7 +25,6 @@ from conformance.crash.workloads import (
     WORKLOAD_BYTE_CUTS,
     WORKLOAD_FORMATS,
     WORKLOAD_RESETS,
-    Request,
     crash_workloads,
 )
 from conformance.crash_rules import (
@@ -45,6 +44,7 @@ from conformance.targets import DEFAULT_TARGET, Target
 from spec.lineage.store import derive_resumed_log
 from spec.log.events import Event
 from spec.log.json import FrozenDict, JsonValue
+from spec.protocol import Request
 
 CRASHED: Final = "CRASHED"
 STORAGE_IO: Final = "STORAGE_IO"

@@ -9,10 +9,9 @@ from typing import Any, Final
 from conformance import builders as build
 from conformance import strategies as values
 from spec.log.events import ASSISTANT_MESSAGE, TOOL_CALL, TOOL_RESULT, TURN_START, USER_MESSAGE
+from spec.protocol import Request
 
 START_TIME: Final = 1_000  # ms
-
-Request = tuple[str, dict[str, Any]]
 
 
 def standard_workload() -> tuple[Request, ...]:

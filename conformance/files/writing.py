@@ -32,9 +32,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
-
-import zstandard
+from typing import Final
 
 from conformance import builders as build
 from conformance import strategies as values
@@ -44,7 +42,7 @@ from conformance.model import DurableLog, ModelStore
 from conformance.report import CaseResult, Options
 from conformance.subject import StdioSubject, Subject
 from conformance.targets import DEFAULT_TARGET, V0_NAMES, Target
-from conformance.trace.specread import read_log_file
+from conformance.trace.specread import inflate_zstd, read_log_file
 from spec.checks.log import check_log
 from spec.codes import SpecError
 from spec.format.framing import scan_zstd_frames, split_jsonl
@@ -53,14 +51,13 @@ from spec.format.naming import decode_header_line, derive_session_relpath, encod
 from spec.log.events import ASSISTANT_MESSAGE, TOOL_CALL, TOOL_RESULT, TURN_START, USER_MESSAGE, Event
 from spec.log.header import LEGACY_FORMAT_VERSION
 from spec.log.json import JsonValue, is_deep_equal_json
+from spec.protocol import STORE_ROOT_ENV, Request
 
 FAMILY: Final = "files"
-STORE_ROOT_ENV: Final = "CONFORMANCE_STORE_ROOT"
 ZSTD_BINARY: Final = "/usr/bin/zstd"  # the standard zstd command-line tool
 CHECKSUM_FLAG: Final = 0x04  # Content_Checksum_flag of a frame header descriptor
 START_TIME: Final = 1_000  # ms
 
-Request = tuple[str, dict[str, Any]]
 CHECKS: Final = {
     "layout": "every log lies where SPEC-DECISIONS D1 puts it, under its target's file name, and no log elsewhere",
     "header-line": "a log's first line is its session's header line",
@@ -239,9 +236,8 @@ def frames_of(data: bytes) -> tuple[list[bytes], list[str]]:
         if not raw[4] & CHECKSUM_FLAG:
             problems.append(f"the frame at byte {frame.offset} has no content checksum")
         try:
-            reader = zstandard.ZstdDecompressor().decompressobj()
-            plaintexts.append(bytes(reader.decompress(raw)))
-        except zstandard.ZstdError as error:
+            plaintexts.append(inflate_zstd(raw)[0])
+        except ValueError as error:
             problems.append(f"the frame at byte {frame.offset} does not decompress ({error})")
     return plaintexts, problems
 

@@ -26,11 +26,12 @@ from conformance.engine_model import model_request
 from conformance.model import DurableLog, ModelStore
 from conformance.subject import Response
 from conformance.targets import DEFAULT_TARGET, Target
-from conformance.trace.run import CheckAnswers, Request
+from conformance.trace.run import CheckAnswers
 from conformance.trace.specread import SpecView, read_with_spec
 from spec.lineage.store import derive_resumed_log
 from spec.log.events import Event
 from spec.log.json import FrozenDict, JsonValue, freeze_parsed_json
+from spec.protocol import Request
 
 REPLAY: Final = "replay"
 READER: Final = "reader"

@@ -22,11 +22,9 @@ from conformance.subject import Response, SubjectError, decode_response, encode_
 from conformance.trace.calls import TraceLog, derive_trace_log
 from conformance.trace.persistence import Entry, Tree
 from conformance.trace.strace import StraceProbe, read_trace, strace_options
+from spec.protocol import STORE_ROOT_ENV, Request
 
-STORE_ROOT_ENV: Final = "CONFORMANCE_STORE_ROOT"
 EXIT_TIMEOUT: Final = 30.0  # seconds a subject may take to exit once its stdin is closed
-
-Request = tuple[str, Mapping[str, Any]]
 
 
 class _Process:

@@ -16,8 +16,8 @@ from conformance import builders as build
 from conformance.crash import START_TIME, standard_workload
 from conformance.model import DurableLog, ModelStore
 from conformance.trace.persistence import EMPTY_TREE, Call, Cut, Disk, Tree, Write
-from conformance.trace.run import Request
 from spec.log.events import TURN_START, USER_MESSAGE
+from spec.protocol import Request
 
 RESUME_TIME: Final = START_TIME + 1_000  # ms: the clock of the resuming workload
 

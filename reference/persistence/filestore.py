@@ -37,6 +37,8 @@ from spec.format.framing import (
     LinePlace,
     decode_header_text,
     decode_jsonl_log,
+    decode_zstd_frame,
+    decode_zstd_frames,
     decode_zstd_log,
     describe_place,
     scan_zstd_frames,
@@ -91,51 +93,21 @@ def compress_frame(plaintext: bytes) -> bytes:
     return zstandard.ZstdCompressor(level=ZSTD_LEVEL, write_checksum=True).compress(plaintext)
 
 
-def decompress_frame(frame: bytes, offset: int) -> bytes:
-    """A complete frame's plaintext, checksum verified; any failure is a corrupt log at ``offset``."""
+def inflate_zstd(data: bytes) -> tuple[bytes, bool]:
+    """zstd's decompression of one frame's bytes, as :data:`spec.format.framing.Inflate` asks."""
     try:
         reader = zstandard.ZstdDecompressor().decompressobj()
-        plaintext = reader.decompress(frame)
-        if not reader.eof or reader.unused_data:
-            raise zstandard.ZstdError("frame did not end where its structure says")
+        plaintext = reader.decompress(data)
     except zstandard.ZstdError as error:
-        raise reject(
-            Code.CORRUPT_LOG,
-            f"corrupt Zstandard session log: frame at byte {offset} failed validation ({error})",
-        ) from None
-    return bytes(plaintext)
-
-
-def decompress_torn(partial: bytes) -> bytes:
-    """The plaintext of a torn frame's complete blocks, best effort: nothing when it fails."""
-    try:
-        return bytes(zstandard.ZstdDecompressor().decompressobj().decompress(partial))
-    except zstandard.ZstdError:
-        return b""
-
-
-def decompress_frames(data: bytes) -> tuple[list[DecodedFrame], DecodedFrame | None]:
-    """Cut zstd data into frames by the spec's scan and decompress each: the complete data frames
-    (skippable ones left out), and a torn final frame's blocks, if there is one."""
-    scan = scan_zstd_frames(data)
-    frames = [
-        DecodedFrame(
-            frame.offset, decompress_frame(data[frame.offset : frame.offset + frame.length], frame.offset)
-        )
-        for frame in scan.frames
-        if not frame.skippable
-    ]
-    torn = None
-    if scan.torn_offset is not None:
-        torn = DecodedFrame(scan.torn_offset, decompress_torn(data[scan.torn_offset :]))
-    return frames, torn
+        raise ValueError(str(error)) from None
+    return bytes(plaintext), reader.eof and not reader.unused_data
 
 
 def parse_log_bytes(data: bytes, compressed: bool) -> FramedLog:
     """Apply the spec's framing rules to a log's bytes (zstd frames, or plain lines)."""
     if not compressed:
         return decode_jsonl_log(data)
-    return decode_zstd_log(*decompress_frames(data))
+    return decode_zstd_log(*decode_zstd_frames(data, inflate_zstd))
 
 
 @dataclass(frozen=True)
@@ -376,7 +348,9 @@ class FileStore:
             if not scan.frames:
                 raise reject(Code.CORRUPT_LOG, "empty or header-less Zstandard session log")
             first = scan.frames[0]
-            plaintext = decompress_frame(data[first.offset : first.offset + first.length], first.offset)
+            plaintext = decode_zstd_frame(
+                data[first.offset : first.offset + first.length], first.offset, inflate_zstd
+            )
             return decode_header_line(
                 decode_zstd_log([DecodedFrame(first.offset, plaintext)], None).header_line,
                 file_name=_basename(path),

@@ -2,18 +2,18 @@
 become the header line and the stored records (SPEC-DECISIONS D3; notes/dsh-persistence §3.3,
 §4, §6).
 
-Decompression is not here (it needs a zstd library): :func:`scan_zstd_frames` finds the frame
-boundaries from their headers alone, the reference decompresses the frames it finds and hands
-the plaintexts back to :func:`decode_zstd_log`. What a record holds is read elsewhere
+Decompression itself is not here (it needs a zstd library): :func:`scan_zstd_frames` finds the
+frame boundaries from their headers alone, and :func:`decode_zstd_frames` hands each frame to the
+caller's :data:`Inflate` and judges what comes back, for :func:`decode_zstd_log`. What a record holds is read elsewhere
 (:mod:`spec.format.naming` for the header line, :mod:`spec.format.chunk_rows` for DSH's packed rows).
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, TypeAlias
 
 from spec.codes import Code, SpecError, reject
 from spec.format.json_text import decode_json_text
@@ -277,6 +277,50 @@ class DecodedFrame:
 
     offset: int
     plaintext: bytes
+
+
+Inflate: TypeAlias = Callable[[bytes], tuple[bytes, bool]]
+"""A zstd library's decompression of one frame's bytes: the plaintext of the blocks it decoded,
+and whether the frame ended, checksum verified, exactly where the bytes do; ``ValueError`` (its
+message the library's reason) when the bytes do not decode."""
+
+
+def decode_zstd_frame(frame: bytes, offset: int, inflate: Inflate) -> bytes:
+    """A complete frame's plaintext: the frame at byte ``offset`` must inflate whole, to its end
+    and with its checksum verified, or the log is corrupt, naming that offset (D3 item 5)."""
+    try:
+        plaintext, whole = inflate(frame)
+        if not whole:
+            raise ValueError("frame did not end where its structure says")
+    except ValueError as error:
+        raise reject(
+            Code.CORRUPT_LOG,
+            f"corrupt Zstandard session log: frame at byte {offset} failed validation ({error})",
+        ) from None
+    return plaintext
+
+
+def decode_zstd_frames(data: bytes, inflate: Inflate) -> tuple[list[DecodedFrame], DecodedFrame | None]:
+    """A zstd log's frames decompressed, as :func:`decode_zstd_log` takes them: the data is cut by
+    :func:`scan_zstd_frames`; skippable frames are left out; every other complete frame is read
+    by :func:`decode_zstd_frame`; a torn final frame gives the plaintext of the blocks it holds
+    whole, or nothing when they do not decode (D3 item 4)."""
+    scan = scan_zstd_frames(data)
+    frames = [
+        DecodedFrame(
+            frame.offset,
+            decode_zstd_frame(data[frame.offset : frame.offset + frame.length], frame.offset, inflate),
+        )
+        for frame in scan.frames
+        if not frame.skippable
+    ]
+    if scan.torn_offset is None:
+        return frames, None
+    try:
+        plaintext = inflate(data[scan.torn_offset :])[0]
+    except ValueError:
+        plaintext = b""
+    return frames, DecodedFrame(scan.torn_offset, plaintext)
 
 
 def decode_zstd_log(frames: Sequence[DecodedFrame], torn: DecodedFrame | None) -> FramedLog:

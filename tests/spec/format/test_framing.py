@@ -18,6 +18,7 @@ from spec.format.framing import (
     JsonlLine,
     ZstdFrame,
     decode_jsonl_log,
+    decode_zstd_frames,
     decode_zstd_log,
     scan_zstd_frames,
     split_jsonl,
@@ -491,3 +492,51 @@ def test_every_cut_of_a_last_frame_is_still_a_torn_tail_when_nothing_complete_fo
     last_start = len(whole) - len(frames[-1])
     for cut in range(last_start + 1, len(whole)):
         assert scan_zstd_frames(whole[:cut]).torn_offset == last_start
+
+
+# --- decode_zstd_frames ------------------------------------------------------------------------
+
+
+def inflate(data: bytes) -> tuple[bytes, bool]:
+    """zstandard's decompression of one frame's bytes, as spec.format.framing.Inflate asks."""
+    try:
+        reader = zstandard.ZstdDecompressor().decompressobj()
+        plaintext = reader.decompress(data)
+    except zstandard.ZstdError as error:
+        raise ValueError(str(error)) from None
+    return bytes(plaintext), reader.eof and not reader.unused_data
+
+
+def test_the_frames_are_inflated_the_skippable_left_out_and_a_torn_one_gives_its_whole_blocks() -> None:
+    skippable = (0x184D2A50).to_bytes(4, "little") + (3).to_bytes(4, "little") + b"abc"
+    first, second = frame(HEADER + b"\n"), frame(TURN_START + b"\n")
+    torn = frame(STEP_START + b"\n")[:-1]  # the checksum's last byte lost: the block is whole
+    data = first + skippable + second + torn
+    frames, torn_frame = decode_zstd_frames(data, inflate)
+    assert frames == [
+        DecodedFrame(0, HEADER + b"\n"),
+        DecodedFrame(len(first) + len(skippable), TURN_START + b"\n"),
+    ]
+    assert torn_frame == DecodedFrame(len(data) - len(torn), STEP_START + b"\n")
+
+
+def test_a_complete_frame_that_does_not_inflate_whole_is_corrupt_at_its_offset() -> None:
+    first, second = frame(HEADER + b"\n"), bytearray(frame(TURN_START + b"\n"))
+    second[-1] ^= 0xFF  # its checksum
+    with pytest.raises(SpecError) as raised:
+        decode_zstd_frames(first + bytes(second), inflate)
+    assert raised.value.code == Code.CORRUPT_LOG
+    assert f"frame at byte {len(first)} failed validation" in raised.value.message
+    with pytest.raises(SpecError, match=r"frame at byte 0 failed validation \(frame did not end"):
+        decode_zstd_frames(first, lambda data: (inflate(data)[0], False))
+
+
+def test_a_torn_frame_that_does_not_decode_gives_nothing() -> None:
+    first, torn = frame(HEADER + b"\n"), frame(TURN_START + b"\n")[:-1]
+
+    def refuse_torn(data: bytes) -> tuple[bytes, bool]:
+        if data == torn:
+            raise ValueError("not a frame")
+        return inflate(data)
+
+    assert decode_zstd_frames(first + torn, refuse_torn)[1] == DecodedFrame(len(first), b"")
