@@ -942,7 +942,8 @@ def _error(rid: JsonValue, code: str, message: str) -> dict[str, JsonValue]:
 
 def serve(subject: ReferenceSubject, lines: Callable[[], str], write: Callable[[str], object]) -> None:
     """The stdio loop: each line is one request; each answer is one line. A line that is not a
-    JSON object is answered ``BAD_REQUEST`` (with ``rid`` null)."""
+    JSON object is answered ``BAD_REQUEST`` (with ``rid`` null); a request whose handling or
+    answer raises is answered ``INTERNAL`` with its rid, and the loop serves the next line."""
     while line := lines():
         if not line.strip():
             continue
@@ -952,10 +953,19 @@ def serve(subject: ReferenceSubject, lines: Callable[[], str], write: Callable[[
             response = _error(None, BAD_REQUEST, f"request is not JSON: {error}")
         else:
             if isinstance(request, dict):
-                response = subject.handle(request)
+                try:
+                    response = subject.handle(request)
+                except Exception as error:
+                    response = _error(request.get("rid"), INTERNAL, repr(error))
             else:
                 response = _error(None, BAD_REQUEST, "request must be a JSON object")
-        write(encode_json_text(response) + "\n")
+        try:
+            text = encode_json_text(response)
+        except Exception as error:  # an answer outside the JSON domain (an infinity, a bad key)
+            text = encode_json_text(
+                _error(response.get("rid"), INTERNAL, f"the answer is not JSON: {error!r}")
+            )
+        write(text + "\n")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
