@@ -167,6 +167,18 @@ def test_an_unusable_endpoint_is_a_usage_error_with_a_sentence(argv: list[str], 
     assert message in out.getvalue() and "Traceback" not in out.getvalue()
 
 
+@pytest.mark.parametrize("kind", ["file", "file+plain", "logs", "sqlite"])
+def test_a_source_that_does_not_exist_is_unreadable_and_nothing_is_created(tmp_path: Path, kind: str) -> None:
+    source = tmp_path / "typo" / "db.sqlite3"
+    out = io.StringIO()
+    status = main(
+        ["copy", "--from", f"{kind}:{source}", "--to", f"sqlite:{tmp_path / 'to.sqlite3'}"], out=out
+    )
+    assert status == 3
+    assert "[PATH_NOT_FOUND]" in out.getvalue() and "does not exist" in out.getvalue()
+    assert list(tmp_path.iterdir()) == []  # neither the source nor the destination was made
+
+
 def test_a_copy_killed_halfway_is_completed_by_running_it_again(
     corpus_store: tuple[Path, dict[str, Any]], postgres_endpoint: str
 ) -> None:
