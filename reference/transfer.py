@@ -171,14 +171,15 @@ def require_source(endpoint: Endpoint) -> None:
         )
 
 
-def open_store(endpoint: Endpoint) -> PersistenceService:
-    """The store an endpoint names (not ``logs:``, which is no store)."""
+def open_store(endpoint: Endpoint, source: bool = False) -> PersistenceService:
+    """The store an endpoint names (not ``logs:``, which is no store); a source SQLite database is
+    opened read-only."""
     if endpoint.kind in ("file", "file+plain"):
         return FileStore(os.path.abspath(endpoint.where), compressed=endpoint.kind == "file")
     if endpoint.kind == "sqlite":
         from reference.persistence.sqlite import SqliteStore
 
-        return SqliteStore(endpoint.where)
+        return SqliteStore(endpoint.where, read_only=source)
     if endpoint.kind == "postgres":
         from reference.persistence.postgres import PostgresStore
 
@@ -304,7 +305,7 @@ def command_copy(
         if destination_endpoint.kind == "logs":
             raise EndpointError("logs: can only be a source: write to file:, sqlite: or postgres:")
         require_source(source_endpoint)
-        source_store = None if source_endpoint.kind == "logs" else open_store(source_endpoint)
+        source_store = None if source_endpoint.kind == "logs" else open_store(source_endpoint, source=True)
         destination_store = open_store(destination_endpoint)
     except (EndpointError, ValueError) as error:
         print(f"dsh-session copy: {error}", file=out)
