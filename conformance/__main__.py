@@ -16,8 +16,9 @@ both, like files, runs its vectors and its stateful checks.
 Exit codes: 0 no case failed and at least one passed (or, with --expect, every case ended as
 expected); 1 a case failed, nothing passed, or the expectations were not met; 2 the command line is wrong (an unknown family, a
 vectors folder with no vectors, an output path that cannot be written); 3 the subject could not
-be reached (it does not start or does not answer hello); 130 interrupted (the partial report is
-written).
+be reached (it does not start, its factory raises, or it does not answer hello) or a vector file
+is malformed (each said with a code and a sentence, no traceback); 130 interrupted (the partial
+report is written).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from conformance.report import (
     format_table,
     write_junit,
 )
-from conformance.runner import Hello, family_names, hello, load_vectors, run_suite
+from conformance.runner import Hello, VectorFileError, family_names, hello, load_vectors, run_suite
 from conformance.subject import DEFAULT_TIMEOUT, StdioSubject, Subject, SubjectError, load_subject
 
 DEFAULT_JUNIT = Path("conformance-report.xml")
@@ -138,8 +139,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (UsageError, ExpectationError) as error:
         print(f"conformance: {error}", file=sys.stderr)
         return EXIT_USAGE
+    except VectorFileError as error:
+        print(f"conformance: [{error.code}] {error}", file=sys.stderr)
+        return EXIT_UNREACHABLE
     try:
         subject = open_subject(args)
+    except SubjectError as error:
+        print(f"conformance: [SUBJECT_NOT_STARTED] the subject could not be made: {error}", file=sys.stderr)
+        return EXIT_UNREACHABLE
     except (ImportError, AttributeError, TypeError, ValueError) as error:
         print(f"conformance: cannot load subject {args.subject!r}: {error}", file=sys.stderr)
         return EXIT_USAGE

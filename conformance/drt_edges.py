@@ -6,7 +6,9 @@ but ``delegationDepth: true`` is one input in hundreds. These are those inputs, 
 time, for the rules whose domain slips a port makes (issue 10): each header field at each of
 its edges (integral floats, booleans for numbers, 2**53, null for absent, the wrong type);
 session ids and cwds with every edge character (UTF-16 versus code points); JSONL text holding
-every character some line splitters end a line at, with ``\\n`` and ``\\r\\n`` line ends; logs
+every character some line splitters end a line at, with ``\\n`` and ``\\r\\n`` line ends, and
+every edge of JSON text (numbers past and below a double, lone and inverted surrogate escapes, a
+byte order mark, 20,000 levels of nesting); logs
 with several content blocks, unknown block types, two tool calls in one message, and a seq or
 a turn given as an integral float, a boolean or 2**53; tool-result text sized at the prune
 thresholds, in one block or split over two.
@@ -111,6 +113,26 @@ def jsonl_edges() -> list[JsonObject]:
     return texts
 
 
+JSON_TEXT_EDGES: Final = (
+    "1e999999",  # past the largest double: refused, never Infinity
+    "1" + "0" * 400,
+    "[1e-400,-1e-400]",  # below the smallest: 0
+    "[0.1000000000000000055511151231257827,9007199254740993]",  # the nearest double
+    '["\\ud800","\\udc00","\\udc00\\ud800","\\ud83d\\ude00"]',  # lone, inverted, paired halves
+    "[\u0661]",  # a digit outside ASCII
+    "[" * 20_000 + "]" * 20_000,  # D6: any depth
+)
+
+
+def json_text_edges() -> list[JsonObject]:
+    """A header line and an event whose data is one edge of JSON text (docs/choices.md "JSON
+    text's edges"), and the same event after a byte order mark."""
+    header = encode_json_text({"type": "session", **BASE_HEADER})
+    lines = [f'{{"type":"custom/x","seq":0,"time":0,"data":{data}}}' for data in JSON_TEXT_EDGES]
+    lines.append('\ufeff{"type":"custom/x","seq":0,"time":0,"data":{}}')
+    return [{"text": f"{header}\n{line}\n"} for line in lines]
+
+
 def surface_inputs(nodes: bool = False, seq: bool = False) -> list[JsonObject]:
     inputs: list[JsonObject] = []
     for log in edge_logs():
@@ -155,7 +177,7 @@ EDGE_INPUTS: Final[Mapping[str, Callable[[], list[JsonObject]]]] = {
         for cwd in ({}, {"cwd": None}, {"cwd": f"/w/{values.NON_BMP}"})
         for c in (True, False)
     ],
-    "spec.framing.decode_jsonl_log": jsonl_edges,
+    "spec.framing.decode_jsonl_log": lambda: [*jsonl_edges(), *json_text_edges()],
     "spec.surface.fold_surface": surface_inputs,
     "spec.repair.derive_closers": surface_inputs,
     "spec.checker.check_log": surface_inputs,

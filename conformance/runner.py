@@ -34,11 +34,29 @@ PROTOCOL_FAMILY: Final = "protocol"  # where a run reports that the subject coul
 # --- vectors ---------------------------------------------------------------------------------------
 
 
+class VectorFileError(ValueError):
+    """A vector file that cannot be run: not UTF-8 JSON, or not a vector's shape (``code``
+    ``VECTOR_MALFORMED``, and a sentence naming the file)."""
+
+    code = "VECTOR_MALFORMED"
+
+
 def load_vectors(directory: Path = VECTORS_DIR) -> list[dict[str, Any]]:
-    """Every vector under ``directory``, family folder by family folder, in file-name order."""
+    """Every vector under ``directory``, family folder by family folder, in file-name order.
+    Raises :class:`VectorFileError` for a file that is not JSON, not an object, or has no
+    ``name`` and neither ``steps`` (a list) nor ``function``."""
     vectors: list[dict[str, Any]] = []
     for path in sorted(directory.glob("*/*.json")):
-        vector = json.loads(path.read_text(encoding="utf-8"))
+        try:
+            vector = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            raise VectorFileError(f"{path}: not a readable JSON file ({error})") from None
+        if not isinstance(vector, dict):
+            raise VectorFileError(f"{path}: a vector is a JSON object, this is a {type(vector).__name__}")
+        if not isinstance(vector.get("name"), str) or not (
+            isinstance(vector.get("steps"), list) or isinstance(vector.get("function"), str)
+        ):
+            raise VectorFileError(f"{path}: a vector has a name and either steps (a list) or a function")
         vector.setdefault("family", path.parent.name)
         vectors.append(vector)
     return vectors
@@ -90,8 +108,11 @@ def _run_steps(subject: Subject, steps: Sequence[Mapping[str, Any]], target: Tar
     for number, step in enumerate(steps):
         args = dict(step["request"])
         op = str(args.pop("op"))
-        response = _unless_unsupported(subject.request(op, **args), op)
-        problem = compare(step["expect"], response, op, target)
+        try:
+            response = _unless_unsupported(subject.request(op, **args), op)
+            problem = compare(step["expect"], response, op, target)
+        except SubjectError as error:
+            problem = f"the subject broke the protocol: {error}"
         if problem is not None:
             return f"step {number} ({op}): {problem}\nrequest: {short(step['request'])}"
     return None
@@ -99,10 +120,13 @@ def _run_steps(subject: Subject, steps: Sequence[Mapping[str, Any]], target: Tar
 
 def _run_pure(subject: Subject, vector: Mapping[str, Any], target: Target) -> str | None:
     function = str(vector["function"])
-    response = _unless_unsupported(
-        subject.request("call", function=function, input=vector["input"]), function
-    )
-    problem = compare(vector["expect"], response, "call", target, function)
+    try:
+        response = _unless_unsupported(
+            subject.request("call", function=function, input=vector["input"]), function
+        )
+        problem = compare(vector["expect"], response, "call", target, function)
+    except SubjectError as error:
+        problem = f"the subject broke the protocol: {error}"
     if problem is None:
         return None
     return f"call {function}: {problem}\ninput: {short(vector['input'])}"

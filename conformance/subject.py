@@ -365,4 +365,8 @@ def load_subject(spec: str, timeout: float | None = None) -> InProcessSubject:
         factory = getattr(factory, part)
     if not callable(factory):
         raise TypeError(f"{spec!r} is not callable")
-    return InProcessSubject(factory(), timeout=timeout)
+    try:
+        target = factory()
+    except Exception as error:
+        raise SubjectError(f"{spec}() raised {error!r}") from error
+    return InProcessSubject(target, timeout=timeout)

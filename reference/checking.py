@@ -45,11 +45,16 @@ EXIT_PRECEDENCE: Final = (EXIT_UNREADABLE, EXIT_NO_LOGS, EXIT_FINDINGS, EXIT_OK)
 
 NO_LOGS_FOUND: Final = "NO_LOGS_FOUND"  # the code of a directory that holds no log file
 READ_RULE: Final = "log-readable"  # the SARIF rule of a file that could not be read as a log
+TORN_RULE: Final = "torn-tail"  # the SARIF rule (a note) of a torn tail the reader dropped
 RELATIONAL_HINT: Final = (
     "only relational rules are broken: --core-only (what a DSH session itself checks when it loads "
     "a log) would pass. The relational rules add how turns, steps, tool calls and compaction "
     "brackets nest, shadow prices, repair closers and the header's lineage; a fragment cut from a "
     "longer session breaks them without being damaged. dsh-session rules lists them all."
+)
+TORN_NOTE: Final = (
+    "a crash cut the last write short; the events before it are read, and the next resume cuts the "
+    "file back to where the tail starts (SPEC-DECISIONS D3 item 4)"
 )
 SARIF_SCHEMA: Final = "https://json.schemastore.org/sarif-2.1.0.json"
 
@@ -85,6 +90,17 @@ class CheckedLog:
         if 0 <= violation.seq < len(self.file.places):
             return self.file.places[violation.seq]
         return None
+
+    @property
+    def torn(self) -> str | None:
+        """Where the torn tail the reader dropped starts (``torn tail from line 11, byte 1496``),
+        or ``None`` when the log ends clean."""
+        if self.file is None or (self.file.torn_place is None and self.file.log.truncate_to is None):
+            return None
+        place = self.file.torn_place
+        if place is None:
+            return f"torn tail from byte {self.file.log.truncate_to}"
+        return f"torn tail from line {place.line}, byte {place.byte}"
 
 
 @dataclass(frozen=True)
@@ -205,14 +221,7 @@ def render_text(outcomes: Iterable[Outcome], out: TextIO) -> int:
         assert file is not None
         count = len(outcome.violations)
         verdict = "ok" if not count else f"{count} violation{'s' if count > 1 else ''}"
-        torn = ""
-        if file.torn_place is not None or file.log.truncate_to is not None:
-            place = file.torn_place
-            torn = (
-                f" (torn tail from line {place.line}, byte {place.byte}, ignored)"
-                if place is not None
-                else f" (torn tail from byte {file.log.truncate_to} ignored)"
-            )
+        torn = "" if outcome.torn is None else f" ({outcome.torn}, ignored)"
         print(
             f"{outcome.path}: {len(file.events)} events, format v{file.log.format_version} ({file.form}), "
             f"{verdict}{torn}",
@@ -288,6 +297,7 @@ def json_row(outcome: Outcome) -> dict[str, object]:
         "events": len(file.events),
         "tornAt": file.log.truncate_to,
         "tornLine": None if file.torn_place is None else file.torn_place.line,
+        "torn": None if outcome.torn is None else f"{outcome.torn}, ignored: {TORN_NOTE}",
         "violations": violations,
         "groups": [
             {"rule": group.rule, "count": len(group.violations), "seqs": [v.seq for v in group.violations]}
@@ -334,6 +344,15 @@ def sarif_log(outcomes: Sequence[Outcome]) -> dict[str, object]:
             "defaultConfiguration": {"level": "error"},
         }
     )
+    rules.append(
+        {
+            "id": TORN_RULE,
+            "name": TORN_RULE,
+            "shortDescription": {"text": "The log ends in a torn tail, which the reader drops."},
+            "fullDescription": {"text": f"A write was cut short at the end of the log: {TORN_NOTE}."},
+            "defaultConfiguration": {"level": "note"},
+        }
+    )
     index = {str(rule["id"]): position for position, rule in enumerate(rules)}
     results: list[dict[str, object]] = []
     for outcome in outcomes:
@@ -345,6 +364,13 @@ def sarif_log(outcomes: Sequence[Outcome]) -> dict[str, object]:
             message = f"[{outcome.error.code}] {outcome.error.message}"
             results.append(_sarif_result(READ_RULE, index, message, outcome.path))
         else:
+            if outcome.torn is not None and outcome.file is not None:
+                # in the file's own bytes: a plain log's line and byte, a zstd log's cut offset
+                torn = outcome.file.torn_place
+                if torn is None or torn.frame is not None:
+                    torn = LinePlace(0, outcome.file.log.truncate_to or 0)
+                message = f"{outcome.torn}, ignored: {TORN_NOTE}"
+                results.append(_sarif_result(TORN_RULE, index, message, outcome.path, torn, level="note"))
             for violation in outcome.violations:
                 place = outcome.place_of(violation)
                 where = "the log" if violation.seq is None else f"seq {violation.seq}"
@@ -384,17 +410,18 @@ def _sarif_result(
     path: str,
     place: LinePlace | None = None,
     properties: dict[str, object] | None = None,
+    level: str = "error",
 ) -> dict[str, object]:
     location: dict[str, object] = {"artifactLocation": {"uri": artifact_uri(path)}}
     if place is not None:
-        region: dict[str, object] = {"startLine": place.line}
+        region: dict[str, object] = {"startLine": place.line} if place.line else {}
         if place.frame is None:
             region["byteOffset"] = place.byte
         location["region"] = region
     result: dict[str, object] = {
         "ruleId": rule,
         "ruleIndex": index[rule],
-        "level": "error",
+        "level": level,
         "message": {"text": message},
         "locations": [{"physicalLocation": location}],
     }

@@ -18,14 +18,15 @@ from reference.database_subjects import make_subject
 from reference.directory import subject_from_environment
 from reference.subject import ENGINE_OPS, ReferenceSubject
 from reference.subject.base import STORE_ROOT
-from reference.subject.requests import BAD_REQUEST, Args, error_response
+from reference.subject.requests import BAD_REQUEST, INTERNAL, Args, error_response
 from spec.codes import SpecError
 from spec.format.json_text import decode_json_text, encode_json_text
 
 
 def serve(subject: ReferenceSubject, lines: Callable[[], str], write: Callable[[str], object]) -> None:
     """The stdio loop: each line is one request; each answer is one line. A line that is not a
-    JSON object is answered ``BAD_REQUEST`` (with ``rid`` null)."""
+    JSON object is answered ``BAD_REQUEST`` (with ``rid`` null); a request whose handling or
+    answer raises is answered ``INTERNAL`` with its rid, and the loop serves the next line."""
     while line := lines():
         if not line.strip():
             continue
@@ -35,10 +36,19 @@ def serve(subject: ReferenceSubject, lines: Callable[[], str], write: Callable[[
             response = error_response(None, BAD_REQUEST, f"request is not JSON: {error}")
         else:
             if isinstance(request, dict):
-                response = subject.handle(request)
+                try:
+                    response = subject.handle(request)
+                except Exception as error:
+                    response = error_response(request.get("rid"), INTERNAL, repr(error))
             else:
                 response = error_response(None, BAD_REQUEST, "request must be a JSON object")
-        write(encode_json_text(response) + "\n")
+        try:
+            text = encode_json_text(response)
+        except Exception as error:  # an answer outside the JSON domain (an infinity, a bad key)
+            text = encode_json_text(
+                error_response(response.get("rid"), INTERNAL, f"the answer is not JSON: {error!r}")
+            )
+        write(text + "\n")
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Final, TextIO
 
-from reference.logfile import InputError, find_logs, read_log_file
+from reference.logfile import InputCode, InputError, find_logs, read_log_file
 from reference.persistence.api import PersistenceService, StoredLog
 from reference.persistence.database import DatabaseStore
 from reference.persistence.filestore import LOG_NAMES, FileStore, load_log
@@ -161,14 +161,26 @@ def database_entries(store: DatabaseStore) -> Iterator[SourceEntry]:
         yield SourceEntry(session_id, session_id, partial(store.read, session_id))
 
 
-def open_store(endpoint: Endpoint) -> PersistenceService:
-    """The store an endpoint names (not ``logs:``, which is no store)."""
+def require_source(endpoint: Endpoint) -> None:
+    """A source is read, never made: a path that does not exist is :class:`InputError`
+    ``PATH_NOT_FOUND`` before any store is opened on it (an SQLite store would create the file and
+    its directory; a file store would copy nothing and report success)."""
+    if endpoint.kind != "postgres" and not os.path.exists(endpoint.where):
+        raise InputError(
+            InputCode.PATH_NOT_FOUND,
+            f"the source {endpoint.kind}:{endpoint.where} does not exist; nothing was copied or created",
+        )
+
+
+def open_store(endpoint: Endpoint, source: bool = False) -> PersistenceService:
+    """The store an endpoint names (not ``logs:``, which is no store); a source SQLite database is
+    opened read-only."""
     if endpoint.kind in ("file", "file+plain"):
         return FileStore(os.path.abspath(endpoint.where), compressed=endpoint.kind == "file")
     if endpoint.kind == "sqlite":
         from reference.persistence.sqlite import SqliteStore
 
-        return SqliteStore(endpoint.where)
+        return SqliteStore(endpoint.where, read_only=source)
     if endpoint.kind == "postgres":
         from reference.persistence.postgres import PostgresStore
 
@@ -293,11 +305,15 @@ def command_copy(
         source_endpoint, destination_endpoint = parse_endpoint(source), parse_endpoint(destination)
         if destination_endpoint.kind == "logs":
             raise EndpointError("logs: can only be a source: write to file:, sqlite: or postgres:")
-        source_store = None if source_endpoint.kind == "logs" else open_store(source_endpoint)
+        require_source(source_endpoint)
+        source_store = None if source_endpoint.kind == "logs" else open_store(source_endpoint, source=True)
         destination_store = open_store(destination_endpoint)
     except (EndpointError, ValueError) as error:
         print(f"dsh-session copy: {error}", file=out)
         return EXIT_USAGE
+    except InputError as error:
+        print(f"dsh-session copy: cannot read the source [{error.code}] {error.message}", file=out)
+        return EXIT_UNREADABLE
     except SpecError as error:
         print(f"dsh-session copy: cannot open an endpoint [{error.code}] {error.message}", file=out)
         return EXIT_UNREADABLE

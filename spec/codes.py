@@ -15,6 +15,12 @@ class Code(StrEnum):
     DATA_NOT_JSON = "DATA_NOT_JSON"
     SURFACE_METADATA_NOT_JSON = "SURFACE_METADATA_NOT_JSON"
 
+    # --- JSON text: the bytes and characters of a line or a message (D3, D5; docs/choices.md) ---
+    JSON_TEXT_INVALID = "JSON_TEXT_INVALID"
+    JSON_NOT_UTF8 = "JSON_NOT_UTF8"
+    JSON_BYTE_ORDER_MARK = "JSON_BYTE_ORDER_MARK"
+    JSON_NUMBER_OUT_OF_RANGE = "JSON_NUMBER_OUT_OF_RANGE"
+
     # --- the event envelope and legacy vocabulary (notes/dsh-session-core §1.3, §5.1) ---
     EVENT_TYPE_INVALID = "EVENT_TYPE_INVALID"
     LEGACY_HEADER_DELTA = "LEGACY_HEADER_DELTA"
@@ -149,6 +155,13 @@ class Code(StrEnum):
 MEANING: dict[Code, str] = {
     Code.DATA_NOT_JSON: "event data is outside the lossless JSON domain (D5)",
     Code.SURFACE_METADATA_NOT_JSON: "surfaceOp or sourceEventSeqs is outside the lossless JSON domain",
+    Code.JSON_TEXT_INVALID: "JSON text must be exactly one JSON value (RFC 8259): no NaN, Infinity, "
+    "trailing commas or extra data",
+    Code.JSON_NOT_UTF8: "JSON text is strict UTF-8: invalid, overlong or surrogate-encoding bytes (UTF-16 "
+    "and UTF-32 included) and raw surrogate code points are refused",
+    Code.JSON_BYTE_ORDER_MARK: "JSON text must not begin with a byte order mark (JSON.parse refuses one)",
+    Code.JSON_NUMBER_OUT_OF_RANGE: "a JSON number beyond the largest double would read as Infinity, "
+    "which the domain does not hold (D5)",
     Code.EVENT_TYPE_INVALID: "an event type must be a non-empty string",
     Code.LEGACY_HEADER_DELTA: "request/header-delta is a retired legacy event type",
     Code.LEGACY_FALLBACK_REASON: "request/header with reason 'fallback' is retired legacy vocabulary",

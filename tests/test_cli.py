@@ -332,7 +332,7 @@ def test_sarif_output_is_sarif_2_1_0_with_one_result_per_violation_at_its_file_l
     assert code == 3
     (run_,) = sarif["runs"]
     rules = run_["tool"]["driver"]["rules"]
-    assert {rule["id"] for rule in rules} == {*RULES, "log-readable"}
+    assert {rule["id"] for rule in rules} == {*RULES, "log-readable", "torn-tail"}
     results = run_["results"]
     assert [r["ruleId"] for r in results] == ["step-scoped"] * 5 + ["log-readable"]
     lines = (tmp_path / "fragment.jsonl").read_bytes().splitlines(keepends=True)
@@ -350,6 +350,31 @@ def test_sarif_output_is_sarif_2_1_0_with_one_result_per_violation_at_its_file_l
 def test_sarif_of_a_clean_log_has_no_results_and_exits_zero(tmp_path: Path) -> None:
     code, text = run("check", "--format", "sarif", str(write_session(tmp_path)))
     assert code == 0 and json.loads(text)["runs"][0]["results"] == []
+
+
+@pytest.mark.parametrize("compressed", [False, True])
+def test_a_torn_tail_is_a_sarif_note_and_a_json_record_with_its_file_and_byte(
+    tmp_path: Path, compressed: bool
+) -> None:
+    import jsonschema
+
+    log = write_session(tmp_path, compressed=compressed)
+    clean = log.stat().st_size
+    with log.open("ab") as file:
+        file.write(b"\x28\xb5\x2f\xfd\x00" if compressed else b'{"type":"tu')
+    code, text = run("check", "--format", "sarif", str(log))
+    sarif = json.loads(text)
+    jsonschema.validate(sarif, SARIF_SHAPE)
+    (run_,) = sarif["runs"]
+    (note,) = run_["results"]
+    assert code == 0 and note["ruleId"] == "torn-tail" and note["level"] == "note"
+    assert run_["tool"]["driver"]["rules"][note["ruleIndex"]]["defaultConfiguration"] == {"level": "note"}
+    location = note["locations"][0]["physicalLocation"]
+    assert location["artifactLocation"]["uri"].endswith(log.name)
+    assert location["region"]["byteOffset"] == clean and f"byte {clean}" in note["message"]["text"]
+    code, text = run("check", "--format", "json", str(log))
+    row = json.loads(text)
+    assert code == 0 and row["tornAt"] == clean and f"byte {clean}, ignored" in row["torn"]
 
 
 # --- real files as users have them ---------------------------------------------------------------

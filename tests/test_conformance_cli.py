@@ -10,11 +10,14 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
 
-from conformance.__main__ import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, main
+from conformance.__main__ import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_UNREACHABLE, EXIT_USAGE, main
+from reference.server import ReferenceSubject
+from spec.log.json import JsonValue
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = "reference.server:ReferenceSubject"
@@ -43,6 +46,66 @@ def test_a_vectors_folder_with_no_vectors_is_a_usage_error_not_a_green_run(tmp_p
         ["--subject", REFERENCE, "--vectors", str(tmp_path / "none"), "--junit", str(tmp_path / "r.xml")]
     )
     assert code == EXIT_USAGE
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("{not json", "not a readable JSON file"),
+        ("[1, 2]", "a vector is a JSON object, this is a list"),
+        ('{"name": "x", "family": "json"}', "either steps (a list) or a function"),
+        (b"\xff\xfe{}", "not a readable JSON file"),
+    ],
+)
+def test_a_malformed_vector_file_is_refused_with_a_code_and_a_sentence_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str | bytes, why: str
+) -> None:
+    folder = tmp_path / "vectors" / "json"
+    folder.mkdir(parents=True)
+    bad = folder / "bad.json"
+    bad.write_bytes(text if isinstance(text, bytes) else text.encode())
+    code = main(
+        ["--subject", REFERENCE, "--vectors", str(tmp_path / "vectors"), "--junit", str(tmp_path / "r.xml")]
+    )
+    error = capsys.readouterr().err
+    assert code == EXIT_UNREACHABLE
+    assert "[VECTOR_MALFORMED]" in error and str(bad) in error and why in error
+
+
+def raising_factory() -> object:
+    raise RuntimeError("no database here")
+
+
+class RaisesOnCreate(ReferenceSubject):
+    def handle(self, request: Mapping[str, JsonValue]) -> dict[str, JsonValue]:
+        if request.get("op") == "create":
+            raise RuntimeError("create blew up")
+        return super().handle(request)
+
+
+def test_a_subject_factory_that_raises_is_a_code_and_a_sentence_with_exit_3(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code = main(["--subject", f"{__name__}:raising_factory", "--junit", str(tmp_path / "r.xml")])
+    error = capsys.readouterr().err
+    assert code == EXIT_UNREACHABLE
+    assert "[SUBJECT_NOT_STARTED]" in error and "no database here" in error
+
+
+def test_a_handle_that_raises_mid_run_is_reported_with_the_request(tmp_path: Path) -> None:
+    report = tmp_path / "r.json"
+    argv = [
+        "--subject",
+        f"{__name__}:RaisesOnCreate",
+        "--families",
+        "json",
+        "--junit",
+        str(tmp_path / "r.xml"),
+    ]
+    assert main([*argv, "--json", str(report)]) == EXIT_FAILED
+    failed = [case for case in json.loads(report.read_text())["cases"] if case["outcome"] == "failed"]
+    assert failed and all("create blew up" in case["detail"] for case in failed)
+    assert all('request: {"id": "s", "op": "create"}' in case["detail"] for case in failed)
 
 
 def test_an_unknown_family_is_a_usage_error_that_names_the_choices(

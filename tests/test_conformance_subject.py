@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 import sys
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
@@ -23,6 +24,8 @@ from conformance.subject import (
     load_subject,
 )
 from reference.server import ReferenceSubject
+from spec.format.json_text import decode_json_text
+from spec.log.json import JsonValue
 
 PY = sys.executable
 
@@ -284,6 +287,34 @@ def test_the_stdio_loop_answers_a_line_that_is_not_json_as_a_bad_request() -> No
         (False, True),
         (False, True),
     ]
+
+
+class _Raising(ReferenceSubject):
+    """Handling ``boom`` raises; ``inf`` answers a value no JSON text holds."""
+
+    def handle(self, request: Mapping[str, JsonValue]) -> dict[str, JsonValue]:
+        if request.get("op") == "boom":
+            raise RuntimeError("handling failed")
+        if request.get("op") == "inf":
+            return {"rid": request.get("rid"), "ok": True, "result": float("inf")}
+        return super().handle(request)
+
+
+def test_the_stdio_loop_answers_a_raising_request_as_internal_with_its_rid_and_keeps_serving() -> None:
+    from reference.server import serve
+
+    lines = iter(
+        ['{"rid": 7, "op": "boom"}\n', '{"rid": 8, "op": "inf"}\n', '{"rid": 9, "op": "hello"}\n', ""]
+    )
+    written: list[str] = []
+    serve(_Raising(), lambda: next(lines), written.append)
+    answers: list[Any] = [decode_json_text(line) for line in written]
+    assert [(a["rid"], a["ok"], a.get("error", {}).get("code")) for a in answers] == [
+        (7, False, "INTERNAL"),
+        (8, False, "INTERNAL"),
+        (9, True, None),
+    ]
+    assert "handling failed" in written[0]
 
 
 # --- comparing and reporting ---------------------------------------------------------------------

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import random
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -165,6 +166,36 @@ def test_an_unusable_endpoint_is_a_usage_error_with_a_sentence(argv: list[str], 
     out = io.StringIO()
     assert main(["copy", *argv], out=out) == 2
     assert message in out.getvalue() and "Traceback" not in out.getvalue()
+
+
+@pytest.mark.parametrize("kind", ["file", "file+plain", "logs", "sqlite"])
+def test_a_source_that_does_not_exist_is_unreadable_and_nothing_is_created(tmp_path: Path, kind: str) -> None:
+    source = tmp_path / "typo" / "db.sqlite3"
+    out = io.StringIO()
+    status = main(
+        ["copy", "--from", f"{kind}:{source}", "--to", f"sqlite:{tmp_path / 'to.sqlite3'}"], out=out
+    )
+    assert status == 3
+    assert "[PATH_NOT_FOUND]" in out.getvalue() and "does not exist" in out.getvalue()
+    assert list(tmp_path.iterdir()) == []  # neither the source nor the destination was made
+
+
+def test_an_sqlite_source_is_opened_read_only_neither_upgraded_nor_given_a_lock_folder(
+    tmp_path: Path,
+) -> None:
+    source = tmp_path / "s.sqlite3"
+    database = SqliteStore(str(source))
+    SessionStore(database, clock=lambda: 5).create("one").flush()
+    database.close()
+    shutil.rmtree(f"{source}.locks")
+    status, summary, _ = copy(f"sqlite:{source}", f"file:{tmp_path / 'files'}")
+    assert status == 0 and summary.startswith("1 copied")
+    assert not Path(f"{source}.locks").exists()
+    empty = tmp_path / "empty.sqlite3"
+    empty.touch()
+    status, summary, _ = copy(f"sqlite:{empty}", f"file:{tmp_path / 'files'}")
+    assert status == 3 and "[UNSUPPORTED_FORMAT]" in summary and "read-only" in summary
+    assert empty.stat().st_size == 0  # no tables were made in it
 
 
 def test_a_copy_killed_halfway_is_completed_by_running_it_again(

@@ -16,7 +16,17 @@ from conformance.cases.build import GenerationError
 from spec.checks.log import RULES
 from spec.codes import Code
 
+_JSON_TEXT_WRAPPED: Final = (
+    "a reading of JSON text names its edge with this code, and every reader that answers through the "
+    "protocol wraps it: a stored line's refusal is CORRUPT_LOG (HEADER_LINE_INVALID for the header line), "
+    "a request's is BAD_REQUEST; the json vectors' stored lines meet it so (spec/format/json_text.py)"
+)
+
 UNREACHABLE: Final[Mapping[Code, str]] = {
+    Code.JSON_TEXT_INVALID: _JSON_TEXT_WRAPPED,
+    Code.JSON_NOT_UTF8: _JSON_TEXT_WRAPPED,
+    Code.JSON_BYTE_ORDER_MARK: _JSON_TEXT_WRAPPED,
+    Code.JSON_NUMBER_OUT_OF_RANGE: _JSON_TEXT_WRAPPED,
     Code.SURFACE_METADATA_NOT_JSON: "surfaceOp and sourceEventSeqs arrive as JSON, and an absent key means "
     "'not passed'; no request carries a value outside the lossless domain (D5 keeps -0 and unsafe integers "
     "out of vectors)",

@@ -2,18 +2,38 @@
 
 Covers what ``data`` an append accepts (any JSON value, ``null`` included; an absent value is not
 JSON) and that what is committed is exactly what was sent: text, safe integers, fractions,
-nesting and the empty key survive the round trip.
+nesting and the empty key survive the round trip. Then the edges of JSON *text*, as a stored line
+holds them (:mod:`spec.format.json_text`; docs/choices.md "JSON text's edges"): a number past the
+largest double is damage, never Infinity; one below the smallest reads as 0 and one with more
+digits than a double holds as the nearest double; a byte order mark and a digit outside ASCII
+make a line unparsable. Escaped lone and inverted surrogates are kept, as JSON.parse keeps them:
+a vector file cannot hold a lone surrogate, so pure-drt's edges try them
+(:func:`conformance.drt_edges.jsonl_edges`). Bytes that are not UTF-8 (overlong, UTF-16) cannot
+be said in a vector's text: the files family places them.
 """
 
 from __future__ import annotations
 
-from conformance.cases.build import Cases, append_step, case, fails, ok, state
+import json
+
+from conformance.cases.build import Cases, append_step, case, fails, ok, pure, state
+from conformance.cases.storage.naming import V4_LINE
 from spec.codes import Code
 
 RULE = "spec.log.session.snapshot_event_data"
+JSONL = "spec.framing.decode_jsonl_log"
+TEXT_RULE = (
+    "a stored line is read as a JavaScript peer reads it, or refused: every number a finite double, "
+    "every string the UTF-16 code units its escapes name (SPEC-DECISIONS D5)"
+)
 
 
 def cases() -> Cases:
+    yield from value_cases()
+    yield from text_cases()
+
+
+def value_cases() -> Cases:
     yield case(
         "an append without data is rejected: an absent value is not JSON",
         RULE,
@@ -57,4 +77,61 @@ def cases() -> Cases:
         ],
         comment="the largest and smallest safe integers, an astral character and escapes: "
         "the values where JSON libraries differ most",
+    )
+
+
+def stored(data_text: str, prefix: str = "") -> str:
+    """A plain log: the header line and one event whose ``data`` is the raw JSON text given."""
+    head = json.dumps(V4_LINE, separators=(",", ":"))
+    return f'{head}\n{prefix}{{"type":"custom/x","seq":0,"time":0,"data":{data_text}}}\n'
+
+
+def text_cases() -> Cases:
+    for what, number in (
+        ("an exponent", "1e999999"),
+        ("a negative exponent form", "-1.8e308"),
+        ("an integer literal of 400 digits", "1" + "0" * 400),
+    ):
+        yield pure(
+            f"a stored number past the largest double, {what}, is damage, never Infinity",
+            JSONL,
+            Code.CORRUPT_LOG,
+            why=TEXT_RULE,
+            comment="JSON.parse reads Infinity here, which no JSON text can write back (D5): refused",
+            text=stored(f"[{number}]"),
+        )
+    yield pure(
+        "a stored number below the smallest double reads as 0, as JavaScript reads it",
+        JSONL,
+        why=TEXT_RULE,
+        text=stored("[1e-400,-1e-400]"),
+    )
+    yield pure(
+        "a stored number with more digits than a double holds reads as the nearest double",
+        JSONL,
+        why=TEXT_RULE,
+        comment="0.1 with 34 digits and 2**53 + 1 both round, as JSON.parse rounds them",
+        text=stored("[0.1000000000000000055511151231257827,9007199254740993]"),
+    )
+    yield pure(
+        "a stored line that begins with a byte order mark is damage",
+        JSONL,
+        Code.CORRUPT_LOG,
+        why=TEXT_RULE,
+        comment="JSON.parse refuses U+FEFF before a value; a Python reader given bytes would skip it",
+        text=stored("{}", prefix="\ufeff"),
+    )
+    yield pure(
+        "a header line that begins with a byte order mark is not a header",
+        JSONL,
+        Code.HEADER_LINE_INVALID,
+        why=TEXT_RULE,
+        text="\ufeff" + stored("{}"),
+    )
+    yield pure(
+        "a digit outside ASCII is not a JSON digit",
+        JSONL,
+        Code.CORRUPT_LOG,
+        why=TEXT_RULE,
+        text=stored("[\u0661]"),
     )

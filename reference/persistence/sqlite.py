@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
+import urllib.parse
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Final
@@ -46,23 +47,34 @@ LAYOUT_STEPS: Final[dict[int, tuple[str, ...]]] = {
 
 
 class SqliteStore(DatabaseStore):
-    """Session rows in the SQLite database at ``path`` (created, with its directory, if missing)."""
+    """Session rows in the SQLite database at ``path`` (created, with its directory, if missing).
+    With ``read_only`` (a copy's source) nothing is created or upgraded: the database must exist
+    and hold the current table layout, and it is opened with SQLite's ``mode=ro``."""
 
-    def __init__(self, path: str, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS) -> None:
+    def __init__(
+        self, path: str, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS, read_only: bool = False
+    ) -> None:
         super().__init__()
         self.path = os.path.abspath(path)
         self.location = f"sqlite:{self.path}"
         self.lock_dir = self.path + LOCK_DIR_SUFFIX
+        self.read_only = read_only
         self._fs = RealFileSystem()
         self._locks: dict[str, LockHandle] = {}
         with self._storage_errors("open the database"):
-            os.makedirs(os.path.dirname(self.path), exist_ok=True)
-            os.makedirs(self.lock_dir, exist_ok=True)
+            if not read_only:
+                os.makedirs(os.path.dirname(self.path), exist_ok=True)
+                os.makedirs(self.lock_dir, exist_ok=True)
             self._conn = sqlite3.connect(
-                self.path, timeout=busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False
+                f"file:{urllib.parse.quote(self.path)}?mode=ro" if read_only else self.path,
+                timeout=busy_timeout_ms / 1000,
+                isolation_level=None,
+                check_same_thread=False,
+                uri=read_only,
             )
         try:
-            self._configure()
+            if not read_only:
+                self._configure()
             self._migrate()
         except BaseException:
             self._conn.close()
@@ -82,8 +94,9 @@ class SqliteStore(DatabaseStore):
             self._conn.execute("PRAGMA foreign_keys = ON")
 
     def _migrate(self) -> None:
-        """Create or upgrade the tables, once, whoever else opens the database at the same time."""
-        with self._transaction("prepare the session tables") as conn:
+        """Create or upgrade the tables, once, whoever else opens the database at the same time;
+        read-only, refuse a database whose tables are not at the current layout."""
+        with self._transaction("prepare the session tables", write=not self.read_only) as conn:
             application = int(conn.execute("PRAGMA application_id").fetchone()[0])
             tables = {
                 str(row[0]) for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
@@ -99,6 +112,12 @@ class SqliteStore(DatabaseStore):
                 row = conn.execute("SELECT max(version) FROM schema_version").fetchone()
                 found = None if row is None or row[0] is None else int(row[0])
             steps = plan_layout_migration(found)
+            if steps and self.read_only:
+                raise reject(
+                    Code.UNSUPPORTED_FORMAT,
+                    f"{self.location} holds no session tables of the current layout (found layout {found}); "
+                    "it is opened read-only, so it is not upgraded",
+                )
             for step in steps:
                 for statement in LAYOUT_STEPS[step]:
                     conn.execute(statement)

@@ -2,19 +2,36 @@
 JavaScript peer's number semantics (SPEC-DECISIONS D5; notes/dsh-persistence §4).
 
 A stored log line, a header line and a protocol message are all this text. Writing keeps
-non-ASCII raw and escapes a lone surrogate as ``JSON.stringify`` does; reading refuses NaN and
-Infinity, rounds integers beyond 2**53 to doubles and maps -0 to 0. Both directions are iterative
-past the recursion limit (D6: 20,000 levels of nesting).
+non-ASCII raw and escapes a lone surrogate as ``JSON.stringify`` does. Reading decides every edge
+with a stable code (docs/choices.md, "JSON text's edges"), the same for ``str`` and UTF-8 ``bytes``:
+
+- bytes are strict UTF-8 (D3): invalid, overlong or surrogate-encoding bytes, and so UTF-16 and
+  UTF-32 text, are ``JSON_NOT_UTF8``; a ``str`` holding a raw surrogate code point (which no UTF-8
+  text decodes to) is refused the same way; an escaped lone surrogate (``"\\ud800"``) is a
+  JavaScript string's code unit and is kept, as ``JSON.parse`` keeps it;
+- a leading byte order mark is ``JSON_BYTE_ORDER_MARK``, as ``JSON.parse`` refuses U+FEFF;
+- a number beyond the largest double is ``JSON_NUMBER_OUT_OF_RANGE`` (JavaScript reads Infinity,
+  which D5's domain does not hold); one below the smallest reads as 0 and one with more digits
+  than a double holds reads as the nearest double, as JavaScript reads them; integers beyond
+  2**53 become doubles and -0 becomes 0;
+- anything else that is not one JSON value (NaN, Infinity, extra data) is ``JSON_TEXT_INVALID``;
+- nesting has no limit but the text's length: both directions are iterative past the recursion
+  limit (D6: 20,000 levels).
+
+A refusal is a :class:`JsonTextError`: a ``SpecError`` with its code that is also a
+``ValueError``, so a caller that treats unreadable text as damage keeps doing so.
 """
 
 from __future__ import annotations
 
 import json
 import json.decoder
+import math
 import re
 from collections.abc import Callable
 from typing import Any, Final, NoReturn
 
+from spec.codes import Code, SpecError
 from spec.log.json import MAX_SAFE_INTEGER, JsonValue
 
 _LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
@@ -36,19 +53,36 @@ def encode_json_text(value: JsonValue) -> str:
     return text
 
 
+class JsonTextError(SpecError, ValueError):
+    """Text that is not JSON of the domain: a rejection with its code, and a ``ValueError``."""
+
+
 def _reject_constant(name: str) -> NoReturn:
-    raise ValueError(f"{name} is not JSON")
+    raise JsonTextError(Code.JSON_TEXT_INVALID, f"{name} is not JSON")
+
+
+_SAFE_DIGITS: Final = len(str(MAX_SAFE_INTEGER))  # a literal with more digits is not a safe integer
 
 
 def _parse_int(text: str) -> int | float:
-    number = int(text)
-    # A JavaScript reader rounds integers past 2**53 to the nearest double; do the same.
-    return number if -MAX_SAFE_INTEGER <= number <= MAX_SAFE_INTEGER else float(number)
+    # A JavaScript reader rounds integers past 2**53 to the nearest double; do the same. float()
+    # of the literal is that double (correctly rounded) and, unlike int(), has no digit limit.
+    if (
+        len(text.lstrip("-")) <= _SAFE_DIGITS
+        and -MAX_SAFE_INTEGER <= (number := int(text)) <= MAX_SAFE_INTEGER
+    ):
+        return number
+    return _parse_float(text)
 
 
 def _parse_float(text: str) -> float:
     number = float(text)
-    # -0 has no place in the domain; a reader maps it to 0 rather than lose the record.
+    if not math.isfinite(number):
+        raise JsonTextError(
+            Code.JSON_NUMBER_OUT_OF_RANGE, f"the number {text[:40]} is beyond the largest double"
+        )
+    # -0 has no place in the domain; a reader maps it to 0 rather than lose the record. A number
+    # below the smallest double reads as 0, as it does in JavaScript.
     return 0.0 if number == 0.0 else number
 
 
@@ -59,16 +93,31 @@ _DECODER: Final = json.JSONDecoder(
 
 
 def decode_json_text(text: str | bytes) -> JsonValue:
-    """Parse one JSON text with a JavaScript reader's number semantics (D5): NaN and Infinity
-    are refused, integers beyond 2**53 become doubles, -0 becomes 0. Raises ``ValueError``."""
-    try:
-        if isinstance(text, str) and not text.startswith("\ufeff"):
-            return _DECODER.decode(text)  # type: ignore[no-any-return]  # what json.loads does
-        return json.loads(  # type: ignore[no-any-return]
-            text, parse_int=_parse_int, parse_float=_parse_float, parse_constant=_reject_constant
+    """Parse one JSON text with a JavaScript reader's semantics, every edge decided as the module
+    says; ``bytes`` are strict UTF-8. Raises :class:`JsonTextError`."""
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise JsonTextError(
+                Code.JSON_NOT_UTF8,
+                f"JSON text is not UTF-8: byte {error.start} is {error.object[error.start]:#04x}",
+            ) from None
+    elif not text.isascii() and (raw := _LONE_SURROGATE.search(text)):
+        raise JsonTextError(
+            Code.JSON_NOT_UTF8, f"JSON text holds the raw surrogate U+{ord(raw.group()):04X} at {raw.start()}"
         )
-    except RecursionError:
-        return _decode_deep(text.decode("utf-8") if isinstance(text, bytes) else text)
+    if text.startswith("\ufeff"):
+        raise JsonTextError(Code.JSON_BYTE_ORDER_MARK, "JSON text begins with a byte order mark")
+    try:
+        try:
+            return _DECODER.decode(text)  # type: ignore[no-any-return]  # what json.loads does
+        except RecursionError:
+            return _decode_deep(text)
+    except JsonTextError:
+        raise
+    except ValueError as error:
+        raise JsonTextError(Code.JSON_TEXT_INVALID, f"not JSON: {error}") from None
 
 
 # The standard library's encoder and decoder recurse; these iterative twins take over for values
@@ -76,7 +125,7 @@ def decode_json_text(text: str | bytes) -> JsonValue:
 
 _END: Final = object()
 _WHITESPACE: Final = re.compile(r"[ \t\n\r]*")
-_NUMBER: Final = re.compile(r"(-?(?:0|[1-9]\d*))(\.\d+)?([eE][-+]?\d+)?")
+_NUMBER: Final = re.compile(r"(-?(?:0|[1-9][0-9]*))(\.[0-9]+)?([eE][-+]?[0-9]+)?")  # ASCII digits only
 
 
 def _encode_deep(value: JsonValue) -> str:
