@@ -196,13 +196,18 @@ def chapter_rank(module: str) -> int:
     return len(CHAPTERS)
 
 
+def layer_name(module: str) -> str:
+    """A spec module's chapter, or ``spec.codes`` and the wire as themselves."""
+    rank = chapter_rank(module)
+    return f"chapter {CHAPTERS[rank]}" if 0 <= rank < len(CHAPTERS) else module
+
+
 def back_arrows(modules: dict[str, Path]) -> list[str]:
     """Every import, at any depth of a module, from a spec module to one in a higher chapter."""
     spec_modules = {name: path for name, path in modules.items() if name.split(".")[0] == "spec"}
     return sorted(
         {
-            f"{importer} (line {line}) imports {target}: chapter "
-            f"{CHAPTERS[chapter_rank(importer)]} is below {target.split('.')[1]}"
+            f"{importer} (line {line}) imports {target}: {layer_name(importer)} is below {layer_name(target)}"
             for importer, path in spec_modules.items()
             if chapter_rank(importer) < len(CHAPTERS)
             for line, target, _ in import_edges(importer, path, spec_modules, module_level=False)
@@ -296,7 +301,7 @@ def test_a_back_arrow_is_found(tmp_path: Path) -> None:
     probe.write_text("def f() -> None:\n    from spec.shrink.bracket import find_x\n", encoding="utf-8")
     modules = {"spec.log.probe": probe, "spec.shrink.bracket": ROOT / "spec" / "shrink" / "bracket.py"}
     assert back_arrows(modules) == [
-        "spec.log.probe (line 2) imports spec.shrink.bracket: chapter log is below shrink"
+        "spec.log.probe (line 2) imports spec.shrink.bracket: chapter log is below chapter shrink"
     ]
 
 
