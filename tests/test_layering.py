@@ -93,8 +93,8 @@ KNOWN_CYCLES_BEING_REMOVED: Final[frozenset[frozenset[str]]] = frozenset(
     }
 )
 """Groups of modules that import each other in a circle (at any depth: an import inside a
-function only hides a circle), which other branches are removing; empty this once they are merged (the test fails
-while an entry names a circle that no longer exists)."""
+function only hides a circle), which other branches are removing; empty this once they are merged
+(the test fails while an entry names a circle that no longer exists)."""
 
 KNOWN_PRIVATE_IMPORTS_BEING_REMOVED: Final[frozenset[tuple[str, str, str]]] = frozenset(
     {
@@ -146,30 +146,24 @@ def is_type_checking_block(node: ast.AST) -> bool:
     return isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING")
 
 
-def import_nodes(tree: ast.Module, module_level: bool) -> Iterator[ast.Import | ast.ImportFrom]:
-    """The import statements of a module: all of them, or only those run when it is imported
-    (outside functions and classes, and outside ``if TYPE_CHECKING:``)."""
+def import_nodes(tree: ast.Module) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Every import statement a module can run, at any depth (inside functions too), but not those
+    under ``if TYPE_CHECKING:``, which never run."""
     pending: list[ast.AST] = list(tree.body)
     while pending:
         node = pending.pop()
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             yield node
-        elif module_level and (
-            isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda))
-            or is_type_checking_block(node)
-        ):
-            continue
-        pending.extend(ast.iter_child_nodes(node))
+        elif not is_type_checking_block(node):
+            pending.extend(ast.iter_child_nodes(node))
 
 
-def import_edges(
-    importer: str, path: Path, known: Collection[str], module_level: bool
-) -> Iterator[tuple[int, str, str]]:
+def import_edges(importer: str, path: Path, known: Collection[str]) -> Iterator[tuple[int, str, str]]:
     """``(line, target module, name)`` for every project module ``importer`` imports; ``name`` is
     the imported name of a ``from`` import ("" otherwise). ``from package import module`` names the
     submodule as its target."""
     package = importer if path.name == "__init__.py" else importer.rpartition(".")[0]
-    for node in import_nodes(ast.parse(path.read_text(encoding="utf-8"), str(path)), module_level):
+    for node in import_nodes(ast.parse(path.read_text(encoding="utf-8"), str(path))):
         if isinstance(node, ast.Import):
             yield from ((node.lineno, alias.name, "") for alias in node.names if alias.name in known)
             continue
@@ -196,16 +190,21 @@ def chapter_rank(module: str) -> int:
     return len(CHAPTERS)
 
 
+def layer_name(module: str) -> str:
+    """A spec module's chapter, or ``spec.codes`` and the wire as themselves."""
+    rank = chapter_rank(module)
+    return f"chapter {CHAPTERS[rank]}" if 0 <= rank < len(CHAPTERS) else module
+
+
 def back_arrows(modules: dict[str, Path]) -> list[str]:
     """Every import, at any depth of a module, from a spec module to one in a higher chapter."""
     spec_modules = {name: path for name, path in modules.items() if name.split(".")[0] == "spec"}
     return sorted(
         {
-            f"{importer} (line {line}) imports {target}: chapter "
-            f"{CHAPTERS[chapter_rank(importer)]} is below {target.split('.')[1]}"
+            f"{importer} (line {line}) imports {target}: {layer_name(importer)} is below {layer_name(target)}"
             for importer, path in spec_modules.items()
             if chapter_rank(importer) < len(CHAPTERS)
-            for line, target, _ in import_edges(importer, path, spec_modules, module_level=False)
+            for line, target, _ in import_edges(importer, path, spec_modules)
             if chapter_rank(target) > chapter_rank(importer)
         }
     )
@@ -263,8 +262,7 @@ def circle_in(graph: dict[str, set[str]], group: set[str]) -> list[str]:
 def module_graph(modules: dict[str, Path]) -> dict[str, set[str]]:
     """Which project modules each one imports, at any depth (outside ``if TYPE_CHECKING:``)."""
     return {
-        importer: {target for _, target, _ in import_edges(importer, path, modules, module_level=False)}
-        - {importer}
+        importer: {target for _, target, _ in import_edges(importer, path, modules)} - {importer}
         for importer, path in modules.items()
     }
 
@@ -274,7 +272,7 @@ def private_imports(modules: dict[str, Path]) -> set[tuple[str, str, str]]:
     from another project module (a private module counts too)."""
     found = set()
     for importer, path in modules.items():
-        for _, target, name in import_edges(importer, path, modules, module_level=False):
+        for _, target, name in import_edges(importer, path, modules):
             private = name or target.rpartition(".")[2]
             if private.startswith("_") and not private.startswith("__") and target != importer:
                 found.add((importer, target, private))
@@ -296,7 +294,7 @@ def test_a_back_arrow_is_found(tmp_path: Path) -> None:
     probe.write_text("def f() -> None:\n    from spec.shrink.bracket import find_x\n", encoding="utf-8")
     modules = {"spec.log.probe": probe, "spec.shrink.bracket": ROOT / "spec" / "shrink" / "bracket.py"}
     assert back_arrows(modules) == [
-        "spec.log.probe (line 2) imports spec.shrink.bracket: chapter log is below shrink"
+        "spec.log.probe (line 2) imports spec.shrink.bracket: chapter log is below chapter shrink"
     ]
 
 
@@ -316,15 +314,14 @@ def test_an_import_circle_is_found() -> None:
     assert circle_in(graph, {"a", "b", "c"}) == ["a", "b", "c", "a"]
 
 
-def test_only_module_level_imports_make_circles(tmp_path: Path) -> None:
+def test_imports_inside_functions_count_and_type_checking_ones_do_not(tmp_path: Path) -> None:
     (tmp_path / "a.py").write_text(
         "from typing import TYPE_CHECKING\nimport b\nif TYPE_CHECKING:\n    import c\n", encoding="utf-8"
     )
     (tmp_path / "b.py").write_text("def f():\n    import a\n", encoding="utf-8")
-    known = {"a", "b", "c"}
-    assert [target for _, target, _ in import_edges("a", tmp_path / "a.py", known, True)] == ["b"]
-    assert list(import_edges("b", tmp_path / "b.py", known, True)) == []
-    assert [target for _, target, _ in import_edges("b", tmp_path / "b.py", known, False)] == ["a"]
+    modules = {"a": tmp_path / "a.py", "b": tmp_path / "b.py", "c": tmp_path / "a.py"}
+    assert module_graph(modules) == {"a": {"b"}, "b": {"a"}, "c": {"b"}}
+    assert [sorted(group) for group in import_circles(module_graph(modules))] == [["a", "b"]]
 
 
 def test_no_private_name_is_imported_across_modules() -> None:
