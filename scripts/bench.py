@@ -62,6 +62,7 @@ from reference.session import Session
 from reference.store import SessionStore
 from spec.log.events import event_data
 from spec.log.json import int_field
+from spec.log.session import ABSENT
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -160,12 +161,7 @@ class TurnWriter:
 
     def add(self, kind: str, data: Any, surface_op: Any = None, sources: Any = None) -> int:
         seq = self.session.seq
-        if surface_op is None:
-            self.session.append(kind, data)
-        elif sources is None:
-            self.session.append(kind, data, surface_op)
-        else:
-            self.session.append(kind, data, surface_op, sources)
+        self.session.append(kind, data, absent_if_none(surface_op), absent_if_none(sources))
         self.on_event()
         return seq
 
@@ -275,6 +271,11 @@ def build_log(root: Path, events: int) -> Path:
     while session.seq < events - 40 or session.events[-1]["type"] != "turn/end":
         next(steps)
     return sealed_log(root, store, session, events, ticks)
+
+
+def absent_if_none(value: Any) -> Any:
+    """``value``, or ``ABSENT`` (the key left out of the event) for ``None``."""
+    return ABSENT if value is None else value
 
 
 def sealed_log(root: Path, store: SessionStore, session: Session, events: int, ticks: Iterator[int]) -> Path:

@@ -34,7 +34,7 @@ import zstandard
 from reference.persistence.filestore import FileStore
 from reference.session import Session
 from reference.store import SessionStore
-from scripts.bench import sealed_log
+from scripts.bench import absent_if_none, sealed_log
 
 SESSION_ID = "bench"
 CWD = "/work/bench"
@@ -54,12 +54,7 @@ class Writer:
         self.since_flush = 0
 
     def add(self, kind: str, data: Any, surface_op: Any = None, sources: Any = None) -> None:
-        if surface_op is None:
-            self.session.append(kind, data)
-        elif sources is None:
-            self.session.append(kind, data, surface_op)
-        else:
-            self.session.append(kind, data, surface_op, sources)
+        self.session.append(kind, data, absent_if_none(surface_op), absent_if_none(sources))
         self.since_flush += 1
         if self.since_flush >= self.flush_every:
             self.session.flush()

@@ -199,10 +199,14 @@ def render_table(releases: Mapping[str, Any]) -> list[str]:
         "",
         "A cell is passed / failed / unsupported / not run; `—`: the family did not run.",
         "",
-        "| family | " + " | ".join(releases) + " |",
-        "| --- |" + " --- |" * len(releases),
+        *table_head(releases),
     ]
     return [*lines, *family_rows(releases, families), ""]
+
+
+def table_head(releases: Mapping[str, Any]) -> list[str]:
+    """The two head rows of a table with a column per release."""
+    return ["| family | " + " | ".join(releases) + " |", "| --- |" + " --- |" * len(releases)]
 
 
 def is_met(key: str) -> bool:
@@ -258,8 +262,7 @@ def render_engine(releases: Mapping[str, Any]) -> list[str]:
         "its change feed); `subjects/dsh/lib/engine.mjs` maps them. Summary compaction, spill, overflow",
         "recovery and durability checkpoints have no DSH package and answer unsupported.",
         "",
-        "| family | " + " | ".join(releases) + " |",
-        "| --- |" + " --- |" * len(releases),
+        *table_head(releases),
     ]
     lines += [*family_rows(releases, ENGINE), ""]
     for release, run in releases.items():

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Final
 
 from reference.persistence.filestore import FileStore
+from reference.session import Session
 from reference.shrink.compaction import CompactionEngine, DeterministicSummarizer
 from reference.store import SessionStore
 
@@ -64,6 +65,16 @@ def _result(turn: int, step: int, call: str, text: str, message_id: str) -> dict
     return {"turn": turn, "step": step, "message": message}
 
 
+def _plain_turn(session: Session, turn: int, question: str, reply: str) -> None:
+    """One completed turn: the user asks, the model answers in one step."""
+    session.append("turn/start", {"turn": turn})
+    session.append("user/message", _user(turn, question), "append")
+    session.append("step/start", {"turn": turn, "step": 1})
+    session.append("assistant/message", _answer(turn, 1, [{"type": "text", "text": reply}]), "append")
+    session.append("step/end", {"turn": turn, "step": 1})
+    session.append("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
+
+
 def build_forked_compacted_log(root: Path) -> Path:
     """A parent session of two turns, forked after them; the child reads a long file (a tool
     result, later pruned), asks again, is compacted between turns, then starts a turn that the
@@ -76,12 +87,7 @@ def build_forked_compacted_log(root: Path) -> Path:
         (1, "What does the session log hold?", "Events numbered 0, 1, 2... that are never changed."),
         (2, "And the surface?", "What the model sees: a projection of the log."),
     ):
-        parent.append("turn/start", {"turn": turn})
-        parent.append("user/message", _user(turn, question), "append")
-        parent.append("step/start", {"turn": turn, "step": 1})
-        parent.append("assistant/message", _answer(turn, 1, [{"type": "text", "text": reply}]), "append")
-        parent.append("step/end", {"turn": turn, "step": 1})
-        parent.append("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
+        _plain_turn(parent, turn, question, reply)
     child = store.fork("parent", child_id="child")
     base = len(child.events)
     call = {
@@ -122,16 +128,12 @@ def build_forked_compacted_log(root: Path) -> Path:
     )
     child.append("step/end", {"turn": 3, "step": 2})
     child.append("turn/end", {"turn": 3, "reason": {"kind": "completed"}})
-    child.append("turn/start", {"turn": 4})
-    child.append("user/message", _user(4, "Which rule stops a replace from hiding a node?"), "append")
-    child.append("step/start", {"turn": 4, "step": 1})
-    child.append(
-        "assistant/message",
-        _answer(4, 1, [{"type": "text", "text": "Provenance: a replace cites every node it shadows."}]),
-        "append",
+    _plain_turn(
+        child,
+        4,
+        "Which rule stops a replace from hiding a node?",
+        "Provenance: a replace cites every node it shadows.",
     )
-    child.append("step/end", {"turn": 4, "step": 1})
-    child.append("turn/end", {"turn": 4, "reason": {"kind": "completed"}})
     CompactionEngine(DeterministicSummarizer()).compact_now(child)
     child.append("turn/start", {"turn": 5})
     child.append("user/message", _user(5, "Now fork me again."), "append")

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 import zstandard
-from event_builders import user_data
+from event_builders import assistant_data, tool_result_data, user_data
 
 from reference.persistence.api import OpenReport
 from reference.persistence.filestore import FileLogHandle, FileStore
@@ -45,26 +45,11 @@ RESUME_CLOCK_START = 50_000  # a clock for workloads, far from END_SEED_TIME
 def assistant_msg(
     message_id: str, turn: int, step: int, text: str, calls: Sequence[str] = ()
 ) -> dict[str, Any]:
-    content: list[Any] = [{"type": "text", "text": text}]
-    content += [{"type": "tool-call", "id": call, "name": "read_file", "arguments": "{}"} for call in calls]
-    message = {
-        "id": message_id,
-        "role": "assistant",
-        "content": content,
-        "source": {"kind": "model", "provider": "p", "model": "m"},
-    }
-    return {"turn": turn, "step": step, "message": message}
+    return {**assistant_data(message_id, text, tuple(calls), tool="read_file"), "turn": turn, "step": step}
 
 
 def tool_result_msg(call_id: str, turn: int, step: int, text: str) -> dict[str, Any]:
-    block = {"type": "tool-result", "toolCallId": call_id, "content": [{"type": "text", "text": text}]}
-    message = {
-        "id": f"r-{call_id}",
-        "role": "user",
-        "source": {"kind": "tool", "callId": call_id},
-        "content": [block],
-    }
-    return {"turn": turn, "step": step, "message": message}
+    return tool_result_data(call_id, text, turn=turn, step=step)
 
 
 def chunk_data(turn: int, step: int, text: str) -> dict[str, Any]:

@@ -28,11 +28,12 @@ def user_data(message_id: str = "u1", text: str = "hello", kind: str = "user") -
 
 
 def assistant_data(
-    message_id: str = "a1", text: str | None = "hi", calls: tuple[str, ...] = ()
+    message_id: str = "a1", text: str | None = "hi", calls: tuple[str, ...] = (), tool: str = "read"
 ) -> dict[str, Any]:
-    """An assistant/message payload; ``text=None`` gives empty content (a usage-only message)."""
+    """An assistant/message payload calling ``tool`` once per id of ``calls``; ``text=None`` gives
+    empty content (a usage-only message)."""
     content: list[Any] = [] if text is None else [{"type": "text", "text": text}]
-    content += [{"type": "tool-call", "id": call, "name": "read", "arguments": "{}"} for call in calls]
+    content += [{"type": "tool-call", "id": call, "name": tool, "arguments": "{}"} for call in calls]
     message = {
         "id": message_id,
         "role": "assistant",
@@ -110,3 +111,21 @@ def at(value: object, *path: str | int) -> Any:
     for key in path:
         current = current[key]
     return current
+
+
+class EventLog:
+    """A tiny log builder: :meth:`add` appends one event (time 0) and returns its seq."""
+
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+
+    def add(self, kind: str, data: Any, op: Any = None, sources: Any = None) -> int:
+        """Append a ``kind`` event; ``op`` and ``sources`` are its surfaceOp and sourceEventSeqs
+        (``None``: the key is absent)."""
+        event: dict[str, Any] = {"type": kind, "seq": len(self.events), "time": 0, "data": data}
+        if op is not None:
+            event["surfaceOp"] = op
+        if sources is not None:
+            event["sourceEventSeqs"] = sources
+        self.events.append(event)
+        return len(self.events) - 1

@@ -141,6 +141,14 @@ class RecordingSink:
         self.flushes += 1
         self.flushed_upto = len(self.appended)
 
+    def fail_flushes(self, message: str) -> None:
+        """Every flush from now on raises ``OSError(message)``."""
+
+        def fail() -> None:
+            raise OSError(message)
+
+        self.on_flush = fail
+
 
 def sink_session(
     sink: RecordingSink, session_id: str = "s1", seed: Sequence[object] | None = None

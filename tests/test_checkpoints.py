@@ -44,10 +44,7 @@ def test_a_failed_flush_fails_closed_and_the_action_is_not_run(moment: str) -> N
     sink = RecordingSink()
     session = sink_session(sink)
 
-    def fail() -> None:
-        raise OSError("fsync failed")
-
-    sink.on_flush = fail
+    sink.fail_flushes("fsync failed")
     ran: list[bool] = []
     with pytest.raises(SpecError) as caught:
         DurabilityCheckpoints(session).guard(moment, lambda: ran.append(True))  # type: ignore[arg-type]

@@ -615,10 +615,7 @@ def test_a_failed_flush_after_a_committed_manual_compaction_is_a_persistence_fai
     session = sink_session(sink)
     long_conversation(session, turns=3)
 
-    def fail() -> None:
-        raise OSError("disk full")
-
-    sink.on_flush = fail
+    sink.fail_flushes("disk full")
     with pytest.raises(SpecError) as caught:
         engine().compact_now(session)
     assert caught.value.code == Code.COMPACTION_PERSISTENCE_FAILED
@@ -631,10 +628,7 @@ def test_a_commit_failure_takes_precedence_over_a_flush_failure() -> None:
     long_conversation(session, turns=3)
     sink.fail_append = lambda event: event.get("type") == COMPACTION_SUMMARY
 
-    def fail() -> None:
-        raise OSError("disk full")
-
-    sink.on_flush = fail
+    sink.fail_flushes("disk full")
     with pytest.raises(SpecError) as caught:
         engine().compact_now(session)
     assert caught.value.code == Code.COMPACTION_COMMIT_FAILED

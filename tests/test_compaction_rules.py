@@ -7,6 +7,7 @@ import dataclasses
 from typing import Any
 
 import pytest
+from event_builders import EventLog
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -62,20 +63,8 @@ def text(value: str) -> dict[str, Any]:
     return {"type": "text", "text": value}
 
 
-class Log:
+class Log(EventLog):
     """A tiny log builder: each method appends one event and returns its seq."""
-
-    def __init__(self) -> None:
-        self.events: list[dict[str, Any]] = []
-
-    def add(self, kind: str, data: Any, op: Any = None, sources: Any = None) -> int:
-        event: dict[str, Any] = {"type": kind, "seq": len(self.events), "time": 0, "data": data}
-        if op is not None:
-            event["surfaceOp"] = op
-        if sources is not None:
-            event["sourceEventSeqs"] = sources
-        self.events.append(event)
-        return len(self.events) - 1
 
     def user(self, value: str = "hello there") -> int:
         message = {

@@ -8,16 +8,7 @@ from typing import Any
 import pytest
 
 from conformance import builders as build
-from conformance.crash_rules import (
-    check_d3_1_header,
-    check_d3_2_prefix,
-    check_d3_3_flushed_kept,
-    check_d3_4_clean_reopen,
-    check_d3_5_corruption_reported,
-    check_d3_5_damage_undone,
-    check_d3_5_no_false_corruption,
-    check_d3_6_closers,
-)
+from conformance import crash_rules as rules
 from conformance.driver import Driver
 from conformance.engine_model import model_request
 from conformance.exhaustive import run_exhaustive
@@ -126,17 +117,17 @@ HEADER: Any = {"version": 4, "id": "s"}
 @pytest.mark.parametrize(
     ("check", "item"),
     [
-        (lambda: check_d3_1_header(False, None, HEADER, True), "D3.1"),
-        (lambda: check_d3_1_header(True, {**HEADER, "id": "t"}, HEADER, True), "D3.1"),
-        (lambda: check_d3_2_prefix([{**EVENTS[0], "time": 2}], EVENTS), "D3.2"),
-        (lambda: check_d3_2_prefix(EVENTS * 2, EVENTS), "D3.2"),
-        (lambda: check_d3_3_flushed_kept([], 1), "D3.3"),
-        (lambda: check_d3_4_clean_reopen([], EVENTS), "D3.4"),
-        (lambda: check_d3_5_no_false_corruption("CORRUPT_LOG"), "D3.5"),
-        (lambda: check_d3_5_corruption_reported("resume", None), "D3.5"),
-        (lambda: check_d3_5_corruption_reported("read", "INTERNAL"), "D3.5"),
-        (lambda: check_d3_5_damage_undone([], EVENTS), "D3.5"),
-        (lambda: check_d3_6_closers(EVENTS, EVENTS, 1), "D3.6"),
+        (lambda: rules.check_d3_1_header(False, None, HEADER, True), "D3.1"),
+        (lambda: rules.check_d3_1_header(True, {**HEADER, "id": "t"}, HEADER, True), "D3.1"),
+        (lambda: rules.check_d3_2_prefix([{**EVENTS[0], "time": 2}], EVENTS), "D3.2"),
+        (lambda: rules.check_d3_2_prefix(EVENTS * 2, EVENTS), "D3.2"),
+        (lambda: rules.check_d3_3_flushed_kept([], 1), "D3.3"),
+        (lambda: rules.check_d3_4_clean_reopen([], EVENTS), "D3.4"),
+        (lambda: rules.check_d3_5_no_false_corruption("CORRUPT_LOG"), "D3.5"),
+        (lambda: rules.check_d3_5_corruption_reported("resume", None), "D3.5"),
+        (lambda: rules.check_d3_5_corruption_reported("read", "INTERNAL"), "D3.5"),
+        (lambda: rules.check_d3_5_damage_undone([], EVENTS), "D3.5"),
+        (lambda: rules.check_d3_6_closers(EVENTS, EVENTS, 1), "D3.6"),
     ],
 )
 def test_each_d3_check_names_its_item_when_it_fails(check: Any, item: str) -> None:
@@ -150,11 +141,11 @@ def test_the_d3_checks_pass_a_log_repaired_as_the_spec_says() -> None:
         {"type": TURN_END, "seq": 1, "time": 1, "data": {"turn": 1, "reason": {"kind": "interrupted"}}},
     ]
     resumed = [*closed, {"type": END_SEED, "seq": 2, "time": 9, "data": {}}]
-    assert check_d3_6_closers(resumed, EVENTS, 9) == ()
-    assert check_d3_2_prefix(EVENTS, closed) == ()
-    assert check_d3_1_header(False, None, HEADER, False) == ()
-    assert check_d3_5_corruption_reported("read", "CORRUPT_LOG") == ()
-    assert check_d3_5_damage_undone(list(EVENTS), EVENTS) == ()
+    assert rules.check_d3_6_closers(resumed, EVENTS, 9) == ()
+    assert rules.check_d3_2_prefix(EVENTS, closed) == ()
+    assert rules.check_d3_1_header(False, None, HEADER, False) == ()
+    assert rules.check_d3_5_corruption_reported("read", "CORRUPT_LOG") == ()
+    assert rules.check_d3_5_damage_undone(list(EVENTS), EVENTS) == ()
 
 
 def test_the_exhaustive_checker_counts_distinct_states_and_passes_the_reference() -> None:

@@ -416,10 +416,7 @@ def test_a_failed_flush_writes_no_row() -> None:
     session = sink_session(sink)
     long_conversation(session, turns=1)
 
-    def fail() -> None:
-        raise OSError("disk gone")
-
-    sink.on_flush = fail
+    sink.fail_flushes("disk gone")
     medium = MemoryCacheMedium()
     projections = Projections()
     projections.register(counter_unit())

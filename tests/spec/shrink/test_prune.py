@@ -7,6 +7,7 @@ import dataclasses
 from typing import Any
 
 import pytest
+from event_builders import EventLog
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -215,18 +216,9 @@ def test_a_pruned_text_is_the_head_the_marker_and_the_tail(blocks: list[Any], co
 # --- the session pass -----------------------------------------------------------------------------
 
 
-class Log:
-    def __init__(self) -> None:
-        self.events: list[dict[str, Any]] = []
-
+class Log(EventLog):
     def add(self, kind: str, data: Any, op: Any = "append", sources: Any = None) -> int:
-        event: dict[str, Any] = {"type": kind, "seq": len(self.events), "time": 0, "data": data}
-        if op is not None:
-            event["surfaceOp"] = op
-        if sources is not None:
-            event["sourceEventSeqs"] = sources
-        self.events.append(event)
-        return event["seq"]  # type: ignore[no-any-return]
+        return super().add(kind, data, op, sources)
 
     def user(self, value: str = "hi") -> int:
         return self.add(
