@@ -13,8 +13,15 @@ tail is reported, not repaired. The file store keeps to its own layout and its w
 (:mod:`reference.persistence.filestore`).
 
 Every way a path can fail to be read is an :class:`InputError` (a missing path, a directory, a
-file the user may not read) or a :class:`spec.codes.SpecError` (bytes that are not a valid log),
-each with a stable code and a sentence, never a traceback.
+file the user may not read, a file past a reading limit) or a :class:`spec.codes.SpecError` (bytes
+that are not a valid log), each with a stable code and a sentence, never a traceback.
+
+Reading is bounded (:class:`ReadLimits`, settable through the environment): a zstd log whose
+plaintext would pass ``DSH_SESSION_MAX_DECOMPRESSED_BYTES`` (default 512 MiB) is refused
+``DECOMPRESSED_TOO_LARGE`` after a streaming count that holds one chunk at a time, before anything
+is kept; a line longer than ``DSH_SESSION_MAX_LINE_BYTES`` (default 64 MiB) is ``LINE_TOO_LONG``;
+and the first 64 KiB of a plain log are read by the spec's rules before the rest, so damage near the
+start (a file of blank lines, of ``{}`` lines) is named without parsing the whole file.
 """
 
 from __future__ import annotations
@@ -25,6 +32,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final
+
+import zstandard
 
 from reference.persistence.filestore import LoadedLog, inflate_zstd, load_framed_log
 from spec.format.chunk_rows import CHUNK_ROW_TAGS, decode_storage_record
@@ -55,6 +64,9 @@ class InputCode(StrEnum):
     PATH_IS_A_DIRECTORY = "PATH_IS_A_DIRECTORY"
     PERMISSION_DENIED = "PERMISSION_DENIED"
     READ_FAILED = "READ_FAILED"
+    LINE_TOO_LONG = "LINE_TOO_LONG"
+    DECOMPRESSED_TOO_LARGE = "DECOMPRESSED_TOO_LARGE"
+    LIMIT_INVALID = "LIMIT_INVALID"
 
 
 class InputError(Exception):
@@ -120,21 +132,111 @@ def read_bytes(path: str) -> bytes:
         raise InputError(InputCode.READ_FAILED, f"{path}: could not be read ({reason})") from None
 
 
-def frame_log_bytes(data: bytes) -> tuple[LogForm, FramedLog]:
+MIB: Final = 1 << 20
+PROBE_BYTES: Final = 64 * 1024  # the head of a plain log read by the spec's rules before the rest
+
+
+@dataclass(frozen=True)
+class ReadLimits:
+    """How much a reader takes from one file before it refuses it (see the module docstring)."""
+
+    max_line_bytes: int = 64 * MIB
+    max_decompressed_bytes: int = 512 * MIB
+
+    @classmethod
+    def from_environment(cls) -> ReadLimits:
+        values: dict[str, int] = {}
+        for field, variable in (
+            ("max_line_bytes", "DSH_SESSION_MAX_LINE_BYTES"),
+            ("max_decompressed_bytes", "DSH_SESSION_MAX_DECOMPRESSED_BYTES"),
+        ):
+            text = os.environ.get(variable)
+            if text is None:
+                continue
+            if not text.isdigit() or int(text) < 1:
+                raise InputError(
+                    InputCode.LIMIT_INVALID, f"{variable}={text!r} is not a positive number of bytes"
+                )
+            values[field] = int(text)
+        return cls(**values)
+
+
+def check_line_lengths(text: bytes, limit: int, where: str, offset: int = 0) -> None:
+    """:class:`InputError` ``LINE_TOO_LONG`` when a run of bytes without a newline is longer than
+    ``limit``. Any such run holds a whole aligned block of ``limit // 2`` bytes, so only blocks
+    without a newline are measured: a search per block, not per line."""
+    block = max(limit // 2, 1)
+    for start in range(0, len(text), block):
+        if text.find(b"\n", start, start + block) != -1:
+            continue
+        begin = text.rfind(b"\n", 0, start) + 1
+        end = text.find(b"\n", start)
+        length = (len(text) if end == -1 else end) - begin
+        if length > limit:
+            raise InputError(
+                InputCode.LINE_TOO_LONG,
+                f"{where}: the line at byte {offset + begin} is longer than {limit} bytes "
+                "(DSH_SESSION_MAX_LINE_BYTES)",
+            )
+
+
+def check_decompressed_size(data: bytes, limit: int, where: str) -> None:
+    """:class:`InputError` ``DECOMPRESSED_TOO_LARGE`` when the frames' plaintext passes ``limit``,
+    counted as a stream (one chunk held at a time). Damage stops the count: the spec's reader names it."""
+    reader = zstandard.ZstdDecompressor().stream_reader(data, read_across_frames=True)
+    total = 0
+    try:
+        while chunk := reader.read(MIB):
+            total += len(chunk)
+            if total > limit:
+                raise InputError(
+                    InputCode.DECOMPRESSED_TOO_LARGE,
+                    f"{where}: {len(data)} compressed bytes decompress to more than {limit} bytes "
+                    "(DSH_SESSION_MAX_DECOMPRESSED_BYTES)",
+                )
+    except zstandard.ZstdError:
+        return
+
+
+def frame_log_bytes(
+    data: bytes, limits: ReadLimits | None = None, where: str = "the log"
+) -> tuple[LogForm, FramedLog]:
     """Cut a log's bytes into header line and records by the spec's rules for the form their
-    content shows."""
+    content shows, within ``limits``."""
+    limits = limits or ReadLimits()
     if not is_zstd_data(data):
+        check_line_lengths(data, limits.max_line_bytes, where)
         return LogForm.JSONL, decode_jsonl_log(data)
+    check_decompressed_size(data, limits.max_decompressed_bytes, where)
     frames, torn = decode_zstd_frames(data, inflate_zstd)
+    for frame in (*frames, *([torn] if torn is not None else [])):
+        check_line_lengths(
+            frame.plaintext, limits.max_line_bytes, f"{where} (zstd frame at byte {frame.offset})"
+        )
     form = LogForm.ZSTD_FRAMES if not frames or is_header_frame(frames[0]) else LogForm.ZSTD_WHOLE
     return form, decode_compressed_log(frames, torn)
 
 
-def read_log_file(path: str) -> LogFile:
-    """Read the log at ``path``: :class:`InputError` when the file cannot be read,
+def probe_head(data: bytes, file_name: str) -> None:
+    """Read the whole lines of a plain log's first :data:`PROBE_BYTES` by the spec's rules, so
+    that damage there is named before the rest of the file is parsed; raises what the spec's
+    reader raises, else returns (the full read decides)."""
+    if len(data) <= PROBE_BYTES or is_zstd_data(data):
+        return
+    cut = data.rfind(b"\n", 0, PROBE_BYTES)
+    if cut > 0:
+        load_framed_log(None, decode_jsonl_log(data[: cut + 1]), file_name)
+
+
+def read_log_file(path: str, limits: ReadLimits | None = None) -> LogFile:
+    """Read the log at ``path``: :class:`InputError` when the file cannot be read or passes a
+    reading limit (``limits``, by default :meth:`ReadLimits.from_environment`),
     :class:`spec.codes.SpecError` (with the file line and byte where it can say) when its bytes
     are not a valid log."""
-    form, framed = frame_log_bytes(read_bytes(path))
+    limits = limits or ReadLimits.from_environment()
+    data = read_bytes(path)
+    probe_head(data, os.path.basename(path))
+    form, framed = frame_log_bytes(data, limits, path)
     log = load_framed_log(None, framed, os.path.basename(path))
     records = framed.records + framed.recovered
     if log.format_version == LEGACY_FORMAT_VERSION:

@@ -645,3 +645,87 @@ def test_the_corpus_fragments_are_grouped_and_told_that_core_only_would_pass() -
     assert len(re.findall(r"^  \d+× step-scoped at seqs ", text, re.MULTILINE)) == 2
     assert text.count("--core-only (what a DSH session itself checks when it loads a log) would pass") == 2
     assert checking.check_log_file(str(fragments[0]), core_only=True).violations == ()
+
+
+# --- bounded reading: hostile files are refused in bounded memory ---------------------------------
+
+MEMORY_BOUND_KB = 200_000  # peak resident set of the checking process (ru_maxrss is in KiB on Linux)
+
+
+def check_in_child(path: Path, env: dict[str, str] | None = None) -> tuple[str, int]:
+    """``dsh-session check`` in a grandchild, and the peak memory of that process alone
+    (RUSAGE_CHILDREN of a fresh child that ran nothing else)."""
+    measure = (
+        "import resource, subprocess, sys\n"
+        "run = subprocess.run([sys.executable, '-m', 'reference', 'check', sys.argv[1]], capture_output=True, text=True)\n"
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+        "print(run.stdout)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", measure, str(path)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+        env={**os.environ, **(env or {})},
+        check=True,
+    )
+    peak, report = done.stdout.split("\n", 1)
+    return report, int(peak)
+
+
+def test_a_zstd_bomb_is_refused_as_decompressed_too_large_in_bounded_memory(tmp_path: Path) -> None:
+    import zstandard
+
+    compressor = zstandard.ZstdCompressor(level=3).compressobj()
+    newlines = b"\n" * (1 << 20)
+    bomb = b"".join([*(compressor.compress(newlines) for _ in range(1024)), compressor.flush()])
+    assert len(bomb) < 40_000  # 33 KB that decompress to 1 GiB of newlines
+    path = tmp_path / "session.v4.jsonl.zstd"
+    path.write_bytes(bomb)
+    report, peak = check_in_child(path)
+    assert "[DECOMPRESSED_TOO_LARGE]" in report and "DSH_SESSION_MAX_DECOMPRESSED_BYTES" in report
+    assert peak < MEMORY_BOUND_KB, f"peak {peak} KiB"
+
+
+@pytest.mark.parametrize("filler", [b"{}\n", b"\n"])
+def test_megabytes_of_lines_that_are_no_events_are_refused_at_the_first_in_bounded_memory(
+    tmp_path: Path, filler: bytes
+) -> None:
+    header = write_session(tmp_path / "store", compressed=False).read_bytes().split(b"\n", 1)[0] + b"\n"
+    path = tmp_path / "session.v4.jsonl"
+    path.write_bytes(header + filler * (15 * (1 << 20) // len(filler)))
+    report, peak = check_in_child(path)
+    assert "unreadable [CORRUPT_LOG]" in report and "at line 2 " in report
+    assert peak < MEMORY_BOUND_KB, f"peak {peak} KiB"
+
+
+def test_a_line_past_the_settable_limit_is_line_too_long_and_a_bad_limit_is_said(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = write_session(tmp_path / "store", compressed=False)
+    longest = max(len(line) for line in log.read_bytes().split(b"\n"))
+    monkeypatch.setenv("DSH_SESSION_MAX_LINE_BYTES", str(longest))
+    assert run("check", str(log))[0] == 0
+    monkeypatch.setenv("DSH_SESSION_MAX_LINE_BYTES", str(longest - 1))
+    code, text = run("check", str(log))
+    assert code == 3 and "[LINE_TOO_LONG]" in text
+    monkeypatch.setenv("DSH_SESSION_MAX_LINE_BYTES", "lots")
+    code, text = run("check", str(log))
+    assert code == 3 and "[LIMIT_INVALID]" in text
+
+
+def test_the_line_length_check_measures_every_line_exactly() -> None:
+    import random
+
+    draw = random.Random(23)
+    for _ in range(2000):
+        text = bytes(draw.choice(b"ab\n") for _ in range(draw.randint(0, 60)))
+        limit = draw.randint(1, 20)
+        too_long = max(len(line) for line in text.split(b"\n")) > limit
+        try:
+            logfile.check_line_lengths(text, limit, "t")
+        except logfile.InputError as error:
+            assert too_long and error.code == "LINE_TOO_LONG"
+        else:
+            assert not too_long

@@ -114,9 +114,12 @@ def plain_damaged_sets() -> Iterator[FileSet]:
     header_end = data.index(b"\n") + 1
     second = data.index(b"\n", header_end) + 1  # the second event line starts here
     middle = data.index(b"hello")
+    end = data.index(b"\n", second)  # where the second event line ends
     damaged = {
         "a complemented byte in a middle line": flip(data, middle),
         "invalid UTF-8 in a middle line": data[:middle] + b"\xff" + data[middle + 1 :],
+        "an overlong UTF-8 sequence in a middle line": data[:middle] + b"\xc0\xaf" + data[middle + 1 :],
+        "a middle line in UTF-16": data[:second] + data[second:end].decode().encode("utf-16") + data[end:],
         "an empty line in the middle": data[:second] + b"\n" + data[second:],
         "a middle line that lost its closing brace": data[: second - 2] + data[second - 1 :],
     }
