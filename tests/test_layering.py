@@ -86,46 +86,12 @@ def test_the_old_json_path_offers_the_domain_and_the_text_codec() -> None:
 
 PACKAGES: Final = ("spec", "reference", "conformance")
 
-KNOWN_CYCLES_BEING_REMOVED: Final[frozenset[frozenset[str]]] = frozenset(
-    {
-        frozenset({"reference.server", "reference.directory", "reference.database_subjects"}),
-        frozenset({"conformance.model", "conformance.engine_model", "conformance.engine_run"}),
-    }
-)
+KNOWN_CYCLES_BEING_REMOVED: Final[frozenset[frozenset[str]]] = frozenset()
 """Groups of modules that import each other in a circle (at any depth: an import inside a
 function only hides a circle), which other branches are removing; empty this once they are merged
 (the test fails while an entry names a circle that no longer exists)."""
 
-KNOWN_PRIVATE_IMPORTS_BEING_REMOVED: Final[frozenset[tuple[str, str, str]]] = frozenset(
-    {
-        # the moved-module finder, which another branch deletes
-        ("spec", "spec._moved", "_moved"),
-        ("reference", "spec._moved", "_moved"),
-        # the engine model's circle, which another branch removes
-        *(
-            ("conformance.engine_model", "conformance.engine_run", name)
-            for name in ("_BadRequest", "_Run", "_compact_if_needed", "_prune", "_transact")
-        ),
-        ("conformance.engine_run", "conformance.model", "_flushed"),
-        ("conformance.engine_run", "conformance.model", "_write_if_batch_due"),
-        # the crash family's shared outcome helpers (not yet taken up by any branch)
-        ("conformance.crash.kill", "conformance.crash.outcome", "_REACHED"),
-        ("conformance.crash.kill", "conformance.crash.outcome", "_reach"),
-        *(
-            ("conformance.crash.points", "conformance.crash.outcome", name)
-            for name in (
-                "_BYTE_CUTS",
-                "_Enough",
-                "_REACHED",
-                "_RESET",
-                "_TARGET",
-                "_code",
-                "_reach",
-                "_record",
-            )
-        ),
-    }
-)
+KNOWN_PRIVATE_IMPORTS_BEING_REMOVED: Final[frozenset[tuple[str, str, str]]] = frozenset()
 """``(importer, module, name)`` private imports across modules in files other branches own and
 are changing; empty this once they are merged (the test fails while an entry no longer exists)."""
 

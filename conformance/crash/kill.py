@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from conformance import builders as build
 from conformance import strategies as values
-from conformance.crash.outcome import _REACHED, CrashCase, CrashOutcome, _reach
+from conformance.crash.outcome import CRASH_REACHED, CrashCase, CrashOutcome, mark_reached
 from conformance.crash.workloads import START_TIME
 from conformance.crash_rules import (
     check_d3_1_header,
@@ -95,7 +95,7 @@ def run_kill_check(
         "D3.4: a kill tears no file on disk, so no clean reopen of a torn tail is observed",
         "D3.5: a kill never damages the middle of a log",
     ]
-    reached_token = _REACHED.set(outcome.reached)
+    reached_token = CRASH_REACHED.set(outcome.reached)
     started = time.perf_counter()
     argv = shlex.split(command)
     full_env = {**os.environ, **(env or {})}
@@ -110,7 +110,7 @@ def run_kill_check(
             problems = (str(error),)
         if problems:
             outcome.failures.append(CrashCase(name, tuple(problems)))
-    _REACHED.reset(reached_token)
+    CRASH_REACHED.reset(reached_token)
     outcome.seconds = time.perf_counter() - started
     return outcome
 
@@ -164,7 +164,7 @@ def _kill_round(argv: Sequence[str], env: dict[str, str], generator: random.Rand
         return check_d3_5_no_false_corruption(code) or (f"resume after the kill answered {code}",)
     result = answer.get("result")
     events = result.get("events", []) if isinstance(result, dict) else []
-    _reach("D3.1", "D3.2", "D3.3", "D3.6")
+    mark_reached("D3.1", "D3.2", "D3.3", "D3.6")
     survived = _surviving_prefix(events, appended)
     problems = check_d3_3_flushed_kept(survived, flushed)
     problems += check_d3_2_prefix(survived, appended)

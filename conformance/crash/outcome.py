@@ -21,7 +21,7 @@ class CrashCase:
     problems: tuple[str, ...]
 
 
-class _Enough(Exception):
+class EnoughPoints(Exception):
     """A failure was found and the run asked to stop at the first one."""
 
 
@@ -44,28 +44,28 @@ class CrashOutcome:
 
 # The run's target and tallies, set by run_crash_checks for the checks it calls (one run at a time);
 # and the workload's reset arguments beyond its storage (a batch policy: the compaction workload's).
-_TARGET: ContextVar[Target] = ContextVar("crash_target", default=DEFAULT_TARGET)
-_REACHED: ContextVar[Counter[str]] = ContextVar("crash_reached")
-_RESET: ContextVar[Mapping[str, Any]] = ContextVar("crash_reset", default=MappingProxyType({}))
-_BYTE_CUTS: ContextVar[Callable[[int], Sequence[int]]] = ContextVar(
+CRASH_TARGET: ContextVar[Target] = ContextVar("crash_target", default=DEFAULT_TARGET)
+CRASH_REACHED: ContextVar[Counter[str]] = ContextVar("crash_reached")
+CRASH_RESET: ContextVar[Mapping[str, Any]] = ContextVar("crash_reset", default=MappingProxyType({}))
+CRASH_BYTE_CUTS: ContextVar[Callable[[int], Sequence[int]]] = ContextVar(
     "crash_byte_cuts", default=lambda size: range(1, size)
 )
 
 
-def _reach(*items: str) -> None:
+def mark_reached(*items: str) -> None:
     """Count one check of each D3 item (so a summary can tell tested from never reached)."""
-    reached = _REACHED.get(None)
+    reached = CRASH_REACHED.get(None)
     if reached is not None:
         reached.update(items)
 
 
-def _code(answer: Any) -> str | None:
+def answer_code(answer: Any) -> str | None:
     return None if answer.ok else str(answer.error_code)
 
 
-def _record(outcome: CrashOutcome, name: str, problems: Sequence[str]) -> None:
+def record_outcome(outcome: CrashOutcome, name: str, problems: Sequence[str]) -> None:
     outcome.points += 1
     if problems:
         outcome.failures.append(CrashCase(name, tuple(problems)))
         if outcome.fail_fast:
-            raise _Enough()
+            raise EnoughPoints()

@@ -10,15 +10,15 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from conformance.crash.outcome import (
-    _BYTE_CUTS,
-    _REACHED,
-    _RESET,
-    _TARGET,
+    CRASH_BYTE_CUTS,
+    CRASH_REACHED,
+    CRASH_RESET,
+    CRASH_TARGET,
     CrashOutcome,
-    _code,
-    _Enough,
-    _reach,
-    _record,
+    answer_code,
+    EnoughPoints,
+    mark_reached,
+    record_outcome,
 )
 from conformance.crash.workloads import (
     START_TIME,
@@ -69,8 +69,8 @@ class _Run:
 
 
 def _start(subject: Any, compressed: bool) -> Driver:
-    driver = Driver(subject, target=_TARGET.get())
-    driver.step("reset", storage="file", compressed=compressed, **_RESET.get())
+    driver = Driver(subject, target=CRASH_TARGET.get())
+    driver.step("reset", storage="file", compressed=compressed, **CRASH_RESET.get())
     driver.step("clock", now=START_TIME)
     return driver
 
@@ -164,7 +164,7 @@ def _resume_survivors(
             )
             continue
         resumed = answer.result.get("events", []) if isinstance(answer.result, dict) else []
-        _reach("D3.6", "D3.1")
+        mark_reached("D3.6", "D3.1")
         problems += [f"{session_id}: {p}" for p in check_d3_6_closers(resumed, events, driver.model.now)]
         header = answer.result.get("header") if isinstance(answer.result, dict) else None
         expected_header = _header_of(in_flight, session_id)
@@ -195,7 +195,7 @@ def _check_clean_reopen(
             )
             continue
         seen = answer.result.get("events", []) if isinstance(answer.result, dict) else []
-        _reach("D3.4")
+        mark_reached("D3.4")
         problems += [
             f"{session_id}: {p}"
             for p in check_d3_4_clean_reopen(seen, derive_resumed_log(events), end_seeds.get(session_id))
@@ -223,7 +223,7 @@ def _read_back(
     )
     flushed = len(log.events) if log is not None else 0
     answer = driver.raw("read", id=session_id)
-    _reach("D3.5")
+    mark_reached("D3.5")
     if not answer.ok and answer.error_code != "SESSION_NOT_FOUND":
         return (
             False,
@@ -239,9 +239,9 @@ def _read_back(
     problems = list(
         check_d3_1_header(found, result.get("header"), expected_header, log is not None, driver.target)
     )
-    _reach("D3.1")
+    mark_reached("D3.1")
     if found:
-        _reach("D3.2", "D3.3")
+        mark_reached("D3.2", "D3.3")
         problems += check_d3_2_prefix(events, appended) + check_d3_3_flushed_kept(events, flushed)
     return found, tuple(appended[: len(events)]), [f"{session_id}: {p}" for p in problems]
 
@@ -289,7 +289,7 @@ def run_boundary_crashes(
         outcome.boundaries += 1
         for keep in ("none", "all"):
             run = probe if keep == "none" else _armed_run(subject, workload, compressed, after)
-            _record(
+            record_outcome(
                 outcome,
                 f"{label}: crash before mutating op {after + 1} of {total}, at {stopped}, keep {keep}",
                 check_after_power_cut(run, keep),
@@ -297,11 +297,11 @@ def run_boundary_crashes(
         if not every_byte:
             continue
         for position, (path, size) in enumerate(pending):
-            for kept in _BYTE_CUTS.get()(size):
+            for kept in CRASH_BYTE_CUTS.get()(size):
                 run = _armed_run(subject, workload, compressed, after)
                 files = _unsynced(run.driver)
                 if position >= len(files):
-                    _record(
+                    record_outcome(
                         outcome,
                         f"{label}: replay of op {after + 1}",
                         ("the unsynced files differ between identical replays",),
@@ -310,7 +310,7 @@ def run_boundary_crashes(
                 outcome.byte_cuts += 1
                 keep_cut = {"path": files[position][0], "bytes": kept}
                 name = f"{label}: crash before mutating op {after + 1} of {total}, at {stopped}, keep {kept} of {size} unsynced bytes of {path}"
-                _record(outcome, name, check_after_power_cut(run, keep_cut))
+                record_outcome(outcome, name, check_after_power_cut(run, keep_cut))
 
 
 def run_fault_injection(
@@ -329,20 +329,20 @@ def run_fault_injection(
             armed = driver.raw("fail_next", fsOp=fs_op, errno=errno_name, after=index)
             name = f"{label}: {fs_op} number {index + 1} fails with {errno_name}"
             if not armed.ok:
-                _record(outcome, name, (f"fail_next answered {armed.error_code}",))
+                record_outcome(outcome, name, (f"fail_next answered {armed.error_code}",))
                 break
             outcome.faults += 1
             try:
                 run = _replay(driver, workload, (STORAGE_IO,))
             except Mismatch as error:
-                _record(
+                record_outcome(
                     outcome, name, (f"the request that met the fault did not answer {STORAGE_IO}: {error}",)
                 )
                 continue
             if run.stopped_at is not None:
                 name += f" during request {run.stopped_at} ({workload[run.stopped_at][0]})"
             run.in_flight = None  # a failed request completed nothing
-            _record(outcome, name, check_after_power_cut(run, "none", retry_storage_io=True))
+            record_outcome(outcome, name, check_after_power_cut(run, "none", retry_storage_io=True))
 
 
 def run_damage_check(
@@ -364,31 +364,31 @@ def run_damage_check(
     session_id = max(driver.model.stored, key=lambda key: len(driver.model.stored[key].events))
     before = driver.raw("read", id=session_id)
     if not before.ok:
-        _record(outcome, name, (f"read {session_id} before the damage answered {before.error_code}",))
+        record_outcome(outcome, name, (f"read {session_id} before the damage answered {before.error_code}",))
         return
     events = before.result.get("events", []) if isinstance(before.result, dict) else []
     damaged = driver.raw("damage", id=session_id, at=spot)
     offset = damaged.result.get("offset") if damaged.ok and isinstance(damaged.result, dict) else None
     if not isinstance(offset, int):
-        _record(
+        record_outcome(
             outcome,
             name,
             (f"damage {session_id} answered {damaged.error_code or canonical_text(damaged.result)[:200]}",),
         )
         return
     outcome.damages += 1
-    _reach("D3.5")
+    mark_reached("D3.5")
     name += f" (byte {offset} of {session_id}, at {spot})"
     problems = [
-        *check_d3_5_corruption_reported("read", _code(driver.raw("read", id=session_id))),
-        *check_d3_5_corruption_reported("resume", _code(driver.raw("resume", id=session_id))),
+        *check_d3_5_corruption_reported("read", answer_code(driver.raw("read", id=session_id))),
+        *check_d3_5_corruption_reported("resume", answer_code(driver.raw("resume", id=session_id))),
     ]
     restored = driver.raw("damage", id=session_id, offset=offset)
     if not restored.ok:
         problems.append(
             f"D3.5: damage {session_id} at offset {offset}, undoing the first, answered {restored.error_code}: was the log cut back?"
         )
-        _record(outcome, name, problems)
+        record_outcome(outcome, name, problems)
         return
     after = driver.raw("read", id=session_id)
     seen = after.result.get("events", []) if after.ok and isinstance(after.result, dict) else []
@@ -402,7 +402,7 @@ def run_damage_check(
     elif not problems:
         shown = resumed.result.get("events", []) if isinstance(resumed.result, dict) else []
         problems += check_d3_6_closers(shown, driver.model.stored[session_id].events, driver.model.now)
-    _record(outcome, name, problems)
+    record_outcome(outcome, name, problems)
 
 
 def run_crash_checks(
@@ -424,7 +424,7 @@ def run_crash_checks(
     outcome = CrashOutcome(fail_fast=fail_fast)
     started = time.perf_counter()
     damaged: set[bool] = set()  # the formats whose damage check ran
-    target_token, reached_token = _TARGET.set(target), _REACHED.set(outcome.reached)
+    target_token, reached_token = CRASH_TARGET.set(target), CRASH_REACHED.set(outcome.reached)
     try:
         for compressed in compressions:
             label = "zstd" if compressed else "plain"
@@ -434,8 +434,8 @@ def run_crash_checks(
                 if workloads is not None and workload_name not in workloads:
                     continue
                 where = f"{label}, {workload_name} workload"
-                reset = _RESET.set(WORKLOAD_RESETS.get(workload_name, {}))
-                cuts = _BYTE_CUTS.set(WORKLOAD_BYTE_CUTS.get(workload_name, lambda size: range(1, size)))
+                reset = CRASH_RESET.set(WORKLOAD_RESETS.get(workload_name, {}))
+                cuts = CRASH_BYTE_CUTS.set(WORKLOAD_BYTE_CUTS.get(workload_name, lambda size: range(1, size)))
                 try:
                     if workload_name in DAMAGE_WORKLOADS and compressed not in damaged:
                         for spot in DAMAGE_SPOTS:
@@ -444,19 +444,19 @@ def run_crash_checks(
                     run_boundary_crashes(subject, workload, compressed, outcome, every_byte)
                     run_fault_injection(subject, workload, compressed, outcome)
                 except Mismatch as error:
-                    _record(outcome, f"{where}: replaying the workload", (str(error),))
+                    record_outcome(outcome, f"{where}: replaying the workload", (str(error),))
                     outcome.not_reached.append(
                         f"{where}: the rest of its crash points (its replay disagreed)"
                     )
                 except Unsupported as unsupported:
                     outcome.not_reached.append(f"{where}: its crash points (the subject lacks {unsupported})")
                 finally:
-                    _RESET.reset(reset)
-                    _BYTE_CUTS.reset(cuts)
-    except _Enough:
+                    CRASH_RESET.reset(reset)
+                    CRASH_BYTE_CUTS.reset(cuts)
+    except EnoughPoints:
         outcome.not_reached.append("the points after the first failure (fail-fast)")
     finally:
-        _TARGET.reset(target_token)
-        _REACHED.reset(reached_token)
+        CRASH_TARGET.reset(target_token)
+        CRASH_REACHED.reset(reached_token)
     outcome.seconds = time.perf_counter() - started
     return outcome

@@ -11,6 +11,7 @@ from typing import Any, cast
 
 import pytest
 
+import conformance
 import spec.shrink.engine as plans
 from conformance.engine_model import model_request
 from conformance.model import ModelStore
@@ -19,7 +20,7 @@ from spec.log.events import COMPACTION_PRUNE, TOOL_RESULT, Event
 from spec.shrink.engine import Append, Observe, Plan, SessionView
 from spec.shrink.prune import PruneConfig, PrunedEntry, plan_prune_events
 
-VECTORS = Path(__file__).resolve().parent.parent / "conformance" / "vectors"
+VECTORS = Path(conformance.__file__).resolve().parent / "vectors"
 FLUSHED = VECTORS / "compaction" / "a-manual-compaction-flushes-once-its-bracket-is-closed.json"
 PRUNED = next((VECTORS / "prune-pass").glob("*.json"))
 SMALL = {"thresholdChars": 100, "headChars": 20, "tailChars": 20}
