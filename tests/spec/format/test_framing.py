@@ -2,7 +2,8 @@
 decode_zstd_log (notes/dsh-persistence §3.3, §4, §6; its jsonl.spec.ts, zstd.spec.ts and
 zstd.compat.spec.ts checklists §9.6-§9.8; SPEC-DECISIONS D3 items 4-5).
 
-Real frames come from the ``zstandard`` package; the spec itself only reads their structure."""
+Real frames come from the ``zstandard`` package (decompressed by the reference's adapter); the spec
+itself only reads their structure."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from reference.persistence.filestore import inflate_zstd
 from spec.codes import Code, SpecError
 from spec.format.framing import (
     DecodedFrame,
@@ -497,22 +499,12 @@ def test_every_cut_of_a_last_frame_is_still_a_torn_tail_when_nothing_complete_fo
 # --- decode_zstd_frames ------------------------------------------------------------------------
 
 
-def inflate(data: bytes) -> tuple[bytes, bool]:
-    """zstandard's decompression of one frame's bytes, as spec.format.framing.Inflate asks."""
-    try:
-        reader = zstandard.ZstdDecompressor().decompressobj()
-        plaintext = reader.decompress(data)
-    except zstandard.ZstdError as error:
-        raise ValueError(str(error)) from None
-    return bytes(plaintext), reader.eof and not reader.unused_data
-
-
 def test_the_frames_are_inflated_the_skippable_left_out_and_a_torn_one_gives_its_whole_blocks() -> None:
     skippable = (0x184D2A50).to_bytes(4, "little") + (3).to_bytes(4, "little") + b"abc"
     first, second = frame(HEADER + b"\n"), frame(TURN_START + b"\n")
     torn = frame(STEP_START + b"\n")[:-1]  # the checksum's last byte lost: the block is whole
     data = first + skippable + second + torn
-    frames, torn_frame = decode_zstd_frames(data, inflate)
+    frames, torn_frame = decode_zstd_frames(data, inflate_zstd)
     assert frames == [
         DecodedFrame(0, HEADER + b"\n"),
         DecodedFrame(len(first) + len(skippable), TURN_START + b"\n"),
@@ -524,11 +516,11 @@ def test_a_complete_frame_that_does_not_inflate_whole_is_corrupt_at_its_offset()
     first, second = frame(HEADER + b"\n"), bytearray(frame(TURN_START + b"\n"))
     second[-1] ^= 0xFF  # its checksum
     with pytest.raises(SpecError) as raised:
-        decode_zstd_frames(first + bytes(second), inflate)
+        decode_zstd_frames(first + bytes(second), inflate_zstd)
     assert raised.value.code == Code.CORRUPT_LOG
     assert f"frame at byte {len(first)} failed validation" in raised.value.message
     with pytest.raises(SpecError, match=r"frame at byte 0 failed validation \(frame did not end"):
-        decode_zstd_frames(first, lambda data: (inflate(data)[0], False))
+        decode_zstd_frames(first, lambda data: (inflate_zstd(data)[0], False))
 
 
 def test_a_torn_frame_that_does_not_decode_gives_nothing() -> None:
@@ -537,6 +529,6 @@ def test_a_torn_frame_that_does_not_decode_gives_nothing() -> None:
     def refuse_torn(data: bytes) -> tuple[bytes, bool]:
         if data == torn:
             raise ValueError("not a frame")
-        return inflate(data)
+        return inflate_zstd(data)
 
     assert decode_zstd_frames(first + torn, refuse_torn)[1] == DecodedFrame(len(first), b"")
