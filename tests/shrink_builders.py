@@ -141,6 +141,10 @@ class RecordingSink:
         self.flushes += 1
         self.flushed_upto = len(self.appended)
 
+    def fail_appends_of(self, event_type: str) -> None:
+        """Every append of an ``event_type`` event from now on raises."""
+        self.fail_append = lambda event: event.get("type") == event_type
+
     def fail_flushes(self, message: str) -> None:
         """Every flush from now on raises ``OSError(message)``."""
 
@@ -159,6 +163,14 @@ def sink_session(
     state = create_session_state(session_id, seed, header, 1)
     sink.append(state.events)
     return Session(state, sink=sink, clock=lambda: next(clock))
+
+
+def sink_conversation(turns: int) -> tuple[RecordingSink, Session]:
+    """A session of ``turns`` long turns (:func:`long_conversation`) writing to a fresh sink."""
+    sink = RecordingSink()
+    session = sink_session(sink)
+    long_conversation(session, turns=turns)
+    return sink, session
 
 
 def long_conversation(

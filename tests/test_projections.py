@@ -11,7 +11,14 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shrink_builders import Conversation, RecordingSink, long_conversation, new_session, sink_session
+from shrink_builders import (
+    Conversation,
+    RecordingSink,
+    long_conversation,
+    new_session,
+    sink_conversation,
+    sink_session,
+)
 
 from reference.persistence.filestore import FileStore
 from reference.persistence.powerloss import PowerLossFileSystem
@@ -399,9 +406,7 @@ def test_a_record_of_another_format_gives_no_rows() -> None:
 
 
 def test_rows_are_written_only_after_the_log_is_flushed() -> None:
-    sink = RecordingSink()
-    session = sink_session(sink)
-    long_conversation(session, turns=1)
+    sink, session = sink_conversation(1)
     medium = MemoryCacheMedium()
     projections = Projections(ProjectionCache(medium))
     projections.register(counter_unit())
@@ -412,9 +417,7 @@ def test_rows_are_written_only_after_the_log_is_flushed() -> None:
 
 
 def test_a_failed_flush_writes_no_row() -> None:
-    sink = RecordingSink()
-    session = sink_session(sink)
-    long_conversation(session, turns=1)
+    sink, session = sink_conversation(1)
 
     sink.fail_flushes("disk gone")
     medium = MemoryCacheMedium()
