@@ -213,10 +213,14 @@ def text_output(text: str, provider: str = "test", model: str = "stub") -> Summa
     return SummarizerOutput(summary=summary, provider=provider, model=model)
 
 
+Behaviour = Callable[[SummaryRequest, AbortSignal], SummarizerOutput | None]
+"""What a scripted summarizer does with a request: an output, ``None`` for the default one, or raise."""
+
+
 class ScriptedSummarizer:
     """A summarizer whose behaviour is a function: records every request it got."""
 
-    def __init__(self, behaviour: Any = None, text: str = "Short summary.") -> None:
+    def __init__(self, behaviour: Behaviour | None = None, text: str = "Short summary.") -> None:
         self.behaviour = behaviour
         self.text = text
         self.requests: list[SummaryRequest] = []
@@ -226,7 +230,7 @@ class ScriptedSummarizer:
         if self.behaviour is not None:
             answer = self.behaviour(request, signal)
             if answer is not None:
-                return answer  # type: ignore[no-any-return]
+                return answer
         return text_output(self.text)
 
 
