@@ -82,7 +82,7 @@ def tool_result(
     return {"turn": turn, "step": step, "message": message}
 
 
-def rewritten_result(original: JsonValue, text: str, is_error: object = None) -> JsonValue:
+def rewritten_result(original: JsonValue, text: str, is_error: bool | None = None) -> JsonValue:
     """``original`` (a tool/result's data) with the text of its first block's content replaced; a
     given ``is_error`` also changes the block's ``isError`` flag, which the rewrite rule forbids."""
     if not isinstance(original, dict):
@@ -98,12 +98,12 @@ def rewritten_result(original: JsonValue, text: str, is_error: object = None) ->
         return original
     block: JsonObject = {**blocks[0], "content": [{"type": "text", "text": text}]}
     if is_error is not None:
-        block["isError"] = is_error  # type: ignore[assignment]
+        block["isError"] = is_error
     content: list[JsonValue] = [block, *blocks[1:]]
     return {**original, "message": {**message, "content": content}}
 
 
-def turn_start(turn: int) -> JsonObject:
+def turn_start(turn: int | float) -> JsonObject:
     return {"turn": turn}
 
 

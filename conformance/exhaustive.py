@@ -116,7 +116,7 @@ def _result(model: ModelStore) -> Sequence[Request]:
 def _turn_start(model: ModelStore) -> Sequence[Request]:
     state = _state(model)
     started = sum(1 for event in (state.events if state else ()) if event.get("type") == TURN_START)
-    return _append(model, TURN_START, build.turn_start(float(started + 1)))  # type: ignore[arg-type]
+    return _append(model, TURN_START, build.turn_start(float(started + 1)))
 
 
 def _turn_end(model: ModelStore) -> Sequence[Request]:

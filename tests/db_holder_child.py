@@ -1,7 +1,7 @@
 """A child process that becomes the writer of one session and then waits to be killed.
 
-    python tests/db_holder_child.py sqlite PATH SESSION
-    python tests/db_holder_child.py postgres DSN SCHEMA SESSION
+    python -m tests.db_holder_child sqlite PATH SESSION
+    python -m tests.db_holder_child postgres DSN SCHEMA SESSION
 
 It opens the session for writing (creating and flushing it first when it is not stored), prints
 ``holding`` on stdout, and blocks reading stdin until the parent kills it or closes stdin.
@@ -10,9 +10,6 @@ It opens the session for writing (creating and flushing it first when it is not 
 from __future__ import annotations
 
 import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from reference.persistence.database import DatabaseStore
 from reference.store import SessionStore

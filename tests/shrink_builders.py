@@ -141,6 +141,10 @@ class RecordingSink:
         self.flushes += 1
         self.flushed_upto = len(self.appended)
 
+    def fail_appends_of(self, event_type: str) -> None:
+        """Every append of an ``event_type`` event from now on raises."""
+        self.fail_append = lambda event: event.get("type") == event_type
+
     def fail_flushes(self, message: str) -> None:
         """Every flush from now on raises ``OSError(message)``."""
 
@@ -159,6 +163,14 @@ def sink_session(
     state = create_session_state(session_id, seed, header, 1)
     sink.append(state.events)
     return Session(state, sink=sink, clock=lambda: next(clock))
+
+
+def sink_conversation(turns: int) -> tuple[RecordingSink, Session]:
+    """A session of ``turns`` long turns (:func:`long_conversation`) writing to a fresh sink."""
+    sink = RecordingSink()
+    session = sink_session(sink)
+    long_conversation(session, turns=turns)
+    return sink, session
 
 
 def long_conversation(
@@ -201,10 +213,14 @@ def text_output(text: str, provider: str = "test", model: str = "stub") -> Summa
     return SummarizerOutput(summary=summary, provider=provider, model=model)
 
 
+Behaviour = Callable[[SummaryRequest, AbortSignal], SummarizerOutput | None]
+"""What a scripted summarizer does with a request: an output, ``None`` for the default one, or raise."""
+
+
 class ScriptedSummarizer:
     """A summarizer whose behaviour is a function: records every request it got."""
 
-    def __init__(self, behaviour: Any = None, text: str = "Short summary.") -> None:
+    def __init__(self, behaviour: Behaviour | None = None, text: str = "Short summary.") -> None:
         self.behaviour = behaviour
         self.text = text
         self.requests: list[SummaryRequest] = []
@@ -214,7 +230,7 @@ class ScriptedSummarizer:
         if self.behaviour is not None:
             answer = self.behaviour(request, signal)
             if answer is not None:
-                return answer  # type: ignore[no-any-return]
+                return answer
         return text_output(self.text)
 
 

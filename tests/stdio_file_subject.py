@@ -1,7 +1,7 @@
 """A stdio subject that stores on a real directory and has no crash seam: the reference store on
 the real filesystem, for the suite's kill-at-random-points check (conformance/crash/kill.py).
 
-``python tests/stdio_file_subject.py`` serves the protocol on stdin/stdout. The file store lives
+``python -m tests.stdio_file_subject`` serves the protocol on stdin/stdout. The file store lives
 in the directory named by ``CONFORMANCE_STORE_ROOT``; ``reset`` with ``storage: "file"`` empties
 it, and a restarted process finds what the killed one made durable there. With
 ``--lazy-flush`` the subject is broken on purpose: it acknowledges ``flush`` without writing
@@ -15,8 +15,6 @@ import shutil
 import sys
 from pathlib import Path
 from typing import ClassVar
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from conformance.crash import STORE_ROOT_ENV
 from reference.durability_subjects import serve_stdio

@@ -51,7 +51,9 @@ def turn_events(session: Session, turn: int, results: dict[int, int]) -> Iterato
         assert isinstance(original, dict)
         message = original["message"]
         assert isinstance(message, dict)
-        block = {**message["content"][0], "content": [{"type": "text", "text": "[pruned]"}]}  # type: ignore[index, dict-item]
+        content = message["content"]
+        assert isinstance(content, list) and isinstance(content[0], dict)
+        block = {**content[0], "content": [{"type": "text", "text": "[pruned]"}]}
         session.append(
             "compaction/prune", {"shadowedRange": {"start": old, "end": old}, "shadowedSeqs": [old]}
         )

@@ -12,14 +12,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from shrink_builders import (
     Conversation,
-    RecordingSink,
     ScriptedSummarizer,
     assert_calls_precede_results,
     assert_log_clean,
     data_of,
     long_conversation,
     new_session,
-    sink_session,
+    sink_conversation,
 )
 
 from reference.persistence.filestore import FileStore
@@ -136,9 +135,7 @@ def test_a_manual_compaction_without_a_command_writes_exactly_the_id_and_a_null_
 
 
 def test_a_manual_compaction_flushes_its_closed_bracket() -> None:
-    sink = RecordingSink()
-    session = sink_session(sink)
-    long_conversation(session, turns=3)
+    sink, session = sink_conversation(3)
     engine().compact_now(session)
     assert sink.flushes == 1 and sink.flushed_upto == session.seq
 
@@ -346,9 +343,7 @@ def test_the_bracket_stays_paired_when_an_automatic_summarizer_raises() -> None:
 def test_the_bracket_stays_paired_when_a_manual_summarizer_raises_and_the_failure_is_a_summary_failure() -> (
     None
 ):
-    sink = RecordingSink()
-    session = sink_session(sink)
-    long_conversation(session, turns=3)
+    sink, session = sink_conversation(3)
     mark = session.seq
     with pytest.raises(SpecError) as caught:
         engine(ScriptedSummarizer(raising(ValueError("model down")))).compact_now(session)
@@ -397,9 +392,7 @@ def test_a_summarizer_within_its_timeout_commits_normally() -> None:
 
 
 def test_the_bracket_stays_paired_when_the_summarizer_is_cancelled() -> None:
-    sink = RecordingSink()
-    session = sink_session(sink)
-    long_conversation(session, turns=3)
+    sink, session = sink_conversation(3)
     signal = AbortSignal()
 
     def cancelled(request: SummaryRequest, signal_seen: AbortSignal) -> None:
@@ -447,9 +440,7 @@ def test_a_manual_summary_that_returns_after_cancellation_is_not_committed() -> 
 
 
 def test_cancellation_during_the_flush_wins_over_a_committed_manual_compaction() -> None:
-    sink = RecordingSink()
-    session = sink_session(sink)
-    long_conversation(session, turns=3)
+    sink, session = sink_conversation(3)
     signal = AbortSignal()
     sink.on_flush = signal.abort
     mark = session.seq
@@ -519,9 +510,7 @@ def test_a_manual_compaction_keeps_context_appended_outside_its_span_during_summ
 
 
 def test_a_manual_compaction_whose_span_changed_during_summarization_reports_changed() -> None:
-    sink = RecordingSink()
-    session = sink_session(sink)
-    long_conversation(session, turns=3)
+    sink, session = sink_conversation(3)
     first = session.surface.nodes[0]
 
     def rewrite(request: SummaryRequest, signal: AbortSignal) -> None:
@@ -564,10 +553,8 @@ def test_a_summary_with_an_image_is_refused() -> None:
 
 
 def test_a_failing_compaction_end_leaves_one_orphaned_start_that_keeps_the_lock() -> None:
-    sink = RecordingSink()
-    session = sink_session(sink)
-    long_conversation(session, turns=3)
-    sink.fail_append = lambda event: event.get("type") == COMPACTION_END
+    sink, session = sink_conversation(3)
+    sink.fail_appends_of(COMPACTION_END)
     mark = session.seq
     with pytest.raises(SpecError) as caught:
         engine().compact_now(session)
@@ -581,10 +568,8 @@ def test_a_failing_compaction_end_leaves_one_orphaned_start_that_keeps_the_lock(
 
 
 def test_a_failed_error_close_leaves_only_the_start_and_is_a_commit_failure() -> None:
-    sink = RecordingSink()
-    session = sink_session(sink)
-    long_conversation(session, turns=3)
-    sink.fail_append = lambda event: event.get("type") == COMPACTION_END
+    sink, session = sink_conversation(3)
+    sink.fail_appends_of(COMPACTION_END)
     mark = session.seq
     with pytest.raises(SpecError) as caught:
         engine(ScriptedSummarizer(raising(RuntimeError("no")))).compact_now(session)
@@ -594,10 +579,8 @@ def test_a_failed_error_close_leaves_only_the_start_and_is_a_commit_failure() ->
 
 
 def test_a_commit_body_failure_closes_the_bracket_with_an_error() -> None:
-    sink = RecordingSink()
-    session = sink_session(sink)
-    long_conversation(session, turns=3)
-    sink.fail_append = lambda event: event.get("type") == COMPACTION_SUMMARY
+    sink, session = sink_conversation(3)
+    sink.fail_appends_of(COMPACTION_SUMMARY)
     mark = session.seq
     with pytest.raises(SpecError) as caught:
         engine().compact_now(session)
@@ -611,9 +594,7 @@ def test_a_commit_body_failure_closes_the_bracket_with_an_error() -> None:
 
 
 def test_a_failed_flush_after_a_committed_manual_compaction_is_a_persistence_failure() -> None:
-    sink = RecordingSink()
-    session = sink_session(sink)
-    long_conversation(session, turns=3)
+    sink, session = sink_conversation(3)
 
     sink.fail_flushes("disk full")
     with pytest.raises(SpecError) as caught:
@@ -623,10 +604,8 @@ def test_a_failed_flush_after_a_committed_manual_compaction_is_a_persistence_fai
 
 
 def test_a_commit_failure_takes_precedence_over_a_flush_failure() -> None:
-    sink = RecordingSink()
-    session = sink_session(sink)
-    long_conversation(session, turns=3)
-    sink.fail_append = lambda event: event.get("type") == COMPACTION_SUMMARY
+    sink, session = sink_conversation(3)
+    sink.fail_appends_of(COMPACTION_SUMMARY)
 
     sink.fail_flushes("disk full")
     with pytest.raises(SpecError) as caught:

@@ -156,7 +156,8 @@ def test_a_session_id_with_a_lone_surrogate_is_stored_under_its_path_segment(dat
 
 def start_holder(database: Database, session_id: str) -> subprocess.Popen[str]:
     child = subprocess.Popen(
-        [sys.executable, str(HERE / "db_holder_child.py"), *database.child_args, session_id],
+        [sys.executable, "-m", "tests.db_holder_child", *database.child_args, session_id],
+        cwd=HERE.parent,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -22,6 +22,7 @@ from conformance.runner import run_suite
 from conformance.subject import InProcessSubject, StdioSubject
 from reference.database_subjects import PostgresSubject, SqliteSubject
 from reference.persistence.postgres import DSN_ENV
+from reference.server import ReferenceSubject
 
 STDIO_FAMILIES = frozenset({"storage", "crash"})
 
@@ -59,31 +60,21 @@ def run_over_stdio(backend: str) -> list[CaseResult]:
         subject.close()
 
 
-def test_the_sqlite_subject_passes_every_family_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(STORE_ROOT_ENV, raising=False)
-    results = run_in_process(SqliteSubject())
+def assert_passes_every_family(subject: ReferenceSubject) -> None:
+    results = run_in_process(subject)
     assert failures(results) == []
     assert unexpected_skips(results) == []
-    assert {r.family for r in results if r.outcome == "passed"} >= {
-        "storage",
-        "machine",
-        "exhaustive",
-        "session",
-        "fork",
-    }
+    passed = {r.family for r in results if r.outcome == "passed"}
+    assert passed >= {"storage", "machine", "exhaustive", "session", "fork"}
+
+
+def test_the_sqlite_subject_passes_every_family_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(STORE_ROOT_ENV, raising=False)
+    assert_passes_every_family(SqliteSubject())
 
 
 def test_the_postgres_subject_passes_every_family_in_process(postgres_env: str) -> None:
-    results = run_in_process(PostgresSubject())
-    assert failures(results) == []
-    assert unexpected_skips(results) == []
-    assert {r.family for r in results if r.outcome == "passed"} >= {
-        "storage",
-        "machine",
-        "exhaustive",
-        "session",
-        "fork",
-    }
+    assert_passes_every_family(PostgresSubject())
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])

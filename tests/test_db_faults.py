@@ -23,10 +23,7 @@ from __future__ import annotations
 
 import os
 import random
-import select
-import signal
 import sqlite3
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -40,6 +37,7 @@ import pytest
 
 from conformance import builders as build
 from conformance.crash import STORE_ROOT_ENV
+from conformance.crash.kill import SubjectProcess
 from conformance.crash_rules import (
     check_d3_1_header,
     check_d3_2_prefix,
@@ -53,7 +51,7 @@ from reference.persistence.postgres import DSN_ENV, PostgresStore
 from reference.persistence.sqlite import SqliteStore
 from reference.store import SessionStore
 from spec.codes import Code, SpecError
-from spec.format.json_text import decode_json_text, encode_json_text
+from spec.format.json_text import encode_json_text
 from spec.log.json import JsonValue
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -65,56 +63,17 @@ SESSIONS = ("a", "b")
 # --- a writer process speaking the conformance protocol ------------------------------------------------
 
 
-class Writer:
+class Writer(SubjectProcess):
     """``python -m reference.server --backend …`` as a child process, request by request."""
 
     def __init__(self, backend: str, env: dict[str, str]) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "reference.server", "--backend", backend],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            cwd=ROOT,
-            env={**os.environ, **env},
-        )
-        self.rid = 0
-
-    def send(self, op: str, **args: JsonValue) -> None:
-        self.rid += 1
-        assert self.process.stdin is not None
-        self.process.stdin.write(
-            (encode_json_text({"rid": self.rid, "op": op, **args}) + "\n").encode("utf-8")
-        )
-        self.process.stdin.flush()
-
-    def receive(self) -> dict[str, Any]:
-        assert self.process.stdout is not None
-        ready, _, _ = select.select([self.process.stdout], [], [], 60)
-        line = self.process.stdout.readline() if ready else b""
-        if not line:
-            raise AssertionError(f"the writer did not answer (exit status {self.process.poll()})")
-        answer = decode_json_text(line)
-        assert isinstance(answer, dict)
-        return answer
-
-    def request(self, op: str, **args: JsonValue) -> dict[str, Any]:
-        self.send(op, **args)
-        return self.receive()
+        argv = [sys.executable, "-m", "reference.server", "--backend", backend]
+        super().__init__(argv, {**os.environ, **env}, timeout=60)
 
     def ok(self, op: str, **args: JsonValue) -> Any:
         answer = self.request(op, **args)
         assert answer["ok"], f"{op} answered {answer}"
         return answer["result"]
-
-    def kill(self) -> None:
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait()
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            assert self.process.stdin is not None
-            self.process.stdin.close()
-            self.process.wait(timeout=30)
 
 
 @dataclass
@@ -234,7 +193,7 @@ def kill_rounds(backend: str, env: dict[str, str], open_store: Any, rounds: int)
                 else:
                     request = {"id": session_id}
                 if index == kill_at:
-                    writer.send(op, **request)
+                    writer.send(op, request)
                     in_flight = session_id if op == "flush" and log.acked < len(log.appended) else None
                     time.sleep(
                         generator.random() * 0.003
@@ -375,7 +334,7 @@ def test_killing_the_postgres_server_mid_commit_loses_nothing_flushed_and_a_retr
     for _ in range(4):
         writer.ok("read", id="a")  # the writer's connection is up (it reconnects after the last kill)
         big_batch(writer, generator, log, "a")
-        writer.send("flush", id="a")
+        writer.send("flush", {"id": "a"})
         cluster.kill()  # an immediate shutdown, while the commit is under way (or just after it)
         kills += 1
         answer = writer.receive()
@@ -427,7 +386,7 @@ def test_dropping_the_connection_during_a_flush_loses_nothing_and_a_retry_writes
             big_batch(writer, generator, log, "a")
             idle = round_number % 4 == 3  # now and then the connection drops between flushes
             if not idle:
-                writer.send("flush", id="a")
+                writer.send("flush", {"id": "a"})
             terminated = admin.execute(
                 "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = %s",
                 (application,),

@@ -138,7 +138,9 @@ def test_the_generated_checks_alone_catch_most_broken_subjects(verdicts: dict[st
 
 def kill_check(flag: str) -> list[CaseResult]:
     """The crash family against tests/stdio_file_subject.py: no seam, so it kills the process."""
-    subject = StdioSubject(f"{sys.executable} {REPOSITORY / 'tests' / 'stdio_file_subject.py'}{flag}")
+    subject = StdioSubject(
+        f"{sys.executable} -m tests.stdio_file_subject{flag}", env={"PYTHONPATH": str(REPOSITORY)}
+    )
     try:
         return run_suite(subject, Options(profile="ci", families=frozenset({"crash"})))
     finally:

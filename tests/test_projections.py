@@ -11,7 +11,14 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from shrink_builders import Conversation, RecordingSink, long_conversation, new_session, sink_session
+from shrink_builders import (
+    Conversation,
+    RecordingSink,
+    long_conversation,
+    new_session,
+    sink_conversation,
+    sink_session,
+)
 
 from reference.persistence.filestore import FileStore
 from reference.persistence.powerloss import PowerLossFileSystem
@@ -301,10 +308,12 @@ def test_the_digest_gives_the_same_state_from_a_cold_cache_a_stale_cache_and_a_f
     full = replay(SESSION_DIGEST, files.read("digest").events)
 
     calls: list[int] = []
-    counting = dataclasses.replace(
-        SESSION_DIGEST,
-        apply=lambda state, event: calls.append(int(event["seq"])) or apply_session_digest(state, event),  # type: ignore[arg-type, func-returns-value]
-    )
+
+    def counted(state: JsonValue, event: Event) -> JsonValue:
+        calls.append(int_field(event, "seq"))
+        return apply_session_digest(state, event)
+
+    counting = dataclasses.replace(SESSION_DIGEST, apply=counted)
     stale = Projections(ProjectionCache(FileCacheMedium(files)))
     stale.register(counting)
     resumed = stores().resume("digest")
@@ -330,7 +339,12 @@ def test_a_fresh_cache_row_needs_no_fold_at_all() -> None:
     ProjectionCache(medium).write(session, first)
     calls: list[int] = []
     second = Projections(ProjectionCache(medium))
-    second.register(dataclasses.replace(SESSION_DIGEST, apply=lambda s, e: calls.append(1) or s))  # type: ignore[func-returns-value]
+
+    def counted(state: JsonValue, event: Event) -> JsonValue:
+        calls.append(1)
+        return state
+
+    second.register(dataclasses.replace(SESSION_DIGEST, apply=counted))
     assert second.state_of(session, "sessionDigest") == first_state and calls == []
 
 
@@ -399,9 +413,7 @@ def test_a_record_of_another_format_gives_no_rows() -> None:
 
 
 def test_rows_are_written_only_after_the_log_is_flushed() -> None:
-    sink = RecordingSink()
-    session = sink_session(sink)
-    long_conversation(session, turns=1)
+    sink, session = sink_conversation(1)
     medium = MemoryCacheMedium()
     projections = Projections(ProjectionCache(medium))
     projections.register(counter_unit())
@@ -412,9 +424,7 @@ def test_rows_are_written_only_after_the_log_is_flushed() -> None:
 
 
 def test_a_failed_flush_writes_no_row() -> None:
-    sink = RecordingSink()
-    session = sink_session(sink)
-    long_conversation(session, turns=1)
+    sink, session = sink_conversation(1)
 
     sink.fail_flushes("disk gone")
     medium = MemoryCacheMedium()

@@ -36,14 +36,15 @@ KILL_ROUNDS: Final = {"ci": 6, "thorough": 60}
 KILL_TEXT: Final = f"{values.NON_BMP}\u2028\ud800 "  # each kill round's messages start with edges
 
 
-class _Process:
+class SubjectProcess:
     """A stdio subject process, driven request by request, that can be killed mid-request."""
 
-    def __init__(self, argv: Sequence[str], env: dict[str, str]) -> None:
+    def __init__(self, argv: Sequence[str], env: dict[str, str], timeout: float = 30.0) -> None:
         self.process = subprocess.Popen(
             list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
         )
         self.rid = 0
+        self.timeout = timeout  # seconds an answer may take
 
     def send(self, op: str, args: dict[str, Any]) -> None:
         self.rid += 1
@@ -52,9 +53,9 @@ class _Process:
         self.process.stdin.write(line.encode("utf-8"))
         self.process.stdin.flush()
 
-    def receive(self, timeout: float = 30.0) -> dict[str, Any]:
+    def receive(self) -> dict[str, Any]:
         assert self.process.stdout is not None
-        ready, _, _ = select.select([self.process.stdout], [], [], timeout)
+        ready, _, _ = select.select([self.process.stdout], [], [], self.timeout)
         if not ready:
             raise Mismatch("the subject did not answer within the timeout")
         line = self.process.stdout.readline()
@@ -117,7 +118,7 @@ def run_kill_check(
 
 def _kill_round(argv: Sequence[str], env: dict[str, str], generator: random.Random) -> tuple[str, ...]:
     model = ModelStore(storage="file")
-    process = _Process(argv, env)
+    process = SubjectProcess(argv, env)
     try:
         for op, args in (
             ("reset", {"storage": "file"}),
@@ -150,7 +151,7 @@ def _kill_round(argv: Sequence[str], env: dict[str, str], generator: random.Rand
     appended = entry.state.events if entry is not None else ()
     log = model.stored.get("k")
     flushed = len(log.events) if log is not None else 0
-    restarted = _Process(argv, env)
+    restarted = SubjectProcess(argv, env)
     try:
         restarted.request("clock", now=model.now)
         answer = restarted.request("resume", id="k")

@@ -39,7 +39,7 @@ from conformance import strategies as values
 from conformance.driver import Driver, Mismatch
 from conformance.files.reader import FilesError, decode_files, log_files
 from conformance.model import DurableLog, ModelStore
-from conformance.report import CaseResult, Options
+from conformance.report import CaseResult, Options, Outcome
 from conformance.subject import StdioSubject, Subject
 from conformance.targets import DEFAULT_TARGET, V0_NAMES, Target
 from conformance.trace.specread import inflate_zstd, read_log_file
@@ -424,9 +424,9 @@ CHECKERS: Final[Mapping[str, Callable[[Written, Target], list[str]]]] = {
 }
 
 
-def _not_run(reason: str, outcome: str = "not run") -> list[CaseResult]:
+def _not_run(reason: str, outcome: Outcome = "not run") -> list[CaseResult]:
     return [
-        CaseResult(FAMILY, f"{key}: {sentence}", outcome, reason, case_id=key)  # type: ignore[arg-type]
+        CaseResult(FAMILY, f"{key}: {sentence}", outcome, reason, case_id=key)
         for key, sentence in CHECKS.items()
     ]
 

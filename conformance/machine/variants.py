@@ -235,7 +235,7 @@ def log_only_payloads(kind: str, events: Sequence[Event]) -> st.SearchStrategy[J
     started = count_turns_started(events)
     calls, compactions = st.sampled_from(LOG_CALL_IDS), st.sampled_from(COMPACTION_IDS)
     payloads: dict[str, st.SearchStrategy[JsonValue]] = {
-        "turn/start": st.sampled_from((started + 1, float(started + 1))).map(build.turn_start),  # type: ignore[arg-type]
+        "turn/start": st.sampled_from((started + 1, float(started + 1))).map(build.turn_start),
         "turn/end": st.just(build.turn_end(max(started, 1))),
         "step/start": st.just(build.step_start(turn, step + 1)),
         "step/end": st.just(build.step_end(turn, step)),

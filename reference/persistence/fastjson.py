@@ -97,8 +97,9 @@ def freeze_checked(value: Any) -> JsonValue:
     """Freshly parsed JSON (nobody else holds it) frozen in one pass over its containers, each
     number given the spec reader's value; raises :class:`_Unsure` for a float it cannot vouch for."""
     kind = type(value)
+    root: FrozenDict | FrozenList
     if kind is dict:
-        root: Any = FrozenDict(value)
+        root = FrozenDict(value)
     elif kind is list:
         root = FrozenList(value)
     else:
@@ -153,10 +154,10 @@ def freeze_checked(value: Any) -> JsonValue:
                         set_index(container, index, 0.0)
                     elif not -_UNSURE_MAGNITUDE < child < _UNSURE_MAGNITUDE:
                         raise _Unsure
-    return root  # type: ignore[no-any-return]
+    return root
 
 
-def _checked_scalar(value: Any) -> JsonValue:
+def _checked_scalar(value: JsonValue) -> JsonValue:
     if type(value) is int and not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
         return float(value)
     if type(value) is float:
@@ -164,4 +165,4 @@ def _checked_scalar(value: Any) -> JsonValue:
             return 0.0
         if not -_UNSURE_MAGNITUDE < value < _UNSURE_MAGNITUDE:
             raise _Unsure
-    return value  # type: ignore[no-any-return]
+    return value

@@ -190,14 +190,15 @@ def load_clean_v4_log(session_id: str | None, data: bytes, compressed: bool) -> 
         records = fastjson.decode_lines(lines)
         if records is None:
             return None
+        events: list[Event] = []
         for seq, record in enumerate(records):
             if type(record) is not FrozenDict or record.get("seq") != seq or type(record["seq"]) is not int:
                 return None
-        events: tuple[Event, ...] = tuple(records)  # type: ignore[arg-type]
+            events.append(record)
         validate_stored_events(str(header["id"]), events)
     except (SpecError, zstandard.ZstdError, ValueError):
         return None
-    return LoadedLog(version, header, events, (), None)
+    return LoadedLog(version, header, tuple(events), (), None)
 
 
 def _expanded_count(records: Sequence[JsonValue]) -> int:

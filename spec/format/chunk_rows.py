@@ -84,18 +84,16 @@ def _validate_run_data(tag: str, data: JsonObject, payload_key: str) -> list[str
     if not all(_is_number(data[key]) for key in ("turn", "step", "index")):
         raise _malformed_row(tag, "turn/step/index must be numbers")
     payload = data[payload_key]
-    if (
-        not isinstance(payload, list)
-        or len(payload) == 0
-        or not all(isinstance(entry, str) for entry in payload)
-    ):
+    entries = payload if isinstance(payload, list) else []
+    members = [entry for entry in entries if isinstance(entry, str)]
+    if not members or len(members) != len(entries):
         raise _malformed_row(tag, f"{payload_key} must be a non-empty string array")
     gaps = data["dt"]
     if not isinstance(gaps, list) or not all(is_safe_integer(gap) for gap in gaps):
         raise _malformed_row(tag, "dt must be an array of safe integers")
-    if len(gaps) != len(payload) - 1:
-        raise _malformed_row(tag, f"dt length {len(gaps)} does not match {len(payload)} members")
-    return payload  # type: ignore[return-value]
+    if len(gaps) != len(members) - 1:
+        raise _malformed_row(tag, f"dt length {len(gaps)} does not match {len(members)} members")
+    return members
 
 
 def _validate_run_bounds(tag: str, seq0: int, time0: int, gaps: list[int], count: int) -> None:

@@ -18,7 +18,7 @@ from types import MappingProxyType
 from typing import Final
 
 from spec.log.events import STEP_START, TURN_START, Event
-from spec.log.json import FrozenDict, JsonValue, is_event_seq
+from spec.log.json import FrozenDict, JsonValue, int_field, is_event_seq
 from spec.projections.digest import DIGEST_KEY, SESSION_DIGEST
 from spec.projections.units import ProjectionUnit
 
@@ -46,7 +46,7 @@ def apply_turn_ledger_v1(state: JsonValue, event: Event) -> JsonValue:
     """Each ``turn/start`` counts one turn; every other event returns the very same state."""
     assert isinstance(state, dict)
     if event.get("type") == TURN_START:
-        return {"turns": state["turns"] + 1}  # type: ignore[operator]
+        return {"turns": int_field(state, "turns") + 1}
     return state
 
 
@@ -56,9 +56,9 @@ def apply_turn_ledger_v2(state: JsonValue, event: Event) -> JsonValue:
     assert isinstance(state, dict)
     kind = event.get("type")
     if kind == TURN_START:
-        return {**state, "turns": state["turns"] + 1}  # type: ignore[operator]
+        return {**state, "turns": int_field(state, "turns") + 1}
     if kind == STEP_START:
-        return {**state, "steps": state["steps"] + 1}  # type: ignore[operator]
+        return {**state, "steps": int_field(state, "steps") + 1}
     return state
 
 

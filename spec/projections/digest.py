@@ -13,7 +13,7 @@ from types import MappingProxyType
 from typing import Final
 
 from spec.log.events import COMPACTION_END, COMPACTION_PRUNE, Event, event_data
-from spec.log.json import FrozenDict, JsonValue, is_event_seq
+from spec.log.json import FrozenDict, JsonValue, int_field, is_event_seq
 from spec.projections.units import ProjectionUnit
 
 DIGEST_KEY: Final = "sessionDigest"
@@ -42,9 +42,13 @@ def apply_session_digest(state: JsonValue, event: Event) -> JsonValue:
     kind = event.get("type")
     data = event_data(event)
     if kind == COMPACTION_END and "error" not in data:
-        return {**state, "compactions": state["compactions"] + 1}  # type: ignore[operator]
+        return {**state, "compactions": int_field(state, "compactions") + 1}
     if kind == COMPACTION_PRUNE:
-        return {**state, "prunes": state["prunes"] + 1, "lastShadowedTokens": data.get("shadowedTokenCount")}  # type: ignore[operator]
+        return {
+            **state,
+            "prunes": int_field(state, "prunes") + 1,
+            "lastShadowedTokens": data.get("shadowedTokenCount"),
+        }
     return state
 
 

@@ -7,6 +7,8 @@ itself only reads their structure."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pytest
 import zstandard
 from hypothesis import given, settings
@@ -25,6 +27,7 @@ from spec.format.framing import (
     scan_zstd_frames,
     split_jsonl,
 )
+from spec.log.json import JsonValue
 
 MAGIC = bytes.fromhex("28b52ffd")
 HEADER = b'{"type":"session","version":4,"id":"s1","createdAt":1000,"delegationDepth":0,"isSeeded":false}'
@@ -110,10 +113,16 @@ def test_the_lines_and_the_torn_tail_rebuild_the_data(data: bytes) -> None:
 # --- decode_jsonl_log ------------------------------------------------------------------------
 
 
+def fields(records: Sequence[JsonValue], key: str) -> list[JsonValue]:
+    """The ``key`` of each record, all of them objects."""
+    assert all(isinstance(record, dict) for record in records)
+    return [record[key] for record in records if isinstance(record, dict)]
+
+
 def test_a_clean_plain_log_gives_its_header_line_and_records() -> None:
     log = decode_jsonl_log(HEADER + b"\n" + TURN_START + b"\n" + STEP_START + b"\n")
     assert isinstance(log.header_line, dict) and log.header_line["id"] == "s1"
-    assert [record["seq"] for record in log.records] == [0, 1]  # type: ignore[index, call-overload]
+    assert fields(log.records, "seq") == [0, 1]
     assert log.truncate_to is None and log.recovered == ()
 
 
@@ -441,7 +450,7 @@ def test_the_complete_lines_of_a_torn_frame_are_recovered_and_its_fragment_dropp
     torn = DecodedFrame(120, TURN_START + b"\n" + STEP_START + b"\n" + b'{"type":"assistant/ch')
     log = decode_zstd_log([DecodedFrame(0, HEADER + b"\n")], torn)
     assert log.records == ()
-    assert [record["seq"] for record in log.recovered] == [0, 1]  # type: ignore[index, call-overload]
+    assert fields(log.recovered, "seq") == [0, 1]
     assert log.truncate_to == 120
 
 
@@ -463,8 +472,8 @@ def test_a_real_log_with_a_torn_final_frame_recovers_its_complete_lines() -> Non
     partial = DecodedFrame(scan.torn_offset, decompress(data[scan.torn_offset :]))
     assert partial.plaintext and not partial.plaintext.endswith(b"\n")
     log = decode_zstd_log(complete, partial)
-    assert [record["type"] for record in log.records] == ["turn/start"]  # type: ignore[index, call-overload]
-    assert [record["type"] for record in log.recovered] == ["step/start"]  # type: ignore[index, call-overload]
+    assert fields(log.records, "type") == ["turn/start"]
+    assert fields(log.recovered, "type") == ["step/start"]
     assert log.truncate_to == len(header) + len(batch)
 
 
