@@ -15,7 +15,6 @@ clock is pinned and ids are fixed, so two runs write the same bytes;
 from __future__ import annotations
 
 import argparse
-import importlib
 import inspect
 import json
 import re
@@ -52,8 +51,12 @@ from conformance.cases.build import OK, Case, Cases, GenerationError, PureCase, 
 from conformance.cases.coverage import validate_coverage
 from conformance.engine_model import ENGINE_CAPABILITY_OF
 from conformance.oracle import SpecOracle
+from conformance.spec_index import UnknownRule, rule_of, rule_path, spec_function, specification_of
 from conformance.subject import InProcessSubject
 from spec.log.json import JsonObject, JsonValue
+from spec.wire import WIRE_TABLE
+
+PROTOCOL_RULES: Final = {row.name: rule_of(row.function) for row in WIRE_TABLE}  # call name -> rule
 
 VECTORS_DIR: Final = Path(__file__).resolve().parent / "vectors"
 REFERENCE_FILES_DIR: Final = Path(__file__).resolve().parent / "reference-files"
@@ -132,11 +135,16 @@ def build_vector(family: str, case: Case | PureCase) -> JsonObject:
     """The vector's JSON in reading order, every outcome computed by the oracle."""
     oracle = InProcessSubject(SpecOracle())
     where = f"[{family}] {case.name}"
-    vector: JsonObject = {"name": case.name, "family": family, "why": why_of(case)}
+    rule, why = rule_name(case), why_of(case)
+    vector: JsonObject = {"name": case.name, "family": family, "why": why}
     if case.comment is not None:
         vector["comment"] = case.comment
-    if isinstance(case, Case):
-        vector["rule"] = case.rule  # a pure vector's function names its rule already
+    vector["rule"] = rule
+    vector["specification"] = specification_of(rule, why)
+    if not vector["specification"]:
+        raise GenerationError(
+            f"{where}: neither the why nor rule {rule}'s docstrings cite the rules material"
+        )
     vector["capabilities"] = list[JsonValue](capabilities_of(case))
     if isinstance(case, PureCase):
         response = oracle.request("call", function=case.function, input=case.input)
@@ -166,37 +174,41 @@ def _plain(value: JsonObject) -> JsonObject:
     return plain
 
 
+def rule_name(case: Case | PureCase) -> str:
+    """The rule a vector exercises, by its stable name (:mod:`conformance.spec_index`): a
+    protocol case's own, a pure case's function's."""
+    if isinstance(case, PureCase):
+        if case.function not in PROTOCOL_RULES:
+            raise GenerationError(f"{case.function!r} is not a function of the protocol's call table")
+        return PROTOCOL_RULES[case.function]
+    try:
+        rule_path(case.rule)
+    except UnknownRule as error:
+        raise GenerationError(f"[{case.name}] {error}") from None
+    return case.rule
+
+
 def why_of(case: Case | PureCase) -> str:
     """The rule the case pins: its author's sentence, else the first sentence of the docstring of
     the spec function it exercises."""
     if case.why is not None:
         return case.why
-    return as_why(inspect.getdoc(spec_function(case.rule if isinstance(case, Case) else case.function)) or "")
-
-
-def spec_function(name: str) -> Callable[..., object]:
-    """The function of the specification a dotted name names."""
-    module_name, _, function = name.rpartition(".")
-    found: object = None
-    if module_name.startswith("spec."):
-        found = getattr(importlib.import_module(module_name), function, None)
-    if not callable(found):
-        raise GenerationError(f"rule {name!r} is not a function of the specification")
-    return found
-
-
-def validate_rule_name(rule: str) -> None:
-    """A vector's rule names a function of the specification."""
-    spec_function(rule)
+    return as_why(inspect.getdoc(spec_function(rule_name(case))) or "")
 
 
 # --- rendering and writing -------------------------------------------------------------------------
 
 
+SLUG_LENGTH: Final = 90  # characters of a vector's file name, at most
+
+
 def slug(name: str) -> str:
-    """A vector's file name, from its sentence."""
+    """A vector's file name, from its sentence: cut after the last whole word that fits."""
     text = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
-    return text[:90].rstrip("-")
+    if len(text) <= SLUG_LENGTH:
+        return text
+    cut = text[: SLUG_LENGTH + 1]
+    return cut[: cut.rfind("-")] if "-" in cut else text[:SLUG_LENGTH]
 
 
 WIDTH: Final = 110  # columns: a value that fits stays on one line
@@ -257,7 +269,6 @@ def generate() -> dict[str, str]:
     files: dict[str, str] = {}
     for family, cases in FAMILIES.items():
         for case in cases():
-            validate_rule_name(case.rule if isinstance(case, Case) else case.function)
             path = f"{family}/{slug(case.name)}.json"
             if path in files:
                 raise GenerationError(f"two cases share the file {path}")

@@ -1,15 +1,12 @@
 """The layers: ``spec/`` imports only the standard library and itself, ``conformance/`` never
-imports ``reference/``, and the module paths protocol version 1 named still import."""
+imports ``reference/``."""
 
 from __future__ import annotations
 
 import ast
-import importlib
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -55,24 +52,3 @@ def test_a_forbidden_import_is_found(tmp_path: Path) -> None:
         "import os\nfrom reference.store import SessionStore\nimport zstandard\n", encoding="utf-8"
     )
     assert [name for _, name in imported_modules(module)] == ["os", "reference.store", "zstandard"]
-
-
-@pytest.mark.parametrize(
-    ("old", "new"),
-    [
-        ("spec.surface", "spec.log.surface"),
-        ("spec.checker", "spec.checks.log"),
-        ("spec.storage", "spec.format.naming"),
-        ("spec.repair", "spec.lineage.repair"),
-        ("reference.powerloss", "reference.persistence.powerloss"),
-        ("reference.compaction", "reference.shrink.compaction"),
-    ],
-)
-def test_a_moved_module_is_the_same_module_at_its_old_path(old: str, new: str) -> None:
-    assert importlib.import_module(old) is importlib.import_module(new)
-
-
-def test_the_old_json_path_offers_the_domain_and_the_text_codec() -> None:
-    old = importlib.import_module("spec.json")
-    assert old.FrozenDict is importlib.import_module("spec.log.json").FrozenDict
-    assert old.encode_json_text is importlib.import_module("spec.format.json_text").encode_json_text

@@ -10,7 +10,7 @@ from __future__ import annotations
 from conformance.cases.build import Cases, append_step, case, fails, ok, state
 from spec.codes import Code
 
-RULE = "spec.log.session.snapshot_event_data"
+RULE = "snapshot_event_data"
 
 
 def cases() -> Cases:
