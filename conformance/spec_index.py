@@ -1,5 +1,6 @@
-"""One reading of ``spec/``: every function, what it calls, the codes it names, its stable name and
-the part of the rules material it cites.
+"""One reading of ``spec/``: every function, what it calls, the codes it names (its own and through
+its callees), the checker rule ids it reports, its stable name, the part of the rules material it
+cites, and where the project exercises it (vector files, case entries, test modules).
 
 A rule's *stable name* is its function's own name (``plan_fork_seed``): public function names are
 unique across ``spec/`` (``tests/test_spec_index.py``), so a vector, a case or a page names a rule
@@ -7,14 +8,16 @@ without naming the module it lives in, and moving or renaming a module changes n
 
 Everything is read from the source (``ast``), never by running a rule; :func:`spec_function`
 imports a rule's module only to hand out the function object. The vector generator, the
-traceability page (:mod:`conformance.coverage`) and the spec book (``scripts/spec_book.py``) read
-``spec/`` through this module.
+traceability page (:mod:`conformance.coverage`), the spec book (``scripts/spec_book.py``) and the
+checker's rule catalogue (``dsh-session rules``, :mod:`reference.rule_catalog`) read ``spec/``
+through this module.
 """
 
 from __future__ import annotations
 
 import ast
 import importlib
+import json
 import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
@@ -25,6 +28,9 @@ from typing import Final
 
 ROOT: Final = Path(__file__).resolve().parent.parent
 SPEC_DIR: Final = ROOT / "spec"
+VECTORS_DIR: Final = ROOT / "conformance" / "vectors"
+CASES_DIR: Final = ROOT / "conformance" / "cases"
+TESTS_DIR: Final = ROOT / "tests"
 WIRE_MODULES: Final = frozenset({"spec.wire"})  # the call table's JSON forms, not rules
 
 # A citation of the rules material as spec docstrings write it, and the notes file a bare
@@ -50,8 +56,10 @@ class Graph:
     names, and its docstring; ``public`` lists the rules (public functions outside the wire)."""
 
     public: list[str] = field(default_factory=list)
+    functions: list[str] = field(default_factory=list)  # every function (not class), in source order
     calls: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
     codes: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    reports: dict[str, tuple[str, ...]] = field(default_factory=dict)
     docs: dict[str, str] = field(default_factory=dict)
     module_docs: dict[str, str] = field(default_factory=dict)
 
@@ -69,12 +77,19 @@ class Graph:
     def codes_of(self, functions: Iterable[str]) -> set[str]:
         return {code for function in functions for code in self.codes.get(function, ())}
 
+    def codes_through(self, path: str) -> tuple[tuple[str, str], ...]:
+        """The codes ``path`` does not name itself but its callees inside spec do, each with the
+        first callee (by path) that names it."""
+        found: dict[str, str] = {}
+        for callee in sorted(self.reach([path]) - {path}):
+            for code in self.codes.get(callee, ()):
+                if code not in self.codes.get(path, ()):
+                    found.setdefault(code, callee)
+        return tuple(found.items())
+
     def codes_reached(self, path: str) -> tuple[str, ...]:
         """The codes ``path`` names, then those its callees inside spec name, each once."""
-        found = list(self.codes.get(path, ()))
-        for callee in sorted(self.reach([path]) - {path}):
-            found += [code for code in self.codes.get(callee, ()) if code not in found]
-        return tuple(found)
+        return (*self.codes.get(path, ()), *(code for code, _ in self.codes_through(path)))
 
 
 def module_name(path: Path) -> str:
@@ -94,6 +109,22 @@ def imported_names(tree: ast.Module) -> dict[str, str]:
                 if alias.name.startswith("spec"):
                     names[alias.asname or alias.name] = alias.name
     return names
+
+
+def codes_in(node: ast.AST) -> tuple[str, ...]:
+    """The ``Code.X`` names a piece of code mentions, in order of first mention."""
+    return tuple(named_in(node, {})[1])
+
+
+def reported_ids(node: ast.AST) -> tuple[str, ...]:
+    """Checker rule ids a function passes to ``Violation(...)`` as a literal."""
+    found: list[str] = []
+    for child in ast.walk(node):
+        if isinstance(child, ast.Call) and isinstance(child.func, ast.Name) and child.func.id == "Violation":
+            first = child.args[0] if child.args else None
+            if isinstance(first, ast.Constant) and isinstance(first.value, str) and first.value not in found:
+                found.append(first.value)
+    return tuple(found)
 
 
 def named_in(node: ast.AST, local: Mapping[str, str]) -> tuple[set[str], list[str]]:
@@ -129,12 +160,11 @@ def read_spec() -> Graph:
             graph.calls[name] |= functions - {name}
             graph.codes[name] += [code for code in codes if code not in graph.codes[name]]
             graph.docs[name] = ast.get_docstring(node) or ""
-            if (
-                isinstance(node, ast.FunctionDef)
-                and not node.name.startswith("_")
-                and module not in WIRE_MODULES
-            ):
-                graph.public.append(name)
+            graph.reports[name] = reported_ids(node)
+            if isinstance(node, ast.FunctionDef):
+                graph.functions.append(name)
+                if not node.name.startswith("_") and module not in WIRE_MODULES:
+                    graph.public.append(name)
     return graph
 
 
@@ -220,3 +250,59 @@ def specification_of(name: str, why: str = "") -> str:
         if found:
             return found[0]
     return ""
+
+
+# --- where the project exercises a rule ---------------------------------------------------------
+
+
+@cache
+def vector_files() -> Mapping[str, tuple[str, ...]]:
+    """Stable name -> the vector files (``family/file.json``) whose ``rule`` it is."""
+    found: dict[str, list[str]] = defaultdict(list)
+    for path in sorted(VECTORS_DIR.glob("*/*.json")):
+        rule = json.loads(path.read_text(encoding="utf-8"))["rule"]
+        found[str(rule)].append(f"{path.parent.name}/{path.name}")
+    return {rule: tuple(files) for rule, files in found.items()}
+
+
+@cache
+def case_lines() -> Mapping[str, str]:
+    """A case's name (a sentence written as a string in a case module) -> ``path:line``."""
+    found: dict[str, str] = {}
+    for path in sorted(CASES_DIR.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                found.setdefault(node.value, f"{path.relative_to(ROOT)}:{node.lineno}")
+    return found
+
+
+@cache
+def case_entries() -> Mapping[str, tuple[str, ...]]:
+    """Stable name -> where its cases are written (``conformance/cases/<module>.py:<line>``; a
+    case whose name is composed at run time gives its family's module)."""
+    found: dict[str, list[str]] = defaultdict(list)
+    for path in sorted(VECTORS_DIR.glob("*/*.json")):
+        vector = json.loads(path.read_text(encoding="utf-8"))
+        module = f"conformance/cases/{str(vector['family']).replace('-', '_')}"
+        entry = case_lines().get(str(vector["name"]), module)
+        if entry not in found[str(vector["rule"])]:
+            found[str(vector["rule"])].append(entry)
+    return {rule: tuple(sorted(entries, key=_by_line)) for rule, entries in found.items()}
+
+
+def _by_line(entry: str) -> tuple[str, int]:
+    path, _, line = entry.partition(":")
+    return path, int(line or 0)
+
+
+@cache
+def test_modules() -> Mapping[str, tuple[str, ...]]:
+    """Stable name -> the test modules (``tests/test_*.py``) that import the rule from ``spec``."""
+    found: dict[str, list[str]] = defaultdict(list)
+    for path in sorted(TESTS_DIR.glob("test_*.py")):
+        for local in imported_names(ast.parse(path.read_text(encoding="utf-8"))).values():
+            rule = stable_name(local)
+            test = path.relative_to(ROOT).as_posix()
+            if rule_paths().get(rule) == local and test not in found[rule]:
+                found[rule].append(test)
+    return {rule: tuple(paths) for rule, paths in found.items()}

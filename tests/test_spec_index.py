@@ -94,3 +94,21 @@ def test_a_file_name_is_its_sentence_cut_at_a_word() -> None:
         whole = re.sub(r"[^a-z0-9]+", "-", str(vector["name"]).lower()).strip("-")
         stem = path.split("/")[1].removesuffix(".json")
         assert whole == stem or whole.startswith(stem + "-"), path
+
+
+def test_a_rule_raises_the_codes_of_its_callees_inside_spec() -> None:
+    graph = spec_index.read_spec()
+    path = spec_index.rule_path("plan_fork_seed")
+    assert graph.codes[path] == ["INVALID_BOUNDARY"]
+    assert dict(graph.codes_through(path)) == {
+        "OPEN_COMPACTION": "spec.lineage.fork.validate_boundary_outside_open_compaction",
+        "OPEN_TURN": "spec.lineage.fork.validate_boundary_outside_open_turn",
+    }
+
+
+def test_the_reader_finds_a_rules_vectors_case_entries_and_test_module() -> None:
+    assert spec_index.vector_files()["plan_fork_seed"]
+    assert all(file.startswith("fork/") for file in spec_index.vector_files()["plan_fork_seed"])
+    entries = spec_index.case_entries()["plan_fork_seed"]
+    assert entries and all(entry.startswith("conformance/cases/fork.py:") for entry in entries)
+    assert "tests/test_fork.py" in spec_index.test_modules()["plan_fork_seed"]

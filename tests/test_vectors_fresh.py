@@ -91,9 +91,7 @@ def test_the_specification_passes_every_vector_it_can_run() -> None:
 
 
 def test_a_case_whose_outcome_is_not_the_one_its_author_meant_is_refused() -> None:
-    meant_to_fail = build.case(
-        "x", "append_event", [build.fails(Code.EVENT_TYPE_INVALID, "create", id="s")]
-    )
+    meant_to_fail = build.case("x", "append_event", [build.fails(Code.EVENT_TYPE_INVALID, "create", id="s")])
     with pytest.raises(build.GenerationError, match="meant to fail with EVENT_TYPE_INVALID"):
         gen.build_vector("session", meant_to_fail)
 
