@@ -1,14 +1,17 @@
 """Generate the conformance vectors from the specification:
 ``python -m conformance.generate_vectors [--out DIR]``.
 
-The cases live in ``conformance/cases/``, one module per family (:data:`FAMILIES`); each case is
-a name that says the rule, the requests, and the outcome its author means (success or a named
-code). This driver computes the outcome written into each vector by running the requests through
-:class:`conformance.oracle.SpecOracle`, the protocol answered by ``spec`` alone, and refuses a
-case whose computed outcome is not the one its author meant. It then holds the whole set to the
-coverage rule (:mod:`conformance.cases.coverage`: every code expected by some vector or excused
-with a reason, every checker rule reported) and writes each vector as JSON in reading order. The
-clock is pinned and ids are fixed, so two runs write the same bytes;
+The cases live in ``conformance/cases/``, one module per family (:data:`FAMILIES`); each case is a
+name that says the rule, the requests, and the outcome its author means (success or a named code).
+Each vector names its rule by the function's stable name (:mod:`conformance.spec_index`) and cites
+the part of the rules material it enforces (``specification``: the first citation in its why, else
+in its rule's docstrings), so moving a spec module changes no vector. This driver computes the
+outcome written into each vector by running the requests through
+:class:`conformance.oracle.SpecOracle`, the protocol answered by ``spec`` alone, and refuses a case
+whose computed outcome is not the one its author meant. It then holds the whole set to the coverage
+rule (:mod:`conformance.cases.coverage`: every code expected by some vector or excused with a
+reason, every checker rule reported) and writes each vector as JSON in reading order. The clock is
+pinned and ids are fixed, so two runs write the same bytes;
 ``tests/test_vectors_fresh.py`` fails when the checked-in vectors differ from a fresh generation.
 """
 
