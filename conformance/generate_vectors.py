@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
-import re
 import shutil
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -54,6 +53,7 @@ from conformance.cases.build import OK, Case, Cases, GenerationError, PureCase, 
 from conformance.cases.coverage import validate_coverage
 from conformance.engine_model import ENGINE_CAPABILITY_OF
 from conformance.oracle import SpecOracle
+from conformance.report import case_slug
 from conformance.spec_index import UnknownRule, rule_of, rule_path, spec_function, specification_of
 from conformance.subject import InProcessSubject
 from spec.log.json import JsonObject, JsonValue
@@ -202,18 +202,6 @@ def why_of(case: Case | PureCase) -> str:
 # --- rendering and writing -------------------------------------------------------------------------
 
 
-SLUG_LENGTH: Final = 90  # characters of a vector's file name, at most
-
-
-def slug(name: str) -> str:
-    """A vector's file name, from its sentence: cut after the last whole word that fits."""
-    text = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
-    if len(text) <= SLUG_LENGTH:
-        return text
-    cut = text[: SLUG_LENGTH + 1]
-    return cut[: cut.rfind("-")] if "-" in cut else text[:SLUG_LENGTH]
-
-
 WIDTH: Final = 110  # columns: a value that fits stays on one line
 LARGE: Final = 200  # characters: an outcome longer than this is spread out, one entry per line
 
@@ -272,7 +260,7 @@ def generate() -> dict[str, str]:
     files: dict[str, str] = {}
     for family, cases in FAMILIES.items():
         for case in cases():
-            path = f"{family}/{slug(case.name)}.json"
+            path = f"{family}/{case_slug(case.name)}.json"
             if path in files:
                 raise GenerationError(f"two cases share the file {path}")
             vector = build_vector(family, case)
@@ -289,7 +277,7 @@ def generate_reference_files() -> dict[str, bytes]:
     """Every file set of the ``files`` vectors as a store root of its own, under the vector's file
     name: ``<slug>/<project dir>/<session dir>/<log file>`` to bytes."""
     return {
-        f"{slug(name)}/{path}": data
+        f"{case_slug(name)}/{path}": data
         for name, placed in file_sets.reference_files().items()
         for path, data in sorted(placed.items())
     }

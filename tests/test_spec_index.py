@@ -13,6 +13,7 @@ import pytest
 from conformance import generate_vectors as gen
 from conformance import spec_index
 from conformance.cases import build
+from conformance.report import SLUG_LENGTH, case_slug
 from tests.shared_material import shared_dir
 
 VECTORS = sorted(gen.VECTORS_DIR.glob("*/*.json"))
@@ -87,9 +88,9 @@ def test_a_rules_citation_comes_from_the_why_then_its_docstrings() -> None:
 
 def test_a_file_name_is_its_sentence_cut_at_a_word() -> None:
     words = "a compressed log whose last frame is cut inside its first block is read and resumed nothing lost"
-    name = gen.slug(words)
-    assert len(name) <= gen.SLUG_LENGTH and name == "-".join(words.split()[: name.count("-") + 1])
-    assert gen.slug("short sentence") == "short-sentence"
+    name = case_slug(words)
+    assert len(name) <= SLUG_LENGTH and name == "-".join(words.split()[: name.count("-") + 1])
+    assert case_slug("short sentence") == "short-sentence"
     for path, vector in vectors().items():
         whole = re.sub(r"[^a-z0-9]+", "-", str(vector["name"]).lower()).strip("-")
         stem = path.split("/")[1].removesuffix(".json")
