@@ -6,8 +6,7 @@
 A *rule* is a public function of ``spec/`` or a stable code of :class:`spec.codes.Code`. Three
 kinds of check exercise rules:
 
-- **vectors** (``conformance/vectors``): a vector exercises the function it names as its
-  ``rule`` or ``function``, and every code one of its steps expects;
+- **vectors** (``conformance/vectors``): a vector exercises the function its ``rule`` names, and every code one of its steps expects;
 - **properties** (the ``pure-drt`` family): the property of a ``call`` row exercises the spec
   functions the row's adapter in :mod:`spec.wire` calls, and everything they call in turn;
 - **stateful checks** (``machine``, ``exhaustive``, ``crash``, ``files``, ``trace``): a family
@@ -29,16 +28,13 @@ import ast
 import json
 import sys
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Final
 
-from spec import MOVED_MODULES
+from conformance.spec_index import ROOT, SPEC_DIR, imported_names, named_in, read_spec, rule_path
 from spec.codes import Code
 
-ROOT: Final = Path(__file__).resolve().parent.parent
-SPEC_DIR: Final = ROOT / "spec"
 VECTORS_DIR: Final = ROOT / "conformance" / "vectors"
 DOCUMENT: Final = ROOT / "conformance" / "coverage.md"
 # The modules each stateful family computes its expectations with (the model is shared).
@@ -54,99 +50,12 @@ WIRE_MODULE: Final = "spec.wire"
 SHOWN: Final = 4  # names listed in a cell before the rest are counted
 
 
-# --- reading spec/ ------------------------------------------------------------------------------
-
-
-@dataclass
-class Graph:
-    """Every spec function (public and private), what it names, and the codes it names."""
-
-    public: list[str] = field(default_factory=list)
-    calls: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
-    codes: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
-
-    def reach(self, roots: Iterable[str]) -> set[str]:
-        seen: set[str] = set()
-        pending = [root for root in roots if root in self.calls or root in self.codes]
-        while pending:
-            current = pending.pop()
-            if current not in seen:
-                seen.add(current)
-                pending.extend(self.calls.get(current, ()))
-        return seen
-
-    def codes_of(self, functions: Iterable[str]) -> set[str]:
-        return {code for function in functions for code in self.codes.get(function, ())}
-
-
-def module_name(path: Path) -> str:
-    parts = path.relative_to(ROOT).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def imported_names(tree: ast.Module) -> dict[str, str]:
-    """Local name -> ``module.name`` for every ``from spec... import`` line (at any depth)."""
-    names: dict[str, str] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("spec"):
-            for alias in node.names:
-                names[alias.asname or alias.name] = f"{node.module}.{alias.name}"
-        elif isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.name.startswith("spec"):
-                    names[alias.asname or alias.name] = alias.name
-    return names
-
-
-def named_in(node: ast.AST, local: Mapping[str, str]) -> tuple[set[str], set[str]]:
-    """The functions (resolved through ``local``) and the codes a piece of code names."""
-    functions: set[str] = set()
-    codes: set[str] = set()
-    for child in ast.walk(node):
-        if isinstance(child, ast.Name) and child.id in local:
-            functions.add(local[child.id])
-        elif isinstance(child, ast.Attribute) and isinstance(child.value, ast.Name):
-            if child.value.id == "Code":
-                codes.add(child.attr)
-            elif child.value.id in local:
-                functions.add(f"{local[child.value.id]}.{child.attr}")
-    return functions, codes
-
-
-def read_spec() -> Graph:
-    graph = Graph()
-    for path in sorted(SPEC_DIR.rglob("*.py")):
-        module = module_name(path)
-        if any(part.startswith("_") and part != "__init__" for part in path.relative_to(SPEC_DIR).parts):
-            continue  # spec/_moved.py: the import machinery of moved module names, no rule
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        definitions = [node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))]
-        local = {**imported_names(tree), **{node.name: f"{module}.{node.name}" for node in definitions}}
-        for node in definitions:
-            functions, codes = named_in(node, local)
-            name = f"{module}.{node.name}"
-            graph.calls[name] |= functions - {name}
-            graph.codes[name] |= codes
-            if isinstance(node, ast.FunctionDef) and not node.name.startswith("_") and module != WIRE_MODULE:
-                graph.public.append(name)
-    return graph
-
-
-def canonical(path: str) -> str:
-    """A dotted function path under today's module names (the wire and v1 vectors use old ones)."""
-    module, _, function = path.rpartition(".")
-    for target in MOVED_MODULES.get(module, ()):
-        candidate = SPEC_DIR.joinpath(*target.split(".")[1:]).with_suffix(".py")
-        if candidate.is_file() and f"def {function}(" in candidate.read_text(encoding="utf-8"):
-            return f"{target}.{function}"
-    return path
-
-
 # --- the checks ------------------------------------------------------------------------------------
 
 
 def wire_rows() -> dict[str, set[str]]:
-    """Each ``call`` row of :data:`spec.wire.WIRE_FUNCTIONS`: the functions its adapter names."""
+    """Each ``call`` row of :data:`spec.wire.WIRE_TABLE`: the functions its function and adapter
+    name."""
     path = SPEC_DIR / "wire.py"
     tree = ast.parse(path.read_text(encoding="utf-8"))
     local = {
@@ -156,13 +65,11 @@ def wire_rows() -> dict[str, set[str]]:
         },
     }
     rows: dict[str, set[str]] = {}
-    for node in tree.body:
-        if not isinstance(node, ast.AnnAssign) or not isinstance(node.value, ast.Dict):
-            continue
-        if isinstance(node.target, ast.Name) and node.target.id == "WIRE_FUNCTIONS":
-            for key, value in zip(node.value.keys, node.value.values):
-                if isinstance(key, ast.Constant) and isinstance(key.value, str):
-                    rows[key.value] = named_in(value, local)[0]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "WireRow":
+            name, function, adapter = node.args[:3]
+            if isinstance(name, ast.Constant) and isinstance(name.value, str):
+                rows[name.value] = named_in(function, local)[0] | named_in(adapter, local)[0]
     return rows
 
 
@@ -190,12 +97,12 @@ def expected_codes(value: object) -> Iterator[str]:
 
 
 def vector_index() -> dict[str, list[str]]:
-    """Rule (function path or code) -> the folders of the vectors exercising it, one per vector."""
+    """Rule (function path or code) -> the folders of the vectors exercising it, one per vector: a
+    vector exercises the function its ``rule`` names and every code it expects."""
     index: dict[str, list[str]] = defaultdict(list)
     for path in sorted(VECTORS_DIR.glob("*/*.json")):
         vector = json.loads(path.read_text(encoding="utf-8"))
-        rules = {canonical(vector[key]) for key in ("rule", "function") if isinstance(vector.get(key), str)}
-        rules |= set(expected_codes(vector))
+        rules = {rule_path(vector["rule"]), *expected_codes(vector)}
         for rule in sorted(rules):
             index[rule].append(path.parent.name)
     return index

@@ -1,24 +1,25 @@
 """Generate the conformance vectors from the specification:
 ``python -m conformance.generate_vectors [--out DIR]``.
 
-The cases live in ``conformance/cases/``, one module per family (:data:`FAMILIES`); each case is
-a name that says the rule, the requests, and the outcome its author means (success or a named
-code). This driver computes the outcome written into each vector by running the requests through
-:class:`conformance.oracle.SpecOracle`, the protocol answered by ``spec`` alone, and refuses a
-case whose computed outcome is not the one its author meant. It then holds the whole set to the
-coverage rule (:mod:`conformance.cases.coverage`: every code expected by some vector or excused
-with a reason, every checker rule reported) and writes each vector as JSON in reading order. The
-clock is pinned and ids are fixed, so two runs write the same bytes;
+The cases live in ``conformance/cases/``, one module per family (:data:`FAMILIES`); each case is a
+name that says the rule, the requests, and the outcome its author means (success or a named code).
+Each vector names its rule by the function's stable name (:mod:`conformance.spec_index`) and cites
+the part of the rules material it enforces (``specification``: the first citation in its why, else
+in its rule's docstrings), so moving a spec module changes no vector. This driver computes the
+outcome written into each vector by running the requests through
+:class:`conformance.oracle.SpecOracle`, the protocol answered by ``spec`` alone, and refuses a case
+whose computed outcome is not the one its author meant. It then holds the whole set to the coverage
+rule (:mod:`conformance.cases.coverage`: every code expected by some vector or excused with a
+reason, every checker rule reported) and writes each vector as JSON in reading order. The clock is
+pinned and ids are fixed, so two runs write the same bytes;
 ``tests/test_vectors_fresh.py`` fails when the checked-in vectors differ from a fresh generation.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import inspect
 import json
-import re
 import shutil
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -52,8 +53,13 @@ from conformance.cases.build import OK, Case, Cases, GenerationError, PureCase, 
 from conformance.cases.coverage import validate_coverage
 from conformance.engine_model import ENGINE_CAPABILITY_OF
 from conformance.oracle import SpecOracle
+from conformance.report import case_slug
+from conformance.spec_index import UnknownRule, rule_of, rule_path, spec_function, specification_of
 from conformance.subject import InProcessSubject
 from spec.log.json import JsonObject, JsonValue
+from spec.wire import WIRE_TABLE
+
+PROTOCOL_RULES: Final = {row.name: rule_of(row.function) for row in WIRE_TABLE}  # call name -> rule
 
 VECTORS_DIR: Final = Path(__file__).resolve().parent / "vectors"
 REFERENCE_FILES_DIR: Final = Path(__file__).resolve().parent / "reference-files"
@@ -132,11 +138,16 @@ def build_vector(family: str, case: Case | PureCase) -> JsonObject:
     """The vector's JSON in reading order, every outcome computed by the oracle."""
     oracle = InProcessSubject(SpecOracle())
     where = f"[{family}] {case.name}"
-    vector: JsonObject = {"name": case.name, "family": family, "why": why_of(case)}
+    rule, why = rule_name(case), why_of(case)
+    vector: JsonObject = {"name": case.name, "family": family, "why": why}
     if case.comment is not None:
         vector["comment"] = case.comment
-    if isinstance(case, Case):
-        vector["rule"] = case.rule  # a pure vector's function names its rule already
+    vector["rule"] = rule
+    vector["specification"] = specification_of(rule, why)
+    if not vector["specification"]:
+        raise GenerationError(
+            f"{where}: neither the why nor rule {rule}'s docstrings cite the rules material"
+        )
     vector["capabilities"] = list[JsonValue](capabilities_of(case))
     if isinstance(case, PureCase):
         response = oracle.request("call", function=case.function, input=case.input)
@@ -166,37 +177,29 @@ def _plain(value: JsonObject) -> JsonObject:
     return plain
 
 
+def rule_name(case: Case | PureCase) -> str:
+    """The rule a vector exercises, by its stable name (:mod:`conformance.spec_index`): a
+    protocol case's own, a pure case's function's."""
+    if isinstance(case, PureCase):
+        if case.function not in PROTOCOL_RULES:
+            raise GenerationError(f"{case.function!r} is not a function of the protocol's call table")
+        return PROTOCOL_RULES[case.function]
+    try:
+        rule_path(case.rule)
+    except UnknownRule as error:
+        raise GenerationError(f"[{case.name}] {error}") from None
+    return case.rule
+
+
 def why_of(case: Case | PureCase) -> str:
     """The rule the case pins: its author's sentence, else the first sentence of the docstring of
     the spec function it exercises."""
     if case.why is not None:
         return case.why
-    return as_why(inspect.getdoc(spec_function(case.rule if isinstance(case, Case) else case.function)) or "")
-
-
-def spec_function(name: str) -> Callable[..., object]:
-    """The function of the specification a dotted name names."""
-    module_name, _, function = name.rpartition(".")
-    found: object = None
-    if module_name.startswith("spec."):
-        found = getattr(importlib.import_module(module_name), function, None)
-    if not callable(found):
-        raise GenerationError(f"rule {name!r} is not a function of the specification")
-    return found
-
-
-def validate_rule_name(rule: str) -> None:
-    """A vector's rule names a function of the specification."""
-    spec_function(rule)
+    return as_why(inspect.getdoc(spec_function(rule_name(case))) or "")
 
 
 # --- rendering and writing -------------------------------------------------------------------------
-
-
-def slug(name: str) -> str:
-    """A vector's file name, from its sentence."""
-    text = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
-    return text[:90].rstrip("-")
 
 
 WIDTH: Final = 110  # columns: a value that fits stays on one line
@@ -257,8 +260,7 @@ def generate() -> dict[str, str]:
     files: dict[str, str] = {}
     for family, cases in FAMILIES.items():
         for case in cases():
-            validate_rule_name(case.rule if isinstance(case, Case) else case.function)
-            path = f"{family}/{slug(case.name)}.json"
+            path = f"{family}/{case_slug(case.name)}.json"
             if path in files:
                 raise GenerationError(f"two cases share the file {path}")
             vector = build_vector(family, case)
@@ -275,7 +277,7 @@ def generate_reference_files() -> dict[str, bytes]:
     """Every file set of the ``files`` vectors as a store root of its own, under the vector's file
     name: ``<slug>/<project dir>/<session dir>/<log file>`` to bytes."""
     return {
-        f"{slug(name)}/{path}": data
+        f"{case_slug(name)}/{path}": data
         for name, placed in file_sets.reference_files().items()
         for path, data in sorted(placed.items())
     }

@@ -26,9 +26,17 @@ OUTCOMES: Final[tuple[Outcome, ...]] = ("passed", "failed", "unsupported", "not 
 PROFILES: Final = ("ci", "thorough")
 
 
+SLUG_LENGTH: Final = 90  # characters of a case's key part (a vector's file name), at most
+
+
 def case_slug(name: str) -> str:
-    """A case's stable key part, from its sentence (a vector's file name is the same slug)."""
-    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:90].rstrip("-")
+    """A case's stable key part, from its sentence (a vector's file name is the same slug): cut
+    after the last whole word that fits."""
+    text = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+    if len(text) <= SLUG_LENGTH:
+        return text
+    cut = text[: SLUG_LENGTH + 1]
+    return cut[: cut.rfind("-")] if "-" in cut else text[:SLUG_LENGTH]
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,9 @@
 """The checker's rules as a catalogue: for each rule id of :data:`spec.checks.log.RULES`, its
 sentence, its level, the codes behind it and the spec functions that state it.
 
-Everything is read from the source of ``spec/`` (``ast``), never by running a rule, so that the
-catalogue cannot drift from the code: a core rule's codes are the codes its rule functions raise
+Everything is read from the source of ``spec/`` through the project's one reader of it
+(:mod:`conformance.spec_index`), never by running a rule, so that the catalogue cannot drift from
+the code: a core rule's codes are the codes its rule functions raise
 (mapped to rule ids by :data:`spec.checks.log.SURFACE_RULE_OF_CODE` as the checker maps them), a
 relational rule's functions are the checker functions that report its id. ``dsh-session rules``
 prints it; ``scripts/spec_book.py`` uses the same readings for the spec book.
@@ -10,14 +11,12 @@ prints it; ``scripts/spec_book.py`` uses the same readings for the spec book.
 
 from __future__ import annotations
 
-import ast
-import importlib.util
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
 from typing import Final
 
+from conformance.spec_index import read_spec, stable_name
 from spec.checks.log import CORE_RULES, RULES, SURFACE_RULE_OF_CODE
 from spec.codes import MEANING, Code
 
@@ -55,19 +54,6 @@ class RuleEntry:
     checked_by: tuple[str, ...]  # checker functions that report the rule id
 
 
-def codes_in(node: ast.AST) -> tuple[str, ...]:
-    """The ``Code.X`` names a function's body mentions, in order of first mention."""
-    found: list[str] = []
-    for child in ast.walk(node):
-        if (
-            isinstance(child, ast.Attribute)
-            and isinstance(child.value, ast.Name)
-            and child.value.id == "Code"
-        ) and child.attr not in found:
-            found.append(child.attr)
-    return tuple(found)
-
-
 # Rule ids a family check chooses at run time (not passed to Violation as a literal), and the check.
 CHOSEN_AT_RUN_TIME: Final = {
     "compaction-dangling": "spec.checks.compaction.check_compaction",
@@ -75,35 +61,16 @@ CHOSEN_AT_RUN_TIME: Final = {
 }
 
 
-def reported_ids(node: ast.AST) -> tuple[str, ...]:
-    """Rule ids a checker function passes to ``Violation(...)`` as a literal."""
-    found: list[str] = []
-    for child in ast.walk(node):
-        if isinstance(child, ast.Call) and isinstance(child.func, ast.Name) and child.func.id == "Violation":
-            first = child.args[0] if child.args else None
-            if isinstance(first, ast.Constant) and isinstance(first.value, str) and first.value not in found:
-                found.append(first.value)
-    return tuple(found)
+def module_functions(module: str) -> tuple[str, ...]:
+    """Every top-level function of a spec module, by name, in source order."""
+    return tuple(stable_name(path) for path in read_spec().functions if path.rpartition(".")[0] == module)
 
 
-def module_source(module: str) -> str:
-    spec = importlib.util.find_spec(module)
-    if spec is None or spec.origin is None:
-        raise ModuleNotFoundError(module)
-    return Path(spec.origin).read_text(encoding="utf-8")
-
-
-@cache
-def module_functions(module: str) -> Mapping[str, ast.FunctionDef]:
-    """Every top-level function of a spec module, by name."""
-    tree = ast.parse(module_source(module))
-    return {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
-
-
-def reachable(module: str, name: str, private_only: bool = False) -> Iterator[ast.FunctionDef]:
-    """A function and the functions of its module it calls, directly or not (only the private
-    helpers, with ``private_only``)."""
-    functions = module_functions(module)
+def reachable(module: str, name: str, private_only: bool = False) -> Iterator[str]:
+    """A function and the functions of its module it names, directly or not (only the private
+    helpers, with ``private_only``), as dotted paths."""
+    graph = read_spec()
+    functions = set(module_functions(module))
     seen: set[str] = set()
     pending = [name]
     while pending:
@@ -111,35 +78,21 @@ def reachable(module: str, name: str, private_only: bool = False) -> Iterator[as
         if current in seen or current not in functions:
             continue
         seen.add(current)
-        node = functions[current]
-        yield node
-        for child in ast.walk(node):
-            if not isinstance(child, ast.Name) or child.id not in functions:
-                continue
-            if not private_only or child.id.startswith("_"):
-                pending.append(child.id)
+        yield f"{module}.{current}"
+        for callee in sorted(graph.calls.get(f"{module}.{current}", ()), reverse=True):
+            callee_module, _, callee_name = callee.rpartition(".")
+            if callee_module == module and (not private_only or callee_name.startswith("_")):
+                pending.append(callee_name)
 
 
 def checker_entry_points() -> tuple[str, ...]:
     """The family checks :func:`spec.checks.log.check_log` calls, as dotted paths."""
-    tree = ast.parse(module_source("spec.checks.log"))
-    imported = {
-        alias.asname or alias.name: f"{node.module}.{alias.name}"
-        for node in tree.body
-        if isinstance(node, ast.ImportFrom) and node.module in CHECK_MODULES
-        for alias in node.names
-    }
-    body = module_functions("spec.checks.log")["check_log"]
-    called: list[str] = []
-    for child in ast.walk(body):
-        if isinstance(child, ast.Call) and isinstance(child.func, ast.Name):
-            name = child.func.id
-            path = imported.get(
-                name, f"spec.checks.log.{name}" if name in module_functions("spec.checks.log") else ""
-            )
-            if path and path not in called:
-                called.append(path)
-    return tuple(called)
+    graph = read_spec()
+    return tuple(
+        path
+        for path in graph.functions
+        if path in graph.calls["spec.checks.log.check_log"] and path.rpartition(".")[0] in CHECK_MODULES
+    )
 
 
 def _reporters() -> tuple[dict[str, list[str]], dict[str, list[str]]]:
@@ -150,14 +103,14 @@ def _reporters() -> tuple[dict[str, list[str]], dict[str, list[str]]]:
     for module in CHECK_MODULES:
         for name in module_functions(module):
             if not name.startswith("_"):
-                for node in reachable(module, name, private_only=True):
-                    for rule in reported_ids(node):
+                for path in reachable(module, name, private_only=True):
+                    for rule in read_spec().reports[path]:
                         if rule in stating and f"{module}.{name}" not in stating[rule]:
                             stating[rule].append(f"{module}.{name}")
     for entry in checker_entry_points():
         module, _, name = entry.rpartition(".")
-        for node in reachable(module, name):
-            for rule in reported_ids(node):
+        for path in reachable(module, name):
+            for rule in read_spec().reports[path]:
                 if rule in checking and entry not in checking[rule]:
                     checking[rule].append(entry)
     for rule, function in CHOSEN_AT_RUN_TIME.items():
@@ -209,8 +162,8 @@ def rule_catalog() -> tuple[RuleEntry, ...]:
 
 def _codes_reached(module: str, name: str) -> tuple[str, ...]:
     found: list[str] = []
-    for node in reachable(module, name, private_only=True):
-        found += [code for code in codes_in(node) if code not in found]
+    for path in reachable(module, name, private_only=True):
+        found += [code for code in read_spec().codes[path] if code not in found]
     return tuple(found)
 
 

@@ -38,9 +38,9 @@ RULES: Final = (
     Rule(
         "spill: a result over the limit is saved whole and logged as a head, a tail and where the rest is; the readback is byte for byte",
         (
-            "spec.shrink.spill.should_spill",
-            "spec.shrink.spill.derive_spill_preview",
-            "spec.shrink.spill.derive_memory_spill_locator",
+            "should_spill",
+            "derive_spill_preview",
+            "derive_memory_spill_locator",
         ),
         f"{MACHINE}: `agent_step` through `spill`, `spill_read`",
         "SpillTruncatesReadback",
@@ -48,80 +48,80 @@ RULES: Final = (
     Rule(
         "spill is best effort and on by default at 12500 tokens where a store is configured; `read` and nested calls never spill, nor a result that is not all text",
         (
-            "spec.spill.plan_max_inline_tokens",
-            "spec.shrink.spill.is_spill_candidate",
-            "spec.shrink.spill.derive_spill_text",
+            "plan_max_inline_tokens",
+            "is_spill_candidate",
+            "derive_spill_text",
         ),
         f"{MACHINE}: `spill` with a failing store and drawn limits",
     ),
     Rule(
         "prune: per oversized result a `compaction/prune` priced on the original, then its replacement; a second pass prunes nothing",
-        ("spec.shrink.prune.plan_prune_events", "spec.shrink.prune.validate_prune_config"),
+        ("plan_prune_events", "validate_prune_config"),
         f"{MACHINE}: `prune`, and the pruner inside `compact_if_needed` and `overflow`",
     ),
     Rule(
         "a prune changes only a tool result's inner content (its call, ids and `isError` stay)",
-        ("spec.log.tool_rewrite.validate_tool_result_rewrite",),
+        ("validate_tool_result_rewrite",),
         f"{MACHINE}: the whole-log checker after every engine step (rule `tool-rewrite`)",
         "PruneChangesIsError",
     ),
     Rule(
         "a prune with something to prune outside a turn is refused before anything is appended",
-        ("spec.shrink.pressure.validate_prune_in_turn",),
+        ("validate_prune_in_turn",),
         f"{MACHINE}: `prune` between turns",
     ),
     Rule(
         "the summary span never cuts a tool call from its result",
-        ("spec.shrink.compaction.plan_compaction_region", "spec.shrink.compaction.select_compactable_range"),
+        ("plan_compaction_region", "select_compactable_range"),
         f"{MACHINE}: `compact_region` over drawn spans, balanced or not",
         "SummarySpanCutsCallFromResult",
     ),
     Rule(
         "the bracket is always paired: every `compaction/start` gets exactly one `compaction/end`, with the error on every failure path (failure, timeout, cancellation, empty or image summary)",
-        ("spec.shrink.bracket.derive_compaction_end", "spec.shrink.bracket.derive_summary_timeout"),
+        ("derive_compaction_end", "derive_summary_timeout"),
         f"{MACHINE}: every scripted attempt; crash (`conformance/crash/workloads.py` compaction workload): a power cut at every point of a bracket, resume closes it (D3.6)",
         "LeavesBracketOpenOnTimeout, WritesSecondCompactionEnd",
     ),
     Rule(
         "the lock: a live bracket refuses a second compaction; a bracket before a newer end-seed is stale; an automatic compaction belongs to the open turn, a manual one runs between turns",
-        ("spec.log.unclosed.find_active_compaction", "spec.shrink.bracket.plan_compaction_owner"),
+        ("find_active_compaction", "plan_compaction_owner"),
         f"{MACHINE}: `compact`, `compact_region` and `append_log_only` brackets, forks and resumes",
     ),
     Rule(
         "summary framing and the shrink check: only text blocks, the checkpoint message cites the start, the summary and every shadowed node, and is smaller than the span",
         (
-            "spec.shrink.summary.derive_summary_blocks",
-            "spec.shrink.summary.plan_summary_replacement",
-            "spec.shrink.summary.validate_summary_smaller",
+            "derive_summary_blocks",
+            "plan_summary_replacement",
+            "validate_summary_smaller",
         ),
         f"{MACHINE}: the `long`, `image` and `empty` attempts",
     ),
     Rule(
         "the surface must not change under the span while the summarizer runs (automatic: not at all)",
-        ("spec.shrink.compaction.validate_surface_stable",),
+        ("validate_surface_stable",),
         f"{MACHINE}: the `append-user` attempt",
     ),
     Rule(
         "a manual compaction answers a code for each failure and flushes once its bracket is closed",
-        ("spec.shrink.bracket.derive_manual_outcome", "spec.shrink.bracket.should_flush_after_close"),
+        ("derive_manual_outcome", "should_flush_after_close"),
         f"{MACHINE}: `compact`; crash: the compaction workload's fault injection",
     ),
     Rule(
         "pressure: at the threshold, prune, then summarize the head keeping the retained tail, at most `compactionRetries + 1` times; it needs the context window",
         (
-            "spec.shrink.pressure.is_under_pressure",
-            "spec.shrink.pressure.validate_context_capacity",
-            "spec.shrink.pressure.validate_pressure_relieved",
-            "spec.shrink.compaction.resolve_compact_spec",
-            "spec.shrink.compaction.resolve_target_policy",
+            "is_under_pressure",
+            "validate_context_capacity",
+            "validate_pressure_relieved",
+            "resolve_compact_spec",
+            "resolve_target_policy",
         ),
         f"{MACHINE}: `compact_if_needed` with drawn windows",
     ),
     Rule(
         "overflow recovery retries only when `replaceGeneration` grew, at most `maxOverflowRetries` times, and only for a context overflow",
         (
-            "spec.shrink.pressure.is_overflow_retry_earned",
-            "spec.shrink.pressure.may_attempt_overflow_recovery",
+            "is_overflow_retry_earned",
+            "may_attempt_overflow_recovery",
         ),
         f"{MACHINE}: `overflow`, `overflow_reset`",
         "RetriesWithoutGrowth",
@@ -129,29 +129,29 @@ RULES: Final = (
     Rule(
         "projection units: registrants of a key share it at one `stateVersion`, another is refused; a unit registered late reads the right state; an event a unit ignores returns the same state",
         (
-            "spec.projections.units.validate_projection_unit",
-            "spec.projections.units.plan_registration",
-            "spec.projections.units.fold_projection",
-            "spec.projection.derive_projection_changes",
+            "validate_projection_unit",
+            "plan_registration",
+            "fold_projection",
+            "derive_projection_changes",
         ),
         f"{MACHINE}: `project`, `unproject`, and `state_of` equal to the spec's fold after every step",
     ),
     Rule(
         "`snapshot` serves the wire units only, all at one log position",
-        ("spec.projections.units.derive_wire_keys",),
+        ("derive_wire_keys",),
         f"{MACHINE}: `snapshot` after every step",
     ),
     Rule(
         "the cache may be stale but never wrong: a row is caught up from the log, one of another version or lifecycle is dropped",
-        ("spec.projections.units.decode_cache_row",),
+        ("decode_cache_row",),
         f"{MACHINE}: `power_cut_after_flush` and the cache read after every power cut (`state_of_stored`)",
         "CacheAnswersFromStaleRow",
     ),
     Rule(
         "durability checkpoints flush before a model request, a tool and each pre-step, and fail closed: a failed flush and the action never runs",
         (
-            "spec.projections.durability.is_durability_checkpoint",
-            "spec.projections.durability.checkpoint_failure",
+            "is_durability_checkpoint",
+            "checkpoint_failure",
         ),
         f"{MACHINE}: `checkpoint`, `checkpoint_on_failing_disk`",
         "CheckpointFailsOpen",
@@ -171,7 +171,7 @@ def vectors_by_function() -> dict[str, list[str]]:
     for family in ENGINE_FAMILIES:
         for path in sorted((VECTORS / family).glob("*.json")):
             vector = json.loads(path.read_text(encoding="utf-8"))
-            found[str(vector.get("rule", vector.get("function")))].append(f"{family}/{path.stem}")
+            found[str(vector["rule"])].append(f"{family}/{path.stem}")
     return found
 
 

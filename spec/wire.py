@@ -5,8 +5,10 @@ Some rules are pure functions no session op reaches on its own (pairing balance,
 pricing, the log checker, repair closers, storage naming and framing, the v0 read path). A
 subject in any language exposes them as ``call {function, input}``: ``function`` names the spec
 function, ``input`` is a JSON object, the answer is the function's result as JSON or the rule's
-code. :data:`WIRE_FUNCTIONS` is that mapping, name to adapter; each adapter decodes its input,
-calls the function it is named after and encodes the result, as the protocol's table says. The
+code. :data:`WIRE_TABLE` holds one :class:`WireRow` per function: the frozen protocol name (the
+module path the function had when protocol version 1 was written), the function itself, and the
+adapter that decodes the input, calls the function and encodes the result, as the protocol's
+table (generated from these rows) says; :data:`WIRE_FUNCTIONS` is the same rows, name to adapter. The
 vector generator (through ``conformance``) and the reference's server both answer ``call`` with
 it, so the JSON form is written once.
 
@@ -19,6 +21,7 @@ to it as they are, so that the rule, not the adapter, rejects them.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Final, TypeAlias
 
 from spec.checks.log import check_log
@@ -47,6 +50,19 @@ from spec.shrink.tokens import ShadowClaim, fold_shadow_price, price_surface
 
 Inputs: TypeAlias = Mapping[str, JsonValue]
 WireFunction: TypeAlias = Callable[[Inputs], JsonValue]
+
+
+@dataclass(frozen=True)
+class WireRow:
+    """One function of the ``call`` table: ``name`` is the protocol's and frozen (subjects call
+    it), ``function`` the spec function whose rule it is, ``adapter`` its JSON form, ``input`` and
+    ``result`` the JSON it takes and answers, as conformance/PROTOCOL.md's table shows them."""
+
+    name: str
+    function: Callable[..., object]
+    adapter: WireFunction
+    input: str
+    result: str
 
 
 class WireInputError(Exception):
@@ -225,42 +241,162 @@ def _validate_header(inputs: Inputs) -> JsonValue:
     return None
 
 
-WIRE_FUNCTIONS: Final[Mapping[str, WireFunction]] = {
-    "spec.surface.fold_surface": lambda i: encode_surface_fold(fold_surface(decode_events(i))),
-    "spec.pairing.derive_cut_balance": lambda i: list(derive_cut_balance(decode_nodes(i), decode_events(i))),
-    "spec.pairing.is_balanced_before": lambda i: is_balanced_before(
-        decode_nodes(i), decode_events(i), decode_integer(i.get("seq"), "seq")
+WIRE_TABLE: Final[tuple[WireRow, ...]] = (
+    WireRow(
+        "spec.surface.fold_surface",
+        fold_surface,
+        lambda i: encode_surface_fold(fold_surface(decode_events(i))),
+        "`events`",
+        '`{"nodes", "replaceGeneration", "replacements": [{"seq", "start", "end", "shadowed"}]}`',
     ),
-    "spec.pairing.is_balanced_after": lambda i: is_balanced_after(
-        decode_nodes(i), decode_events(i), decode_integer(i.get("seq"), "seq")
+    WireRow(
+        "spec.pairing.derive_cut_balance",
+        derive_cut_balance,
+        lambda i: list(derive_cut_balance(decode_nodes(i), decode_events(i))),
+        "`nodes`, `events`",
+        "`[bool, …]`, one per cut (N+1)",
     ),
-    "spec.prune.decode_prune_config": lambda i: encode_prune_config(decode_prune_config(i.get("config"))),
-    "spec.prune.plan_pruned_content": lambda i: plan_pruned_content(
-        decode_array(i, "blocks"), decode_exact_prune_config(i)
+    WireRow(
+        "spec.pairing.is_balanced_before",
+        is_balanced_before,
+        lambda i: is_balanced_before(decode_nodes(i), decode_events(i), decode_integer(i.get("seq"), "seq")),
+        "`nodes`, `events`, `seq`",
+        "bool",
     ),
-    "spec.prune.plan_prune_events": lambda i: [
-        encode_prune_plan(plan)
-        for plan in plan_prune_events(decode_nodes(i), decode_events(i), decode_prune_config(i.get("config")))
-    ],
-    "spec.tokens.price_surface": lambda i: [
-        list(node) for node in price_surface(decode_nodes(i), decode_events(i))
-    ],
-    "spec.tokens.fold_shadow_price": _fold_shadow_price,
-    "spec.checker.check_log": _check_log,
-    "spec.repair.derive_closers": lambda i: list(derive_closers(decode_events(i))),
-    "spec.storage.encode_segment": lambda i: encode_segment(decode_string(i, "id")),
-    "spec.storage.encode_project_key": lambda i: encode_project_key(decode_string(i, "cwd")),
-    "spec.storage.derive_session_relpath": lambda i: list(
-        derive_session_relpath(decode_object(i, "header"), i.get("compressed") is not False)
+    WireRow(
+        "spec.pairing.is_balanced_after",
+        is_balanced_after,
+        lambda i: is_balanced_after(decode_nodes(i), decode_events(i), decode_integer(i.get("seq"), "seq")),
+        "`nodes`, `events`, `seq`",
+        "bool",
     ),
-    "spec.storage.decode_header_line": _decode_header_line,
-    "spec.chunk_rows.decode_storage_record": lambda i: decode_storage_record(i.get("record")),
-    "spec.framing.decode_jsonl_log": _decode_jsonl_log,
-    "spec.legacy.upgrade_v0_records": lambda i: list(
-        upgrade_v0_records(decode_string(i, "sessionId"), decode_array(i, "records"))
+    WireRow(
+        "spec.prune.decode_prune_config",
+        decode_prune_config,
+        lambda i: encode_prune_config(decode_prune_config(i.get("config"))),
+        "`config` (object or null)",
+        '`{"thresholdChars", "headChars", "tailChars"}`',
     ),
-    "spec.header.validate_header": _validate_header,
-    "spec.spill.plan_max_inline_tokens": _plan_max_inline_tokens,
-    "spec.projection.derive_projection_changes": _derive_projection_changes,
-}
+    WireRow(
+        "spec.prune.plan_pruned_content",
+        plan_pruned_content,
+        lambda i: plan_pruned_content(decode_array(i, "blocks"), decode_exact_prune_config(i)),
+        '`blocks`, `config` (`{"thresholdChars", "headChars", "tailChars"}`, used as given, not validated)',
+        "blocks, or null when nothing is pruned",
+    ),
+    WireRow(
+        "spec.prune.plan_prune_events",
+        plan_prune_events,
+        lambda i: [
+            encode_prune_plan(plan)
+            for plan in plan_prune_events(
+                decode_nodes(i), decode_events(i), decode_prune_config(i.get("config"))
+            )
+        ],
+        "`nodes`, `events`, `config` (as for `decode_prune_config`)",
+        '`[{"originalSeq", "callId", "pruneData", "replacementData", "surfaceOp", "sourceEventSeqs", "charsBefore", "charsAfter"}]`',
+    ),
+    WireRow(
+        "spec.tokens.price_surface",
+        price_surface,
+        lambda i: [list(node) for node in price_surface(decode_nodes(i), decode_events(i))],
+        "`nodes`, `events`",
+        "`[[seq, tokens], …]`",
+    ),
+    WireRow(
+        "spec.tokens.fold_shadow_price",
+        fold_shadow_price,
+        _fold_shadow_price,
+        '`claim` (null or `{"start", "end", "tokens"}`), `event`',
+        '`{"claim", "delta"}`',
+    ),
+    WireRow(
+        "spec.checker.check_log",
+        check_log,
+        _check_log,
+        "`events`, `header?`, `relational?` (default true), `formatVersion?` (the format the log was stored in: 4, the default, or 0 for a DSH v0 log, whose dangling compaction starts are reported as `legacy-compaction-dangling`)",
+        '`[{"rule", "seq"}, …]` in the checker\'s order (messages are left out: the suite compares rule ids)',
+    ),
+    WireRow(
+        "spec.repair.derive_closers",
+        derive_closers,
+        lambda i: list(derive_closers(decode_events(i))),
+        "`events`",
+        "events",
+    ),
+    WireRow(
+        "spec.storage.encode_segment",
+        encode_segment,
+        lambda i: encode_segment(decode_string(i, "id")),
+        "`id`",
+        "string",
+    ),
+    WireRow(
+        "spec.storage.encode_project_key",
+        encode_project_key,
+        lambda i: encode_project_key(decode_string(i, "cwd")),
+        "`cwd`",
+        "string",
+    ),
+    WireRow(
+        "spec.storage.derive_session_relpath",
+        derive_session_relpath,
+        lambda i: list(derive_session_relpath(decode_object(i, "header"), i.get("compressed") is not False)),
+        "`header`, `compressed`",
+        "`[projectDir, sessionDir, fileName]`",
+    ),
+    WireRow(
+        "spec.storage.decode_header_line",
+        decode_header_line,
+        _decode_header_line,
+        "`line`, `sessionId?`, `fileName?` (the log's file name: `session.v4.jsonl[.zstd]` must hold version 4, `session.jsonl[.zstd]` version 0, else `HEADER_VERSION_FILE_MISMATCH`)",
+        '`{"version", "header"}`',
+    ),
+    WireRow(
+        "spec.chunk_rows.decode_storage_record",
+        decode_storage_record,
+        lambda i: decode_storage_record(i.get("record")),
+        "`record`",
+        "`[value, …]`",
+    ),
+    WireRow(
+        "spec.framing.decode_jsonl_log",
+        decode_jsonl_log,
+        _decode_jsonl_log,
+        "`text` (the log's bytes as UTF-8 text)",
+        '`{"headerLine", "records", "truncateTo"}`',
+    ),
+    WireRow(
+        "spec.legacy.upgrade_v0_records",
+        upgrade_v0_records,
+        lambda i: list(upgrade_v0_records(decode_string(i, "sessionId"), decode_array(i, "records"))),
+        "`sessionId`, `records`",
+        "events",
+    ),
+    WireRow(
+        "spec.header.validate_header",
+        validate_header,
+        _validate_header,
+        "`sessionId`, `header`",
+        "`null` when valid",
+    ),
+    WireRow(
+        "spec.spill.plan_max_inline_tokens",
+        plan_max_inline_tokens,
+        _plan_max_inline_tokens,
+        "`maxInlineTokens?` (absent: not configured; `null`: spill off), `hasStore` (bool)",
+        "the limit as an integer, or `null` (no spilling)",
+    ),
+    WireRow(
+        "spec.projection.derive_projection_changes",
+        derive_projection_changes,
+        _derive_projection_changes,
+        '`unit` (`"sessionDigest"`, the seed\'s digest: `spec/projections/digest.py`), `events`',
+        '`{"state", "changed": [bool, …]}`: the unit folded from its `init` over `events`, and per event whether `apply` returned a different state (by identity: the same object, or for a scalar the same value, means unchanged)',
+    ),
+)
+"""Every function of capability ``pure``: its protocol name, the spec function, the adapter, and the
+JSON its ``call`` takes and answers (conformance/PROTOCOL.md's table is generated from it)."""
+
+WIRE_FUNCTIONS: Final[Mapping[str, WireFunction]] = {row.name: row.adapter for row in WIRE_TABLE}
 """Every function of capability ``pure``, by the name a ``call`` gives (the protocol's table)."""

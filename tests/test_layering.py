@@ -1,17 +1,14 @@
 """The layers: ``spec/`` imports only the standard library and itself, ``conformance/`` never
-imports ``reference/``, and the module paths protocol version 1 named still import."""
+imports ``reference/``."""
 
 from __future__ import annotations
 
 import ast
-import importlib
 import re
 import sys
 from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Final
-
-import pytest
 
 from spec import CHAPTERS
 
@@ -61,39 +58,9 @@ def test_a_forbidden_import_is_found(tmp_path: Path) -> None:
     assert [name for _, name in imported_modules(module)] == ["os", "reference.store", "zstandard"]
 
 
-@pytest.mark.parametrize(
-    ("old", "new"),
-    [
-        ("spec.surface", "spec.log.surface"),
-        ("spec.checker", "spec.checks.log"),
-        ("spec.storage", "spec.format.naming"),
-        ("spec.repair", "spec.lineage.repair"),
-        ("reference.powerloss", "reference.persistence.powerloss"),
-        ("reference.compaction", "reference.shrink.compaction"),
-    ],
-)
-def test_a_moved_module_is_the_same_module_at_its_old_path(old: str, new: str) -> None:
-    assert importlib.import_module(old) is importlib.import_module(new)
-
-
-def test_the_old_json_path_offers_the_domain_and_the_text_codec() -> None:
-    old = importlib.import_module("spec.json")
-    assert old.FrozenDict is importlib.import_module("spec.log.json").FrozenDict
-    assert old.encode_json_text is importlib.import_module("spec.format.json_text").encode_json_text
-
-
 # --- the chapters of spec/, import circles, private names ----------------------------------------
 
 PACKAGES: Final = ("spec", "reference", "conformance")
-
-KNOWN_CYCLES_BEING_REMOVED: Final[frozenset[frozenset[str]]] = frozenset()
-"""Groups of modules that import each other in a circle (at any depth: an import inside a
-function only hides a circle), which other branches are removing; empty this once they are merged
-(the test fails while an entry names a circle that no longer exists)."""
-
-KNOWN_PRIVATE_IMPORTS_BEING_REMOVED: Final[frozenset[tuple[str, str, str]]] = frozenset()
-"""``(importer, module, name)`` private imports across modules in files other branches own and
-are changing; empty this once they are merged (the test fails while an entry no longer exists)."""
 
 
 def module_of(path: Path) -> str:
@@ -267,11 +234,7 @@ def test_a_back_arrow_is_found(tmp_path: Path) -> None:
 def test_no_import_circles() -> None:
     graph = module_graph(project_modules())
     found = {frozenset(group) for group in import_circles(graph)}
-    new = [" -> ".join(circle_in(graph, set(group))) for group in found - KNOWN_CYCLES_BEING_REMOVED]
-    assert sorted(new) == [], "import circles"
-    assert found >= KNOWN_CYCLES_BEING_REMOVED, (
-        f"remove from KNOWN_CYCLES_BEING_REMOVED: {sorted(map(sorted, KNOWN_CYCLES_BEING_REMOVED - found))}"
-    )
+    assert sorted(" -> ".join(circle_in(graph, set(group))) for group in found) == [], "import circles"
 
 
 def test_an_import_circle_is_found() -> None:
@@ -291,11 +254,7 @@ def test_imports_inside_functions_count_and_type_checking_ones_do_not(tmp_path: 
 
 
 def test_no_private_name_is_imported_across_modules() -> None:
-    found = private_imports(project_modules())
-    assert sorted(found - KNOWN_PRIVATE_IMPORTS_BEING_REMOVED) == []
-    assert sorted(KNOWN_PRIVATE_IMPORTS_BEING_REMOVED - found) == [], (
-        "remove these from KNOWN_PRIVATE_IMPORTS_BEING_REMOVED"
-    )
+    assert sorted(private_imports(project_modules())) == []
 
 
 def test_a_private_import_is_found(tmp_path: Path) -> None:

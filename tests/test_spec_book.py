@@ -27,3 +27,11 @@ def test_the_book_names_every_code_it_can_raise_with_its_meaning() -> None:
     book = (ROOT / "docs" / "SPEC.md").read_text(encoding="utf-8")
     assert "`REPLACE_INVERTED`: " + MEANING[Code.REPLACE_INVERTED] in book
     assert "**Judged in a log by:** `surface-replace`" in book
+
+
+def test_the_book_shows_a_rules_codes_through_its_callees_its_cases_and_its_tests() -> None:
+    book = (ROOT / "docs" / "SPEC.md").read_text(encoding="utf-8")
+    entry = book.split("#### `plan_fork_seed`\n", 1)[1].split("\n#### ", 1)[0]
+    assert "`OPEN_TURN` (`validate_boundary_outside_open_turn`)" in entry
+    assert "`OPEN_COMPACTION` (`validate_boundary_outside_open_compaction`)" in entry
+    assert "**Cases:** `conformance/cases/fork.py`" in entry and "`tests/test_fork.py`" in entry

@@ -16,8 +16,19 @@ from spec.wire import WIRE_FUNCTIONS
 VECTORS = gen.VECTORS_DIR
 SCHEMA = json.loads((VECTORS / "vector.schema.json").read_text(encoding="utf-8"))
 VALIDATOR = Draft202012Validator(SCHEMA)
-PROTOCOL_ORDER = ("name", "family", "why", "comment", "rule", "capabilities", "steps")
-PURE_ORDER = ("name", "family", "why", "comment", "capabilities", "function", "input", "expect")
+PROTOCOL_ORDER = ("name", "family", "why", "comment", "rule", "specification", "capabilities", "steps")
+PURE_ORDER = (
+    "name",
+    "family",
+    "why",
+    "comment",
+    "rule",
+    "specification",
+    "capabilities",
+    "function",
+    "input",
+    "expect",
+)
 
 
 def vector_files() -> list[Path]:

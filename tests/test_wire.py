@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from conformance.generate_vectors import validate_rule_name
 from conformance.oracle import SpecOracle
+from conformance.spec_index import spec_function
 from reference.server import ReferenceSubject
 from spec.log.json import JsonValue
-from spec.wire import WIRE_FUNCTIONS, WireInputError
+from spec.wire import WIRE_FUNCTIONS, WIRE_TABLE, WireInputError
 
 PROTOCOL = Path(__file__).resolve().parent.parent / "conformance" / "PROTOCOL.md"
 EVENT: Any = {
@@ -35,9 +35,11 @@ def test_the_table_names_exactly_the_functions_the_protocol_document_lists() -> 
     assert set(WIRE_FUNCTIONS) == protocol_function_names()
 
 
-def test_every_name_in_the_table_is_a_function_of_the_specification() -> None:
-    for name in WIRE_FUNCTIONS:
-        validate_rule_name(name)
+def test_every_row_calls_the_spec_function_its_frozen_name_ends_with() -> None:
+    for row in WIRE_TABLE:
+        assert spec_function(row.function.__name__) is row.function, row.name
+        assert row.name.startswith("spec.") and row.name.rsplit(".", 1)[1] == row.function.__name__
+    assert len({row.name for row in WIRE_TABLE}) == len(WIRE_TABLE) == len(WIRE_FUNCTIONS)
 
 
 MALFORMED: list[tuple[str, dict[str, JsonValue]]] = [

@@ -1,7 +1,7 @@
 """The words the case modules write their cases in.
 
-A case is a name that says the rule, the spec function whose rule it exercises, and either the
-requests to send (:class:`Case`, a protocol vector) or one pure-function call (:class:`PureCase`).
+A case is a name that says the rule, the spec function whose rule it exercises (by its stable
+name, the function's own: :mod:`conformance.spec_index`), and either the requests to send (:class:`Case`, a protocol vector) or one pure-function call (:class:`PureCase`).
 Each request carries what its author means it to do: :data:`OK` or a code. The author never
 writes an outcome; the generator computes it with the spec oracle and refuses a case whose
 outcome is not the one its author meant.
@@ -48,7 +48,7 @@ class Step:
 @dataclass(frozen=True)
 class Case:
     """A protocol vector: requests in order, run on a fresh subject (the first is a ``reset``).
-    ``why`` is the rule it pins (default: the first sentence of ``rule``'s docstring);
+    ``rule`` is the stable name of the spec function it exercises; ``why`` is the rule it pins (default: the first sentence of ``rule``'s docstring);
     ``comment`` says why the case exists when its name does not."""
 
     name: str
@@ -60,7 +60,8 @@ class Case:
 
 @dataclass(frozen=True)
 class PureCase:
-    """A pure-function vector: one ``call`` of ``function`` (a protocol v1 name) with ``input``."""
+    """A pure-function vector: one ``call`` of ``function`` (a frozen protocol name of
+    :data:`spec.wire.WIRE_TABLE`) with ``input``; its rule is the function that name calls."""
 
     name: str
     function: str

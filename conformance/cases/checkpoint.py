@@ -13,8 +13,8 @@ from conformance.builders import tool_call
 from conformance.cases.build import Cases, case, fails, ok, turn
 from spec.codes import Code
 
-FAILURE = "spec.projections.durability.checkpoint_failure"
-MOMENT = "spec.projections.durability.is_durability_checkpoint"
+FAILURE = "checkpoint_failure"
+MOMENT = "is_durability_checkpoint"
 CALL = {"type": "tool/call", "data": tool_call("c1")}
 
 

@@ -43,16 +43,16 @@ from conformance.cases.engine_build import (
 from spec.codes import Code
 from spec.log.json import JsonObject
 
-BRACKET = "spec.shrink.bracket.derive_compaction_end"
-SELECT = "spec.shrink.compaction.select_compactable_range"
-REGION = "spec.shrink.compaction.plan_compaction_region"
-OWNER = "spec.shrink.bracket.plan_compaction_owner"
-LOCK = "spec.log.unclosed.find_active_compaction"
-OUTCOME = "spec.shrink.bracket.derive_manual_outcome"
-STABLE = "spec.shrink.compaction.validate_surface_stable"
-BLOCKS = "spec.shrink.summary.derive_summary_blocks"
-SMALLER = "spec.shrink.summary.validate_summary_smaller"
-PLAN = "spec.shrink.summary.plan_summary_replacement"
+BRACKET = "derive_compaction_end"
+SELECT = "select_compactable_range"
+REGION = "plan_compaction_region"
+OWNER = "plan_compaction_owner"
+LOCK = "find_active_compaction"
+OUTCOME = "derive_manual_outcome"
+STABLE = "validate_surface_stable"
+BLOCKS = "derive_summary_blocks"
+SMALLER = "validate_summary_smaller"
+PLAN = "plan_summary_replacement"
 
 
 def open_turn(n: int, session: str = "s") -> list[Step]:
@@ -97,14 +97,14 @@ def _manual() -> Cases:
     )
     yield case(
         "a manual compaction flushes once its bracket is closed",
-        "spec.shrink.bracket.should_flush_after_close",
+        "should_flush_after_close",
         [*history(2), compact("k1"), ok("read", id="s")],
         storage="memory",
         comment="nothing was flushed before the compaction; the read shows every event, the bracket included",
     )
     yield case(
         "a failed manual compaction is flushed too, its bracket closed with the error",
-        "spec.shrink.bracket.should_flush_after_close",
+        "should_flush_after_close",
         [
             *history(2),
             fails(Code.COMPACTION_SUMMARY_FAILED, "compact", id="s", attempt=attempt("k1", fail="down")),
@@ -276,7 +276,7 @@ def _failure_paths() -> Cases:
             "the summarizer times out",
             {"timeout": 30},
             Code.COMPACTION_SUMMARY_FAILED,
-            "spec.shrink.bracket.derive_summary_timeout",
+            "derive_summary_timeout",
         ),
         ("the caller cancels while the summarizer runs", {"cancel": "during"}, Code.ABORTED, OUTCOME),
         (
@@ -377,7 +377,7 @@ def _automatic() -> Cases:
             "the summarizer times out",
             {"timeout": 30},
             Code.COMPACTION_SUMMARY_TIMEOUT,
-            "spec.shrink.bracket.derive_summary_timeout",
+            "derive_summary_timeout",
         ),
         (
             "the summary holds an image",
@@ -465,24 +465,24 @@ def _pressure() -> Cases:
     two = [attempt("k1"), attempt("k2")]
     yield case(
         "below the threshold pressure does nothing",
-        "spec.shrink.pressure.is_under_pressure",
+        "is_under_pressure",
         [*setup, ok("compact_if_needed", id="s", contextWindow=100000, attempts=two), state_step()],
     )
     yield case(
         "at the threshold pressure compacts the head and keeps the retained tail",
-        "spec.shrink.pressure.is_under_pressure",
+        "is_under_pressure",
         [*setup, ok("compact_if_needed", id="s", contextWindow=600, attempts=two), state_step()],
         comment="the window of 600 tokens puts the threshold at 480 and the retained tail at 96 tokens: the "
         "newest question is kept",
     )
     yield case(
         "pressure needs the model's context window",
-        "spec.shrink.pressure.validate_context_capacity",
+        "validate_context_capacity",
         [*setup, fails(Code.COMPACTION_NO_CAPACITY, "compact_if_needed", id="s", attempts=two)],
     )
     yield case(
         "a context window that is not a positive integer is refused",
-        "spec.shrink.compaction.resolve_compact_spec",
+        "resolve_compact_spec",
         [
             *setup,
             fails(Code.COMPACTION_CONFIG_INVALID, "compact_if_needed", id="s", contextWindow=0, attempts=two),
@@ -490,7 +490,7 @@ def _pressure() -> Cases:
     )
     yield case(
         "a policy with an unknown key is refused",
-        "spec.shrink.compaction.resolve_target_policy",
+        "resolve_target_policy",
         [
             *setup,
             fails(
@@ -505,7 +505,7 @@ def _pressure() -> Cases:
     )
     yield case(
         "pressure still above the threshold after its last attempt is refused, its compactions kept",
-        "spec.shrink.pressure.validate_pressure_relieved",
+        "validate_pressure_relieved",
         [
             *setup,
             fails(
@@ -530,7 +530,7 @@ def _pressure() -> Cases:
     )
     yield case(
         "pruning alone can relieve pressure, and then no summary is written",
-        "spec.shrink.pressure.is_under_pressure",
+        "is_under_pressure",
         [
             ok("create", id="s"),
             turn(1),

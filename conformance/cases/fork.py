@@ -32,10 +32,10 @@ from conformance.cases.build import (
 from spec.codes import Code
 from spec.log.json import JsonObject, JsonValue
 
-SEED = "spec.lineage.fork.plan_fork_seed"
-OPEN_TURN = "spec.lineage.fork.validate_boundary_outside_open_turn"
-OPEN_COMPACTION = "spec.lineage.fork.validate_boundary_outside_open_compaction"
-REQUEST = "spec.lineage.fork.validate_fork_request"
+SEED = "plan_fork_seed"
+OPEN_TURN = "validate_boundary_outside_open_turn"
+OPEN_COMPACTION = "validate_boundary_outside_open_compaction"
+REQUEST = "validate_fork_request"
 
 
 def parent() -> list[Step]:
@@ -71,7 +71,7 @@ def child_cases() -> Cases:
     )
     yield case(
         "a child inherits cwd but not delegationDepth, origin or agentPreset",
-        "spec.lineage.fork.derive_child_meta",
+        "derive_child_meta",
         [*parent(), ok("fork", source="p", child="c")],
         why="a child inherits its parent's cwd; delegationDepth, origin and agentPreset are not inherited "
         "(notes/dsh-session-core §7.1 step 4)",
@@ -88,7 +88,7 @@ def child_cases() -> Cases:
     )
     yield case(
         "a fork mints the child id when none is given",
-        "spec.log.session.plan_session_id",
+        "plan_session_id",
         [*parent(), ok("fork", source="p"), ok("fork", source="p", child=None)],
         comment="child null means 'not passed', as an absent child does",
     )
@@ -99,12 +99,12 @@ def child_cases() -> Cases:
     )
     yield case(
         "forking a fork inherits its end-seed marker and adds no second one",
-        "spec.log.seed.needs_end_seed",
+        "needs_end_seed",
         [*parent(), ok("fork", source="p", child="c"), ok("fork", source="c", child="g")],
     )
     yield case(
         "a child is a live session that can be appended to",
-        "spec.log.session.append_event",
+        "append_event",
         [*parent(), ok("fork", source="p", child="c"), append_user("u2", "c"), state("c"), state("p")],
         why="a fork's child is a live session of its own: its appends change the child alone",
         comment="the last step shows the parent did not gain the child's event",

@@ -13,7 +13,7 @@ from conformance.cases.build import Cases, case, chained, fails, gone, ok, pure
 from spec.codes import Code
 from spec.log.json import JsonObject, JsonValue
 
-BUILD = "spec.log.header.build_header"
+BUILD = "build_header"
 VALIDATE = "spec.header.validate_header"
 
 FIELD_RULES: Final = {

@@ -20,7 +20,7 @@ from conformance.cases.build import Cases, append_step, case, fails, ok, pure, s
 from conformance.cases.storage.naming import V4_LINE
 from spec.codes import Code
 
-RULE = "spec.log.session.snapshot_event_data"
+RULE = "snapshot_event_data"
 JSONL = "spec.framing.decode_jsonl_log"
 TEXT_RULE = (
     "a stored line is read as a JavaScript peer reads it, or refused: every number a finite double, "

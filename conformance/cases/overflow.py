@@ -22,8 +22,8 @@ from conformance.cases.engine_build import (
     tool_steps,
 )
 
-EARNED = "spec.shrink.pressure.is_overflow_retry_earned"
-ALLOWED = "spec.shrink.pressure.may_attempt_overflow_recovery"
+EARNED = "is_overflow_retry_earned"
+ALLOWED = "may_attempt_overflow_recovery"
 PRUNER = {"thresholdChars": 400, "headChars": 100, "tailChars": 100}
 
 

@@ -74,9 +74,9 @@ def pure_cases() -> Cases:
 
 # --- the projection ops: units from the catalogue, their states, their cache ---------------------
 
-REGISTER = "spec.projections.units.plan_registration"
-FOLD = "spec.projections.units.fold_projection"
-ROW = "spec.projections.units.decode_cache_row"
+REGISTER = "plan_registration"
+FOLD = "fold_projection"
+ROW = "decode_cache_row"
 DIGEST = {"unit": "sessionDigest"}
 LEDGER = {"unit": "turnLedger"}
 
@@ -122,7 +122,7 @@ def engine_cases() -> Cases:
     )
     yield case(
         "snapshot serves the wire units only",
-        "spec.projections.units.derive_wire_keys",
+        "derive_wire_keys",
         [
             ok("project", **DIGEST),
             ok("project", **LEDGER),
@@ -157,7 +157,7 @@ def engine_cases() -> Cases:
     )
     yield case(
         "a stateVersion that is not a non-negative integer is refused",
-        "spec.projections.units.validate_projection_unit",
+        "validate_projection_unit",
         [fails(Code.PROJECTION_UNIT_INVALID, "project", stateVersion=-1, **DIGEST)],
     )
     yield case(

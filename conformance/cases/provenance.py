@@ -28,7 +28,7 @@ from conformance.cases.build import (
 from spec.codes import Code
 from spec.log.json import JsonObject, JsonValue
 
-RULE = "spec.log.provenance.validate_provenance"
+RULE = "validate_provenance"
 
 CODE_RULES: Final = {
     Code.PROVENANCE_NOT_ARRAY: "sourceEventSeqs, when present, is an array",

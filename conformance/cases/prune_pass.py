@@ -14,7 +14,7 @@ from conformance.cases.build import Cases, append_user, case, fails, ok, turn
 from conformance.cases.engine_build import TOOL_OUTPUT, history, state_step, tool_steps
 from spec.codes import Code
 
-PASS = "spec.shrink.prune.plan_prune_events"
+PASS = "plan_prune_events"
 SMALL = {"thresholdChars": 400, "headChars": 100, "tailChars": 100}
 
 
@@ -33,7 +33,7 @@ def cases() -> Cases:
     )
     yield case(
         "a pruned result keeps its call, its ids and its error flag",
-        "spec.log.tool_rewrite.validate_tool_result_rewrite",
+        "validate_tool_result_rewrite",
         [
             ok("create", id="s"),
             turn(1),
@@ -51,7 +51,7 @@ def cases() -> Cases:
     )
     yield case(
         "a pass with something to prune outside a turn is refused before anything is appended",
-        "spec.shrink.pressure.validate_prune_in_turn",
+        "validate_prune_in_turn",
         [
             *setup,
             ok("append", id="s", type="turn/end", data={"turn": 1, "reason": {"kind": "completed"}}),
@@ -66,7 +66,7 @@ def cases() -> Cases:
     )
     yield case(
         "a pass with thresholds that do not fit is refused",
-        "spec.shrink.prune.validate_prune_config",
+        "validate_prune_config",
         [
             *setup,
             fails(

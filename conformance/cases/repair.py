@@ -33,7 +33,7 @@ from conformance.cases.build import (
 )
 
 CLOSERS = "spec.repair.derive_closers"
-RESUME = "spec.log.session.create_session_state"
+RESUME = "create_session_state"
 
 TURN_START: Final = ("turn/start", {"turn": 1})
 STEP_START: Final = ("step/start", {"turn": 1, "step": 1})
@@ -172,7 +172,7 @@ def resume_cases() -> Cases:
     )
     yield case(
         "resuming a log that already ends with session/end-seed appends nothing",
-        "spec.log.seed.needs_end_seed",
+        "needs_end_seed",
         [ok("create", id="s", seed=[]), ok("close", id="s"), ok("resume", id="s")],
         storage="memory",
     )

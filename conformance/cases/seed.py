@@ -33,12 +33,12 @@ from conformance.cases.build import (
 from spec.codes import Code
 from spec.log.json import JsonObject, JsonValue
 
-ENVELOPE = "spec.log.seed.validate_seed_envelope"
-SHAPE = "spec.log.seed.validate_message_shape"
-HEADER_SHAPE = "spec.log.seed.validate_request_header_shape"
-SURFACE = "spec.log.seed.plan_seed_surface"
-SEQ = "spec.log.seed.validate_seed_seq"
-FOLD = "spec.log.session.fold_seed"
+ENVELOPE = "validate_seed_envelope"
+SHAPE = "validate_message_shape"
+HEADER_SHAPE = "validate_request_header_shape"
+SURFACE = "plan_seed_surface"
+SEQ = "validate_seed_seq"
+FOLD = "fold_seed"
 
 MESSAGE_RULES: Final = {
     Code.MESSAGE_UNIDENTIFIED: "a seeded message has a non-empty string id",
@@ -92,7 +92,7 @@ def folding_cases() -> Cases:
     )
     yield case(
         "a rejected seed creates no session and leaves its id free",
-        "spec.log.session.create_session_state",
+        "create_session_state",
         [
             fails(Code.SEED_SEQ_MISMATCH, "create", id="s", seed=[event(3, "custom/x", {})]),
             gone(),
@@ -161,13 +161,13 @@ def order_cases() -> Cases:
     yield refused(
         "a seeded request/header with reason fallback is retired vocabulary",
         Code.LEGACY_FALLBACK_REASON,
-        "spec.log.seed.validate_seed_request_header_reason",
+        "validate_seed_request_header_reason",
         [event(0, "request/header", {**request_header(), "reason": "fallback"})],
     )
     yield refused(
         "a seeded request/header is checked for its shape before its reason",
         Code.REQUEST_HEADER_PROVIDER_MODEL,
-        "spec.log.seed.validate_seed_event",
+        "validate_seed_event",
         [event(0, "request/header", {"reason": "fallback"})],
         why="a seed entry's checks run in order: envelope, shape, retired reason, then seq == index",
         comment="the data has the retired reason and no config: the shape's code wins",

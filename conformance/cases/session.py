@@ -35,13 +35,13 @@ from conformance.cases.build import (
 )
 from spec.codes import Code
 
-CREATE = "spec.log.session.create_session_state"
-APPEND = "spec.log.session.append_event"
-MINT = "spec.log.session.plan_session_id"
-END_SEED = "spec.log.seed.needs_end_seed"
-MESSAGES = "spec.log.session.derive_session_messages"
-EVENT_TYPE = "spec.log.session.validate_event_type"
-VOCABULARY = "spec.log.session.validate_request_header_vocabulary"
+CREATE = "create_session_state"
+APPEND = "append_event"
+MINT = "plan_session_id"
+END_SEED = "needs_end_seed"
+MESSAGES = "derive_session_messages"
+EVENT_TYPE = "validate_event_type"
+VOCABULARY = "validate_request_header_vocabulary"
 
 
 def creation_cases() -> Cases:
@@ -59,7 +59,7 @@ def creation_cases() -> Cases:
     )
     yield case(
         "creating a session whose id is live is rejected",
-        "spec.log.session.validate_new_session_id",
+        "validate_new_session_id",
         [ok("create", id="s"), append_user(), fails(Code.SESSION_ALREADY_EXISTS, "create", id="s"), state()],
         comment="the final state shows the live session kept its event: the refused create replaced nothing",
     )
@@ -86,7 +86,7 @@ def end_seed_cases() -> Cases:
     )
     yield case(
         "a seed that ends inside an open compaction bracket is rejected",
-        "spec.log.seed.validate_end_seed_outside_open_compaction",
+        "validate_end_seed_outside_open_compaction",
         [
             fails(
                 Code.OPEN_COMPACTION,
@@ -100,7 +100,7 @@ def end_seed_cases() -> Cases:
     )
     yield case(
         "a seed that ends after a compaction's end gets its marker",
-        "spec.log.seed.validate_end_seed_outside_open_compaction",
+        "validate_end_seed_outside_open_compaction",
         [
             ok(
                 "create",
@@ -154,7 +154,7 @@ def append_cases() -> Cases:
     )
     yield case(
         "append does not check message shapes",
-        "spec.log.session.plan_event",
+        "plan_event",
         [ok("create", id="s"), append_step("user/message", {"anything": True}, surfaceOp="append"), state()],
         why="an append checks the type, the data's JSON domain, the vocabulary and the surface op, "
         "never the shape of a message (that is the seed's and the checker's rule)",
@@ -231,8 +231,8 @@ def vocabulary_cases() -> Cases:
     )
 
 
-WRITER_TYPE = "spec.log.writers.validate_writer_of_type"
-WRITER_CLOSER = "spec.log.writers.validate_writer_of_closer"
+WRITER_TYPE = "validate_writer_of_type"
+WRITER_CLOSER = "validate_writer_of_closer"
 START_K1 = {"compactionId": "k1", "turn": None}
 
 
@@ -323,7 +323,7 @@ def clock_cases() -> Cases:
     )
     yield case(
         "createdAt defaults to the clock and may be given in meta",
-        "spec.log.header.build_header",
+        "build_header",
         [ok("create", id="s"), ok("create", id="t", meta={"createdAt": 42})],
         why="a header's createdAt is meta's createdAt when given, else now (SPEC-DECISIONS D1)",
     )

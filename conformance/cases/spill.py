@@ -58,8 +58,8 @@ def pure_cases() -> Cases:
 
 # --- the spill op: a tool result entering the log through the policy (conformance/PROTOCOL.md) ---
 
-PREVIEW = "spec.shrink.spill.derive_spill_preview"
-CANDIDATE = "spec.shrink.spill.is_spill_candidate"
+PREVIEW = "derive_spill_preview"
+CANDIDATE = "is_spill_candidate"
 ASTRAL = "naïve 😀 中文 " * 300  # 2-, 4- and 3-byte UTF-8, a surrogate pair in UTF-16
 LOCATOR_1 = "memory://spill/session-043a718774c5/000000000001-grep.txt"  # the first text saved for session s
 
@@ -92,12 +92,12 @@ def engine_cases() -> Cases:
     )
     yield case(
         "a spilled text reads back byte for byte, multi-byte and astral characters included",
-        "spec.shrink.spill.derive_memory_spill_locator",
+        "derive_memory_spill_locator",
         [*_open_call(), _spill(ASTRAL, maxInlineTokens=200), ok("spill_read", locator=LOCATOR_1)],
     )
     yield case(
         "a result within the limit enters the log as it came",
-        "spec.shrink.spill.should_spill",
+        "should_spill",
         [*_open_call(), _spill("3 passed", maxInlineTokens=200)],
     )
     for tool, settings, name in (
@@ -109,7 +109,7 @@ def engine_cases() -> Cases:
         )
     yield case(
         "a result with a block that is not text never spills",
-        "spec.shrink.spill.derive_spill_text",
+        "derive_spill_text",
         [
             *_open_call(),
             ok(
@@ -126,7 +126,7 @@ def engine_cases() -> Cases:
     )
     yield case(
         "a store that fails keeps the result inline",
-        "spec.shrink.spill.should_spill",
+        "should_spill",
         [
             *_open_call(),
             _spill("x" * 4000, maxInlineTokens=200, storeFails=True),
@@ -141,12 +141,12 @@ def engine_cases() -> Cases:
     )
     yield case(
         "maxInlineTokens null turns the policy off",
-        LIMIT,
+        "plan_max_inline_tokens",
         [*_open_call(), _spill("x" * 4000, maxInlineTokens=None)],
     )
     yield case(
         "a negative limit is refused before the result enters the log",
-        LIMIT,
+        "plan_max_inline_tokens",
         [
             *_open_call(),
             fails(
@@ -162,12 +162,12 @@ def engine_cases() -> Cases:
     )
     yield case(
         "nothing is stored at a locator no spill named",
-        "spec.shrink.spill.derive_memory_spill_locator",
+        "derive_memory_spill_locator",
         [ok("create", id="s"), fails(Code.SPILL_NOT_FOUND, "spill_read", locator=LOCATOR_1)],
     )
     yield case(
         "a spilled text survives a crash",
-        "spec.shrink.spill.derive_memory_spill_locator",
+        "derive_memory_spill_locator",
         [
             *_open_call(),
             _spill("x" * 4000, maxInlineTokens=200),

@@ -36,9 +36,9 @@ from conformance.cases.build import (
 from spec.codes import Code
 from spec.log.json import JsonValue
 
-APPLY = "spec.log.surface.apply_surface_plan"
-PLAN = "spec.log.surface.plan_replace"
-READ = "spec.log.surface.read_surface_op"
+APPLY = "apply_surface_plan"
+PLAN = "plan_replace"
+READ = "read_surface_op"
 FOLD = "spec.surface.fold_surface"
 
 LOG_ONLY_RULE: Final = (

@@ -31,7 +31,7 @@ from conformance.cases.build import (
 from spec.codes import Code
 from spec.log.json import JsonObject, JsonValue
 
-RULE = "spec.log.tool_rewrite.validate_tool_result_rewrite"
+RULE = "validate_tool_result_rewrite"
 ORIGINAL: Final = result_msg("c1", "a long tool output")  # the data of the tool/result at seq 2
 
 

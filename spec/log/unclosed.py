@@ -63,7 +63,7 @@ def derive_compaction_entry_state(events: Sequence[Event]) -> CompactionEntrySta
     """``inspectCompactionEntryState``, three facts read from the newest relevant events: the seq of
     the newest ``session/end-seed``; the newest of ``compaction/start``/``compaction/end`` if it is a
     start (an unmatched start); the newest of ``turn/start``/``turn/end`` if it is a start, as its
-    ``data.turn`` (notes §4.4). A turn/start whose turn is not a safe integer counts as no open turn
+    ``data.turn`` (notes/dsh-compaction-projection §4.4). A turn/start whose turn is not a safe integer counts as no open turn
     (a project choice)."""
     end_seed: int | None = None
     bracket: Event | None = None
@@ -90,7 +90,7 @@ def derive_compaction_entry_state(events: Sequence[Event]) -> CompactionEntrySta
 
 def find_active_compaction(events: Sequence[Event]) -> Event | None:
     """The live lock: the unmatched ``compaction/start``, unless a newer ``session/end-seed`` makes
-    it a stale orphan of an earlier process lifecycle, which never blocks (notes §4.4)."""
+    it a stale orphan of an earlier process lifecycle, which never blocks (notes/dsh-compaction-projection §4.4)."""
     state = derive_compaction_entry_state(events)
     start = state.unmatched_start
     if start is None:

@@ -28,11 +28,11 @@ OLD: Final = "old"  # the v0 logs' session
 CWD: Final = "/workspace/project"
 CHECKSUM_BYTES: Final = 4
 
-PLAIN_RULE: Final = "spec.format.framing.decode_jsonl_log"
-ZSTD_RULE: Final = "spec.format.framing.decode_zstd_log"
-SCAN_RULE: Final = "spec.format.framing.scan_zstd_frames"
-V0_RULE: Final = "spec.format.legacy.upgrade_v0_records"
-SEQ_RULE: Final = "spec.format.legacy.decode_v0_events"
+PLAIN_RULE: Final = "decode_jsonl_log"
+ZSTD_RULE: Final = "decode_zstd_log"
+SCAN_RULE: Final = "scan_zstd_frames"
+V0_RULE: Final = "upgrade_v0_records"
+SEQ_RULE: Final = "decode_v0_events"
 
 Writes = Sequence[Sequence[JsonValue]]  # the records of each write (a flush), in order
 

@@ -188,7 +188,7 @@ def v0_sets() -> Iterator[FileSet]:
     for what, code, writes, header in refusals:
         yield FileSet(
             f"a DSH v0 log {what}",
-            "spec.format.naming.decode_header_line" if header is not None else V0_RULE,
+            "decode_header_line" if header is not None else V0_RULE,
             v0_files(v0_log(False, writes, header), False),
             False,
             code,

@@ -185,7 +185,7 @@ def layout_sets() -> Iterator[FileSet]:
     (path,) = v4_files(data, False)
     yield FileSet(
         "a log under the session directory of another id is refused: its header names its own session",
-        "spec.format.naming.decode_header_line",
+        "decode_header_line",
         {path.replace("/r/", "/q/"): data},
         False,
         Code.HEADER_ID_MISMATCH,
@@ -193,7 +193,7 @@ def layout_sets() -> Iterator[FileSet]:
     )
     yield FileSet(
         "a session directory under two project directories is corrupt",
-        "spec.format.naming.derive_session_relpath",
+        "derive_session_relpath",
         {path: data, path.replace("--workspace-project--", "_no-cwd"): data},
         False,
         Code.CORRUPT_LOG,

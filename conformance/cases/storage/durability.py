@@ -23,8 +23,8 @@ from conformance.cases.build import (
 )
 from spec.codes import Code
 
-APPEND = "spec.log.session.append_event"  # what a flush makes durable is what append committed
-NEW_ID = "spec.log.session.validate_new_session_id"
+APPEND = "append_event"  # what a flush makes durable is what append committed
+NEW_ID = "validate_new_session_id"
 
 FLUSH_RULE: Final = (
     "flush is the durability barrier: when it returns, everything appended before it is durable, "
@@ -102,7 +102,7 @@ def flush_cases() -> Cases:
 def resume_cases() -> Cases:
     yield case(
         "a closed session can be resumed and appended to",
-        "spec.log.session.create_session_state",
+        "create_session_state",
         [
             ok("create", id="s"),
             append_user(),
@@ -142,14 +142,14 @@ def resume_cases() -> Cases:
     )
     yield case(
         "a minted id skips ids that are stored",
-        "spec.log.session.plan_session_id",
+        "plan_session_id",
         [ok("create", id="session-1"), ok("close", id="session-1"), ok("create")],
         storage="memory",
         why="a minted id skips every id the store holds, live or stored",
     )
     yield case(
         "a fork's child is stored with its lineage header",
-        "spec.lineage.fork.derive_child_meta",
+        "derive_child_meta",
         [
             ok(
                 "create",
@@ -206,7 +206,7 @@ def crash_cases() -> Cases:
     )
     yield case(
         "file storage: resuming after a crash inside a turn appends the closers",
-        "spec.repair.derive_closers",
+        "derive_closers",
         [
             ok("create", id="s"),
             turn(),
@@ -220,7 +220,7 @@ def crash_cases() -> Cases:
     )
 
 
-BATCH_DUE = "spec.projections.durability.is_batch_due"
+BATCH_DUE = "is_batch_due"
 BATCH_RULE: Final = (
     "under a batch policy an append writes and fsyncs the buffered appends, without a flush, once "
     "the oldest is batchMaxDelayMs or more older than the newest or they reach batchMaxBytes, so a "
@@ -293,7 +293,7 @@ def batch_cases() -> Cases:
     )
     yield case(
         "a batch bound must be a non-negative integer",
-        "spec.projections.durability.decode_batch_policy",
+        "decode_batch_policy",
         [
             fails(Code.BATCH_POLICY_INVALID, "reset", storage="memory", batchMaxDelayMs=-1),
             fails(Code.BATCH_POLICY_INVALID, "reset", storage="memory", batchMaxBytes="1k"),
