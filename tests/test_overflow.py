@@ -252,10 +252,12 @@ def test_recovery_is_attempted_only_below_the_cap_for_an_uncancelled_overflow(
     assert not may_attempt_overflow_recovery("RATE_LIMIT", False, 0, 4)
 
 
-def test_an_automatic_compaction_that_lands_no_replace_is_not_a_retry() -> None:
+def test_an_automatic_compaction_that_lands_no_replace_is_not_a_retry(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     session = overflowing_session()
     compactor = CompactionEngine(DeterministicSummarizer())
-    compactor.compact_if_needed = lambda *args, **kwargs: None  # type: ignore[method-assign]
+    monkeypatch.setattr(compactor, "compact_if_needed", lambda *args, **kwargs: None)
     assert not OverflowRecovery(compactor).on_request_error(session, OVERFLOW)
 
 
