@@ -317,7 +317,10 @@ class _OpenTurnForkStore(MutantStore):
         except SpecError as error:
             if error.code != Code.OPEN_TURN:
                 raise
-            cut = len(events) - 1 if boundary is ABSENT else int(boundary)  # type: ignore[call-overload]
+            if boundary is ABSENT:
+                return tuple(events)
+            assert is_event_seq(boundary), "the spec refused the turn, not the boundary"
+            cut = int(boundary)
             return tuple(events[: cut + 1])
 
 

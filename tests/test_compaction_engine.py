@@ -45,6 +45,7 @@ from spec.log.events import COMPACTION_END, COMPACTION_START, COMPACTION_SUMMARY
 from spec.log.json import FrozenList
 from spec.log.surface import derive_messages, fold_surface
 from spec.shrink.bracket import (
+    Stage,
     classify_manual_failure,
     derive_error_chain,
     derive_manual_outcome,
@@ -898,9 +899,9 @@ def test_a_manual_failure_is_classified_by_stage_then_by_cause() -> None:
 
 
 def test_cancellation_outranks_failure_which_outranks_a_failed_flush() -> None:
-    failure = ("summary", RuntimeError())
-    assert derive_manual_outcome(True, failure, True) == Code.ABORTED  # type: ignore[arg-type]
-    assert derive_manual_outcome(False, failure, True) == Code.COMPACTION_SUMMARY_FAILED  # type: ignore[arg-type]
+    failure: tuple[Stage, BaseException] = ("summary", RuntimeError())
+    assert derive_manual_outcome(True, failure, True) == Code.ABORTED
+    assert derive_manual_outcome(False, failure, True) == Code.COMPACTION_SUMMARY_FAILED
     assert derive_manual_outcome(False, None, True) == Code.COMPACTION_PERSISTENCE_FAILED
     assert derive_manual_outcome(False, None, False) is None
 
