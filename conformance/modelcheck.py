@@ -1,0 +1,789 @@
+"""The spec-level model checker: ``python -m conformance.modelcheck [--max-depth N] [--seconds S]``.
+
+Explicit-state breadth-first search over the suite's one model of a store
+(:mod:`conformance.model`, :mod:`conformance.engine_model`), with no subject. From a file-storage
+store holding one created session, every action of a finite alphabet (:data:`ALPHABET`) is tried
+at every distinct state; each action is a short list of protocol requests with small concrete
+parameters, answered by :func:`conformance.engine_model.model_request`:
+
+- the agent loop, well nested: a turn opened with a user message, a step with a tool call (and
+  its ``tool/call``), its result and step end, a text step, a turn's end;
+- caller surface rewrites: a summary replacing the first two nodes, a prune rewrite of the last
+  tool result;
+- the compaction bracket written by the engine's writer (``engine_append``): a start, an end with
+  success, an end with an error; and the engine ops ``compact`` (success and failure), ``prune``
+  and ``checkpoint``;
+- a fork of each session at each boundary ``0..`` :data:`FORK_BOUNDARIES` ``- 1``, flush, close,
+  resume of a stored session, a crash (between any two actions: the store's crash points; the
+  byte-level ones are not modelled), an armed write fault, a clock tick.
+
+Sessions are addressed by their rank in the state's canonical order (at most :data:`MAX_SESSIONS`),
+so the alphabet is symmetric under renaming, which makes the symmetry reduction sound: a state's
+fingerprint is a 64-bit hash of a canonical encoding where session ids, message ids, call ids
+and compaction ids (all written as ``~`` tokens of fixed width) are renamed in order of first use,
+sessions visited in order of their id-free encoding, and times are replaced by their rank (the
+spec compares times, it never subtracts them without a batch policy, and the alphabet sets none).
+
+At every distinct state the spec's invariants are checked (:func:`check_invariants`); the first
+violation is the shortest (breadth first), and is written as a vector of protocol steps
+(``conformance/vectors/*/*.json`` shape) whose expectations are the model's answers: a subject
+running a spec without the bug fails it. TLC's statistics are printed at intervals and at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import pickle
+import re
+import sys
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final, TextIO
+
+from conformance import builders as build
+from conformance.engine_model import ENGINE_CAPABILITY_OF, model_request
+from conformance.exhaustive import check_state_invariants
+from conformance.machine.engine import derive_loop_position
+from conformance.model import ModelStore, canonical_text, model_crash, model_resume
+from spec.checks.log import check_log
+from spec.codes import SpecError
+from spec.lineage.fork import derive_child_meta, plan_fork_seed
+from spec.lineage.store import plan_create
+from spec.log.events import (
+    ASSISTANT_MESSAGE,
+    STEP_END,
+    STEP_START,
+    TOOL_CALL,
+    TOOL_RESULT,
+    TURN_END,
+    TURN_START,
+    USER_MESSAGE,
+    Event,
+)
+from spec.log.json import JsonValue
+from spec.log.session import SessionState
+from spec.protocol import Request
+
+STORAGE: Final = "file"
+START_TIME: Final = 1_000  # ms
+TICK: Final = 1_000  # ms
+MAX_SESSIONS: Final = 2
+FORK_BOUNDARIES: Final = 6
+TOKEN: Final = re.compile(r"~([smck])(\d{3})")
+TIME: Final = re.compile(r'"(time|createdAt)":(\d+)')
+SUMMARY: Final = "Condensed: the parser was read."
+COMPACTION_END: Final = "compaction/end"
+COMPACTION_START: Final = "compaction/start"
+
+
+def name(kind: str, number: int) -> str:
+    """A renamable name: ``~`` + its class (session, message, call, compaction) + 3 digits (fixed
+    width, so that renaming never changes a text's length)."""
+    return f"~{kind}{number:03d}"
+
+
+# --- canonical states ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class View:
+    """What the alphabet sees of a state beside the model: the sessions in canonical order and,
+    per name class, a number no name of that class in the state uses."""
+
+    order: tuple[str, ...]
+    fresh: Mapping[str, int]
+
+    def new(self, kind: str) -> str:
+        return name(kind, self.fresh.get(kind, 0))
+
+
+class _Texts:
+    """Canonical texts of events and logs, cached by the identity of the (immutable, shared)
+    objects, so that a state costs only the text of what changed."""
+
+    def __init__(self) -> None:
+        self.events: dict[int, tuple[object, str]] = {}
+        self.logs: dict[int, tuple[object, str]] = {}
+
+    def event(self, event: Event) -> str:
+        hit = self.events.get(id(event))
+        if hit is not None and hit[0] is event:
+            return hit[1]
+        text = canonical_text(event)
+        self.events[id(event)] = (event, text)
+        return text
+
+    def log(self, events: tuple[Event, ...]) -> str:
+        hit = self.logs.get(id(events))
+        if hit is not None and hit[0] is events:
+            return hit[1]
+        text = "[" + ",".join(self.event(event) for event in events) + "]"
+        self.logs[id(events)] = (events, text)
+        if len(self.logs) > 400_000:
+            self.logs.clear()
+            self.events.clear()
+        return text
+
+
+TEXTS: Final = _Texts()
+
+
+def _session_text(model: ModelStore, session_id: str) -> str:
+    entry = model.live.get(session_id)
+    log = model.stored.get(session_id)
+    live = (
+        "null"
+        if entry is None
+        else f"[{canonical_text(entry.state.header)},{TEXTS.log(entry.state.events)},"
+        f"{entry.state.first_live_seq},{entry.flushed},{entry.overflow_retries}]"
+    )
+    stored = "null" if log is None else f"[{canonical_text(log.header)},{TEXTS.log(log.events)}]"
+    return f'"{session_id}":[{live},{stored}]'
+
+
+def canonicalize(model: ModelStore) -> tuple[int, View]:
+    """The state's 64-bit fingerprint under the symmetry (session, message, call and compaction
+    names renamed in order of first use, times by rank) and its :class:`View`."""
+    texts = {session_id: _session_text(model, session_id) for session_id in {*model.live, *model.stored}}
+    order = tuple(sorted(texts, key=lambda session_id: (TOKEN.sub("~", texts[session_id]), session_id)))
+    engine = [
+        sorted((key, unit.state_version, refs) for key, (unit, refs) in model.engine.units.items()),
+        list(model.engine.spills.items()),
+    ]
+    rest = canonical_text([model.storage, model.minted, list(model.faults), dict(model.broken), engine])
+    text = f'"now":{model.now};' + ";".join(texts[session_id] for session_id in order) + ";" + rest
+    renamed: dict[str, str] = {}
+    counts: Counter[str] = Counter()
+    highest: dict[str, int] = {}
+
+    def rename(match: re.Match[str]) -> str:
+        kind, number = match.group(1), int(match.group(2))
+        highest[kind] = max(highest.get(kind, -1), number)
+        token = match.group(0)
+        new = renamed.get(token)
+        if new is None:
+            new = renamed[token] = name(kind, counts[kind])
+            counts[kind] += 1
+        return new
+
+    text = TOKEN.sub(rename, text)
+    times = sorted({int(match.group(2)) for match in TIME.finditer(text)} | {model.now})
+    rank = {value: str(START_TIME + TICK * index) for index, value in enumerate(times)}
+    text = TIME.sub(lambda match: f'"{match.group(1)}":{rank[int(match.group(2))]}', text)
+    text = text.replace(f'"now":{model.now};', f'"now":{rank[model.now]};', 1)
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    fresh = {kind: value + 1 for kind, value in highest.items()}
+    return int.from_bytes(digest, "big"), View(order, fresh)
+
+
+# --- the alphabet ----------------------------------------------------------------------------------
+
+Requests = Callable[[ModelStore, View], Sequence[Request] | None]
+
+
+@dataclass(frozen=True)
+class Action:
+    """One action of the alphabet: its name and the requests it sends at a state (``None``: not
+    enabled there, nothing is sent)."""
+
+    name: str
+    requests: Requests
+
+
+def _live(model: ModelStore, view: View, rank: int) -> tuple[str, SessionState] | None:
+    if rank >= len(view.order) or view.order[rank] not in model.live:
+        return None
+    session_id = view.order[rank]
+    return session_id, model.live[session_id].state
+
+
+def _append(session_id: str, kind: str, data: JsonValue, **extra: JsonValue) -> Request:
+    return ("append", {"id": session_id, "type": kind, "data": data, **extra})
+
+
+def _turn(rank: int) -> Requests:
+    """Open a turn with a user message (no turn open, no compaction running: a well-behaved
+    caller waits for the engine's bracket to close)."""
+
+    def requests(model: ModelStore, view: View) -> Sequence[Request] | None:
+        found = _live(model, view, rank)
+        if found is None:
+            return None
+        session_id, state = found
+        turn, _, turns, _ = derive_loop_position(state.events)
+        if turn is not None or _open_compaction(state.events) is not None:
+            return None
+        message = build.user_message(view.new("m"), "read the parser")
+        return [
+            _append(session_id, TURN_START, build.turn_start(turns + 1)),
+            _append(session_id, USER_MESSAGE, message, surfaceOp="append"),
+        ]
+
+    return requests
+
+
+def _step(rank: int, call: bool) -> Requests:
+    """A step of the open turn (no step open): an assistant message with a tool call and its
+    ``tool/call`` (the step left open for the result), or a text answer and the step's end."""
+
+    def requests(model: ModelStore, view: View) -> Sequence[Request] | None:
+        found = _live(model, view, rank)
+        if found is None:
+            return None
+        session_id, state = found
+        turn, step, _, _ = derive_loop_position(state.events)
+        if turn is None or step is not None:
+            return None
+        number = 1
+        for event in state.events:  # the steps of the open turn, numbered from 1
+            number = 1 if event.get("type") == TURN_START else number + (event.get("type") == STEP_START)
+        calls = (view.new("c"),) if call else ()
+        message = build.assistant_message(view.new("m"), None if call else "done", calls, turn, number)
+        sent = [
+            _append(session_id, STEP_START, build.step_start(turn, number)),
+            _append(session_id, ASSISTANT_MESSAGE, message, surfaceOp="append"),
+        ]
+        if call:
+            return [*sent, _append(session_id, TOOL_CALL, build.tool_call(calls[0], turn, number))]
+        return [*sent, _append(session_id, STEP_END, build.step_end(turn, number))]
+
+    return requests
+
+
+def _result(rank: int) -> Requests:
+    """The result of the open step's pending call, and the step's end."""
+
+    def requests(model: ModelStore, view: View) -> Sequence[Request] | None:
+        found = _live(model, view, rank)
+        if found is None:
+            return None
+        session_id, state = found
+        turn, step, _, pending = derive_loop_position(state.events)
+        if turn is None or step is None or not pending:
+            return None
+        result = build.tool_result(pending[0], "3 passed", False, turn, step)
+        return [
+            _append(session_id, TOOL_RESULT, result, surfaceOp="append"),
+            _append(session_id, STEP_END, build.step_end(turn, step)),
+        ]
+
+    return requests
+
+
+def _turn_end(rank: int) -> Requests:
+    def requests(model: ModelStore, view: View) -> Sequence[Request] | None:
+        found = _live(model, view, rank)
+        if found is None:
+            return None
+        session_id, state = found
+        turn, step, _, _ = derive_loop_position(state.events)
+        if turn is None or step is not None or _open_compaction(state.events) is not None:
+            return None
+        return [_append(session_id, TURN_END, build.turn_end(turn))]
+
+    return requests
+
+
+def _open_compaction(events: Sequence[Event]) -> str | None:
+    """The compaction id of the bracket the caller's writer left open, if any."""
+    open_ids: list[str] = []
+    for event in events:
+        data = event.get("data")
+        key = data.get("compactionId") if isinstance(data, dict) else None
+        if event.get("type") == COMPACTION_START and isinstance(key, str):
+            open_ids.append(key)
+        elif event.get("type") == COMPACTION_END and key in open_ids:
+            open_ids.remove(str(key))
+    return open_ids[-1] if open_ids else None
+
+
+def _bracket(rank: int, part: str) -> Requests:
+    """The compaction bracket written with the engine's writer: its start (owned by the open turn,
+    or none), or the end of the open one with an error (a successful bracket needs the summary and
+    its checkpoint: the ``compact`` op writes those)."""
+
+    def requests(model: ModelStore, view: View) -> Sequence[Request] | None:
+        found = _live(model, view, rank)
+        if found is None:
+            return None
+        session_id, state = found
+        turn = derive_loop_position(state.events)[0]
+        open_id = _open_compaction(state.events)
+        if part == "start":
+            if open_id is not None:
+                return None
+            data = build.compaction_start(view.new("k"), turn)
+            return [("engine_append", {"id": session_id, "type": COMPACTION_START, "data": data})]
+        if open_id is None:
+            return None
+        end: dict[str, JsonValue] = {"compactionId": open_id, "turn": turn, "error": "the model is unavailable"}
+        return [("engine_append", {"id": session_id, "type": COMPACTION_END, "data": end})]
+
+    return requests
+
+
+def _engine(rank: int, op: str, **fixed: JsonValue) -> Requests:
+    """An engine op on a live session; a compaction's attempt gets a fresh compaction id."""
+
+    def requests(model: ModelStore, view: View) -> Sequence[Request] | None:
+        found = _live(model, view, rank)
+        if found is None:
+            return None
+        args: dict[str, JsonValue] = {"id": found[0], **fixed}
+        if op == "compact":
+            behaviour = fixed.get("attempt")
+            assert isinstance(behaviour, dict)
+            args["attempt"] = {"compactionId": view.new("k"), **behaviour}
+        return [(op, args)]
+
+    return requests
+
+
+def _session_op(rank: int, op: str, live: bool) -> Requests:
+    """``flush``/``close`` of a live session; ``resume`` of a stored one that is not live."""
+
+    def requests(model: ModelStore, view: View) -> Sequence[Request] | None:
+        if rank >= len(view.order):
+            return None
+        session_id = view.order[rank]
+        if (session_id in model.live) != live or (not live and session_id not in model.stored):
+            return None
+        return [(op, {"id": session_id})]
+
+    return requests
+
+
+def _fork(rank: int, boundary: int) -> Requests:
+    """A fork of a live session at ``boundary`` into a new session (while there is room)."""
+
+    def requests(model: ModelStore, view: View) -> Sequence[Request] | None:
+        found = _live(model, view, rank)
+        if found is None or len(view.order) >= MAX_SESSIONS or boundary >= len(found[1].events):
+            return None
+        return [("fork", {"source": found[0], "boundary": boundary, "child": view.new("s")})]
+
+    return requests
+
+
+def _global(op: str, **args: JsonValue) -> Requests:
+    def requests(model: ModelStore, view: View) -> Sequence[Request] | None:
+        if op == "crash" and not model.live:
+            return None
+        if op == "fail_next" and model.faults:
+            return None
+        if op == "clock":
+            return [("clock", {"now": model.now + TICK})]
+        return [(op, dict(args))]
+
+    return requests
+
+
+def _alphabet() -> tuple[Action, ...]:
+    actions: list[Action] = []
+    for rank in range(MAX_SESSIONS):
+        at = f"@{rank}"
+        actions += [
+            Action("turn" + at, _turn(rank)),
+            Action("step-call" + at, _step(rank, True)),
+            Action("result" + at, _result(rank)),
+            Action("step-text" + at, _step(rank, False)),
+            Action("turn-end" + at, _turn_end(rank)),
+            Action("bracket-start" + at, _bracket(rank, "start")),
+            Action("bracket-fail" + at, _bracket(rank, "fail")),
+            Action("compact" + at, _engine(rank, "compact", attempt={"text": SUMMARY})),
+            Action("compact-fail" + at, _engine(rank, "compact", attempt={"fail": "unavailable"})),
+            Action("prune" + at, _engine(rank, "prune", config={"thresholdChars": 4, "headChars": 1, "tailChars": 1})),
+            Action("checkpoint" + at, _engine(rank, "checkpoint", moment="model-request")),
+            Action("flush" + at, _session_op(rank, "flush", True)),
+            Action("close" + at, _session_op(rank, "close", True)),
+            Action("resume" + at, _session_op(rank, "resume", False)),
+            *(Action(f"fork{at}:{boundary}", _fork(rank, boundary)) for boundary in range(FORK_BOUNDARIES)),
+        ]
+    actions += [
+        Action("crash", _global("crash")),
+        Action("fault", _global("fail_next", fsOp="write", errno="EIO")),
+        Action("tick", _global("clock")),
+    ]
+    return tuple(actions)
+
+
+ALPHABET: Final = _alphabet()
+INITIAL_REQUESTS: Final[tuple[Request, ...]] = (
+    ("reset", {"storage": STORAGE}),
+    ("clock", {"now": START_TIME}),
+    ("create", {"id": name("s", 0)}),
+)
+
+
+def initial_model() -> ModelStore:
+    model = ModelStore()
+    for op, args in INITIAL_REQUESTS:
+        model, _ = model_request(model, op, **args)
+    return model
+
+
+@dataclass(frozen=True)
+class Taken:
+    """An action taken at a state: the requests with the model's answers, and the state after."""
+
+    steps: tuple[tuple[Request, JsonValue], ...]
+    model: ModelStore
+
+
+def take(model: ModelStore, view: View, action: Action) -> Taken | None:
+    """``action`` at ``model``: ``None`` when it is not enabled (no requests, or every request
+    refused with nothing changed)."""
+    requests = action.requests(model, view)
+    if not requests:
+        return None
+    steps: list[tuple[Request, JsonValue]] = []
+    before, any_ok = model, False
+    for op, args in requests:
+        model, expected = model_request(model, op, **args)
+        any_ok = any_ok or expected.ok
+        steps.append(((op, args), expected.as_json()))
+    if not any_ok and model is before:
+        return None
+    return Taken(tuple(steps), model)
+
+
+# --- the invariants --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Violation:
+    """An invariant that does not hold: its name, the session, what is wrong, and the requests
+    that show it from the state (with the model's answers)."""
+
+    invariant: str
+    session_id: str
+    detail: str
+    witness: tuple[Request, ...] = ()
+
+
+class _Cache:
+    """Invariant results per immutable object (a live state's events, a stored log), so a state
+    costs the checks of the logs that changed."""
+
+    def __init__(self) -> None:
+        self.results: dict[tuple[str, int], tuple[object, tuple[Violation, ...]]] = {}
+
+    def get(self, kind: str, key: object, compute: Callable[[], tuple[Violation, ...]]) -> tuple[Violation, ...]:
+        hit = self.results.get((kind, id(key)))
+        if hit is not None and hit[0] is key:
+            return hit[1]
+        found = compute()
+        if len(self.results) > 400_000:
+            self.results.clear()
+        self.results[(kind, id(key))] = (key, found)
+        return found
+
+
+CACHE: Final = _Cache()
+
+
+def _problems(found: Sequence[object]) -> str:
+    return "; ".join(str(problem) for problem in found[:5])
+
+
+def check_live(session_id: str, state: SessionState) -> tuple[Violation, ...]:
+    """A live session: the core and relational rules of the whole-log checker with its header,
+    the closers rule, the header's lineage, the surface as the fold of the log, closers that close
+    everything (:func:`conformance.exhaustive.check_state_invariants`); and every fork boundary the
+    fork rules accept gives a seed that passes the seed rules (a create from it)."""
+    found: list[Violation] = []
+    problems = check_state_invariants(state)
+    problems += [f"{v.rule} at seq {v.seq}: {v.message}" for v in check_log(state.events, state.header)]
+    if problems:
+        found.append(Violation("live log", session_id, _problems(sorted(set(problems))), (("state", {"id": session_id}),)))
+    for boundary in range(len(state.events)):
+        try:
+            seed = plan_fork_seed(session_id, state.events, boundary)
+        except SpecError:
+            continue
+        meta = derive_child_meta(state.header, session_id, len(seed))
+        try:
+            plan_create(name("s", 999), (session_id,), (), list(seed), meta, START_TIME, shared=True)
+        except SpecError as error:
+            fork = ("fork", {"source": session_id, "boundary": boundary, "child": name("s", 999)})
+            found.append(
+                Violation("fork seed", session_id, f"boundary {boundary}: the seed is refused: {error}", (fork,))
+            )
+            break
+    return tuple(found)
+
+
+def check_stored(model: ModelStore, session_id: str) -> tuple[Violation, ...]:
+    """A stored log: the core rules; and resume ∘ crash is accepted, gives a live session that
+    passes :func:`check_live`'s log checks, and keeps the durable log as its prefix."""
+    log = model.stored[session_id]
+    witness: tuple[Request, ...] = (("crash", {}), ("resume", {"id": session_id}))
+    core = check_log(log.events, relational=False)
+    if core:
+        return (Violation("stored log", session_id, _problems([f"{v.rule}: {v.message}" for v in core]), witness),)
+    crashed, _ = model_crash(model)
+    resumed, answer = model_resume(crashed, session_id)
+    if not answer.ok:
+        return (Violation("resume after crash", session_id, f"the resume is refused: {answer.code}", witness),)
+    entry = resumed.live[session_id]
+    if entry.state.events[: len(log.events)] != log.events:
+        return (Violation("resume after crash", session_id, "the durable prefix changed", witness),)
+    problems = check_state_invariants(entry.state)
+    problems += [f"{v.rule} at seq {v.seq}: {v.message}" for v in check_log(entry.state.events, entry.state.header)]
+    if problems:
+        return (Violation("resume after crash", session_id, _problems(sorted(set(problems))), witness),)
+    return ()
+
+
+def check_invariants(model: ModelStore) -> tuple[Violation, ...]:
+    """Every invariant at a state, each log's checks computed once per log object."""
+    found: list[Violation] = []
+    for session_id, entry in model.live.items():
+        found += CACHE.get("live", entry.state, lambda: check_live(session_id, entry.state))
+    for session_id, log in model.stored.items():
+        found += CACHE.get("stored", log, lambda: check_stored(model, session_id))
+    return tuple(found)
+
+
+# --- the search ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Coverage:
+    """Per action: at how many states it was enabled, how many states it generated that differ
+    from the one it left, and how many distinct new states it found."""
+
+    enabled: Counter[str] = field(default_factory=Counter)
+    changed: Counter[str] = field(default_factory=Counter)
+    distinct: Counter[str] = field(default_factory=Counter)
+
+
+@dataclass
+class Search:
+    """The explorer's whole state (pickled by ``--checkpoint``): the frontier (state, fingerprint,
+    depth), every fingerprint seen with its parent and the action that found it, and statistics."""
+
+    frontier: deque[tuple[ModelStore, int, int]]
+    parents: dict[int, tuple[int, int]]
+    coverage: Coverage = field(default_factory=Coverage)
+    generated: int = 0
+    depth: int = 0
+    seconds: float = 0.0
+    violation: tuple[Violation, int] | None = None
+
+
+def start_search() -> Search:
+    model = initial_model()
+    fingerprint, _ = canonicalize(model)
+    search = Search(deque([(model, fingerprint, 0)]), {fingerprint: (fingerprint, -1)})
+    found = check_invariants(model)
+    if found:
+        search.violation = (found[0], fingerprint)
+    return search
+
+
+def explore(
+    search: Search,
+    max_depth: int | None = None,
+    max_states: int | None = None,
+    seconds: float | None = None,
+    report: Callable[[Search, bool], None] | None = None,
+    interval: float = 10.0,
+) -> Search:
+    """Breadth first from ``search``'s frontier until it is empty, a bound is met or an invariant
+    fails (the first violation found is at the least depth)."""
+    began = time.perf_counter()
+    spent = search.seconds
+    last = began
+    frontier, parents, coverage = search.frontier, search.parents, search.coverage
+    while frontier and search.violation is None:
+        if max_states is not None and len(parents) >= max_states:
+            break
+        now = time.perf_counter()
+        if seconds is not None and now - began >= seconds:
+            break
+        if report is not None and now - last >= interval:
+            search.seconds = spent + now - began
+            report(search, False)
+            last = now
+        model, fingerprint, depth = frontier[0]
+        if max_depth is not None and depth >= max_depth:
+            break
+        frontier.popleft()
+        _, view = canonicalize(model)
+        for index, action in enumerate(ALPHABET):
+            taken = take(model, view, action)
+            if taken is None:
+                continue
+            coverage.enabled[action.name] += 1
+            search.generated += 1
+            if taken.model is model:
+                continue
+            child, _ = canonicalize(taken.model)
+            if child == fingerprint:
+                continue
+            coverage.changed[action.name] += 1
+            if child in parents:
+                continue
+            parents[child] = (fingerprint, index)
+            coverage.distinct[action.name] += 1
+            search.depth = max(search.depth, depth + 1)
+            found = check_invariants(taken.model)
+            if found:
+                search.violation = (found[0], child)
+                break
+            frontier.append((taken.model, child, depth + 1))
+    search.seconds = spent + time.perf_counter() - began
+    if report is not None:
+        report(search, True)
+    return search
+
+
+def path_to(search: Search, fingerprint: int) -> list[int]:
+    """The actions (indices in :data:`ALPHABET`) from the initial state to ``fingerprint``."""
+    path: list[int] = []
+    while True:
+        parent, index = search.parents[fingerprint]
+        if index < 0:
+            return path[::-1]
+        path.append(index)
+        fingerprint = parent
+
+
+def replay(path: Sequence[int]) -> tuple[ModelStore, list[tuple[Request, JsonValue]]]:
+    """The actions of ``path`` from the initial state: the model reached and every request sent
+    from the start (the initial ones included), each with the model's answer."""
+    model = ModelStore()
+    steps: list[tuple[Request, JsonValue]] = []
+    for op, args in INITIAL_REQUESTS:
+        model, expected = model_request(model, op, **args)
+        steps.append(((op, args), expected.as_json()))
+    for index in path:
+        _, view = canonicalize(model)
+        taken = take(model, view, ALPHABET[index])
+        assert taken is not None, f"{ALPHABET[index].name} is not enabled on replay"
+        steps += taken.steps
+        model = taken.model
+    return model, steps
+
+
+def write_vector(search: Search, out: Path) -> Path:
+    """The violation as a vector of protocol steps: the path's requests and the witness's, each
+    expecting the model's answer; written to ``out``."""
+    assert search.violation is not None
+    violation, fingerprint = search.violation
+    path = path_to(search, fingerprint)
+    model, steps = replay(path)
+    for op, args in violation.witness:
+        model, expected = model_request(model, op, **args)
+        steps.append(((op, args), expected.as_json()))
+    names = [ALPHABET[index].name for index in path]
+    capabilities = {"core", "storage", "crash-seam"} | {
+        ENGINE_CAPABILITY_OF[op] for (op, _), _ in steps if op in ENGINE_CAPABILITY_OF
+    }
+    vector = {
+        "name": f"modelcheck: {violation.invariant} of {violation.session_id} after [{', '.join(names)}]",
+        "family": "modelcheck",
+        "why": f"the spec model breaks the invariant '{violation.invariant}': {violation.detail}",
+        "rule": "conformance.modelcheck.check_invariants",
+        "capabilities": sorted(capabilities),
+        "steps": [{"request": {"op": op, **args}, "expect": expect} for (op, args), expect in steps],
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    slug = re.sub(r"[^a-z0-9]+", "-", f"{violation.invariant} {' '.join(names)}".lower()).strip("-")
+    target = out / f"{slug[:100]}.json"
+    target.write_text(json.dumps(vector, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    return target
+
+
+# --- TLC's statistics ------------------------------------------------------------------------------
+
+
+def statistics(search: Search) -> Iterator[str]:
+    """The summary lines: distinct states, generated, queue, depth, rate."""
+    rate = len(search.parents) / search.seconds if search.seconds else 0.0
+    yield (
+        f"{search.generated} states generated, {len(search.parents)} distinct states found, "
+        f"{len(search.frontier)} states left on queue; depth {search.depth}; "
+        f"{search.seconds:.1f} s, {rate:.0f} distinct states/s"
+    )
+
+
+def coverage_lines(search: Search) -> Iterator[str]:
+    """Per action: enabled, changed the state, distinct states found; then which never were."""
+    coverage = search.coverage
+    yield f"{'action':<22}{'enabled':>10}{'changed':>10}{'distinct':>10}"
+    for action in ALPHABET:
+        label = action.name
+        yield f"{label:<22}{coverage.enabled[label]:>10}{coverage.changed[label]:>10}{coverage.distinct[label]:>10}"
+    never = [action.name for action in ALPHABET if not coverage.changed[action.name]]
+    yield (
+        f"never taken: {', '.join(never)}"
+        if never
+        else f"every action of the alphabet ({len(ALPHABET)}) was taken"
+    )
+
+
+def printer(stream: TextIO) -> Callable[[Search, bool], None]:
+    def report(search: Search, final: bool) -> None:
+        for line in statistics(search):
+            print(("final: " if final else "progress: ") + line, file=stream, flush=True)
+        if final:
+            for line in coverage_lines(search):
+                print(line, file=stream)
+            if search.violation is not None:
+                violation, fingerprint = search.violation
+                names = [ALPHABET[index].name for index in path_to(search, fingerprint)]
+                print(f"VIOLATION of '{violation.invariant}' in {violation.session_id}: {violation.detail}", file=stream)
+                print(f"shortest path ({len(names)} actions): {' -> '.join(names) or '(initial state)'}", file=stream)
+            elif not search.frontier:
+                print("no invariant violated; the state space is exhausted", file=stream)
+            else:
+                print("no invariant violated within the bounds", file=stream)
+
+    return report
+
+
+def save(search: Search, directory: Path) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    partial = directory / "search.pickle.part"
+    with partial.open("wb") as handle:
+        pickle.dump(search, handle, protocol=pickle.HIGHEST_PROTOCOL)
+    partial.replace(directory / "search.pickle")
+
+
+def load(directory: Path) -> Search:
+    with (directory / "search.pickle").open("rb") as handle:
+        search = pickle.load(handle)
+    assert isinstance(search, Search)
+    return search
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m conformance.modelcheck", description=__doc__.split("\n")[0])
+    parser.add_argument("--max-depth", type=int)
+    parser.add_argument("--max-states", type=int)
+    parser.add_argument("--seconds", type=float)
+    parser.add_argument("--interval", type=float, default=10.0, help="seconds between progress lines")
+    parser.add_argument("--checkpoint", type=Path, help="save the search here when it stops")
+    parser.add_argument("--resume", type=Path, help="go on from a search saved with --checkpoint")
+    parser.add_argument("--out", type=Path, default=Path("modelcheck-vectors"), help="where a violation's vector goes")
+    args = parser.parse_args(argv)
+    search = load(args.resume) if args.resume else start_search()
+    explore(search, args.max_depth, args.max_states, args.seconds, printer(sys.stdout), args.interval)
+    if args.checkpoint:
+        save(search, args.checkpoint)
+        print(f"checkpoint written to {args.checkpoint}")
+    if search.violation is not None:
+        print(f"vector written to {write_vector(search, args.out)}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
