@@ -77,6 +77,8 @@ FORK_BOUNDARIES: Final = 6
 TOKEN: Final = re.compile(r"~([smck])(\d{3})")
 TIME: Final = re.compile(r'"(time|createdAt)":(\d+)')
 SUMMARY: Final = "Condensed: the parser was read."
+OUTPUT: Final = "tests/test_parser.py:12: assert parse(text) == expected  # 3 passed"  # 66 code points
+PRUNE_CONFIG: Final[JsonValue] = {"thresholdChars": 60, "headChars": 10, "tailChars": 10}  # 10 + 39 + 10
 COMPACTION_END: Final = "compaction/end"
 COMPACTION_START: Final = "compaction/start"
 
@@ -266,7 +268,7 @@ def _result(rank: int) -> Requests:
         turn, step, _, pending = derive_loop_position(state.events)
         if turn is None or step is None or not pending:
             return None
-        result = build.tool_result(pending[0], "3 passed", False, turn, step)
+        result = build.tool_result(pending[0], OUTPUT, False, turn, step)
         return [
             _append(session_id, TOOL_RESULT, result, surfaceOp="append"),
             _append(session_id, STEP_END, build.step_end(turn, step)),
@@ -397,13 +399,14 @@ def _alphabet() -> tuple[Action, ...]:
             Action("bracket-fail" + at, _bracket(rank, "fail")),
             Action("compact" + at, _engine(rank, "compact", attempt={"text": SUMMARY})),
             Action("compact-fail" + at, _engine(rank, "compact", attempt={"fail": "unavailable"})),
-            Action("prune" + at, _engine(rank, "prune", config={"thresholdChars": 4, "headChars": 1, "tailChars": 1})),
+            Action("prune" + at, _engine(rank, "prune", config=PRUNE_CONFIG)),
             Action("checkpoint" + at, _engine(rank, "checkpoint", moment="model-request")),
             Action("flush" + at, _session_op(rank, "flush", True)),
             Action("close" + at, _session_op(rank, "close", True)),
             Action("resume" + at, _session_op(rank, "resume", False)),
-            *(Action(f"fork{at}:{boundary}", _fork(rank, boundary)) for boundary in range(FORK_BOUNDARIES)),
         ]
+        if rank < MAX_SESSIONS - 1:  # the last rank exists only when there is no room for a child
+            actions += [Action(f"fork{at}:{boundary}", _fork(rank, boundary)) for boundary in range(FORK_BOUNDARIES)]
     actions += [
         Action("crash", _global("crash")),
         Action("fault", _global("fail_next", fsOp="write", errno="EIO")),
@@ -413,18 +416,12 @@ def _alphabet() -> tuple[Action, ...]:
 
 
 ALPHABET: Final = _alphabet()
+ACTION_INDEX: Final = {action.name: index for index, action in enumerate(ALPHABET)}
 INITIAL_REQUESTS: Final[tuple[Request, ...]] = (
     ("reset", {"storage": STORAGE}),
     ("clock", {"now": START_TIME}),
     ("create", {"id": name("s", 0)}),
 )
-
-
-def initial_model() -> ModelStore:
-    model = ModelStore()
-    for op, args in INITIAL_REQUESTS:
-        model, _ = model_request(model, op, **args)
-    return model
 
 
 @dataclass(frozen=True)
@@ -491,17 +488,17 @@ def _problems(found: Sequence[object]) -> str:
     return "; ".join(str(problem) for problem in found[:5])
 
 
-def check_live(session_id: str, state: SessionState) -> tuple[Violation, ...]:
-    """A live session: the core and relational rules of the whole-log checker with its header,
-    the closers rule, the header's lineage, the surface as the fold of the log, closers that close
-    everything (:func:`conformance.exhaustive.check_state_invariants`); and every fork boundary the
-    fork rules accept gives a seed that passes the seed rules (a create from it)."""
+def check_live(session_id: str, state: SessionState, checked: int = 0) -> tuple[Violation, ...]:
+    """A live session: every rule of the whole-log checker with its header, the surface as the
+    fold of the log, closers that close everything
+    (:func:`conformance.exhaustive.check_state_invariants`); and every fork boundary from
+    ``checked`` on (those before it were checked on the same prefix) that the fork rules accept
+    gives a seed that passes the seed rules (a create from it)."""
     found: list[Violation] = []
-    problems = check_state_invariants(state)
-    problems += [f"{v.rule} at seq {v.seq}: {v.message}" for v in check_log(state.events, state.header)]
+    problems = check_state_invariants(state, relational=True)
     if problems:
-        found.append(Violation("live log", session_id, _problems(sorted(set(problems))), (("state", {"id": session_id}),)))
-    for boundary in range(len(state.events)):
+        found.append(Violation("live log", session_id, _problems(problems), (("state", {"id": session_id}),)))
+    for boundary in range(checked, len(state.events)):
         try:
             seed = plan_fork_seed(session_id, state.events, boundary)
         except SpecError:
@@ -533,18 +530,24 @@ def check_stored(model: ModelStore, session_id: str) -> tuple[Violation, ...]:
     entry = resumed.live[session_id]
     if entry.state.events[: len(log.events)] != log.events:
         return (Violation("resume after crash", session_id, "the durable prefix changed", witness),)
-    problems = check_state_invariants(entry.state)
-    problems += [f"{v.rule} at seq {v.seq}: {v.message}" for v in check_log(entry.state.events, entry.state.header)]
+    problems = check_state_invariants(entry.state, relational=True)
     if problems:
-        return (Violation("resume after crash", session_id, _problems(sorted(set(problems))), witness),)
+        return (Violation("resume after crash", session_id, _problems(problems), witness),)
     return ()
 
 
-def check_invariants(model: ModelStore) -> tuple[Violation, ...]:
-    """Every invariant at a state, each log's checks computed once per log object."""
+def check_invariants(model: ModelStore, before: ModelStore | None = None) -> tuple[Violation, ...]:
+    """Every invariant at a state, each log's checks computed once per log object; a live log that
+    extends its own log in ``before`` (a state that passed) has its earlier fork boundaries
+    skipped."""
     found: list[Violation] = []
     for session_id, entry in model.live.items():
-        found += CACHE.get("live", entry.state, lambda: check_live(session_id, entry.state))
+        earlier = before.live.get(session_id) if before is not None else None
+        events = entry.state.events
+        checked = 0
+        if earlier is not None and events[: len(earlier.state.events)] == earlier.state.events:
+            checked = len(earlier.state.events)
+        found += CACHE.get("live", entry.state, lambda: check_live(session_id, entry.state, checked))
     for session_id, log in model.stored.items():
         found += CACHE.get("stored", log, lambda: check_stored(model, session_id))
     return tuple(found)
@@ -568,8 +571,9 @@ class Search:
     """The explorer's whole state (pickled by ``--checkpoint``): the frontier (state, fingerprint,
     depth), every fingerprint seen with its parent and the action that found it, and statistics."""
 
-    frontier: deque[tuple[ModelStore, int, int]]
+    frontier: deque[tuple[ModelStore, View, int, int]]
     parents: dict[int, tuple[int, int]]
+    prefix: tuple[int, ...] = ()
     coverage: Coverage = field(default_factory=Coverage)
     generated: int = 0
     depth: int = 0
@@ -577,10 +581,13 @@ class Search:
     violation: tuple[Violation, int] | None = None
 
 
-def start_search() -> Search:
-    model = initial_model()
-    fingerprint, _ = canonicalize(model)
-    search = Search(deque([(model, fingerprint, 0)]), {fingerprint: (fingerprint, -1)})
+def start_search(prefix: Sequence[str] = ()) -> Search:
+    """A search from the initial state, or from the state the actions named in ``prefix`` reach
+    (to explore a region of the graph deeper than the whole of it)."""
+    indices = tuple(ACTION_INDEX[action] for action in prefix)
+    model, _ = replay(indices)
+    fingerprint, view = canonicalize(model)
+    search = Search(deque([(model, view, fingerprint, 0)]), {fingerprint: (fingerprint, -1)}, indices)
     found = check_invariants(model)
     if found:
         search.violation = (found[0], fingerprint)
@@ -611,11 +618,10 @@ def explore(
             search.seconds = spent + now - began
             report(search, False)
             last = now
-        model, fingerprint, depth = frontier[0]
+        model, view, fingerprint, depth = frontier[0]
         if max_depth is not None and depth >= max_depth:
             break
         frontier.popleft()
-        _, view = canonicalize(model)
         for index, action in enumerate(ALPHABET):
             taken = take(model, view, action)
             if taken is None:
@@ -624,7 +630,7 @@ def explore(
             search.generated += 1
             if taken.model is model:
                 continue
-            child, _ = canonicalize(taken.model)
+            child, child_view = canonicalize(taken.model)
             if child == fingerprint:
                 continue
             coverage.changed[action.name] += 1
@@ -633,11 +639,11 @@ def explore(
             parents[child] = (fingerprint, index)
             coverage.distinct[action.name] += 1
             search.depth = max(search.depth, depth + 1)
-            found = check_invariants(taken.model)
+            found = check_invariants(taken.model, model)
             if found:
                 search.violation = (found[0], child)
                 break
-            frontier.append((taken.model, child, depth + 1))
+            frontier.append((taken.model, child_view, child, depth + 1))
     search.seconds = spent + time.perf_counter() - began
     if report is not None:
         report(search, True)
@@ -650,7 +656,7 @@ def path_to(search: Search, fingerprint: int) -> list[int]:
     while True:
         parent, index = search.parents[fingerprint]
         if index < 0:
-            return path[::-1]
+            return [*search.prefix, *path[::-1]]
         path.append(index)
         fingerprint = parent
 
