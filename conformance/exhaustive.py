@@ -224,7 +224,9 @@ def check_state_invariants(state: SessionState, relational: bool = False) -> lis
     if relational:
         problems = [f"{v.rule} at seq {v.seq}: {v.message}" for v in check_log(state.events, state.header)]
     else:
-        problems = [f"{v.rule} at seq {v.seq}: {v.message}" for v in check_log(state.events, relational=False)]
+        problems = [
+            f"{v.rule} at seq {v.seq}: {v.message}" for v in check_log(state.events, relational=False)
+        ]
         problems += [f"{v.rule}: {v.message}" for v in check_closers(state.events)]
         problems += [f"{v.rule}: {v.message}" for v in check_header_lineage(state.events, state.header)]
     fold = fold_surface(state.events)

@@ -42,6 +42,7 @@ import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Final, TextIO
 
@@ -244,14 +245,15 @@ def _step(rank: int, call: bool) -> Requests:
         number = 1
         for event in state.events:  # the steps of the open turn, numbered from 1
             number = 1 if event.get("type") == TURN_START else number + (event.get("type") == STEP_START)
-        calls = (view.new("c"),) if call else ()
+        call_id = view.new("c")
+        calls = (call_id,) if call else ()
         message = build.assistant_message(view.new("m"), None if call else "done", calls, turn, number)
         sent = [
             _append(session_id, STEP_START, build.step_start(turn, number)),
             _append(session_id, ASSISTANT_MESSAGE, message, surfaceOp="append"),
         ]
         if call:
-            return [*sent, _append(session_id, TOOL_CALL, build.tool_call(calls[0], turn, number))]
+            return [*sent, _append(session_id, TOOL_CALL, build.tool_call(call_id, turn, number))]
         return [*sent, _append(session_id, STEP_END, build.step_end(turn, number))]
 
     return requests
@@ -323,7 +325,11 @@ def _bracket(rank: int, part: str) -> Requests:
             return [("engine_append", {"id": session_id, "type": COMPACTION_START, "data": data})]
         if open_id is None:
             return None
-        end: dict[str, JsonValue] = {"compactionId": open_id, "turn": turn, "error": "the model is unavailable"}
+        end: dict[str, JsonValue] = {
+            "compactionId": open_id,
+            "turn": turn,
+            "error": "the model is unavailable",
+        }
         return [("engine_append", {"id": session_id, "type": COMPACTION_END, "data": end})]
 
     return requests
@@ -406,7 +412,9 @@ def _alphabet() -> tuple[Action, ...]:
             Action("resume" + at, _session_op(rank, "resume", False)),
         ]
         if rank < MAX_SESSIONS - 1:  # the last rank exists only when there is no room for a child
-            actions += [Action(f"fork{at}:{boundary}", _fork(rank, boundary)) for boundary in range(FORK_BOUNDARIES)]
+            actions += [
+                Action(f"fork{at}:{boundary}", _fork(rank, boundary)) for boundary in range(FORK_BOUNDARIES)
+            ]
     actions += [
         Action("crash", _global("crash")),
         Action("fault", _global("fail_next", fsOp="write", errno="EIO")),
@@ -470,7 +478,9 @@ class _Cache:
     def __init__(self) -> None:
         self.results: dict[tuple[str, int], tuple[object, tuple[Violation, ...]]] = {}
 
-    def get(self, kind: str, key: object, compute: Callable[[], tuple[Violation, ...]]) -> tuple[Violation, ...]:
+    def get(
+        self, kind: str, key: object, compute: Callable[[], tuple[Violation, ...]]
+    ) -> tuple[Violation, ...]:
         hit = self.results.get((kind, id(key)))
         if hit is not None and hit[0] is key:
             return hit[1]
@@ -509,7 +519,9 @@ def check_live(session_id: str, state: SessionState, checked: int = 0) -> tuple[
         except SpecError as error:
             fork = ("fork", {"source": session_id, "boundary": boundary, "child": name("s", 999)})
             found.append(
-                Violation("fork seed", session_id, f"boundary {boundary}: the seed is refused: {error}", (fork,))
+                Violation(
+                    "fork seed", session_id, f"boundary {boundary}: the seed is refused: {error}", (fork,)
+                )
             )
             break
     return tuple(found)
@@ -522,11 +534,15 @@ def check_stored(model: ModelStore, session_id: str) -> tuple[Violation, ...]:
     witness: tuple[Request, ...] = (("crash", {}), ("resume", {"id": session_id}))
     core = check_log(log.events, relational=False)
     if core:
-        return (Violation("stored log", session_id, _problems([f"{v.rule}: {v.message}" for v in core]), witness),)
+        return (
+            Violation("stored log", session_id, _problems([f"{v.rule}: {v.message}" for v in core]), witness),
+        )
     crashed, _ = model_crash(model)
     resumed, answer = model_resume(crashed, session_id)
     if not answer.ok:
-        return (Violation("resume after crash", session_id, f"the resume is refused: {answer.code}", witness),)
+        return (
+            Violation("resume after crash", session_id, f"the resume is refused: {answer.code}", witness),
+        )
     entry = resumed.live[session_id]
     if entry.state.events[: len(log.events)] != log.events:
         return (Violation("resume after crash", session_id, "the durable prefix changed", witness),)
@@ -547,9 +563,9 @@ def check_invariants(model: ModelStore, before: ModelStore | None = None) -> tup
         checked = 0
         if earlier is not None and events[: len(earlier.state.events)] == earlier.state.events:
             checked = len(earlier.state.events)
-        found += CACHE.get("live", entry.state, lambda: check_live(session_id, entry.state, checked))
+        found += CACHE.get("live", entry.state, partial(check_live, session_id, entry.state, checked))
     for session_id, log in model.stored.items():
-        found += CACHE.get("stored", log, lambda: check_stored(model, session_id))
+        found += CACHE.get("stored", log, partial(check_stored, model, session_id))
     return tuple(found)
 
 
@@ -745,8 +761,14 @@ def printer(stream: TextIO) -> Callable[[Search, bool], None]:
             if search.violation is not None:
                 violation, fingerprint = search.violation
                 names = [ALPHABET[index].name for index in path_to(search, fingerprint)]
-                print(f"VIOLATION of '{violation.invariant}' in {violation.session_id}: {violation.detail}", file=stream)
-                print(f"shortest path ({len(names)} actions): {' -> '.join(names) or '(initial state)'}", file=stream)
+                print(
+                    f"VIOLATION of '{violation.invariant}' in {violation.session_id}: {violation.detail}",
+                    file=stream,
+                )
+                print(
+                    f"shortest path ({len(names)} actions): {' -> '.join(names) or '(initial state)'}",
+                    file=stream,
+                )
             elif not search.frontier:
                 print("no invariant violated; the state space is exhausted", file=stream)
             else:
@@ -771,14 +793,18 @@ def load(directory: Path) -> Search:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m conformance.modelcheck", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m conformance.modelcheck", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--max-depth", type=int)
     parser.add_argument("--max-states", type=int)
     parser.add_argument("--seconds", type=float)
     parser.add_argument("--interval", type=float, default=10.0, help="seconds between progress lines")
     parser.add_argument("--checkpoint", type=Path, help="save the search here when it stops")
     parser.add_argument("--resume", type=Path, help="go on from a search saved with --checkpoint")
-    parser.add_argument("--out", type=Path, default=Path("modelcheck-vectors"), help="where a violation's vector goes")
+    parser.add_argument(
+        "--out", type=Path, default=Path("modelcheck-vectors"), help="where a violation's vector goes"
+    )
     args = parser.parse_args(argv)
     search = load(args.resume) if args.resume else start_search()
     explore(search, args.max_depth, args.max_states, args.seconds, printer(sys.stdout), args.interval)

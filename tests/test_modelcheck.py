@@ -12,13 +12,18 @@ import pytest
 
 import spec.lineage.fork
 import spec.lineage.repair
+from conformance import builders as build
 from conformance import modelcheck
+from conformance.engine_model import model_request
+from conformance.model import ModelStore
 from conformance.modelcheck import ALPHABET, explore, path_to, start_search, write_vector
 from conformance.report import CaseResult
 from conformance.runner import run_vector
 from conformance.subject import InProcessSubject
 from reference.server import ReferenceSubject
+from spec.lineage.repair import RepairScan
 from spec.log.events import Event
+from spec.protocol import Request
 
 PREFIXES = (
     (),  # the whole graph, 4 deep: every action of session 0 but a fork at boundary 4
@@ -55,7 +60,10 @@ def test_the_report_names_the_actions_never_taken() -> None:
     lines = list(modelcheck.coverage_lines(search))
     assert lines[-1].startswith("never taken: ") and "prune@0" in lines[-1]
     search.coverage.changed.update(action.name for action in ALPHABET)
-    assert list(modelcheck.coverage_lines(search))[-1] == f"every action of the alphabet ({len(ALPHABET)}) was taken"
+    assert (
+        list(modelcheck.coverage_lines(search))[-1]
+        == f"every action of the alphabet ({len(ALPHABET)}) was taken"
+    )
 
 
 def _replayed_on_the_reference(vector_path: Path) -> CaseResult:
@@ -68,14 +76,17 @@ def _replayed_on_the_reference(vector_path: Path) -> CaseResult:
         subject.close()
 
 
-def test_closers_that_forget_a_compaction_end_are_caught(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_closers_that_forget_a_compaction_end_are_caught(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """Crash repair that closes everything but an open compaction: the shortest counterexample
     opens a bracket and makes it durable (two actions; no single action does both), and the
     vector, replayed on the reference with the spec unbroken, fails at the resume."""
     derive = spec.lineage.repair.derive_closers_after
 
-    def forgetful(*args: object) -> tuple[Event, ...]:
-        return tuple(event for event in derive(*args) if event.get("type") != "compaction/end")  # type: ignore[arg-type]
+    def forgetful(scan: RepairScan, last: Event, next_seq: int) -> tuple[Event, ...]:
+        closers = derive(scan, last, next_seq)
+        return tuple(event for event in closers if event.get("type") != "compaction/end")
 
     monkeypatch.setattr(spec.lineage.repair, "derive_closers_after", forgetful)
     search = explore(start_search(), max_depth=3)
@@ -119,3 +130,37 @@ def test_a_checkpointed_search_resumes_where_it_stopped(tmp_path: Path) -> None:
     modelcheck.save(first, tmp_path)
     resumed = explore(modelcheck.load(tmp_path), max_depth=3)
     assert (len(resumed.parents), resumed.generated) == (len(whole.parents), whole.generated)
+
+
+def test_a_fingerprint_forgets_names_and_times_but_not_their_order() -> None:
+    """Renamed sessions and messages and a shifted clock give the same fingerprint; a state
+    that differs in what it holds does not."""
+
+    def fingerprint(session: str, message: str, now: int, extra: bool = False) -> int:
+        model = ModelStore()
+        requests: list[Request] = [
+            ("reset", {"storage": "file"}),
+            ("clock", {"now": now}),
+            ("create", {"id": session}),
+            ("append", {"id": session, "type": "turn/start", "data": {"turn": 1}}),
+            (
+                "append",
+                {
+                    "id": session,
+                    "type": "user/message",
+                    "data": build.user_message(message),
+                    "surfaceOp": "append",
+                },
+            ),
+        ]
+        if extra:
+            requests.append(("flush", {"id": session}))
+        for op, args in requests:
+            model, expected = model_request(model, op, **args)
+            assert expected.ok, expected
+        return modelcheck.canonicalize(model)[0]
+
+    standard = fingerprint("~s000", "~m000", 1_000)
+    assert fingerprint("~s004", "~m007", 7_000) == standard
+    assert fingerprint("~s000", "~m000", 1_000, extra=True) != standard
+    assert fingerprint("~s000", "other", 1_000) != standard
