@@ -75,8 +75,8 @@ START_TIME: Final = 1_000  # ms
 TICK: Final = 1_000  # ms
 MAX_SESSIONS: Final = 2
 FORK_BOUNDARIES: Final = 6
-TOKEN: Final = re.compile(r"~([smck])(\d{3})")
-TIME: Final = re.compile(r'"(time|createdAt)":(\d+)')
+NAME: Final = re.compile(r"~[smck]\d{3}")
+TIME: Final = re.compile(r'("(?:time|createdAt)":)(\d+)')
 SUMMARY: Final = "Condensed: the parser was read."
 OUTPUT: Final = "tests/test_parser.py:12: assert parse(text) == expected  # 3 passed"  # 66 code points
 PRUNE_CONFIG: Final[JsonValue] = {"thresholdChars": 60, "headChars": 10, "tailChars": 10}  # 10 + 39 + 10
@@ -134,51 +134,58 @@ class _Texts:
 
 
 TEXTS: Final = _Texts()
+SESSIONS: Final[dict[tuple[int, int], tuple[object, object, str, str]]] = {}
 
 
-def _session_text(model: ModelStore, session_id: str) -> str:
+def _session_text(model: ModelStore, session_id: str) -> tuple[str, str]:
+    """A session's canonical text and its signature (the text with names blanked), cached by the
+    identity of its live entry and stored log."""
     entry = model.live.get(session_id)
     log = model.stored.get(session_id)
+    key = (id(entry), id(log))
+    hit = SESSIONS.get(key)
+    if hit is not None and hit[0] is entry and hit[1] is log:
+        return hit[2], hit[3]
     live = (
         "null"
         if entry is None
-        else f"[{canonical_text(entry.state.header)},{TEXTS.log(entry.state.events)},"
+        else f"[{TEXTS.event(entry.state.header)},{TEXTS.log(entry.state.events)},"
         f"{entry.state.first_live_seq},{entry.flushed},{entry.overflow_retries}]"
     )
-    stored = "null" if log is None else f"[{canonical_text(log.header)},{TEXTS.log(log.events)}]"
-    return f'"{session_id}":[{live},{stored}]'
+    stored = "null" if log is None else f"[{TEXTS.event(log.header)},{TEXTS.log(log.events)}]"
+    text = f'"{session_id}":[{live},{stored}]'
+    signature = NAME.sub("~", text)
+    if len(SESSIONS) > 400_000:
+        SESSIONS.clear()
+    SESSIONS[key] = (entry, log, text, signature)
+    return text, signature
 
 
 def canonicalize(model: ModelStore) -> tuple[int, View]:
     """The state's 64-bit fingerprint under the symmetry (session, message, call and compaction
     names renamed in order of first use, times by rank) and its :class:`View`."""
-    texts = {session_id: _session_text(model, session_id) for session_id in {*model.live, *model.stored}}
-    order = tuple(sorted(texts, key=lambda session_id: (TOKEN.sub("~", texts[session_id]), session_id)))
-    engine = [
-        sorted((key, unit.state_version, refs) for key, (unit, refs) in model.engine.units.items()),
-        list(model.engine.spills.items()),
-    ]
-    rest = canonical_text([model.storage, model.minted, list(model.faults), dict(model.broken), engine])
-    text = f'"now":{model.now};' + ";".join(texts[session_id] for session_id in order) + ";" + rest
+    sessions = {session_id: _session_text(model, session_id) for session_id in {*model.live, *model.stored}}
+    order = tuple(sorted(sessions, key=lambda session_id: (sessions[session_id][1], session_id)))
+    rest = f"{model.storage}|{model.minted}|{','.join(model.faults)}"
+    if model.broken or model.engine.units or model.engine.spills:
+        units = sorted((key, unit.state_version, refs) for key, (unit, refs) in model.engine.units.items())
+        rest += canonical_text([dict(model.broken), units, list(model.engine.spills.items())])
+    text = ";".join(sessions[session_id][0] for session_id in order) + ";" + rest
     renamed: dict[str, str] = {}
     counts: Counter[str] = Counter()
     highest: dict[str, int] = {}
-
-    def rename(match: re.Match[str]) -> str:
-        kind, number = match.group(1), int(match.group(2))
+    for token in dict.fromkeys(NAME.findall(text)):  # every name once, in order of first use
+        kind, number = token[1], int(token[2:])
         highest[kind] = max(highest.get(kind, -1), number)
-        token = match.group(0)
-        new = renamed.get(token)
-        if new is None:
-            new = renamed[token] = name(kind, counts[kind])
-            counts[kind] += 1
-        return new
-
-    text = TOKEN.sub(rename, text)
-    times = sorted({int(match.group(2)) for match in TIME.finditer(text)} | {model.now})
-    rank = {value: str(START_TIME + TICK * index) for index, value in enumerate(times)}
-    text = TIME.sub(lambda match: f'"{match.group(1)}":{rank[int(match.group(2))]}', text)
-    text = text.replace(f'"now":{model.now};', f'"now":{rank[model.now]};', 1)
+        renamed[token] = name(kind, counts[kind])
+        counts[kind] += 1
+    if any(old != new for old, new in renamed.items()):
+        text = NAME.sub(lambda match: renamed[match.group()], text)
+    times = sorted({int(value) for _, value in TIME.findall(text)} | {model.now})
+    rank = {str(value): str(START_TIME + TICK * index) for index, value in enumerate(times)}
+    if any(old != new for old, new in rank.items()):
+        text = TIME.sub(lambda match: match.group(1) + rank[match.group(2)], text)
+    text = f"{rank[str(model.now)]};{text}"
     digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
     fresh = {kind: value + 1 for kind, value in highest.items()}
     return int.from_bytes(digest, "big"), View(order, fresh)
@@ -406,8 +413,8 @@ def _alphabet() -> tuple[Action, ...]:
             Action("compact" + at, _engine(rank, "compact", attempt={"text": SUMMARY})),
             Action("compact-fail" + at, _engine(rank, "compact", attempt={"fail": "unavailable"})),
             Action("prune" + at, _engine(rank, "prune", config=PRUNE_CONFIG)),
-            Action("checkpoint" + at, _engine(rank, "checkpoint", moment="model-request")),
             Action("flush" + at, _session_op(rank, "flush", True)),
+            Action("checkpoint" + at, _engine(rank, "checkpoint", moment="model-request")),
             Action("close" + at, _session_op(rank, "close", True)),
             Action("resume" + at, _session_op(rank, "resume", False)),
         ]
