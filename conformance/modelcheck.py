@@ -205,99 +205,78 @@ class Action:
     requests: Requests
 
 
-def _live(model: ModelStore, view: View, rank: int) -> tuple[str, SessionState] | None:
-    if rank >= len(view.order) or view.order[rank] not in model.live:
-        return None
-    session_id = view.order[rank]
-    return session_id, model.live[session_id].state
+OnLive = Callable[[str, SessionState, View], Sequence[Request] | None]
+
+
+def _on_live(rank: int, body: OnLive) -> Requests:
+    """``body``'s requests for the live session of canonical rank ``rank`` (given its id, state and
+    the view); not enabled when that session is not live."""
+
+    def requests(model: ModelStore, view: View) -> Sequence[Request] | None:
+        if rank >= len(view.order) or view.order[rank] not in model.live:
+            return None
+        session_id = view.order[rank]
+        return body(session_id, model.live[session_id].state, view)
+
+    return requests
 
 
 def _append(session_id: str, kind: str, data: JsonValue, **extra: JsonValue) -> Request:
     return ("append", {"id": session_id, "type": kind, "data": data, **extra})
 
 
-def _turn(rank: int) -> Requests:
+def _turn(session_id: str, state: SessionState, view: View) -> Sequence[Request] | None:
     """Open a turn with a user message (no turn open, no compaction running: a well-behaved
     caller waits for the engine's bracket to close)."""
-
-    def requests(model: ModelStore, view: View) -> Sequence[Request] | None:
-        found = _live(model, view, rank)
-        if found is None:
-            return None
-        session_id, state = found
-        turn, _, turns, _ = derive_loop_position(state.events)
-        if turn is not None or _open_compaction(state.events) is not None:
-            return None
-        message = build.user_message(view.new("m"), "read the parser")
-        return [
-            _append(session_id, TURN_START, build.turn_start(turns + 1)),
-            _append(session_id, USER_MESSAGE, message, surfaceOp="append"),
-        ]
-
-    return requests
+    turn, _, turns, _ = derive_loop_position(state.events)
+    if turn is not None or _open_compaction(state.events) is not None:
+        return None
+    message = build.user_message(view.new("m"), "read the parser")
+    return [
+        _append(session_id, TURN_START, build.turn_start(turns + 1)),
+        _append(session_id, USER_MESSAGE, message, surfaceOp="append"),
+    ]
 
 
-def _step(rank: int, call: bool) -> Requests:
+def _step(call: bool, session_id: str, state: SessionState, view: View) -> Sequence[Request] | None:
     """A step of the open turn (no step open): an assistant message with a tool call and its
     ``tool/call`` (the step left open for the result), or a text answer and the step's end."""
-
-    def requests(model: ModelStore, view: View) -> Sequence[Request] | None:
-        found = _live(model, view, rank)
-        if found is None:
-            return None
-        session_id, state = found
-        turn, step, _, _ = derive_loop_position(state.events)
-        if turn is None or step is not None:
-            return None
-        number = 1
-        for event in state.events:  # the steps of the open turn, numbered from 1
-            number = 1 if event.get("type") == TURN_START else number + (event.get("type") == STEP_START)
-        call_id = view.new("c")
-        calls = (call_id,) if call else ()
-        message = build.assistant_message(view.new("m"), None if call else "done", calls, turn, number)
-        sent = [
-            _append(session_id, STEP_START, build.step_start(turn, number)),
-            _append(session_id, ASSISTANT_MESSAGE, message, surfaceOp="append"),
-        ]
-        if call:
-            return [*sent, _append(session_id, TOOL_CALL, build.tool_call(call_id, turn, number))]
-        return [*sent, _append(session_id, STEP_END, build.step_end(turn, number))]
-
-    return requests
+    turn, step, _, _ = derive_loop_position(state.events)
+    if turn is None or step is not None:
+        return None
+    number = 1
+    for event in state.events:  # the steps of the open turn, numbered from 1
+        number = 1 if event.get("type") == TURN_START else number + (event.get("type") == STEP_START)
+    call_id = view.new("c")
+    calls = (call_id,) if call else ()
+    message = build.assistant_message(view.new("m"), None if call else "done", calls, turn, number)
+    sent = [
+        _append(session_id, STEP_START, build.step_start(turn, number)),
+        _append(session_id, ASSISTANT_MESSAGE, message, surfaceOp="append"),
+    ]
+    if call:
+        return [*sent, _append(session_id, TOOL_CALL, build.tool_call(call_id, turn, number))]
+    return [*sent, _append(session_id, STEP_END, build.step_end(turn, number))]
 
 
-def _result(rank: int) -> Requests:
+def _result(session_id: str, state: SessionState, view: View) -> Sequence[Request] | None:
     """The result of the open step's pending call, and the step's end."""
-
-    def requests(model: ModelStore, view: View) -> Sequence[Request] | None:
-        found = _live(model, view, rank)
-        if found is None:
-            return None
-        session_id, state = found
-        turn, step, _, pending = derive_loop_position(state.events)
-        if turn is None or step is None or not pending:
-            return None
-        result = build.tool_result(pending[0], OUTPUT, False, turn, step)
-        return [
-            _append(session_id, TOOL_RESULT, result, surfaceOp="append"),
-            _append(session_id, STEP_END, build.step_end(turn, step)),
-        ]
-
-    return requests
+    turn, step, _, pending = derive_loop_position(state.events)
+    if turn is None or step is None or not pending:
+        return None
+    result = build.tool_result(pending[0], OUTPUT, False, turn, step)
+    return [
+        _append(session_id, TOOL_RESULT, result, surfaceOp="append"),
+        _append(session_id, STEP_END, build.step_end(turn, step)),
+    ]
 
 
-def _turn_end(rank: int) -> Requests:
-    def requests(model: ModelStore, view: View) -> Sequence[Request] | None:
-        found = _live(model, view, rank)
-        if found is None:
-            return None
-        session_id, state = found
-        turn, step, _, _ = derive_loop_position(state.events)
-        if turn is None or step is not None or _open_compaction(state.events) is not None:
-            return None
-        return [_append(session_id, TURN_END, build.turn_end(turn))]
-
-    return requests
+def _turn_end(session_id: str, state: SessionState, view: View) -> Sequence[Request] | None:
+    """The end of the open turn (no step open, no compaction running)."""
+    turn, step, _, _ = derive_loop_position(state.events)
+    if turn is None or step is not None or _open_compaction(state.events) is not None:
+        return None
+    return [_append(session_id, TURN_END, build.turn_end(turn))]
 
 
 def _open_compaction(events: Sequence[Event]) -> str | None:
@@ -313,50 +292,41 @@ def _open_compaction(events: Sequence[Event]) -> str | None:
     return open_ids[-1] if open_ids else None
 
 
-def _bracket(rank: int, part: str) -> Requests:
+def _bracket(start: bool, session_id: str, state: SessionState, view: View) -> Sequence[Request] | None:
     """The compaction bracket written with the engine's writer: its start (owned by the open turn,
     or none), or the end of the open one with an error (a successful bracket needs the summary and
     its checkpoint: the ``compact`` op writes those)."""
-
-    def requests(model: ModelStore, view: View) -> Sequence[Request] | None:
-        found = _live(model, view, rank)
-        if found is None:
+    turn = derive_loop_position(state.events)[0]
+    open_id = _open_compaction(state.events)
+    if start:
+        if open_id is not None:
             return None
-        session_id, state = found
-        turn = derive_loop_position(state.events)[0]
-        open_id = _open_compaction(state.events)
-        if part == "start":
-            if open_id is not None:
-                return None
-            data = build.compaction_start(view.new("k"), turn)
-            return [("engine_append", {"id": session_id, "type": COMPACTION_START, "data": data})]
-        if open_id is None:
-            return None
-        end: dict[str, JsonValue] = {
-            "compactionId": open_id,
-            "turn": turn,
-            "error": "the model is unavailable",
-        }
-        return [("engine_append", {"id": session_id, "type": COMPACTION_END, "data": end})]
-
-    return requests
+        data = build.compaction_start(view.new("k"), turn)
+        return [("engine_append", {"id": session_id, "type": COMPACTION_START, "data": data})]
+    if open_id is None:
+        return None
+    end: dict[str, JsonValue] = {"compactionId": open_id, "turn": turn, "error": "the model is unavailable"}
+    return [("engine_append", {"id": session_id, "type": COMPACTION_END, "data": end})]
 
 
-def _engine(rank: int, op: str, **fixed: JsonValue) -> Requests:
-    """An engine op on a live session; a compaction's attempt gets a fresh compaction id."""
+def _engine(op: str, fixed: Mapping[str, JsonValue]) -> OnLive:
+    """An engine op with ``fixed`` arguments; a compaction's attempt gets a fresh compaction id."""
 
-    def requests(model: ModelStore, view: View) -> Sequence[Request] | None:
-        found = _live(model, view, rank)
-        if found is None:
-            return None
-        args: dict[str, JsonValue] = {"id": found[0], **fixed}
-        if op == "compact":
-            behaviour = fixed.get("attempt")
-            assert isinstance(behaviour, dict)
+    def requests(session_id: str, state: SessionState, view: View) -> Sequence[Request]:
+        args: dict[str, JsonValue] = {"id": session_id, **fixed}
+        behaviour = fixed.get("attempt")
+        if isinstance(behaviour, dict):
             args["attempt"] = {"compactionId": view.new("k"), **behaviour}
         return [(op, args)]
 
     return requests
+
+
+def _fork(boundary: int, session_id: str, state: SessionState, view: View) -> Sequence[Request] | None:
+    """A fork at ``boundary`` into a new session (while there is room)."""
+    if len(view.order) >= MAX_SESSIONS or boundary >= len(state.events):
+        return None
+    return [("fork", {"source": session_id, "boundary": boundary, "child": view.new("s")})]
 
 
 def _session_op(rank: int, op: str, live: bool) -> Requests:
@@ -369,18 +339,6 @@ def _session_op(rank: int, op: str, live: bool) -> Requests:
         if (session_id in model.live) != live or (not live and session_id not in model.stored):
             return None
         return [(op, {"id": session_id})]
-
-    return requests
-
-
-def _fork(rank: int, boundary: int) -> Requests:
-    """A fork of a live session at ``boundary`` into a new session (while there is room)."""
-
-    def requests(model: ModelStore, view: View) -> Sequence[Request] | None:
-        found = _live(model, view, rank)
-        if found is None or len(view.order) >= MAX_SESSIONS or boundary >= len(found[1].events):
-            return None
-        return [("fork", {"source": found[0], "boundary": boundary, "child": view.new("s")})]
 
     return requests
 
@@ -402,25 +360,29 @@ def _alphabet() -> tuple[Action, ...]:
     actions: list[Action] = []
     for rank in range(MAX_SESSIONS):
         at = f"@{rank}"
+        on_live: list[tuple[str, OnLive]] = [
+            ("turn", _turn),
+            ("step-call", partial(_step, True)),
+            ("result", _result),
+            ("step-text", partial(_step, False)),
+            ("turn-end", _turn_end),
+            ("bracket-start", partial(_bracket, True)),
+            ("bracket-fail", partial(_bracket, False)),
+            ("compact", _engine("compact", {"attempt": {"text": SUMMARY}})),
+            ("compact-fail", _engine("compact", {"attempt": {"fail": "unavailable"}})),
+            ("prune", _engine("prune", {"config": PRUNE_CONFIG})),
+        ]
+        actions += [Action(label + at, _on_live(rank, body)) for label, body in on_live]
         actions += [
-            Action("turn" + at, _turn(rank)),
-            Action("step-call" + at, _step(rank, True)),
-            Action("result" + at, _result(rank)),
-            Action("step-text" + at, _step(rank, False)),
-            Action("turn-end" + at, _turn_end(rank)),
-            Action("bracket-start" + at, _bracket(rank, "start")),
-            Action("bracket-fail" + at, _bracket(rank, "fail")),
-            Action("compact" + at, _engine(rank, "compact", attempt={"text": SUMMARY})),
-            Action("compact-fail" + at, _engine(rank, "compact", attempt={"fail": "unavailable"})),
-            Action("prune" + at, _engine(rank, "prune", config=PRUNE_CONFIG)),
             Action("flush" + at, _session_op(rank, "flush", True)),
-            Action("checkpoint" + at, _engine(rank, "checkpoint", moment="model-request")),
+            Action("checkpoint" + at, _on_live(rank, _engine("checkpoint", {"moment": "model-request"}))),
             Action("close" + at, _session_op(rank, "close", True)),
             Action("resume" + at, _session_op(rank, "resume", False)),
         ]
         if rank < MAX_SESSIONS - 1:  # the last rank exists only when there is no room for a child
             actions += [
-                Action(f"fork{at}:{boundary}", _fork(rank, boundary)) for boundary in range(FORK_BOUNDARIES)
+                Action(f"fork{at}:{boundary}", _on_live(rank, partial(_fork, boundary)))
+                for boundary in range(FORK_BOUNDARIES)
             ]
     actions += [
         Action("crash", _global("crash")),
