@@ -606,7 +606,6 @@ def explore(
         model, view, fingerprint, depth = frontier[0]
         if max_depth is not None and depth >= max_depth:
             break
-        frontier.popleft()
         for index, action in enumerate(ALPHABET):
             taken = take(model, view, action)
             if taken is None:
@@ -622,13 +621,15 @@ def explore(
             if child in parents:
                 continue
             parents[child] = (fingerprint, index)
+            frontier.append((taken.model, child_view, child, depth + 1))
             coverage.distinct[action.name] += 1
             search.depth = max(search.depth, depth + 1)
             found = check_invariants(taken.model, model)
             if found:
                 search.violation = (found[0], child)
                 break
-            frontier.append((taken.model, child_view, child, depth + 1))
+        else:
+            frontier.popleft()  # only once every child is in: an interrupted expansion is redone
     search.seconds = spent + time.perf_counter() - began
     if report is not None:
         report(search, True)
@@ -776,7 +777,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     search = load(args.resume) if args.resume else start_search()
-    explore(search, args.max_depth, args.max_states, args.seconds, printer(sys.stdout), args.interval)
+    try:
+        explore(search, args.max_depth, args.max_states, args.seconds, printer(sys.stdout), args.interval)
+    except KeyboardInterrupt:
+        print("interrupted")
     if args.checkpoint:
         save(search, args.checkpoint)
         print(f"checkpoint written to {args.checkpoint}")
