@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import multiprocessing
 import pickle
 import re
 import sys
@@ -560,10 +561,14 @@ class Search:
     parents: dict[int, tuple[int, int]]
     prefix: tuple[int, ...] = ()
     coverage: Coverage = field(default_factory=Coverage)
-    generated: int = 0
     depth: int = 0
     seconds: float = 0.0
     violation: tuple[Violation, int] | None = None
+
+    @property
+    def generated(self) -> int:
+        """States generated: every action enabled at a state expanded."""
+        return sum(self.coverage.enabled.values())
 
 
 def start_search(prefix: Sequence[str] = ()) -> Search:
@@ -579,6 +584,11 @@ def start_search(prefix: Sequence[str] = ()) -> Search:
     return search
 
 
+Frontier = deque[tuple[ModelStore, View, int, int]]
+BATCH: Final = 400  # frontier states per worker in one round of --workers
+_ROUND: list[tuple[Frontier, Mapping[int, tuple[int, int]], int]] = []  # what forked workers inherit
+
+
 def explore(
     search: Search,
     max_depth: int | None = None,
@@ -586,9 +596,12 @@ def explore(
     seconds: float | None = None,
     report: Callable[[Search, bool], None] | None = None,
     interval: float = 10.0,
+    workers: int = 1,
 ) -> Search:
     """Breadth first from ``search``'s frontier until it is empty, a bound is met or an invariant
-    fails (the first violation found is at the least depth)."""
+    fails (the first violation found is at the least depth). With ``workers`` > 1, the frontier
+    is expanded in rounds by forked processes, each taking the states whose fingerprint falls in
+    its part (:func:`_expand_round`); the result is the one-process search's, state for state."""
     began = time.perf_counter()
     spent = search.seconds
     last = began
@@ -603,28 +616,20 @@ def explore(
             search.seconds = spent + now - began
             report(search, False)
             last = now
-        model, view, fingerprint, depth = frontier[0]
-        if max_depth is not None and depth >= max_depth:
+        if max_depth is not None and frontier[0][3] >= max_depth:
             break
-        for index, action in enumerate(ALPHABET):
-            taken = take(model, view, action)
-            if taken is None:
+        if workers > 1:
+            _expand_round(search, workers, max_depth)
+            continue
+        model, view, fingerprint, depth = frontier[0]
+        for index in range(len(ALPHABET)):
+            successor = _successor(model, view, fingerprint, index, parents, coverage)
+            if successor is None:
                 continue
-            coverage.enabled[action.name] += 1
-            search.generated += 1
-            if taken.model is model:
-                continue
-            child, child_view = canonicalize(taken.model)
-            if child == fingerprint:
-                continue
-            coverage.changed[action.name] += 1
-            if child in parents:
-                continue
-            parents[child] = (fingerprint, index)
-            frontier.append((taken.model, child_view, child, depth + 1))
-            coverage.distinct[action.name] += 1
-            search.depth = max(search.depth, depth + 1)
-            found = check_invariants(taken.model, model)
+            child, child_view, taken = successor
+            _discovered(search, fingerprint, index, child, depth)
+            frontier.append((taken, child_view, child, depth + 1))
+            found = check_invariants(taken, model)
             if found:
                 search.violation = (found[0], child)
                 break
@@ -634,6 +639,100 @@ def explore(
     if report is not None:
         report(search, True)
     return search
+
+
+def _successor(
+    model: ModelStore,
+    view: View,
+    fingerprint: int,
+    index: int,
+    seen: Mapping[int, object],
+    coverage: Coverage,
+) -> tuple[int, View, ModelStore] | None:
+    """Action ``index`` at a state, counted in ``coverage`` (enabled, changed the state): the new
+    state's fingerprint, view and model, or ``None`` when it is not enabled, changes nothing or
+    reaches a state in ``seen``."""
+    action = ALPHABET[index]
+    taken = take(model, view, action)
+    if taken is None:
+        return None
+    coverage.enabled[action.name] += 1
+    if taken.model is model:
+        return None
+    child, child_view = canonicalize(taken.model)
+    if child == fingerprint:
+        return None
+    coverage.changed[action.name] += 1
+    if child in seen:
+        return None
+    return child, child_view, taken.model
+
+
+def _discovered(search: Search, parent: int, index: int, child: int, depth: int) -> None:
+    search.parents[child] = (parent, index)
+    search.coverage.distinct[ALPHABET[index].name] += 1
+    search.depth = max(search.depth, depth + 1)
+
+
+Record = tuple[int, int, int, View, Violation | None]  # position, action, fingerprint, view, violation
+
+
+def _expand_part(part: int) -> tuple[list[Record], Coverage]:
+    """A forked worker's share of a round: the states of the round whose fingerprint is ``part``
+    modulo the workers, each action tried; a new state is checked here and sent back without its
+    model (the parent remakes it)."""
+    round_states, parents, workers = _ROUND[0]
+    records: list[Record] = []
+    coverage = Coverage()
+    for position, (model, view, fingerprint, _) in enumerate(round_states):
+        if fingerprint % workers != part:
+            continue
+        for index in range(len(ALPHABET)):
+            successor = _successor(model, view, fingerprint, index, parents, coverage)
+            if successor is not None:
+                child, child_view, taken = successor
+                found = check_invariants(taken, model)
+                records.append((position, index, child, child_view, found[0] if found else None))
+    return records, coverage
+
+
+def _expand_round(search: Search, workers: int, max_depth: int | None) -> None:
+    """One round: the next states of the frontier (up to :data:`BATCH` a worker, none at
+    ``max_depth``) expanded by forked workers, merged in the order one process would have found
+    them; each new state is remade here from its parent, and what the workers checked is kept as
+    checked for the next round's workers to inherit."""
+    frontier = search.frontier
+    count = 0
+    while count < min(len(frontier), BATCH * workers) and (
+        max_depth is None or frontier[count][3] < max_depth
+    ):
+        count += 1
+    round_states: Frontier = deque(frontier[position] for position in range(count))
+    _ROUND[:] = [(round_states, search.parents, workers)]
+    with multiprocessing.get_context("fork").Pool(workers) as pool:
+        parts = pool.map(_expand_part, range(workers))
+    _ROUND.clear()
+    for _, coverage in parts:
+        search.coverage.enabled.update(coverage.enabled)
+        search.coverage.changed.update(coverage.changed)
+    records = sorted((record for records, _ in parts for record in records), key=lambda record: record[:2])
+    for position, index, child, view, violation in records:
+        if child in search.parents:
+            continue
+        model, parent_view, parent, depth = round_states[position]
+        taken = take(model, parent_view, ALPHABET[index])
+        assert taken is not None
+        _discovered(search, parent, index, child, depth)
+        frontier.append((taken.model, view, child, depth + 1))
+        if violation is not None:
+            search.violation = (violation, child)
+            return
+        for entry in taken.model.live.values():
+            CACHE.results[("live", id(entry.state))] = (entry.state, ())
+        for log in taken.model.stored.values():
+            CACHE.results[("stored", id(log))] = (log, ())
+    for _ in range(count):
+        frontier.popleft()
 
 
 def path_to(search: Search, fingerprint: int) -> list[int]:
@@ -770,6 +869,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--max-states", type=int)
     parser.add_argument("--seconds", type=float)
     parser.add_argument("--interval", type=float, default=10.0, help="seconds between progress lines")
+    parser.add_argument("--workers", type=int, default=1, help="processes expanding the frontier (fork)")
     parser.add_argument("--checkpoint", type=Path, help="save the search here when it stops")
     parser.add_argument("--resume", type=Path, help="go on from a search saved with --checkpoint")
     parser.add_argument(
@@ -778,7 +878,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     search = load(args.resume) if args.resume else start_search()
     try:
-        explore(search, args.max_depth, args.max_states, args.seconds, printer(sys.stdout), args.interval)
+        report = printer(sys.stdout)
+        explore(search, args.max_depth, args.max_states, args.seconds, report, args.interval, args.workers)
     except KeyboardInterrupt:
         print("interrupted")
     if args.checkpoint:

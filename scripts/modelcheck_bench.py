@@ -7,7 +7,7 @@ runs the same budget under cProfile and prints where the time goes.
 
 Usage::
 
-    python -m scripts.modelcheck_bench [--seconds S] [--max-depth N] [--profile]
+    python -m scripts.modelcheck_bench [--seconds S] [--max-depth N] [--workers N] [--profile]
 """
 
 from __future__ import annotations
@@ -28,15 +28,16 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=300.0)
     parser.add_argument("--max-depth", type=int)
     parser.add_argument("--interval", type=float, default=30.0)
+    parser.add_argument("--workers", type=int, default=1, help="processes expanding the frontier")
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
     load = ", ".join(f"{value:.2f}" for value in os.getloadavg())
-    print(f"{os.cpu_count()} cores, load average {load}; budget {args.seconds:g} s, one process")
+    print(f"{os.cpu_count()} cores, load average {load}; budget {args.seconds:g} s, {args.workers} worker(s)")
     search = start_search()
     profile = cProfile.Profile() if args.profile else None
     if profile is not None:
         profile.enable()
-    explore(search, args.max_depth, None, args.seconds, printer(sys.stdout), args.interval)
+    explore(search, args.max_depth, None, args.seconds, printer(sys.stdout), args.interval, args.workers)
     if profile is not None:
         profile.disable()
         pstats.Stats(profile, stream=sys.stdout).sort_stats("tottime").print_stats(25)

@@ -164,3 +164,22 @@ def test_a_fingerprint_forgets_names_and_times_but_not_their_order() -> None:
     assert fingerprint("~s004", "~m007", 7_000) == standard
     assert fingerprint("~s000", "~m000", 1_000, extra=True) != standard
     assert fingerprint("~s000", "other", 1_000) != standard
+
+
+def test_two_workers_find_what_one_process_finds() -> None:
+    """The same states with the same parents, the same coverage, and the same shortest
+    counterexample when the spec is broken."""
+    one = explore(start_search(), max_depth=3)
+    modelcheck.CACHE.results.clear()
+    two = explore(start_search(), max_depth=3, workers=2)
+    assert two.parents == one.parents and two.generated == one.generated
+    assert (
+        two.coverage == one.coverage and list(two.frontier) != [] and len(two.frontier) == len(one.frontier)
+    )
+
+
+def test_two_workers_find_the_shortest_counterexample(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(spec.lineage.fork, "validate_boundary_outside_open_compaction", lambda *args: None)
+    search = explore(start_search(), max_depth=3, workers=2)
+    assert search.violation is not None
+    assert [ALPHABET[index].name for index in path_to(search, search.violation[1])] == ["bracket-start@0"]
