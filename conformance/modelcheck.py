@@ -28,6 +28,7 @@ At every distinct state the spec's invariants are checked (:func:`check_invarian
 violation is the shortest (breadth first), and is written as a vector of protocol steps
 (``conformance/vectors/*/*.json`` shape) whose expectations are the model's answers: a subject
 running a spec without the bug fails it. TLC's statistics are printed at intervals and at the end.
+``--workers N`` expands the frontier with forked processes, with the one-process result.
 """
 
 from __future__ import annotations
