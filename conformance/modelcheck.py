@@ -586,8 +586,10 @@ def start_search(prefix: Sequence[str] = ()) -> Search:
 
 
 Frontier = deque[tuple[ModelStore, View, int, int]]
-BATCH: Final = 400  # frontier states per worker in one round of --workers
-_ROUND: list[tuple[Frontier, Mapping[int, tuple[int, int]], int]] = []  # what forked workers inherit
+BATCH: Final = 1500  # frontier states per worker in one round of --workers
+_ROUND: list[
+    tuple[Frontier, Mapping[int, tuple[int, int]], int, float | None]
+] = []  # forked workers inherit it
 
 
 def explore(
@@ -620,7 +622,7 @@ def explore(
         if max_depth is not None and frontier[0][3] >= max_depth:
             break
         if workers > 1:
-            _expand_round(search, workers, max_depth)
+            _expand_round(search, workers, max_depth, None if seconds is None else began + seconds)
             continue
         model, view, fingerprint, depth = frontier[0]
         for index in range(len(ALPHABET)):
@@ -678,30 +680,36 @@ def _discovered(search: Search, parent: int, index: int, child: int, depth: int)
 Record = tuple[int, int, int, View, Violation | None]  # position, action, fingerprint, view, violation
 
 
-def _expand_part(part: int) -> tuple[list[Record], Coverage]:
+def _expand_part(part: int) -> tuple[list[Record], list[tuple[int, Coverage]], int]:
     """A forked worker's share of a round: the states of the round whose fingerprint is ``part``
     modulo the workers, each action tried; a new state is checked here and sent back without its
-    model (the parent remakes it)."""
-    round_states, parents, workers = _ROUND[0]
+    model (the parent remakes it). Also each state's coverage, and the position of the first of
+    its states it did not expand (it stops at the deadline)."""
+    round_states, parents, workers, deadline = _ROUND[0]
     records: list[Record] = []
-    coverage = Coverage()
+    coverages: list[tuple[int, Coverage]] = []
     for position, (model, view, fingerprint, _) in enumerate(round_states):
         if fingerprint % workers != part:
             continue
+        if deadline is not None and time.perf_counter() >= deadline:
+            return records, coverages, position
+        coverage = Coverage()
         for index in range(len(ALPHABET)):
             successor = _successor(model, view, fingerprint, index, parents, coverage)
             if successor is not None:
                 child, child_view, taken = successor
                 found = check_invariants(taken, model)
                 records.append((position, index, child, child_view, found[0] if found else None))
-    return records, coverage
+        coverages.append((position, coverage))
+    return records, coverages, len(round_states)
 
 
-def _expand_round(search: Search, workers: int, max_depth: int | None) -> None:
+def _expand_round(search: Search, workers: int, max_depth: int | None, deadline: float | None) -> None:
     """One round: the next states of the frontier (up to :data:`BATCH` a worker, none at
     ``max_depth``) expanded by forked workers, merged in the order one process would have found
-    them; each new state is remade here from its parent, and what the workers checked is kept as
-    checked for the next round's workers to inherit."""
+    them, up to the first state a worker left at the deadline; each new state is remade here from
+    its parent, and what the workers checked is kept as checked for the next round's workers to
+    inherit."""
     frontier = search.frontier
     count = 0
     while count < min(len(frontier), BATCH * workers) and (
@@ -709,14 +717,20 @@ def _expand_round(search: Search, workers: int, max_depth: int | None) -> None:
     ):
         count += 1
     round_states: Frontier = deque(frontier[position] for position in range(count))
-    _ROUND[:] = [(round_states, search.parents, workers)]
+    _ROUND[:] = [(round_states, search.parents, workers, deadline)]
     with multiprocessing.get_context("fork").Pool(workers) as pool:
         parts = pool.map(_expand_part, range(workers))
     _ROUND.clear()
-    for _, coverage in parts:
-        search.coverage.enabled.update(coverage.enabled)
-        search.coverage.changed.update(coverage.changed)
-    records = sorted((record for records, _ in parts for record in records), key=lambda record: record[:2])
+    done = min(part[2] for part in parts)
+    for _, coverages, _ in parts:
+        for position, coverage in coverages:
+            if position < done:
+                search.coverage.enabled.update(coverage.enabled)
+                search.coverage.changed.update(coverage.changed)
+    records = sorted(
+        (record for records, _, _ in parts for record in records if record[0] < done),
+        key=lambda record: record[:2],
+    )
     for position, index, child, view, violation in records:
         if child in search.parents:
             continue
@@ -732,7 +746,9 @@ def _expand_round(search: Search, workers: int, max_depth: int | None) -> None:
             CACHE.results[("live", id(entry.state))] = (entry.state, ())
         for log in taken.model.stored.values():
             CACHE.results[("stored", id(log))] = (log, ())
-    for _ in range(count):
+        for session_id in view.order:  # the texts of its new events, for the next round to inherit
+            _session_text(taken.model, session_id)
+    for _ in range(done):
         frontier.popleft()
 
 
