@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from conformance.expectations import ExpectationError, format_verdict, judge, load_expectations
+from conformance.families import FAMILY_RULES
 from conformance.progress import Progress
 from conformance.report import (
     PROFILES,
@@ -251,7 +252,7 @@ def report(
         print(line)
     hello_json = {"name": said.name, "version": said.version, "protocol": said.protocol}
     hello_json |= {"capabilities": sorted(said.capabilities), "target": said.target.describe()}
-    certificate = build_certificate(results, every_rule(args.vectors), hello_json, args.profile)
+    certificate = build_certificate(results, every_rule(args.vectors), hello_json, args.profile, FAMILY_RULES)
     print(format_certificate(certificate))
     write_junit(results, args.junit)
     print(f"JUnit report: {args.junit}")

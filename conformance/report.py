@@ -234,13 +234,18 @@ def build_certificate(
     every_rule: Iterable[str],
     subject: Mapping[str, object],
     profile: str,
+    family_rules: Mapping[str, Sequence[str]] | None = None,
 ) -> Certificate:
     """The certificate of ``results`` over ``every_rule`` (a case whose rule is not among them is
-    listed too, after them)."""
+    listed too). A case that stands for a whole family (key ``family/all``: it did not run, or the
+    deadline cut it) stands behind every rule of ``family_rules[family]``, so that a rule judged
+    by a family that did not finish is not certified by the other families' cases."""
     by_rule: dict[str, list[CaseResult]] = {rule: [] for rule in sorted(set(every_rule))}
     for result in results:
-        if result.rule:
-            by_rule.setdefault(result.rule, []).append(result)
+        whole = family_rules.get(result.family, ()) if family_rules and result.case_id == "all" else ()
+        for rule in dict.fromkeys([result.rule, *whole]):
+            if rule:
+                by_rule.setdefault(rule, []).append(result)
     rules = {rule: (rule_status(cases), tuple(cases)) for rule, cases in by_rule.items()}
     families = tuple(dict.fromkeys(result.family for result in results))
     cut = tuple(f"{r.key}: {r.detail.splitlines()[0]}" for r in results if r.detail.startswith(CUT))
