@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Final
 from xml.etree import ElementTree
 
-from certificate_subjects import NothingSubject, ThirdSubject
+from certificate_subjects import ThirdSubject
 
 from conformance.__main__ import EXIT_FAILED, EXIT_OK, main
 from conformance.families import FAMILY_RULES
@@ -31,8 +31,10 @@ def certificate_of(directory: Path) -> dict[str, Any]:
 
 def test_a_subject_that_implements_nothing_is_certified_for_nothing(tmp_path: Path) -> None:
     code = main(
-        ["--subject", "certificate_subjects:NothingSubject", "--junit", str(tmp_path / "j.xml")]
-        + ["--certificate", str(tmp_path), "--families", *STATEFUL, "crash", "files", "session", "fork"]
+        [
+            *("--subject", "certificate_subjects:NothingSubject", "--junit", str(tmp_path / "j.xml")),
+            *("--certificate", str(tmp_path), "--families", *STATEFUL, "crash", "files", "session", "fork"),
+        ]
     )
     assert code == EXIT_FAILED
     document = certificate_of(tmp_path)
@@ -64,8 +66,10 @@ def test_a_subject_that_supports_a_third_of_the_ops_passes_no_stateful_family() 
 def test_a_deadline_cuts_the_run_inside_its_families_and_certifies_nothing_it_cut(tmp_path: Path) -> None:
     began = time.monotonic()
     code = main(
-        ["--subject", REFERENCE, "--deadline", "3", "--junit", str(tmp_path / "j.xml")]
-        + ["--certificate", str(tmp_path)]
+        [
+            *("--subject", REFERENCE, "--deadline", "3", "--junit", str(tmp_path / "j.xml")),
+            *("--certificate", str(tmp_path)),
+        ]
     )
     assert time.monotonic() - began < 3 + 5
     assert code == EXIT_FAILED
@@ -132,10 +136,27 @@ def test_list_names_the_cases_and_case_runs_only_the_matching_ones(tmp_path: Pat
     chosen = [key for key in listed if key.startswith("fork/")][:2]
     report = tmp_path / "run.json"
     code = main(
-        ["--subject", REFERENCE, "--case", chosen[0], "--case", chosen[1]]
-        + ["--junit", str(tmp_path / "j.xml"), "--json", str(report)]
+        [
+            *("--subject", REFERENCE, "--case", chosen[0], "--case", chosen[1]),
+            *("--junit", str(tmp_path / "j.xml"), "--json", str(report)),
+        ]
     )
     assert code == EXIT_OK
     keys = [case["key"] for case in json.loads(report.read_text(encoding="utf-8"))["cases"]]
     assert keys == chosen
     assert (tmp_path / "run.certificate.json").is_file() and (tmp_path / "run.certificate.md").is_file()
+
+
+def test_a_deadline_cuts_a_stateful_family_between_its_steps(tmp_path: Path) -> None:
+    began = time.monotonic()
+    code = main(
+        [
+            *("--subject", REFERENCE, "--deadline", "2", "--families", *STATEFUL),
+            *("--junit", str(tmp_path / "j.xml"), "--certificate", str(tmp_path)),
+        ]
+    )
+    assert time.monotonic() - began < 2 + 5
+    assert code == EXIT_FAILED
+    cut = certificate_of(tmp_path)["cut"]
+    assert [line.split(":")[0] for line in cut] == ["machine/all", "exhaustive/all"]
+    assert "after" in cut[0]  # cut inside the family, not before it

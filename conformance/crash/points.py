@@ -15,8 +15,8 @@ from conformance.crash.outcome import (
     CRASH_RESET,
     CRASH_TARGET,
     CrashOutcome,
-    answer_code,
     EnoughPoints,
+    answer_code,
     mark_reached,
     record_outcome,
 )
