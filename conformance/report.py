@@ -137,9 +137,10 @@ class DeadlineReached(BaseException):
     the family as *not run*, cut."""
 
 
-def check_deadline() -> None:
-    """Raise :class:`DeadlineReached` once the run's deadline (:data:`RUN_DEADLINE`) has passed."""
-    deadline = RUN_DEADLINE.get()
+def check_deadline(deadline: float | None = None) -> None:
+    """Raise :class:`DeadlineReached` once the run's deadline (:data:`RUN_DEADLINE`, or
+    ``deadline`` in a worker thread, where the context variable is not inherited) has passed."""
+    deadline = RUN_DEADLINE.get() if deadline is None else deadline
     if deadline is not None and time.monotonic() > deadline:
         raise DeadlineReached
 
