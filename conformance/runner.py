@@ -408,7 +408,7 @@ def every_rule(vectors_dir: Path | None = None) -> list[str]:
 
 
 def case_names(vectors_dir: Path | None = None) -> list[str]:
-    """What ``--list`` prints: every vector case's key, then the stateful families' rule keys
-    (a stateful family's cases are made as it runs; ``--case family/*`` runs the family)."""
+    """What ``--list`` prints: every vector case's key, then ``<family>/*`` for each stateful family
+    (its cases are made as it runs, so ``--case <family>/*`` runs the whole family)."""
     keys = [vector_key(vector) for vector in load_vectors(vectors_dir or VECTORS_DIR)]
     return keys + [f"{family}/*" for family in STATEFUL_FAMILIES]
