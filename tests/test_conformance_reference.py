@@ -37,7 +37,7 @@ class AnswersOkToEverything:
 
 
 def failures(results: list[CaseResult]) -> list[str]:
-    return [f"[{r.family}] {r.name}: {r.detail}" for r in results if r.outcome == "failed"]
+    return [f"[{r.family}] {r.name}: {r.detail}" for r in results if r.outcome in ("failed", "error")]
 
 
 def all_capabilities() -> Options:
