@@ -66,6 +66,17 @@ class ThirdSubject:
         return response
 
 
+class RefusesFlush:
+    """The reference with every capability, refusing ``flush``: the files family's workload can
+    never run to its end."""
+
+    def __init__(self) -> None:
+        self.reference = ReferenceSubject()
+
+    def handle(self, request: dict[str, Any]) -> Any:
+        return refuse(request) if request.get("op") == "flush" else self.reference.handle(request)
+
+
 if __name__ == "__main__":
     subject = {"nothing": NothingSubject, "third": ThirdSubject}[sys.argv[1]]()
     for line in sys.stdin:

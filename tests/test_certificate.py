@@ -10,10 +10,11 @@ from pathlib import Path
 from typing import Any, Final
 from xml.etree import ElementTree
 
-from certificate_subjects import ThirdSubject
+from certificate_subjects import RefusesFlush, ThirdSubject
 
 from conformance.__main__ import EXIT_FAILED, EXIT_OK, main
 from conformance.families import FAMILY_RULES
+from conformance.files.writing import check_files
 from conformance.report import Options, build_certificate, to_junit
 from conformance.runner import every_rule, hello, load_vectors, run_suite, run_vector, step_under_test
 from conformance.subject import InProcessSubject
@@ -160,3 +161,11 @@ def test_a_deadline_cuts_a_stateful_family_between_its_steps(tmp_path: Path) -> 
     cut = certificate_of(tmp_path)["cut"]
     assert [line.split(":")[0] for line in cut] == ["machine/all", "exhaustive/all"]
     assert "after" in cut[0]  # cut inside the family, not before it
+
+
+def test_a_files_workload_the_subject_refuses_is_unsupported_not_failed_or_passed() -> None:
+    subject = InProcessSubject(RefusesFlush())
+    said = hello(subject)
+    results = check_files(subject, Options(capabilities=said.capabilities, target=said.target))
+    assert results and {result.outcome for result in results} == {"unsupported"}
+    assert all("UNSUPPORTED_OP for flush" in result.detail for result in results)
