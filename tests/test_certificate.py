@@ -159,7 +159,9 @@ def test_a_deadline_cuts_a_stateful_family_between_its_steps(tmp_path: Path) -> 
     assert time.monotonic() - began < 2 + 5
     assert code == EXIT_FAILED
     cut = certificate_of(tmp_path)["cut"]
-    assert [line.split(":")[0] for line in cut] == ["machine/all", "exhaustive/all"], (tmp_path / "certificate.md").read_text()
+    assert [line.split(":")[0] for line in cut] == ["machine/all", "exhaustive/all"], (
+        tmp_path / "certificate.md"
+    ).read_text()
     assert "after" in cut[0]  # cut inside the family, not before it
 
 
