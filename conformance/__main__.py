@@ -4,8 +4,10 @@
   python -m conformance --stdio "command"                  any language, JSON lines (PROTOCOL.md)
 
 The run asks the subject who it is (hello), runs every family the options select, prints a table
-per family (passed, failed, unsupported, not run) and a certificate of what it certifies, and
-writes a JUnit XML report. With --expect FILE it compares every case with that implementation's
+per family (passed, failed, error, unsupported, not run) and the certificate's summary: every rule
+of the spec, certified or not (PROTOCOL.md, "Certificate"), and writes a JUnit XML report. With
+--certificate DIR (or next to --json) the certificate is also written as JSON and Markdown.
+--list lists the cases; --case GLOB runs only the cases whose key matches. With --expect FILE it compares every case with that implementation's
 expectation file instead: an unexpected failure and an unexpected pass both fail the run.
 
 Families: the vector folders (session, json, header, surface, provenance, tool-rewrite, seed,
@@ -13,8 +15,9 @@ fork, repair, storage, pairing, prune, tokens, checker, files, …) and the stat
 files, machine, exhaustive, crash; trace only with --trace-crashes or when named). A name that is
 both, like files, runs its vectors and its stateful checks.
 
-Exit codes: 0 no case failed and at least one passed (or, with --expect, every case ended as
-expected); 1 a case failed, nothing passed, or the expectations were not met; 2 the command line is wrong (an unknown family, a
+Exit codes: 0 no case failed or erred, at least one passed and the deadline cut nothing (or, with
+--expect, every case ended as expected); 1 a case failed or erred, nothing passed, the deadline
+cut the run, or the expectations were not met; 2 the command line is wrong (an unknown family, a
 vectors folder with no vectors, an output path that cannot be written); 3 the subject could not
 be reached (it does not start, its factory raises, or it does not answer hello) or a vector file
 is malformed (each said with a code and a sentence, no traceback); 130 interrupted (the partial
@@ -31,17 +34,29 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from conformance.expectations import ExpectationError, format_verdict, judge, load_expectations
+from conformance.families import FAMILY_RULES
 from conformance.progress import Progress
 from conformance.report import (
     PROFILES,
     CaseResult,
     Options,
+    build_certificate,
     encode_results,
     format_certificate,
     format_table,
+    write_certificate,
     write_junit,
 )
-from conformance.runner import Hello, VectorFileError, family_names, hello, load_vectors, run_suite
+from conformance.runner import (
+    Hello,
+    VectorFileError,
+    case_names,
+    every_rule,
+    family_names,
+    hello,
+    load_vectors,
+    run_suite,
+)
 from conformance.subject import DEFAULT_TIMEOUT, StdioSubject, Subject, SubjectError, load_subject
 
 DEFAULT_JUNIT = Path("conformance-report.xml")
@@ -59,6 +74,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     target = parser.add_mutually_exclusive_group(required=True)
+    target.add_argument("--list", action="store_true", help="list every case's key and exit")
     target.add_argument("--subject", metavar="MODULE:FACTORY", help="a Python object with handle(request)")
     target.add_argument("--stdio", metavar="COMMAND", help="a process speaking the protocol on stdin/stdout")
     parser.add_argument(
@@ -93,6 +109,19 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--expect", type=Path, metavar="FILE", help="an expectation file to certify against")
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write every case's outcome as JSON")
     parser.add_argument(
+        "--certificate",
+        type=Path,
+        metavar="DIR",
+        help="write the certificate as DIR/certificate.json and DIR/certificate.md "
+        "(default with --json: <json stem>.certificate.json and .md beside it)",
+    )
+    parser.add_argument(
+        "--case",
+        action="append",
+        metavar="GLOB",
+        help="run only the cases whose key (family/slug, see --list) matches; repeatable",
+    )
+    parser.add_argument(
         "--trace-crashes",
         action="store_true",
         help="also run the trace family: every crash state the subject's system calls allow "
@@ -112,6 +141,8 @@ def check_usage(args: argparse.Namespace) -> None:
         unknown = sorted(set(args.families) - set(known))
         if unknown:
             raise UsageError(f"unknown families {', '.join(unknown)}; choose from: {', '.join(known)}")
+    if args.certificate is not None and not args.certificate.is_dir():
+        raise UsageError(f"--certificate {args.certificate}: no such folder")
     for flag, path in (("--junit", args.junit), ("--json", args.json)):
         if path is not None and not (path.parent if str(path.parent) else Path(".")).is_dir():
             raise UsageError(f"{flag} {path}: the folder {path.parent} does not exist")
@@ -133,6 +164,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             # a report quotes generated values, lone surrogates among them: escape what cannot print
             stream.reconfigure(errors="backslashreplace")
     args = parse_args(argv)
+    if args.list:
+        try:
+            print("\n".join(case_names(args.vectors)))
+        except VectorFileError as error:
+            print(f"conformance: [{error.code}] {error}", file=sys.stderr)
+            return EXIT_UNREACHABLE
+        return EXIT_OK
     try:
         check_usage(args)
         expectations = load_expectations(args.expect) if args.expect is not None else None
@@ -181,7 +219,12 @@ def build_options(args: argparse.Namespace) -> Options:
     extra = {"trace-crashes": "1"} if args.trace_crashes else {}
     deadline = time.monotonic() + args.deadline if args.deadline else None
     return Options(
-        profile=args.profile, families=families, vectors_dir=args.vectors, extra=extra, deadline=deadline
+        profile=args.profile,
+        families=families,
+        vectors_dir=args.vectors,
+        extra=extra,
+        deadline=deadline,
+        cases=tuple(args.case) if args.case else None,
     )
 
 
@@ -207,13 +250,24 @@ def report(
     print(format_table(results))
     for line in describe_not_run(results):
         print(line)
-    print(format_certificate(results, said.describe(), said.target, args.profile))
+    hello_json = {"name": said.name, "version": said.version, "protocol": said.protocol}
+    hello_json |= {"capabilities": sorted(said.capabilities), "target": said.target.describe()}
+    certificate = build_certificate(results, every_rule(args.vectors), hello_json, args.profile, FAMILY_RULES)
+    print(format_certificate(certificate))
     write_junit(results, args.junit)
     print(f"JUnit report: {args.junit}")
     if args.json is not None:
-        hello_json = {"name": said.name, "version": said.version, "protocol": said.protocol}
-        hello_json |= {"capabilities": sorted(said.capabilities), "target": said.target.describe()}
         args.json.write_text(encode_results(results, hello_json), encoding="utf-8")
+    base = (
+        args.certificate / "certificate"
+        if args.certificate is not None
+        else args.json.parent / f"{args.json.stem}.certificate"
+        if args.json is not None
+        else None
+    )
+    if base is not None:
+        as_json, as_markdown = write_certificate(certificate, base)
+        print(f"certificate: {as_json} and {as_markdown}")
     if interrupted:
         print(
             f"conformance: interrupted; the report holds the {len(results)} cases that finished",
@@ -223,6 +277,9 @@ def report(
     if not results:
         print("conformance: no case ran", file=sys.stderr)
         return EXIT_FAILED
+    if certificate.cut:
+        print("conformance: the deadline cut the run; what it cut is not certified", file=sys.stderr)
+        return EXIT_FAILED
     if expectations is not None:
         from conformance.expectations import ExpectationFile
 
@@ -230,7 +287,7 @@ def report(
         verdict = judge(expectations, ((result.key, result.outcome) for result in results))
         print(format_verdict(expectations, verdict))
         return EXIT_OK if verdict.ok else EXIT_FAILED
-    if any(result.outcome == "failed" for result in results):
+    if any(result.outcome in ("failed", "error") for result in results):
         return EXIT_FAILED
     if not any(result.outcome == "passed" for result in results):
         print("conformance: no case passed, so nothing is certified (see the reasons above)", file=sys.stderr)

@@ -3,7 +3,8 @@
 :class:`Driver` sends one protocol request to the subject, asks :mod:`conformance.model` what the
 answer must be, and raises :class:`Mismatch` (naming the request, the expected answer and the
 actual one) when they differ. The machine, the exhaustive checker and the crash checks all drive
-subjects through it.
+subjects through it, so every request it sends first checks the run's deadline
+(:func:`conformance.report.check_deadline`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from conformance.model import (
     model_crash,
     model_state,
 )
+from conformance.report import check_deadline
 from conformance.subject import Response, Subject
 from conformance.targets import DEFAULT_TARGET, Target
 from spec.format.json_text import decode_json_text, encode_json_text
@@ -118,7 +120,9 @@ class Driver:
     target: Target = DEFAULT_TARGET
 
     def raw(self, op: str, **args: Any) -> Any:
-        """A request the model does not predict (the caller checks the answer)."""
+        """A request the model does not predict (the caller checks the answer). Past the run's
+        deadline nothing is sent: :class:`conformance.report.DeadlineReached` is raised."""
+        check_deadline()
         self.requests += 1
         return send(self.subject, op, **args)
 

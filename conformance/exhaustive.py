@@ -9,13 +9,16 @@ side (same answers, codes included); every distinct state reached is compared wi
 (each live session's ``state``, each stored session's ``read``) and checked against the spec's
 own invariants: the core rules of the log checker, the crash-repair closers rule, the header's
 lineage, the surface as a fold of the log, and closers that close everything.
+
+The case is earned (:func:`conformance.report.earned`): it passes only when every letter of the
+alphabet was driven (answered, not refused) at least :data:`MINIMUM_COVERAGE` times.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from conformance import builders as build
@@ -23,7 +26,7 @@ from conformance import strategies as values
 from conformance.divergence import Divergences
 from conformance.driver import Driver, Mismatch, Unsupported
 from conformance.model import ModelStore, derive_model_key
-from conformance.report import CaseResult, Options
+from conformance.report import CaseResult, Coverage, Options, earned
 from conformance.subject import Subject, SubjectDead
 from conformance.targets import DEFAULT_TARGET, Target
 from spec.checks.lineage import check_closers, check_header_lineage
@@ -38,6 +41,7 @@ from spec.protocol import Request
 SESSION: Final = "s"
 CHILD: Final = "f"
 START_TIME: Final = 1_000  # ms
+MINIMUM_COVERAGE: Final = 10  # driven transitions per letter (the reference: see docs/choices.md)
 DEPTHS: Final = {"ci": 4, "thorough": 5}  # sequence length per Hypothesis profile name
 
 
@@ -61,6 +65,8 @@ class ExhaustiveOutcome:
     requests: int
     seconds: float
     failure: str | None
+    coverage: Coverage = field(default_factory=Coverage)
+    refused_setup: str = ""  # the op of the search's own start the subject refused
 
 
 # --- the alphabet ----------------------------------------------------------------------------------
@@ -296,6 +302,7 @@ def run_exhaustive(
     cursor = _Cursor(subject, storage, letters, target)
     started = time.perf_counter()
     transitions = 0
+    coverage = Coverage()
     seen: set[str] = set()
     failure: str | None = None
     attempt: tuple[int, ...] = ()
@@ -313,20 +320,31 @@ def run_exhaustive(
                     try:
                         reached = _transition(cursor, path, index, seen)
                     except Unsupported:
+                        if cursor.path == path:  # the letter was refused, not the way to it
+                            coverage.refuse(letters[index].name)
                         cursor.path = None  # the letter stopped part-way: replay from a reset
                         continue
                     except Mismatch as mismatch:
+                        coverage.drive(letters[index].name)
                         if divergences is None:
                             raise
                         steps = " -> ".join(letters[i].name for i in attempt)
                         divergences.record(mismatch.signature, f"after [{steps}]:\n{mismatch}")
                         cursor.path = None  # the subject's state is unknown: replay from a reset
                         continue
+                    coverage.drive(letters[index].name)
                     if reached:
                         next_frontier.append(attempt)
             frontier = next_frontier
     except SubjectDead:
         raise
+    except Unsupported as refused:
+        if transitions:
+            raise
+        return ExhaustiveOutcome(
+            depth, tuple(letter.name for letter in letters), 0, 0, cursor.total_requests(),
+            time.perf_counter() - started, None, coverage, str(refused),
+        )  # fmt: skip
     except Exception as error:
         steps = " -> ".join(letters[index].name for index in attempt)
         failure = f"after [{steps}]:\n{type(error).__name__}: {error}"
@@ -338,6 +356,7 @@ def run_exhaustive(
         requests=cursor.total_requests(),
         seconds=time.perf_counter() - started,
         failure=failure,
+        coverage=coverage,
     )
 
 
@@ -380,11 +399,20 @@ def check_exhaustive(subject: Subject, options: Options) -> list[CaseResult]:
         f"every sequence of up to {depth} ops over {len(outcome.alphabet)} letters agrees with the spec model "
         f"({outcome.states} distinct states, {outcome.transitions} transitions)"
     )
+
+    def earn(result: CaseResult) -> CaseResult:
+        return earned(result, outcome.coverage, outcome.alphabet, MINIMUM_COVERAGE)
+
     if outcome.failure is None and not divergences:
-        return [CaseResult("exhaustive", name, "passed", seconds=outcome.seconds, case_id="agrees")]
+        refused = (
+            f"the subject refused the search's start ({outcome.refused_setup})"
+            if outcome.refused_setup
+            else ""
+        )
+        return [earn(CaseResult("exhaustive", name, "passed", refused, outcome.seconds, case_id="agrees"))]
     found = f"{len(divergences.found)} distinct disagreements, their branches not explored further"
     detail = f"{outcome.failure or found}\nalphabet: {', '.join(outcome.alphabet)}"
-    main = CaseResult("exhaustive", name, "failed", detail, seconds=outcome.seconds, case_id="agrees")
+    main = earn(CaseResult("exhaustive", name, "failed", detail, seconds=outcome.seconds, case_id="agrees"))
     return [main, *divergences.cases("exhaustive", f"{outcome.transitions} transitions")]
 
 

@@ -16,8 +16,8 @@ A file ``conformance/expectations/<implementation>-<version>.json`` reads::
 
 ``case`` is a case key (``family/slug``, the same keys the JUnit report and the table use) or a
 shell-style pattern of keys; the first entry that matches a case decides its expected status, and
-a case no entry matches is expected to pass. ``status`` is ``passed``, ``failed``, ``unsupported``
-or ``not run``; ``reason`` and ``source`` (a file and line of the implementation, or the decision it
+a case no entry matches is expected to pass. ``status`` is ``passed``, ``failed``, ``error`` (a
+setup step failed), ``unsupported`` or ``not run``; ``reason`` and ``source`` (a file and line of the implementation, or the decision it
 differs from) are required, because a deviation nobody can explain is not known.
 
 Certifying against a file (``python -m conformance --expect FILE``) succeeds only when every case
@@ -34,7 +34,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-STATUSES: Final = ("passed", "failed", "unsupported", "not run")
+from conformance.report import OUTCOMES
+
+STATUSES: Final = OUTCOMES
 ENTRY_KEYS: Final = frozenset({"case", "status", "reason", "source"})
 
 

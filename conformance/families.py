@@ -10,13 +10,16 @@ from collections.abc import Callable, Mapping
 from typing import Final
 
 from conformance.crash import check_crash
+from conformance.crash_rules import D3_ITEMS
 from conformance.exhaustive import check_exhaustive
-from conformance.files.writing import check_files
+from conformance.files.writing import CHECKS, check_files
 from conformance.machine import check_machine
 from conformance.pure_drt import check_pure_drt
 from conformance.report import CaseResult, Options
 from conformance.subject import Subject
 from conformance.trace import check_trace
+from conformance.trace.summary import ITEM_SENTENCES
+from spec.wire import WIRE_FUNCTIONS
 
 CheckFn = Callable[[Subject, Options], list[CaseResult]]
 
@@ -31,3 +34,15 @@ STATEFUL_FAMILIES: Final[Mapping[str, CheckFn]] = {
 # Families that run only when named in --families, or when their flag is set in Options.extra
 # (the trace family needs strace and takes longer than the rest of a run).
 OPT_IN: Final[Mapping[str, str]] = {"trace": "trace-crashes"}
+
+# The rules each family judges, for the certificate's fixed denominator: a case without a rule of
+# its own belongs to the rule its key names, else to its family's first rule (a machine's or the
+# exhaustive checker's disagreement belongs to its agreement rule).
+FAMILY_RULES: Final[Mapping[str, tuple[str, ...]]] = {
+    "pure-drt": tuple(WIRE_FUNCTIONS),
+    "files": ("files/replay", *(f"files/{key}" for key in CHECKS)),
+    "machine": ("machine/agrees",),
+    "exhaustive": ("exhaustive/agrees",),
+    "crash": (*D3_ITEMS, "replay"),
+    "trace": tuple(ITEM_SENTENCES),
+}

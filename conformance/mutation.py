@@ -94,7 +94,7 @@ def run_in_process(factory: Factory, options: Options) -> list[CaseResult]:
 
 
 def failed_cases(results: Sequence[CaseResult]) -> list[tuple[str, str]]:
-    return [(result.family, result.name) for result in results if result.outcome == "failed"]
+    return [(result.family, result.name) for result in results if result.outcome in ("failed", "error")]
 
 
 def score_subject(factory: Factory, options: Options, known: frozenset[tuple[str, str]]) -> Score:

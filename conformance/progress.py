@@ -80,7 +80,7 @@ class Progress:
             self.start(result.family)
             state = self._families[result.family]
         state.done += 1
-        state.failed += result.outcome == "failed"
+        state.failed += result.outcome in ("failed", "error")
         if self.live is not None:
             self.live.update(self._tasks[result.family], completed=state.done, failed=state.failed)
         elif time.monotonic() - self._last_line >= HEARTBEAT_SECONDS:

@@ -29,7 +29,7 @@ from conformance.drt_edges import EDGE_INPUTS
 from conformance.drt_inputs import INPUTS
 from conformance.matching import why_not
 from conformance.oracle import SpecOracle
-from conformance.report import CaseResult, Options, case_slug
+from conformance.report import CaseResult, Options, case_slug, check_deadline
 from conformance.subject import InProcessSubject, Response, Subject
 from conformance.targets import DEFAULT_TARGET, Target
 from spec.log.json import JsonObject, JsonValue
@@ -135,6 +135,7 @@ def run_function(subject: Subject, function: str, profile: str, target: Target =
     verdict = Verdict()
 
     def agrees(inputs: JsonObject) -> None:
+        check_deadline()  # between inputs: past the run's deadline, DeadlineReached ends the family
         compare_one(subject, oracle, function, inputs, target, verdict)
 
     test = given(INPUTS[function]())(agrees)
@@ -146,6 +147,7 @@ def run_function(subject: Subject, function: str, profile: str, target: Target =
         try:
             test()
         except Exception:
+            check_deadline()  # a cut input can leave Hypothesis complaining (flaky data): not a failure
             if verdict.disagreement is None:
                 raise
             # the verdict holds the last failing input: the shrunk one (or, if the subject answered

@@ -3,17 +3,25 @@ certificate, and the JUnit XML report.
 
 Every kind of check (the vectors, and the families that generate their own workloads) reports
 through these types, so the table, the certificate and the XML treat them alike. A case ends in
-one of four outcomes (SPEC-DECISIONS D11): ``passed`` (it ran and held), ``failed`` (it ran and
-the subject disagreed), ``unsupported`` (the subject said it lacks what the case needs) or
+one of five outcomes (SPEC-DECISIONS D11): ``passed`` (it ran and held), ``failed`` (it ran and
+the subject disagreed on what the case is about), ``error`` (a setup step failed, so the case's
+rule was never reached), ``unsupported`` (the subject said it lacks what the case needs) or
 ``not run`` (the suite could not reach it, with the reason). Only ``passed`` certifies.
+
+A stateful family earns its ``passed``: :class:`Coverage` counts, per op kind of its alphabet, the
+transitions it drove and the ones the subject refused, and :func:`earned` turns a pass below the
+family's minimum coverage into ``unsupported`` or ``not run``. The run's deadline is
+:data:`RUN_DEADLINE`, checked between cases and between stateful steps by :func:`check_deadline`.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from contextvars import ContextVar
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal
 from xml.etree import ElementTree
@@ -21,8 +29,8 @@ from xml.etree import ElementTree
 if TYPE_CHECKING:
     from conformance.targets import Target
 
-Outcome = Literal["passed", "failed", "unsupported", "not run"]
-OUTCOMES: Final[tuple[Outcome, ...]] = ("passed", "failed", "unsupported", "not run")
+Outcome = Literal["passed", "failed", "error", "unsupported", "not run"]
+OUTCOMES: Final[tuple[Outcome, ...]] = ("passed", "failed", "error", "unsupported", "not run")
 PROFILES: Final = ("ci", "thorough")
 
 
@@ -73,6 +81,7 @@ class Options:
     extra: dict[str, str] = field(default_factory=dict)
     target: Target | None = None
     deadline: float | None = None  # time.monotonic() after which nothing more is started
+    cases: tuple[str, ...] | None = None  # --case: globs over case keys (None: every case)
 
 
 @dataclass(frozen=True)
@@ -80,12 +89,18 @@ class FamilyTotals:
     family: str
     passed: int
     failed: int
+    error: int
     unsupported: int
     not_run: int
 
     @property
     def total(self) -> int:
-        return self.passed + self.failed + self.unsupported + self.not_run
+        return self.passed + self.failed + self.error + self.unsupported + self.not_run
+
+    @property
+    def counts(self) -> tuple[int, int, int, int, int]:
+        """In the order of :data:`OUTCOMES`."""
+        return (self.passed, self.failed, self.error, self.unsupported, self.not_run)
 
 
 def tally(results: Iterable[CaseResult]) -> list[FamilyTotals]:
@@ -93,68 +108,219 @@ def tally(results: Iterable[CaseResult]) -> list[FamilyTotals]:
     counts: dict[str, dict[str, int]] = {}
     for result in results:
         counts.setdefault(result.family, dict.fromkeys(OUTCOMES, 0))[result.outcome] += 1
-    return [
-        FamilyTotals(family, c["passed"], c["failed"], c["unsupported"], c["not run"])
-        for family, c in counts.items()
-    ]
+    return [FamilyTotals(family, *(c[outcome] for outcome in OUTCOMES)) for family, c in counts.items()]
 
 
 def format_table(results: Sequence[CaseResult]) -> str:
-    """The per-family table, a total line, and each failure with its detail."""
+    """The per-family table, a total line, and each failure and error with its detail."""
     totals = tally(results)
     width = max([len("family"), *(len(t.family) for t in totals)])
-    heads = ("passed", "failed", "unsupported", "not run")
-    lines = [f"{'family':<{width}}  " + "  ".join(f"{head:>11}" for head in heads)]
+    lines = [f"{'family':<{width}}  " + "  ".join(f"{head:>11}" for head in OUTCOMES)]
     for t in [*totals, _sum(totals)]:
-        counts = (t.passed, t.failed, t.unsupported, t.not_run)
-        lines.append(f"{t.family:<{width}}  " + "  ".join(f"{count:>11}" for count in counts))
-    failures = [r for r in results if r.outcome == "failed"]
-    if failures:
-        lines += ["", "failures:"]
-        for result in failures:
-            lines.append(f"- [{result.family}] {result.name}")
-            lines.extend(f"    {line}" for line in result.detail.splitlines())
+        lines.append(f"{t.family:<{width}}  " + "  ".join(f"{count:>11}" for count in t.counts))
+    for outcome, head in (("failed", "failures"), ("error", "errors (a setup step failed)")):
+        shown = [r for r in results if r.outcome == outcome]
+        if shown:
+            lines += ["", f"{head}:"]
+            for result in shown:
+                lines.append(f"- [{result.family}] {result.name}")
+                lines.extend(f"    {line}" for line in result.detail.splitlines())
     return "\n".join(lines)
 
 
 def _sum(totals: Sequence[FamilyTotals]) -> FamilyTotals:
-    return FamilyTotals(
-        "total",
-        sum(t.passed for t in totals),
-        sum(t.failed for t in totals),
-        sum(t.unsupported for t in totals),
-        sum(t.not_run for t in totals),
+    return FamilyTotals("total", *(sum(t.counts[i] for t in totals) for i in range(len(OUTCOMES))))
+
+
+# --- earned statuses: coverage and the deadline -------------------------------------------------------
+
+RUN_DEADLINE: ContextVar[float | None] = ContextVar("RUN_DEADLINE", default=None)
+"""The run's deadline (a ``time.monotonic()`` value), set by the runner around every family so
+that a stateful family stops between its steps, not only between families."""
+
+
+class DeadlineReached(BaseException):
+    """The run's deadline passed inside a family. A ``BaseException``, so that no family (and no
+    Hypothesis run) takes it for a failure of the subject: it unwinds to the runner, which reports
+    the family as *not run*, cut."""
+
+
+def check_deadline(deadline: float | None = None) -> None:
+    """Raise :class:`DeadlineReached` once the run's deadline (:data:`RUN_DEADLINE`, or
+    ``deadline`` in a worker thread, where the context variable is not inherited) has passed."""
+    deadline = RUN_DEADLINE.get() if deadline is None else deadline
+    if deadline is not None and time.monotonic() > deadline:
+        raise DeadlineReached
+
+
+@dataclass
+class Coverage:
+    """What a stateful family drove, per op kind of its alphabet: the transitions the subject
+    answered (agreeing or not) and those it refused with ``UNSUPPORTED_OP``."""
+
+    driven: dict[str, int] = field(default_factory=dict)
+    refused: dict[str, int] = field(default_factory=dict)
+
+    def drive(self, kind: str) -> None:
+        self.driven[kind] = self.driven.get(kind, 0) + 1
+
+    def refuse(self, kind: str) -> None:
+        self.refused[kind] = self.refused.get(kind, 0) + 1
+
+    def describe(self, alphabet: Sequence[str]) -> str:
+        kinds = list(dict.fromkeys([*alphabet, *sorted(self.driven), *sorted(self.refused)]))
+        return "; ".join(
+            f"{kind} {self.driven.get(kind, 0)} driven"
+            + (f", {self.refused[kind]} refused" if self.refused.get(kind) else "")
+            for kind in kinds
+        )
+
+
+def earned(result: CaseResult, coverage: Coverage, alphabet: Sequence[str], minimum: int) -> CaseResult:
+    """A stateful family's case as its coverage earns it. A failure stays failed. A pass stands only
+    when every op kind of ``alphabet`` was driven at least ``minimum`` times; otherwise it is
+    *unsupported* when the subject refused some kind of the alphabet (every kind refused or never
+    driven: it supports none of the family's ops) and *not run* when the kinds were merely driven too
+    rarely. The coverage is appended to the detail either way."""
+    figures = f"coverage (minimum {minimum} per op kind): {coverage.describe(alphabet)}"
+    detail = f"{result.detail}\n{figures}".strip()
+    if result.outcome != "passed":
+        return replace(result, detail=detail)
+    short = [kind for kind in alphabet if coverage.driven.get(kind, 0) < minimum]
+    if not short:
+        return replace(result, detail=detail)
+    refused = [kind for kind in alphabet if coverage.refused.get(kind)]
+    if not any(coverage.driven.get(kind, 0) for kind in alphabet):
+        why = "the subject supports none of the family's ops, so it drove nothing"
+        return replace(result, outcome="unsupported", detail=f"{why}\n{figures}")
+    if refused:
+        why = f"the subject refused {', '.join(refused)}; below the minimum coverage: {', '.join(short)}"
+        return replace(result, outcome="unsupported", detail=f"{why}\n{figures}")
+    why = f"below the minimum coverage: {', '.join(short)}"
+    return replace(result, outcome="not run", detail=f"{why}\n{figures}")
+
+
+# --- the certificate ---------------------------------------------------------------------------------
+
+RuleStatus = Literal["certified", "failed", "error", "unsupported", "not run"]
+RULE_STATUSES: Final[tuple[RuleStatus, ...]] = ("certified", "failed", "error", "unsupported", "not run")
+
+
+def rule_status(cases: Sequence[CaseResult]) -> RuleStatus:
+    """A rule is *certified* when it has cases and every one passed; otherwise the worst of its
+    cases' outcomes, in the order failed, error, unsupported, not run (a rule no case reached is
+    not run)."""
+    if cases and all(case.outcome == "passed" for case in cases):
+        return "certified"
+    outcomes = {case.outcome for case in cases}
+    for outcome in ("failed", "error", "unsupported"):
+        if outcome in outcomes:
+            return outcome
+    return "not run"
+
+
+@dataclass(frozen=True)
+class Certificate:
+    """What a run certifies: every rule of the spec (the fixed denominator, whatever families ran)
+    with its status and the cases behind it, the families run, the profile, the subject's hello,
+    and what a deadline cut."""
+
+    subject: Mapping[str, object]
+    profile: str
+    families: tuple[str, ...]
+    rules: Mapping[str, tuple[RuleStatus, tuple[CaseResult, ...]]]
+    cut: tuple[str, ...] = ()
+
+    def count(self, status: RuleStatus) -> int:
+        return sum(entry[0] == status for entry in self.rules.values())
+
+    def certified(self) -> list[str]:
+        return [rule for rule, (status, _) in self.rules.items() if status == "certified"]
+
+
+def build_certificate(
+    results: Sequence[CaseResult],
+    every_rule: Iterable[str],
+    subject: Mapping[str, object],
+    profile: str,
+    family_rules: Mapping[str, Sequence[str]] | None = None,
+) -> Certificate:
+    """The certificate of ``results`` over ``every_rule`` (a case whose rule is not among them is
+    listed too). A case that stands for a whole family (key ``family/all``: it did not run, or the
+    deadline cut it) stands behind every rule of ``family_rules[family]``, so that a rule judged
+    by a family that did not finish is not certified by the other families' cases."""
+    by_rule: dict[str, list[CaseResult]] = {rule: [] for rule in sorted(set(every_rule))}
+    for result in results:
+        whole = family_rules.get(result.family, ()) if family_rules and result.case_id == "all" else ()
+        for rule in dict.fromkeys([result.rule, *whole]):
+            if rule:
+                by_rule.setdefault(rule, []).append(result)
+    rules = {rule: (rule_status(cases), tuple(cases)) for rule, cases in by_rule.items()}
+    families = tuple(dict.fromkeys(result.family for result in results))
+    cut = tuple(f"{r.key}: {r.detail.splitlines()[0]}" for r in results if r.detail.startswith(CUT))
+    return Certificate(dict(subject), profile, families, rules, cut)
+
+
+CUT: Final = "cut by the run's deadline"
+"""How the detail of a case the deadline cut begins."""
+
+
+def format_certificate(certificate: Certificate) -> str:
+    """The certificate's summary for the terminal: the counts per status out of every rule, the
+    rules that are not certified and not merely not run, and what the deadline cut."""
+    subject = certificate.subject
+    claimed = f"{subject.get('name', '?')} {subject.get('version', '')}".strip()
+    lines = [f"certificate for {claimed}, {subject.get('target', 'format 4')}, profile {certificate.profile}"]
+    total = len(certificate.rules)
+    lines.append(f"  certified rules: {certificate.count('certified')} of {total} (every rule of the spec)")
+    lines.append("  " + ", ".join(f"{certificate.count(status)} {status}" for status in RULE_STATUSES[1:]))
+    for rule, (status, _) in certificate.rules.items():
+        if status in ("failed", "error"):
+            lines.append(f"  {status}: {rule}")
+    if certificate.cut:
+        lines.append(f"  cut by the deadline (not certified): {len(certificate.cut)} cases")
+        lines.extend(f"    {line}" for line in certificate.cut[:10])
+    return "\n".join(lines)
+
+
+def certificate_json(certificate: Certificate) -> str:
+    """The certificate as JSON: hello, profile, families, cut, counts, and per rule its status and
+    its cases (key and outcome)."""
+    document = {
+        "subject": dict(certificate.subject),
+        "profile": certificate.profile,
+        "families": list(certificate.families),
+        "cut": list(certificate.cut),
+        "counts": {status: certificate.count(status) for status in RULE_STATUSES},
+        "rules": [
+            {"rule": rule, "status": status, "cases": [{"key": c.key, "outcome": c.outcome} for c in cases]}
+            for rule, (status, cases) in certificate.rules.items()
+        ],
+    }
+    return _LONE_SURROGATE.sub(
+        lambda found: f"\\u{ord(found.group()):04x}",
+        json.dumps(document, ensure_ascii=False, indent=1) + "\n",
     )
 
 
-def format_certificate(
-    results: Sequence[CaseResult], subject: str, target: Target | None, profile: str
-) -> str:
-    """What the run certifies: the families whose every case passed, the rules (spec functions)
-    whose every case passed, and, for everything else, why it is not certified."""
-    totals = tally(results)
-    certified = [t.family for t in totals if t.passed and t.passed == t.total]
-    partial = [t for t in totals if t.family not in certified]
-    rules: dict[str, list[CaseResult]] = {}
-    for result in results:
-        if result.rule:
-            rules.setdefault(result.rule, []).append(result)
-    good_rules = sorted(rule for rule, cases in rules.items() if all(c.outcome == "passed" for c in cases))
-    claimed = f"{subject}, {target.describe() if target is not None else 'format 4'}, profile {profile}"
-    lines = [f"certificate for {claimed}"]
-    lines.append(f"  certified families ({len(certified)}): {', '.join(certified) or 'none'}")
-    for t in partial:
-        why = ", ".join(
-            f"{count} {label}"
-            for count, label in ((t.failed, "failed"), (t.unsupported, "unsupported"), (t.not_run, "not run"))
-            if count
-        )
-        lines.append(f"  not certified: {t.family} ({t.passed} of {t.total} passed; {why})")
-    lines.append(f"  certified rules: {len(good_rules)} of {len(rules)}")
-    for rule in sorted(set(rules) - set(good_rules)):
-        outcomes = sorted({c.outcome for c in rules[rule] if c.outcome != "passed"})
-        lines.append(f"  not certified: {rule} ({', '.join(outcomes)})")
-    return "\n".join(lines)
+def certificate_markdown(certificate: Certificate) -> str:
+    """The certificate as a Markdown page: the summary, then one table row per rule."""
+    lines = ["# Conformance certificate", "", "```", format_certificate(certificate), "```", ""]
+    lines += [f"Families run: {', '.join(certificate.families) or 'none'}.", ""]
+    lines += ["| rule | status | cases |", "| --- | --- | --- |"]
+    for rule, (status, cases) in certificate.rules.items():
+        shown = ", ".join(f"`{c.key}` {c.outcome}" for c in cases[:6])
+        shown += f", and {len(cases) - 6} more" if len(cases) > 6 else ""
+        lines.append(f"| `{rule}` | {status} | {shown or 'no case ran'} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_certificate(certificate: Certificate, base: Path) -> tuple[Path, Path]:
+    """``<base>.json`` and ``<base>.md``."""
+    as_json, as_markdown = Path(f"{base}.json"), Path(f"{base}.md")
+    as_json.write_text(certificate_json(certificate), encoding="utf-8")
+    as_markdown.write_text(certificate_markdown(certificate), encoding="utf-8")
+    return as_json, as_markdown
 
 
 _NOT_XML: Final = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -168,8 +334,9 @@ def xml_text(text: str) -> str:
 
 def to_junit(results: Sequence[CaseResult], suite_name: str = "conformance") -> ElementTree.ElementTree:
     """JUnit XML: one ``testsuite`` per family, one ``testcase`` per case (class name
-    ``conformance.<family>``, name its key), with a ``failure`` element for a failed case and a
-    ``skipped`` element, its message starting with the outcome, for an unsupported or not-run one."""
+    ``conformance.<family>``, name its key), with a ``failure`` element for a failed case, an
+    ``error`` element for an error (a failed setup step), and a ``skipped`` element, its message
+    starting with the outcome, for an unsupported or not-run one."""
     root = ElementTree.Element("testsuites", name=suite_name)
     by_family: dict[str, list[CaseResult]] = {}
     for result in results:
@@ -181,7 +348,7 @@ def to_junit(results: Sequence[CaseResult], suite_name: str = "conformance") -> 
             name=family,
             tests=str(len(cases)),
             failures=str(sum(c.outcome == "failed" for c in cases)),
-            errors="0",
+            errors=str(sum(c.outcome == "error" for c in cases)),
             skipped=str(sum(c.outcome in ("unsupported", "not run") for c in cases)),
             time=f"{sum(c.seconds for c in cases):.3f}",
         )
@@ -193,9 +360,10 @@ def to_junit(results: Sequence[CaseResult], suite_name: str = "conformance") -> 
                 name=xml_text(case.key),
                 time=f"{case.seconds:.3f}",
             )
-            if case.outcome == "failed":
-                first = case.detail.splitlines()[0] if case.detail else "failed"
-                failure = ElementTree.SubElement(element, "failure", message=xml_text(first))
+            if case.outcome in ("failed", "error"):
+                first = case.detail.splitlines()[0] if case.detail else case.outcome
+                tag = "failure" if case.outcome == "failed" else "error"
+                failure = ElementTree.SubElement(element, tag, message=xml_text(first))
                 failure.text = xml_text(f"{case.name}\n{case.detail}")
             elif case.outcome != "passed":
                 ElementTree.SubElement(element, "skipped", message=xml_text(f"{case.outcome}: {case.detail}"))

@@ -3,13 +3,16 @@
 A run asks the subject ``hello`` for its capabilities, then runs every *check family*: one per
 folder of vectors under ``conformance/vectors/`` (each vector a case), then each family of
 :data:`conformance.families.STATEFUL_FAMILIES`, the checks that generate their own workloads. Each
-case ends passed, failed, unsupported (a capability the subject does not declare, or an
-``UNSUPPORTED_OP`` answer) or not run (a target it does not apply to, a dead subject, an overrun
-deadline), with the reason.
+case ends passed, failed, error (a setup step failed: :func:`step_under_test`), unsupported (a
+capability the subject does not declare, or an ``UNSUPPORTED_OP`` answer) or not run (a target it
+does not apply to, a dead subject, an overrun deadline), with the reason. The deadline is checked
+between cases and, through :data:`conformance.report.RUN_DEADLINE`, between a stateful family's
+steps: a family it cuts is *not run*, never passed.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import time
 import traceback
@@ -18,10 +21,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 
-from conformance.families import OPT_IN, STATEFUL_FAMILIES, CheckFn
+from conformance.families import FAMILY_RULES, OPT_IN, STATEFUL_FAMILIES, CheckFn
+from conformance.machine.machines import READ_ONLY_OPS
 from conformance.matching import short, why_not
 from conformance.progress import Progress
-from conformance.report import CaseResult, Options
+from conformance.report import CUT, RUN_DEADLINE, CaseResult, DeadlineReached, Options, case_slug
 from conformance.subject import Response, Subject, SubjectDead, SubjectError
 from conformance.targets import DEFAULT_TARGET, Target, TargetError, decode_target
 from spec.protocol import PROTOCOL_VERSION
@@ -68,8 +72,28 @@ def rule_of(vector: Mapping[str, Any]) -> str:
     return str(vector.get("rule", vector.get("function", "")))
 
 
+def vector_key(vector: Mapping[str, Any]) -> str:
+    """The key a vector's case reports under (``family/slug``), known before it runs."""
+    return f"{vector['family']}/{case_slug(str(vector['name']))}"
+
+
+def step_under_test(steps: Sequence[Mapping[str, Any]]) -> int:
+    """The index of the step a vector is about (vectors do not mark it): the first step that
+    expects an error, else the last step that is not a read (``state``, ``read``, ...), which the
+    reads after it look at. The steps before it are the case's setup."""
+    for number, step in enumerate(steps):
+        if step["expect"].get("ok") is False:
+            return number
+    changing = [n for n, step in enumerate(steps) if step["request"].get("op") not in READ_ONLY_OPS]
+    return changing[-1] if changing else len(steps) - 1
+
+
 class _Unsupported(Exception):
     """The subject answered ``UNSUPPORTED_OP``: it says it lacks what the case needs."""
+
+
+class _SetupFailed(Exception):
+    """A step before the step under test failed: the case's rule was never reached."""
 
 
 def run_vector(
@@ -98,6 +122,9 @@ def run_vector(
         problem = f"the subject broke the protocol: {error}"
     except _Unsupported as unsupported:
         return CaseResult(family, name, "unsupported", str(unsupported), time.perf_counter() - began, rule)
+    except _SetupFailed as setup:
+        detail = f"{setup}\nthe rule under test ({rule}) was never reached"
+        return CaseResult(family, name, "error", detail, time.perf_counter() - began, rule)
     seconds = time.perf_counter() - began
     if problem is None:
         return CaseResult(family, name, "passed", seconds=seconds, rule=rule)
@@ -105,6 +132,9 @@ def run_vector(
 
 
 def _run_steps(subject: Subject, steps: Sequence[Mapping[str, Any]], target: Target) -> str | None:
+    """The first mismatch from the step under test on; a mismatch before it (in the setup) raises
+    :class:`_SetupFailed`."""
+    tested = step_under_test(steps)
     for number, step in enumerate(steps):
         args = dict(step["request"])
         op = str(args.pop("op"))
@@ -114,7 +144,10 @@ def _run_steps(subject: Subject, steps: Sequence[Mapping[str, Any]], target: Tar
         except SubjectError as error:
             problem = f"the subject broke the protocol: {error}"
         if problem is not None:
-            return f"step {number} ({op}): {problem}\nrequest: {short(step['request'])}"
+            found = f"step {number} ({op}): {problem}\nrequest: {short(step['request'])}"
+            if number < tested:
+                raise _SetupFailed(f"setup failed: {found}")
+            return found
     return None
 
 
@@ -238,23 +271,62 @@ def run_suite(
             results.append(CaseResult(PROTOCOL_FAMILY, "the subject answers hello", "failed", str(error)))
             return results
     options = replace(options, capabilities=said.capabilities, target=said.target)
+    deadline = RUN_DEADLINE.set(options.deadline)
     try:
         _run_vectors_into(subject, options, results, progress)
         for family, check in checks.items():
-            if not _selected(family, options):
+            if not _selected(family, options) or not _family_chosen(family, options):
                 continue
             stop = _why_stop(subject, options)
             if stop is not None:
-                results.append(CaseResult(family, f"the {family} checks", "not run", stop, case_id="all"))
+                results.append(
+                    CaseResult(
+                        family,
+                        f"the {family} checks",
+                        "not run",
+                        stop,
+                        rule=_main_rule(family),
+                        case_id="all",
+                    )
+                )
                 continue
             progress.start(family)
             for result in _run_check(family, check, subject, options):
+                result = result if result.rule else replace(result, rule=_rule_for(family, result))
                 results.append(result)
                 progress.case(result)
             progress.end(family)
     finally:
+        RUN_DEADLINE.reset(deadline)
         progress.close()
     return results
+
+
+def _main_rule(family: str) -> str:
+    rules = FAMILY_RULES.get(family, ())
+    return rules[0] if rules else f"{family}/agrees"
+
+
+def _rule_for(family: str, result: CaseResult) -> str:
+    """The rule a stateful case without one belongs to: the family's rule of the case's key when it
+    declares one, else its first rule (a disagreement belongs to the family's agreement rule)."""
+    return result.key if result.key in FAMILY_RULES.get(family, ()) else _main_rule(family)
+
+
+def case_chosen(key: str, options: Options) -> bool:
+    """Whether ``--case`` (globs over case keys) lets a case run (every case without it)."""
+    return options.cases is None or any(fnmatch.fnmatchcase(key, glob) for glob in options.cases)
+
+
+def _family_chosen(family: str, options: Options) -> bool:
+    """A stateful family runs under ``--case`` when a glob names one of its rules' keys or
+    ``family/*``: its cases come from one run."""
+    keys = [*FAMILY_RULES.get(family, ()), f"{family}/*"]
+    return options.cases is None or any(
+        fnmatch.fnmatchcase(key, glob) or glob.split("/", 1)[0] == family
+        for glob in options.cases
+        for key in keys
+    )
 
 
 def _selected(family: str, options: Options) -> bool:
@@ -267,6 +339,12 @@ def _run_check(family: str, check: CheckFn, subject: Subject, options: Options) 
     began = time.perf_counter()
     try:
         return check(subject, options)
+    except DeadlineReached:
+        seconds = time.perf_counter() - began
+        why = f"{CUT} after {seconds:.1f}s: the family did not finish, so none of it is certified"
+        return [
+            CaseResult(family, f"the {family} checks", "not run", why, seconds, _main_rule(family), "all")
+        ]
     except SubjectDead as error:
         return [CaseResult(family, f"the {family} checks", "failed", str(error), time.perf_counter() - began)]
     except Exception:
@@ -280,7 +358,7 @@ def _why_stop(subject: Subject, options: Options) -> str | None:
     if isinstance(dead, str):
         return f"not reached: {dead}"
     if options.deadline is not None and time.monotonic() > options.deadline:
-        return "not reached: the run's deadline (--deadline) had passed"
+        return f"{CUT} (--deadline): not reached"
     return None
 
 
@@ -288,7 +366,9 @@ def _run_vectors_into(
     subject: Subject, options: Options, results: list[CaseResult], progress: Progress
 ) -> None:
     vectors = [
-        v for v in load_vectors(options.vectors_dir or VECTORS_DIR) if _selected(str(v["family"]), options)
+        v
+        for v in load_vectors(options.vectors_dir or VECTORS_DIR)
+        if _selected(str(v["family"]), options) and case_chosen(vector_key(v), options)
     ]
     target = options.target or DEFAULT_TARGET
     families = list(dict.fromkeys(str(vector["family"]) for vector in vectors))
@@ -316,3 +396,19 @@ def family_names(vectors_dir: Path | None = None) -> list[str]:
 
 def vector_families(directory: Path = VECTORS_DIR) -> list[str]:
     return sorted(path.name for path in directory.iterdir() if path.is_dir())
+
+
+def every_rule(vectors_dir: Path | None = None) -> list[str]:
+    """The certificate's fixed denominator: every rule a vector names (a protocol vector's
+    ``rule``, a pure vector's ``function``) and every rule a stateful family judges, whatever
+    families a run selects."""
+    vectors = load_vectors(vectors_dir or VECTORS_DIR)
+    rules = {rule_of(vector) for vector in vectors} | {r for rs in FAMILY_RULES.values() for r in rs}
+    return sorted(rule for rule in rules if rule)
+
+
+def case_names(vectors_dir: Path | None = None) -> list[str]:
+    """What ``--list`` prints: every vector case's key, then ``<family>/*`` for each stateful family
+    (its cases are made as it runs, so ``--case <family>/*`` runs the whole family)."""
+    keys = [vector_key(vector) for vector in load_vectors(vectors_dir or VECTORS_DIR)]
+    return keys + [f"{family}/*" for family in STATEFUL_FAMILIES]

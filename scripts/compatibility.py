@@ -112,7 +112,10 @@ def summarize(run: Mapping[str, Any], detail: int = DETAIL) -> dict[str, Any]:
     deviations: dict[str, dict[str, str]] = {}
     for case in run["cases"]:
         family_counts = counts.setdefault(str(case["family"]), dict.fromkeys(OUTCOMES, 0))
-        family_counts[str(case["outcome"])] += 1
+        outcome = str(case["outcome"])
+        family_counts["failed" if outcome == "error" else outcome] += (
+            1  # an error (failed setup) counts as failed
+        )
         if case["outcome"] != "passed":
             deviations[str(case["key"])] = {
                 "family": str(case["family"]),

@@ -29,7 +29,7 @@ def run(subject: Subject, families: frozenset[str]) -> list[CaseResult]:
 
 
 def failed(results: list[CaseResult]) -> list[str]:
-    return [result.key for result in results if result.outcome == "failed"]
+    return [result.key for result in results if result.outcome in ("failed", "error")]
 
 
 def test_the_reference_passes_every_engine_family() -> None:

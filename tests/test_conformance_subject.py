@@ -13,7 +13,14 @@ from xml.etree import ElementTree
 import pytest
 
 from conformance.matching import first_difference
-from conformance.report import CaseResult, format_certificate, format_table, tally, write_junit
+from conformance.report import (
+    CaseResult,
+    build_certificate,
+    format_certificate,
+    format_table,
+    tally,
+    write_junit,
+)
 from conformance.runner import compare
 from conformance.subject import (
     InProcessSubject,
@@ -365,11 +372,18 @@ def test_the_certificate_names_what_was_certified_and_what_was_not() -> None:
         CaseResult("fork", "b", "passed", rule="spec.lineage.fork.plan_fork_seed"),
         CaseResult("fork", "c", "not run", "not reached", rule="spec.lineage.fork.plan_fork_seed"),
     ]
-    text = format_certificate(results, "demo 1.0", None, "ci")
-    assert "certified families (1): surface" in text
-    assert "not certified: fork (1 of 2 passed; 1 not run)" in text
-    assert "not certified: spec.lineage.fork.plan_fork_seed (not run)" in text
-    assert "certified rules: 1 of 2" in text
+    every = [
+        "spec.log.surface.plan_replace",
+        "spec.lineage.fork.plan_fork_seed",
+        "spec.log.surface.fold_surface",
+    ]
+    certificate = build_certificate(results, every, {"name": "demo", "version": "1.0"}, "ci")
+    text = format_certificate(certificate)
+    assert "certificate for demo 1.0" in text
+    assert "certified rules: 1 of 3" in text
+    assert "0 failed, 0 error, 0 unsupported, 2 not run" in text
+    assert certificate.rules["spec.lineage.fork.plan_fork_seed"][0] == "not run"
+    assert certificate.rules["spec.log.surface.fold_surface"] == ("not run", ())
 
 
 def test_a_torn_tail_after_a_crash_mid_flush_is_repaired_on_resume() -> None:

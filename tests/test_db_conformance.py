@@ -28,7 +28,7 @@ STDIO_FAMILIES = frozenset({"storage", "crash"})
 
 
 def failures(results: list[CaseResult]) -> list[str]:
-    return [f"[{r.family}] {r.name}: {r.detail}" for r in results if r.outcome == "failed"]
+    return [f"[{r.family}] {r.name}: {r.detail}" for r in results if r.outcome in ("failed", "error")]
 
 
 def unexpected_skips(results: list[CaseResult]) -> list[str]:

@@ -37,7 +37,9 @@ def reading(results: Sequence[CaseResult]) -> list[CaseResult]:
 
 
 def failed(results: Sequence[CaseResult]) -> list[str]:
-    return [f"{result.name}: {result.detail[:300]}" for result in results if result.outcome == "failed"]
+    return [
+        f"{result.name}: {result.detail[:300]}" for result in results if result.outcome in ("failed", "error")
+    ]
 
 
 def test_the_reference_passes_every_files_case_in_process() -> None:

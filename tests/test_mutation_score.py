@@ -46,7 +46,7 @@ def run_all(subject: Subject) -> list[CaseResult]:
 
 
 def failures(results: list[CaseResult]) -> list[CaseResult]:
-    return [result for result in results if result.outcome == "failed"]
+    return [result for result in results if result.outcome in ("failed", "error")]
 
 
 def describe(results: list[CaseResult]) -> str:

@@ -87,7 +87,7 @@ def test_every_vector_names_a_function_of_the_specification() -> None:
 def test_the_specification_passes_every_vector_it_can_run() -> None:
     oracle = InProcessSubject(SpecOracle())
     results = run_vectors(oracle, Options(capabilities=frozenset(SpecOracle.capabilities)))
-    assert [r.name for r in results if r.outcome == "failed"] == []
+    assert [r.name for r in results if r.outcome in ("failed", "error")] == []
     assert sum(r.outcome == "passed" for r in results) > 300
 
 

@@ -36,7 +36,7 @@ from typing import Final
 
 from conformance import builders as build
 from conformance import strategies as values
-from conformance.driver import Driver, Mismatch
+from conformance.driver import Driver, Mismatch, Unsupported
 from conformance.files.reader import FilesError, decode_files, log_files
 from conformance.model import DurableLog, ModelStore
 from conformance.report import CaseResult, Options, Outcome
@@ -451,6 +451,10 @@ def check_files(subject: Subject, options: Options) -> list[CaseResult]:
                 "stores in CONFORMANCE_STORE_ROOT",
                 "unsupported",
             )
+    except Unsupported as refused:  # the workload never ran to its end: nothing to certify
+        return _not_run(
+            f"the subject answered UNSUPPORTED_OP for {refused} in the writing workload", "unsupported"
+        )
     except Mismatch as mismatch:
         failed = CaseResult(
             FAMILY,

@@ -85,6 +85,7 @@ class MachineStats:
     seconds: float = 0.0
     outcomes: dict[str, int] = field(default_factory=dict)  # "op ok" / "op CODE" -> count
     unsupported: set[str] = field(default_factory=set)  # ops the subject answered UNSUPPORTED_OP
+    refused: dict[str, int] = field(default_factory=dict)  # how many times, per op
 
     @property
     def steps_per_second(self) -> float:
@@ -179,6 +180,7 @@ class SessionMachine(RuleBasedStateMachine):
             )
         except Unsupported:
             self.stats.unsupported.add(op)
+            self.stats.refused[op] = self.stats.refused.get(op, 0) + 1
             return UNSUPPORTED
         if answer is None:
             return DIVERGED if self.diverged else UNSUPPORTED

@@ -35,7 +35,7 @@ from typing import Final
 from conformance.crash import FAIL_FAST
 from conformance.crash_rules import D3_ITEMS
 from conformance.model import DurableLog, ModelStore
-from conformance.report import CaseResult, Options
+from conformance.report import RUN_DEADLINE, CaseResult, Options, check_deadline
 from conformance.subject import Subject, SubjectError
 from conformance.targets import DEFAULT_TARGET, Target
 from conformance.trace.calls import TraceLog
@@ -168,6 +168,7 @@ def _run_workload(
     """Trace ``workload`` and replay its answers on the spec model; when ``judge`` is set, judge
     every crash state its trace allows. The trace and the models after each request, or ``None``
     when the workload could not be traced (``outcome`` says why)."""
+    check_deadline()
     traced = _trace_workload(probe, settings, workload, scratch, outcome)
     if traced is None or not judge:
         return traced
@@ -349,11 +350,15 @@ class _StateChecker:
 
     def check_all(self, trees: Mapping[str, Tree], ids: Sequence[str], now: int) -> None:
         todo = [tree for tree in trees.values() if f"{tree.key()}:{','.join(ids)}:{now}" not in self._answers]
+        deadline = RUN_DEADLINE.get()  # the pool's threads do not inherit the context
         with ThreadPoolExecutor(max_workers=max(1, self.settings.workers)) as pool:
-            for tree, answers in zip(todo, pool.map(lambda tree: self._check(tree, ids, now), todo)):
+            for tree, answers in zip(
+                todo, pool.map(lambda tree: self._check(tree, ids, now, deadline), todo)
+            ):
                 self._answers[f"{tree.key()}:{','.join(ids)}:{now}"] = answers
 
-    def _check(self, tree: Tree, ids: Sequence[str], now: int) -> CheckAnswers:
+    def _check(self, tree: Tree, ids: Sequence[str], now: int, deadline: float | None = None) -> CheckAnswers:
+        check_deadline(deadline)
         place = tempfile.mkdtemp(prefix="state-", dir=self.scratch)
         root = os.path.join(place, "root")
         os.mkdir(root)
