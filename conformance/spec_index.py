@@ -297,9 +297,9 @@ def _by_line(entry: str) -> tuple[str, int]:
 
 @cache
 def test_modules() -> Mapping[str, tuple[str, ...]]:
-    """Stable name -> the test modules (``tests/test_*.py``) that import the rule from ``spec``."""
+    """Stable name -> the test modules (``tests/**/test_*.py``) that import the rule from ``spec``."""
     found: dict[str, list[str]] = defaultdict(list)
-    for path in sorted(TESTS_DIR.glob("test_*.py")):
+    for path in sorted(TESTS_DIR.rglob("test_*.py")):
         for local in imported_names(ast.parse(path.read_text(encoding="utf-8"))).values():
             rule = stable_name(local)
             test = path.relative_to(ROOT).as_posix()

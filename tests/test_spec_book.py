@@ -34,4 +34,4 @@ def test_the_book_shows_a_rules_codes_through_its_callees_its_cases_and_its_test
     entry = book.split("#### `plan_fork_seed`\n", 1)[1].split("\n#### ", 1)[0]
     assert "`OPEN_TURN` (`validate_boundary_outside_open_turn`)" in entry
     assert "`OPEN_COMPACTION` (`validate_boundary_outside_open_compaction`)" in entry
-    assert "**Cases:** `conformance/cases/fork.py`" in entry and "`tests/test_fork.py`" in entry
+    assert "**Cases:** `conformance/cases/fork.py`" in entry and "`tests/spec/lineage/test_fork.py`" in entry

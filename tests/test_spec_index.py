@@ -112,4 +112,4 @@ def test_the_reader_finds_a_rules_vectors_case_entries_and_test_module() -> None
     assert all(file.startswith("fork/") for file in spec_index.vector_files()["plan_fork_seed"])
     entries = spec_index.case_entries()["plan_fork_seed"]
     assert entries and all(entry.startswith("conformance/cases/fork.py:") for entry in entries)
-    assert "tests/test_fork.py" in spec_index.test_modules()["plan_fork_seed"]
+    assert "tests/spec/lineage/test_fork.py" in spec_index.test_modules()["plan_fork_seed"]
