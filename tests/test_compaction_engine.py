@@ -41,7 +41,7 @@ from reference.store import SessionStore
 from spec.checks.log import check_log
 from spec.codes import Code, SpecError
 from spec.lineage.repair import fold_repair_scan
-from spec.log.events import COMPACTION_END, COMPACTION_START, COMPACTION_SUMMARY, Event
+from spec.log.events import COMPACTION_END, COMPACTION_START, COMPACTION_SUMMARY, Event, Message
 from spec.log.json import FrozenList
 from spec.log.surface import derive_messages, fold_surface
 from spec.shrink.bracket import (
@@ -821,7 +821,7 @@ def test_the_deterministic_summarizer_gives_the_same_summary_for_the_same_span()
 
 
 def test_the_deterministic_summarizer_keeps_the_newest_messages_when_its_budget_is_short() -> None:
-    messages = tuple(
+    messages: tuple[Message, ...] = tuple(
         {
             "id": f"u{n}",
             "role": "user",
@@ -830,7 +830,7 @@ def test_the_deterministic_summarizer_keeps_the_newest_messages_when_its_budget_
         }
         for n in range(50)
     )
-    request = SummaryRequest("s", messages, None, None, 100, shadowed_token_count=400)  # type: ignore[arg-type]
+    request = SummaryRequest("s", messages, None, None, 100, shadowed_token_count=400)
     summary: Any = DeterministicSummarizer().summarize(request, AbortSignal()).summary
     text = summary[0]["text"]
     assert "message 49" in text and "message 0\n" not in text and "earlier messages omitted" in text
@@ -844,13 +844,13 @@ def test_a_model_output_keeps_only_its_text_blocks_and_records_the_raw_output() 
 
 
 def test_a_model_request_ends_with_the_compaction_instruction() -> None:
-    message = {
+    message: Message = {
         "id": "u1",
         "role": "user",
         "source": {"kind": "user"},
         "content": [{"type": "text", "text": "hi"}],
     }
-    request = SummaryRequest("s", (message,), None, None, 100, 50)  # type: ignore[arg-type]
+    request = SummaryRequest("s", (message,), None, None, 100, 50)
     sent = derive_model_request(request)
     assert sent[0] == message and "## Primary Request and Intent" in str(sent[-1]["content"])
 
