@@ -35,8 +35,8 @@ from conformance.cases.engine_build import (
     LONG,
     attempt,
     compact,
+    first_question,
     history,
-    long_question,
     state_step,
     step_open,
     tool_steps,
@@ -87,7 +87,7 @@ def _manual() -> Cases:
         "manual compaction with nothing to compact writes nothing and answers null",
         SELECT,
         [
-            *long_question(),
+            *first_question(),
             turn_end(1),
             compact("k1"),
             state_step(),
@@ -149,7 +149,7 @@ def _span() -> Cases:
         "a region whose end falls between a tool call and its result is refused before anything is written",
         REGION,
         [
-            *long_question(),
+            *first_question(),
             *tool_steps(1, "c1"),
             fails(
                 Code.COMPACTION_RANGE_INVALID, "compact_region", id="s", start=1, end=3, attempt=attempt("k1")
@@ -161,7 +161,7 @@ def _span() -> Cases:
         "a region whose start falls between a tool call and its result is refused",
         REGION,
         [
-            *long_question(),
+            *first_question(),
             *tool_steps(1, "c1"),
             fails(
                 Code.COMPACTION_RANGE_INVALID, "compact_region", id="s", start=5, end=5, attempt=attempt("k1")
@@ -527,9 +527,7 @@ def _pressure() -> Cases:
         "pruning alone can relieve pressure, and then no summary is written",
         "is_under_pressure",
         [
-            ok("create", id="s"),
-            turn(1),
-            append_user("u1", "s", "grep the tests"),
+            *first_question("grep the tests"),
             *tool_steps(1, "c1"),
             step_open(1, 2),
             ok(

@@ -15,8 +15,8 @@ from conformance.cases.engine_build import (
     LONG,
     answer,
     attempt,
+    first_question,
     history,
-    long_question,
     state_step,
     step_close,
     step_open,
@@ -81,7 +81,7 @@ def cases() -> Cases:
         "with nothing to compact there is no retry",
         EARNED,
         [
-            *long_question(),
+            *first_question(),
             ok("overflow", id="s", attempt=attempt("k1")),
             state_step(),
         ],
@@ -100,7 +100,7 @@ def cases() -> Cases:
         "a prune that landed before the summary failed earns a retry",
         EARNED,
         [
-            *long_question(),
+            *first_question(),
             *tool_steps(1, "c1"),
             ok("overflow", id="s", prune=PRUNER, attempt=attempt("k1", fail="the model is unavailable")),
             state_step(),
