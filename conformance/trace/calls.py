@@ -111,6 +111,14 @@ class _Translator:
     def plain_path(self, name_arg: str) -> str | None:
         return self.resolve(decode_string(name_arg), self.cwd)
 
+    def named_path(self, call: Syscall) -> str | None:
+        """The one path a call names: (dirfd, name) for an ``*at`` call, else a plain name."""
+        return (
+            self.at_path(call.args[0], call.args[1])
+            if call.name.endswith("at")
+            else self.plain_path(call.args[0])
+        )
+
     def fd_inode(self, fd_arg: str) -> int | None:
         """The inode under the root a descriptor refers to, or ``None``."""
         fd = decode_fd(fd_arg)
@@ -188,22 +196,12 @@ class _Translator:
             self.emit(Truncate(inode, size), f"{call.name}({self.shown(inode)}, {size})", call)
 
     def on_remove(self, call: Syscall) -> None:
-        path = (
-            self.at_path(call.args[0], call.args[1])
-            if call.name == "unlinkat"
-            else self.plain_path(call.args[0])
-        )
-        rel = self.relative(path)
+        rel = self.relative(self.named_path(call))
         if rel:
             self.on_unlink(rel, call.name, call)
 
     def on_mkdir(self, call: Syscall) -> None:
-        path = (
-            self.at_path(call.args[0], call.args[1])
-            if call.name == "mkdirat"
-            else self.plain_path(call.args[0])
-        )
-        rel = self.relative(path)
+        rel = self.relative(self.named_path(call))
         place = self.parent_of(rel, call) if rel else None
         if place is not None:
             self.emit(
