@@ -10,11 +10,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
+from conformance.model import ModelStore
 from conformance.model import canonical_text as model_text
 from conformance.targets import DEFAULT_TARGET, Target
 from spec.lineage.store import derive_resumed_log
 from spec.log.events import END_SEED, Event
-from spec.log.json import JsonValue
+from spec.log.json import FrozenDict, JsonValue
 from spec.log.seed import needs_end_seed
 
 D3_ITEMS: Final = {
@@ -25,6 +26,15 @@ D3_ITEMS: Final = {
     "D3.5": "damage that is not a tail is a corrupt-log error, never silent loss (and a torn tail is not damage)",
     "D3.6": "an open turn is kept and closed by the repair closers, appended as new events",
 }
+
+
+def header_of(model: ModelStore, session_id: str) -> FrozenDict | None:
+    """The header ``session_id`` has in the model: its live state's, else its stored log's."""
+    entry = model.live.get(session_id)
+    if entry is not None:
+        return entry.state.header
+    log = model.stored.get(session_id)
+    return log.header if log is not None else None
 
 
 def canonical_text(value: object) -> str:

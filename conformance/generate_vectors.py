@@ -283,26 +283,16 @@ def generate_reference_files() -> dict[str, bytes]:
     }
 
 
-def write_reference_files(placed: Mapping[str, bytes], out: Path) -> None:
-    """Replace the file sets under ``out`` (its README.md is kept)."""
-    for case_dir in out.iterdir() if out.is_dir() else ():
-        if case_dir.is_dir():
-            shutil.rmtree(case_dir)
-    for relative, data in sorted(placed.items()):
+def write(files: Mapping[str, str | bytes], out: Path) -> None:
+    """Replace the folders under ``out`` with ``files``, text as UTF-8 (files directly under
+    ``out``, like README.md, are kept)."""
+    for folder in out.iterdir() if out.is_dir() else ():
+        if folder.is_dir():
+            shutil.rmtree(folder)
+    for relative, content in sorted(files.items()):
         path = out / relative
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
-
-
-def write(files: Mapping[str, str], out: Path) -> None:
-    """Replace the vector files under ``out`` (other files there, like README.md, are kept)."""
-    for family_dir in out.iterdir() if out.is_dir() else ():
-        if family_dir.is_dir():
-            shutil.rmtree(family_dir)
-    for relative, text in sorted(files.items()):
-        path = out / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        path.write_bytes(content.encode("utf-8") if isinstance(content, str) else content)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -327,7 +317,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"generate_vectors: {error}", file=sys.stderr)
         return 1
     write(vectors, args.out)
-    write_reference_files(placed, args.files_out)
+    write(placed, args.files_out)
     files = vectors
     by_family: dict[str, int] = {}
     for relative in files:

@@ -111,8 +111,10 @@ def explain_log(file: LogFile) -> Explanation:
         data = event.get("data")
         op = event.get("surfaceOp")
         replaces = (
-            (int(op["start"]), int(op["end"]))  # type: ignore[arg-type]
-            if isinstance(op, dict) and is_event_seq(op.get("start")) and is_event_seq(op.get("end"))
+            (int(start), int(end))
+            if isinstance(op, dict)
+            and is_event_seq(start := op.get("start"))
+            and is_event_seq(end := op.get("end"))
             else None
         )
         turn, step, compaction = open_at[index]

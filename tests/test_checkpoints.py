@@ -13,7 +13,7 @@ from reference.persistence.powerloss import PowerLossFileSystem
 from reference.projections.checkpoints import DurabilityCheckpoints
 from reference.store import SessionStore
 from spec.codes import Code, SpecError
-from spec.projections.durability import CHECKPOINT_MOMENTS, is_durability_checkpoint
+from spec.projections.durability import CHECKPOINT_MOMENTS, Moment, is_durability_checkpoint
 
 
 def test_a_model_request_is_sent_only_after_the_log_is_flushed() -> None:
@@ -40,14 +40,14 @@ def test_each_pre_step_flushes() -> None:
 
 
 @pytest.mark.parametrize("moment", CHECKPOINT_MOMENTS)
-def test_a_failed_flush_fails_closed_and_the_action_is_not_run(moment: str) -> None:
+def test_a_failed_flush_fails_closed_and_the_action_is_not_run(moment: Moment) -> None:
     sink = RecordingSink()
     session = sink_session(sink)
 
     sink.fail_flushes("fsync failed")
     ran: list[bool] = []
     with pytest.raises(SpecError) as caught:
-        DurabilityCheckpoints(session).guard(moment, lambda: ran.append(True))  # type: ignore[arg-type]
+        DurabilityCheckpoints(session).guard(moment, lambda: ran.append(True))
     assert caught.value.code == Code.DURABILITY_CHECKPOINT_FAILED
     assert isinstance(caught.value.__cause__, OSError) and "fsync failed" in caught.value.message
     assert ran == []

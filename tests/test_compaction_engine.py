@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from shrink_builders import (
     Conversation,
+    RecordingSink,
     ScriptedSummarizer,
     assert_calls_precede_results,
     assert_log_clean,
@@ -41,7 +42,7 @@ from reference.store import SessionStore
 from spec.checks.log import check_log
 from spec.codes import Code, SpecError
 from spec.lineage.repair import fold_repair_scan
-from spec.log.events import COMPACTION_END, COMPACTION_START, COMPACTION_SUMMARY, Event
+from spec.log.events import COMPACTION_END, COMPACTION_START, COMPACTION_SUMMARY, Event, Message
 from spec.log.json import FrozenList
 from spec.log.surface import derive_messages, fold_surface
 from spec.shrink.bracket import (
@@ -553,14 +554,21 @@ def test_a_summary_with_an_image_is_refused() -> None:
     assert session.events[-1]["type"] == COMPACTION_END
 
 
-def test_a_failing_compaction_end_leaves_one_orphaned_start_that_keeps_the_lock() -> None:
+def failed_commit(failing: str, summarizer: Any = None) -> tuple[RecordingSink, Session, list[object]]:
+    """A three-turn conversation whose compaction is a commit failure because every append of
+    ``failing`` fails: the sink, the session, and the types of the events the attempt left."""
     sink, session = sink_conversation(3)
-    sink.fail_appends_of(COMPACTION_END)
+    sink.fail_appends_of(failing)
     mark = session.seq
     with pytest.raises(SpecError) as caught:
-        engine().compact_now(session)
+        engine(summarizer).compact_now(session)
     assert caught.value.code == Code.COMPACTION_COMMIT_FAILED
-    assert types_after(session, mark) == [COMPACTION_START, COMPACTION_SUMMARY, "user/message"]
+    return sink, session, types_after(session, mark)
+
+
+def test_a_failing_compaction_end_leaves_one_orphaned_start_that_keeps_the_lock() -> None:
+    sink, session, left = failed_commit(COMPACTION_END)
+    assert left == [COMPACTION_START, COMPACTION_SUMMARY, "user/message"]
     assert sink.flushes == 0
     sink.fail_append = lambda event: False
     with pytest.raises(SpecError) as again:
@@ -569,24 +577,14 @@ def test_a_failing_compaction_end_leaves_one_orphaned_start_that_keeps_the_lock(
 
 
 def test_a_failed_error_close_leaves_only_the_start_and_is_a_commit_failure() -> None:
-    sink, session = sink_conversation(3)
-    sink.fail_appends_of(COMPACTION_END)
-    mark = session.seq
-    with pytest.raises(SpecError) as caught:
-        engine(ScriptedSummarizer(raising(RuntimeError("no")))).compact_now(session)
-    assert caught.value.code == Code.COMPACTION_COMMIT_FAILED
-    assert types_after(session, mark) == [COMPACTION_START]
+    sink, _, left = failed_commit(COMPACTION_END, ScriptedSummarizer(raising(RuntimeError("no"))))
+    assert left == [COMPACTION_START]
     assert sink.flushes == 0
 
 
 def test_a_commit_body_failure_closes_the_bracket_with_an_error() -> None:
-    sink, session = sink_conversation(3)
-    sink.fail_appends_of(COMPACTION_SUMMARY)
-    mark = session.seq
-    with pytest.raises(SpecError) as caught:
-        engine().compact_now(session)
-    assert caught.value.code == Code.COMPACTION_COMMIT_FAILED
-    assert types_after(session, mark) == [COMPACTION_START, COMPACTION_END]
+    _, session, left = failed_commit(COMPACTION_SUMMARY)
+    assert left == [COMPACTION_START, COMPACTION_END]
     assert (
         data_of(session.events[-1])["turn"] is None
         and "injected append failure" in data_of(session.events[-1])["error"]
@@ -821,7 +819,7 @@ def test_the_deterministic_summarizer_gives_the_same_summary_for_the_same_span()
 
 
 def test_the_deterministic_summarizer_keeps_the_newest_messages_when_its_budget_is_short() -> None:
-    messages = tuple(
+    messages: tuple[Message, ...] = tuple(
         {
             "id": f"u{n}",
             "role": "user",
@@ -830,7 +828,7 @@ def test_the_deterministic_summarizer_keeps_the_newest_messages_when_its_budget_
         }
         for n in range(50)
     )
-    request = SummaryRequest("s", messages, None, None, 100, shadowed_token_count=400)  # type: ignore[arg-type]
+    request = SummaryRequest("s", messages, None, None, 100, shadowed_token_count=400)
     summary: Any = DeterministicSummarizer().summarize(request, AbortSignal()).summary
     text = summary[0]["text"]
     assert "message 49" in text and "message 0\n" not in text and "earlier messages omitted" in text
@@ -844,13 +842,13 @@ def test_a_model_output_keeps_only_its_text_blocks_and_records_the_raw_output() 
 
 
 def test_a_model_request_ends_with_the_compaction_instruction() -> None:
-    message = {
+    message: Message = {
         "id": "u1",
         "role": "user",
         "source": {"kind": "user"},
         "content": [{"type": "text", "text": "hi"}],
     }
-    request = SummaryRequest("s", (message,), None, None, 100, 50)  # type: ignore[arg-type]
+    request = SummaryRequest("s", (message,), None, None, 100, 50)
     sent = derive_model_request(request)
     assert sent[0] == message and "## Primary Request and Intent" in str(sent[-1]["content"])
 

@@ -12,6 +12,7 @@ import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 
@@ -39,6 +40,16 @@ def conformance(*args: str, timeout: float = 120) -> subprocess.CompletedProcess
         text=True,
         timeout=timeout,
     )
+
+
+def test_the_cli_exits_0_on_the_reference_and_writes_junit_xml(tmp_path: Path) -> None:
+    report = tmp_path / "report.xml"
+    completed = conformance("--subject", REFERENCE, "--junit", str(report), timeout=900)
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    assert "total" in completed.stdout
+    suites = ElementTree.parse(report).getroot().findall("testsuite")
+    assert {suite.get("name") for suite in suites} >= {"surface", "fork", "seed", "pairing", "storage"}
+    assert all(suite.get("failures") == "0" for suite in suites)
 
 
 def test_a_vectors_folder_with_no_vectors_is_a_usage_error_not_a_green_run(tmp_path: Path) -> None:

@@ -232,6 +232,23 @@ def report(record_property: Any, capsys: pytest.CaptureFixture[str], label: str,
         )
 
 
+def report_kills(
+    record_property: Any, capsys: pytest.CaptureFixture[str], label: str, tally: KillTally
+) -> None:
+    """Report the kill rounds, then require that nothing was lost and some kill landed mid-flush."""
+    report(
+        record_property,
+        capsys,
+        label,
+        kill_points=tally.rounds,
+        during_a_flush=tally.during_flush,
+        batches_committed=tally.batch_kept,
+        batches_not_committed=tally.batch_lost,
+    )
+    assert tally.problems == []
+    assert tally.during_flush > 0, "no kill landed while a flush was in flight"
+
+
 def test_killing_the_sqlite_writer_at_random_points_loses_nothing_flushed(
     tmp_path: Path, record_property: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -240,17 +257,7 @@ def test_killing_the_sqlite_writer_at_random_points_loses_nothing_flushed(
     tally = kill_rounds(
         "sqlite", {STORE_ROOT_ENV: str(root)}, lambda: SqliteStore(str(root / "sessions.sqlite3")), rounds=10
     )
-    report(
-        record_property,
-        capsys,
-        "sqlite writer kills",
-        kill_points=tally.rounds,
-        during_a_flush=tally.during_flush,
-        batches_committed=tally.batch_kept,
-        batches_not_committed=tally.batch_lost,
-    )
-    assert tally.problems == []
-    assert tally.during_flush > 0, "no kill landed while a flush was in flight"
+    report_kills(record_property, capsys, "sqlite writer kills", tally)
 
 
 def test_killing_the_postgres_writer_at_random_points_loses_nothing_flushed(
@@ -268,25 +275,15 @@ def test_killing_the_postgres_writer_at_random_points_loses_nothing_flushed(
         cleanup = open_store()
         cleanup.drop_schema()
         cleanup.close()
-    report(
-        record_property,
-        capsys,
-        "postgres writer kills",
-        kill_points=tally.rounds,
-        during_a_flush=tally.during_flush,
-        batches_committed=tally.batch_kept,
-        batches_not_committed=tally.batch_lost,
-    )
-    assert tally.problems == []
-    assert tally.during_flush > 0, "no kill landed while a flush was in flight"
+    report_kills(record_property, capsys, "postgres writer kills", tally)
 
 
 # --- PostgreSQL: the server dies, the connection drops -------------------------------------------------
 
 
 @pytest.fixture
-def pg_writer(postgres_cluster: Any, tmp_path: Path) -> Iterator[tuple[Writer, Any, str]]:
-    """A writer process on a schema of its own, with the clock set and sessions a and b created."""
+def pg_writer(postgres_cluster: Any, tmp_path: Path) -> Iterator[tuple[Writer, Any, str, Log]]:
+    """A writer process on a schema of its own, with the clock set and session "a" created and flushed."""
     root = tmp_path / "store"
     root.mkdir()
     schema = PostgresSubject.derive_schema(str(root))
@@ -294,7 +291,9 @@ def pg_writer(postgres_cluster: Any, tmp_path: Path) -> Iterator[tuple[Writer, A
     try:
         writer.ok("reset", storage="file")
         writer.ok("clock", now=START)
-        yield writer, postgres_cluster, schema
+        log = Log(header=writer.ok("create", id="a")["header"])
+        flush_until_acknowledged(writer, log, "a")
+        yield writer, postgres_cluster, schema, log
     finally:
         writer.kill()
         if not postgres_cluster.is_running():
@@ -323,13 +322,45 @@ def flush_until_acknowledged(writer: Writer, log: Log, session_id: str) -> int:
         assert failures <= 3, f"the flush keeps failing: {answer}"
 
 
-def test_killing_the_postgres_server_mid_commit_loses_nothing_flushed_and_a_retry_writes_once(
-    pg_writer: tuple[Writer, Any, str], record_property: Any, capsys: pytest.CaptureFixture[str]
-) -> None:
-    writer, cluster, schema = pg_writer
-    generator = random.Random(SEED)
-    log = Log(header=writer.ok("create", id="a")["header"])
+def settle_flush(answer: Any, writer: Writer, log: Log, cluster: Any, schema: str) -> tuple[int, int]:
+    """After a flush of "a" that met a fault and answered ``answer``: nothing flushed was lost and
+    nothing unappended appeared; a failed flush is retried until acknowledged. Returns (1 if it
+    failed, 1 if it failed yet had committed)."""
+    reader = PostgresStore(cluster.dsn, schema)
+    assert check_survivors(reader, {"a": log}, "a") == []
+    stored = len(reader.read("a").events)
+    reader.close()
+    if answer["ok"]:
+        log.acked = len(log.appended)
+        return 0, 0
+    assert answer["error"]["code"] == "STORAGE_IO", answer
     flush_until_acknowledged(writer, log, "a")
+    return 1, int(stored == len(log.appended))
+
+
+def assert_stored_once(log: Log, cluster: Any, schema: str) -> None:
+    """Session "a" in the database holds every appended event exactly once, in order."""
+    reader = PostgresStore(cluster.dsn, schema)
+    assert [encode_json_text(e) for e in reader.read("a").events] == [
+        encode_json_text(e) for e in log.appended
+    ]
+    reader.close()
+
+
+def assert_resumes(writer: Writer, log: Log, cluster: Any, schema: str) -> None:
+    """With the writer gone, session "a" resumes and rereads as everything acknowledged."""
+    writer.kill()
+    assert (
+        resume_and_reread(lambda: PostgresStore(cluster.dsn, schema, lock_wait_ms=10_000), {"a": log}, START)
+        == []
+    )
+
+
+def test_killing_the_postgres_server_mid_commit_loses_nothing_flushed_and_a_retry_writes_once(
+    pg_writer: tuple[Writer, Any, str, Log], record_property: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    writer, cluster, schema, log = pg_writer
+    generator = random.Random(SEED)
     kills = failed_flushes = committed_anyway = 0
     for _ in range(4):
         writer.ok("read", id="a")  # the writer's connection is up (it reconnects after the last kill)
@@ -339,22 +370,10 @@ def test_killing_the_postgres_server_mid_commit_loses_nothing_flushed_and_a_retr
         kills += 1
         answer = writer.receive()
         cluster.start()
-        reader = PostgresStore(cluster.dsn, schema)
-        assert check_survivors(reader, {"a": log}, "a") == []
-        stored = len(reader.read("a").events)
-        reader.close()
-        if answer["ok"]:
-            log.acked, log.published = len(log.appended), True
-            continue
-        assert answer["error"]["code"] == "STORAGE_IO", answer
-        failed_flushes += 1
-        committed_anyway += stored == len(log.appended)
-        flush_until_acknowledged(writer, log, "a")
-        reader = PostgresStore(cluster.dsn, schema)
-        assert [encode_json_text(e) for e in reader.read("a").events] == [
-            encode_json_text(e) for e in log.appended
-        ]
-        reader.close()
+        failed, committed = settle_flush(answer, writer, log, cluster, schema)
+        failed_flushes, committed_anyway = failed_flushes + failed, committed_anyway + committed
+        if failed:
+            assert_stored_once(log, cluster, schema)
     report(
         record_property,
         capsys,
@@ -363,21 +382,15 @@ def test_killing_the_postgres_server_mid_commit_loses_nothing_flushed_and_a_retr
         flushes_failed=failed_flushes,
         failed_flushes_that_had_committed=committed_anyway,
     )
-    writer.kill()
-    assert (
-        resume_and_reread(lambda: PostgresStore(cluster.dsn, schema, lock_wait_ms=10_000), {"a": log}, START)
-        == []
-    )
+    assert_resumes(writer, log, cluster, schema)
     assert failed_flushes > 0, "no server kill landed before its flush was answered"
 
 
 def test_dropping_the_connection_during_a_flush_loses_nothing_and_a_retry_writes_once(
-    pg_writer: tuple[Writer, Any, str], record_property: Any, capsys: pytest.CaptureFixture[str]
+    pg_writer: tuple[Writer, Any, str, Log], record_property: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    writer, cluster, schema = pg_writer
+    writer, cluster, schema, log = pg_writer
     generator = random.Random(SEED)
-    log = Log(header=writer.ok("create", id="a")["header"])
-    flush_until_acknowledged(writer, log, "a")
     drops = failed_flushes = committed_anyway = 0
     with psycopg.connect(cluster.dsn, autocommit=True) as admin:
         application = f"dsh-session[{writer.process.pid}]"
@@ -393,22 +406,9 @@ def test_dropping_the_connection_during_a_flush_loses_nothing_and_a_retry_writes
             ).fetchone()
             drops += bool(terminated and terminated[0])
             answer = writer.receive() if not idle else writer.request("flush", id="a")
-            reader = PostgresStore(cluster.dsn, schema)
-            assert check_survivors(reader, {"a": log}, "a") == []
-            stored = len(reader.read("a").events)
-            reader.close()
-            if answer["ok"]:
-                log.acked = len(log.appended)
-                continue
-            assert answer["error"]["code"] == "STORAGE_IO", answer
-            failed_flushes += 1
-            committed_anyway += stored == len(log.appended)
-            flush_until_acknowledged(writer, log, "a")
-    reader = PostgresStore(cluster.dsn, schema)
-    assert [encode_json_text(e) for e in reader.read("a").events] == [
-        encode_json_text(e) for e in log.appended
-    ]
-    reader.close()
+            failed, committed = settle_flush(answer, writer, log, cluster, schema)
+            failed_flushes, committed_anyway = failed_flushes + failed, committed_anyway + committed
+    assert_stored_once(log, cluster, schema)
     report(
         record_property,
         capsys,
@@ -417,11 +417,7 @@ def test_dropping_the_connection_during_a_flush_loses_nothing_and_a_retry_writes
         flushes_failed=failed_flushes,
         failed_flushes_that_had_committed=committed_anyway,
     )
-    writer.kill()
-    assert (
-        resume_and_reread(lambda: PostgresStore(cluster.dsn, schema, lock_wait_ms=10_000), {"a": log}, START)
-        == []
-    )
+    assert_resumes(writer, log, cluster, schema)
     assert drops == 12 and failed_flushes >= 3  # at least every drop between flushes meets the next flush
 
 

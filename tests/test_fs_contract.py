@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import errno
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Final
 
 import pytest
 
@@ -45,11 +46,6 @@ def test_write_new_of_an_existing_name_raises_file_exists(fs: FileSystem, root: 
     assert fs.read_bytes(f"{root}/a") == b"first"
 
 
-def test_write_new_in_a_missing_directory_raises_file_not_found(fs: FileSystem, root: str) -> None:
-    with pytest.raises(FileNotFoundError):
-        fs.write_new(f"{root}/missing/a", b"x")
-
-
 def test_errors_carry_errno_and_filename(fs: FileSystem, root: str) -> None:
     with pytest.raises(FileNotFoundError) as caught:
         fs.read_bytes(f"{root}/nothing")
@@ -57,19 +53,9 @@ def test_errors_carry_errno_and_filename(fs: FileSystem, root: str) -> None:
     assert caught.value.filename == f"{root}/nothing"
 
 
-def test_read_bytes_of_a_directory_raises_is_a_directory(fs: FileSystem, root: str) -> None:
-    with pytest.raises(IsADirectoryError):
-        fs.read_bytes(root)
-
-
 def test_size_is_the_number_of_bytes_in_the_file(fs: FileSystem, root: str) -> None:
     fs.write_new(f"{root}/a", b"12345")
     assert fs.size(f"{root}/a") == 5
-
-
-def test_size_of_a_directory_raises_is_a_directory(fs: FileSystem, root: str) -> None:
-    with pytest.raises(IsADirectoryError):
-        fs.size(root)
 
 
 def test_exists_and_is_dir_tell_files_directories_and_missing_names_apart(fs: FileSystem, root: str) -> None:
@@ -92,17 +78,6 @@ def test_listdir_returns_the_names_sorted(fs: FileSystem, root: str) -> None:
     assert fs.listdir(root) == ["a", "b", "c", "d"]
 
 
-def test_listdir_of_a_file_raises_not_a_directory(fs: FileSystem, root: str) -> None:
-    fs.write_new(f"{root}/a", b"")
-    with pytest.raises(NotADirectoryError):
-        fs.listdir(f"{root}/a")
-
-
-def test_listdir_of_a_missing_directory_raises_file_not_found(fs: FileSystem, root: str) -> None:
-    with pytest.raises(FileNotFoundError):
-        fs.listdir(f"{root}/none")
-
-
 # --- directories ---
 def test_makedirs_creates_every_missing_level(fs: FileSystem, root: str) -> None:
     fs.makedirs(f"{root}/a/b/c")
@@ -114,18 +89,6 @@ def test_makedirs_of_an_existing_directory_is_fine(fs: FileSystem, root: str) ->
     fs.write_new(f"{root}/a/f", b"kept")
     fs.makedirs(f"{root}/a")
     assert fs.read_bytes(f"{root}/a/f") == b"kept"
-
-
-def test_makedirs_over_a_file_raises_file_exists(fs: FileSystem, root: str) -> None:
-    fs.write_new(f"{root}/a", b"")
-    with pytest.raises(FileExistsError):
-        fs.makedirs(f"{root}/a")
-
-
-def test_makedirs_through_a_file_raises_not_a_directory(fs: FileSystem, root: str) -> None:
-    fs.write_new(f"{root}/a", b"")
-    with pytest.raises(NotADirectoryError):
-        fs.makedirs(f"{root}/a/b")
 
 
 # --- appending and truncating ---
@@ -170,22 +133,6 @@ def test_fsync_of_a_file_leaves_its_content_as_it_was(fs: FileSystem, root: str)
     assert fs.read_bytes(f"{root}/a") == b"data"
 
 
-def test_fsync_of_a_directory_raises_is_a_directory(fs: FileSystem, root: str) -> None:
-    with pytest.raises(IsADirectoryError):
-        fs.fsync(root)
-
-
-def test_fsync_of_a_missing_file_raises_file_not_found(fs: FileSystem, root: str) -> None:
-    with pytest.raises(FileNotFoundError):
-        fs.fsync(f"{root}/none")
-
-
-def test_fsync_dir_of_a_file_raises_not_a_directory(fs: FileSystem, root: str) -> None:
-    fs.write_new(f"{root}/a", b"")
-    with pytest.raises(NotADirectoryError):
-        fs.fsync_dir(f"{root}/a")
-
-
 # --- names ---
 def test_rename_moves_the_file(fs: FileSystem, root: str) -> None:
     fs.write_new(f"{root}/tmp", b"data")
@@ -200,18 +147,6 @@ def test_rename_replaces_an_existing_file(fs: FileSystem, root: str) -> None:
     fs.rename(f"{root}/tmp", f"{root}/final")
     assert fs.read_bytes(f"{root}/final") == b"new"
     assert fs.listdir(root) == ["final"]
-
-
-def test_rename_of_a_missing_file_raises_file_not_found(fs: FileSystem, root: str) -> None:
-    with pytest.raises(FileNotFoundError):
-        fs.rename(f"{root}/none", f"{root}/final")
-
-
-def test_rename_onto_a_directory_raises_is_a_directory(fs: FileSystem, root: str) -> None:
-    fs.write_new(f"{root}/a", b"")
-    fs.makedirs(f"{root}/d")
-    with pytest.raises(IsADirectoryError):
-        fs.rename(f"{root}/a", f"{root}/d")
 
 
 def test_rename_onto_another_name_of_the_same_file_keeps_both_names(fs: FileSystem, root: str) -> None:
@@ -236,34 +171,12 @@ def test_link_onto_an_existing_name_raises_file_exists(fs: FileSystem, root: str
     assert fs.read_bytes(f"{root}/final") == b"old"
 
 
-def test_link_of_a_missing_file_raises_file_not_found(fs: FileSystem, root: str) -> None:
-    with pytest.raises(FileNotFoundError):
-        fs.link(f"{root}/none", f"{root}/final")
-
-
-def test_link_of_a_directory_raises_permission_error(fs: FileSystem, root: str) -> None:
-    fs.makedirs(f"{root}/d")
-    with pytest.raises(PermissionError):
-        fs.link(f"{root}/d", f"{root}/e")
-
-
 def test_remove_deletes_one_name_and_the_other_link_remains(fs: FileSystem, root: str) -> None:
     fs.write_new(f"{root}/tmp", b"data")
     fs.link(f"{root}/tmp", f"{root}/final")
     fs.remove(f"{root}/tmp")
     assert fs.listdir(root) == ["final"]
     assert fs.read_bytes(f"{root}/final") == b"data"
-
-
-def test_remove_of_a_missing_file_raises_file_not_found(fs: FileSystem, root: str) -> None:
-    with pytest.raises(FileNotFoundError):
-        fs.remove(f"{root}/none")
-
-
-def test_remove_of_a_directory_raises_is_a_directory(fs: FileSystem, root: str) -> None:
-    fs.makedirs(f"{root}/d")
-    with pytest.raises(IsADirectoryError):
-        fs.remove(f"{root}/d")
 
 
 # --- one writer ---
@@ -281,15 +194,6 @@ def test_a_second_try_lock_on_a_held_lock_returns_none(fs: FileSystem, root: str
     fs.unlock(lock)
 
 
-def test_a_lock_can_be_taken_again_after_unlock(fs: FileSystem, root: str) -> None:
-    lock = fs.try_lock(f"{root}/session.lock")
-    assert lock is not None
-    fs.unlock(lock)
-    again = fs.try_lock(f"{root}/session.lock")
-    assert again is not None
-    fs.unlock(again)
-
-
 def test_locks_on_two_paths_are_independent(fs: FileSystem, root: str) -> None:
     one, two = fs.try_lock(f"{root}/one.lock"), fs.try_lock(f"{root}/two.lock")
     assert one is not None and two is not None
@@ -305,7 +209,9 @@ def test_unlock_of_a_released_handle_raises_value_error(fs: FileSystem, root: st
         fs.unlock(lock)
 
 
-def test_a_stale_handle_cannot_release_a_later_lock(fs: FileSystem, root: str) -> None:
+def test_a_lock_is_taken_again_after_unlock_and_a_stale_handle_cannot_release_it(
+    fs: FileSystem, root: str
+) -> None:
     stale = fs.try_lock(f"{root}/session.lock")
     assert stale is not None
     fs.unlock(stale)
@@ -315,11 +221,6 @@ def test_a_stale_handle_cannot_release_a_later_lock(fs: FileSystem, root: str) -
         fs.unlock(stale)
     assert fs.try_lock(f"{root}/session.lock") is None
     fs.unlock(later)
-
-
-def test_try_lock_in_a_missing_directory_raises_file_not_found(fs: FileSystem, root: str) -> None:
-    with pytest.raises(FileNotFoundError):
-        fs.try_lock(f"{root}/missing/session.lock")
 
 
 # --- the store's write patterns ---
@@ -332,3 +233,37 @@ def test_publishing_a_file_whole_leaves_only_the_final_name(fs: FileSystem, root
     fs.remove(f"{root}/s/log.tmp")
     assert fs.listdir(f"{root}/s") == ["log"]
     assert fs.read_bytes(f"{root}/s/log") == b"header\nfirst batch\n"
+
+
+# --- misuse: each call, in a root holding a file ``a`` and an empty directory ``d``, and its error ---
+MISUSES: Final[list[tuple[str, Callable[[FileSystem, str], object], type[Exception]]]] = [
+    ("write_new_in_a_missing_dir", lambda fs, r: fs.write_new(f"{r}/missing/a", b"x"), FileNotFoundError),
+    ("read_bytes_of_a_directory", lambda fs, r: fs.read_bytes(r), IsADirectoryError),
+    ("size_of_a_directory", lambda fs, r: fs.size(r), IsADirectoryError),
+    ("listdir_of_a_file", lambda fs, r: fs.listdir(f"{r}/a"), NotADirectoryError),
+    ("listdir_of_a_missing_directory", lambda fs, r: fs.listdir(f"{r}/none"), FileNotFoundError),
+    ("makedirs_over_a_file", lambda fs, r: fs.makedirs(f"{r}/a"), FileExistsError),
+    ("makedirs_through_a_file", lambda fs, r: fs.makedirs(f"{r}/a/b"), NotADirectoryError),
+    ("fsync_of_a_directory", lambda fs, r: fs.fsync(r), IsADirectoryError),
+    ("fsync_of_a_missing_file", lambda fs, r: fs.fsync(f"{r}/none"), FileNotFoundError),
+    ("fsync_dir_of_a_file", lambda fs, r: fs.fsync_dir(f"{r}/a"), NotADirectoryError),
+    ("rename_of_a_missing_file", lambda fs, r: fs.rename(f"{r}/none", f"{r}/final"), FileNotFoundError),
+    ("rename_onto_a_directory", lambda fs, r: fs.rename(f"{r}/a", f"{r}/d"), IsADirectoryError),
+    ("link_of_a_missing_file", lambda fs, r: fs.link(f"{r}/none", f"{r}/final"), FileNotFoundError),
+    ("link_of_a_directory", lambda fs, r: fs.link(f"{r}/d", f"{r}/e"), PermissionError),
+    ("remove_of_a_missing_file", lambda fs, r: fs.remove(f"{r}/none"), FileNotFoundError),
+    ("remove_of_a_directory", lambda fs, r: fs.remove(f"{r}/d"), IsADirectoryError),
+    ("try_lock_in_a_missing_dir", lambda fs, r: fs.try_lock(f"{r}/missing/session.lock"), FileNotFoundError),
+]
+
+
+@pytest.mark.parametrize(
+    ("call", "error"), [pytest.param(call, error, id=name) for name, call, error in MISUSES]
+)
+def test_a_misuse_raises_its_posix_error(
+    fs: FileSystem, root: str, call: Callable[[FileSystem, str], object], error: type[Exception]
+) -> None:
+    fs.write_new(f"{root}/a", b"")
+    fs.makedirs(f"{root}/d")
+    with pytest.raises(error):
+        call(fs, root)

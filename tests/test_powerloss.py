@@ -138,23 +138,18 @@ def test_every_crash_state_is_the_last_synced_content_plus_a_prefix_of_what_foll
 
 
 # --- directory entries ---
-def test_a_new_file_without_fsync_dir_can_vanish() -> None:
+@pytest.mark.parametrize(("fsync_dir", "survivors"), [(False, {None, b"data"}), (True, {b"data"})])
+def test_a_new_fsynced_file_can_vanish_until_its_directory_is_fsynced(
+    fsync_dir: bool, survivors: set[bytes | None]
+) -> None:
     fs = PowerLossFileSystem()
     fs.makedirs("/s")
     fs.sync_all()
     fs.write_new("/s/log", b"data")
     fs.fsync("/s/log")
-    assert _contents(fs, "/s/log") == {None, b"data"}
-
-
-def test_a_new_file_with_fsync_and_fsync_dir_stays() -> None:
-    fs = PowerLossFileSystem()
-    fs.makedirs("/s")
-    fs.sync_all()
-    fs.write_new("/s/log", b"data")
-    fs.fsync("/s/log")
-    fs.fsync_dir("/s")
-    assert _contents(fs, "/s/log") == {b"data"}
+    if fsync_dir:
+        fs.fsync_dir("/s")
+    assert _contents(fs, "/s/log") == survivors
 
 
 def test_a_renamed_file_without_fsync_dir_can_vanish_under_its_new_name() -> None:
@@ -354,11 +349,16 @@ def test_crash_at_op_stops_at_exactly_the_nth_mutating_call() -> None:
     assert fs.snapshot() == {"/s": None, "/s/log.tmp": b"abc"}
 
 
-def test_crash_at_op_counts_from_the_moment_it_is_armed() -> None:
+def test_crash_at_op_counts_from_the_moment_it_is_armed_and_every_call_after_it_raises() -> None:
     fs = _durable_log()
     fs.crash_at_op(1)
     with pytest.raises(SimulatedCrash):
-        fs.append("/s/log", b"x")
+        try:
+            fs.append("/s/log", b"x")
+        except Exception:
+            pytest.fail("a store's cleanup handler caught the power cut")
+    with pytest.raises(SimulatedCrash):
+        fs.read_bytes("/s/log")
     assert fs.crash(KEEP_ALL).read_bytes("/s/log") == b"header\n"
 
 
@@ -369,25 +369,6 @@ def test_reads_are_not_crash_points() -> None:
     fs.listdir("/s")
     with pytest.raises(SimulatedCrash):
         fs.fsync("/s/log")
-
-
-def test_every_call_after_the_crash_raises_simulated_crash() -> None:
-    fs = _durable_log()
-    fs.crash_at_op(1)
-    with pytest.raises(SimulatedCrash):
-        fs.append("/s/log", b"x")
-    with pytest.raises(SimulatedCrash):
-        fs.read_bytes("/s/log")
-
-
-def test_simulated_crash_is_not_caught_by_except_exception() -> None:
-    fs = _durable_log()
-    fs.crash_at_op(1)
-    with pytest.raises(SimulatedCrash):
-        try:
-            fs.append("/s/log", b"x")
-        except Exception:
-            pytest.fail("a store's cleanup handler caught the power cut")
 
 
 # --- the crash API itself ---

@@ -348,39 +348,28 @@ def test_a_fresh_cache_row_needs_no_fold_at_all() -> None:
     assert second.state_of(session, "sessionDigest") == first_state and calls == []
 
 
-def cached_rows(medium: MemoryCacheMedium, session: Session, rows: dict[str, JsonValue]) -> None:
-    medium.write(session.id, encode_json_text(encode_cache_record(session.header, rows)).encode())
-
-
-def test_a_row_with_another_state_version_is_dropped_and_recomputed() -> None:
+@pytest.mark.parametrize(
+    ("header_change", "row_of"),
+    [
+        pytest.param({}, lambda session: {"ver": 7, "seq": 2, "val": 1_000}, id="another-state-version"),
+        pytest.param(
+            {}, lambda session: {"ver": 1, "seq": session.seq + 5, "val": 1_000}, id="cursor-past-the-log"
+        ),
+        pytest.param(
+            {"createdAt": 999}, lambda session: {"ver": 1, "seq": 1, "val": 1_000}, id="another-lifecycle"
+        ),
+    ],
+)
+def test_an_unusable_cache_row_is_never_served_and_the_state_is_recomputed(
+    header_change: dict[str, JsonValue], row_of: Callable[[Session], JsonValue]
+) -> None:
+    """A row at another stateVersion, one whose cursor lies past the log, and one written for
+    another log lifecycle (a different createdAt) are all dropped and the state refolded."""
     medium = MemoryCacheMedium()
     session = new_session()
     long_conversation(session, turns=1)
-    cached_rows(medium, session, {"count": {"ver": 7, "seq": 2, "val": 1_000}})
-    projections = Projections(ProjectionCache(medium))
-    projections.register(counter_unit())
-    assert projections.state_of(session, "count") == session.seq
-
-
-def test_a_row_whose_cursor_lies_past_the_log_is_dropped_and_recomputed() -> None:
-    medium = MemoryCacheMedium()
-    session = new_session()
-    long_conversation(session, turns=1)
-    cached_rows(medium, session, {"count": {"ver": 1, "seq": session.seq + 5, "val": 1_000}})
-    projections = Projections(ProjectionCache(medium))
-    projections.register(counter_unit())
-    assert projections.state_of(session, "count") == session.seq
-
-
-def test_a_row_of_another_log_lifecycle_is_never_served() -> None:
-    medium = MemoryCacheMedium()
-    session = new_session()
-    long_conversation(session, turns=1)
-    other = {**session.header, "createdAt": 999}
-    medium.write(
-        session.id,
-        encode_json_text(encode_cache_record(other, {"count": {"ver": 1, "seq": 1, "val": 1_000}})).encode(),
-    )
+    record = encode_cache_record({**session.header, **header_change}, {"count": row_of(session)})
+    medium.write(session.id, encode_json_text(record).encode())
     projections = Projections(ProjectionCache(medium))
     projections.register(counter_unit())
     assert projections.state_of(session, "count") == session.seq

@@ -38,34 +38,28 @@ def cases() -> Cases:
             [ok("create", id="s"), turn(1), ok("checkpoint", id="s", moment=moment), ok("read", id="s")],
             storage="memory",
         )
-    yield case(
-        "a checkpoint whose flush fails fails closed: its action never runs",
-        FAILURE,
-        [
-            ok("create", id="s"),
-            ok("flush", id="s"),
-            turn(1),
-            ok("fail_next", fsOp="fsync", errno="EIO"),
-            fails(Code.DURABILITY_CHECKPOINT_FAILED, "checkpoint", id="s", moment="tool", then=CALL),
-            ok("state", id="s"),
-        ],
-        storage="file",
-    )
-    yield case(
-        "a checkpoint whose disk is full fails closed too",
-        FAILURE,
-        [
-            ok("create", id="s"),
-            ok("flush", id="s"),
-            turn(1),
-            ok("fail_next", fsOp="write", errno="ENOSPC"),
-            fails(Code.DURABILITY_CHECKPOINT_FAILED, "checkpoint", id="s", moment="model-request", then=CALL),
-            ok("state", id="s"),
-            ok("checkpoint", id="s", moment="model-request", then=CALL),
-        ],
-        storage="file",
-        comment="the fault fails one write; the next checkpoint flushes and lets its action run",
-    )
+    for name, fs_op, errno, moment, retried in (
+        ("a checkpoint whose flush fails fails closed: its action never runs", "fsync", "EIO", "tool", False),
+        ("a checkpoint whose disk is full fails closed too", "write", "ENOSPC", "model-request", True),
+    ):
+        retry = [ok("checkpoint", id="s", moment=moment, then=CALL)] if retried else []
+        yield case(
+            name,
+            FAILURE,
+            [
+                ok("create", id="s"),
+                ok("flush", id="s"),
+                turn(1),
+                ok("fail_next", fsOp=fs_op, errno=errno),
+                fails(Code.DURABILITY_CHECKPOINT_FAILED, "checkpoint", id="s", moment=moment, then=CALL),
+                ok("state", id="s"),
+                *retry,
+            ],
+            storage="file",
+            comment="the fault fails one write; the next checkpoint flushes and lets its action run"
+            if retried
+            else None,
+        )
     yield case(
         "without storage a checkpoint has nothing to make durable and lets its action run",
         MOMENT,

@@ -35,6 +35,7 @@ from conformance.cases.engine_build import (
     LONG,
     attempt,
     compact,
+    first_question,
     history,
     state_step,
     step_open,
@@ -86,9 +87,7 @@ def _manual() -> Cases:
         "manual compaction with nothing to compact writes nothing and answers null",
         SELECT,
         [
-            ok("create", id="s"),
-            turn(1),
-            append_user("u1", "s", LONG),
+            *first_question(),
             turn_end(1),
             compact("k1"),
             state_step(),
@@ -150,9 +149,7 @@ def _span() -> Cases:
         "a region whose end falls between a tool call and its result is refused before anything is written",
         REGION,
         [
-            ok("create", id="s"),
-            turn(1),
-            append_user("u1", "s", LONG),
+            *first_question(),
             *tool_steps(1, "c1"),
             fails(
                 Code.COMPACTION_RANGE_INVALID, "compact_region", id="s", start=1, end=3, attempt=attempt("k1")
@@ -164,9 +161,7 @@ def _span() -> Cases:
         "a region whose start falls between a tool call and its result is refused",
         REGION,
         [
-            ok("create", id="s"),
-            turn(1),
-            append_user("u1", "s", LONG),
+            *first_question(),
             *tool_steps(1, "c1"),
             fails(
                 Code.COMPACTION_RANGE_INVALID, "compact_region", id="s", start=5, end=5, attempt=attempt("k1")
@@ -532,9 +527,7 @@ def _pressure() -> Cases:
         "pruning alone can relieve pressure, and then no summary is written",
         "is_under_pressure",
         [
-            ok("create", id="s"),
-            turn(1),
-            append_user("u1", "s", "grep the tests"),
+            *first_question("grep the tests"),
             *tool_steps(1, "c1"),
             step_open(1, 2),
             ok(

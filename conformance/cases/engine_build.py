@@ -79,6 +79,11 @@ def history(turns: int, session: str = "s") -> list[Step]:
     return steps
 
 
+def first_question(text: str = LONG) -> list[Step]:
+    """A new session "s" whose turn 1 is open on the question ``text`` (seqs 0 and 1)."""
+    return [ok("create", id="s"), turn(1), append_user("u1", "s", text)]
+
+
 def tool_steps(
     n: int, call: str, session: str = "s", text: str = TOOL_OUTPUT, is_error: bool = False
 ) -> list[Step]:

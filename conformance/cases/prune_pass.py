@@ -11,7 +11,7 @@ needs an open turn.
 from __future__ import annotations
 
 from conformance.cases.build import Cases, append_user, case, fails, ok, turn
-from conformance.cases.engine_build import TOOL_OUTPUT, history, state_step, tool_steps
+from conformance.cases.engine_build import TOOL_OUTPUT, first_question, history, state_step, tool_steps
 from spec.codes import Code
 
 PASS = "plan_prune_events"
@@ -35,9 +35,7 @@ def cases() -> Cases:
         "a pruned result keeps its call, its ids and its error flag",
         "validate_tool_result_rewrite",
         [
-            ok("create", id="s"),
-            turn(1),
-            append_user("u1", "s", "grep the tests"),
+            *first_question("grep the tests"),
             *tool_steps(1, "c1", is_error=True),
             ok("prune", id="s", config=SMALL),
             state_step(),

@@ -126,13 +126,15 @@ def compaction_cases() -> Cases:
     )
 
 
-def open_turn() -> list[Step]:
-    """Appends to "s" that leave turn 1 open: a step, and call c1 announced and started."""
+def closed_inside_a_turn() -> list[Step]:
+    """A session "s" closed inside turn 1: a step open, and call c1 announced and started."""
     return [
+        ok("create", id="s"),
         turn(),
         append_step("step/start", {"turn": 1, "step": 1}),
         append_assistant(calls=["c1"]),
         append_step("tool/call", {"turn": 1, "step": 1, "callId": "c1", "name": "read"}),
+        ok("close", id="s"),
     ]
 
 
@@ -141,9 +143,7 @@ def resume_cases() -> Cases:
         "resuming a log that ends inside a turn appends the closers durably, then the end-seed marker",
         RESUME,
         [
-            ok("create", id="s"),
-            *open_turn(),
-            ok("close", id="s"),
+            *closed_inside_a_turn(),
             ok("clock", now=NOW + 5_000),
             ok("resume", id="s"),
             ok("read", id="s"),
@@ -232,9 +232,7 @@ def repeated_resume_cases() -> Cases:
         "resuming twice closes nothing twice",
         RESUME,
         [
-            ok("create", id="s"),
-            *open_turn(),
-            ok("close", id="s"),
+            *closed_inside_a_turn(),
             ok("resume", id="s"),
             ok("close", id="s"),
             ok("resume", id="s"),

@@ -34,7 +34,7 @@ from conformance.cases.build import (
     with_seq,
 )
 from spec.codes import Code
-from spec.log.json import JsonValue
+from spec.log.json import JsonObject, JsonValue
 
 APPLY = "apply_surface_plan"
 PLAN = "plan_replace"
@@ -132,20 +132,18 @@ def replace_rule_cases() -> Cases:
     )
 
 
+def log_only(code: Code, event_type: str, data: JsonObject, **keys: JsonValue) -> Step:
+    """A log-only event appended to "s" with surface keys it may not carry, refused with ``code``."""
+    return fails(code, "append", id="s", type=event_type, data=data, **keys)
+
+
 def log_only_cases() -> Cases:
     yield case(
         "a log-only event cannot carry surfaceOp",
         READ,
         [
             ok("create", id="s"),
-            fails(
-                Code.SURFACE_OP_ON_LOG_ONLY,
-                "append",
-                id="s",
-                type="turn/start",
-                data={"turn": 1},
-                surfaceOp="append",
-            ),
+            log_only(Code.SURFACE_OP_ON_LOG_ONLY, "turn/start", {"turn": 1}, surfaceOp="append"),
         ],
         why=LOG_ONLY_RULE,
     )
@@ -154,14 +152,7 @@ def log_only_cases() -> Cases:
         READ,
         [
             *three_nodes(),
-            fails(
-                Code.PROVENANCE_ON_LOG_ONLY,
-                "append",
-                id="s",
-                type="turn/start",
-                data={"turn": 1},
-                sourceEventSeqs=[0],
-            ),
+            log_only(Code.PROVENANCE_ON_LOG_ONLY, "turn/start", {"turn": 1}, sourceEventSeqs=[0]),
         ],
         why=LOG_ONLY_RULE,
     )
@@ -170,15 +161,7 @@ def log_only_cases() -> Cases:
         READ,
         [
             *three_nodes(),
-            fails(
-                Code.SURFACE_OP_ON_LOG_ONLY,
-                "append",
-                id="s",
-                type="todo/write",
-                data={},
-                surfaceOp="append",
-                sourceEventSeqs=[0],
-            ),
+            log_only(Code.SURFACE_OP_ON_LOG_ONLY, "todo/write", {}, surfaceOp="append", sourceEventSeqs=[0]),
         ],
         why=LOG_ONLY_RULE,
         comment="both keys are wrong; the expected code says surfaceOp is checked first",

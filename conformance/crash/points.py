@@ -36,6 +36,7 @@ from conformance.crash_rules import (
     check_d3_5_damage_undone,
     check_d3_5_no_false_corruption,
     check_d3_6_closers,
+    header_of,
 )
 from conformance.driver import Driver, Mismatch, Unsupported, as_sent, describe_request, find_mismatch
 from conformance.engine_model import model_request
@@ -43,7 +44,7 @@ from conformance.model import DurableLog, ModelStore, canonical_text, model_adop
 from conformance.targets import DEFAULT_TARGET, Target
 from spec.lineage.store import derive_resumed_log
 from spec.log.events import Event
-from spec.log.json import FrozenDict, JsonValue
+from spec.log.json import JsonValue
 from spec.protocol import Request
 
 CRASHED: Final = "CRASHED"
@@ -137,7 +138,7 @@ def _adopt_survivors(driver: Driver, in_flight: ModelStore) -> tuple[dict[str, t
         if found_problems:
             continue
         if found:
-            header = _header_of(in_flight, session_id)
+            header = header_of(in_flight, session_id)
             assert header is not None  # found on storage, so the model knew the session
             survivors[session_id] = events
             model = model_adopt_durable(model, session_id, DurableLog(header, events))
@@ -167,7 +168,7 @@ def _resume_survivors(
         mark_reached("D3.6", "D3.1")
         problems += [f"{session_id}: {p}" for p in check_d3_6_closers(resumed, events, driver.model.now)]
         header = answer.result.get("header") if isinstance(answer.result, dict) else None
-        expected_header = _header_of(in_flight, session_id)
+        expected_header = header_of(in_flight, session_id)
         problems += [
             f"{session_id}: {p}"
             for p in check_d3_1_header(True, header, expected_header, True, driver.target)
@@ -203,14 +204,6 @@ def _check_clean_reopen(
     return problems
 
 
-def _header_of(model: ModelStore, session_id: str) -> FrozenDict | None:
-    entry = model.live.get(session_id)
-    if entry is not None:
-        return entry.state.header
-    log = model.stored.get(session_id)
-    return log.header if log is not None else None
-
-
 def _read_back(
     driver: Driver, before: ModelStore, in_flight: ModelStore, session_id: str
 ) -> tuple[bool, tuple[Event, ...], list[str]]:
@@ -235,7 +228,7 @@ def _read_back(
     result = answer.result if found and isinstance(answer.result, dict) else {}
     events = result.get("events") if isinstance(result.get("events"), list) else []
     assert isinstance(events, list)
-    expected_header = _header_of(in_flight, session_id)
+    expected_header = header_of(in_flight, session_id)
     problems = list(
         check_d3_1_header(found, result.get("header"), expected_header, log is not None, driver.target)
     )

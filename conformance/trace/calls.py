@@ -111,6 +111,20 @@ class _Translator:
     def plain_path(self, name_arg: str) -> str | None:
         return self.resolve(decode_string(name_arg), self.cwd)
 
+    def named_path(self, call: Syscall) -> str | None:
+        """The one path a call names: (dirfd, name) for an ``*at`` call, else a plain name."""
+        return (
+            self.at_path(call.args[0], call.args[1])
+            if call.name.endswith("at")
+            else self.plain_path(call.args[0])
+        )
+
+    def named_paths(self, call: Syscall) -> tuple[str | None, str | None]:
+        """The source and target paths of a rename or link call, or of its ``*at`` variants."""
+        if call.name in ("rename", "link"):
+            return self.plain_path(call.args[0]), self.plain_path(call.args[1])
+        return self.at_path(call.args[0], call.args[1]), self.at_path(call.args[2], call.args[3])
+
     def fd_inode(self, fd_arg: str) -> int | None:
         """The inode under the root a descriptor refers to, or ``None``."""
         fd = decode_fd(fd_arg)
@@ -188,22 +202,12 @@ class _Translator:
             self.emit(Truncate(inode, size), f"{call.name}({self.shown(inode)}, {size})", call)
 
     def on_remove(self, call: Syscall) -> None:
-        path = (
-            self.at_path(call.args[0], call.args[1])
-            if call.name == "unlinkat"
-            else self.plain_path(call.args[0])
-        )
-        rel = self.relative(path)
+        rel = self.relative(self.named_path(call))
         if rel:
             self.on_unlink(rel, call.name, call)
 
     def on_mkdir(self, call: Syscall) -> None:
-        path = (
-            self.at_path(call.args[0], call.args[1])
-            if call.name == "mkdirat"
-            else self.plain_path(call.args[0])
-        )
-        rel = self.relative(path)
+        rel = self.relative(self.named_path(call))
         place = self.parent_of(rel, call) if rel else None
         if place is not None:
             self.emit(
@@ -312,17 +316,11 @@ class _Translator:
         )
 
     def on_rename(self, call: Syscall) -> None:
-        if call.name == "rename":
-            source, target = self.plain_path(call.args[0]), self.plain_path(call.args[1])
-        else:
-            source, target = (
-                self.at_path(call.args[0], call.args[1]),
-                self.at_path(call.args[2], call.args[3]),
-            )
-            if call.name == "renameat2" and "RENAME_EXCHANGE" in call.args[4]:
-                if self.relative(source) is not None or self.relative(target) is not None:
-                    self.refuse(call, "an exchanging rename is not in the persistence models")
-                return
+        source, target = self.named_paths(call)
+        if call.name == "renameat2" and "RENAME_EXCHANGE" in call.args[4]:
+            if self.relative(source) is not None or self.relative(target) is not None:
+                self.refuse(call, "an exchanging rename is not in the persistence models")
+            return
         src, dst = self.relative(source), self.relative(target)
         if src is None and dst is None:
             return
@@ -341,13 +339,7 @@ class _Translator:
         self.emit(Rename(old[0], old[1], new[0], new[1]), f"{call.name}({src}, {dst})", call)
 
     def on_link(self, call: Syscall) -> None:
-        if call.name == "link":
-            source, target = self.plain_path(call.args[0]), self.plain_path(call.args[1])
-        else:
-            source, target = (
-                self.at_path(call.args[0], call.args[1]),
-                self.at_path(call.args[2], call.args[3]),
-            )
+        source, target = self.named_paths(call)
         src, dst = self.relative(source), self.relative(target)
         if dst is None:
             return

@@ -20,6 +20,7 @@ from conformance.crash_rules import (  # canonical_text: D5's numbers, as the cr
     check_d3_3_flushed_kept,
     check_d3_5_no_false_corruption,
     check_d3_6_closers,
+    header_of,
 )
 from conformance.driver import describe_request, find_mismatch
 from conformance.engine_model import model_request
@@ -70,14 +71,6 @@ def expectation_at(models: Sequence[ModelStore], acks: Sequence[int], point: int
     before = models[min(acked, len(models) - 1)]
     in_flight = models[min(acked + 1, len(models) - 1)]
     return Expectation(acked, before, in_flight)
-
-
-def header_of(model: ModelStore, session_id: str) -> FrozenDict | None:
-    entry = model.live.get(session_id)
-    if entry is not None:
-        return entry.state.header
-    log = model.stored.get(session_id)
-    return log.header if log is not None else None
 
 
 def appended_events(model: ModelStore, session_id: str) -> tuple[Event, ...]:

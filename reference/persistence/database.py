@@ -21,7 +21,8 @@ connection, ``LOCKED`` or ``SESSION_ALREADY_EXISTS`` for a key another writer to
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 
 from reference.persistence.api import OpenReport, SessionStat, StoredLog
 from reference.persistence.common import BufferedLogHandle
@@ -221,6 +222,22 @@ class DatabaseStore:
 
     def _db_close(self) -> None:
         raise NotImplementedError
+
+    def _db_failure(self, what: str, error: Exception) -> SpecError | None:
+        """The rejection a backend's failure during ``what`` is answered with (None: not its own)."""
+        raise NotImplementedError
+
+    @contextmanager
+    def _storage_errors(self, what: str) -> Iterator[None]:
+        try:
+            yield
+        except SpecError:
+            raise
+        except Exception as error:
+            failure = self._db_failure(what, error)
+            if failure is None:
+                raise
+            raise failure from error
 
 
 class DatabaseLogHandle(BufferedLogHandle):

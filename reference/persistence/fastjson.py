@@ -21,7 +21,7 @@ from __future__ import annotations
 import gc
 import importlib
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Final, NoReturn
 
@@ -106,54 +106,37 @@ def freeze_checked(value: Any) -> JsonValue:
         return _checked_scalar(value)
     stack: list[Any] = [root]
     pop, push = stack.pop, stack.append
-    key: Any
+    children: Iterable[tuple[Any, Any]]
+    put: Callable[[Any, Any, Any], None]
+    where: Any
     child: Any
-    index: int
     set_item, set_index = dict.__setitem__, list.__setitem__
     while stack:
         container = pop()
         if type(container) is FrozenDict:
-            for key, child in dict.items(container):
-                kind = type(child)
-                if kind is str:
-                    continue
-                if kind is dict:
-                    frozen: Any = FrozenDict(child)
-                    set_item(container, key, frozen)
-                    push(frozen)
-                elif kind is list:
-                    frozen = FrozenList(child)
-                    set_item(container, key, frozen)
-                    push(frozen)
-                elif kind is int:
-                    if not -MAX_SAFE_INTEGER <= child <= MAX_SAFE_INTEGER:
-                        set_item(container, key, float(child))
-                elif kind is float:
-                    if child == 0.0:
-                        set_item(container, key, 0.0)
-                    elif not -_UNSURE_MAGNITUDE < child < _UNSURE_MAGNITUDE:
-                        raise _Unsure
+            children, put = dict.items(container), set_item
         else:
-            for index, child in enumerate(container):
-                kind = type(child)
-                if kind is str:
-                    continue
-                if kind is dict:
-                    frozen = FrozenDict(child)
-                    set_index(container, index, frozen)
-                    push(frozen)
-                elif kind is list:
-                    frozen = FrozenList(child)
-                    set_index(container, index, frozen)
-                    push(frozen)
-                elif kind is int:
-                    if not -MAX_SAFE_INTEGER <= child <= MAX_SAFE_INTEGER:
-                        set_index(container, index, float(child))
-                elif kind is float:
-                    if child == 0.0:
-                        set_index(container, index, 0.0)
-                    elif not -_UNSURE_MAGNITUDE < child < _UNSURE_MAGNITUDE:
-                        raise _Unsure
+            children, put = enumerate(container), set_index
+        for where, child in children:
+            kind = type(child)
+            if kind is str:
+                continue
+            if kind is dict:
+                frozen: Any = FrozenDict(child)
+                put(container, where, frozen)
+                push(frozen)
+            elif kind is list:
+                frozen = FrozenList(child)
+                put(container, where, frozen)
+                push(frozen)
+            elif kind is int:
+                if not -MAX_SAFE_INTEGER <= child <= MAX_SAFE_INTEGER:
+                    put(container, where, float(child))
+            elif kind is float:
+                if child == 0.0:
+                    put(container, where, 0.0)
+                elif not -_UNSURE_MAGNITUDE < child < _UNSURE_MAGNITUDE:
+                    raise _Unsure
     return root
 
 

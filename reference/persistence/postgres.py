@@ -30,8 +30,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from typing import Any, Final, TypeVar
 
 import psycopg
@@ -354,12 +353,8 @@ class PostgresStore(DatabaseStore):
 
     # --- failures ---
 
-    @contextmanager
-    def _storage_errors(self, what: str) -> Iterator[None]:
-        try:
-            yield
-        except SpecError:
-            raise
-        except psycopg.Error as error:
-            detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-            raise reject(Code.STORAGE_IO, f"{self.location}: could not {what}: {detail}") from error
+    def _db_failure(self, what: str, error: Exception) -> SpecError | None:
+        if not isinstance(error, psycopg.Error):
+            return None
+        detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        return reject(Code.STORAGE_IO, f"{self.location}: could not {what}: {detail}")

@@ -236,15 +236,13 @@ class SqliteStore(DatabaseStore):
                         pass
                 raise
 
-    @contextmanager
-    def _storage_errors(self, what: str) -> Iterator[None]:
-        try:
-            yield
-        except SpecError:
-            raise
-        except sqlite3.DatabaseError as error:
+    def _db_failure(self, what: str, error: Exception) -> SpecError | None:
+        if isinstance(error, sqlite3.DatabaseError):
             damaged = "malformed" in str(error) or "not a database" in str(error)
-            code = Code.CORRUPT_LOG if damaged else Code.STORAGE_IO
-            raise reject(code, f"{self.location}: could not {what}: {error}") from error
-        except OSError as error:
-            raise reject(Code.STORAGE_IO, f"{self.location}: could not {what}: {error}") from error
+            return reject(
+                Code.CORRUPT_LOG if damaged else Code.STORAGE_IO,
+                f"{self.location}: could not {what}: {error}",
+            )
+        if isinstance(error, OSError):
+            return reject(Code.STORAGE_IO, f"{self.location}: could not {what}: {error}")
+        return None

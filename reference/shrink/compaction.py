@@ -36,7 +36,7 @@ from typing import Final, Protocol, TypeVar
 from reference.session import Session
 from spec.codes import Code, reject
 from spec.log.events import Message
-from spec.log.json import FrozenList, JsonValue, snapshot_json
+from spec.log.json import FrozenDict, FrozenList, JsonValue, snapshot_json
 from spec.log.writers import COMPACTION_ENGINE
 from spec.shrink import engine as plans
 from spec.shrink.bracket import (
@@ -200,7 +200,9 @@ def summarizer_output_from_model(
     blocks are kept as provenance of one model call (notes §4.8)."""
     frozen_raw = snapshot_json(list(raw_output))
     frozen_usage = snapshot_json(usage) if usage is not None else None
-    if not isinstance(frozen_raw, FrozenList) or (usage is not None and not isinstance(frozen_usage, dict)):
+    if not isinstance(frozen_raw, FrozenList) or not (
+        frozen_usage is None or isinstance(frozen_usage, FrozenDict)
+    ):
         raise reject(Code.DATA_NOT_JSON, "summarizer output is outside the lossless JSON domain")
     return SummarizerOutput(
         summary=derive_summary_blocks(frozen_raw),
@@ -209,7 +211,7 @@ def summarizer_output_from_model(
         raw_output=frozen_raw,
         llm_stream_call=True,
         max_tokens=max_tokens,
-        usage=frozen_usage,  # type: ignore[arg-type]
+        usage=frozen_usage,
     )
 
 
@@ -443,13 +445,14 @@ def _call_with_deadline(call: Callable[[AbortSignal], T], signal: AbortSignal, t
     late answer, if any, is dropped."""
     inner, unlink = signal.linked()
     wake = threading.Event()
-    box: dict[str, object] = {}
+    value: list[T] = []
+    failure: list[BaseException] = []
 
     def run() -> None:
         try:
-            box["value"] = call(inner)
+            value.append(call(inner))
         except BaseException as error:
-            box["error"] = error
+            failure.append(error)
         finally:
             wake.set()
 
@@ -458,7 +461,7 @@ def _call_with_deadline(call: Callable[[AbortSignal], T], signal: AbortSignal, t
     worker.start()
     deadline = time.monotonic() + timeout
     try:
-        while not ("value" in box or "error" in box):
+        while not (value or failure):
             signal.throw_if_aborted()
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -469,9 +472,9 @@ def _call_with_deadline(call: Callable[[AbortSignal], T], signal: AbortSignal, t
             wake.clear()
     finally:
         unlink()
-    if "error" in box:
-        raise box["error"]  # type: ignore[misc]
-    return box["value"]  # type: ignore[return-value]
+    if failure:
+        raise failure[0]
+    return value[0]
 
 
 # --- context-overflow recovery (notes §8.2) -------------------------------------------------------

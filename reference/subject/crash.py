@@ -43,10 +43,10 @@ class CrashOps(SubjectBase):
             plan = KEEP_ALL
         elif (
             isinstance(keep, dict)
-            and isinstance(keep.get("path"), str)
-            and is_safe_integer(keep.get("bytes"))
+            and isinstance(path := keep.get("path"), str)
+            and is_safe_integer(size := keep.get("bytes"))
         ):
-            plan = CrashPlan(cuts={str(keep["path"]): int(keep["bytes"])})  # type: ignore[arg-type]
+            plan = CrashPlan(cuts={path: int(size)})
         else:
             raise BadRequest("keep must be 'none', 'all' or {path, bytes}")
         try:

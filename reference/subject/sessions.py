@@ -54,9 +54,10 @@ class SessionOps(SubjectBase):
         session = self.store.create(args.optional_session_id("id"), seed=seed, meta=args.get("meta"))
         return self.state_json(session)
 
-    def op_append(self, args: Args) -> JsonValue:
+    def op_append(self, args: Args, engine: bool = False) -> JsonValue:
         session = self.live(args.session_id())
-        return session.append(
+        append = session.append_engine_event if engine else session.append
+        return append(
             args.optional("type"),
             args.optional("data"),
             args.optional("surfaceOp"),
@@ -64,13 +65,7 @@ class SessionOps(SubjectBase):
         )
 
     def op_engine_append(self, args: Args) -> JsonValue:
-        session = self.live(args.session_id())
-        return session.append_engine_event(
-            args.optional("type"),
-            args.optional("data"),
-            args.optional("surfaceOp"),
-            args.optional("sourceEventSeqs"),
-        )
+        return self.op_append(args, engine=True)
 
     def op_fork(self, args: Args) -> JsonValue:
         child = self.store.fork(

@@ -137,32 +137,31 @@ def validate_no_retired_vocabulary(
     """A stored log must not hold the retired ``request/header-delta`` or ``mode/set`` events, nor
     a ``request/header`` with reason ``fallback``; the whole log is searched for each in that
     order (notes/dsh-persistence §1.2 step 2, §3.6). ``where`` gives an event's place suffix."""
-    for index, event in enumerate(events):
-        if event.get("type") == REQUEST_HEADER_DELTA:
-            raise reject(
-                Code.LEGACY_HEADER_DELTA,
-                f'session "{session_id}" contains unsupported legacy request/header-delta event at seq {_seq(event)}'
-                + where(index),
-            )
-    for index, event in enumerate(events):
-        if event.get("type") == MODE_SET:
-            raise reject(
-                Code.LEGACY_MODE_SET,
-                f'session "{session_id}" contains unsupported legacy mode/set event at seq {_seq(event)}'
-                + where(index),
-            )
-    for index, event in enumerate(events):
-        data = event.get("data")
-        if (
-            event.get("type") == REQUEST_HEADER
-            and isinstance(data, dict)
-            and data.get("reason") == "fallback"
-        ):
-            raise reject(
-                Code.LEGACY_FALLBACK_REASON,
-                f'session "{session_id}" contains unsupported legacy request/header reason "fallback" at seq {_seq(event)}'
-                + where(index),
-            )
+    retired: tuple[tuple[Code, str, Callable[[JsonObject], bool]], ...] = (
+        (
+            Code.LEGACY_HEADER_DELTA,
+            "request/header-delta event",
+            lambda event: event.get("type") == REQUEST_HEADER_DELTA,
+        ),
+        (Code.LEGACY_MODE_SET, "mode/set event", lambda event: event.get("type") == MODE_SET),
+        (
+            Code.LEGACY_FALLBACK_REASON,
+            'request/header reason "fallback"',
+            lambda event: (
+                event.get("type") == REQUEST_HEADER
+                and isinstance(data := event.get("data"), dict)
+                and data.get("reason") == "fallback"
+            ),
+        ),
+    )
+    for code, what, is_retired in retired:
+        for index, event in enumerate(events):
+            if is_retired(event):
+                raise reject(
+                    code,
+                    f'session "{session_id}" contains unsupported legacy {what} at seq {_seq(event)}'
+                    + where(index),
+                )
 
 
 def upgrade_turn_start(session_id: str, event: JsonObject) -> JsonObject:
