@@ -181,6 +181,15 @@ CAUSES: tuple[Cause, ...] = (
     ),
     Cause(
         "failed",
+        "the subject's adapter names an event that has no seq by its position (DSH's drive needs a "
+        "seq), so an event the spec's fold skips (no safe-integer seq) is folded and counted as a "
+        "change: an artefact of the adapter, met when the generated log holds such an event",
+        "subjects/dsh/lib/engine.mjs (projectionChanges)",
+        keys=("pure-drt/spec-projection-derive-projection-changes",),
+        detail="result differs at $.changed",
+    ),
+    Cause(
+        "failed",
         "a metering event whose range has no end still arms a claim",
         METER + ":112-121",
         keys=("tokens/a-metering-event-without-a-usable-range-arms-nothing",),
