@@ -45,7 +45,11 @@ def one_input(data: bytes) -> None:
         for violation in full:
             if violation.rule not in RULES:
                 raise Finding(f"a violation of a rule the checker does not list: {violation!r}")
-            if violation.seq is not None and violation.seq not in seqs and not 0 <= violation.seq < len(events):
+            if (
+                violation.seq is not None
+                and violation.seq not in seqs
+                and not 0 <= violation.seq < len(events)
+            ):
                 raise Finding(f"a violation at seq {violation.seq}, no event's seq or place: {violation!r}")
         missing = set(core) - set(full)
         if missing:
