@@ -8,28 +8,23 @@ Oracle, for any bytes ``data``: loading returns one vector (a dict with a string
 
 from __future__ import annotations
 
-import atexit
-import shutil
 import tempfile
 from pathlib import Path
 
 from conformance.runner import VectorFileError, load_vectors
 from fuzz import Finding
 
-_ROOT = Path(tempfile.mkdtemp(prefix="fuzz-vectors-"))
-_FILE = _ROOT / "family" / "vector.json"
-_FILE.parent.mkdir()
-atexit.register(shutil.rmtree, _ROOT, True)
-
 
 def one_input(data: bytes) -> None:
-    _FILE.write_bytes(data)
-    try:
-        vectors = load_vectors(_ROOT)
-    except VectorFileError as error:
-        if error.code != "VECTOR_MALFORMED":
-            raise Finding(f"a vector error without its code: {error!r}") from None
-        return
+    with tempfile.TemporaryDirectory(prefix="fuzz-vectors-") as root:
+        (Path(root) / "family").mkdir()
+        (Path(root) / "family" / "vector.json").write_bytes(data)
+        try:
+            vectors = load_vectors(Path(root))
+        except VectorFileError as error:
+            if error.code != "VECTOR_MALFORMED":
+                raise Finding(f"a vector error without its code: {error!r}") from None
+            return
     if len(vectors) != 1:
         raise Finding(f"one file gave {len(vectors)} vectors")
     vector = vectors[0]

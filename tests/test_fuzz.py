@@ -27,9 +27,32 @@ needs_atheris = pytest.mark.skipif(
 )
 
 
+OPEN_FINDINGS = {
+    "vectors/nested-2000-deep": (
+        RecursionError,
+        "conformance.runner.load_vectors catches ValueError and OSError, not the RecursionError "
+        "json.loads raises on a vector file nested 1,000 deep (a traceback, not VECTOR_MALFORMED)",
+    ),
+}
+"""Regression inputs whose finding is not fixed yet (in a file another change owns): each fails as
+its oracle says until the fix, then passes and must leave this list (the xfail is strict)."""
+
+
+def _open_finding(folder: str, name: str) -> list[pytest.MarkDecorator]:
+    if folder != "regressions" or name not in OPEN_FINDINGS:
+        return []
+    raises, reason = OPEN_FINDINGS[name]
+    return [pytest.mark.xfail(raises=raises, reason=reason, strict=True)]
+
+
 def _inputs() -> list[object]:
     return [
-        pytest.param(target, path, id=f"{folder}/{target}/{path.name}")
+        pytest.param(
+            target,
+            path,
+            id=f"{folder}/{target}/{path.name}",
+            marks=_open_finding(folder, f"{target}/{path.name}"),
+        )
         for target in TARGETS
         for folder in ("corpus", "regressions")
         if (FUZZ / folder / target).is_dir()
