@@ -37,5 +37,8 @@ atheris instruments the rest of the project: code libFuzzer need not see, whose 
 would cost seconds of start-up per run (the vector loader needs only ``conformance.runner``)."""
 
 
+# This module imports nothing of the project: ``python -m fuzz`` imports it before instrumenting.
+
+
 class Finding(AssertionError):
     """An oracle broken: the input's answer is not one the harness's oracle allows."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 
 from fuzz import Finding
+from fuzz.oracles import same_json
 from spec.format.json_text import JsonTextError, decode_json_text, encode_json_text
 from spec.log.json import JsonValue
 
@@ -48,7 +49,7 @@ def one_input(data: bytes) -> None:
             raise Finding(f"bytes that are not UTF-8 were read: {data!r}") from None
         return
     as_text = _answer(text)
-    if as_text[0] != as_bytes[0] or (as_text[0] == "ok" and as_text[1] != as_bytes[1]):
+    if as_text[0] != as_bytes[0] or (as_text[0] == "ok" and not same_json(as_text[1], as_bytes[1])):
         raise Finding(f"str and bytes disagree on {data!r}: {as_text!r} vs {as_bytes!r}")
     code, value = as_text
     if code != "ok":
@@ -56,6 +57,5 @@ def one_input(data: bytes) -> None:
     if not _finite(value):
         raise Finding(f"a number outside the domain was read from {data!r}: {value!r}")
     encoded = encode_json_text(value)
-    again = decode_json_text(encoded)
-    if again != value or encode_json_text(again) != encoded:
+    if encode_json_text(decode_json_text(encoded)) != encoded:
         raise Finding(f"decode∘encode is not the identity for {data!r}: {value!r} -> {encoded!r}")

@@ -13,6 +13,7 @@ Oracle, for any bytes ``data``:
 from __future__ import annotations
 
 from fuzz import Finding
+from fuzz.oracles import same_json
 from reference.persistence.filestore import load_framed_log
 from spec.codes import Code, SpecError
 from spec.format.framing import FramedLog, decode_jsonl_log
@@ -41,7 +42,7 @@ def one_input(data: bytes) -> None:
         return
     text = "".join(encode_json_text(value) + "\n" for value in (framed.header_line, *framed.records))
     again = decode_jsonl_log(text.encode("utf-8"))
-    if again.header_line != framed.header_line or again.records != framed.records:
+    if not same_json([again.header_line, *again.records], [framed.header_line, *framed.records]):
         raise Finding(f"decode∘encode changed the log read from {data!r}")
     if again.truncate_to is not None:
         raise Finding(f"the log written back from {data!r} has a torn tail")
