@@ -11,7 +11,8 @@ pass :func:`spec.format.legacy.validate_stored_events`.
 from __future__ import annotations
 
 from fuzz import Finding
-from spec.codes import Code, SpecError
+from fuzz.oracles import typed_refusal
+from spec.codes import SpecError
 from spec.format.json_text import decode_json_text
 from spec.format.legacy import upgrade_v0_records, validate_stored_events
 from spec.log.json import JsonValue
@@ -32,8 +33,7 @@ def one_input(data: bytes) -> None:
     try:
         events = upgrade_v0_records("s", records_of(data))
     except SpecError as error:
-        if not isinstance(error.code, Code):
-            raise Finding(f"a refusal without a spec code: {error!r}") from None
+        typed_refusal(error)
         return
     if [event.get("seq") for event in events] != list(range(len(events))):
         raise Finding(f"upgraded events are not numbered 0, 1, 2…: {events!r}")

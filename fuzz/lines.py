@@ -13,9 +13,9 @@ Oracle, for any bytes ``data``:
 from __future__ import annotations
 
 from fuzz import Finding
-from fuzz.oracles import same_json
+from fuzz.oracles import same_json, typed_refusal
 from reference.persistence.filestore import load_framed_log
-from spec.codes import Code, SpecError
+from spec.codes import SpecError
 from spec.format.framing import FramedLog, decode_jsonl_log
 from spec.format.json_text import encode_json_text
 
@@ -25,14 +25,12 @@ def read(data: bytes) -> FramedLog | None:
     try:
         framed = decode_jsonl_log(data)
     except SpecError as error:
-        if not isinstance(error.code, Code):
-            raise Finding(f"a refusal without a spec code: {error!r}") from None
+        typed_refusal(error)
         return None
     try:
         load_framed_log(None, framed, "session.jsonl")
     except SpecError as error:
-        if not isinstance(error.code, Code):
-            raise Finding(f"a refusal without a spec code: {error!r}") from None
+        typed_refusal(error)
     return framed
 
 

@@ -15,9 +15,10 @@ each complete frame at increasing offsets inside the data.
 from __future__ import annotations
 
 from fuzz import Finding
+from fuzz.oracles import typed_refusal
 from reference.logfile import InputError, ReadLimits, frame_log_bytes, is_zstd_data
 from reference.persistence.filestore import inflate_zstd, load_framed_log
-from spec.codes import Code, SpecError
+from spec.codes import SpecError
 from spec.format.framing import ZSTD_MAGIC, decode_zstd_frames
 
 LIMITS = ReadLimits(max_line_bytes=256 * 1024, max_decompressed_bytes=1024 * 1024)
@@ -31,8 +32,7 @@ def one_input(data: bytes) -> None:
     except InputError:
         return
     except SpecError as error:
-        if not isinstance(error.code, Code):
-            raise Finding(f"a refusal without a spec code: {error!r}") from None
+        typed_refusal(error)
         return
     frames, torn = decode_zstd_frames(data, inflate_zstd)  # the limit passed: this read is bounded
     offsets = [frame.offset for frame in frames] + ([torn.offset] if torn is not None else [])
@@ -43,5 +43,4 @@ def one_input(data: bytes) -> None:
     try:
         load_framed_log(None, framed, "session.jsonl.zstd")
     except SpecError as error:
-        if not isinstance(error.code, Code):
-            raise Finding(f"a refusal without a spec code: {error!r}") from None
+        typed_refusal(error)
