@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Fuzz one harness (or `all`, one after the other) for SECONDS each with atheris/libFuzzer:
 #     scripts/fuzz.sh TARGET|all SECONDS [libFuzzer flags...]
-# Each run works on a copy of the seed corpus and the regression inputs (fuzz/corpus/TARGET,
-# fuzz/regressions/TARGET) in a temporary folder, so the repository's corpus never grows; with
+# Each run works on a copy of the seed corpus (fuzz/corpus/TARGET) in a temporary folder, so the
+# repository's corpus never grows (the regression inputs, fuzz/regressions/TARGET, are replayed by
+# tests/test_fuzz.py: one whose finding is still open would stop every run at once); with
 # FUZZ_MERGE=1 the inputs that add coverage are merged back into fuzz/corpus/TARGET afterwards.
 # Limits: -max_total_time=SECONDS, -rss_limit_mb=2048, -timeout=10 (seconds per input).
 # Exit status: 0 when every run ends without a finding; 1 on a finding, after printing where its
@@ -33,9 +34,7 @@ status=0
 for name in $targets; do
     work=$(mktemp -d "${TMPDIR:-/tmp}/fuzz-$name.XXXXXX")
     mkdir -p "$work/corpus" "$work/findings"
-    for seeds in "fuzz/corpus/$name" "fuzz/regressions/$name"; do
-        if [[ -d $seeds ]]; then cp -R "$seeds/." "$work/corpus/"; fi
-    done
+    cp -R "fuzz/corpus/$name/." "$work/corpus/"
     "$PYTHON" -m fuzz "$name" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 \
         -print_final_stats=1 -artifact_prefix="$work/findings/" "$@" "$work/corpus" >"$work/log" 2>&1
     code=$?
