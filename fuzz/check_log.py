@@ -4,8 +4,10 @@ one event (frozen as a restore freezes it), whatever its shape — the checker's
 sequence of events, valid or not, and it must say what is wrong with them.
 
 Oracle, for any bytes ``data``: ``check_log`` returns (never raises), both with the relational
-rules and without, and for the v4 and the v0 format; each violation names a rule of ``RULES`` and a seq that
-is ``None``, an event's seq or an event's position; the core violations are a subset of the full check's.
+rules and without, and for the v4 and the v0 format; each violation names a rule of ``RULES``
+and a seq that is ``None``, an event's position or its place in the replay (its seq, or for an
+event without a usable seq one past the place of the event before it); the core violations are a
+subset of the full check's.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from spec.checks.log import RULES, check_log
 from spec.codes import SpecError
 from spec.format.json_text import decode_json_text
 from spec.log.events import Event
-from spec.log.json import FrozenDict, JsonObject, freeze_parsed_json
+from spec.log.json import FrozenDict, JsonObject, freeze_parsed_json, is_event_seq
 
 
 def decoded_log(data: bytes) -> tuple[JsonObject | None, list[Event]]:
@@ -38,19 +40,21 @@ def decoded_log(data: bytes) -> tuple[JsonObject | None, list[Event]]:
 
 def one_input(data: bytes) -> None:
     header, events = decoded_log(data)
-    seqs = {event.get("seq") for event in events}
+    places = set(range(len(events)))  # an event's position, or the seq the replay places it at
+    expected = 0
+    for event in events:
+        seq = event.get("seq")
+        placed = int(seq) if is_event_seq(seq) else expected
+        places.add(placed)
+        expected = placed + 1
     core = check_log(events, relational=False)
     for format_version in (4, 0):
         full = check_log(events, header, relational=True, format_version=format_version)
         for violation in full:
             if violation.rule not in RULES:
                 raise Finding(f"a violation of a rule the checker does not list: {violation!r}")
-            if (
-                violation.seq is not None
-                and violation.seq not in seqs
-                and not 0 <= violation.seq < len(events)
-            ):
-                raise Finding(f"a violation at seq {violation.seq}, no event's seq or place: {violation!r}")
+            if violation.seq is not None and violation.seq not in places:
+                raise Finding(f"a violation at seq {violation.seq}, no event's place: {violation!r}")
         missing = set(core) - set(full)
         if missing:
             raise Finding(f"core violations the full check lost: {missing!r}")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from fuzz import TARGETS, Finding
+from fuzz import TARGETS
 
 ROOT = Path(__file__).resolve().parent.parent
 FUZZ = ROOT / "fuzz"
@@ -32,11 +32,6 @@ OPEN_FINDINGS = {
         RecursionError,
         "conformance.runner.load_vectors catches ValueError and OSError, not the RecursionError "
         "json.loads raises on a vector file nested 1,000 deep (a traceback, not VECTOR_MALFORMED)",
-    ),
-    "check_log/seqless-event-placed-twice": (
-        Finding,
-        "spec.checks.log.check_core places an event without a usable seq at its list position in "
-        "its seq-contiguous violation and at the expected seq in its other violations (here 1 and 3)",
     ),
 }
 """Regression inputs whose finding is not fixed yet (in a file another change owns): each fails as
