@@ -53,7 +53,7 @@ def load_vectors(directory: Path = VECTORS_DIR) -> list[dict[str, Any]]:
     for path in sorted(directory.glob("*/*.json")):
         try:
             vector = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as error:
+        except (OSError, ValueError, RecursionError) as error:  # RecursionError: nested too deep
             raise VectorFileError(f"{path}: not a readable JSON file ({error})") from None
         if not isinstance(vector, dict):
             raise VectorFileError(f"{path}: a vector is a JSON object, this is a {type(vector).__name__}")
