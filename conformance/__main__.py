@@ -7,7 +7,9 @@ The run asks the subject who it is (hello), runs every family the options select
 per family (passed, failed, error, unsupported, not run) and the certificate's summary: every rule
 of the spec, certified or not (PROTOCOL.md, "Certificate"), and writes a JUnit XML report. With
 --certificate DIR (or next to --json) the certificate is also written as JSON and Markdown.
---list lists the cases; --case GLOB runs only the cases whose key matches. With --expect FILE it compares every case with that implementation's
+--list lists the cases; --case GLOB runs only the cases whose key matches. A failing machine or
+exhaustive case shows its steps shrunk and a command that replays them: --replay TOKEN runs only
+that sequence and says whether it passes. With --expect FILE it compares every case with that implementation's
 expectation file instead: an unexpected failure and an unexpected pass both fail the run.
 
 Families: the vector folders (session, json, header, surface, provenance, tool-rewrite, seed,
@@ -33,8 +35,17 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from conformance.exhaustive import replay_letters
 from conformance.expectations import ExpectationError, format_verdict, judge, load_expectations
 from conformance.families import FAMILY_RULES
+from conformance.machine.replay import (
+    SUBJECT_ARGUMENT,
+    Recording,
+    Replayer,
+    ReplayTokenError,
+    decode_recording,
+    replay_program,
+)
 from conformance.progress import Progress
 from conformance.report import (
     PROFILES,
@@ -122,6 +133,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="run only the cases whose key (family/slug, see --list) matches; repeatable",
     )
     parser.add_argument(
+        "--replay",
+        metavar="TOKEN",
+        help="replay one recorded stateful sequence (printed with a failing machine or exhaustive case) and exit",
+    )
+    parser.add_argument(
         "--trace-crashes",
         action="store_true",
         help="also run the trace family: every crash state the subject's system calls allow "
@@ -148,6 +164,10 @@ def check_usage(args: argparse.Namespace) -> None:
             raise UsageError(f"{flag} {path}: the folder {path.parent} does not exist")
     if args.expect is not None and not args.expect.is_file():
         raise UsageError(f"--expect {args.expect}: no such file")
+    if args.replay is not None:
+        recording = decode_recording(args.replay)
+        if recording.family not in REPLAYERS:
+            raise UsageError(f"--replay: no replay for family {recording.family!r}")
 
 
 def open_subject(args: argparse.Namespace) -> Subject:
@@ -174,7 +194,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         check_usage(args)
         expectations = load_expectations(args.expect) if args.expect is not None else None
-    except (UsageError, ExpectationError) as error:
+    except (UsageError, ExpectationError, ReplayTokenError) as error:
         print(f"conformance: {error}", file=sys.stderr)
         return EXIT_USAGE
     except VectorFileError as error:
@@ -197,6 +217,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"conformance: the subject does not answer hello: {error}", file=sys.stderr)
             return EXIT_UNREACHABLE
         print(describe_subject(said))
+        if args.replay is not None:
+            return replay(subject, said, decode_recording(args.replay))
         options = build_options(args)
         try:
             run_suite(subject, options, said=said, into=results, progress=Progress.for_terminal(sys.stderr))
@@ -217,6 +239,9 @@ def build_options(args: argparse.Namespace) -> Options:
         frozenset(args.families) | ({"trace"} if args.trace_crashes else set()) if args.families else None
     )
     extra = {"trace-crashes": "1"} if args.trace_crashes else {}
+    extra[SUBJECT_ARGUMENT] = (
+        f"--subject {args.subject}" if args.subject else f"--stdio {shlex.quote(args.stdio)}"
+    )
     deadline = time.monotonic() + args.deadline if args.deadline else None
     return Options(
         profile=args.profile,
@@ -226,6 +251,25 @@ def build_options(args: argparse.Namespace) -> Options:
         deadline=deadline,
         cases=tuple(args.case) if args.case else None,
     )
+
+
+REPLAYERS: dict[str, Replayer] = {"machine": replay_program, "exhaustive": replay_letters}
+
+
+def replay(subject: Subject, said: Hello, recording: Recording) -> int:
+    """Run one recorded sequence on the subject: passed (exit 0) when every step agrees with the
+    spec model, else failed with the first disagreement's signature (exit 1)."""
+    try:
+        found = REPLAYERS[recording.family](subject, recording.steps, recording.storage, said.target)
+    except ReplayTokenError as error:
+        print(f"conformance: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    steps = f"{len(recording.steps)} steps, storage {recording.storage}"
+    if found is None:
+        print(f"replay of a {recording.family} case ({steps}): passed")
+        return EXIT_OK
+    print(f"replay of a {recording.family} case ({steps}): failed: {found}")
+    return EXIT_FAILED
 
 
 def describe_not_run(results: Sequence[CaseResult]) -> list[str]:

@@ -25,6 +25,12 @@ from conformance import builders as build
 from conformance import strategies as values
 from conformance.divergence import Divergences
 from conformance.driver import Driver, Mismatch, Unsupported
+from conformance.machine.replay import (
+    Recording,
+    ReplayTokenError,
+    Step,
+    with_replays,
+)
 from conformance.model import ModelStore, derive_model_key
 from conformance.report import CaseResult, Coverage, Options, earned
 from conformance.subject import Subject, SubjectDead
@@ -67,6 +73,7 @@ class ExhaustiveOutcome:
     failure: str | None
     coverage: Coverage = field(default_factory=Coverage)
     refused_setup: str = ""  # the op of the search's own start the subject refused
+    recorded: dict[str, tuple[str, ...]] = field(default_factory=dict)  # signature -> its letters
 
 
 # --- the alphabet ----------------------------------------------------------------------------------
@@ -209,6 +216,10 @@ FLUSH_LETTER: Final = Letter("flush", _flush)
 CRASH_LETTER: Final = Letter("crash+resume", lambda model: [(CRASH, {})])
 
 
+def storage_for(capabilities: Sequence[str]) -> str:
+    return "file" if "crash-seam" in capabilities else "memory" if "storage" in capabilities else "none"
+
+
 def alphabet_for(capabilities: Sequence[str]) -> tuple[Letter, ...]:
     """The core letters, plus flush for a storage subject and crash-then-resume for a crash-seam one."""
     letters: tuple[Letter, ...] = CORE_LETTERS
@@ -297,15 +308,15 @@ def run_exhaustive(
     With ``divergences``, a transition the subject answers differently is recorded there and its
     branch is not explored further, while the rest of the search goes on; without, the first one
     ends the search as its failure."""
-    storage = "file" if "crash-seam" in capabilities else "memory" if "storage" in capabilities else "none"
     letters = alphabet_for(capabilities)
-    cursor = _Cursor(subject, storage, letters, target)
+    cursor = _Cursor(subject, storage_for(capabilities), letters, target)
     started = time.perf_counter()
     transitions = 0
     coverage = Coverage()
     seen: set[str] = set()
     failure: str | None = None
     attempt: tuple[int, ...] = ()
+    recorded: dict[str, tuple[str, ...]] = {}
     try:
         cursor.goto(())
         seen.add(derive_model_key(cursor.driver.model))
@@ -330,6 +341,7 @@ def run_exhaustive(
                             raise
                         steps = " -> ".join(letters[i].name for i in attempt)
                         divergences.record(mismatch.signature, f"after [{steps}]:\n{mismatch}")
+                        recorded.setdefault(mismatch.signature, tuple(letters[i].name for i in attempt))
                         cursor.path = None  # the subject's state is unknown: replay from a reset
                         continue
                     coverage.drive(letters[index].name)
@@ -357,6 +369,7 @@ def run_exhaustive(
         seconds=time.perf_counter() - started,
         failure=failure,
         coverage=coverage,
+        recorded=recorded,
     )
 
 
@@ -388,6 +401,29 @@ def _check_reached(cursor: _Cursor) -> None:
             raise Mismatch(f"session {session_id} breaks spec invariants:\n  " + "\n  ".join(problems))
 
 
+def replay_letters(subject: Subject, steps: Sequence[Step], storage: str, target: Target) -> str | None:
+    """The exhaustive checker's replayer (:mod:`conformance.machine.replay`): the search's start,
+    then each letter, every state reached checked as the search checks a new one; a refused
+    letter changes nothing and the replay goes on."""
+    every = {letter.name: letter for letter in (*CORE_LETTERS, FLUSH_LETTER, CRASH_LETTER)}
+    unknown = sorted({name for name, _ in steps} - set(every))
+    if unknown:
+        raise ReplayTokenError(f"--replay: no such letters: {', '.join(unknown)}")
+    cursor = _Cursor(subject, storage, [every[name] for name, _ in steps], target)
+    try:
+        cursor.goto(())
+        _check_reached(cursor)
+        for index in range(len(steps)):
+            try:
+                cursor.apply(index)
+            except Unsupported:
+                continue
+            _check_reached(cursor)
+    except Mismatch as mismatch:
+        return mismatch.signature
+    return None
+
+
 def check_exhaustive(subject: Subject, options: Options) -> list[CaseResult]:
     """The runner's entry point: one case, named with the depth and the distinct states explored,
     and one case for each distinct disagreement (its branch left unexplored, the search going on)."""
@@ -413,7 +449,13 @@ def check_exhaustive(subject: Subject, options: Options) -> list[CaseResult]:
     found = f"{len(divergences.found)} distinct disagreements, their branches not explored further"
     detail = f"{outcome.failure or found}\nalphabet: {', '.join(outcome.alphabet)}"
     main = earn(CaseResult("exhaustive", name, "failed", detail, seconds=outcome.seconds, case_id="agrees"))
-    return [main, *divergences.cases("exhaustive", f"{outcome.transitions} transitions")]
+    storage = storage_for(sorted(options.capabilities))
+    recordings = {
+        signature: Recording("exhaustive", storage, tuple((name, {}) for name in names))
+        for signature, names in outcome.recorded.items()
+    }
+    cases = divergences.cases("exhaustive", f"{outcome.transitions} transitions")
+    return [main, *with_replays(cases, recordings, subject, replay_letters, options)]
 
 
 __all__ = [

@@ -62,7 +62,7 @@ def test_a_failure_under_ci_says_it_was_not_shrunk() -> None:
     subject = InProcessSubject(ReplaceGenerationNotIncremented())
     main, *divergences = check_machine(subject, Options(profile="ci", capabilities=frozenset({"core"})))
     assert main.outcome == "failed" and main.key == "machine/agrees"
-    assert "not shrunk under the ci profile; --profile thorough shrinks the first" in main.detail
+    assert "not shrunk by Hypothesis under the ci profile; --profile thorough shrinks the first" in main.detail
     assert divergences and all(case.outcome == "failed" for case in divergences)
 
 

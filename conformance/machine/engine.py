@@ -464,6 +464,7 @@ class EngineCrashMachine(EngineRules, CrashMachine):
             self.do("flush", id=session)
         self.stats.count("crash after flush")
         self.program.append("crash 'none'")
+        self.steps.append(("crash", {"keep": "none"}))
         if self.agreeing(lambda: self.driver.crash("none")) is None:
             return multiple()
         self.after_power_cut()

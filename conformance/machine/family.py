@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Final, cast
 
@@ -30,6 +30,7 @@ from conformance.machine.machines import (
     SessionMachine,
     StorageMachine,
 )
+from conformance.machine.replay import Recording, Step, replay_program, with_replays
 from conformance.report import CaseResult, Coverage, Options, check_deadline, earned
 from conformance.subject import Subject
 from conformance.targets import DEFAULT_TARGET, Target
@@ -95,6 +96,7 @@ class MachineOutcome:
     failure: str | None
     storage: str
     machine: type[SessionMachine] = SessionMachine
+    recorded: Mapping[str, tuple[Step, ...]] = field(default_factory=dict)  # signature -> its steps
 
 
 def profile_name() -> str:
@@ -144,7 +146,7 @@ def run_machine(
         check_deadline()  # a cut example can leave Hypothesis complaining (flaky data): not a failure
         failure = describe_failure(error)
     stats.seconds = time.perf_counter() - started
-    return MachineOutcome(stats, failure, machine.storage, machine)
+    return MachineOutcome(stats, failure, machine.storage, machine, run.recorded)
 
 
 def describe_failure(error: BaseException) -> str:
@@ -186,6 +188,14 @@ def check_machine(subject: Subject, options: Options) -> list[CaseResult]:
         shrunk = run_machine(subject, options.capabilities, options.profile, target)
         detail += f"\nthe first, shrunk:\n{shrunk.failure}" if shrunk.failure else ""
     else:
-        detail += f"\n(not shrunk under the {options.profile} profile; --profile thorough shrinks the first)"
+        detail += (
+            f"\n(not shrunk by Hypothesis under the {options.profile} profile; --profile thorough shrinks "
+            "the first; each disagreement below shows its steps shrunk by dropping steps, and a replay command)"
+        )
     main = earn(CaseResult("machine", name, "failed", detail, stats.seconds, case_id="agrees"))
-    return [main, *divergences.cases("machine", f"{stats.examples} runs")]
+    recordings = {
+        signature: Recording("machine", outcome.storage, steps)
+        for signature, steps in outcome.recorded.items()
+    }
+    cases = divergences.cases("machine", f"{stats.examples} runs")
+    return [main, *with_replays(cases, recordings, subject, replay_program, options)]

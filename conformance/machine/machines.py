@@ -36,7 +36,8 @@ from hypothesis.stateful import (
 
 from conformance import builders as build
 from conformance.divergence import Divergences, describe_program
-from conformance.driver import Driver, Mismatch, Unsupported, describe_request
+from conformance.driver import Driver, Mismatch, Unsupported, as_sent, describe_request
+from conformance.machine.replay import Step
 from conformance.machine.variants import (
     BOUNDARIES,
     ERROR_FLAGS,
@@ -108,6 +109,9 @@ class MachineRun:
     target: Target = DEFAULT_TARGET
     divergences: Divergences | None = None
     capabilities: frozenset[str] = frozenset()  # what the subject declared (the engine rules ask)
+    recorded: dict[str, tuple[Step, ...]] = field(
+        default_factory=dict
+    )  # the steps to each first disagreement
 
 
 UNSUPPORTED: Final = Response(
@@ -158,10 +162,13 @@ class SessionMachine(RuleBasedStateMachine):
         self.stats.examples += 1
         self.divergences = run.divergences
         self.program: list[str] = []
+        self.steps: list[Step] = []  # the program as sent, for its replay (conformance.machine.replay)
+        self.recorded = run.recorded
         self.diverged = False
         self.driver = Driver(run.subject, target=run.target)
         self.do("reset", storage=self.storage)
         self.do("clock", now=START_TIME)
+        self.steps.clear()  # every replay starts so (conformance.machine.replay.replay_program)
 
     def teardown(self) -> None:
         self.stats.requests += self.driver.requests
@@ -174,6 +181,7 @@ class SessionMachine(RuleBasedStateMachine):
         if self.diverged:
             return DIVERGED
         self.program.append(describe_request(op, args))
+        self.steps.append((op, as_sent(args)))
         try:
             answer: Response | None = self.agreeing(
                 lambda: self.driver.step(op, **args), goes_on=op in READ_ONLY_OPS
@@ -203,6 +211,7 @@ class SessionMachine(RuleBasedStateMachine):
             self.divergences.record(
                 mismatch.signature, describe_program(self.program, str(mismatch)), stops=not goes_on
             )
+            self.recorded.setdefault(mismatch.signature, tuple(self.steps))
             return None
 
     def events(self, session: str) -> tuple[Event, ...]:
@@ -492,6 +501,7 @@ class CrashMachine(StorageMachine):
         self.stats.count(f"crash {keep}")
         keep_plan = self.plan_cut(data) if keep == "cut" else keep
         self.program.append(f"crash {keep_plan!r}")
+        self.steps.append(("crash", {"keep": keep_plan}))
         if self.agreeing(lambda: self.driver.crash(keep_plan)) is None and self.diverged:
             return multiple()
         self.after_power_cut()
