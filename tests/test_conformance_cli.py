@@ -223,3 +223,10 @@ def test_an_interrupted_run_writes_the_partial_report_and_says_so(tmp_path: Path
     out, err = process.communicate(timeout=120)
     assert process.returncode == EXIT_INTERRUPTED, out + err
     assert "interrupted" in err and report.is_file()
+
+
+def test_a_replay_token_that_is_not_a_recording_is_a_usage_error_before_the_subject_starts(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["--subject", REFERENCE, "--replay", "not-a-recording"]) == EXIT_USAGE
+    assert "--replay: not a recording" in capsys.readouterr().err

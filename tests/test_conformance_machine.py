@@ -4,12 +4,17 @@ profiles, and the failing program it reports, which names the sessions it create
 from __future__ import annotations
 
 import re
+import shlex
 import sys
+from collections.abc import Sequence
 
 import pytest
 from broken_subjects import ReplaceGenerationNotIncremented
 
+from conformance.__main__ import EXIT_FAILED
+from conformance.__main__ import main as conformance_main
 from conformance.divergence import Divergences
+from conformance.exhaustive import check_exhaustive
 from conformance.machine import (
     CrashMachine,
     SessionMachine,
@@ -24,6 +29,15 @@ from conformance.machine.engine import (
     EngineRules,
     EngineSessionMachine,
     EngineStorageMachine,
+)
+from conformance.machine.replay import (
+    SUBJECT_ARGUMENT,
+    Recording,
+    ReplayTokenError,
+    Step,
+    decode_recording,
+    encode_recording,
+    shrink,
 )
 from conformance.report import Options
 from conformance.subject import InProcessSubject, StdioSubject, Subject
@@ -62,7 +76,9 @@ def test_a_failure_under_ci_says_it_was_not_shrunk() -> None:
     subject = InProcessSubject(ReplaceGenerationNotIncremented())
     main, *divergences = check_machine(subject, Options(profile="ci", capabilities=frozenset({"core"})))
     assert main.outcome == "failed" and main.key == "machine/agrees"
-    assert "not shrunk by Hypothesis under the ci profile; --profile thorough shrinks the first" in main.detail
+    assert (
+        "not shrunk by Hypothesis under the ci profile; --profile thorough shrinks the first" in main.detail
+    )
     assert divergences and all(case.outcome == "failed" for case in divergences)
 
 
@@ -118,3 +134,50 @@ def test_the_reference_passes_the_engine_machine_under_ci_well_within_a_minute(o
     )
     assert outcome.stats.outcomes.get("checkpoint DURABILITY_CHECKPOINT_FAILED", 0) >= 5
     assert outcome.stats.seconds < 45, outcome.stats.seconds
+
+
+def replay_of(detail: str) -> tuple[int, int, list[str]]:
+    """A disagreement's replay: how many steps it was shrunk to, out of how many, and the command."""
+    shrunk = re.search(r"shrunk to (\d+) of (\d+) steps", detail)
+    command = re.search(r"^replay: python -m conformance (.*)$", detail, re.MULTILINE)
+    assert shrunk and command, detail
+    return int(shrunk[1]), int(shrunk[2]), shlex.split(command[1])
+
+
+@pytest.mark.parametrize("family", ["machine", "exhaustive"])
+def test_a_disagreement_shows_a_shrunk_replay_that_fails_the_subject_and_passes_the_reference(
+    family: str,
+) -> None:
+    """The printed command replays the shrunk steps: the broken subject fails them (so the shrunk
+    sequence still fails), the reference passes them, and they are no more than were recorded."""
+    subject = InProcessSubject(ReplaceGenerationNotIncremented())
+    named = "--subject broken_subjects:ReplaceGenerationNotIncremented"
+    options = Options(profile="ci", capabilities=frozenset({"core"}), extra={SUBJECT_ARGUMENT: named})
+    check = check_machine if family == "machine" else check_exhaustive
+    _, *divergences = check(subject, options)
+    assert divergences
+    for case in divergences:
+        shrunk, recorded, argv = replay_of(case.detail)
+        assert 0 < shrunk <= recorded
+        assert argv[:4] == [*named.split(), "--families", family] and argv[4] == "--replay"
+        assert len(decode_recording(argv[5]).steps) == shrunk
+        assert conformance_main(argv) == EXIT_FAILED
+        assert conformance_main(["--subject", "reference.server:ReferenceSubject", *argv[2:]]) == 0
+
+
+def test_shrinking_drops_every_step_the_failure_does_not_need() -> None:
+    steps = [(f"op{index}", {}) for index in range(10)]
+
+    def needs_three_and_seven(kept: Sequence[Step]) -> bool:
+        return {"op3", "op7"} <= {op for op, _ in kept}
+
+    assert shrink(steps, needs_three_and_seven, seconds=10) == [("op3", {}), ("op7", {})]
+
+
+def test_a_recording_survives_its_token_and_a_token_that_is_not_one_is_refused() -> None:
+    recording = Recording(
+        "machine", "file", (("append", {"id": "s0", "data": {"text": "\ud800 \U0001f600"}}),)
+    )
+    assert decode_recording(encode_recording(recording)) == recording
+    with pytest.raises(ReplayTokenError):
+        decode_recording("not-a-token")
