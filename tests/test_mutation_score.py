@@ -13,6 +13,7 @@ kill-at-random-points check, and a copy that acknowledges flush without writing 
 from __future__ import annotations
 
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,7 +21,7 @@ import pytest
 from broken_subjects import BROKEN_SUBJECTS, MutantSubject
 
 from conformance.crash import FAIL_FAST
-from conformance.report import CaseResult, Options
+from conformance.report import CUT, CaseResult, Options
 from conformance.runner import run_suite, vector_families
 from conformance.subject import InProcessSubject, StdioSubject, Subject
 from reference.server import ReferenceSubject
@@ -136,13 +137,14 @@ def test_the_generated_checks_alone_catch_most_broken_subjects(verdicts: dict[st
     assert len(caught_late) >= 4, caught_late
 
 
-def kill_check(flag: str) -> list[CaseResult]:
+def kill_check(flag: str, profile: str = "ci", deadline: float | None = None) -> list[CaseResult]:
     """The crash family against tests/stdio_file_subject.py: no seam, so it kills the process."""
     subject = StdioSubject(
         f"{sys.executable} -m tests.stdio_file_subject{flag}", env={"PYTHONPATH": str(REPOSITORY)}
     )
     try:
-        return run_suite(subject, Options(profile="ci", families=frozenset({"crash"})))
+        options = Options(profile=profile, families=frozenset({"crash"}), deadline=deadline)
+        return run_suite(subject, options)
     finally:
         subject.close()
 
@@ -156,3 +158,13 @@ def test_a_real_directory_store_over_stdio_survives_being_killed_at_random_point
 def test_a_subject_acknowledging_flush_without_writing_fails_the_kill_check() -> None:
     results = kill_check(" --lazy-flush")
     assert any(r.rule in ("D3.1", "D3.3") for r in failures(results)), describe(results)
+
+
+def test_the_kill_check_stops_between_rounds_once_the_deadline_has_passed() -> None:
+    """Its 60 thorough rounds take a minute or more; cut after 2 s, it stops at the next round and
+    certifies nothing (the whole family is not run, said to be cut)."""
+    started = time.monotonic()
+    results = kill_check("", profile="thorough", deadline=started + 2)
+    assert time.monotonic() - started < 20
+    assert [(r.family, r.outcome) for r in results] == [("crash", "not run")], describe(results)
+    assert results[0].detail.startswith(CUT), results[0].detail

@@ -27,6 +27,7 @@ from conformance.crash_rules import (
 from conformance.driver import Mismatch, as_sent
 from conformance.engine_model import model_request
 from conformance.model import ModelStore, canonical_text
+from conformance.report import check_deadline
 from spec.format.json_text import decode_json_text, encode_json_text
 from spec.log.events import ASSISTANT_MESSAGE, TURN_START, USER_MESSAGE, Event
 from spec.log.json import JsonValue
@@ -90,7 +91,8 @@ def run_kill_check(
     """For each round: a fresh store, a seeded random run of appends and flushes, a SIGKILL while
     the k-th request is in flight (k random), a restart of the command, a resume. What the resume
     shows must keep every acknowledged flush (D3.3), be a prefix of what was appended (D3.2) and
-    end with the repair closers and the end-seed rule (D3.6)."""
+    end with the repair closers and the end-seed rule (D3.6). The run's deadline is checked
+    between rounds (:func:`conformance.report.check_deadline`)."""
     outcome = CrashOutcome()
     outcome.not_reached += [
         "D3.4: a kill tears no file on disk, so no clean reopen of a torn tail is observed",
@@ -101,17 +103,20 @@ def run_kill_check(
     argv = shlex.split(command)
     full_env = {**os.environ, **(env or {})}
     generator = random.Random(seed)
-    for round_index in range(rounds):
-        outcome.points += 1
-        outcome.kills += 1
-        name = f"kill round {round_index + 1}"
-        try:
-            problems = _kill_round(argv, full_env, generator)
-        except Mismatch as error:
-            problems = (str(error),)
-        if problems:
-            outcome.failures.append(CrashCase(name, tuple(problems)))
-    CRASH_REACHED.reset(reached_token)
+    try:
+        for round_index in range(rounds):
+            check_deadline()  # between rounds: a cut run reports the family as not run
+            outcome.points += 1
+            outcome.kills += 1
+            name = f"kill round {round_index + 1}"
+            try:
+                problems = _kill_round(argv, full_env, generator)
+            except Mismatch as error:
+                problems = (str(error),)
+            if problems:
+                outcome.failures.append(CrashCase(name, tuple(problems)))
+    finally:
+        CRASH_REACHED.reset(reached_token)
     outcome.seconds = time.perf_counter() - started
     return outcome
 
