@@ -35,11 +35,11 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from conformance.crash import SUBJECT_ARGUMENT
 from conformance.exhaustive import replay_letters
 from conformance.expectations import ExpectationError, format_verdict, judge, load_expectations
 from conformance.families import FAMILY_RULES
 from conformance.machine.replay import (
-    SUBJECT_ARGUMENT,
     Recording,
     Replayer,
     ReplayTokenError,

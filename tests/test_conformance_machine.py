@@ -13,6 +13,7 @@ from broken_subjects import ReplaceGenerationNotIncremented
 
 from conformance.__main__ import EXIT_FAILED
 from conformance.__main__ import main as conformance_main
+from conformance.crash import SUBJECT_ARGUMENT
 from conformance.divergence import Divergences
 from conformance.exhaustive import check_exhaustive
 from conformance.machine import (
@@ -31,7 +32,6 @@ from conformance.machine.engine import (
     EngineStorageMachine,
 )
 from conformance.machine.replay import (
-    SUBJECT_ARGUMENT,
     Recording,
     ReplayTokenError,
     Step,

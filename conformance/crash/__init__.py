@@ -31,7 +31,14 @@ process (SIGKILL) at seeded random points while it appends and flushes, restarts
 checks that nothing flushed is lost and the log is a valid prefix.
 """
 
-from conformance.crash.family import FAIL_FAST, OTHER, check_crash, summarise_crash_outcome
+from conformance.crash.family import (
+    FAIL_FAST,
+    OTHER,
+    SUBJECT_ARGUMENT,
+    check_crash,
+    summarise_crash_outcome,
+    with_fixed_replay,
+)
 from conformance.crash.kill import KILL_ROUNDS, run_kill_check
 from conformance.crash.outcome import CrashCase, CrashOutcome
 from conformance.crash.points import (
@@ -67,6 +74,7 @@ __all__ = [
     "START_TIME",
     "STORAGE_IO",
     "STORE_ROOT_ENV",
+    "SUBJECT_ARGUMENT",
     "WORKLOAD_BYTE_CUTS",
     "WORKLOAD_FORMATS",
     "WORKLOAD_RESETS",
@@ -85,4 +93,5 @@ __all__ = [
     "run_kill_check",
     "standard_workload",
     "summarise_crash_outcome",
+    "with_fixed_replay",
 ]

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import tempfile
+from dataclasses import replace
 from typing import Final
 
-from conformance.crash.kill import KILL_ROUNDS, run_kill_check
+from conformance.crash.kill import KILL_ROUNDS, KILL_SEED, run_kill_check
 from conformance.crash.outcome import CrashOutcome
 from conformance.crash.points import run_crash_checks
 from conformance.crash_rules import (
@@ -19,6 +20,26 @@ from spec.protocol import STORE_ROOT_ENV
 OTHER: Final = "replay"
 FAIL_FAST: Final = "fail-fast"
 """``Options.extra[FAIL_FAST] == "1"``: stop at the first failing crash point (for mutation testing)."""
+SUBJECT_ARGUMENT: Final = "subject-argument"
+"""``Options.extra[SUBJECT_ARGUMENT]``: how the command line named the subject (``--subject X`` or
+``--stdio "command"``), for the replay commands a failing stateful case shows."""
+
+
+def subject_argument(options: Options) -> str:
+    return options.extra.get(SUBJECT_ARGUMENT, "--subject MODULE:FACTORY")
+
+
+def with_fixed_replay(cases: list[CaseResult], options: Options, flags: str = "") -> list[CaseResult]:
+    """Each failed case of a family whose workloads are fixed (crash, files, trace: the same
+    requests, crash points and seed on every run) with the command that replays it: the family
+    again (``flags`` added, like ``--trace-crashes``)."""
+    command = f"python -m conformance {subject_argument(options)}"
+    return [
+        replace(case, detail=f"{case.detail}\nreplay: {command} --families {case.family}{flags}")
+        if case.outcome == "failed"
+        else case
+        for case in cases
+    ]
 
 
 def summarise_crash_outcome(outcome: CrashOutcome, how: str) -> list[CaseResult]:
@@ -70,11 +91,14 @@ def check_crash(subject: Subject, options: Options) -> list[CaseResult]:
         outcome = run_crash_checks(
             subject, fail_fast=fail_fast, target=target, capabilities=options.capabilities
         )
-        return summarise_crash_outcome(outcome, "power cuts through the crash seam")
+        return with_fixed_replay(
+            summarise_crash_outcome(outcome, "power cuts through the crash seam"), options
+        )
     if "storage" in options.capabilities and isinstance(subject, StdioSubject):
         rounds = KILL_ROUNDS.get(options.profile, KILL_ROUNDS["ci"])
         with tempfile.TemporaryDirectory(prefix="conformance-kill-") as root:
-            outcome = run_kill_check(subject.command, {STORE_ROOT_ENV: root}, rounds)
-        return summarise_crash_outcome(outcome, "SIGKILL while appending and flushing")
+            outcome = run_kill_check(subject.command, {STORE_ROOT_ENV: root}, rounds, KILL_SEED)
+        cases = summarise_crash_outcome(outcome, f"SIGKILL while appending and flushing, seed {KILL_SEED}")
+        return with_fixed_replay(cases, options)
     reason = "needs capability crash-seam, or capability storage over stdio"
     return [CaseResult("crash", "crash injection (SPEC-DECISIONS D3)", "unsupported", reason, case_id="all")]

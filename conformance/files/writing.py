@@ -36,6 +36,7 @@ from typing import Final
 
 from conformance import builders as build
 from conformance import strategies as values
+from conformance.crash import with_fixed_replay
 from conformance.driver import Driver, Mismatch, Unsupported
 from conformance.files.reader import FilesError, decode_files, log_files
 from conformance.model import DurableLog, ModelStore
@@ -463,12 +464,12 @@ def check_files(subject: Subject, options: Options) -> list[CaseResult]:
             str(mismatch),
             case_id="replay",
         )
-        return [failed, *_not_run("the writing workload did not run to its end")]
+        return with_fixed_replay([failed, *_not_run("the writing workload did not run to its end")], options)
     seconds = time.perf_counter() - began
     replay = CaseResult(
         FAMILY, "the writing workload answers as the spec model says", "passed", case_id="replay"
     )
-    return [replay, *_cases(runs, target, seconds, how)]
+    return with_fixed_replay([replay, *_cases(runs, target, seconds, how)], options)
 
 
 def _run_on_store_root(subject: StdioSubject, target: Target) -> list[Written]:

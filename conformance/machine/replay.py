@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Final
 
-from conformance.crash.family import FAIL_FAST
+from conformance.crash.family import FAIL_FAST, subject_argument
 from conformance.driver import Driver, Mismatch, Unsupported, describe_request
 from conformance.machine.variants import START_TIME
 from conformance.report import CaseResult, Options, case_slug
@@ -165,7 +165,7 @@ def with_replays(
     by_case = {f"diverges-{case_slug(signature)}": recording for signature, recording in recordings.items()}
     chosen = [case for case in cases if case.case_id in by_case][:SHRUNK_AT_MOST]
     stop = time.monotonic() + SHRINK_SECONDS
-    command = options.extra.get(SUBJECT_ARGUMENT, "--subject MODULE:FACTORY")
+    command = subject_argument(options)
     shown = []
     for case in cases:
         if case in chosen:
@@ -175,8 +175,3 @@ def with_replays(
             case = replace(case, detail=f"{case.detail}\n{note}")
         shown.append(case)
     return shown
-
-
-SUBJECT_ARGUMENT: Final = "subject-argument"
-"""``Options.extra``: how the command line named the subject (``--subject X`` or ``--stdio
-"command"``), for the replay command (``python -m conformance`` records it)."""

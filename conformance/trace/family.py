@@ -32,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Final
 
-from conformance.crash import FAIL_FAST
+from conformance.crash import FAIL_FAST, with_fixed_replay
 from conformance.crash_rules import D3_ITEMS
 from conformance.model import DurableLog, ModelStore
 from conformance.report import RUN_DEADLINE, CaseResult, Options, check_deadline
@@ -406,7 +406,9 @@ def check_trace(subject: Subject, options: Options) -> list[CaseResult]:
         target=options.target or DEFAULT_TARGET,
         engine_append=_answers_engine_append(subject),
     )
-    return summarise_trace_outcome(run_trace_checks(probe, settings))
+    return with_fixed_replay(
+        summarise_trace_outcome(run_trace_checks(probe, settings)), options, " --trace-crashes"
+    )
 
 
 __all__: Sequence[str] = [
