@@ -162,6 +162,9 @@ def test_a_real_directory_store_over_stdio_survives_being_killed_at_random_point
 def test_a_subject_acknowledging_flush_without_writing_fails_the_kill_check() -> None:
     results = kill_check(" --lazy-flush")
     assert any(r.rule in ("D3.1", "D3.3") for r in failures(results)), describe(results)
+    replays = [r.detail.splitlines()[-1] for r in failures(results)]
+    assert all(line.startswith("replay: python -m conformance ") for line in replays), replays
+    assert all(line.endswith(" --families crash") for line in replays), replays
 
 
 def test_the_kill_check_stops_between_rounds_once_the_deadline_has_passed() -> None:
