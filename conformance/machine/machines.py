@@ -162,7 +162,7 @@ class SessionMachine(RuleBasedStateMachine):
         self.stats.examples += 1
         self.divergences = run.divergences
         self.program: list[str] = []
-        self.steps: list[Step] = []  # the program as sent, for its replay (conformance.machine.replay)
+        self.steps: list[tuple[str, dict[str, object]]] = []  # the program, for its replay (as_sent then)
         self.recorded = run.recorded
         self.diverged = False
         self.driver = Driver(run.subject, target=run.target)
@@ -181,7 +181,7 @@ class SessionMachine(RuleBasedStateMachine):
         if self.diverged:
             return DIVERGED
         self.program.append(describe_request(op, args))
-        self.steps.append((op, as_sent(args)))
+        self.steps.append((op, args))
         try:
             answer: Response | None = self.agreeing(
                 lambda: self.driver.step(op, **args), goes_on=op in READ_ONLY_OPS
@@ -211,7 +211,8 @@ class SessionMachine(RuleBasedStateMachine):
             self.divergences.record(
                 mismatch.signature, describe_program(self.program, str(mismatch)), stops=not goes_on
             )
-            self.recorded.setdefault(mismatch.signature, tuple(self.steps))
+            if mismatch.signature not in self.recorded:
+                self.recorded[mismatch.signature] = tuple((op, as_sent(args)) for op, args in self.steps)
             return None
 
     def events(self, session: str) -> tuple[Event, ...]:

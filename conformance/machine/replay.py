@@ -39,7 +39,9 @@ Replayer = Callable[[Subject, Sequence[Step], str, Target], str | None]
 ``None`` when every step agreed."""
 
 SHRINK_SECONDS: Final = 20.0  # for every disagreement of a run: past it, each is shown as shrunk so far
-SHRUNK_AT_MOST: Final = 5  # disagreements per run given a replay (the rest: see the first five)
+SHRUNK_AT_MOST: Final = (
+    5  # disagreements per run given a replay (the rest show only the program that met them)
+)
 
 
 @dataclass(frozen=True)
