@@ -7,6 +7,7 @@ import re
 import shlex
 import sys
 from collections.abc import Sequence
+from typing import Final
 
 import pytest
 from broken_subjects import ReplaceGenerationNotIncremented
@@ -39,7 +40,7 @@ from conformance.machine.replay import (
     encode_recording,
     shrink,
 )
-from conformance.report import Options
+from conformance.report import CaseResult, Options
 from conformance.subject import InProcessSubject, StdioSubject, Subject
 from reference.server import ReferenceSubject
 
@@ -72,9 +73,22 @@ def test_a_failing_run_prints_a_program_that_names_the_sessions_it_created() -> 
     assert not [line for line in program if re.search(r"\b(session|source|donor)=\d", line)]
 
 
-def test_a_failure_under_ci_says_it_was_not_shrunk() -> None:
-    subject = InProcessSubject(ReplaceGenerationNotIncremented())
-    main, *divergences = check_machine(subject, Options(profile="ci", capabilities=frozenset({"core"})))
+BROKEN: Final = "--subject broken_subjects:ReplaceGenerationNotIncremented"
+
+
+@pytest.fixture(scope="module")
+def broken_cases() -> dict[str, list[CaseResult]]:
+    """The machine's and the exhaustive checker's cases on one broken subject (core only), each
+    family run once for the tests below."""
+    options = Options(profile="ci", capabilities=frozenset({"core"}), extra={SUBJECT_ARGUMENT: BROKEN})
+    return {
+        family: check(InProcessSubject(ReplaceGenerationNotIncremented()), options)
+        for family, check in (("machine", check_machine), ("exhaustive", check_exhaustive))
+    }
+
+
+def test_a_failure_under_ci_says_it_was_not_shrunk(broken_cases: dict[str, list[CaseResult]]) -> None:
+    main, *divergences = broken_cases["machine"]
     assert main.outcome == "failed" and main.key == "machine/agrees"
     assert (
         "not shrunk by Hypothesis under the ci profile; --profile thorough shrinks the first" in main.detail
@@ -82,11 +96,12 @@ def test_a_failure_under_ci_says_it_was_not_shrunk() -> None:
     assert divergences and all(case.outcome == "failed" for case in divergences)
 
 
-def test_after_a_disagreement_the_machine_goes_on_with_its_other_examples() -> None:
+def test_after_a_disagreement_the_machine_goes_on_with_its_other_examples(
+    broken_cases: dict[str, list[CaseResult]],
+) -> None:
     """A subject that differs in one op only: every example still runs, the ones that never reach
     that op agree, and the disagreement is one case of its own, named by how the answer differed."""
-    subject = InProcessSubject(ReplaceGenerationNotIncremented())
-    main, *divergences = check_machine(subject, Options(profile="ci", capabilities=frozenset({"core"})))
+    main, *divergences = broken_cases["machine"]
     assert "runs stopped at one" in main.detail
     stopped = int(main.detail.split("; ")[1].split(" of ")[0])
     total = int(main.detail.split(" of ")[1].split(" runs")[0])
@@ -146,20 +161,16 @@ def replay_of(detail: str) -> tuple[int, int, list[str]]:
 
 @pytest.mark.parametrize("family", ["machine", "exhaustive"])
 def test_a_disagreement_shows_a_shrunk_replay_that_fails_the_subject_and_passes_the_reference(
-    family: str,
+    family: str, broken_cases: dict[str, list[CaseResult]]
 ) -> None:
     """The printed command replays the shrunk steps: the broken subject fails them (so the shrunk
     sequence still fails), the reference passes them, and they are no more than were recorded."""
-    subject = InProcessSubject(ReplaceGenerationNotIncremented())
-    named = "--subject broken_subjects:ReplaceGenerationNotIncremented"
-    options = Options(profile="ci", capabilities=frozenset({"core"}), extra={SUBJECT_ARGUMENT: named})
-    check = check_machine if family == "machine" else check_exhaustive
-    _, *divergences = check(subject, options)
+    _, *divergences = broken_cases[family]
     assert divergences
     for case in divergences:
         shrunk, recorded, argv = replay_of(case.detail)
         assert 0 < shrunk <= recorded
-        assert argv[:4] == [*named.split(), "--families", family] and argv[4] == "--replay"
+        assert argv[:4] == [*BROKEN.split(), "--families", family] and argv[4] == "--replay"
         assert len(decode_recording(argv[5]).steps) == shrunk
         assert conformance_main(argv) == EXIT_FAILED
         assert conformance_main(["--subject", "reference.server:ReferenceSubject", *argv[2:]]) == 0
