@@ -115,11 +115,18 @@ def edge_log(seq_edge: JsonValue = 1, turn_edge: JsonValue = 1) -> list[JsonValu
 
 def edge_logs() -> list[list[JsonValue]]:
     """The edge log, with each edge in event 1's seq and in the steps' turn, and with a type that
-    is not a string (an array, an object, a number, null) on its user message, which any rule
-    reading a type must take as an unknown one, never fail on."""
+    is not a string (an array, an object, a number, null) or only looks like ``user/message`` (a
+    plugin's ``x-user/message``, ``user/message-x``) on its user message, which any rule reading
+    a type must take as an unknown one, never fail on."""
     edges: tuple[JsonValue, ...] = (1, 1.0, True, values.UNSAFE_INTEGER, None)
     log = edge_log()
-    odd_types: tuple[JsonValue, ...] = ([1], {"type": "user/message"}, 1, None)
+    odd_types: tuple[JsonValue, ...] = (
+        [1],
+        {"type": "user/message"},
+        1,
+        None,
+        *(edge.value for edge in lookalike_types()[:2]),
+    )
     return [
         log,
         *(edge_log(seq_edge=e) for e in edges[1:]),
