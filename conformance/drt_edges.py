@@ -78,10 +78,17 @@ def event(seq: JsonValue, kind: str, data: JsonObject, surface: bool = True) -> 
     return {"type": kind, "seq": seq, "time": 0, "data": data, **({"surfaceOp": "append"} if surface else {})}
 
 
-def edge_log(seq_edge: JsonValue = 1, turn_edge: JsonValue = 1) -> list[JsonValue]:
+def edge_log(
+    seq_edge: JsonValue = 1,
+    turn_edge: JsonValue = 1,
+    call_ids: tuple[JsonValue, JsonValue] = ("c1", "c2"),
+    answer_ids: tuple[JsonValue, JsonValue] = ("c1", "c2"),
+    user_content: JsonValue | None = None,
+) -> list[JsonValue]:
     """A turn with a user message of several blocks (one of a type no rule knows, one astral), an
     assistant message calling two tools and both results, one of them with two inner blocks;
-    event 1's seq and the step events' turn are the given edges."""
+    event 1's seq and the step events' turn are the given edges, the calls' ids ``call_ids``, the
+    results answer ``answer_ids``, and ``user_content`` (when given) replaces the user's blocks."""
     blocks: list[JsonValue] = [
         values.text_block(f"wide {values.NON_BMP}"),
         values.UNKNOWN_BLOCK,
@@ -89,7 +96,7 @@ def edge_log(seq_edge: JsonValue = 1, turn_edge: JsonValue = 1) -> list[JsonValu
         values.text_block("line\u2028two"),
     ]
     calls: list[JsonValue] = [
-        {"type": "tool-call", "id": c, "name": "read", "arguments": "{}"} for c in ("c1", "c2")
+        {"type": "tool-call", "id": c, "name": "read", "arguments": "{}"} for c in call_ids
     ]
     assistant: JsonObject = {
         "id": "a",
@@ -99,25 +106,45 @@ def edge_log(seq_edge: JsonValue = 1, turn_edge: JsonValue = 1) -> list[JsonValu
     }
     inner: list[JsonValue] = [values.text_block(values.sized_text(9)), values.UNKNOWN_BLOCK]
     astral: list[JsonValue] = [values.text_block(values.NON_BMP)]
+    content = blocks if user_content is None else user_content
     return [
         event(0, "turn/start", {"turn": 1}, surface=False),
         event(
             seq_edge,
             "user/message",
-            {"id": "u", "role": "user", "source": {"kind": "user"}, "content": blocks},
+            {"id": "u", "role": "user", "source": {"kind": "user"}, "content": content},
         ),
         event(2, "step/start", {"turn": turn_edge, "step": 1}, surface=False),
         event(3, "assistant/message", {"turn": turn_edge, "step": 1, "message": assistant}),
-        event(4, "tool/result", values.tool_result_data("c1", inner, turn_edge, 1, "absent")),
-        event(5, "tool/result", values.tool_result_data("c2", astral, 1, 1, "null")),
+        event(
+            4,
+            "tool/result",
+            answering(values.tool_result_data("c1", inner, turn_edge, 1, "absent"), answer_ids[0]),
+        ),
+        event(
+            5, "tool/result", answering(values.tool_result_data("c2", astral, 1, 1, "null"), answer_ids[1])
+        ),
     ]
+
+
+def answering(data: JsonObject, call: JsonValue) -> JsonObject:
+    """A tool/result's data (:func:`conformance.strategies.tool_result_data`) answering ``call``,
+    which may be any JSON value."""
+    message = as_object(data["message"])
+    content = message["content"]
+    assert isinstance(content, list)
+    block = {**as_object(content[0]), "toolCallId": call}
+    source = {**as_object(message["source"]), "callId": call}
+    return {**data, "message": {**message, "source": source, "content": [block]}}
 
 
 def edge_logs() -> list[list[JsonValue]]:
     """The edge log, with each edge in event 1's seq and in the steps' turn, and with a type that
     is not a string (an array, an object, a number, null) or only looks like ``user/message`` (a
     plugin's ``x-user/message``, ``user/message-x``) on its user message, which any rule reading
-    a type must take as an unknown one, never fail on."""
+    a type must take as an unknown one, never fail on; then with values a host language's
+    equality confuses: calls ``1`` and ``0`` answered by ``true`` and ``false`` (and by ``1.0``
+    and ``0.0``, which are the same numbers), a user message whose content is ``""`` or ``[]``."""
     edges: tuple[JsonValue, ...] = (1, 1.0, True, values.UNSAFE_INTEGER, None)
     log = edge_log()
     odd_types: tuple[JsonValue, ...] = (
@@ -132,6 +159,9 @@ def edge_logs() -> list[list[JsonValue]]:
         *(edge_log(seq_edge=e) for e in edges[1:]),
         *(edge_log(turn_edge=e) for e in edges[1:]),
         *([log[0], {**as_object(log[1]), "type": kind}, *log[2:]] for kind in odd_types),
+        edge_log(call_ids=(1, 0), answer_ids=(True, False)),
+        edge_log(call_ids=(1, 0), answer_ids=(1.0, 0.0)),
+        *(edge_log(user_content=empty) for empty in ("", [])),
     ]
 
 
@@ -359,17 +389,16 @@ META: Final[JsonObject] = {
 def _templates() -> dict[str, FieldTemplate]:
     """The request each op's typed fields are put at their edges in, by op (or ``op.field`` where
     the field needs a request of its own)."""
-    reset: JsonObject = {
-        "op": "reset",
-        "storage": "memory",
-        "compressed": True,
-        "batchMaxDelayMs": 0,
-        "batchMaxBytes": 0,
-    }
+    batch: JsonObject = {"op": "reset", "storage": "memory", "batchMaxDelayMs": 0, "batchMaxBytes": 0}
     created = _opened(ok("create", id="s"))
     region = (*_opened(*history(2)), *_requests([turn(3), append_user("u3", "s", LONG)]))
     return {
-        "reset": FieldTemplate(({"op": "reset"},), reset, (*_opened(ok("create", id="s"))[1:], *_state())),
+        "reset": FieldTemplate(({"op": "reset"},), batch, (*created[1:], *_state())),
+        "reset.compressed": FieldTemplate(
+            ({"op": "reset"},),
+            {"op": "reset", "storage": "memory", "compressed": True},
+            (*created[1:], *_state()),
+        ),
         "clock": FieldTemplate(_opened()[:1], {"op": "clock", "now": NOW}, (*created[2:], *_state())),
         "create": FieldTemplate(
             _opened(), {"op": "create", "id": "t", "seed": [], "meta": META}, _state("t")
