@@ -161,7 +161,8 @@ def edge_logs() -> list[list[JsonValue]]:
         *([log[0], {**as_object(log[1]), "type": kind}, *log[2:]] for kind in odd_types),
         edge_log(call_ids=(1, 0), answer_ids=(True, False)),
         edge_log(call_ids=(1, 0), answer_ids=(1.0, 0.0)),
-        *(edge_log(user_content=empty) for empty in ("", [])),
+        edge_log(user_content=""),
+        edge_log(user_content=[]),
     ]
 
 
