@@ -18,7 +18,7 @@ when its body names it (called or passed on), through the module's own definitio
 ``from spec... import`` lines, and a function reaches a code when its body names ``Code.X``. So
 the properties and stateful columns say which checks *can* exercise a rule — a static, generous
 reading — while the vectors column is exact. A rule with no check, or with exactly one, is
-flagged.
+flagged. Last, the typed fields of the protocol's ops and the domain edges each is put at.
 """
 
 from __future__ import annotations
@@ -32,8 +32,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from conformance.drt_edges import field_edges, field_template, read_path
 from conformance.spec_index import ROOT, SPEC_DIR, imported_names, named_in, read_spec, rule_path
 from spec.codes import Code
+from spec.format.json_text import encode_json_text
+from spec.protocol import TYPED_FIELDS
 
 VECTORS_DIR: Final = ROOT / "conformance" / "vectors"
 DOCUMENT: Final = ROOT / "conformance" / "coverage.md"
@@ -198,8 +201,24 @@ def tally(rows: Mapping[str, Evidence]) -> str:
     return f"{len(rows)} rules: {none} with no check, {one} with one check only, {len(rows) - none - one} with two or more"
 
 
+def field_table() -> Iterator[str]:
+    """Per typed field of the protocol (:data:`spec.protocol.TYPED_FIELDS`): its type, the valid
+    value its request template gives it, and the edges ``pure-drt`` puts it at, one case each; a
+    field its template does not give a value is flagged (its edges are then edges of nothing)."""
+    yield "| field | type | valid value | edges (one `pure-drt` case each) | flag |"
+    yield "| --- | --- | --- | --- | --- |"
+    for row in TYPED_FIELDS:
+        usual = read_path(field_template(row).request, row.field)
+        shown = encode_json_text(usual)
+        shown = shown if len(shown) <= 24 else shown[:21] + "..."
+        edges = ", ".join(edge.label for edge in field_edges(row))
+        flag = "**no valid value**" if usual is None else ""
+        yield f"| `{row.name}` | {row.type} | `{shown}` | {edges} | {flag} |"
+
+
 def render() -> str:
     functions, codes = gather()
+    edges = sum(len(field_edges(row)) for row in TYPED_FIELDS)
     lines = [
         "# Requirement traceability",
         "",
@@ -221,6 +240,15 @@ def render() -> str:
         "## Codes",
         "",
         *table(codes, "code"),
+        "",
+        "## Typed fields",
+        "",
+        "The value domain of every typed op argument (`spec.protocol.TYPED_FIELDS`): each field, in its",
+        "op's request template (`conformance.drt_edges.field_template`), at each edge of its type",
+        "(`conformance.drt_edges.type_edges`), every answer compared with the specification's.",
+        f"{len(TYPED_FIELDS)} fields, {edges} edges.",
+        "",
+        *field_table(),
     ]
     return "\n".join(lines) + "\n"
 

@@ -12,17 +12,48 @@ byte order mark, 20,000 levels of nesting); logs
 with several content blocks, unknown block types, two tool calls in one message, and a seq or
 a turn given as an integral float, a boolean or 2**53; tool-result text sized at the prune
 thresholds, in one block or split over two.
+
+And the value domain of every typed op argument (:data:`spec.protocol.TYPED_FIELDS`, issue 21
+item 5): per field, its request template (:func:`field_template`) with the field at each edge of
+its type (:func:`type_edges`); ``pure-drt`` sends each and compares every answer with the
+specification's (:func:`conformance.pure_drt.check_fields`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Final
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final, TypeAlias
 
 from conformance import strategies as values
+from conformance.cases.build import (
+    NOW,
+    Step,
+    append_user,
+    ok,
+    result_msg,
+    rewritten,
+    start,
+    turn,
+    user_msg,
+)
+from conformance.cases.engine_build import LONG, attempt, history
+from conformance.cases.spill import open_call
+from conformance.cases.tool_rewrite import ORIGINAL, rewrite
+from conformance.cases.tool_rewrite import setup as rewrite_setup
 from conformance.drt_inputs import HEADER_EDGES
 from spec.format.json_text import encode_json_text
+from spec.log.events import (
+    ASSISTANT_MESSAGE,
+    COMPACTION_START,
+    END_SEED,
+    REQUEST_HEADER_DELTA,
+    TOOL_RESULT,
+    TURN_END,
+    USER_MESSAGE,
+)
 from spec.log.json import JsonObject, JsonValue
+from spec.protocol import FieldType, TypedField
 
 BASE_HEADER: Final[JsonObject] = {
     "version": 4,
@@ -47,10 +78,17 @@ def event(seq: JsonValue, kind: str, data: JsonObject, surface: bool = True) -> 
     return {"type": kind, "seq": seq, "time": 0, "data": data, **({"surfaceOp": "append"} if surface else {})}
 
 
-def edge_log(seq_edge: JsonValue = 1, turn_edge: JsonValue = 1) -> list[JsonValue]:
+def edge_log(
+    seq_edge: JsonValue = 1,
+    turn_edge: JsonValue = 1,
+    call_ids: tuple[JsonValue, JsonValue] = ("c1", "c2"),
+    answer_ids: tuple[JsonValue, JsonValue] = ("c1", "c2"),
+    user_content: JsonValue | None = None,
+) -> list[JsonValue]:
     """A turn with a user message of several blocks (one of a type no rule knows, one astral), an
     assistant message calling two tools and both results, one of them with two inner blocks;
-    event 1's seq and the step events' turn are the given edges."""
+    event 1's seq and the step events' turn are the given edges, the calls' ids ``call_ids``, the
+    results answer ``answer_ids``, and ``user_content`` (when given) replaces the user's blocks."""
     blocks: list[JsonValue] = [
         values.text_block(f"wide {values.NON_BMP}"),
         values.UNKNOWN_BLOCK,
@@ -58,7 +96,7 @@ def edge_log(seq_edge: JsonValue = 1, turn_edge: JsonValue = 1) -> list[JsonValu
         values.text_block("line\u2028two"),
     ]
     calls: list[JsonValue] = [
-        {"type": "tool-call", "id": c, "name": "read", "arguments": "{}"} for c in ("c1", "c2")
+        {"type": "tool-call", "id": c, "name": "read", "arguments": "{}"} for c in call_ids
     ]
     assistant: JsonObject = {
         "id": "a",
@@ -68,32 +106,63 @@ def edge_log(seq_edge: JsonValue = 1, turn_edge: JsonValue = 1) -> list[JsonValu
     }
     inner: list[JsonValue] = [values.text_block(values.sized_text(9)), values.UNKNOWN_BLOCK]
     astral: list[JsonValue] = [values.text_block(values.NON_BMP)]
+    content = blocks if user_content is None else user_content
     return [
         event(0, "turn/start", {"turn": 1}, surface=False),
         event(
             seq_edge,
             "user/message",
-            {"id": "u", "role": "user", "source": {"kind": "user"}, "content": blocks},
+            {"id": "u", "role": "user", "source": {"kind": "user"}, "content": content},
         ),
         event(2, "step/start", {"turn": turn_edge, "step": 1}, surface=False),
         event(3, "assistant/message", {"turn": turn_edge, "step": 1, "message": assistant}),
-        event(4, "tool/result", values.tool_result_data("c1", inner, turn_edge, 1, "absent")),
-        event(5, "tool/result", values.tool_result_data("c2", astral, 1, 1, "null")),
+        event(
+            4,
+            "tool/result",
+            answering(values.tool_result_data("c1", inner, turn_edge, 1, "absent"), answer_ids[0]),
+        ),
+        event(
+            5, "tool/result", answering(values.tool_result_data("c2", astral, 1, 1, "null"), answer_ids[1])
+        ),
     ]
+
+
+def answering(data: JsonObject, call: JsonValue) -> JsonObject:
+    """A tool/result's data (:func:`conformance.strategies.tool_result_data`) answering ``call``,
+    which may be any JSON value."""
+    message = as_object(data["message"])
+    content = message["content"]
+    assert isinstance(content, list)
+    block = {**as_object(content[0]), "toolCallId": call}
+    source = {**as_object(message["source"]), "callId": call}
+    return {**data, "message": {**message, "source": source, "content": [block]}}
 
 
 def edge_logs() -> list[list[JsonValue]]:
     """The edge log, with each edge in event 1's seq and in the steps' turn, and with a type that
-    is not a string (an array, an object, a number, null) on its user message, which any rule
-    reading a type must take as an unknown one, never fail on."""
+    is not a string (an array, an object, a number, null) or only looks like ``user/message`` (a
+    plugin's ``x-user/message``, ``user/message-x``) on its user message, which any rule reading
+    a type must take as an unknown one, never fail on; then with values a host language's
+    equality confuses: calls ``1`` and ``0`` answered by ``true`` and ``false`` (and by ``1.0``
+    and ``0.0``, which are the same numbers), a user message whose content is ``""`` or ``[]``."""
     edges: tuple[JsonValue, ...] = (1, 1.0, True, values.UNSAFE_INTEGER, None)
     log = edge_log()
-    odd_types: tuple[JsonValue, ...] = ([1], {"type": "user/message"}, 1, None)
+    odd_types: tuple[JsonValue, ...] = (
+        [1],
+        {"type": "user/message"},
+        1,
+        None,
+        *(edge.value for edge in lookalike_types()[:2]),
+    )
     return [
         log,
         *(edge_log(seq_edge=e) for e in edges[1:]),
         *(edge_log(turn_edge=e) for e in edges[1:]),
         *([log[0], {**as_object(log[1]), "type": kind}, *log[2:]] for kind in odd_types),
+        edge_log(call_ids=(1, 0), answer_ids=(True, False)),
+        edge_log(call_ids=(1, 0), answer_ids=(1.0, 0.0)),
+        edge_log(user_content=""),
+        edge_log(user_content=[]),
     ]
 
 
@@ -191,3 +260,233 @@ EDGE_INPUTS: Final[Mapping[str, Callable[[], list[JsonObject]]]] = {
         {"hasStore": True, "maxInlineTokens": n} for n in NUMBER_INPUTS
     ],
 }
+
+
+# --- the value domain of every typed op argument (spec.protocol.TYPED_FIELDS) ----------------------
+
+LOOKALIKE_OF: Final = (
+    USER_MESSAGE,
+    ASSISTANT_MESSAGE,
+    TOOL_RESULT,
+    TURN_END,
+    END_SEED,
+    COMPACTION_START,
+    REQUEST_HEADER_DELTA,
+)
+"""The known event types some rule treats apart (the surface's three, the closers, the store's
+own, the retired vocabulary): a plugin's type that shares one's prefix or suffix is any other type."""
+
+
+@dataclass(frozen=True)
+class Edge:
+    """One edge of a field's domain: ``label`` names it in a case and in the coverage table;
+    ``absent`` leaves the key out of the request (``value`` is then unused)."""
+
+    label: str
+    value: JsonValue
+    absent: bool = False
+
+
+ABSENT_EDGE: Final = Edge("absent", None, absent=True)
+NULL_EDGE: Final = Edge("null", None)
+
+
+def lookalike_types() -> list[Edge]:
+    """Unknown type names that share a known type's suffix (``x-tool/result``) or prefix
+    (``tool/result-x``)."""
+    return [Edge(name, name) for known in LOOKALIKE_OF for name in (f"x-{known}", f"{known}-x")]
+
+
+Labelled: TypeAlias = tuple[tuple[str, JsonValue], ...]
+OTHER_EDGES: Final[Mapping[str, Labelled]] = {
+    "boolean": (("1", 1), ("0", 0), ("string true", "true")),
+    "string": (("empty string", ""), ("number", 1), ("true", True), ("empty array", [])),
+    "json": (("empty string", ""), ("empty array", []), ("empty object", {}), ("0", 0), ("false", False)),
+    "array": (("empty object", {}), ("empty string", "")),
+    "object": (("empty array", []), ("empty string", "")),
+}
+"""Per kind of type (:data:`KIND_OF`), what a host language confuses with its values: numbers
+for booleans, the empty string and other types for text, the empty or falsy value of every
+type for content."""
+KIND_OF: Final[Mapping[str, str]] = {"session-id": "string", "event-type": "string"}
+
+
+def number_edges(number: int) -> Labelled:
+    """A number's edges: booleans, ``number`` as an integral float and as a string, 2**53, -1."""
+    return (
+        ("true", True),
+        ("false", False),
+        ("integral float", float(number)),
+        ("2**53", values.UNSAFE_INTEGER),
+        ("minus 1", -1),
+        ("number as string", str(number)),
+    )
+
+
+def type_edges(kind: FieldType, usual: JsonValue) -> list[Edge]:
+    """The edges of a field of type ``kind`` whose valid value in its request is ``usual``
+    (:func:`number_edges`, :data:`OTHER_EDGES`, and for an event type :func:`lookalike_types`),
+    each but ``usual`` itself, then null and absent for every field (D5)."""
+    if kind in ("integer", "count", "seq"):
+        edges = number_edges(usual if isinstance(usual, int) and not isinstance(usual, bool) else 0)
+    else:
+        edges = OTHER_EDGES[KIND_OF.get(kind, kind)]
+    found = [Edge(label, value) for label, value in edges if same_json(value) != same_json(usual)]
+    return [*found, NULL_EDGE, ABSENT_EDGE, *(lookalike_types() if kind == "event-type" else [])]
+
+
+def same_json(value: JsonValue) -> tuple[str, str]:
+    """What tells two values apart as the host language must: their JSON and their type (``1``
+    and ``1.0`` differ here, as ``true`` and ``1`` do)."""
+    return type(value).__name__, encode_json_text(value)
+
+
+def field_edges(field: TypedField) -> list[Edge]:
+    """Every edge of ``field``'s type, from the usual value in its request template."""
+    template = field_template(field)
+    return type_edges(field.type, read_path(template.request, field.field))
+
+
+@dataclass(frozen=True)
+class FieldTemplate:
+    """How a typed field is exercised: ``setup`` (the first a ``reset``) brings the subject to where
+    ``request`` is valid; ``after`` reads what it did."""
+
+    setup: tuple[JsonObject, ...]
+    request: JsonObject
+    after: tuple[JsonObject, ...] = ()
+
+
+def _requests(steps: Sequence[Step]) -> tuple[JsonObject, ...]:
+    return tuple(step.request for step in steps)
+
+
+def _opened(*steps: Step, storage: str = "none") -> tuple[JsonObject, ...]:
+    return _requests([*start(storage), *steps])
+
+
+def _state(session: str = "s") -> tuple[JsonObject, ...]:
+    return ({"op": "state", "id": session},)
+
+
+APPEND_REQUEST: Final[JsonObject] = {
+    "op": "append",
+    "id": "s",
+    "type": USER_MESSAGE,
+    "data": user_msg(),
+    "surfaceOp": "append",
+}
+META: Final[JsonObject] = {
+    "createdAt": NOW,
+    "cwd": "/w",
+    "parentSession": "p",
+    "seedLength": 0,
+    "origin": "subagent",
+    "delegationDepth": 1,
+    "agentPreset": "a",
+}
+
+
+def _templates() -> dict[str, FieldTemplate]:
+    """The request each op's typed fields are put at their edges in, by op (or ``op.field`` where
+    the field needs a request of its own)."""
+    batch: JsonObject = {"op": "reset", "storage": "memory", "batchMaxDelayMs": 0, "batchMaxBytes": 0}
+    created = _opened(ok("create", id="s"))
+    region = (*_opened(*history(2)), *_requests([turn(3), append_user("u3", "s", LONG)]))
+    return {
+        "reset": FieldTemplate(({"op": "reset"},), batch, (*created[1:], *_state())),
+        "reset.compressed": FieldTemplate(
+            ({"op": "reset"},),
+            {"op": "reset", "storage": "memory", "compressed": True},
+            (*created[1:], *_state()),
+        ),
+        "clock": FieldTemplate(_opened()[:1], {"op": "clock", "now": NOW}, (*created[2:], *_state())),
+        "create": FieldTemplate(
+            _opened(), {"op": "create", "id": "t", "seed": [], "meta": META}, _state("t")
+        ),
+        "append": FieldTemplate((*created, turn().request), APPEND_REQUEST, _state()),
+        "append.sourceEventSeqs": FieldTemplate(
+            _opened(*rewrite_setup()), rewrite(rewritten(ORIGINAL, "short")), _state()
+        ),
+        "engine_append": FieldTemplate(
+            (*created, turn().request), {**APPEND_REQUEST, "op": "engine_append"}, _state()
+        ),
+        "fork": FieldTemplate(
+            _opened(*history(1)), {"op": "fork", "source": "s", "boundary": 5, "child": "c"}, _state("c")
+        ),
+        "state": FieldTemplate(created, {"op": "state", "id": "s"}),
+        "read": FieldTemplate(
+            _opened(ok("create", id="s"), turn(), ok("flush", id="s"), storage="memory"),
+            {"op": "read", "id": "s"},
+        ),
+        "compact": FieldTemplate(
+            _opened(*history(2)),
+            {"op": "compact", "id": "s", "attempt": attempt("k1"), "sourceCommandId": "cmd"},
+            _state(),
+        ),
+        "compact_region": FieldTemplate(
+            region,
+            {"op": "compact_region", "id": "s", "start": 1, "end": 9, "attempt": attempt("k1")},
+            _state(),
+        ),
+        "compact_if_needed": FieldTemplate(
+            region,
+            {
+                "op": "compact_if_needed",
+                "id": "s",
+                "contextWindow": 600,
+                "attempts": [attempt("k1"), attempt("k2")],
+            },
+            _state(),
+        ),
+        "spill": FieldTemplate(
+            _opened(*open_call()),
+            {
+                "op": "spill",
+                "id": "s",
+                "toolName": "grep",
+                "data": result_msg("c1", "x" * 400),
+                "maxInlineTokens": 10,
+                "nested": False,
+                "storeFails": False,
+            },
+            _state(),
+        ),
+        "project": FieldTemplate(
+            created,
+            {"op": "project", "unit": "sessionDigest", "stateVersion": 1},
+            ({"op": "state_of", "id": "s", "unit": "sessionDigest"},),
+        ),
+        "checkpoint": FieldTemplate(
+            _opened(ok("create", id="s"), turn(), storage="memory"),
+            {"op": "checkpoint", "id": "s", "moment": "model-request"},
+            ({"op": "read", "id": "s"},),
+        ),
+        "call": FieldTemplate(
+            _opened()[:1], {"op": "call", "function": "spec.storage.encode_segment", "input": {"id": "s"}}
+        ),
+    }
+
+
+def field_template(field: TypedField) -> FieldTemplate:
+    templates = _templates()
+    return templates.get(field.name) or templates[field.op]
+
+
+def read_path(request: JsonObject, path: str) -> JsonValue:
+    """The value at dotted ``path`` of ``request`` (``None`` when a key is missing)."""
+    value: JsonValue = request
+    for key in path.split("."):
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
+def with_edge(request: JsonObject, path: str, edge: Edge) -> JsonObject:
+    """``request`` with dotted ``path`` at ``edge`` (the key left out for the absent edge)."""
+    key, _, rest = path.partition(".")
+    if rest:
+        inner = request.get(key)
+        assert isinstance(inner, dict)
+        return {**request, key: with_edge(inner, rest, edge)}
+    changed = {k: v for k, v in request.items() if k != key}
+    return changed if edge.absent else {**changed, key: edge.value}

@@ -14,7 +14,7 @@ from conformance.crash_rules import D3_ITEMS
 from conformance.exhaustive import check_exhaustive
 from conformance.files.writing import CHECKS, check_files
 from conformance.machine import check_machine
-from conformance.pure_drt import check_pure_drt
+from conformance.pure_drt import FIELD_RULES, check_pure_drt
 from conformance.report import CaseResult, Options
 from conformance.subject import Subject
 from conformance.trace import check_trace
@@ -39,7 +39,7 @@ OPT_IN: Final[Mapping[str, str]] = {"trace": "trace-crashes"}
 # its own belongs to the rule its key names, else to its family's first rule (a machine's or the
 # exhaustive checker's disagreement belongs to its agreement rule).
 FAMILY_RULES: Final[Mapping[str, tuple[str, ...]]] = {
-    "pure-drt": tuple(WIRE_FUNCTIONS),
+    "pure-drt": (*WIRE_FUNCTIONS, *FIELD_RULES),
     "files": ("files/replay", *(f"files/{key}" for key in CHECKS)),
     "machine": ("machine/agrees",),
     "exhaustive": ("exhaustive/agrees",),

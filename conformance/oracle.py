@@ -116,6 +116,8 @@ def _validate_request(op: str, args: JsonObject, model: ModelStore) -> None:
             raise _Refused("BAD_REQUEST", f"{key!r} must be a session id string or null")
     if op == "reset" and args.get("storage", "none") not in ("none", "memory", "file"):
         raise _Refused("BAD_REQUEST", "storage must be 'none', 'memory' or 'file'")
+    if op == "reset" and not isinstance(args.get("compressed", True), bool):
+        raise _Refused("BAD_REQUEST", "compressed must be a boolean")
     if op == "reset" and "files" in args and args.get("storage") != "file":
         raise _Refused("BAD_REQUEST", "files need reset with storage 'file'")
     if op == "clock" and not is_safe_integer(args.get("now")):

@@ -25,14 +25,18 @@ from typing import Final
 from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis.reporting import with_reporter
 
-from conformance.drt_edges import EDGE_INPUTS
+from conformance.cases.build import OK, Case, Step
+from conformance.drt_edges import ABSENT_EDGE, EDGE_INPUTS, Edge, field_edges, field_template, with_edge
 from conformance.drt_inputs import INPUTS
+from conformance.generate_vectors import capabilities_of
 from conformance.matching import why_not
 from conformance.oracle import SpecOracle
-from conformance.report import CaseResult, Options, case_slug, check_deadline
+from conformance.report import CaseResult, Options, Outcome, case_slug, check_deadline
 from conformance.subject import InProcessSubject, Response, Subject
 from conformance.targets import DEFAULT_TARGET, Target
+from spec.format.json_text import encode_json_text
 from spec.log.json import JsonObject, JsonValue
+from spec.protocol import TYPED_FIELDS, TypedField
 from spec.wire import WIRE_FUNCTIONS
 
 FAMILY: Final = "pure-drt"
@@ -219,7 +223,92 @@ def check_pure_drt(subject: Subject, options: Options) -> list[CaseResult]:
             edges = len(edge_inputs(function))
             detail = f"{verdict.examples} inputs compared ({edges} edge inputs, then a budget of {budget})"
             results.append(CaseResult(FAMILY, name, "passed", detail, seconds, function, case_id))
+    return results + check_fields(subject, options)
+
+
+# --- the value domain of every typed op argument ---------------------------------------------------
+
+
+def field_rule(row: TypedField) -> str:
+    """The certificate's rule for a typed field's domain: ``field/op.field``."""
+    return f"field/{row.name}"
+
+
+FIELD_RULES: Final = tuple(field_rule(row) for row in TYPED_FIELDS)
+
+
+def field_case(row: TypedField, edge: Edge) -> tuple[str, str]:
+    """The name and the key of the case of typed field ``row`` at ``edge``."""
+    return f"{row.name} at {edge.label}: the answers are the specification's", case_slug(
+        f"{row.name} {edge.label}"
+    )
+
+
+def field_requests(row: TypedField, edge: Edge) -> tuple[list[JsonObject], list[JsonObject]]:
+    """The setup and the tested requests of typed field ``row`` at ``edge``: the template's request
+    with the field at the edge, then the template's reads (:func:`conformance.drt_edges.field_template`)."""
+    template = field_template(row)
+    return list(template.setup), [with_edge(template.request, row.field, edge), *template.after]
+
+
+def _sent(subject: Subject, request: JsonObject) -> tuple[str, Response]:
+    args = dict(request)
+    op = str(args.pop("op"))
+    return op, subject.request(op, **args)
+
+
+def _expected(oracle: InProcessSubject, request: JsonObject) -> JsonObject:
+    """The specification's answer to ``request`` as an expectation (with the timing tolerance the
+    model leaves a store, as a vector holds it)."""
+    expect = expectation_of(_sent(oracle, request)[1])
+    tolerance = getattr(oracle.target, "last", None)
+    if tolerance is not None and (tolerance.events_at_least is not None or tolerance.alternatives):
+        return dict(tolerance.as_json())
+    return expect
+
+
+def check_field_edge(subject: Subject, row: TypedField, edge: Edge, target: Target) -> CaseResult:
+    """Typed field ``row`` at ``edge``: every answer the subject gives is the specification's. A setup
+    request the subject answers otherwise makes the case an *error*; ``UNSUPPORTED_OP``
+    *unsupported*."""
+    (name, case_id), rule = field_case(row, edge), field_rule(row)
+    setup, tested = field_requests(row, edge)
+    oracle = InProcessSubject(SpecOracle())
+    began = time.perf_counter()
+    for number, request in enumerate([*setup, *tested]):
+        expect = _expected(oracle, request)
+        op, answer = _sent(subject, request)
+        if not answer.ok and answer.error_code == "UNSUPPORTED_OP":
+            detail = f"the subject answered UNSUPPORTED_OP for {op}"
+            return CaseResult(FAMILY, name, "unsupported", detail, time.perf_counter() - began, rule, case_id)
+        difference = why_not(
+            expect, answer.ok, answer.result, answer.error_code, answer.error_message, op=op, target=target
+        )
+        if difference is not None:
+            found = f"step {number} ({op}): {difference}\nrequest: {encode_json_text(request)[:300]}"
+            outcome: Outcome = "error" if number < len(setup) else "failed"
+            return CaseResult(FAMILY, name, outcome, found, time.perf_counter() - began, rule, case_id)
+    return CaseResult(FAMILY, name, "passed", "", time.perf_counter() - began, rule, case_id)
+
+
+def check_fields(subject: Subject, options: Options) -> list[CaseResult]:
+    """One case per edge of every typed field (:data:`spec.protocol.TYPED_FIELDS`), for the fields
+    whose requests need only capabilities the subject declares."""
+    target = options.target or DEFAULT_TARGET
+    results: list[CaseResult] = []
+    for row in TYPED_FIELDS:
+        setup, tested = field_requests(row, ABSENT_EDGE)
+        needed = set(capabilities_of(Case(row.name, "", tuple(Step(r, OK) for r in [*setup, *tested]))))
+        missing = sorted(needed - {"core"} - options.capabilities)
+        for edge in field_edges(row):
+            check_deadline()
+            if missing:
+                name, slug = field_case(row, edge)
+                detail = f"the subject does not declare {', '.join(missing)}"
+                results.append(CaseResult(FAMILY, name, "unsupported", detail, 0.0, field_rule(row), slug))
+                continue
+            results.append(check_field_edge(subject, row, edge, target))
     return results
 
 
-__all__ = ["BUDGETS", "INPUTS", "check_pure_drt", "run_function", "vector_text"]
+__all__ = ["BUDGETS", "FIELD_RULES", "INPUTS", "check_pure_drt", "run_function", "vector_text"]

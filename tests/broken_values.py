@@ -490,6 +490,48 @@ class HeaderSharesFirstFrame(MutantSubject):
     rule = "D2 framing"
 
 
+# --- host-language semantics (issue 21 item 8; issue 26 "host-language semantics") -----------------
+
+
+class ClockTakesBooleans(SwapMutant):
+    """Takes ``clock {now: true}`` for the time 1 (and ``false`` for 0): the one op whose argument
+    check is an ``isinstance(x, int)`` test in a port whose booleans are integers (PROTOCOL.md:
+    ``now`` is a safe integer; SPEC-DECISIONS D5: a boolean is never a number)."""
+
+    swaps = (Swap("reference.subject.sessions", "is_safe_integer", replacing(_booleans_count)),)
+    rule = "clock.now"
+
+
+def _host_equality(left: JsonValue, right: JsonValue) -> bool:
+    return left == right  # Python's ==: True == 1 and False == 0
+
+
+class DeepEqualityByHostEquality(SwapMutant):
+    """Compares JSON values with the host language's ``==``, for which ``true`` is ``1`` and
+    ``false`` is ``0``: a tool/result rewrite may then turn ``isError: false`` into ``0``
+    (notes/dsh-session-core §3.7: deep-equal as JSON, where a boolean is never a number)."""
+
+    swaps = (Swap("spec.log.json", "is_deep_equal_json", replacing(_host_equality), everywhere=True),)
+    rule = "validate_tool_result_rewrite"
+
+
+def _eligible_by_suffix(event_type: object) -> bool:
+    return isinstance(event_type, str) and event_type.endswith(
+        ("user/message", "assistant/message", "tool/result")
+    )
+
+
+class SurfaceTypeBySuffix(SwapMutant):
+    """Takes a plugin's event type that ends like a surface type (``x-tool/result``) for that
+    type: eligibility tested by the name's suffix (notes/dsh-session-core §2.1: exactly three
+    types can join the surface; §2.4: any other name is an unknown type)."""
+
+    swaps = (
+        Swap("spec.log.events", "is_surface_eligible_type", replacing(_eligible_by_suffix), everywhere=True),
+    )
+    rule = "is_surface_eligible_type"
+
+
 BROKEN_VALUES: tuple[type[MutantSubject], ...] = (
     SafeIntegerBoundIsInclusive,
     BooleanCountsAsInteger,
@@ -514,4 +556,7 @@ BROKEN_VALUES: tuple[type[MutantSubject], ...] = (
     WritesLoneSurrogatesRaw,
     HeaderLineWithoutType,
     HeaderSharesFirstFrame,
+    ClockTakesBooleans,
+    DeepEqualityByHostEquality,
+    SurfaceTypeBySuffix,
 )

@@ -24,7 +24,9 @@ def reference_options() -> tuple[InProcessSubject, Options]:
 
 
 def test_the_reference_agrees_with_the_specification_on_every_function() -> None:
-    results = check_pure_drt(*reference_options())
+    every = check_pure_drt(*reference_options())
+    assert all(r.outcome == "passed" for r in every), [(r.name, r.detail[:800]) for r in every]
+    results = [r for r in every if r.rule in WIRE_FUNCTIONS]  # then the typed fields' edges
     assert [r.rule for r in results] == list(WIRE_FUNCTIONS)
     assert all(r.outcome == "passed" for r in results), [(r.name, r.detail[:800]) for r in results]
     budget = BUDGETS.get(PROFILE, BUDGETS["ci"])

@@ -1,6 +1,7 @@
-"""The pure-drt family: its budget is fixed per profile, every edge input reaches its rule, and a
+"""The pure-drt family: its budget is fixed per profile, every edge input reaches its rule, a
 disagreement comes back as a vector the specification answers (tests/test_profiles.py runs it on
-the reference under HYPOTHESIS_PROFILE)."""
+the reference under HYPOTHESIS_PROFILE), and every typed field of the protocol is put at every
+edge of its type, the reference agreeing with the specification on each."""
 
 from __future__ import annotations
 
@@ -8,13 +9,15 @@ import json
 import re
 from collections.abc import Mapping
 
-from conformance.drt_edges import EDGE_INPUTS
+from conformance.drt_edges import EDGE_INPUTS, field_edges, field_template, read_path
 from conformance.oracle import SpecOracle
-from conformance.pure_drt import BUDGETS, check_pure_drt, run_function
+from conformance.pure_drt import BUDGETS, FIELD_RULES, check_fields, check_pure_drt, run_function
 from conformance.report import Options
 from conformance.runner import hello
 from conformance.subject import InProcessSubject
+from reference.server import ReferenceSubject
 from spec.log.json import JsonValue
+from spec.protocol import TYPED_FIELDS
 from spec.wire import WIRE_FUNCTIONS
 
 
@@ -73,3 +76,59 @@ def test_a_disagreement_is_shrunk_into_a_vector_the_specification_answers() -> N
     vector = json.loads(result.detail.split("the specification answers:\n", 1)[1])
     assert vector["function"] == "spec.storage.encode_segment"
     assert vector["expect"]["ok"] and "~D83D~DE00" in vector["expect"]["result"]
+
+
+# --- the typed fields' domain edges -----------------------------------------------------------------
+
+NUMBER_EDGES = {"true", "false", "integral float", "2**53", "minus 1", "number as string"}
+
+
+def test_every_typed_field_has_a_valid_value_and_the_edges_of_its_type() -> None:
+    for row in TYPED_FIELDS:
+        assert read_path(field_template(row).request, row.field) is not None, f"{row.name}: no valid value"
+        labels = [edge.label for edge in field_edges(row)]
+        assert len(set(labels)) == len(labels) and {"null", "absent"} <= set(labels), row.name
+        if row.type in ("integer", "count", "seq"):
+            assert set(labels) >= NUMBER_EDGES, row.name
+        if row.type == "event-type":
+            assert {"x-tool/result", "tool/result-x", "x-session/end-seed"} <= set(labels), row.name
+    assert len(set(FIELD_RULES)) == len(TYPED_FIELDS)
+
+
+def test_the_reference_answers_every_field_at_every_edge_as_the_specification_does() -> None:
+    subject = InProcessSubject(ReferenceSubject())
+    results = check_fields(subject, Options(capabilities=hello(subject).capabilities))
+    assert len(results) == sum(len(field_edges(row)) for row in TYPED_FIELDS)
+    assert len({result.key for result in results}) == len(results)
+    assert [(r.name, r.detail) for r in results if r.outcome != "passed"] == []
+
+
+class BooleanClock:
+    """The specification, but ``clock`` takes ``true`` and ``false`` for 1 and 0; and no fork."""
+
+    def __init__(self) -> None:
+        self.oracle = SpecOracle()
+
+    def handle(self, request: Mapping[str, JsonValue]) -> dict[str, JsonValue]:
+        if request.get("op") == "fork":
+            return {
+                "rid": request.get("rid"),
+                "ok": False,
+                "error": {"code": "UNSUPPORTED_OP", "message": ""},
+            }
+        now = request.get("now")
+        if request.get("op") == "clock" and isinstance(now, bool):
+            request = {**request, "now": int(now)}
+        return self.oracle.handle(request)
+
+
+def test_a_field_that_takes_a_boolean_for_an_integer_fails_at_both_booleans() -> None:
+    subject = InProcessSubject(BooleanClock())
+    results = check_fields(subject, Options(capabilities=hello(subject).capabilities))
+    failed = sorted(r.name for r in results if r.outcome == "failed")
+    assert failed == [
+        "clock.now at false: the answers are the specification's",
+        "clock.now at true: the answers are the specification's",
+    ]
+    forks = {r.outcome for r in results if r.rule.startswith("field/fork.")}
+    assert forks == {"unsupported"}

@@ -64,7 +64,7 @@ ASTRAL = "naïve 😀 中文 " * 300  # 2-, 4- and 3-byte UTF-8, a surrogate pai
 LOCATOR_1 = "memory://spill/session-043a718774c5/000000000001-grep.txt"  # the first text saved for session s
 
 
-def _open_call(call: str = "c1") -> list[Step]:
+def open_call(call: str = "c1") -> list[Step]:
     return [
         ok("create", id="s"),
         turn(),
@@ -83,7 +83,7 @@ def engine_cases() -> Cases:
         "a result above the limit is saved whole; the log keeps a head, a tail and where the rest is",
         PREVIEW,
         [
-            *_open_call(),
+            *open_call(),
             _spill("x" * 4000, maxInlineTokens=200),
             ok("spill_read", locator=LOCATOR_1),
             ok("state", id="s"),
@@ -93,25 +93,23 @@ def engine_cases() -> Cases:
     yield case(
         "a spilled text reads back byte for byte, multi-byte and astral characters included",
         "derive_memory_spill_locator",
-        [*_open_call(), _spill(ASTRAL, maxInlineTokens=200), ok("spill_read", locator=LOCATOR_1)],
+        [*open_call(), _spill(ASTRAL, maxInlineTokens=200), ok("spill_read", locator=LOCATOR_1)],
     )
     yield case(
         "a result within the limit enters the log as it came",
         "should_spill",
-        [*_open_call(), _spill("3 passed", maxInlineTokens=200)],
+        [*open_call(), _spill("3 passed", maxInlineTokens=200)],
     )
     for tool, settings, name in (
         ("read", {}, "the read tool's result never spills, so a spilled file reads back whole"),
         ("grep", {"nested": True}, "a nested call's result never spills: it belongs to its parent"),
     ):
-        yield case(
-            name, CANDIDATE, [*_open_call(), _spill("x" * 4000, tool, maxInlineTokens=200, **settings)]
-        )
+        yield case(name, CANDIDATE, [*open_call(), _spill("x" * 4000, tool, maxInlineTokens=200, **settings)])
     yield case(
         "a result with a block that is not text never spills",
         "derive_spill_text",
         [
-            *_open_call(),
+            *open_call(),
             ok(
                 "spill",
                 id="s",
@@ -128,7 +126,7 @@ def engine_cases() -> Cases:
         "a store that fails keeps the result inline",
         "should_spill",
         [
-            *_open_call(),
+            *open_call(),
             _spill("x" * 4000, maxInlineTokens=200, storeFails=True),
             fails(Code.SPILL_NOT_FOUND, "spill_read", locator=LOCATOR_1),
         ],
@@ -137,18 +135,18 @@ def engine_cases() -> Cases:
     yield case(
         "a limit too small for the notice keeps the result inline, its saved text an orphan",
         PREVIEW,
-        [*_open_call(), _spill("x" * 4000, maxInlineTokens=20), ok("spill_read", locator=LOCATOR_1)],
+        [*open_call(), _spill("x" * 4000, maxInlineTokens=20), ok("spill_read", locator=LOCATOR_1)],
     )
     yield case(
         "maxInlineTokens null turns the policy off",
         "plan_max_inline_tokens",
-        [*_open_call(), _spill("x" * 4000, maxInlineTokens=None)],
+        [*open_call(), _spill("x" * 4000, maxInlineTokens=None)],
     )
     yield case(
         "a negative limit is refused before the result enters the log",
         "plan_max_inline_tokens",
         [
-            *_open_call(),
+            *open_call(),
             fails(
                 Code.SPILL_CONFIG_INVALID,
                 "spill",
@@ -169,7 +167,7 @@ def engine_cases() -> Cases:
         "a spilled text survives a crash",
         "derive_memory_spill_locator",
         [
-            *_open_call(),
+            *open_call(),
             _spill("x" * 4000, maxInlineTokens=200),
             ok("crash"),
             ok("spill_read", locator=LOCATOR_1),

@@ -91,6 +91,12 @@ def allowed_cases() -> Cases:
         [*setup(), Step(rewrite(with_message(content=[*content, {"type": "text", "text": "note"}])), OK)],
     )
     yield case(
+        "a tool/result rewrite may give the turn 1 as 1.0: an integral double is that integer",
+        RULE,
+        [*setup(), Step(rewrite({**rewritten(ORIGINAL, "short"), "turn": 1.0}), OK), state()],
+        comment="SPEC-DECISIONS D5: JSON deep equality compares numbers by value",
+    )
+    yield case(
         "a tool/result rewrite may empty the inner content",
         RULE,
         [*setup(), Step(rewrite(with_message(content=[{**content[0], "content": []}])), OK)],
@@ -136,6 +142,10 @@ def changed_cases() -> Cases:
         ),
         ("a tool/result rewrite may not change the turn", {**short, "turn": 2}),
         ("a tool/result rewrite may not add fields to data", {**short, "error": {"code": "X"}}),
+        # values a host language's equality confuses, which JSON deep equality tells apart
+        ("a tool/result rewrite may not change isError false into 0", with_block(isError=0)),
+        ("a tool/result rewrite may not change the turn 1 into true", {**short, "turn": True}),
+        ("a tool/result rewrite may not add a null field: absent is not null", {**short, "error": None}),
     ]
     for name, data in changes:
         yield case(
