@@ -52,7 +52,15 @@ class CaseResult:
     """One case: the rule family it belongs to, its name (a sentence), what happened, and why
     (the first mismatch of a failed case, the reason for an unsupported or not-run one).
     ``case_id`` names the case for expectation files when the name carries run figures (counts,
-    speeds); otherwise the name's slug does."""
+    speeds); otherwise the name's slug does.
+
+    A failed or erred case has a ``fingerprint``: how it failed, stable from run to run (no
+    timings, paths or drawn values), so that an expectation file can tell the same failure from
+    another one of the same case. A vector's names its first failing step, the expected answer and
+    the subject's (``step 2 (append): expected EVENT_TYPE_INVALID, got ok``; ``call f: result
+    differs at $.changed``); a stateful family's disagreement its signature (op and codes, or op
+    and path with indexes dropped). Where the producer gives none, it is the coarse
+    ``<rule or family> <outcome>``."""
 
     family: str
     name: str
@@ -61,6 +69,11 @@ class CaseResult:
     seconds: float = 0.0
     rule: str = ""
     case_id: str = ""
+    fingerprint: str = ""
+
+    def __post_init__(self) -> None:
+        if self.outcome in ("failed", "error") and not self.fingerprint:
+            object.__setattr__(self, "fingerprint", f"{self.rule or self.family} {self.outcome}")
 
     @property
     def key(self) -> str:
@@ -387,6 +400,7 @@ def encode_results(results: Sequence[CaseResult], subject: Mapping[str, object])
             "outcome": result.outcome,
             "rule": result.rule,
             "detail": result.detail,
+            "fingerprint": result.fingerprint,
             "seconds": round(result.seconds, 3),
         }
         for result in results

@@ -462,6 +462,7 @@ def check_files(subject: Subject, options: Options) -> list[CaseResult]:
             "failed",
             str(mismatch),
             case_id="replay",
+            fingerprint=mismatch.signature,
         )
         return [failed, *_not_run("the writing workload did not run to its end")]
     seconds = time.perf_counter() - began
