@@ -107,7 +107,7 @@ def compare_one(
     if difference is not None:
         verdict.problem_input, verdict.expected, verdict.disagreement = inputs, expect, difference
         verdict.fingerprint = f"call {function}: " + answer_fingerprint(
-            expect, bool(answer.ok), answer.error_code, difference
+            expect, bool(answer.ok), answer.error_code, difference, generated=True
         )
         raise Disagreement(difference)
 

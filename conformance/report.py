@@ -213,6 +213,55 @@ def earned(result: CaseResult, coverage: Coverage, alphabet: Sequence[str], mini
     return replace(result, outcome="not run", detail=f"{why}\n{figures}")
 
 
+# --- deviations, each once -------------------------------------------------------------------------
+
+KINDS: Final = ("subject-bug", "spec-version", "derived-rule", "robustness", "decision", "harness")
+"""What kind of deviation an expectation file's entry is (docs/choices.md, "Fingerprints and
+kinds"): a bug of the subject; a feature of a later spec than the subject's release; a rule this
+project derived from the seeds, not stated in them; malformed input the subject refuses elsewhere;
+a SPEC-DECISION the subject does not follow; the subject adapter's own limit."""
+
+KIND_NAMES: Final = {
+    "subject-bug": "subject bugs",
+    "spec-version": "spec-version features",
+    "derived-rule": "derived rules",
+    "robustness": "robustness gaps",
+    "decision": "decisions not followed",
+    "harness": "harness limits",
+    "TODO": "deviations without a cause",
+}
+
+
+@dataclass(frozen=True)
+class Deviation:
+    """One known deviation met by a run, once: its kind, cause and source (an expectation file's
+    entry, or several entries that share the cause), and the cases (key, outcome) behind it."""
+
+    kind: str
+    cause: str
+    source: str
+    cases: tuple[tuple[str, str], ...]
+
+
+def summarize_deviations(subject: str, deviations: Sequence[Deviation]) -> str:
+    """``DSH 0.1.0-rc.8: 3 subject bugs, 2 spec-version features, …`` (each deviation counted once,
+    however many cases it fails)."""
+    counts: dict[str, int] = {}
+    for deviation in deviations:
+        counts[deviation.kind] = counts.get(deviation.kind, 0) + 1
+    shown = ", ".join(f"{count} {KIND_NAMES.get(kind, kind)}" for kind, count in counts.items())
+    return f"{subject}: {shown or 'no deviations'}"
+
+
+def format_deviations(subject: str, deviations: Sequence[Deviation]) -> list[str]:
+    """The summary line, then each deviation once with its kind, cause and cases."""
+    lines = [f"deviations (each once): {summarize_deviations(subject, deviations)}"]
+    for deviation in deviations:
+        outcomes = ", ".join(sorted({outcome for _, outcome in deviation.cases}))
+        lines.append(f"  [{deviation.kind}] {deviation.cause} ({len(deviation.cases)} cases, {outcomes})")
+    return lines
+
+
 # --- the certificate ---------------------------------------------------------------------------------
 
 RuleStatus = Literal["certified", "failed", "error", "unsupported", "not run"]
@@ -243,6 +292,11 @@ class Certificate:
     families: tuple[str, ...]
     rules: Mapping[str, tuple[RuleStatus, tuple[CaseResult, ...]]]
     cut: tuple[str, ...] = ()
+    deviations: tuple[Deviation, ...] = ()  # with an expectation file: its deviations the run met
+
+    @property
+    def claimed(self) -> str:
+        return f"{self.subject.get('name', '?')} {self.subject.get('version', '')}".strip()
 
     def count(self, status: RuleStatus) -> int:
         return sum(entry[0] == status for entry in self.rules.values())
@@ -282,8 +336,9 @@ def format_certificate(certificate: Certificate) -> str:
     """The certificate's summary for the terminal: the counts per status out of every rule, the
     rules that are not certified and not merely not run, and what the deadline cut."""
     subject = certificate.subject
-    claimed = f"{subject.get('name', '?')} {subject.get('version', '')}".strip()
-    lines = [f"certificate for {claimed}, {subject.get('target', 'format 4')}, profile {certificate.profile}"]
+    lines = [
+        f"certificate for {certificate.claimed}, {subject.get('target', 'format 4')}, profile {certificate.profile}"
+    ]
     total = len(certificate.rules)
     lines.append(f"  certified rules: {certificate.count('certified')} of {total} (every rule of the spec)")
     lines.append("  " + ", ".join(f"{certificate.count(status)} {status}" for status in RULE_STATUSES[1:]))
@@ -293,6 +348,8 @@ def format_certificate(certificate: Certificate) -> str:
     if certificate.cut:
         lines.append(f"  cut by the deadline (not certified): {len(certificate.cut)} cases")
         lines.extend(f"    {line}" for line in certificate.cut[:10])
+    if certificate.deviations:
+        lines += [f"  {line}" for line in format_deviations(certificate.claimed, certificate.deviations)]
     return "\n".join(lines)
 
 
@@ -305,6 +362,15 @@ def certificate_json(certificate: Certificate) -> str:
         "families": list(certificate.families),
         "cut": list(certificate.cut),
         "counts": {status: certificate.count(status) for status in RULE_STATUSES},
+        "deviations": [
+            {
+                "kind": d.kind,
+                "cause": d.cause,
+                "source": d.source,
+                "cases": [{"key": key, "outcome": outcome} for key, outcome in d.cases],
+            }
+            for d in certificate.deviations
+        ],
         "rules": [
             {"rule": rule, "status": status, "cases": [{"key": c.key, "outcome": c.outcome} for c in cases]}
             for rule, (status, cases) in certificate.rules.items()
@@ -325,6 +391,13 @@ def certificate_markdown(certificate: Certificate) -> str:
         shown = ", ".join(f"`{c.key}` {c.outcome}" for c in cases[:6])
         shown += f", and {len(cases) - 6} more" if len(cases) > 6 else ""
         lines.append(f"| `{rule}` | {status} | {shown or 'no case ran'} |")
+    if certificate.deviations:
+        lines += ["", "## Deviations by kind (each once)", "", "| kind | cause | source | cases |"]
+        lines.append("| --- | --- | --- | --- |")
+        for d in certificate.deviations:
+            shown = ", ".join(f"`{key}` {outcome}" for key, outcome in d.cases[:6])
+            shown += f", and {len(d.cases) - 6} more" if len(d.cases) > 6 else ""
+            lines.append(f"| {d.kind} | {d.cause} | {d.source or '—'} | {shown} |")
     return "\n".join(lines) + "\n"
 
 
@@ -388,23 +461,25 @@ def write_junit(results: Sequence[CaseResult], path: Path, suite_name: str = "co
     to_junit(results, suite_name).write(path, encoding="utf-8", xml_declaration=True)
 
 
+def case_record(result: CaseResult) -> dict[str, object]:
+    """One case as ``--json`` writes it (and expectation files are judged and written from)."""
+    return {
+        "key": result.key,
+        "family": result.family,
+        "name": result.name,
+        "outcome": result.outcome,
+        "rule": result.rule,
+        "detail": result.detail,
+        "fingerprint": result.fingerprint,
+        "seconds": round(result.seconds, 3),
+    }
+
+
 def encode_results(results: Sequence[CaseResult], subject: Mapping[str, object]) -> str:
     """The run as JSON, for tools (``--json``): the subject's hello and one object per case. A lone
     surrogate (a rich value a failure's detail quotes) is written as its ``\\uXXXX`` escape, so that
     the text is UTF-8 and reads back to the same strings."""
-    cases = [
-        {
-            "key": result.key,
-            "family": result.family,
-            "name": result.name,
-            "outcome": result.outcome,
-            "rule": result.rule,
-            "detail": result.detail,
-            "fingerprint": result.fingerprint,
-            "seconds": round(result.seconds, 3),
-        }
-        for result in results
-    ]
+    cases = [case_record(result) for result in results]
     text = json.dumps({"subject": dict(subject), "cases": cases}, ensure_ascii=False, indent=1) + "\n"
     return _LONE_SURROGATE.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
 
