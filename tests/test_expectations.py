@@ -111,7 +111,11 @@ def test_an_entry_whose_cause_is_todo_fails_the_verdict_and_the_rest_is_as_expec
 
 
 def test_deviations_are_counted_once_per_cause_by_kind() -> None:
-    causes = {"a": ("bug one", "subject-bug"), "b": ("bug one", "subject-bug"), "c": ("later", "spec-version")}
+    causes = {
+        "a": ("bug one", "subject-bug"),
+        "b": ("bug one", "subject-bug"),
+        "c": ("later", "spec-version"),
+    }
 
     def explain(case: Any) -> tuple[str, str, str]:
         cause, kind = causes[case["key"].split("/")[1]]
@@ -125,7 +129,9 @@ def test_deviations_are_counted_once_per_cause_by_kind() -> None:
 
 def test_an_update_adds_a_new_failure_as_todo_and_drops_a_stale_entry() -> None:
     old = write_expectations("x", "1", [record("f/gone", "failed", "p")], lambda _: ("c", "robustness", "s"))
-    new, diff = update_expectations(old, [record("f/new", "error", "setup step 0 (create): expected ok, got X")])
+    new, diff = update_expectations(
+        old, [record("f/new", "error", "setup step 0 (create): expected ok, got X")]
+    )
     assert [(e.case, e.status, e.cause) for e in new.expectations] == [("f/new", "error", "TODO")]
     assert diff[0].startswith("+ f/new: error [setup step 0 (create)")
     assert diff[1].startswith("- f/gone: failed [p] (robustness: c): matched no case")
