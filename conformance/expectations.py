@@ -29,7 +29,8 @@ A cause or kind of ``TODO`` is an entry nobody has explained yet: ``--write-expe
 Certifying against a file (``python -m conformance --expect FILE``) succeeds only when every case
 ended as expected and every entry is explained: an unexpected failure fails the run, and so does a
 failure with another fingerprint, an unexpected pass (a fixed bug is noticed and the file updated),
-an entry that matched no case (a stale file) and an entry whose cause is ``TODO``.
+an entry that matched no case of a family the run ran (a stale file) and an entry whose cause is
+``TODO``.
 """
 
 from __future__ import annotations
@@ -201,12 +202,14 @@ def judge(expectations: ExpectationFile, records: Iterable[Record]) -> Verdict:
     used: set[int] = set()
     as_expected = 0
     met: list[tuple[Expectation, str, str]] = []
+    ran: set[str] = set()  # the families the run ran
     for record in records:
         key, actual, fingerprint = (
             str(record["key"]),
             str(record["outcome"]),
             str(record.get("fingerprint", "")),
         )
+        ran.add(key.split("/", 1)[0])
         expected, entry = expectations.expected(key)
         if entry is not None:
             used.add(id(entry))
@@ -218,9 +221,18 @@ def judge(expectations: ExpectationFile, records: Iterable[Record]) -> Verdict:
         as_expected += 1
         if entry is not None:
             met.append((entry, key, actual))
-    unused = tuple(entry for entry in expectations.expectations if id(entry) not in used)
+    unused = tuple(
+        entry for entry in expectations.expectations if id(entry) not in used and _family_ran(entry, ran)
+    )
     todo = tuple(entry for entry in expectations.expectations if entry.todo)
     return Verdict(tuple(surprises), unused, as_expected, todo, group_deviations(met))
+
+
+def _family_ran(entry: Expectation, ran: set[str]) -> bool:
+    """Whether the run ran a family ``entry`` may name (an entry of a family the run did not
+    select is neither stale nor dropped)."""
+    family = entry.case.split("/", 1)[0]
+    return any(fnmatch.fnmatchcase(name, family) for name in ran)
 
 
 def group_deviations(met: Iterable[tuple[Expectation, str, str]]) -> tuple[Deviation, ...]:
@@ -328,10 +340,9 @@ def update_expectations(
             diff.append(f"~ {key}: was {was}, now {new.describe().split(': ', 1)[1]}")
     patterns: list[Expectation] = []
     for entry in old.expectations:
-        family = entry.case.split("/", 1)[0]
         if id(entry) in used and entry.is_pattern:
             patterns.append(entry)
-        elif id(entry) not in used and not any(fnmatch.fnmatchcase(name, family) for name in ran):
+        elif id(entry) not in used and not _family_ran(entry, ran):
             if entry.is_pattern:
                 patterns.append(entry)
             else:

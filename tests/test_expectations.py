@@ -150,3 +150,16 @@ def test_a_malformed_entry_is_refused(entry: dict[str, str], says: str) -> None:
     full = {"case": "f/a", "cause": "c", "kind": "harness", "source": "s", **entry}
     with pytest.raises(ExpectationError, match=says):
         decode_expectations({"implementation": "x", "version": "1", "expectations": [full]})
+
+
+def test_an_entry_of_a_family_the_run_did_not_run_is_not_stale() -> None:
+    file = write_expectations(
+        "x", "1", [record("a/x", "unsupported"), record("b/y", "unsupported")], explain_all
+    )
+    verdict = judge(file, [record("a/x", "unsupported")])
+    assert verdict.ok
+    assert [entry.case for entry in judge(file, [record("b/z", "passed")]).unused] == ["b/y"]
+
+
+def explain_all(case: Any) -> tuple[str, str, str]:
+    return "c", "harness", "s"
