@@ -222,14 +222,20 @@ project derived from the seeds, not stated in them; malformed input the subject 
 a SPEC-DECISION the subject does not follow; the subject adapter's own limit."""
 
 KIND_NAMES: Final = {
-    "subject-bug": "subject bugs",
-    "spec-version": "spec-version features",
-    "derived-rule": "derived rules",
-    "robustness": "robustness gaps",
-    "decision": "decisions not followed",
-    "harness": "harness limits",
-    "TODO": "deviations without a cause",
+    "subject-bug": ("subject bug", "subject bugs"),
+    "spec-version": ("spec-version feature", "spec-version features"),
+    "derived-rule": ("derived rule", "derived rules"),
+    "robustness": ("robustness gap", "robustness gaps"),
+    "decision": ("decision not followed", "decisions not followed"),
+    "harness": ("harness limit", "harness limits"),
+    "TODO": ("deviation without a cause", "deviations without a cause"),
 }
+
+
+def counted(count: int, kind: str) -> str:
+    """``1 subject bug``, ``3 subject bugs``."""
+    singular, plural = KIND_NAMES.get(kind, (kind, kind))
+    return f"{count} {singular if count == 1 else plural}"
 
 
 @dataclass(frozen=True)
@@ -249,7 +255,7 @@ def summarize_deviations(subject: str, deviations: Sequence[Deviation]) -> str:
     counts: dict[str, int] = {}
     for deviation in deviations:
         counts[deviation.kind] = counts.get(deviation.kind, 0) + 1
-    shown = ", ".join(f"{count} {KIND_NAMES.get(kind, kind)}" for kind, count in counts.items())
+    shown = ", ".join(counted(count, kind) for kind, count in counts.items())
     return f"{subject}: {shown or 'no deviations'}"
 
 
@@ -258,7 +264,8 @@ def format_deviations(subject: str, deviations: Sequence[Deviation]) -> list[str
     lines = [f"deviations (each once): {summarize_deviations(subject, deviations)}"]
     for deviation in deviations:
         outcomes = ", ".join(sorted({outcome for _, outcome in deviation.cases}))
-        lines.append(f"  [{deviation.kind}] {deviation.cause} ({len(deviation.cases)} cases, {outcomes})")
+        cases = "1 case" if len(deviation.cases) == 1 else f"{len(deviation.cases)} cases"
+        lines.append(f"  [{deviation.kind}] {deviation.cause} ({cases}, {outcomes})")
     return lines
 
 

@@ -305,7 +305,7 @@ def render_grouped(cases: Mapping[str, Mapping[str, str]]) -> list[str]:
         outcomes = ", ".join(sorted({outcome for _, outcome in deviation.cases}))
         lines.append(
             f"- [{deviation.kind}] {deviation.cause} (evidence: {deviation.source or 'none recorded'}); "
-            f"{len(keys)} cases {outcomes}: {shown}"
+            f"{len(keys)} case{'s' * (len(keys) != 1)} {outcomes}: {shown}"
         )
     return lines
 

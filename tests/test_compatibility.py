@@ -97,5 +97,5 @@ def test_the_page_counts_a_deviation_once_however_many_cases_it_fails() -> None:
     )
     run = {"subject": {}, "counts": {"session": {}}, "deviations": dict.fromkeys(keys, failed)}
     lines = compatibility.render_deviations({"9": run})
-    assert "| subject-bug | 1 |" in lines and "DSH 9: 1 subject bugs." in lines
+    assert "| subject-bug | 1 |" in lines and "DSH 9: 1 subject bug." in lines
     assert len([line for line in lines if line.startswith("- [subject-bug]")]) == 1

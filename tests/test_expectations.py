@@ -63,7 +63,7 @@ def test_a_written_file_round_trips_and_its_todo_causes_fail_until_filled_in(
     explained(path)
     assert run(tmp_path, BROKEN, "--expect", str(path)) == EXIT_OK
     out = capsys.readouterr().out
-    assert "expectations: met" in out and "1 subject bugs" in out  # one cause, four cases
+    assert "expectations: met" in out and "0.1.0: 1 subject bug\n" in out  # one cause, four cases
 
 
 def test_update_keeps_unchanged_entries_marks_a_changed_one_and_drops_what_now_passes(
@@ -124,7 +124,7 @@ def test_deviations_are_counted_once_per_cause_by_kind() -> None:
     records = [record("f/a", "failed", "p"), record("f/b", "failed", "q"), record("f/c", "unsupported")]
     verdict = judge(write_expectations("x", "1", records, explain), records)
     assert [(d.kind, len(d.cases)) for d in verdict.deviations] == [("subject-bug", 2), ("spec-version", 1)]
-    assert summarize_deviations("X 1", verdict.deviations) == "X 1: 1 subject bugs, 1 spec-version features"
+    assert summarize_deviations("X 1", verdict.deviations) == "X 1: 1 subject bug, 1 spec-version feature"
 
 
 def test_an_update_adds_a_new_failure_as_todo_and_drops_a_stale_entry() -> None:
