@@ -9,8 +9,12 @@ of the spec, certified or not (PROTOCOL.md, "Certificate"), and writes a JUnit X
 --certificate DIR (or next to --json) the certificate is also written as JSON and Markdown.
 --list lists the cases; --case GLOB runs only the cases whose key matches. A failing machine or
 exhaustive case shows its steps shrunk and a command that replays them: --replay TOKEN runs only
-that sequence and says whether it passes. With --expect FILE it compares every case with that implementation's
-expectation file instead: an unexpected failure and an unexpected pass both fail the run.
+that sequence and says whether it passes. With --expect FILE it
+compares every case with that implementation's expectation file instead: an unexpected failure, a
+failure with another fingerprint, an unexpected pass and an entry whose cause is TODO all fail the
+run, and the certificate lists the file's deviations by kind, each once. --write-expectations FILE
+writes a file that expects the run as it ended (each entry's cause and kind TODO);
+--update-expectations FILE rewrites only what changed in an existing one and prints the diff.
 
 Families: the vector folders (session, json, header, surface, provenance, tool-rewrite, seed,
 fork, repair, storage, pairing, prune, tokens, checker, files, …) and the stateful checks (pure-drt,
@@ -19,7 +23,8 @@ both, like files, runs its vectors and its stateful checks.
 
 Exit codes: 0 no case failed or erred, at least one passed and the deadline cut nothing (or, with
 --expect, every case ended as expected); 1 a case failed or erred, nothing passed, the deadline
-cut the run, or the expectations were not met; 2 the command line is wrong (an unknown family, a
+cut the run, or the expectations were not met (with --write-expectations or
+--update-expectations: 0 once the file is written from a run the deadline did not cut); 2 the command line is wrong (an unknown family, a
 vectors folder with no vectors, an output path that cannot be written); 3 the subject could not
 be reached (it does not start, its factory raises, or it does not answer hello) or a vector file
 is malformed (each said with a code and a sentence, no traceback); 130 interrupted (the partial
@@ -33,11 +38,22 @@ import shlex
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from conformance.crash import SUBJECT_ARGUMENT
 from conformance.exhaustive import replay_letters
-from conformance.expectations import ExpectationError, format_verdict, judge, load_expectations
+from conformance.expectations import (
+    ExpectationError,
+    ExpectationFile,
+    Record,
+    encode_expectations,
+    format_verdict,
+    judge,
+    load_expectations,
+    update_expectations,
+    write_expectations,
+)
 from conformance.families import FAMILY_RULES
 from conformance.machine.replay import (
     Recording,
@@ -52,6 +68,7 @@ from conformance.report import (
     CaseResult,
     Options,
     build_certificate,
+    case_record,
     encode_results,
     format_certificate,
     format_table,
@@ -117,7 +134,22 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         metavar="SECONDS",
         help="stop the whole run after this long (the rest is not run)",
     )
-    parser.add_argument("--expect", type=Path, metavar="FILE", help="an expectation file to certify against")
+    expectations = parser.add_mutually_exclusive_group()
+    expectations.add_argument(
+        "--expect", type=Path, metavar="FILE", help="an expectation file to certify against"
+    )
+    expectations.add_argument(
+        "--write-expectations",
+        type=Path,
+        metavar="FILE",
+        help="write an expectation file that expects this run (new entries' cause and kind: TODO)",
+    )
+    expectations.add_argument(
+        "--update-expectations",
+        type=Path,
+        metavar="FILE",
+        help="rewrite an expectation file to expect this run, keeping unchanged entries; prints the diff",
+    )
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write every case's outcome as JSON")
     parser.add_argument(
         "--certificate",
@@ -162,12 +194,16 @@ def check_usage(args: argparse.Namespace) -> None:
     for flag, path in (("--junit", args.junit), ("--json", args.json)):
         if path is not None and not (path.parent if str(path.parent) else Path(".")).is_dir():
             raise UsageError(f"{flag} {path}: the folder {path.parent} does not exist")
-    if args.expect is not None and not args.expect.is_file():
-        raise UsageError(f"--expect {args.expect}: no such file")
     if args.replay is not None:
         recording = decode_recording(args.replay)
         if recording.family not in REPLAYERS:
             raise UsageError(f"--replay: no replay for family {recording.family!r}")
+    for flag, path in (("--expect", args.expect), ("--update-expectations", args.update_expectations)):
+        if path is not None and not path.is_file():
+            raise UsageError(f"{flag} {path}: no such file (--write-expectations writes a new one)")
+    written = args.write_expectations
+    if written is not None and not (written.parent if str(written.parent) else Path(".")).is_dir():
+        raise UsageError(f"--write-expectations {written}: the folder {written.parent} does not exist")
 
 
 def open_subject(args: argparse.Namespace) -> Subject:
@@ -193,7 +229,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_OK
     try:
         check_usage(args)
-        expectations = load_expectations(args.expect) if args.expect is not None else None
+        known = args.expect or args.update_expectations
+        expectations = load_expectations(known) if known is not None else None
     except (UsageError, ExpectationError, ReplayTokenError) as error:
         print(f"conformance: {error}", file=sys.stderr)
         return EXIT_USAGE
@@ -289,14 +326,22 @@ def describe_not_run(results: Sequence[CaseResult]) -> list[str]:
 
 
 def report(
-    args: argparse.Namespace, said: Hello, results: list[CaseResult], expectations: object, interrupted: bool
+    args: argparse.Namespace,
+    said: Hello,
+    results: list[CaseResult],
+    expectations: ExpectationFile | None,
+    interrupted: bool,
 ) -> int:
     print(format_table(results))
     for line in describe_not_run(results):
         print(line)
     hello_json = {"name": said.name, "version": said.version, "protocol": said.protocol}
     hello_json |= {"capabilities": sorted(said.capabilities), "target": said.target.describe()}
+    records = [case_record(result) for result in results]
+    verdict = judge(expectations, records) if args.expect is not None and expectations is not None else None
     certificate = build_certificate(results, every_rule(args.vectors), hello_json, args.profile, FAMILY_RULES)
+    if verdict is not None:
+        certificate = replace(certificate, deviations=verdict.deviations)
     print(format_certificate(certificate))
     write_junit(results, args.junit)
     print(f"JUnit report: {args.junit}")
@@ -324,11 +369,9 @@ def report(
     if certificate.cut:
         print("conformance: the deadline cut the run; what it cut is not certified", file=sys.stderr)
         return EXIT_FAILED
-    if expectations is not None:
-        from conformance.expectations import ExpectationFile
-
-        assert isinstance(expectations, ExpectationFile)
-        verdict = judge(expectations, ((result.key, result.outcome) for result in results))
+    if args.write_expectations is not None or args.update_expectations is not None:
+        return write_from_run(args, said, records, expectations)
+    if verdict is not None and expectations is not None:
         print(format_verdict(expectations, verdict))
         return EXIT_OK if verdict.ok else EXIT_FAILED
     if any(result.outcome in ("failed", "error") for result in results):
@@ -336,6 +379,27 @@ def report(
     if not any(result.outcome == "passed" for result in results):
         print("conformance: no case passed, so nothing is certified (see the reasons above)", file=sys.stderr)
         return EXIT_FAILED
+    return EXIT_OK
+
+
+def write_from_run(
+    args: argparse.Namespace, said: Hello, records: Sequence[Record], old: ExpectationFile | None
+) -> int:
+    """--write-expectations or --update-expectations: the file that expects this run."""
+    if old is None:
+        path = args.write_expectations
+        written = write_expectations(said.name, said.version, records)
+    else:
+        path = args.update_expectations
+        updated, diff = update_expectations(old, records)
+        written = replace(updated, implementation=said.name, version=said.version)
+        print(f"expectations {path}: {len(diff)} changed")
+        print("\n".join(diff) if diff else "(no change)")
+    path.write_text(encode_expectations(written), encoding="utf-8")
+    todo = sum(entry.todo for entry in written.expectations)
+    print(
+        f"wrote {path}: {len(written.expectations)} entries, {todo} with cause TODO (fill in cause and kind)"
+    )
     return EXIT_OK
 
 

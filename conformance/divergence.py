@@ -52,6 +52,7 @@ class Divergences:
                 f"first met by:\n{item.first}",
                 seconds / max(len(self.found), 1),
                 case_id=f"diverges-{case_slug(item.signature)}",
+                fingerprint=item.signature,
             )
             for item in self.found.values()
         ]

@@ -9,7 +9,6 @@ subjects through it, so every request it sends first checks the run's deadline
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,7 +20,7 @@ from conformance.crash_rules import (
     check_d3_5_no_false_corruption,
 )
 from conformance.engine_model import model_request
-from conformance.matching import why_not
+from conformance.matching import answer_fingerprint, why_not
 from conformance.model import (
     DurableLog,
     Expected,
@@ -54,14 +53,12 @@ class Mismatch(AssertionError):
 
 
 def derive_signature(op: str, expected: Expected, answer: Response, difference: str) -> str:
-    """How ``answer`` differs from ``expected``, with the data left out."""
-    if expected.ok != answer.ok or not expected.ok:
-        want = "ok" if expected.ok else expected.code
-        got = "ok" if answer.ok else answer.error_code
-        return f"{op}: expected {want}, got {got}"
-    where = re.search(r"at (\$[^:\s]*)", difference)
-    path = re.sub(r"\[\d+\]", "[]", where.group(1)) if where else "$"
-    return f"{op}: result differs at {path}"
+    """How ``answer`` differs from ``expected``, with the data left out
+    (:func:`conformance.matching.answer_fingerprint` of a generated workload)."""
+    found = answer_fingerprint(
+        expected.as_json(), bool(answer.ok), answer.error_code, difference, generated=True
+    )
+    return f"{op}: {found}"
 
 
 def describe_answer(answer: Response) -> str:

@@ -18,6 +18,7 @@ Results are compared as JSON (object key order never matters; ``1`` and ``1.0`` 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -45,6 +46,22 @@ def why_not(
         if _why_not_one(alternative, ok, result, code, message, op, function, target) is None:
             return None
     return first
+
+
+def answer_fingerprint(
+    expect: Mapping[str, Any], ok: bool, code: str | None, difference: str, *, generated: bool = False
+) -> str:
+    """How an answer missed ``expect`` (its first expectation), with the data left out: ``expected
+    ok, got CODE``, ``expected CODE, got ok`` or ``expected CODE, got OTHER``, or for a result
+    ``result differs at PATH`` (the path of the first differing value, as ``difference`` names it;
+    for a ``generated`` workload, whose positions vary, with its array indexes dropped). Stable from
+    run to run, so an expectation file can pin how a case fails."""
+    if bool(expect["ok"]) != ok or not ok:
+        want = "ok" if expect["ok"] else expect["code"]
+        return f"expected {want}, got {'ok' if ok else code}"
+    where = re.search(r"(?:^|\(|at )(\$[^:\s]*)", difference)
+    path = where.group(1) if where else "$"
+    return "result differs at " + (re.sub(r"\[\d+\]", "[]", path) if generated else path)
 
 
 def _why_not_one(

@@ -29,7 +29,7 @@ from conformance.cases.build import OK, Case, Step
 from conformance.drt_edges import ABSENT_EDGE, EDGE_INPUTS, Edge, field_edges, field_template, with_edge
 from conformance.drt_inputs import INPUTS
 from conformance.generate_vectors import capabilities_of
-from conformance.matching import why_not
+from conformance.matching import answer_fingerprint, why_not
 from conformance.oracle import SpecOracle
 from conformance.report import CaseResult, Options, Outcome, case_slug, check_deadline
 from conformance.subject import InProcessSubject, Response, Subject
@@ -70,6 +70,7 @@ class Verdict:
     examples: int = 0
     unsupported: bool = False
     disagreement: str | None = None
+    fingerprint: str = ""  # how the last disagreement differed, data left out
     problem_input: JsonObject | None = None
     expected: JsonObject | None = None
     seen: list[str] = field(default_factory=list)
@@ -109,6 +110,9 @@ def compare_one(
     )
     if difference is not None:
         verdict.problem_input, verdict.expected, verdict.disagreement = inputs, expect, difference
+        verdict.fingerprint = f"call {function}: " + answer_fingerprint(
+            expect, bool(answer.ok), answer.error_code, difference, generated=True
+        )
         raise Disagreement(difference)
 
 
@@ -218,7 +222,10 @@ def check_pure_drt(subject: Subject, options: Options) -> list[CaseResult]:
                 f"{verdict.disagreement}\nthe shrunk input, as a vector the specification answers:\n"
                 + vector_text(function, verdict.problem_input, verdict.expected)
             )
-            results.append(CaseResult(FAMILY, name, "failed", detail, seconds, function, case_id))
+            failed = CaseResult(
+                FAMILY, name, "failed", detail, seconds, function, case_id, verdict.fingerprint
+            )
+            results.append(failed)
         else:
             edges = len(edge_inputs(function))
             detail = f"{verdict.examples} inputs compared ({edges} edge inputs, then a budget of {budget})"

@@ -52,7 +52,15 @@ class CaseResult:
     """One case: the rule family it belongs to, its name (a sentence), what happened, and why
     (the first mismatch of a failed case, the reason for an unsupported or not-run one).
     ``case_id`` names the case for expectation files when the name carries run figures (counts,
-    speeds); otherwise the name's slug does."""
+    speeds); otherwise the name's slug does.
+
+    A failed or erred case has a ``fingerprint``: how it failed, stable from run to run (no
+    timings, paths or drawn values), so that an expectation file can tell the same failure from
+    another one of the same case. A vector's names its first failing step, the expected answer and
+    the subject's (``step 2 (append): expected EVENT_TYPE_INVALID, got ok``; ``call f: result
+    differs at $.changed``); a stateful family's disagreement its signature (op and codes, or op
+    and path with indexes dropped). Where the producer gives none, it is the coarse
+    ``<rule or family> <outcome>``."""
 
     family: str
     name: str
@@ -61,6 +69,11 @@ class CaseResult:
     seconds: float = 0.0
     rule: str = ""
     case_id: str = ""
+    fingerprint: str = ""
+
+    def __post_init__(self) -> None:
+        if self.outcome in ("failed", "error") and not self.fingerprint:
+            object.__setattr__(self, "fingerprint", f"{self.rule or self.family} {self.outcome}")
 
     @property
     def key(self) -> str:
@@ -200,6 +213,62 @@ def earned(result: CaseResult, coverage: Coverage, alphabet: Sequence[str], mini
     return replace(result, outcome="not run", detail=f"{why}\n{figures}")
 
 
+# --- deviations, each once -------------------------------------------------------------------------
+
+KINDS: Final = ("subject-bug", "spec-version", "derived-rule", "robustness", "decision", "harness")
+"""What kind of deviation an expectation file's entry is (docs/choices.md, "Fingerprints and
+kinds"): a bug of the subject; a feature of a later spec than the subject's release; a rule this
+project derived from the seeds, not stated in them; malformed input the subject refuses elsewhere;
+a SPEC-DECISION the subject does not follow; the subject adapter's own limit."""
+
+KIND_NAMES: Final = {
+    "subject-bug": ("subject bug", "subject bugs"),
+    "spec-version": ("spec-version feature", "spec-version features"),
+    "derived-rule": ("derived rule", "derived rules"),
+    "robustness": ("robustness gap", "robustness gaps"),
+    "decision": ("decision not followed", "decisions not followed"),
+    "harness": ("harness limit", "harness limits"),
+    "TODO": ("deviation without a cause", "deviations without a cause"),
+}
+
+
+def counted(count: int, kind: str) -> str:
+    """``1 subject bug``, ``3 subject bugs``."""
+    singular, plural = KIND_NAMES.get(kind, (kind, kind))
+    return f"{count} {singular if count == 1 else plural}"
+
+
+@dataclass(frozen=True)
+class Deviation:
+    """One known deviation met by a run, once: its kind, cause and source (an expectation file's
+    entry, or several entries that share the cause), and the cases (key, outcome) behind it."""
+
+    kind: str
+    cause: str
+    source: str
+    cases: tuple[tuple[str, str], ...]
+
+
+def summarize_deviations(subject: str, deviations: Sequence[Deviation]) -> str:
+    """``DSH 0.1.0-rc.8: 3 subject bugs, 2 spec-version features, …`` (each deviation counted once,
+    however many cases it fails)."""
+    counts: dict[str, int] = {}
+    for deviation in deviations:
+        counts[deviation.kind] = counts.get(deviation.kind, 0) + 1
+    shown = ", ".join(counted(count, kind) for kind, count in counts.items())
+    return f"{subject}: {shown or 'no deviations'}"
+
+
+def format_deviations(subject: str, deviations: Sequence[Deviation]) -> list[str]:
+    """The summary line, then each deviation once with its kind, cause and cases."""
+    lines = [f"deviations (each once): {summarize_deviations(subject, deviations)}"]
+    for deviation in deviations:
+        outcomes = ", ".join(sorted({outcome for _, outcome in deviation.cases}))
+        cases = "1 case" if len(deviation.cases) == 1 else f"{len(deviation.cases)} cases"
+        lines.append(f"  [{deviation.kind}] {deviation.cause} ({cases}, {outcomes})")
+    return lines
+
+
 # --- the certificate ---------------------------------------------------------------------------------
 
 RuleStatus = Literal["certified", "failed", "error", "unsupported", "not run"]
@@ -230,6 +299,11 @@ class Certificate:
     families: tuple[str, ...]
     rules: Mapping[str, tuple[RuleStatus, tuple[CaseResult, ...]]]
     cut: tuple[str, ...] = ()
+    deviations: tuple[Deviation, ...] = ()  # with an expectation file: its deviations the run met
+
+    @property
+    def claimed(self) -> str:
+        return f"{self.subject.get('name', '?')} {self.subject.get('version', '')}".strip()
 
     def count(self, status: RuleStatus) -> int:
         return sum(entry[0] == status for entry in self.rules.values())
@@ -269,8 +343,9 @@ def format_certificate(certificate: Certificate) -> str:
     """The certificate's summary for the terminal: the counts per status out of every rule, the
     rules that are not certified and not merely not run, and what the deadline cut."""
     subject = certificate.subject
-    claimed = f"{subject.get('name', '?')} {subject.get('version', '')}".strip()
-    lines = [f"certificate for {claimed}, {subject.get('target', 'format 4')}, profile {certificate.profile}"]
+    lines = [
+        f"certificate for {certificate.claimed}, {subject.get('target', 'format 4')}, profile {certificate.profile}"
+    ]
     total = len(certificate.rules)
     lines.append(f"  certified rules: {certificate.count('certified')} of {total} (every rule of the spec)")
     lines.append("  " + ", ".join(f"{certificate.count(status)} {status}" for status in RULE_STATUSES[1:]))
@@ -280,6 +355,8 @@ def format_certificate(certificate: Certificate) -> str:
     if certificate.cut:
         lines.append(f"  cut by the deadline (not certified): {len(certificate.cut)} cases")
         lines.extend(f"    {line}" for line in certificate.cut[:10])
+    if certificate.deviations:
+        lines += [f"  {line}" for line in format_deviations(certificate.claimed, certificate.deviations)]
     return "\n".join(lines)
 
 
@@ -292,6 +369,15 @@ def certificate_json(certificate: Certificate) -> str:
         "families": list(certificate.families),
         "cut": list(certificate.cut),
         "counts": {status: certificate.count(status) for status in RULE_STATUSES},
+        "deviations": [
+            {
+                "kind": d.kind,
+                "cause": d.cause,
+                "source": d.source,
+                "cases": [{"key": key, "outcome": outcome} for key, outcome in d.cases],
+            }
+            for d in certificate.deviations
+        ],
         "rules": [
             {"rule": rule, "status": status, "cases": [{"key": c.key, "outcome": c.outcome} for c in cases]}
             for rule, (status, cases) in certificate.rules.items()
@@ -312,6 +398,13 @@ def certificate_markdown(certificate: Certificate) -> str:
         shown = ", ".join(f"`{c.key}` {c.outcome}" for c in cases[:6])
         shown += f", and {len(cases) - 6} more" if len(cases) > 6 else ""
         lines.append(f"| `{rule}` | {status} | {shown or 'no case ran'} |")
+    if certificate.deviations:
+        lines += ["", "## Deviations by kind (each once)", "", "| kind | cause | source | cases |"]
+        lines.append("| --- | --- | --- | --- |")
+        for d in certificate.deviations:
+            shown = ", ".join(f"`{key}` {outcome}" for key, outcome in d.cases[:6])
+            shown += f", and {len(d.cases) - 6} more" if len(d.cases) > 6 else ""
+            lines.append(f"| {d.kind} | {d.cause} | {d.source or '—'} | {shown} |")
     return "\n".join(lines) + "\n"
 
 
@@ -375,22 +468,25 @@ def write_junit(results: Sequence[CaseResult], path: Path, suite_name: str = "co
     to_junit(results, suite_name).write(path, encoding="utf-8", xml_declaration=True)
 
 
+def case_record(result: CaseResult) -> dict[str, object]:
+    """One case as ``--json`` writes it (and expectation files are judged and written from)."""
+    return {
+        "key": result.key,
+        "family": result.family,
+        "name": result.name,
+        "outcome": result.outcome,
+        "rule": result.rule,
+        "detail": result.detail,
+        "fingerprint": result.fingerprint,
+        "seconds": round(result.seconds, 3),
+    }
+
+
 def encode_results(results: Sequence[CaseResult], subject: Mapping[str, object]) -> str:
     """The run as JSON, for tools (``--json``): the subject's hello and one object per case. A lone
     surrogate (a rich value a failure's detail quotes) is written as its ``\\uXXXX`` escape, so that
     the text is UTF-8 and reads back to the same strings."""
-    cases = [
-        {
-            "key": result.key,
-            "family": result.family,
-            "name": result.name,
-            "outcome": result.outcome,
-            "rule": result.rule,
-            "detail": result.detail,
-            "seconds": round(result.seconds, 3),
-        }
-        for result in results
-    ]
+    cases = [case_record(result) for result in results]
     text = json.dumps({"subject": dict(subject), "cases": cases}, ensure_ascii=False, indent=1) + "\n"
     return _LONE_SURROGATE.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
 

@@ -23,7 +23,7 @@ from typing import Any, Final
 
 from conformance.families import FAMILY_RULES, OPT_IN, STATEFUL_FAMILIES, CheckFn
 from conformance.machine.machines import READ_ONLY_OPS
-from conformance.matching import short, why_not
+from conformance.matching import answer_fingerprint, short, why_not
 from conformance.progress import Progress
 from conformance.report import CUT, RUN_DEADLINE, CaseResult, DeadlineReached, Options, case_slug
 from conformance.subject import Response, Subject, SubjectDead, SubjectError
@@ -95,6 +95,10 @@ class _Unsupported(Exception):
 class _SetupFailed(Exception):
     """A step before the step under test failed: the case's rule was never reached."""
 
+    def __init__(self, text: str, fingerprint: str) -> None:
+        super().__init__(text)
+        self.fingerprint = fingerprint
+
 
 def run_vector(
     subject: Subject, vector: Mapping[str, Any], capabilities: frozenset[str], target: Target = DEFAULT_TARGET
@@ -119,50 +123,76 @@ def run_vector(
         else:
             problem = _run_steps(subject, vector["steps"], target)
     except SubjectError as error:
-        problem = f"the subject broke the protocol: {error}"
+        problem = (f"the subject broke the protocol: {error}", "broke the protocol")
     except _Unsupported as unsupported:
         return CaseResult(family, name, "unsupported", str(unsupported), time.perf_counter() - began, rule)
     except _SetupFailed as setup:
         detail = f"{setup}\nthe rule under test ({rule}) was never reached"
-        return CaseResult(family, name, "error", detail, time.perf_counter() - began, rule)
+        seconds = time.perf_counter() - began
+        return CaseResult(family, name, "error", detail, seconds, rule, fingerprint=setup.fingerprint)
     seconds = time.perf_counter() - began
     if problem is None:
         return CaseResult(family, name, "passed", seconds=seconds, rule=rule)
-    return CaseResult(family, name, "failed", f"{problem}\nrule: {rule}", seconds=seconds, rule=rule)
+    detail, fingerprint = problem
+    return CaseResult(
+        family, name, "failed", f"{detail}\nrule: {rule}", seconds, rule, fingerprint=fingerprint
+    )
 
 
-def _run_steps(subject: Subject, steps: Sequence[Mapping[str, Any]], target: Target) -> str | None:
+Problem = tuple[str, str]
+"""What a vector's run found: the first mismatch (for the reader) and its fingerprint (for an
+expectation file: where it failed, the expected answer and the subject's, no data)."""
+
+
+def _run_steps(subject: Subject, steps: Sequence[Mapping[str, Any]], target: Target) -> Problem | None:
     """The first mismatch from the step under test on; a mismatch before it (in the setup) raises
     :class:`_SetupFailed`."""
     tested = step_under_test(steps)
     for number, step in enumerate(steps):
         args = dict(step["request"])
         op = str(args.pop("op"))
+        where = f"step {number} ({op})"
         try:
             response = _unless_unsupported(subject.request(op, **args), op)
-            problem = compare(step["expect"], response, op, target)
+            found = _mismatch(step["expect"], response, where, op, target)
         except SubjectError as error:
-            problem = f"the subject broke the protocol: {error}"
-        if problem is not None:
-            found = f"step {number} ({op}): {problem}\nrequest: {short(step['request'])}"
+            found = (f"{where}: the subject broke the protocol: {error}", f"{where}: broke the protocol")
+        if found is not None:
+            shown = f"{found[0]}\nrequest: {short(step['request'])}"
             if number < tested:
-                raise _SetupFailed(f"setup failed: {found}")
-            return found
+                raise _SetupFailed(f"setup failed: {shown}", f"setup {found[1]}")
+            return shown, found[1]
     return None
 
 
-def _run_pure(subject: Subject, vector: Mapping[str, Any], target: Target) -> str | None:
+def _run_pure(subject: Subject, vector: Mapping[str, Any], target: Target) -> Problem | None:
     function = str(vector["function"])
+    where = f"call {function}"
     try:
         response = _unless_unsupported(
             subject.request("call", function=function, input=vector["input"]), function
         )
-        problem = compare(vector["expect"], response, "call", target, function)
+        found = _mismatch(vector["expect"], response, where, "call", target, function)
     except SubjectError as error:
-        problem = f"the subject broke the protocol: {error}"
+        found = (f"{where}: the subject broke the protocol: {error}", f"{where}: broke the protocol")
+    if found is None:
+        return None
+    return f"{found[0]}\ninput: {short(vector['input'])}", found[1]
+
+
+def _mismatch(
+    expect: Mapping[str, Any],
+    response: Response,
+    where: str,
+    op: str,
+    target: Target,
+    function: str | None = None,
+) -> Problem | None:
+    problem = compare(expect, response, op, target, function)
     if problem is None:
         return None
-    return f"call {function}: {problem}\ninput: {short(vector['input'])}"
+    fingerprint = answer_fingerprint(expect, bool(response.ok), response.error_code, problem)
+    return f"{where}: {problem}", f"{where}: {fingerprint}"
 
 
 def _unless_unsupported(response: Response, what: str) -> Response:

@@ -4,7 +4,8 @@
 # Installs Node 22 and the release's pinned packages from the npm registry (scripts/install-dsh.sh),
 # then runs the conformance suite twice over stdio: on the subject's crash seam (a simulated
 # power-loss disk under DSH's own JSONL store) and on the real file system (the kill check). Each
-# run prints its table and certificate and compares every case with
+# run prints its table and certificate (with DSH's deviations by kind, each once) and compares every case (its status
+# and, for a failure, its fingerprint) with
 # conformance/expectations/dsh-<VERSION>[-kill].json: it exits 0 only when every case ended as
 # expected. Without the npm registry it says so and exits 0 without certifying anything
 # (CONFORMANCE_REQUIRE_DSH=1 makes that exit 3 instead).

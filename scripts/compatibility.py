@@ -25,10 +25,13 @@ import json
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Final
 
-from scripts.dsh_expectations import cause_of
+from conformance.expectations import TODO, entry_for, group_deviations
+from conformance.report import KINDS, Deviation, summarize_deviations
+from scripts.dsh_expectations import cause_of, explainer
 
 ROOT: Final = Path(__file__).resolve().parent.parent
 
@@ -207,9 +210,9 @@ def render_table(releases: Mapping[str, Any]) -> list[str]:
     return [*lines, *family_rows(releases, families), ""]
 
 
-def table_head(releases: Mapping[str, Any]) -> list[str]:
+def table_head(releases: Mapping[str, Any], first: str = "family") -> list[str]:
     """The two head rows of a table with a column per release."""
-    return ["| family | " + " | ".join(releases) + " |", "| --- |" + " --- |" * len(releases)]
+    return [f"| {first} | " + " | ".join(releases) + " |", "| --- |" + " --- |" * len(releases)]
 
 
 def is_met(key: str) -> bool:
@@ -279,11 +282,32 @@ def render_engine(releases: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def render_grouped(cases: Mapping[str, Mapping[str, str]]) -> list[str]:
-    by_reason: dict[str, list[str]] = {}
+def deviations_of(cases: Mapping[str, Mapping[str, str]]) -> tuple[Deviation, ...]:
+    """The cases that did not pass, grouped by their cause (one deviation, many cases), in the
+    order of the kinds; a case no cause explains is a deviation of its own, kind TODO."""
+    met = []
     for key, case in cases.items():
-        by_reason.setdefault(reason_of(key, case), []).append(key)
-    return [f"- {reason}: " + ", ".join(f"`{key}`" for key in keys) for reason, keys in by_reason.items()]
+        entry = entry_for({"key": key, **case}, explainer)
+        if entry.todo:
+            entry = replace(entry, cause=reason_of(key, case))
+        met.append((entry, key, str(case["outcome"])))
+    return group_deviations(met)
+
+
+def render_grouped(cases: Mapping[str, Mapping[str, str]]) -> list[str]:
+    """Each deviation once: its cause, its source (the evidence) and the cases it fails."""
+    lines = []
+    for deviation in deviations_of(cases):
+        keys = [key for key, _ in deviation.cases]
+        shown = ", ".join(f"`{key}`" for key in keys[:6]) + (
+            f" and {len(keys) - 6} more" if len(keys) > 6 else ""
+        )
+        outcomes = ", ".join(sorted({outcome for _, outcome in deviation.cases}))
+        lines.append(
+            f"- [{deviation.kind}] {deviation.cause} (evidence: {deviation.source or 'none recorded'}); "
+            f"{len(keys)} case{'s' * (len(keys) != 1)} {outcomes}: {shown}"
+        )
+    return lines
 
 
 def render_trace(trace: Mapping[str, Any] | None) -> list[str]:
@@ -320,13 +344,26 @@ def render_trace(trace: Mapping[str, Any] | None) -> list[str]:
 
 
 def render_deviations(releases: Mapping[str, Any]) -> list[str]:
-    lines = ["## Deviations by release", ""]
-    for release, run in releases.items():
-        lines += [f"### {release}", ""]
-        for outcome in ("failed", "unsupported", "not run"):
-            cases = {k: c for k, c in run["deviations"].items() if c["outcome"] == outcome}
-            if cases:
-                lines += [f"{outcome.capitalize()} ({len(cases)}):", "", *render_grouped(cases), ""]
+    """Deviations by kind, each once (a cause of DSH's with its source), not case counts."""
+    found = {release: deviations_of(run["deviations"]) for release, run in releases.items()}
+    lines = [
+        "## Deviations by kind",
+        "",
+        "Each deviation counted once, however many cases it fails: a cause of DSH's, with its source as the",
+        'evidence. Kinds (`docs/choices.md`, "Fingerprints and kinds"): subject-bug, spec-version (a feature',
+        "of a later spec), derived-rule (a rule this project derived), robustness (malformed input),",
+        "decision (a SPEC-DECISION not followed), harness (the adapter's own limit).",
+        "",
+        *table_head(releases, "deviations of kind"),
+    ]
+    for kind in (*KINDS, TODO):
+        counts = [sum(d.kind == kind for d in deviations) for deviations in found.values()]
+        if any(counts):
+            lines.append(f"| {kind} | " + " | ".join(str(count) for count in counts) + " |")
+    lines.append("")
+    for release, deviations in found.items():
+        lines += [f"### {release}", "", summarize_deviations(f"DSH {release}", deviations) + ".", ""]
+        lines += [*render_grouped(releases[release]["deviations"]), ""]
     return lines
 
 

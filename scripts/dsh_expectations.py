@@ -3,10 +3,11 @@
   python -m scripts.dsh_expectations RUN.json OUT.json [--version V]
 
 ``RUN.json`` is ``python -m conformance … --json RUN.json`` run against ``subjects/dsh`` (as
-``scripts/certify-dsh.sh`` does, which leaves its runs under ``.tools/reports/``). Each case that
-did not pass is matched against :data:`CAUSES`, the hand-written list of what DSH does and where
-(``subjects/dsh/FINDINGS.md`` has the evidence); the file lists the case with the cause's status,
-reason and source. A case no cause explains, or one whose outcome differs from its cause's status,
+``scripts/certify-dsh.sh`` does, which leaves its runs under ``.tools/reports/``). The file is the
+generic one ``--write-expectations`` writes (:func:`conformance.expectations.write_expectations`:
+each case that did not pass, with its fingerprint), its cause, kind and source filled in from
+:data:`CAUSES`, the hand-written list of what DSH does, where, and what kind of deviation it is
+(``subjects/dsh/FINDINGS.md`` has the evidence). A case no cause explains, or one whose outcome differs from its cause's status,
 is refused: the script prints it and exits 1, so a new deviation is never written down without a
 reason. Re-run it when the suite gains cases, and review the diff:
 
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from conformance.expectations import encode_expectations
+from conformance.expectations import Expectation, encode_expectations, write_expectations
 
 ROOT: Final = Path(__file__).resolve().parent.parent
 
@@ -40,13 +41,23 @@ PRUNER: Final = "@deepseek-ai/dsh-compaction-tool-result-pruner lib/index.js"
 METER: Final = "@deepseek-ai/dsh-token-meter lib/index.js"
 COMPACTION: Final = "@deepseek-ai/dsh-compaction lib/index.js"
 PROJECTION: Final = "@deepseek-ai/dsh-session-projection lib/index.js"
+UNPUBLISHED: Final = (
+    "a session with no events is never published: its flush and close write nothing, so read and resume "
+    "do not find it, and the files family finds no log where D1 puts one"
+)
+GENERATED: Final = (
+    "the generated programs meet the deviations listed as the diverges- cases (an append of any type, a "
+    "non-object meta, ids checked against live sessions only, the compaction bracket unclosed by repair, an "
+    "empty session never published); which of them a run meets first depends on the programs Hypothesis draws"
+)
+GENERATED_SOURCE: Final = SESSION + ":1444-1463, :1656-1668, :1845; " + PERSISTENCE + ":831, :1249-1302"
 ENGINE_FAMILIES: Final = ("compaction", "spill", "overflow", "checkpoint")
 """The engine capabilities DSH 0.1 publishes no package for (only `prune` and `projection` have one)."""
 
 
 @dataclass(frozen=True)
 class Cause:
-    """What DSH does, where, and which cases it explains: keys matching one of ``keys`` (shell
+    """What DSH does, where, what kind of deviation it is, and which cases it explains: keys matching one of ``keys`` (shell
     patterns), or cases of one of ``rules`` (the spec function a vector exercises); with a ``detail``
     (one text or several), only those whose report says it (one of them). Prefer a rule, a family
     pattern or a detail that names the deviation over one case's key, so that new cases of the same
@@ -55,6 +66,7 @@ class Cause:
     status: str
     reason: str
     source: str
+    kind: str  # conformance.report.KINDS
     keys: tuple[str, ...] = ()
     rules: tuple[str, ...] = ()
     detail: str | tuple[str, ...] = ""
@@ -77,12 +89,14 @@ CAUSES: tuple[Cause, ...] = (
         "unsupported",
         "DSH ships no whole-log checker, so it cannot answer in this project's rule ids",
         "SPEC-DECISIONS D9; PROTOCOL.md capability checker-rules",
+        kind="spec-version",
         keys=("checker/*", "pure-drt/spec-checker-*"),
     ),
     Cause(
         "not run",
         "DSH 0.1 writes format 0: the cases about the format 4 header itself do not apply",
         "SPEC-DECISIONS D11; " + SESSION + ":1117",
+        kind="spec-version",
         rules=("spec.header.validate_header", "spec.storage.decode_header_line"),
     ),
     Cause(
@@ -90,6 +104,7 @@ CAUSES: tuple[Cause, ...] = (
         "DSH does not export this function: its JSONL scanner and the coordinator's v0 upgrade are "
         "private, and the token meter prices a surface only by refolding the whole log",
         JSONL + " (scanLog, parseHeaderRecord); " + PERSISTENCE + " (adoptStoredEvents); " + METER,
+        kind="harness",
         rules=(
             "spec.framing.decode_jsonl_log",
             "spec.legacy.upgrade_v0_records",
@@ -100,6 +115,7 @@ CAUSES: tuple[Cause, ...] = (
         "failed",
         "append never checks its event type: an empty, a non-string or an absent type is committed",
         SESSION + ":1444-1463",
+        kind="subject-bug",
         keys=(
             "session/an-empty-event-type-is-rejected",
             "session/an-event-type-that-is-not-a-string-is-rejected",
@@ -111,6 +127,7 @@ CAUSES: tuple[Cause, ...] = (
         "failed",
         "create ignores a meta that is not an object (every field reads as undefined) instead of refusing it",
         SESSION + ":1656-1668",
+        kind="robustness",
         keys=(
             "header/meta-that-is-a-string-is-not-a-header-record-and-no-session-is-created",
             "header/meta-that-is-an-array-is-not-a-header-record-and-no-session-is-created",
@@ -120,12 +137,14 @@ CAUSES: tuple[Cause, ...] = (
         "failed",
         "a seed entry that is null crashes envelope validation (TypeError, reading 'type' of null)",
         SESSION + ":1195",
+        kind="robustness",
         keys=("seed/a-seed-entry-that-is-null-is-not-an-event",),
     ),
     Cause(
         "failed",
         "crash repair writes no compaction/end for a compaction a crash left open (the seed's rule, D3 item 6)",
         SESSION + ":626-725 (interruptedTurnClosers)",
+        kind="spec-version",
         keys=(
             "repair/an-open-compaction-is-closed-after-the-call-results-and-before-the-step-and-turn",
             "repair/an-open-compaction-outside-a-turn-gets-its-compaction-end-alone",
@@ -138,12 +157,14 @@ CAUSES: tuple[Cause, ...] = (
         "a damaged committed line is read anyway: invalid UTF-8 becomes U+FFFD, and an unparsable line is "
         "taken for a torn tail (and cut off by resume) unless a later line holds a turn/end (D3 item 5)",
         JSONL + ":275-299, :279, :928-937, :1238-1247",
+        kind="subject-bug",
         keys=("crash/d3-5",),
     ),
     Cause(
         "failed",
         "minting skips only live ids, so a minted id can name a stored session",
         SESSION + ":1649-1652",
+        kind="subject-bug",
         keys=("storage/a-minted-id-skips-ids-that-are-stored",),
     ),
     Cause(
@@ -151,13 +172,14 @@ CAUSES: tuple[Cause, ...] = (
         "create consults only live sessions: creating a stored id succeeds and fails at the next flush "
         "(or adopts the stored log when the new seed reproduces it)",
         PERSISTENCE + ":1249-1302",
+        kind="subject-bug",
         keys=("storage/creating-a-session-whose-id-is-stored-is-rejected",),
     ),
     Cause(
         "failed",
-        "a session with no events is never published: its flush and close write nothing, so read and "
-        "resume do not find it",
+        UNPUBLISHED,
         PERSISTENCE + ":808-816, :831, :1277",
+        kind="decision",
         keys=("exhaustive/diverges-resume-expected-ok-got-session-not-found",),
     ),
     Cause(
@@ -165,6 +187,7 @@ CAUSES: tuple[Cause, ...] = (
         "the pruner takes [] as the default configuration, crashes on a tool result whose content is not "
         "blocks, and empties a text block whose text is not a string",
         PRUNER + ":32-33, :149-150, :103-114",
+        kind="robustness",
         keys=(
             "prune/a-configuration-that-is-not-an-object-is-rejected",
             "prune/a-tool-result-whose-first-content-entry-is-not-a-block-is-skipped",
@@ -177,6 +200,7 @@ CAUSES: tuple[Cause, ...] = (
         "the tool-pairing balance reads an assistant message's data.message.content without checking its "
         "shape: a surface message whose data is not a message crashes (TypeError) instead of opening no call",
         COMPACTION + ":21-27 (eventDelta)",
+        kind="robustness",
         keys=("pure-drt/spec-pairing-*",),
     ),
     Cause(
@@ -185,6 +209,7 @@ CAUSES: tuple[Cause, ...] = (
         "seq), so an event the spec's fold skips (no safe-integer seq) is folded and counted as a "
         "change: an artefact of the adapter, met when the generated log holds such an event",
         "subjects/dsh/lib/engine.mjs (projectionChanges)",
+        kind="harness",
         keys=("pure-drt/spec-projection-derive-projection-changes",),
         detail="result differs at $.changed",
     ),
@@ -192,6 +217,7 @@ CAUSES: tuple[Cause, ...] = (
         "failed",
         "a metering event whose range has no end still arms a claim",
         METER + ":112-121",
+        kind="subject-bug",
         keys=("tokens/a-metering-event-without-a-usable-range-arms-nothing",),
     ),
     Cause(
@@ -199,6 +225,7 @@ CAUSES: tuple[Cause, ...] = (
         "the token meter prices a message without checking its shape: data or content that is not "
         "blocks crashes the fold (TypeError) instead of pricing nothing",
         METER + ":23-25, :45",
+        kind="robustness",
         keys=("pure-drt/spec-tokens-fold-shadow-price",),
     ),
     Cause(
@@ -206,13 +233,14 @@ CAUSES: tuple[Cause, ...] = (
         "the store's path encoding reads the id's length before checking it: a header without an id "
         "crashes (TypeError) instead of failing as an empty path segment",
         JSONL + ":84-85, :145-146",
+        kind="robustness",
         keys=("pure-drt/spec-storage-derive-session-relpath",),
     ),
     Cause(
         "failed",
-        "a session with no events is never published: the files workload's session flushed while empty "
-        "(z) has no log where D1 puts it",
+        UNPUBLISHED,
         PERSISTENCE + ":808-816, :831, :1277",
+        kind="decision",
         keys=("files/layout",),
         detail="session 'z': no log at",
     ),
@@ -221,6 +249,7 @@ CAUSES: tuple[Cause, ...] = (
         "append commits any event type, the store's and crash repair's own included (session/end-seed, "
         "the compaction bracket, an interrupted turn/end, a result with repair's error code)",
         SESSION + ":1444-1463",
+        kind="derived-rule",
         keys=(
             "session/*-cannot-be-appended*",
             "session/an-interrupted-turn-end-cannot-be-appended*",
@@ -232,6 +261,7 @@ CAUSES: tuple[Cause, ...] = (
         "fork checks only the open turn at its boundary, and a seed is not checked for an open compaction "
         "bracket, so a child can inherit a dangling compaction/start",
         SESSION + ":1866-1874",
+        kind="derived-rule",
         keys=(
             "fork/a-boundary-at-a-compaction-start-is-inside-that-compaction",
             "fork/a-boundary-inside-a-standalone-compaction-bracket-is-rejected",
@@ -242,6 +272,7 @@ CAUSES: tuple[Cause, ...] = (
         "failed",
         "fork checks only live sessions for the child id, so a stored child id is refused late or not at all",
         SESSION + ":1845",
+        kind="subject-bug",
         keys=("fork/a-stored-child-id-is-rejected-*",),
     ),
     Cause(
@@ -249,6 +280,7 @@ CAUSES: tuple[Cause, ...] = (
         "DSH 0.1 has no path for a compaction engine to write its bracket apart from a caller's append, so "
         "the subject answers engine_append with UNSUPPORTED_OP",
         "subjects/dsh/lib/subject.mjs; " + SESSION + ":1444",
+        kind="derived-rule",
         keys=(
             "session/the-compaction-engine-writes-its-bracket-through-its-own-path",
             "fork/a-fork-without-a-boundary-of-a-log-that-ends-inside-a-compaction-is-rejected",
@@ -259,6 +291,7 @@ CAUSES: tuple[Cause, ...] = (
         "unsupported",
         "DSH 0.1 publishes no spill policy, so the subject has no function to answer with",
         "SPEC-DECISIONS D8; subjects/dsh/lib/pure.mjs",
+        kind="spec-version",
         rules=("spec.spill.plan_max_inline_tokens",),
     ),
     Cause(
@@ -267,6 +300,7 @@ CAUSES: tuple[Cause, ...] = (
         "checkpoints that the protocol could drive (only the tool-result pruner and the projection "
         "registry), so the subject declares none of these capabilities",
         "subjects/dsh/lib/engine.mjs; PROTOCOL.md, Engine ops",
+        kind="spec-version",
         keys=tuple(f"{family}/*" for family in ENGINE_FAMILIES),
     ),
     Cause(
@@ -274,6 +308,7 @@ CAUSES: tuple[Cause, ...] = (
         "the case needs an engine op of a capability DSH 0.1 has no package for (compaction, spill, "
         "overflow, checkpoint)",
         "subjects/dsh/lib/engine.mjs; PROTOCOL.md, Engine ops",
+        kind="spec-version",
         keys=("*",),
         detail=tuple(f"does not declare {family}" for family in ENGINE_FAMILIES),
     ),
@@ -282,6 +317,7 @@ CAUSES: tuple[Cause, ...] = (
         "the projection registry has no host-only units: snapshot serves every registered key, the "
         "sessionDigest included (SPEC-DECISIONS D7 serves the wire units only)",
         PROJECTION + ":105-115",
+        kind="decision",
         keys=("*",),  # a vector of the rule, or a stateful family's diverges- case
         detail="differs at $.values.sessionDigest: unexpected",
     ),
@@ -290,6 +326,7 @@ CAUSES: tuple[Cause, ...] = (
         "the prune pass never checks for an open turn: it appends its compaction/prune and replacement "
         "outside one",
         PRUNER + ":136-193 (pruneSession)",
+        kind="derived-rule",
         keys=("*",),  # a vector of the rule, or a stateful family's diverges- case
         detail=("expected PRUNE_OUTSIDE_TURN, got success", "expected error PRUNE_OUTSIDE_TURN"),
     ),
@@ -298,6 +335,7 @@ CAUSES: tuple[Cause, ...] = (
         "DSH's write-behind batch is fixed at 200 ms inside the persistence package, and the subject turns it "
         "off so that only flush and close write: no batch bound can be set",
         PERSISTENCE + ":436, :788",
+        kind="harness",
         keys=("storage/*batch*", "storage/with-a-*-bound-*"),
     ),
     Cause(
@@ -305,6 +343,7 @@ CAUSES: tuple[Cause, ...] = (
         "the kill check runs DSH on the real file system, where no storage fault can be injected: the "
         "subject declares no crash-seam there, and these cases are certified by the seam run",
         "subjects/dsh/server.mjs (without --seam); PROTOCOL.md capability crash-seam",
+        kind="harness",
         keys=("*",),
         detail="does not declare crash-seam",
     ),
@@ -313,20 +352,21 @@ CAUSES: tuple[Cause, ...] = (
         "the kill check kills the whole process, which tears no file and damages no committed line, so D3 "
         "items 4 and 5 are not reached there (the seam run reaches them)",
         "conformance/crash.py (kill check); SPEC-DECISIONS D3",
+        kind="harness",
         keys=("crash/d3-4", "crash/d3-5"),
     ),
     Cause(
         "failed",
-        "the stateful run met the disagreements listed as its diverges- cases",
-        "the causes of those cases",
+        GENERATED,
+        GENERATED_SOURCE,
+        kind="subject-bug",
         keys=("machine/agrees", "exhaustive/agrees"),
     ),
     Cause(
         "failed",
-        "the generated programs meet the deviations listed above (an append of any type, a non-object meta, "
-        "ids checked against live sessions only, the compaction bracket unclosed by repair, an empty session "
-        "never published); which of them a run meets first depends on the programs Hypothesis draws",
-        SESSION + ":1444-1463, :1656-1668, :1845; " + PERSISTENCE + ":831, :1249-1302",
+        GENERATED,
+        GENERATED_SOURCE,
+        kind="subject-bug",
         keys=("machine/diverges-*",),
     ),
     Cause(
@@ -334,6 +374,7 @@ CAUSES: tuple[Cause, ...] = (
         "DSH's store opens only the logs it wrote itself, and the subject has no way to place others under its "
         "root: it declares no import capability, so the files family's reference files are not read",
         "subjects/dsh/lib/subject.mjs; PROTOCOL.md capability import",
+        kind="harness",
         keys=("files/*",),
         detail="does not declare import",
     ),
@@ -343,22 +384,23 @@ CAUSES: tuple[Cause, ...] = (
         "op, so the files family cannot read what it wrote there; the kill run reads them from the real "
         "file system",
         "subjects/dsh/server.mjs (--seam); PROTOCOL.md capability export",
+        kind="harness",
         keys=("files/*",),
         detail="needs capability export",
     ),
     Cause(
         "failed",
-        "a session with no events is never published, so the files family's empty session has no log where "
-        "D1 puts one",
+        UNPUBLISHED,
         PERSISTENCE + ":808-816, :831, :1277",
+        kind="decision",
         keys=("files/layout",),
         detail="no log at",
     ),
     Cause(
         "failed",
-        "a session with no events is never published, so a read of one that was flushed while empty answers "
-        "SESSION_NOT_FOUND",
+        UNPUBLISHED,
         PERSISTENCE + ":808-816, :831, :1277",
+        kind="decision",
         keys=("exhaustive/diverges-read-expected-ok-got-session-not-found",),
     ),
 )
@@ -373,6 +415,7 @@ CAUSES += (
         "this release publishes no JSONL store (dsh-session-persistence-jsonl), so the subject declares no "
         "storage",
         ONLY_AT_RC8,
+        kind="spec-version",
         keys=("*",),
         detail=(
             "does not declare storage",
@@ -384,6 +427,7 @@ CAUSES += (
         "unsupported",
         "this release publishes no tool-result pruner, so the subject declares no prune",
         ONLY_AT_RC8,
+        kind="spec-version",
         keys=("*",),
         detail="does not declare prune",
     ),
@@ -392,6 +436,7 @@ CAUSES += (
         "this release publishes no session projection registry (dsh-session-projection exists at "
         "0.1.0-rc.6 and rc.8, not at rc.7 or 0.1.1-rc.2), so the subject declares no projection",
         "npm view @deepseek-ai/dsh-session-projection versions; subjects/dsh/lib/dsh.mjs",
+        kind="spec-version",
         keys=("*",),
         detail=("does not declare projection", "UNSUPPORTED_OP for spec.projection."),
     ),
@@ -400,6 +445,7 @@ CAUSES += (
         "this release publishes no package exporting the function (the pruner, the JSONL store's naming, "
         "dsh-compaction's tool pairing, the token meter)",
         ONLY_AT_RC8,
+        kind="spec-version",
         keys=("*",),
         detail=tuple(
             f"UNSUPPORTED_OP for spec.{name}"
@@ -414,29 +460,30 @@ def cause_of(case: Mapping[str, Any]) -> Cause | None:
     return next((c for c in CAUSES if c.status == case["outcome"] and c.explains(case)), None)
 
 
-def explain(cases: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, str]], list[str]]:
-    """The expectation entries for the cases that did not pass, and the problems (unexplained
-    cases, or a cause whose status is not the case's outcome)."""
-    entries: list[dict[str, str]] = []
+def explain(cases: Sequence[Mapping[str, Any]]) -> tuple[list[Expectation], list[str]]:
+    """The expectation entries for the cases that did not pass (cause, kind and source from
+    :data:`CAUSES`, the fingerprint from the run), and the problems (unexplained cases, or a cause
+    whose status is not the case's outcome)."""
     problems: list[str] = []
     for case in cases:
-        if case["outcome"] == "passed":
-            continue
         causes = [cause for cause in CAUSES if cause.explains(case)]
-        cause = cause_of(case)
-        if cause is None and causes:
+        if case["outcome"] == "passed" or cause_of(case) is not None:
+            continue
+        if causes:
             said = " or ".join(sorted({cause.status for cause in causes}))
             problems.append(f"{case['key']} ended {case['outcome']}, its causes say {said}")
-            continue
-        if cause is None:
+        else:
             problems.append(
                 f"no cause explains {case['key']} ({case['outcome']}): {str(case['detail'])[:200]}"
             )
-            continue
-        entries.append(
-            {"case": case["key"], "status": cause.status, "reason": cause.reason, "source": cause.source}
-        )
-    return sorted(entries, key=lambda entry: entry["case"]), problems
+    written = write_expectations("dsh", "", cases, explainer)
+    return [entry for entry in written.expectations if not entry.todo], problems
+
+
+def explainer(case: Mapping[str, Any]) -> tuple[str, str, str] | None:
+    """:func:`cause_of` as :func:`conformance.expectations.write_expectations` asks for it."""
+    cause = cause_of(case)
+    return None if cause is None else (cause.reason, cause.kind, cause.source)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -445,15 +492,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("out", type=Path, help="the expectation file to write")
     args = parser.parse_args(argv)
     run = json.loads(args.run.read_text(encoding="utf-8"))
-    entries, problems = explain(run["cases"])
+    _, problems = explain(run["cases"])
     if problems:
         print("\n".join(problems), file=sys.stderr)
         return 1
     subject = run["subject"]
-    args.out.write_text(
-        encode_expectations(str(subject["name"]), str(subject["version"]), entries), encoding="utf-8"
-    )
-    print(f"wrote {args.out}: {len(entries)} expected deviations of {len(run['cases'])} cases")
+    written = write_expectations(str(subject["name"]), str(subject["version"]), run["cases"], explainer)
+    args.out.write_text(encode_expectations(written), encoding="utf-8")
+    print(f"wrote {args.out}: {len(written.expectations)} expected deviations of {len(run['cases'])} cases")
     return 0
 
 

@@ -87,3 +87,15 @@ def test_releases_sort_by_version_with_the_candidate_number_last() -> None:
         "0.1.0",
         "0.1.1-rc.2",
     ]
+
+
+def test_the_page_counts_a_deviation_once_however_many_cases_it_fails() -> None:
+    failed = {"family": "session", "outcome": "failed", "rule": "", "detail": ""}
+    keys = (
+        "session/an-empty-event-type-is-rejected",
+        "session/an-event-type-that-is-not-a-string-is-rejected",
+    )
+    run = {"subject": {}, "counts": {"session": {}}, "deviations": dict.fromkeys(keys, failed)}
+    lines = compatibility.render_deviations({"9": run})
+    assert "| subject-bug | 1 |" in lines and "DSH 9: 1 subject bug." in lines
+    assert len([line for line in lines if line.startswith("- [subject-bug]")]) == 1

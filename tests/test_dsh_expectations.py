@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 
 from conformance.crash_rules import check_d3_1_header, check_d3_2_prefix
-from conformance.report import CaseResult, encode_results
+from conformance.expectations import load_expectations
+from conformance.report import KINDS, CaseResult, encode_results
 from scripts import dsh_expectations
 
 
@@ -54,3 +55,19 @@ def test_the_crash_checks_read_an_integral_float_as_the_integer_it_is() -> None:
     header = {"version": 4, "id": "s", "createdAt": 7.0, "delegationDepth": 0, "isSeeded": False}
     assert check_d3_1_header(True, {**header, "createdAt": 7}, header, True) == ()
     assert check_d3_1_header(True, {**header, "createdAt": 8}, header, True)
+
+
+def test_every_cause_has_a_kind_and_dsh_s_files_read_with_fingerprints() -> None:
+    assert {cause.kind for cause in dsh_expectations.CAUSES} <= set(KINDS)
+    for name in ("dsh-0.1.0-rc.8.json", "dsh-0.1.0-rc.8-kill.json"):
+        file = load_expectations(dsh_expectations.ROOT / "conformance" / "expectations" / name)
+        assert not [entry for entry in file.expectations if entry.todo], name
+        failing = [entry for entry in file.expectations if entry.status in ("failed", "error")]
+        assert failing and all(entry.fingerprint for entry in failing), name
+
+
+def test_an_empty_session_never_published_is_one_deviation_wherever_it_is_met() -> None:
+    keys = ("files/layout", "exhaustive/diverges-read-expected-ok-got-session-not-found")
+    cases = [case(key, "failed", "session 'z': no log at x") for key in keys]
+    entries, problems = dsh_expectations.explain(cases)
+    assert not problems and {entry.cause for entry in entries} == {dsh_expectations.UNPUBLISHED}

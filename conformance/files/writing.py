@@ -463,6 +463,7 @@ def check_files(subject: Subject, options: Options) -> list[CaseResult]:
             "failed",
             str(mismatch),
             case_id="replay",
+            fingerprint=mismatch.signature,
         )
         return with_fixed_replay([failed, *_not_run("the writing workload did not run to its end")], options)
     seconds = time.perf_counter() - began
