@@ -74,6 +74,12 @@ def replace_file(fs: PowerLossFileSystem, path: str, data: bytes) -> None:
     fs.sync_all()
 
 
+def flip_byte(fs: PowerLossFileSystem, path: str, index: int) -> None:
+    """Damage the byte at ``index`` of ``path`` (every bit inverted), as :func:`replace_file` does."""
+    data = fs.read_bytes(path)
+    replace_file(fs, path, data[:index] + bytes([data[index] ^ 0xFF]) + data[index + 1 :])
+
+
 def expect_code(code: Code, call: Any, *args: Any) -> SpecError:
     with pytest.raises(SpecError) as caught:
         call(*args)
@@ -118,7 +124,7 @@ def test_every_flipped_byte_in_a_middle_frame_is_a_corrupt_log_naming_the_frame_
     flips = 0
     for index, frame_offset in middle_frame_bytes(data):
         damaged = fs.crash(KEEP_ALL)
-        replace_file(damaged, path, data[:index] + bytes([data[index] ^ 0xFF]) + data[index + 1 :])
+        flip_byte(damaged, path, index)
         before = damaged.snapshot()
         files = FileStore(ROOT, fs=damaged)
         call = {"open": files.open, "read": files.read, "resume": SessionStore(files).resume}[action]
@@ -132,10 +138,8 @@ def test_every_flipped_byte_in_a_middle_frame_is_a_corrupt_log_naming_the_frame_
 def test_a_failed_open_of_a_corrupt_log_releases_the_writer_lock() -> None:
     fs = new_fs()
     path = written_session(fs)
-    data = bytearray(fs.read_bytes(path))
-    index, _ = next(middle_frame_bytes(bytes(data)))
-    data[index] ^= 0xFF
-    replace_file(fs, path, bytes(data))
+    index, _ = next(middle_frame_bytes(fs.read_bytes(path)))
+    flip_byte(fs, path, index)
     files = FileStore(ROOT, fs=fs)
     expect_code(Code.CORRUPT_LOG, files.open, "s")
     assert fs.try_lock(path.rsplit("/", 1)[0] + "/session.lock") is not None
@@ -144,10 +148,8 @@ def test_a_failed_open_of_a_corrupt_log_releases_the_writer_lock() -> None:
 def test_a_middle_frame_whose_block_size_was_damaged_is_a_corrupt_log() -> None:
     fs = new_fs()
     path = written_session(fs)
-    data = bytearray(fs.read_bytes(path))
-    middle = scan_zstd_frames(bytes(data)).frames[2]
-    data[middle.offset + 9] ^= 0xFF  # the high byte of the first block header: its size
-    replace_file(fs, path, bytes(data))
+    middle = scan_zstd_frames(fs.read_bytes(path)).frames[2]
+    flip_byte(fs, path, middle.offset + 9)  # the high byte of the first block header: its size
     expect_code(Code.CORRUPT_LOG, FileStore(ROOT, fs=fs).open, "s")
 
 
@@ -666,10 +668,8 @@ def test_list_reads_only_the_header_frame_so_a_corrupt_event_frame_does_not_hide
     """§9.7: list succeeds; open fails with the frame's offset."""
     fs = new_fs()
     path = written_session(fs)
-    data = bytearray(fs.read_bytes(path))
-    index, frame_offset = next(middle_frame_bytes(bytes(data)))
-    data[index] ^= 0xFF
-    replace_file(fs, path, bytes(data))
+    index, frame_offset = next(middle_frame_bytes(fs.read_bytes(path)))
+    flip_byte(fs, path, index)
     assert [header["id"] for header in FileStore(ROOT, fs=fs).list()] == ["s"]
     error = expect_code(Code.CORRUPT_LOG, FileStore(ROOT, fs=fs).open, "s")
     assert f"frame at byte {frame_offset}" in str(error)
@@ -679,10 +679,8 @@ def test_a_header_frame_failing_its_checksum_is_a_corrupt_log_and_is_not_listed(
     """§9.7: a checksum-corrupt header frame."""
     fs = new_fs()
     path = written_session(fs)
-    data = bytearray(fs.read_bytes(path))
-    header_frame = scan_zstd_frames(bytes(data)).frames[0]
-    data[header_frame.offset + header_frame.length - 1] ^= 0xFF
-    replace_file(fs, path, bytes(data))
+    header_frame = scan_zstd_frames(fs.read_bytes(path)).frames[0]
+    flip_byte(fs, path, header_frame.offset + header_frame.length - 1)
     error = expect_code(Code.CORRUPT_LOG, FileStore(ROOT, fs=fs).open, "s")
     assert "frame at byte 0" in str(error)
     assert FileStore(ROOT, fs=fs).list() == []
