@@ -78,7 +78,7 @@ def check_compaction(events: Sequence[Event], legacy: bool = False) -> Iterator[
                 yield _dangling(dangling_rule, bracket, events, at)
             bracket = None
         elif kind == COMPACTION_START:
-            yield from _compaction_ids(at, kind, data)
+            yield from _compaction_ids("compaction-bracket", at, kind, data)
             if bracket is not None:
                 yield Violation(
                     "compaction-bracket",
@@ -88,8 +88,8 @@ def check_compaction(events: Sequence[Event], legacy: bool = False) -> Iterator[
             yield from _owner_check(at, kind, data.get("turn"), open_turn)
             bracket = _Bracket(data=data, start_position=position)
         elif kind == COMPACTION_SUMMARY:
-            yield from _compaction_ids(at, kind, data)
-            yield from _matches_open_bracket(at, kind, data, bracket)
+            yield from _compaction_ids("compaction-bracket", at, kind, data)
+            yield from _matches_open_bracket("compaction-bracket", at, kind, data, bracket)
             if bracket is not None:
                 yield from _owner_check(at, kind, bracket.data.get("turn"), open_turn)
                 if bracket.summarized:
@@ -99,8 +99,8 @@ def check_compaction(events: Sequence[Event], legacy: bool = False) -> Iterator[
                 bracket = replace(bracket, summarized=True)
             yield from _summary_shape(at, data)
         elif kind == COMPACTION_END:
-            yield from _compaction_ids(at, kind, data)
-            yield from _matches_open_bracket(at, kind, data, bracket)
+            yield from _compaction_ids("compaction-bracket", at, kind, data)
+            yield from _matches_open_bracket("compaction-bracket", at, kind, data, bracket)
             if bracket is not None:
                 yield from _compaction_end_owner(at, data, bracket, open_turn)
                 if "error" not in data and not bracket.summarized:
@@ -147,29 +147,29 @@ def _inherited_orphan_starts(events: Sequence[Event]) -> frozenset[int]:
     return frozenset(orphans)
 
 
-def _compaction_ids(at: int, kind: object, data: JsonObject) -> Iterator[Violation]:
+def _compaction_ids(rule: str, at: int, what: object, data: JsonObject) -> Iterator[Violation]:
     compaction_id = data.get("compactionId")
     if not isinstance(compaction_id, str) or compaction_id == "":
-        yield Violation("compaction-bracket", at, f"{kind} compactionId must be a non-empty string")
+        yield Violation(rule, at, f"{what} compactionId must be a non-empty string")
     if "sourceCommandId" in data and (
         not isinstance(data["sourceCommandId"], str) or data["sourceCommandId"] == ""
     ):
-        yield Violation("compaction-bracket", at, f"{kind} sourceCommandId must be a non-empty string")
+        yield Violation(rule, at, f"{what} sourceCommandId must be a non-empty string")
 
 
 def _matches_open_bracket(
-    at: int, kind: object, data: JsonObject, bracket: _Bracket | None
+    rule: str, at: int, what: object, data: JsonObject, bracket: _Bracket | None
 ) -> Iterator[Violation]:
     if bracket is None:
-        yield Violation("compaction-bracket", at, f"{kind} has no matching compaction/start")
+        yield Violation(rule, at, f"{what} has no matching compaction/start")
         return
     for key, label in (("compactionId", "id"), ("sourceCommandId", "sourceCommandId")):
         mine, theirs = field_of(data, key), field_of(bracket.data, key)
         if not is_strict_equal(mine, theirs):
             yield Violation(
-                "compaction-bracket",
+                rule,
                 at,
-                f"{kind} {label} {field_text(mine)} does not match compaction/start {label} {field_text(theirs)}",
+                f"{what} {label} {field_text(mine)} does not match compaction/start {label} {field_text(theirs)}",
             )
 
 
@@ -229,28 +229,8 @@ def _summary_shape(at: int, data: JsonObject) -> Iterator[Violation]:
 def _checkpoint_check(at: int, message: JsonObject, bracket: _Bracket | None) -> Iterator[Violation]:
     source = message.get("source")
     assert isinstance(source, dict)
-    compaction_id = source.get("compactionId")
-    if not isinstance(compaction_id, str) or compaction_id == "":
-        yield Violation(
-            "compaction-checkpoint", at, "compaction checkpoint compactionId must be a non-empty string"
-        )
-    if "sourceCommandId" in source and (
-        not isinstance(source["sourceCommandId"], str) or source["sourceCommandId"] == ""
-    ):
-        yield Violation(
-            "compaction-checkpoint", at, "compaction checkpoint sourceCommandId must be a non-empty string"
-        )
-    if bracket is None:
-        yield Violation("compaction-checkpoint", at, "compaction checkpoint has no matching compaction/start")
-        return
-    for key, label in (("compactionId", "id"), ("sourceCommandId", "sourceCommandId")):
-        mine, theirs = field_of(source, key), field_of(bracket.data, key)
-        if not is_strict_equal(mine, theirs):
-            yield Violation(
-                "compaction-checkpoint",
-                at,
-                f"compaction checkpoint {label} {field_text(mine)} does not match compaction/start {label} {field_text(theirs)}",
-            )
+    yield from _compaction_ids("compaction-checkpoint", at, "compaction checkpoint", source)
+    yield from _matches_open_bracket("compaction-checkpoint", at, "compaction checkpoint", source, bracket)
 
 
 def _owner_text(start: JsonObject) -> str:
