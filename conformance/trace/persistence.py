@@ -140,7 +140,7 @@ class Tree:
     @staticmethod
     def of(entries: Iterable[Entry]) -> Tree:
         """The tree of ``entries`` in any order."""
-        return Tree.of(entries)
+        return Tree(tuple(sorted(entries, key=lambda entry: entry.path)))
 
     def key(self) -> str:
         """Equal for two trees a reader cannot tell apart (same names, kinds, bytes and links)."""
