@@ -34,17 +34,15 @@ from spec.format.chunk_rows import decode_storage_record
 from spec.format.framing import (
     DecodedFrame,
     FramedLog,
-    LinePlace,
     decode_header_text,
     decode_jsonl_log,
     decode_zstd_frame,
     decode_zstd_frames,
     decode_zstd_log,
-    describe_place,
     scan_zstd_frames,
 )
 from spec.format.json_text import encode_json_text
-from spec.format.legacy import upgrade_v0_records, validate_stored_events
+from spec.format.legacy import decode_v4_events, upgrade_v0_records, validate_stored_events
 from spec.format.naming import (
     V0_PLAIN_NAME,
     V0_ZSTD_NAME,
@@ -58,7 +56,7 @@ from spec.format.naming import (
 from spec.lineage.store import derive_resumed_log
 from spec.log.events import Event
 from spec.log.header import LEGACY_FORMAT_VERSION
-from spec.log.json import FrozenDict, JsonValue, freeze_parsed_json, is_event_seq
+from spec.log.json import FrozenDict, JsonValue
 from spec.projections.durability import BatchPolicy, validate_batch_policy
 
 DEFAULT_BATCH_POLICY: Final = BatchPolicy()  # 200 ms, 1 MiB: spec.projections.durability's defaults
@@ -144,8 +142,8 @@ def load_framed_log(session_id: str | None, stored: FramedLog, file_name: str | 
         events = upgrade_v0_records(header_id, stored.records + stored.recovered, stored.places)
         committed = events[: len(events) - _expanded_count(stored.recovered)] if stored.recovered else events
         return LoadedLog(version, header, committed, events[len(committed) :], stored.truncate_to)
-    events = _take_v4_events(stored.records, 0, stored.places)
-    recovered = _take_v4_events(stored.recovered, len(events), stored.places)
+    events = decode_v4_events(stored.records, 0, stored.places)
+    recovered = decode_v4_events(stored.recovered, len(events), stored.places)
     validate_stored_events(header_id, events + recovered, stored.places)
     return LoadedLog(version, header, events, recovered, stored.truncate_to)
 
@@ -203,25 +201,6 @@ def load_clean_v4_log(session_id: str | None, data: bytes, compressed: bool) -> 
 
 def _expanded_count(records: Sequence[JsonValue]) -> int:
     return sum(len(decode_storage_record(record)) for record in records)
-
-
-def _take_v4_events(
-    records: Sequence[JsonValue], first_seq: int, places: Sequence[LinePlace] = ()
-) -> tuple[Event, ...]:
-    events: list[Event] = []
-    for offset, record in enumerate(records):
-        expected = first_seq + offset
-        if not isinstance(record, dict) or not is_event_seq(record.get("seq")) or record["seq"] != expected:
-            got = record.get("seq") if isinstance(record, dict) else record
-            where = f" at {describe_place(places[expected])}" if expected < len(places) else ""
-            raise reject(
-                Code.CORRUPT_LOG,
-                f"corrupt session log: seq gap in committed region{where}: expected seq {expected}, got {got}",
-            )
-        frozen = freeze_parsed_json(record)
-        assert isinstance(frozen, FrozenDict)
-        events.append(frozen)
-    return tuple(events)
 
 
 # --- the service --------------------------------------------------------------------------------

@@ -29,7 +29,15 @@ from spec.log.events import (
     Event,
     is_named,
 )
-from spec.log.json import FrozenDict, JsonObject, JsonValue, freeze_parsed_json, is_safe_integer, js_text
+from spec.log.json import (
+    FrozenDict,
+    JsonObject,
+    JsonValue,
+    freeze_parsed_json,
+    is_event_seq,
+    is_safe_integer,
+    js_text,
+)
 from spec.log.seed import MESSAGE_EVENT_TYPES, validate_message_shape
 
 MODE_SET: Final = "mode/set"
@@ -87,6 +95,29 @@ def validate_stored_events(
             validate_message_shape(f"session event at seq {js_text(event.get('seq'))}", event)
         except SpecError as error:
             raise reject(error.code, error.message + where(index)) from None
+
+
+def decode_v4_events(
+    records: Sequence[JsonValue], first_seq: int = 0, places: Sequence[LinePlace] = ()
+) -> tuple[Event, ...]:
+    """A v4 log's records are its events as they are, each an object whose ``seq`` runs on from
+    ``first_seq`` by one (SPEC-DECISIONS D1); otherwise the log is corrupt: a gap in complete
+    records is damage, not a torn tail (D3). ``places`` (indexed by seq: a v4 record is one event)
+    names a refusal's place in the file."""
+    events: list[Event] = []
+    for offset, record in enumerate(records):
+        expected = first_seq + offset
+        if not isinstance(record, dict) or not is_event_seq(record.get("seq")) or record["seq"] != expected:
+            got = record.get("seq") if isinstance(record, dict) else record
+            where = f" at {describe_place(places[expected])}" if expected < len(places) else ""
+            raise reject(
+                Code.CORRUPT_LOG,
+                f"corrupt session log: seq gap in committed region{where}: expected seq {expected}, got {got}",
+            )
+        frozen = freeze_parsed_json(record)
+        assert isinstance(frozen, FrozenDict)
+        events.append(frozen)
+    return tuple(events)
 
 
 def decode_v0_events(
