@@ -78,7 +78,7 @@ def check_compaction(events: Sequence[Event], legacy: bool = False) -> Iterator[
                 yield _dangling(dangling_rule, bracket, events, at)
             bracket = None
         elif kind == COMPACTION_START:
-            yield from _compaction_ids("compaction-bracket", at, kind, data)
+            yield from _compaction_ids(at, kind, data)
             if bracket is not None:
                 yield Violation(
                     "compaction-bracket",
@@ -88,8 +88,8 @@ def check_compaction(events: Sequence[Event], legacy: bool = False) -> Iterator[
             yield from _owner_check(at, kind, data.get("turn"), open_turn)
             bracket = _Bracket(data=data, start_position=position)
         elif kind == COMPACTION_SUMMARY:
-            yield from _compaction_ids("compaction-bracket", at, kind, data)
-            yield from _matches_open_bracket("compaction-bracket", at, kind, data, bracket)
+            yield from _compaction_ids(at, kind, data)
+            yield from _matches_open_bracket(at, kind, data, bracket)
             if bracket is not None:
                 yield from _owner_check(at, kind, bracket.data.get("turn"), open_turn)
                 if bracket.summarized:
@@ -99,8 +99,8 @@ def check_compaction(events: Sequence[Event], legacy: bool = False) -> Iterator[
                 bracket = replace(bracket, summarized=True)
             yield from _summary_shape(at, data)
         elif kind == COMPACTION_END:
-            yield from _compaction_ids("compaction-bracket", at, kind, data)
-            yield from _matches_open_bracket("compaction-bracket", at, kind, data, bracket)
+            yield from _compaction_ids(at, kind, data)
+            yield from _matches_open_bracket(at, kind, data, bracket)
             if bracket is not None:
                 yield from _compaction_end_owner(at, data, bracket, open_turn)
                 if "error" not in data and not bracket.summarized:
@@ -147,30 +147,38 @@ def _inherited_orphan_starts(events: Sequence[Event]) -> frozenset[int]:
     return frozenset(orphans)
 
 
-def _compaction_ids(rule: str, at: int, what: object, data: JsonObject) -> Iterator[Violation]:
-    compaction_id = data.get("compactionId")
-    if not isinstance(compaction_id, str) or compaction_id == "":
-        yield Violation(rule, at, f"{what} compactionId must be a non-empty string")
-    if "sourceCommandId" in data and (
-        not isinstance(data["sourceCommandId"], str) or data["sourceCommandId"] == ""
-    ):
-        yield Violation(rule, at, f"{what} sourceCommandId must be a non-empty string")
+def _compaction_ids(at: int, kind: object, data: JsonObject) -> Iterator[Violation]:
+    for problem in _id_problems(kind, data):
+        yield Violation("compaction-bracket", at, problem)
 
 
 def _matches_open_bracket(
-    rule: str, at: int, what: object, data: JsonObject, bracket: _Bracket | None
+    at: int, kind: object, data: JsonObject, bracket: _Bracket | None
 ) -> Iterator[Violation]:
+    for problem in _bracket_problems(kind, data, bracket):
+        yield Violation("compaction-bracket", at, problem)
+
+
+def _id_problems(what: object, data: JsonObject) -> Iterator[str]:
+    """``compactionId`` is a non-empty string, and so is ``sourceCommandId`` where present."""
+    compaction_id = data.get("compactionId")
+    if not isinstance(compaction_id, str) or compaction_id == "":
+        yield f"{what} compactionId must be a non-empty string"
+    if "sourceCommandId" in data and (
+        not isinstance(data["sourceCommandId"], str) or data["sourceCommandId"] == ""
+    ):
+        yield f"{what} sourceCommandId must be a non-empty string"
+
+
+def _bracket_problems(what: object, data: JsonObject, bracket: _Bracket | None) -> Iterator[str]:
+    """A compaction is open, and ``data`` names its ``compactionId`` and ``sourceCommandId``."""
     if bracket is None:
-        yield Violation(rule, at, f"{what} has no matching compaction/start")
+        yield f"{what} has no matching compaction/start"
         return
     for key, label in (("compactionId", "id"), ("sourceCommandId", "sourceCommandId")):
         mine, theirs = field_of(data, key), field_of(bracket.data, key)
         if not is_strict_equal(mine, theirs):
-            yield Violation(
-                rule,
-                at,
-                f"{what} {label} {field_text(mine)} does not match compaction/start {label} {field_text(theirs)}",
-            )
+            yield f"{what} {label} {field_text(mine)} does not match compaction/start {label} {field_text(theirs)}"
 
 
 def _owner_check(at: int, kind: object, owner: JsonValue, open_turn: JsonValue) -> Iterator[Violation]:
@@ -229,8 +237,9 @@ def _summary_shape(at: int, data: JsonObject) -> Iterator[Violation]:
 def _checkpoint_check(at: int, message: JsonObject, bracket: _Bracket | None) -> Iterator[Violation]:
     source = message.get("source")
     assert isinstance(source, dict)
-    yield from _compaction_ids("compaction-checkpoint", at, "compaction checkpoint", source)
-    yield from _matches_open_bracket("compaction-checkpoint", at, "compaction checkpoint", source, bracket)
+    what = "compaction checkpoint"
+    for problem in (*_id_problems(what, source), *_bracket_problems(what, source, bracket)):
+        yield Violation("compaction-checkpoint", at, problem)
 
 
 def _owner_text(start: JsonObject) -> str:
