@@ -22,17 +22,15 @@ import zstandard
 from conformance.trace.persistence import Tree
 from spec.codes import SpecError
 from spec.format.framing import FramedLog, decode_jsonl_log, decode_zstd_frames, decode_zstd_log
-from spec.format.legacy import decode_v4_events, upgrade_v0_records, validate_stored_events
+from spec.format.legacy import decode_stored_log
 from spec.format.naming import (
     V0_PLAIN_NAME,
     V0_ZSTD_NAME,
     V4_PLAIN_NAME,
     V4_ZSTD_NAME,
-    decode_header_line,
     derive_session_relpath,
 )
 from spec.log.events import Event
-from spec.log.header import LEGACY_FORMAT_VERSION
 from spec.log.json import FrozenDict, JsonValue
 
 LOG_NAMES = (
@@ -90,16 +88,10 @@ def read_log_file(session_id: str, path: str, data: bytes) -> SpecView:
     in ``.zstd``."""
     try:
         stored = decode_log_bytes(data, path.endswith(".zstd"))
-        version, found_header = decode_header_line(stored.header_line, session_id, path.rsplit("/", 1)[-1])
-        header_id = str(found_header["id"])
-        if version == LEGACY_FORMAT_VERSION:
-            events = upgrade_v0_records(header_id, stored.records + stored.recovered)
-        else:
-            events = decode_v4_events(stored.records + stored.recovered)
-            validate_stored_events(header_id, events)
+        log = decode_stored_log(session_id, stored, path.rsplit("/", 1)[-1])
     except SpecError as error:
         return SpecView(path, code=str(error.code), message=error.message)
-    return SpecView(path, found_header, tuple(events), stored.truncate_to is not None)
+    return SpecView(path, log.header, log.events + log.recovered, stored.truncate_to is not None)
 
 
 def decode_log_bytes(data: bytes, compressed: bool) -> FramedLog:

@@ -30,7 +30,6 @@ from reference.persistence.api import OpenReport, SessionStat, StoredLog
 from reference.persistence.common import BufferedLogHandle
 from reference.persistence.fs import FileSystem, LockHandle, RealFileSystem
 from spec.codes import Code, SpecError, reject
-from spec.format.chunk_rows import decode_storage_record
 from spec.format.framing import (
     DecodedFrame,
     FramedLog,
@@ -42,7 +41,7 @@ from spec.format.framing import (
     scan_zstd_frames,
 )
 from spec.format.json_text import encode_json_text
-from spec.format.legacy import decode_v4_events, upgrade_v0_records, validate_stored_events
+from spec.format.legacy import decode_stored_log, validate_stored_events
 from spec.format.naming import (
     V0_PLAIN_NAME,
     V0_ZSTD_NAME,
@@ -135,17 +134,10 @@ def load_log(
 
 
 def load_framed_log(session_id: str | None, stored: FramedLog, file_name: str | None = None) -> LoadedLog:
-    """The events of a log already cut into its header line and records (:func:`load_log`)."""
-    version, header = decode_header_line(stored.header_line, session_id, file_name)
-    header_id = str(header["id"])
-    if version == LEGACY_FORMAT_VERSION:
-        events = upgrade_v0_records(header_id, stored.records + stored.recovered, stored.places)
-        committed = events[: len(events) - _expanded_count(stored.recovered)] if stored.recovered else events
-        return LoadedLog(version, header, committed, events[len(committed) :], stored.truncate_to)
-    events = decode_v4_events(stored.records, 0, stored.places)
-    recovered = decode_v4_events(stored.recovered, len(events), stored.places)
-    validate_stored_events(header_id, events + recovered, stored.places)
-    return LoadedLog(version, header, events, recovered, stored.truncate_to)
+    """The events of a log already cut into its header line and records (:func:`load_log`), as
+    the spec reads them (:func:`spec.format.legacy.decode_stored_log`)."""
+    log = decode_stored_log(session_id, stored, file_name)
+    return LoadedLog(log.format_version, log.header, log.events, log.recovered, stored.truncate_to)
 
 
 def load_clean_v4_log(session_id: str | None, data: bytes, compressed: bool) -> LoadedLog | None:
@@ -197,10 +189,6 @@ def load_clean_v4_log(session_id: str | None, data: bytes, compressed: bool) -> 
     except (SpecError, zstandard.ZstdError, ValueError):
         return None
     return LoadedLog(version, header, tuple(events), (), None)
-
-
-def _expanded_count(records: Sequence[JsonValue]) -> int:
-    return sum(len(decode_storage_record(record)) for record in records)
 
 
 # --- the service --------------------------------------------------------------------------------
