@@ -52,15 +52,21 @@ def completed_turn(session: Session, turn: int, text: str = "hello there") -> No
     session.append("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
 
 
+def flushed_session(store: SessionStore, session_id: str = "s", turns: int = 1) -> Session:
+    """A new live session (in project CWD) with one flush per completed turn."""
+    session = store.create(session_id, meta={"cwd": CWD})
+    for turn in range(1, turns + 1):
+        completed_turn(session, turn)
+        session.flush()
+    return session
+
+
 def written_session(
     fs: PowerLossFileSystem, compressed: bool = True, turns: int = 3, session_id: str = "s"
 ) -> str:
     """A closed session with one flush per completed turn; returns its log's path."""
     store = store_on(fs, compressed)
-    session = store.create(session_id, meta={"cwd": CWD})
-    for turn in range(1, turns + 1):
-        completed_turn(session, turn)
-        session.flush()
+    flushed_session(store, session_id, turns)
     store.close(session_id)
     path = FileStore(ROOT, fs=fs).locate(session_id)
     assert path is not None
@@ -239,9 +245,7 @@ def test_a_header_frame_of_two_lines_is_rejected_by_open_and_skipped_by_list() -
 def open_turn_session(fs: PowerLossFileSystem, compressed: bool = True) -> tuple[str, Session]:
     """A session whose last durable frame ends inside turn 2 (turn/start, step/start, two messages)."""
     store = store_on(fs, compressed)
-    session = store.create("s", meta={"cwd": CWD})
-    completed_turn(session, 1)
-    session.flush()
+    session = flushed_session(store)
     session.append("turn/start", {"turn": 2})
     session.append("step/start", {"turn": 2, "step": 1})
     session.append("user/message", user_data("u2", "a"), "append")
@@ -378,9 +382,7 @@ def _other_process(root: Path, action: str) -> dict[str, Any]:
 
 def test_a_writer_in_another_process_gets_locked_while_its_reads_still_work(tmp_path: Path) -> None:
     store = SessionStore(FileStore(str(tmp_path)))
-    session = store.create("s", meta={"cwd": CWD})
-    completed_turn(session, 1)
-    session.flush()
+    flushed_session(store)
     assert _other_process(tmp_path, "open") == {"ok": False, "code": "LOCKED"}
     assert _other_process(tmp_path, "read") == {"ok": True, "events": 3}
     store.close("s")
@@ -406,9 +408,7 @@ def test_a_failed_flush_raises_storage_io_loses_nothing_and_a_retry_writes_the_b
 ) -> None:
     fs = new_fs()
     store = store_on(fs, compressed)
-    session = store.create("s", meta={"cwd": CWD})
-    completed_turn(session, 1)
-    session.flush()
+    session = flushed_session(store)
     path = FileStore(ROOT, fs=fs).locate("s")
     assert path is not None
     durable = fs.read_bytes(path)
@@ -497,11 +497,7 @@ def test_zstd_mode_writes_one_checksummed_header_frame_then_one_frame_per_flush(
     """§9.7: frame 0 holds the header line alone; each frame has its content checksum."""
     fs = new_fs()
     store = store_on(fs)
-    session = store.create("s", meta={"cwd": CWD})
-    completed_turn(session, 1)
-    session.flush()
-    completed_turn(session, 2)
-    session.flush()
+    session = flushed_session(store, turns=2)
     session.flush()  # nothing pending: no frame
     path = FileStore(ROOT, fs=fs).locate("s")
     assert path is not None and path.endswith(V4_ZSTD_NAME)
@@ -544,9 +540,7 @@ def test_a_fork_gets_its_own_location_and_a_resume_keeps_its_location() -> None:
     """§9.6."""
     fs = new_fs()
     store = store_on(fs)
-    parent = store.create("parent", meta={"cwd": CWD})
-    completed_turn(parent, 1)
-    parent.flush()
+    parent = flushed_session(store, "parent")
     store.fork(parent, child_id="child").flush()
     locate = FileStore(ROOT, fs=fs).locate
     parent_path, child_path = locate("parent"), locate("child")
