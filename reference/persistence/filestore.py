@@ -397,18 +397,12 @@ class FileStore:
         if events:
             data += self._batch_bytes(events, compressed)
         self._ensure_dirs(_dirname(path))
-        temp = self._write_temp(path, data)
         try:
-            self.fs.fsync(temp)
-            self.fs.link(temp, path)
+            temp = self._install(path, data, self.fs.link)
         except FileExistsError:
-            self._remove_quietly(temp)
             raise reject(
                 Code.SESSION_ALREADY_EXISTS, f'refusing to publish "{path}": a log already exists'
             ) from None
-        except BaseException:
-            self._remove_quietly(temp)
-            raise
         try:
             self.fs.fsync_dir(_dirname(path))
         except OSError:
@@ -423,14 +417,21 @@ class FileStore:
         data = self.fs.read_bytes(path)[:keep]
         if tail:
             data += self._batch_bytes(tail, compressed)
+        self._install(path, data, self.fs.rename)
+        self.fs.fsync_dir(_dirname(path))
+
+    def _install(self, path: str, data: bytes, place: Callable[[str, str], None]) -> str:
+        """Write ``data`` to a temp file beside ``path``, fsync it, then ``place`` it at ``path``
+        (link: never overwriting; rename: atomically replacing). Returns the temp name; on any
+        failure the temp file is removed and the error raised."""
         temp = self._write_temp(path, data)
         try:
             self.fs.fsync(temp)
-            self.fs.rename(temp, path)
+            place(temp, path)
         except BaseException:
             self._remove_quietly(temp)
             raise
-        self.fs.fsync_dir(_dirname(path))
+        return temp
 
     def _append_batch(self, path: str, events: Sequence[Event], compressed: bool) -> None:
         """One batch (one zstd frame), then fsync. On failure the file is cut back to its old size
