@@ -304,7 +304,9 @@ def pg_writer(postgres_cluster: Any, tmp_path: Path) -> Iterator[tuple[Writer, A
 
 
 def big_batch(writer: Writer, generator: random.Random, log: Log, session_id: str) -> None:
-    """Appends enough to make the next commit take a while (up to a megabyte)."""
+    """Once the writer's connection is up (a read waits until it has reconnected after the last
+    fault), appends enough to make the next commit take a while (up to a megabyte)."""
+    writer.ok("read", id=session_id)
     for _ in range(generator.randint(50, 300)):
         log.appended.append(writer.ok("append", **event_args(generator, session_id, log)))
 
@@ -375,7 +377,6 @@ def test_killing_the_postgres_server_mid_commit_loses_nothing_flushed_and_a_retr
     generator = random.Random(SEED)
     kills, faults = 0, FlushFaults()
     for _ in range(4):
-        writer.ok("read", id="a")  # the writer's connection is up (it reconnects after the last kill)
         big_batch(writer, generator, log, "a")
         writer.send("flush", {"id": "a"})
         cluster.kill()  # an immediate shutdown, while the commit is under way (or just after it)
@@ -398,7 +399,6 @@ def test_dropping_the_connection_during_a_flush_loses_nothing_and_a_retry_writes
     with psycopg.connect(cluster.dsn, autocommit=True) as admin:
         application = f"dsh-session[{writer.process.pid}]"
         for round_number in range(12):
-            writer.ok("read", id="a")  # the writer's connection is up (it reconnects after the last drop)
             big_batch(writer, generator, log, "a")
             idle = round_number % 4 == 3  # now and then the connection drops between flushes
             if not idle:
