@@ -20,7 +20,7 @@ from conformance.crash_rules import (
     check_d3_5_no_false_corruption,
 )
 from conformance.engine_model import model_request
-from conformance.matching import answer_fingerprint, why_not
+from conformance.matching import answer_fingerprint, compare
 from conformance.model import (
     DurableLog,
     Expected,
@@ -78,15 +78,7 @@ def find_mismatch(
     """Why ``answer`` is not ``expected`` (:func:`conformance.matching.why_not`: codes compared,
     never messages; the target's adjustments and the timing rules' tolerances applied), or
     ``None``."""
-    difference = why_not(
-        expected.as_json(),
-        answer.ok,
-        answer.result,
-        answer.error_code,
-        answer.error_message,
-        op=op,
-        target=target,
-    )
+    difference = compare(expected.as_json(), answer, op, target)
     if difference is None:
         return None
     return f"expected {expected.describe()}\n     got {describe_answer(answer)}\n     ({difference})"

@@ -22,6 +22,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from conformance.subject import Response
 from conformance.targets import DEFAULT_TARGET, Target
 from spec.log.json import JsonValue, is_deep_equal_json
 
@@ -62,6 +63,27 @@ def answer_fingerprint(
     where = re.search(r"(?:^|\(|at )(\$[^:\s]*)", difference)
     path = where.group(1) if where else "$"
     return "result differs at " + (re.sub(r"\[\d+\]", "[]", path) if generated else path)
+
+
+def compare(
+    expect: Mapping[str, Any],
+    response: Response,
+    op: str = "",
+    target: Target = DEFAULT_TARGET,
+    function: str | None = None,
+) -> str | None:
+    """:func:`why_not` for a subject's response: ``None`` when it is what ``expect`` says (the same
+    result as JSON, or the same error code; messages are never compared), otherwise what differs."""
+    return why_not(
+        expect,
+        response.ok,
+        response.result,
+        response.error_code,
+        response.error_message,
+        op=op,
+        function=function,
+        target=target,
+    )
 
 
 def _why_not_one(

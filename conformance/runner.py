@@ -23,7 +23,7 @@ from typing import Any, Final
 
 from conformance.families import FAMILY_RULES, OPT_IN, STATEFUL_FAMILIES, CheckFn
 from conformance.machine.machines import READ_ONLY_OPS
-from conformance.matching import answer_fingerprint, short, why_not
+from conformance.matching import answer_fingerprint, compare, short
 from conformance.progress import Progress
 from conformance.report import CUT, RUN_DEADLINE, CaseResult, DeadlineReached, Options, case_slug
 from conformance.subject import Response, Subject, SubjectDead, SubjectError
@@ -199,28 +199,6 @@ def _unless_unsupported(response: Response, what: str) -> Response:
     if not response.ok and response.error_code == UNSUPPORTED_OP:
         raise _Unsupported(f"the subject answered UNSUPPORTED_OP for {what}")
     return response
-
-
-def compare(
-    expect: Mapping[str, Any],
-    response: Response,
-    op: str = "",
-    target: Target = DEFAULT_TARGET,
-    function: str | None = None,
-) -> str | None:
-    """``None`` when the response is what the vector expects (:func:`conformance.matching.why_not`:
-    the same result as JSON, or the same error code, the target's adjustments and the timing
-    tolerances applied; messages are never compared). Otherwise what differs."""
-    return why_not(
-        expect,
-        response.ok,
-        response.result,
-        response.error_code,
-        response.error_message,
-        op=op,
-        function=function,
-        target=target,
-    )
 
 
 def run_vectors(subject: Subject, options: Options) -> list[CaseResult]:

@@ -111,11 +111,6 @@ def imported_names(tree: ast.Module) -> dict[str, str]:
     return names
 
 
-def codes_in(node: ast.AST) -> tuple[str, ...]:
-    """The ``Code.X`` names a piece of code mentions, in order of first mention."""
-    return tuple(named_in(node, {})[1])
-
-
 def reported_ids(node: ast.AST) -> tuple[str, ...]:
     """Checker rule ids a function passes to ``Violation(...)`` as a literal."""
     found: list[str] = []

@@ -149,29 +149,37 @@ def close(service: PersistenceService | None) -> None:
         closer()
 
 
+def timed_writer_rounds(
+    params: Params, sessions: int, start: Any, results: Any, prepare: Callable[[int, int], Callable[[], None]]
+) -> None:
+    """After ``start``, ``params.flushes`` rounds over ``sessions`` sessions: ``prepare(position,
+    round)`` writes a batch untimed and gives its flush, which is timed; the writer's row goes to
+    ``results``."""
+    latencies: list[float] = []
+    start.wait()
+    began = time.perf_counter()
+    for round_number in range(params.flushes):
+        for position in range(sessions):
+            flush = prepare(position, round_number)
+            before = time.perf_counter()
+            flush()
+            latencies.append(time.perf_counter() - before)
+    total = sessions * params.flushes * params.events_per_flush
+    results.put(("writer", time.perf_counter() - began, total, latencies))
+
+
 def store_writer(target: Target, params: Params, index: int, start: Any, results: Any) -> None:
     service = target.open()
     store = SessionStore(service, clock=lambda: 1)
     sessions = [store.create(f"w{index}-s{number}") for number in range(params.sessions_per_writer)]
     for session in sessions:
         session.flush()
-    latencies: list[float] = []
-    start.wait()
-    began = time.perf_counter()
-    for round_number in range(params.flushes):
-        for session in sessions:
-            append_batch(session, params, round_number * params.events_per_flush)
-            before = time.perf_counter()
-            session.flush()
-            latencies.append(time.perf_counter() - before)
-    results.put(
-        (
-            "writer",
-            time.perf_counter() - began,
-            len(sessions) * params.flushes * params.events_per_flush,
-            latencies,
-        )
-    )
+
+    def prepare(position: int, round_number: int) -> Callable[[], None]:
+        append_batch(sessions[position], params, round_number * params.events_per_flush)
+        return sessions[position].flush
+
+    timed_writer_rounds(params, len(sessions), start, results, prepare)
     store.close_all()
     close(service)
 
@@ -179,12 +187,11 @@ def store_writer(target: Target, params: Params, index: int, start: Any, results
 def floor_writer(target: Target, params: Params, index: int, start: Any, results: Any) -> None:
     """The same batches, written without the store (see the module docstring)."""
     session_ids = [f"w{index}-s{number}" for number in range(params.sessions_per_writer)]
-    latencies: list[float] = []
     if target.backend == "file":
         paths = [os.path.join(target.where, f"floor-{session_id}.jsonl") for session_id in session_ids]
         fds = [os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600) for path in paths]
 
-        def write(position: int, texts: list[str]) -> None:
+        def write(position: int, first: int, texts: list[str]) -> None:
             os.write(fds[position], "".join(text + "\n" for text in texts).encode("utf-8"))
             os.fsync(fds[position])
 
@@ -192,8 +199,7 @@ def floor_writer(target: Target, params: Params, index: int, start: Any, results
         conn = sqlite3.connect(target.where, isolation_level=None, timeout=30)
         conn.execute("PRAGMA synchronous = FULL")
 
-        def write(position: int, texts: list[str]) -> None:
-            first = len(texts) * round_number
+        def write(position: int, first: int, texts: list[str]) -> None:
             rows = [(session_ids[position], first + offset, text) for offset, text in enumerate(texts)]
             values = ", ".join(["(?, ?, ?)"] * len(rows))
             conn.execute("BEGIN IMMEDIATE")
@@ -209,8 +215,7 @@ def floor_writer(target: Target, params: Params, index: int, start: Any, results
         pg = psycopg.connect(target.where, autocommit=True)
         pg.execute("SET synchronous_commit = on")
 
-        def write(position: int, texts: list[str]) -> None:
-            first = len(texts) * round_number
+        def write(position: int, first: int, texts: list[str]) -> None:
             rows = [(session_ids[position], first + offset, text) for offset, text in enumerate(texts)]
             values = ", ".join(["(%s, %s, %s)"] * len(rows))
             with pg.transaction():
@@ -219,22 +224,12 @@ def floor_writer(target: Target, params: Params, index: int, start: Any, results
                     [v for row in rows for v in row],
                 )
 
-    start.wait()
-    began = time.perf_counter()
-    for round_number in range(params.flushes):
-        for position, session_id in enumerate(session_ids):
-            texts = batch_texts(params, session_id, round_number * params.events_per_flush)
-            before = time.perf_counter()
-            write(position, texts)
-            latencies.append(time.perf_counter() - before)
-    results.put(
-        (
-            "writer",
-            time.perf_counter() - began,
-            len(session_ids) * params.flushes * params.events_per_flush,
-            latencies,
-        )
-    )
+    def prepare(position: int, round_number: int) -> Callable[[], None]:
+        first = round_number * params.events_per_flush
+        texts = batch_texts(params, session_ids[position], first)
+        return lambda: write(position, first, texts)
+
+    timed_writer_rounds(params, len(session_ids), start, results, prepare)
 
 
 def store_reader(target: Target, params: Params, index: int, start: Any, results: Any, stop: Any) -> None:

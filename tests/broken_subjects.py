@@ -142,22 +142,44 @@ class MutantSubject(ReferenceSubject):
 # --- the surface ------------------------------------------------------------------------------------
 
 
-class _MissingProvenanceSession(PlannedSession):
+class _ForgivingSession(PlannedSession):
+    """Plans as the reference does; where the reference refuses with ``forgiven``, :meth:`replan`
+    may plan an altered request instead (``None``: the refusal stands)."""
+
+    forgiven: ClassVar[Code]
+
     def plan(
         self, event_type: object, data: object, surface_op: object, source_event_seqs: object
     ) -> tuple[Event, SurfacePlan]:
         try:
             return super().plan(event_type, data, surface_op, source_event_seqs)
         except SpecError as error:
-            if error.code != Code.PROVENANCE_MISSING_SHADOWED or not isinstance(surface_op, dict):
+            if error.code != self.forgiven:
                 raise
-            first, last = plan_replace(
-                self._nodes, ReplaceOp(int(surface_op["start"]), int(surface_op["end"]))
-            )
-            cited = list(source_event_seqs) if isinstance(source_event_seqs, list) else []
-            full = cited + [seq for seq in self._nodes[first : last + 1] if seq not in cited]
-            event, plan = super().plan(event_type, data, surface_op, full)
-            return with_field(event, "sourceEventSeqs", source_event_seqs), plan
+            planned = self.replan(event_type, data, surface_op, source_event_seqs)
+            if planned is None:
+                raise
+            return planned
+
+    def replan(
+        self, event_type: object, data: object, surface_op: object, source_event_seqs: object
+    ) -> tuple[Event, SurfacePlan] | None:
+        return None
+
+
+class _MissingProvenanceSession(_ForgivingSession):
+    forgiven = Code.PROVENANCE_MISSING_SHADOWED
+
+    def replan(
+        self, event_type: object, data: object, surface_op: object, source_event_seqs: object
+    ) -> tuple[Event, SurfacePlan] | None:
+        if not isinstance(surface_op, dict):
+            return None
+        first, last = plan_replace(self._nodes, ReplaceOp(int(surface_op["start"]), int(surface_op["end"])))
+        cited = list(source_event_seqs) if isinstance(source_event_seqs, list) else []
+        full = cited + [seq for seq in self._nodes[first : last + 1] if seq not in cited]
+        event, plan = PlannedSession.plan(self, event_type, data, surface_op, full)
+        return with_field(event, "sourceEventSeqs", source_event_seqs), plan
 
 
 class AcceptsReplaceMissingShadowedProvenance(MutantSubject):
@@ -168,18 +190,17 @@ class AcceptsReplaceMissingShadowedProvenance(MutantSubject):
     rule = "PROVENANCE_MISSING_SHADOWED"
 
 
-class _InvertedReplaceSession(PlannedSession):
-    def plan(
+class _InvertedReplaceSession(_ForgivingSession):
+    forgiven = Code.REPLACE_INVERTED
+
+    def replan(
         self, event_type: object, data: object, surface_op: object, source_event_seqs: object
-    ) -> tuple[Event, SurfacePlan]:
-        try:
-            return super().plan(event_type, data, surface_op, source_event_seqs)
-        except SpecError as error:
-            if error.code != Code.REPLACE_INVERTED or not isinstance(surface_op, dict):
-                raise
-            swapped_op = {"op": "replace", "start": surface_op["end"], "end": surface_op["start"]}
-            event, plan = super().plan(event_type, data, swapped_op, source_event_seqs)
-            return with_field(event, "surfaceOp", surface_op), plan
+    ) -> tuple[Event, SurfacePlan] | None:
+        if not isinstance(surface_op, dict):
+            return None
+        swapped_op = {"op": "replace", "start": surface_op["end"], "end": surface_op["start"]}
+        event, plan = PlannedSession.plan(self, event_type, data, swapped_op, source_event_seqs)
+        return with_field(event, "surfaceOp", surface_op), plan
 
 
 class AcceptsInvertedReplace(MutantSubject):
@@ -190,17 +211,14 @@ class AcceptsInvertedReplace(MutantSubject):
     rule = "REPLACE_INVERTED"
 
 
-class _LogOnlyProvenanceSession(PlannedSession):
-    def plan(
+class _LogOnlyProvenanceSession(_ForgivingSession):
+    forgiven = Code.PROVENANCE_ON_LOG_ONLY
+
+    def replan(
         self, event_type: object, data: object, surface_op: object, source_event_seqs: object
-    ) -> tuple[Event, SurfacePlan]:
-        try:
-            return super().plan(event_type, data, surface_op, source_event_seqs)
-        except SpecError as error:
-            if error.code != Code.PROVENANCE_ON_LOG_ONLY:
-                raise
-            event, plan = super().plan(event_type, data, surface_op, ABSENT)
-            return with_field(event, "sourceEventSeqs", source_event_seqs), plan
+    ) -> tuple[Event, SurfacePlan] | None:
+        event, plan = PlannedSession.plan(self, event_type, data, surface_op, ABSENT)
+        return with_field(event, "sourceEventSeqs", source_event_seqs), plan
 
 
 class AcceptsProvenanceOnLogOnlyEvent(MutantSubject):
@@ -210,19 +228,18 @@ class AcceptsProvenanceOnLogOnlyEvent(MutantSubject):
     rule = "PROVENANCE_ON_LOG_ONLY"
 
 
-class _IsErrorRewriteSession(PlannedSession):
-    def plan(
+class _IsErrorRewriteSession(_ForgivingSession):
+    forgiven = Code.TOOL_REWRITE_CHANGES_MORE_THAN_CONTENT
+
+    def replan(
         self, event_type: object, data: object, surface_op: object, source_event_seqs: object
-    ) -> tuple[Event, SurfacePlan]:
-        try:
-            return super().plan(event_type, data, surface_op, source_event_seqs)
-        except SpecError as error:
-            if error.code != Code.TOOL_REWRITE_CHANGES_MORE_THAN_CONTENT or not isinstance(surface_op, dict):
-                raise
-            original = self._log[int(surface_op["start"])]
-            aligned = _with_first_block_flag(data, _first_block_flag(original.get("data")))
-            event, plan = super().plan(event_type, aligned, surface_op, source_event_seqs)
-            return with_field(event, "data", data), plan
+    ) -> tuple[Event, SurfacePlan] | None:
+        if not isinstance(surface_op, dict):
+            return None
+        original = self._log[int(surface_op["start"])]
+        aligned = _with_first_block_flag(data, _first_block_flag(original.get("data")))
+        event, plan = PlannedSession.plan(self, event_type, aligned, surface_op, source_event_seqs)
+        return with_field(event, "data", data), plan
 
 
 def _first_block(data: object) -> dict[str, Any] | None:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from spec.log.session import ABSENT
+from spec.log.events import Event
+from spec.log.session import ABSENT, SessionState, append_event
+from spec.log.writers import CALLER, Writer
 
 V4_HEADER_LINE: dict[str, Any] = {
     "type": "session",
@@ -129,3 +132,19 @@ class EventLog:
             event["sourceEventSeqs"] = sources
         self.events.append(event)
         return len(self.events) - 1
+
+
+def append_item(
+    state: SessionState, item: Mapping[str, Any], time: int, writer: Writer = CALLER
+) -> tuple[SessionState, Event]:
+    """:func:`append_event` of an event given as JSON: its type and data, and its surfaceOp and
+    sourceEventSeqs where it has them."""
+    return append_event(
+        state,
+        item["type"],
+        item["data"],
+        item.get("surfaceOp", ABSENT),
+        item.get("sourceEventSeqs", ABSENT),
+        time=time,
+        writer=writer,
+    )

@@ -100,11 +100,18 @@ def write_session(
     service: PersistenceService, session_id: str, events: Sequence[Event], **meta: Any
 ) -> FrozenDict:
     """A stored session holding ``events`` (flushed and closed); returns its header."""
-    stored_header = header(session_id, **meta)
-    handle = service.create(stored_header)
-    handle.append(events)
+    handle = live_session(service, session_id, events, **meta)
     handle.close()
-    return stored_header
+    return handle.header
+
+
+def live_session(
+    service: PersistenceService, session_id: str, events: Sequence[Event], **meta: Any
+) -> LogHandle:
+    """A new session's writer with ``events`` appended, none of them flushed yet."""
+    handle = service.create(header(session_id, **meta))
+    handle.append(events)
+    return handle
 
 
 def interrupted_turn() -> tuple[Event, ...]:
@@ -263,8 +270,7 @@ def test_read_returns_exactly_the_stored_log_and_rejects_a_missing_session(backe
 def test_the_revision_changes_after_a_flush_that_wrote_events(backend: Backend) -> None:
     """§9.1 #9."""
     events = interrupted_turn()
-    handle = backend.service.create(header("s"))
-    handle.append(events[:3])
+    handle = live_session(backend.service, "s", events[:3])
     handle.flush()
     first = revision(backend.service, "s")
     handle.flush()
@@ -290,8 +296,7 @@ def test_append_rejects_a_batch_that_re_appends_a_stored_seq(backend: Backend) -
 def test_append_rejects_a_batch_with_a_gap_in_the_middle_and_keeps_none_of_it(backend: Backend) -> None:
     """§9.1 #11."""
     events = interrupted_turn()
-    handle = backend.service.create(header("s"))
-    handle.append(events[:2])
+    handle = live_session(backend.service, "s", events[:2])
     with pytest.raises(SpecError) as rejected:
         handle.append((events[2], events[4]))
     assert rejected.value.code == Code.SEQ_NOT_CONTIGUOUS
@@ -471,8 +476,7 @@ def test_a_second_writer_is_refused_while_a_reader_still_reads(backend: Backend)
 
 def test_close_flushes_and_a_second_close_is_harmless(backend: Backend) -> None:
     """D2: ``close`` flushes."""
-    handle: LogHandle = backend.service.create(header("s"))
-    handle.append(interrupted_turn()[:2])
+    handle = live_session(backend.service, "s", interrupted_turn()[:2])
     handle.close()
     handle.close()
     assert backend.restart().read("s").events == interrupted_turn()[:2]
@@ -489,8 +493,7 @@ def test_append_after_close_is_rejected(backend: Backend) -> None:
 def test_flush_is_the_durability_barrier(backend: Backend) -> None:
     """D2: what was appended before a flush survives a restart; what came after it does not."""
     events = interrupted_turn()
-    handle = backend.service.create(header("s"))
-    handle.append(events[:3])
+    handle = live_session(backend.service, "s", events[:3])
     handle.flush()
     handle.append(events[3:])
     assert backend.restart().read("s").events == events[:3]

@@ -12,7 +12,7 @@ from xml.etree import ElementTree
 
 import pytest
 
-from conformance.matching import first_difference
+from conformance.matching import compare, first_difference
 from conformance.report import (
     CaseResult,
     build_certificate,
@@ -21,7 +21,6 @@ from conformance.report import (
     tally,
     write_junit,
 )
-from conformance.runner import compare
 from conformance.subject import (
     InProcessSubject,
     Response,

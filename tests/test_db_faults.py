@@ -27,7 +27,7 @@ import sqlite3
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -304,7 +304,9 @@ def pg_writer(postgres_cluster: Any, tmp_path: Path) -> Iterator[tuple[Writer, A
 
 
 def big_batch(writer: Writer, generator: random.Random, log: Log, session_id: str) -> None:
-    """Appends enough to make the next commit take a while (up to a megabyte)."""
+    """Once the writer's connection is up (a read waits until it has reconnected after the last
+    fault), appends enough to make the next commit take a while (up to a megabyte)."""
+    writer.ok("read", id=session_id)
     for _ in range(generator.randint(50, 300)):
         log.appended.append(writer.ok("append", **event_args(generator, session_id, log)))
 
@@ -322,20 +324,32 @@ def flush_until_acknowledged(writer: Writer, log: Log, session_id: str) -> int:
         assert failures <= 3, f"the flush keeps failing: {answer}"
 
 
-def settle_flush(answer: Any, writer: Writer, log: Log, cluster: Any, schema: str) -> tuple[int, int]:
+@dataclass
+class FlushFaults:
+    """What the fault rounds saw: the flushes that failed, and those of them that had committed."""
+
+    flushes_failed: int = 0
+    failed_flushes_that_had_committed: int = 0
+
+
+def settle_flush(
+    answer: Any, writer: Writer, log: Log, cluster: Any, schema: str, faults: FlushFaults
+) -> bool:
     """After a flush of "a" that met a fault and answered ``answer``: nothing flushed was lost and
-    nothing unappended appeared; a failed flush is retried until acknowledged. Returns (1 if it
-    failed, 1 if it failed yet had committed)."""
+    nothing unappended appeared; a failed flush is retried until acknowledged and counted in
+    ``faults``. Returns whether it failed."""
     reader = PostgresStore(cluster.dsn, schema)
     assert check_survivors(reader, {"a": log}, "a") == []
     stored = len(reader.read("a").events)
     reader.close()
     if answer["ok"]:
         log.acked = len(log.appended)
-        return 0, 0
+        return False
     assert answer["error"]["code"] == "STORAGE_IO", answer
     flush_until_acknowledged(writer, log, "a")
-    return 1, int(stored == len(log.appended))
+    faults.flushes_failed += 1
+    faults.failed_flushes_that_had_committed += stored == len(log.appended)
+    return True
 
 
 def assert_stored_once(log: Log, cluster: Any, schema: str) -> None:
@@ -361,29 +375,19 @@ def test_killing_the_postgres_server_mid_commit_loses_nothing_flushed_and_a_retr
 ) -> None:
     writer, cluster, schema, log = pg_writer
     generator = random.Random(SEED)
-    kills = failed_flushes = committed_anyway = 0
+    kills, faults = 0, FlushFaults()
     for _ in range(4):
-        writer.ok("read", id="a")  # the writer's connection is up (it reconnects after the last kill)
         big_batch(writer, generator, log, "a")
         writer.send("flush", {"id": "a"})
         cluster.kill()  # an immediate shutdown, while the commit is under way (or just after it)
         kills += 1
         answer = writer.receive()
         cluster.start()
-        failed, committed = settle_flush(answer, writer, log, cluster, schema)
-        failed_flushes, committed_anyway = failed_flushes + failed, committed_anyway + committed
-        if failed:
+        if settle_flush(answer, writer, log, cluster, schema, faults):
             assert_stored_once(log, cluster, schema)
-    report(
-        record_property,
-        capsys,
-        "postgres server kills",
-        server_kills=kills,
-        flushes_failed=failed_flushes,
-        failed_flushes_that_had_committed=committed_anyway,
-    )
+    report(record_property, capsys, "postgres server kills", server_kills=kills, **asdict(faults))
     assert_resumes(writer, log, cluster, schema)
-    assert failed_flushes > 0, "no server kill landed before its flush was answered"
+    assert faults.flushes_failed > 0, "no server kill landed before its flush was answered"
 
 
 def test_dropping_the_connection_during_a_flush_loses_nothing_and_a_retry_writes_once(
@@ -391,11 +395,10 @@ def test_dropping_the_connection_during_a_flush_loses_nothing_and_a_retry_writes
 ) -> None:
     writer, cluster, schema, log = pg_writer
     generator = random.Random(SEED)
-    drops = failed_flushes = committed_anyway = 0
+    drops, faults = 0, FlushFaults()
     with psycopg.connect(cluster.dsn, autocommit=True) as admin:
         application = f"dsh-session[{writer.process.pid}]"
         for round_number in range(12):
-            writer.ok("read", id="a")  # the writer's connection is up (it reconnects after the last drop)
             big_batch(writer, generator, log, "a")
             idle = round_number % 4 == 3  # now and then the connection drops between flushes
             if not idle:
@@ -406,19 +409,13 @@ def test_dropping_the_connection_during_a_flush_loses_nothing_and_a_retry_writes
             ).fetchone()
             drops += bool(terminated and terminated[0])
             answer = writer.receive() if not idle else writer.request("flush", id="a")
-            failed, committed = settle_flush(answer, writer, log, cluster, schema)
-            failed_flushes, committed_anyway = failed_flushes + failed, committed_anyway + committed
+            settle_flush(answer, writer, log, cluster, schema, faults)
     assert_stored_once(log, cluster, schema)
-    report(
-        record_property,
-        capsys,
-        "postgres connection drops",
-        drops=drops,
-        flushes_failed=failed_flushes,
-        failed_flushes_that_had_committed=committed_anyway,
-    )
+    report(record_property, capsys, "postgres connection drops", drops=drops, **asdict(faults))
     assert_resumes(writer, log, cluster, schema)
-    assert drops == 12 and failed_flushes >= 3  # at least every drop between flushes meets the next flush
+    assert (
+        drops == 12 and faults.flushes_failed >= 3
+    )  # at least every drop between flushes meets the next flush
 
 
 # --- a write that fails ---------------------------------------------------------------------------------

@@ -52,15 +52,21 @@ def completed_turn(session: Session, turn: int, text: str = "hello there") -> No
     session.append("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
 
 
+def flushed_session(store: SessionStore, session_id: str = "s", turns: int = 1) -> Session:
+    """A new live session (in project CWD) with one flush per completed turn."""
+    session = store.create(session_id, meta={"cwd": CWD})
+    for turn in range(1, turns + 1):
+        completed_turn(session, turn)
+        session.flush()
+    return session
+
+
 def written_session(
     fs: PowerLossFileSystem, compressed: bool = True, turns: int = 3, session_id: str = "s"
 ) -> str:
     """A closed session with one flush per completed turn; returns its log's path."""
     store = store_on(fs, compressed)
-    session = store.create(session_id, meta={"cwd": CWD})
-    for turn in range(1, turns + 1):
-        completed_turn(session, turn)
-        session.flush()
+    flushed_session(store, session_id, turns)
     store.close(session_id)
     path = FileStore(ROOT, fs=fs).locate(session_id)
     assert path is not None
@@ -72,6 +78,12 @@ def replace_file(fs: PowerLossFileSystem, path: str, data: bytes) -> None:
     fs.remove(path)
     fs.write_new(path, data)
     fs.sync_all()
+
+
+def flip_byte(fs: PowerLossFileSystem, path: str, index: int) -> None:
+    """Damage the byte at ``index`` of ``path`` (every bit inverted), as :func:`replace_file` does."""
+    data = fs.read_bytes(path)
+    replace_file(fs, path, data[:index] + bytes([data[index] ^ 0xFF]) + data[index + 1 :])
 
 
 def expect_code(code: Code, call: Any, *args: Any) -> SpecError:
@@ -118,7 +130,7 @@ def test_every_flipped_byte_in_a_middle_frame_is_a_corrupt_log_naming_the_frame_
     flips = 0
     for index, frame_offset in middle_frame_bytes(data):
         damaged = fs.crash(KEEP_ALL)
-        replace_file(damaged, path, data[:index] + bytes([data[index] ^ 0xFF]) + data[index + 1 :])
+        flip_byte(damaged, path, index)
         before = damaged.snapshot()
         files = FileStore(ROOT, fs=damaged)
         call = {"open": files.open, "read": files.read, "resume": SessionStore(files).resume}[action]
@@ -132,10 +144,8 @@ def test_every_flipped_byte_in_a_middle_frame_is_a_corrupt_log_naming_the_frame_
 def test_a_failed_open_of_a_corrupt_log_releases_the_writer_lock() -> None:
     fs = new_fs()
     path = written_session(fs)
-    data = bytearray(fs.read_bytes(path))
-    index, _ = next(middle_frame_bytes(bytes(data)))
-    data[index] ^= 0xFF
-    replace_file(fs, path, bytes(data))
+    index, _ = next(middle_frame_bytes(fs.read_bytes(path)))
+    flip_byte(fs, path, index)
     files = FileStore(ROOT, fs=fs)
     expect_code(Code.CORRUPT_LOG, files.open, "s")
     assert fs.try_lock(path.rsplit("/", 1)[0] + "/session.lock") is not None
@@ -144,10 +154,8 @@ def test_a_failed_open_of_a_corrupt_log_releases_the_writer_lock() -> None:
 def test_a_middle_frame_whose_block_size_was_damaged_is_a_corrupt_log() -> None:
     fs = new_fs()
     path = written_session(fs)
-    data = bytearray(fs.read_bytes(path))
-    middle = scan_zstd_frames(bytes(data)).frames[2]
-    data[middle.offset + 9] ^= 0xFF  # the high byte of the first block header: its size
-    replace_file(fs, path, bytes(data))
+    middle = scan_zstd_frames(fs.read_bytes(path)).frames[2]
+    flip_byte(fs, path, middle.offset + 9)  # the high byte of the first block header: its size
     expect_code(Code.CORRUPT_LOG, FileStore(ROOT, fs=fs).open, "s")
 
 
@@ -237,9 +245,7 @@ def test_a_header_frame_of_two_lines_is_rejected_by_open_and_skipped_by_list() -
 def open_turn_session(fs: PowerLossFileSystem, compressed: bool = True) -> tuple[str, Session]:
     """A session whose last durable frame ends inside turn 2 (turn/start, step/start, two messages)."""
     store = store_on(fs, compressed)
-    session = store.create("s", meta={"cwd": CWD})
-    completed_turn(session, 1)
-    session.flush()
+    session = flushed_session(store)
     session.append("turn/start", {"turn": 2})
     session.append("step/start", {"turn": 2, "step": 1})
     session.append("user/message", user_data("u2", "a"), "append")
@@ -376,9 +382,7 @@ def _other_process(root: Path, action: str) -> dict[str, Any]:
 
 def test_a_writer_in_another_process_gets_locked_while_its_reads_still_work(tmp_path: Path) -> None:
     store = SessionStore(FileStore(str(tmp_path)))
-    session = store.create("s", meta={"cwd": CWD})
-    completed_turn(session, 1)
-    session.flush()
+    flushed_session(store)
     assert _other_process(tmp_path, "open") == {"ok": False, "code": "LOCKED"}
     assert _other_process(tmp_path, "read") == {"ok": True, "events": 3}
     store.close("s")
@@ -404,9 +408,7 @@ def test_a_failed_flush_raises_storage_io_loses_nothing_and_a_retry_writes_the_b
 ) -> None:
     fs = new_fs()
     store = store_on(fs, compressed)
-    session = store.create("s", meta={"cwd": CWD})
-    completed_turn(session, 1)
-    session.flush()
+    session = flushed_session(store)
     path = FileStore(ROOT, fs=fs).locate("s")
     assert path is not None
     durable = fs.read_bytes(path)
@@ -495,11 +497,7 @@ def test_zstd_mode_writes_one_checksummed_header_frame_then_one_frame_per_flush(
     """§9.7: frame 0 holds the header line alone; each frame has its content checksum."""
     fs = new_fs()
     store = store_on(fs)
-    session = store.create("s", meta={"cwd": CWD})
-    completed_turn(session, 1)
-    session.flush()
-    completed_turn(session, 2)
-    session.flush()
+    session = flushed_session(store, turns=2)
     session.flush()  # nothing pending: no frame
     path = FileStore(ROOT, fs=fs).locate("s")
     assert path is not None and path.endswith(V4_ZSTD_NAME)
@@ -542,9 +540,7 @@ def test_a_fork_gets_its_own_location_and_a_resume_keeps_its_location() -> None:
     """§9.6."""
     fs = new_fs()
     store = store_on(fs)
-    parent = store.create("parent", meta={"cwd": CWD})
-    completed_turn(parent, 1)
-    parent.flush()
+    parent = flushed_session(store, "parent")
     store.fork(parent, child_id="child").flush()
     locate = FileStore(ROOT, fs=fs).locate
     parent_path, child_path = locate("parent"), locate("child")
@@ -666,10 +662,8 @@ def test_list_reads_only_the_header_frame_so_a_corrupt_event_frame_does_not_hide
     """§9.7: list succeeds; open fails with the frame's offset."""
     fs = new_fs()
     path = written_session(fs)
-    data = bytearray(fs.read_bytes(path))
-    index, frame_offset = next(middle_frame_bytes(bytes(data)))
-    data[index] ^= 0xFF
-    replace_file(fs, path, bytes(data))
+    index, frame_offset = next(middle_frame_bytes(fs.read_bytes(path)))
+    flip_byte(fs, path, index)
     assert [header["id"] for header in FileStore(ROOT, fs=fs).list()] == ["s"]
     error = expect_code(Code.CORRUPT_LOG, FileStore(ROOT, fs=fs).open, "s")
     assert f"frame at byte {frame_offset}" in str(error)
@@ -679,10 +673,8 @@ def test_a_header_frame_failing_its_checksum_is_a_corrupt_log_and_is_not_listed(
     """§9.7: a checksum-corrupt header frame."""
     fs = new_fs()
     path = written_session(fs)
-    data = bytearray(fs.read_bytes(path))
-    header_frame = scan_zstd_frames(bytes(data)).frames[0]
-    data[header_frame.offset + header_frame.length - 1] ^= 0xFF
-    replace_file(fs, path, bytes(data))
+    header_frame = scan_zstd_frames(fs.read_bytes(path)).frames[0]
+    flip_byte(fs, path, header_frame.offset + header_frame.length - 1)
     error = expect_code(Code.CORRUPT_LOG, FileStore(ROOT, fs=fs).open, "s")
     assert "frame at byte 0" in str(error)
     assert FileStore(ROOT, fs=fs).list() == []

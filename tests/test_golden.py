@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from event_builders import append_item
 from shared_material import SHARED, shared_dir
 
 from conformance.model import derive_state_view
@@ -32,7 +33,6 @@ from spec.log.header import build_header
 from spec.log.session import (
     ABSENT,
     SessionState,
-    append_event,
     create_session_state,
     plan_session_id,
     validate_new_session_id,
@@ -174,14 +174,7 @@ def run_create(store: GoldenStore, op: dict[str, Any]) -> Any:
 
 def run_append(store: GoldenStore, op: dict[str, Any]) -> Any:
     state = store.session(op["id"])
-    state, event = append_event(
-        state,
-        op["type"],
-        op["data"],
-        op.get("surfaceOp", ABSENT),
-        op.get("sourceEventSeqs", ABSENT),
-        time=store.now,
-    )
+    state, event = append_item(state, op, store.now)
     store.sessions[op["id"]] = state
     return event
 

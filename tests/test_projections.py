@@ -496,11 +496,17 @@ def test_resuming_from_any_durable_row_equals_a_full_replay(turns: int, cut: flo
 # --- the subscription: events pushed through every unit as they commit (seed 002) -------------------
 
 
-def test_a_registry_on_a_store_pushes_each_event_through_every_unit_as_it_commits() -> None:
+def counting_registry() -> tuple[SessionStore, Projections, list[int]]:
+    """A store with a registry holding the counter unit; ``calls`` hears each seq it folds."""
     store = SessionStore(clock=lambda: 1)
     projections = Projections(store=store)
     calls: list[int] = []
     projections.register(counter_unit(calls=calls))
+    return store, projections, calls
+
+
+def test_a_registry_on_a_store_pushes_each_event_through_every_unit_as_it_commits() -> None:
+    store, projections, calls = counting_registry()
     session = store.create("s")
     session.append("turn/start", {"turn": 1})
     session.append("note", {})
@@ -534,10 +540,7 @@ def test_on_changed_hears_only_the_events_that_changed_a_state() -> None:
 
 
 def test_a_registry_that_closes_hears_nothing_more() -> None:
-    store = SessionStore(clock=lambda: 1)
-    projections = Projections(store=store)
-    calls: list[int] = []
-    projections.register(counter_unit(calls=calls))
+    store, projections, calls = counting_registry()
     session = store.create("s")
     projections.close()
     session.append("note", {})

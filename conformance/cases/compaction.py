@@ -129,6 +129,11 @@ def _manual() -> Cases:
     )
 
 
+def refused_region(start: int, end: int, code: Code = Code.COMPACTION_RANGE_INVALID) -> Step:
+    """A ``compact_region`` of ``start``..``end`` (attempt k1) that is refused with ``code``."""
+    return fails(code, "compact_region", id="s", start=start, end=end, attempt=attempt("k1"))
+
+
 def _span() -> Cases:
     yield case(
         "a span never cuts a tool call from its result: the cut moves head-ward before the call",
@@ -151,9 +156,7 @@ def _span() -> Cases:
         [
             *first_question(),
             *tool_steps(1, "c1"),
-            fails(
-                Code.COMPACTION_RANGE_INVALID, "compact_region", id="s", start=1, end=3, attempt=attempt("k1")
-            ),
+            refused_region(1, 3),
             state_step(),
         ],
     )
@@ -163,9 +166,7 @@ def _span() -> Cases:
         [
             *first_question(),
             *tool_steps(1, "c1"),
-            fails(
-                Code.COMPACTION_RANGE_INVALID, "compact_region", id="s", start=5, end=5, attempt=attempt("k1")
-            ),
+            refused_region(5, 5),
         ],
     )
     yield case(
@@ -174,9 +175,7 @@ def _span() -> Cases:
         [
             *history(1),
             turn(2),
-            fails(
-                Code.COMPACTION_RANGE_INVALID, "compact_region", id="s", start=0, end=3, attempt=attempt("k1")
-            ),
+            refused_region(0, 3),
         ],
         comment="seq 0 is the turn/start, a log-only event",
     )
@@ -186,9 +185,7 @@ def _span() -> Cases:
         [
             *history(2),
             turn(3),
-            fails(
-                Code.COMPACTION_RANGE_INVALID, "compact_region", id="s", start=7, end=1, attempt=attempt("k1")
-            ),
+            refused_region(7, 1),
         ],
     )
 
@@ -249,9 +246,7 @@ def _lock_and_owner() -> Cases:
         OWNER,
         [
             *history(2),
-            fails(
-                Code.COMPACTION_NO_OPEN_TURN, "compact_region", id="s", start=1, end=7, attempt=attempt("k1")
-            ),
+            refused_region(1, 7, Code.COMPACTION_NO_OPEN_TURN),
             state_step(),
         ],
     )

@@ -58,25 +58,24 @@ def meta_cases() -> Cases:
         "a lineage field given as null is kept and judged by the header rules; createdAt null means now "
         "(SPEC-DECISIONS D1)"
     )
-    yield case(
-        "a meta field that is null is kept and judged: cwd null is rejected",
-        BUILD,
-        [fails(Code.HEADER_CWD, "create", id="s", meta={"cwd": None}), gone()],
-        why=null_why,
+    judged_nulls = (
+        ("a meta field that is null is kept and judged: cwd null is rejected", Code.HEADER_CWD, "cwd", None),
+        (
+            "a delegationDepth of null is judged, not defaulted",
+            Code.HEADER_DELEGATION_DEPTH,
+            "delegationDepth",
+            "a store that drops null fields would give depth 0 here, and pass a vector that used 0",
+        ),
+        ("an agentPreset of null is judged too", Code.HEADER_AGENT_PRESET, "agentPreset", None),
     )
-    yield case(
-        "a delegationDepth of null is judged, not defaulted",
-        BUILD,
-        [fails(Code.HEADER_DELEGATION_DEPTH, "create", id="s", meta={"delegationDepth": None}), gone()],
-        why=null_why,
-        comment="a store that drops null fields would give depth 0 here, and pass a vector that used 0",
-    )
-    yield case(
-        "an agentPreset of null is judged too",
-        BUILD,
-        [fails(Code.HEADER_AGENT_PRESET, "create", id="s", meta={"agentPreset": None}), gone()],
-        why=null_why,
-    )
+    for name, code, field, comment in judged_nulls:
+        yield case(
+            name,
+            BUILD,
+            [fails(code, "create", id="s", meta={field: None}), gone()],
+            why=null_why,
+            comment=comment,
+        )
     yield case(
         "a createdAt of null means now",
         BUILD,

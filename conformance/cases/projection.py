@@ -173,6 +173,7 @@ def engine_cases() -> Cases:
         ],
     )
     crash_setup = [ok("project", **LEDGER), ok("create", id="s"), *closed_turn(1)]
+    crashed_inside_turn_2 = [*crash_setup, turn(2), step_open(2), ok("flush", id="s"), ok("crash")]
     yield case(
         "after a crash a state read from a stale cache row equals a full replay",
         ROW,
@@ -208,11 +209,7 @@ def engine_cases() -> Cases:
         "a cache row written at another stateVersion is dropped and the log refolded",
         ROW,
         [
-            *crash_setup,
-            turn(2),
-            step_open(2),
-            ok("flush", id="s"),
-            ok("crash"),
+            *crashed_inside_turn_2,
             ok("unproject", **LEDGER),
             ok("project", stateVersion=2, **LEDGER),
             ok("state_of_stored", id="s", **LEDGER),
@@ -224,11 +221,7 @@ def engine_cases() -> Cases:
         "a resumed session's state equals a full replay of its repaired log",
         ROW,
         [
-            *crash_setup,
-            turn(2),
-            step_open(2),
-            ok("flush", id="s"),
-            ok("crash"),
+            *crashed_inside_turn_2,
             ok("resume", id="s"),
             *_ledger(),
         ],

@@ -19,7 +19,7 @@ Everything here is pure: no I/O, no clock, no randomness.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal, TypeAlias
 
@@ -136,6 +136,11 @@ class Tree:
     """Everything below the store root, in path order."""
 
     entries: tuple[Entry, ...]
+
+    @staticmethod
+    def of(entries: Iterable[Entry]) -> Tree:
+        """The tree of ``entries`` in any order."""
+        return Tree(tuple(sorted(entries, key=lambda entry: entry.path)))
 
     def key(self) -> str:
         """Equal for two trees a reader cannot tell apart (same names, kinds, bytes and links)."""
@@ -372,7 +377,7 @@ def _walk(names: Mapping[int, Mapping[str, int]], contents: Mapping[int, bytes])
                 stack.append((path + "/", inode))
             elif inode in contents:
                 entries.append(Entry(path, False, contents[inode], inode))
-    return Tree(tuple(sorted(entries, key=lambda entry: entry.path)))
+    return Tree.of(entries)
 
 
 __all__ = [

@@ -224,7 +224,7 @@ def scan_tree(root: str) -> Tree:
                 entries.append(Entry(relative, True, b"", inode))
             elif stat.S_ISREG(info.st_mode):
                 entries.append(Entry(relative, False, Path(path).read_bytes(), inode))
-    return Tree(tuple(sorted(entries, key=lambda entry: entry.path)))
+    return Tree.of(entries)
 
 
 __all__ = [

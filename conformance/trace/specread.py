@@ -14,26 +14,24 @@ breaks D3 too, the subject wrote (or failed to make durable) a bad file.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import zstandard
 
 from conformance.trace.persistence import Tree
-from spec.codes import Code, SpecError, reject
+from spec.codes import SpecError
 from spec.format.framing import FramedLog, decode_jsonl_log, decode_zstd_frames, decode_zstd_log
-from spec.format.legacy import upgrade_v0_records, validate_stored_events
+from spec.format.legacy import decode_stored_log
 from spec.format.naming import (
     V0_PLAIN_NAME,
     V0_ZSTD_NAME,
     V4_PLAIN_NAME,
     V4_ZSTD_NAME,
-    decode_header_line,
     derive_session_relpath,
 )
 from spec.log.events import Event
-from spec.log.header import LEGACY_FORMAT_VERSION
-from spec.log.json import FrozenDict, JsonValue, freeze_parsed_json, is_event_seq
+from spec.log.json import FrozenDict, JsonValue
 
 LOG_NAMES = (
     V4_ZSTD_NAME,
@@ -90,16 +88,10 @@ def read_log_file(session_id: str, path: str, data: bytes) -> SpecView:
     in ``.zstd``."""
     try:
         stored = decode_log_bytes(data, path.endswith(".zstd"))
-        version, found_header = decode_header_line(stored.header_line, session_id, path.rsplit("/", 1)[-1])
-        header_id = str(found_header["id"])
-        if version == LEGACY_FORMAT_VERSION:
-            events = upgrade_v0_records(header_id, stored.records + stored.recovered)
-        else:
-            events = decode_v4_events(stored.records + stored.recovered)
-            validate_stored_events(header_id, events)
+        log = decode_stored_log(session_id, stored, path.rsplit("/", 1)[-1])
     except SpecError as error:
         return SpecView(path, code=str(error.code), message=error.message)
-    return SpecView(path, found_header, tuple(events), stored.truncate_to is not None)
+    return SpecView(path, log.header, log.events + log.recovered, stored.truncate_to is not None)
 
 
 def decode_log_bytes(data: bytes, compressed: bool) -> FramedLog:
@@ -108,22 +100,6 @@ def decode_log_bytes(data: bytes, compressed: bool) -> FramedLog:
     if not compressed:
         return decode_jsonl_log(data)
     return decode_zstd_log(*decode_zstd_frames(data, inflate_zstd))
-
-
-def decode_v4_events(records: Sequence[JsonValue]) -> tuple[Event, ...]:
-    """A v4 log's records are its events as they are, with seqs 0, 1, 2, ... (a gap is damage)."""
-    events: list[Event] = []
-    for position, record in enumerate(records):
-        if not isinstance(record, dict) or not is_event_seq(record.get("seq")) or record["seq"] != position:
-            got = record.get("seq") if isinstance(record, dict) else record
-            raise reject(
-                Code.CORRUPT_LOG,
-                f"corrupt session log: seq gap in committed region (expected {position}, got {got})",
-            )
-        frozen = freeze_parsed_json(record)
-        assert isinstance(frozen, FrozenDict)
-        events.append(frozen)
-    return tuple(events)
 
 
 def inflate_zstd(data: bytes) -> tuple[bytes, bool]:
@@ -141,7 +117,6 @@ __all__ = [
     "LOG_NAMES",
     "SpecView",
     "decode_log_bytes",
-    "decode_v4_events",
     "inflate_zstd",
     "locate_log",
     "read_log_file",

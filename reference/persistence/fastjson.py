@@ -65,10 +65,6 @@ def collector_paused(keep: bool = False) -> Iterator[None]:
             gc.enable()
 
 
-def has_orjson() -> bool:
-    return _orjson is not None
-
-
 def decode_lines(lines: Sequence[bytes], use_orjson: bool = True) -> list[JsonValue] | None:
     """Each line (UTF-8 already validated by the caller) as frozen JSON with the spec reader's
     values, or ``None`` when some line needs the spec's reader."""

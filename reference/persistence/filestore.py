@@ -30,21 +30,18 @@ from reference.persistence.api import OpenReport, SessionStat, StoredLog
 from reference.persistence.common import BufferedLogHandle
 from reference.persistence.fs import FileSystem, LockHandle, RealFileSystem
 from spec.codes import Code, SpecError, reject
-from spec.format.chunk_rows import decode_storage_record
 from spec.format.framing import (
     DecodedFrame,
     FramedLog,
-    LinePlace,
     decode_header_text,
     decode_jsonl_log,
     decode_zstd_frame,
     decode_zstd_frames,
     decode_zstd_log,
-    describe_place,
     scan_zstd_frames,
 )
 from spec.format.json_text import encode_json_text
-from spec.format.legacy import upgrade_v0_records, validate_stored_events
+from spec.format.legacy import decode_stored_log, validate_stored_events
 from spec.format.naming import (
     V0_PLAIN_NAME,
     V0_ZSTD_NAME,
@@ -58,7 +55,7 @@ from spec.format.naming import (
 from spec.lineage.store import derive_resumed_log
 from spec.log.events import Event
 from spec.log.header import LEGACY_FORMAT_VERSION
-from spec.log.json import FrozenDict, JsonValue, freeze_parsed_json, is_event_seq
+from spec.log.json import FrozenDict, JsonValue
 from spec.projections.durability import BatchPolicy, validate_batch_policy
 
 DEFAULT_BATCH_POLICY: Final = BatchPolicy()  # 200 ms, 1 MiB: spec.projections.durability's defaults
@@ -137,17 +134,10 @@ def load_log(
 
 
 def load_framed_log(session_id: str | None, stored: FramedLog, file_name: str | None = None) -> LoadedLog:
-    """The events of a log already cut into its header line and records (:func:`load_log`)."""
-    version, header = decode_header_line(stored.header_line, session_id, file_name)
-    header_id = str(header["id"])
-    if version == LEGACY_FORMAT_VERSION:
-        events = upgrade_v0_records(header_id, stored.records + stored.recovered, stored.places)
-        committed = events[: len(events) - _expanded_count(stored.recovered)] if stored.recovered else events
-        return LoadedLog(version, header, committed, events[len(committed) :], stored.truncate_to)
-    events = _take_v4_events(stored.records, 0, stored.places)
-    recovered = _take_v4_events(stored.recovered, len(events), stored.places)
-    validate_stored_events(header_id, events + recovered, stored.places)
-    return LoadedLog(version, header, events, recovered, stored.truncate_to)
+    """The events of a log already cut into its header line and records (:func:`load_log`), as
+    the spec reads them (:func:`spec.format.legacy.decode_stored_log`)."""
+    log = decode_stored_log(session_id, stored, file_name)
+    return LoadedLog(log.format_version, log.header, log.events, log.recovered, stored.truncate_to)
 
 
 def load_clean_v4_log(session_id: str | None, data: bytes, compressed: bool) -> LoadedLog | None:
@@ -199,29 +189,6 @@ def load_clean_v4_log(session_id: str | None, data: bytes, compressed: bool) -> 
     except (SpecError, zstandard.ZstdError, ValueError):
         return None
     return LoadedLog(version, header, tuple(events), (), None)
-
-
-def _expanded_count(records: Sequence[JsonValue]) -> int:
-    return sum(len(decode_storage_record(record)) for record in records)
-
-
-def _take_v4_events(
-    records: Sequence[JsonValue], first_seq: int, places: Sequence[LinePlace] = ()
-) -> tuple[Event, ...]:
-    events: list[Event] = []
-    for offset, record in enumerate(records):
-        expected = first_seq + offset
-        if not isinstance(record, dict) or not is_event_seq(record.get("seq")) or record["seq"] != expected:
-            got = record.get("seq") if isinstance(record, dict) else record
-            where = f" at {describe_place(places[expected])}" if expected < len(places) else ""
-            raise reject(
-                Code.CORRUPT_LOG,
-                f"corrupt session log: seq gap in committed region{where}: expected seq {expected}, got {got}",
-            )
-        frozen = freeze_parsed_json(record)
-        assert isinstance(frozen, FrozenDict)
-        events.append(frozen)
-    return tuple(events)
 
 
 # --- the service --------------------------------------------------------------------------------
@@ -430,18 +397,12 @@ class FileStore:
         if events:
             data += self._batch_bytes(events, compressed)
         self._ensure_dirs(_dirname(path))
-        temp = self._write_temp(path, data)
         try:
-            self.fs.fsync(temp)
-            self.fs.link(temp, path)
+            temp = self._install(path, data, self.fs.link)
         except FileExistsError:
-            self._remove_quietly(temp)
             raise reject(
                 Code.SESSION_ALREADY_EXISTS, f'refusing to publish "{path}": a log already exists'
             ) from None
-        except BaseException:
-            self._remove_quietly(temp)
-            raise
         try:
             self.fs.fsync_dir(_dirname(path))
         except OSError:
@@ -456,14 +417,21 @@ class FileStore:
         data = self.fs.read_bytes(path)[:keep]
         if tail:
             data += self._batch_bytes(tail, compressed)
+        self._install(path, data, self.fs.rename)
+        self.fs.fsync_dir(_dirname(path))
+
+    def _install(self, path: str, data: bytes, place: Callable[[str, str], None]) -> str:
+        """Write ``data`` to a temp file beside ``path``, fsync it, then ``place`` it at ``path``
+        (link: never overwriting; rename: atomically replacing). Returns the temp name; on any
+        failure the temp file is removed and the error raised."""
         temp = self._write_temp(path, data)
         try:
             self.fs.fsync(temp)
-            self.fs.rename(temp, path)
+            place(temp, path)
         except BaseException:
             self._remove_quietly(temp)
             raise
-        self.fs.fsync_dir(_dirname(path))
+        return temp
 
     def _append_batch(self, path: str, events: Sequence[Event], compressed: bool) -> None:
         """One batch (one zstd frame), then fsync. On failure the file is cut back to its old size

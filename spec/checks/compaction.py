@@ -148,29 +148,37 @@ def _inherited_orphan_starts(events: Sequence[Event]) -> frozenset[int]:
 
 
 def _compaction_ids(at: int, kind: object, data: JsonObject) -> Iterator[Violation]:
-    compaction_id = data.get("compactionId")
-    if not isinstance(compaction_id, str) or compaction_id == "":
-        yield Violation("compaction-bracket", at, f"{kind} compactionId must be a non-empty string")
-    if "sourceCommandId" in data and (
-        not isinstance(data["sourceCommandId"], str) or data["sourceCommandId"] == ""
-    ):
-        yield Violation("compaction-bracket", at, f"{kind} sourceCommandId must be a non-empty string")
+    for problem in _id_problems(kind, data):
+        yield Violation("compaction-bracket", at, problem)
 
 
 def _matches_open_bracket(
     at: int, kind: object, data: JsonObject, bracket: _Bracket | None
 ) -> Iterator[Violation]:
+    for problem in _bracket_problems(kind, data, bracket):
+        yield Violation("compaction-bracket", at, problem)
+
+
+def _id_problems(what: object, data: JsonObject) -> Iterator[str]:
+    """``compactionId`` is a non-empty string, and so is ``sourceCommandId`` where present."""
+    compaction_id = data.get("compactionId")
+    if not isinstance(compaction_id, str) or compaction_id == "":
+        yield f"{what} compactionId must be a non-empty string"
+    if "sourceCommandId" in data and (
+        not isinstance(data["sourceCommandId"], str) or data["sourceCommandId"] == ""
+    ):
+        yield f"{what} sourceCommandId must be a non-empty string"
+
+
+def _bracket_problems(what: object, data: JsonObject, bracket: _Bracket | None) -> Iterator[str]:
+    """A compaction is open, and ``data`` names its ``compactionId`` and ``sourceCommandId``."""
     if bracket is None:
-        yield Violation("compaction-bracket", at, f"{kind} has no matching compaction/start")
+        yield f"{what} has no matching compaction/start"
         return
     for key, label in (("compactionId", "id"), ("sourceCommandId", "sourceCommandId")):
         mine, theirs = field_of(data, key), field_of(bracket.data, key)
         if not is_strict_equal(mine, theirs):
-            yield Violation(
-                "compaction-bracket",
-                at,
-                f"{kind} {label} {field_text(mine)} does not match compaction/start {label} {field_text(theirs)}",
-            )
+            yield f"{what} {label} {field_text(mine)} does not match compaction/start {label} {field_text(theirs)}"
 
 
 def _owner_check(at: int, kind: object, owner: JsonValue, open_turn: JsonValue) -> Iterator[Violation]:
@@ -229,28 +237,9 @@ def _summary_shape(at: int, data: JsonObject) -> Iterator[Violation]:
 def _checkpoint_check(at: int, message: JsonObject, bracket: _Bracket | None) -> Iterator[Violation]:
     source = message.get("source")
     assert isinstance(source, dict)
-    compaction_id = source.get("compactionId")
-    if not isinstance(compaction_id, str) or compaction_id == "":
-        yield Violation(
-            "compaction-checkpoint", at, "compaction checkpoint compactionId must be a non-empty string"
-        )
-    if "sourceCommandId" in source and (
-        not isinstance(source["sourceCommandId"], str) or source["sourceCommandId"] == ""
-    ):
-        yield Violation(
-            "compaction-checkpoint", at, "compaction checkpoint sourceCommandId must be a non-empty string"
-        )
-    if bracket is None:
-        yield Violation("compaction-checkpoint", at, "compaction checkpoint has no matching compaction/start")
-        return
-    for key, label in (("compactionId", "id"), ("sourceCommandId", "sourceCommandId")):
-        mine, theirs = field_of(source, key), field_of(bracket.data, key)
-        if not is_strict_equal(mine, theirs):
-            yield Violation(
-                "compaction-checkpoint",
-                at,
-                f"compaction checkpoint {label} {field_text(mine)} does not match compaction/start {label} {field_text(theirs)}",
-            )
+    what = "compaction checkpoint"
+    for problem in (*_id_problems(what, source), *_bracket_problems(what, source, bracket)):
+        yield Violation("compaction-checkpoint", at, problem)
 
 
 def _owner_text(start: JsonObject) -> str:

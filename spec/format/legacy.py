@@ -12,11 +12,13 @@ conversions happen in memory on every read.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Final
 
 from spec.codes import Code, SpecError, reject
 from spec.format.chunk_rows import decode_storage_record
-from spec.format.framing import LinePlace, describe_place
+from spec.format.framing import FramedLog, LinePlace, describe_place
+from spec.format.naming import decode_header_line
 from spec.log.events import (
     ASSISTANT_MESSAGE,
     KNOWN_EVENT_TYPES,
@@ -29,7 +31,16 @@ from spec.log.events import (
     Event,
     is_named,
 )
-from spec.log.json import FrozenDict, JsonObject, JsonValue, freeze_parsed_json, is_safe_integer, js_text
+from spec.log.header import LEGACY_FORMAT_VERSION
+from spec.log.json import (
+    FrozenDict,
+    JsonObject,
+    JsonValue,
+    freeze_parsed_json,
+    is_event_seq,
+    is_safe_integer,
+    js_text,
+)
 from spec.log.seed import MESSAGE_EVENT_TYPES, validate_message_shape
 
 MODE_SET: Final = "mode/set"
@@ -87,6 +98,59 @@ def validate_stored_events(
             validate_message_shape(f"session event at seq {js_text(event.get('seq'))}", event)
         except SpecError as error:
             raise reject(error.code, error.message + where(index)) from None
+
+
+@dataclass(frozen=True)
+class DecodedLog:
+    """A stored log read: its format version, its v4 header, the committed events and those
+    recovered from a torn final frame's complete blocks (they follow on)."""
+
+    format_version: int
+    header: FrozenDict
+    events: tuple[Event, ...]
+    recovered: tuple[Event, ...]
+
+
+def decode_stored_log(session_id: str | None, stored: FramedLog, file_name: str | None = None) -> DecodedLog:
+    """A framed log's events: the header line decides the version (:func:`decode_header_line`,
+    which checks it against ``session_id`` and ``file_name`` when given); v4 records are taken as
+    they are (:func:`decode_v4_events`) and their messages checked (:func:`validate_stored_events`),
+    v0 records go through the legacy read path (:func:`upgrade_v0_records`). A refusal names its
+    record's place (``stored.places``)."""
+    version, header = decode_header_line(stored.header_line, session_id, file_name)
+    header_id = str(header["id"])
+    if version == LEGACY_FORMAT_VERSION:
+        events = upgrade_v0_records(header_id, stored.records + stored.recovered, stored.places)
+        recovered = sum(len(decode_storage_record(record)) for record in stored.recovered)
+        committed = len(events) - recovered
+        return DecodedLog(version, header, tuple(events[:committed]), tuple(events[committed:]))
+    committed_events = decode_v4_events(stored.records, 0, stored.places)
+    recovered_events = decode_v4_events(stored.recovered, len(committed_events), stored.places)
+    validate_stored_events(header_id, committed_events + recovered_events, stored.places)
+    return DecodedLog(version, header, committed_events, recovered_events)
+
+
+def decode_v4_events(
+    records: Sequence[JsonValue], first_seq: int = 0, places: Sequence[LinePlace] = ()
+) -> tuple[Event, ...]:
+    """A v4 log's records are its events as they are, each an object whose ``seq`` runs on from
+    ``first_seq`` by one (SPEC-DECISIONS D1); otherwise the log is corrupt: a gap in complete
+    records is damage, not a torn tail (D3). ``places`` (indexed by seq: a v4 record is one event)
+    names a refusal's place in the file."""
+    events: list[Event] = []
+    for offset, record in enumerate(records):
+        expected = first_seq + offset
+        if not isinstance(record, dict) or not is_event_seq(record.get("seq")) or record["seq"] != expected:
+            got = record.get("seq") if isinstance(record, dict) else record
+            where = f" at {describe_place(places[expected])}" if expected < len(places) else ""
+            raise reject(
+                Code.CORRUPT_LOG,
+                f"corrupt session log: seq gap in committed region{where}: expected seq {expected}, got {got}",
+            )
+        frozen = freeze_parsed_json(record)
+        assert isinstance(frozen, FrozenDict)
+        events.append(frozen)
+    return tuple(events)
 
 
 def decode_v0_events(

@@ -5,11 +5,12 @@ keeps what was flushed; a failed write or fsync answers STORAGE_IO and loses not
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
 
 from conformance.cases.build import (
     NOW,
     Cases,
+    Step,
     append_assistant,
     append_step,
     append_user,
@@ -38,6 +39,12 @@ IO_RULE: Final = (
     "a failed write or fsync answers STORAGE_IO, loses nothing flushed before it, and leaves the "
     "session able to retry (SPEC-DECISIONS D3)"
 )
+
+
+def flushed_then_pending(**create: Any) -> list[Step]:
+    """Session ``s`` (``create`` adds to its create request) with a flushed user message and an
+    assistant message appended after it."""
+    return [ok("create", id="s", **create), append_user(), ok("flush", id="s"), append_assistant()]
 
 
 def flush_cases() -> Cases:
@@ -175,10 +182,7 @@ def crash_cases() -> Cases:
             f"file storage ({label}): what was flushed survives a crash, the rest is lost",
             APPEND,
             [
-                ok("create", id="s", meta={"cwd": "/work/p"}),
-                append_user(),
-                ok("flush", id="s"),
-                append_assistant(),
+                *flushed_then_pending(meta={"cwd": "/work/p"}),
                 ok("crash"),
                 gone(),
                 ok("read", id="s"),
@@ -302,42 +306,39 @@ def batch_cases() -> Cases:
 
 
 def fault_cases() -> Cases:
-    yield case(
-        "a failed fsync answers STORAGE_IO, loses nothing flushed before, and a retried flush succeeds",
-        APPEND,
-        [
-            ok("create", id="s"),
-            append_user(),
-            ok("flush", id="s"),
-            append_assistant(),
-            ok("fail_next", fsOp="fsync", errno="EIO"),
-            fails(Code.STORAGE_IO, "flush", id="s"),
-            ok("read", id="s"),
-            ok("flush", id="s"),
-            ok("read", id="s"),
-        ],
-        storage="file",
-        why=IO_RULE,
+    retried: tuple[tuple[str, str, str, list[Step], str | None], ...] = (
+        (
+            "a failed fsync answers STORAGE_IO, loses nothing flushed before, and a retried flush succeeds",
+            "fsync",
+            "EIO",
+            [],
+            None,
+        ),
+        (
+            "a failed write on a full disk answers STORAGE_IO and a retried flush succeeds",
+            "write",
+            "ENOSPC",
+            [ok("crash")],
+            "the crash after the retried flush shows the retry really made the events durable",
+        ),
     )
-    yield case(
-        "a failed write on a full disk answers STORAGE_IO and a retried flush succeeds",
-        APPEND,
-        [
-            ok("create", id="s"),
-            append_user(),
-            ok("flush", id="s"),
-            append_assistant(),
-            ok("fail_next", fsOp="write", errno="ENOSPC"),
-            fails(Code.STORAGE_IO, "flush", id="s"),
-            ok("read", id="s"),
-            ok("flush", id="s"),
-            ok("crash"),
-            ok("read", id="s"),
-        ],
-        storage="file",
-        why=IO_RULE,
-        comment="the crash after the retried flush shows the retry really made the events durable",
-    )
+    for name, fs_op, errno, after_retry, comment in retried:
+        yield case(
+            name,
+            APPEND,
+            [
+                *flushed_then_pending(),
+                ok("fail_next", fsOp=fs_op, errno=errno),
+                fails(Code.STORAGE_IO, "flush", id="s"),
+                ok("read", id="s"),
+                ok("flush", id="s"),
+                *after_retry,
+                ok("read", id="s"),
+            ],
+            storage="file",
+            why=IO_RULE,
+            comment=comment,
+        )
     yield from publication_fault_cases()
 
 
@@ -362,10 +363,7 @@ def publication_fault_cases() -> Cases:
         "a close that hits a storage failure answers STORAGE_IO and keeps the session live; a retried close writes it",
         APPEND,
         [
-            ok("create", id="s"),
-            append_user(),
-            ok("flush", id="s"),
-            append_assistant(),
+            *flushed_then_pending(),
             ok("fail_next", fsOp="fsync", errno="EIO"),
             fails(Code.STORAGE_IO, "close", id="s"),
             ok("state", id="s"),

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from spec.codes import Code, SpecError
-from spec.format.legacy import upgrade_v0_records, validate_stored_events
+from spec.format.framing import LinePlace
+from spec.format.legacy import decode_v4_events, upgrade_v0_records, validate_stored_events
 from spec.log.json import FrozenDict, JsonObject, JsonValue
 
 SID = "s1"
@@ -391,6 +392,18 @@ def test_a_seq_gap_in_the_records_is_a_corrupt_log() -> None:
     # without places the records are counted as the lines after the header: the second is line 3
     assert (
         error.message == "corrupt session log: seq gap in committed region at line 3: expected seq 1, got 2"
+    )
+
+
+def test_v4_records_are_events_whose_seqs_run_on_from_the_first() -> None:
+    records: list[JsonValue] = [ev(3, "turn/start", {"turn": 1}), ev(4, "note", {})]
+    assert [dict(event) for event in decode_v4_events(records, 3)] == records
+    places = [LinePlace(line, 10 * line) for line in range(2, 9)]  # seq 0 is on line 2
+    with pytest.raises(SpecError) as caught:
+        decode_v4_events([*records, ev(6, "note", {})], 3, places)
+    assert caught.value.code is Code.CORRUPT_LOG
+    assert caught.value.message == (
+        "corrupt session log: seq gap in committed region at line 7 (byte 70): expected seq 5, got 6"
     )
 
 

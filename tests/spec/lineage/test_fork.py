@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from event_builders import assistant, at, event, turn_end, turn_start, user, user_data
+from event_builders import append_item, assistant, at, event, turn_end, turn_start, user, user_data
 
 from reference.persistence.memory import MemoryPersistence
 from reference.store import SessionStore
@@ -26,15 +26,7 @@ def live(events: list[dict[str, Any]], session_id: str = "src", meta: Any = None
         session_id, None, build_header(session_id, meta or {"cwd": "/workspace"}, 1, False), 1
     )
     for item in events:
-        state, _ = append_event(
-            state,
-            item["type"],
-            item["data"],
-            item.get("surfaceOp", ABSENT),
-            item.get("sourceEventSeqs", ABSENT),
-            time=1,
-            writer=STORE,
-        )
+        state, _ = append_item(state, item, 1, STORE)
     return state
 
 

@@ -68,6 +68,11 @@ class Log:
         return fold_surface(self.events).nodes
 
 
+def balance(log: Log, seq: int) -> tuple[bool, bool]:
+    """Whether the log is balanced before ``seq`` and after it."""
+    return is_balanced_before(log.nodes, log.events, seq), is_balanced_after(log.nodes, log.events, seq)
+
+
 def closed_step() -> tuple[Log, int, int, int]:
     log = Log()
     return log, log.user(), log.assistant("c1"), log.result("c1")
@@ -75,26 +80,17 @@ def closed_step() -> tuple[Log, int, int, int]:
 
 def test_a_user_message_before_a_closed_step_is_balanced_on_both_sides() -> None:
     log, user, _, _ = closed_step()
-    assert (
-        is_balanced_before(log.nodes, log.events, user),
-        is_balanced_after(log.nodes, log.events, user),
-    ) == (True, True)
+    assert balance(log, user) == (True, True)
 
 
 def test_an_assistant_call_is_balanced_before_and_open_after() -> None:
     log, _, call, _ = closed_step()
-    assert (
-        is_balanced_before(log.nodes, log.events, call),
-        is_balanced_after(log.nodes, log.events, call),
-    ) == (True, False)
+    assert balance(log, call) == (True, False)
 
 
 def test_a_tool_result_is_open_before_and_balanced_after() -> None:
     log, _, _, result = closed_step()
-    assert (
-        is_balanced_before(log.nodes, log.events, result),
-        is_balanced_after(log.nodes, log.events, result),
-    ) == (False, True)
+    assert balance(log, result) == (False, True)
 
 
 def test_an_open_step_is_unbalanced_after_its_call() -> None:
@@ -119,19 +115,13 @@ def test_a_neutral_node_inside_an_open_pair_is_unbalanced_on_both_sides() -> Non
     log.assistant("c1")
     injected = log.user("injected")
     log.result("c1")
-    assert (
-        is_balanced_before(log.nodes, log.events, injected),
-        is_balanced_after(log.nodes, log.events, injected),
-    ) == (False, False)
+    assert balance(log, injected) == (False, False)
 
 
 def test_a_free_neutral_node_is_balanced_on_both_sides() -> None:
     log, _, _, _ = closed_step()
     free = log.user("later")
-    assert (
-        is_balanced_before(log.nodes, log.events, free),
-        is_balanced_after(log.nodes, log.events, free),
-    ) == (True, True)
+    assert balance(log, free) == (True, True)
 
 
 def whole_surface_checkpoint() -> tuple[Log, tuple[int, ...], int]:
@@ -143,10 +133,7 @@ def whole_surface_checkpoint() -> tuple[Log, tuple[int, ...], int]:
 
 def test_a_checkpoint_replacing_the_whole_surface_is_balanced_on_both_sides() -> None:
     log, _, checkpoint = whole_surface_checkpoint()
-    assert (
-        is_balanced_before(log.nodes, log.events, checkpoint),
-        is_balanced_after(log.nodes, log.events, checkpoint),
-    ) == (True, True)
+    assert balance(log, checkpoint) == (True, True)
 
 
 @pytest.mark.parametrize("query", [is_balanced_before, is_balanced_after])
