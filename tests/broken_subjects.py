@@ -716,11 +716,62 @@ class BatchAgeFromFailedAppend(MutantSubject):
     rule = "is_batch_due"
 
 
+def _spills_from(margin: int) -> Any:
+    def make(original: Any) -> object:
+        return lambda tokens, limit: limit is not None and tokens > limit + margin
+
+    return make
+
+
+class SpillsAtTheLimit(SwapMutant):
+    """Spills a result estimated at exactly ``maxInlineTokens`` (``>=`` written for ``>``): the limit
+    is the most a result may hold inline (spec.shrink.spill.should_spill; SPEC-DECISIONS D8)."""
+
+    swaps = (Swap("spec.shrink.spill", "should_spill", _spills_from(-1)),)
+    rule = "should_spill"
+
+
+class SpillsOnlyPastTheLimitPlusOne(SwapMutant):
+    """Keeps a result one token above ``maxInlineTokens`` inline (the limit counted one too high):
+    a result above the limit spills (spec.shrink.spill.should_spill; SPEC-DECISIONS D8)."""
+
+    swaps = (Swap("spec.shrink.spill", "should_spill", _spills_from(1)),)
+    rule = "should_spill"
+
+
+def _pressure_from(margin: int) -> Any:
+    def make(original: Any) -> object:
+        return lambda tokens, threshold: tokens > threshold + margin
+
+    return make
+
+
+class PressureOnlyAboveTheThreshold(SwapMutant):
+    """Compacts only when the context exceeds the threshold (``>`` written for ``>=``): a context
+    holding exactly the threshold is under pressure (spec.shrink.pressure.is_under_pressure; notes
+    §5.3)."""
+
+    swaps = (Swap("spec.shrink.engine", "is_under_pressure", _pressure_from(0)),)
+    rule = "is_under_pressure"
+
+
+class PressureOneTokenEarly(SwapMutant):
+    """Compacts a context one token below the threshold (the threshold counted one too low)
+    (spec.shrink.pressure.is_under_pressure; notes §5.3)."""
+
+    swaps = (Swap("spec.shrink.engine", "is_under_pressure", _pressure_from(-2)),)
+    rule = "is_under_pressure"
+
+
 BYTES_AND_BATCHES: tuple[type[MutantSubject], ...] = (
     WritesCrlfLineEnds,
     WritesHeaderTypeLast,
     CountsBatchBytesAsCharacters,
     BatchAgeRestartsAfterFailedWrite,
     BatchAgeFromFailedAppend,
+    SpillsAtTheLimit,
+    SpillsOnlyPastTheLimitPlusOne,
+    PressureOnlyAboveTheThreshold,
+    PressureOneTokenEarly,
 )
 BROKEN_SUBJECTS += BYTES_AND_BATCHES
