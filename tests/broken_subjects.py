@@ -716,9 +716,11 @@ class BatchAgeFromFailedAppend(MutantSubject):
     rule = "is_batch_due"
 
 
-def _spills_from(margin: int) -> Any:
+def _exceeds(margin: int) -> Any:
+    """A bound check written ``value > bound + margin`` (``None``: no bound); 0 is ``>``, -1 ``>=``."""
+
     def make(original: Any) -> object:
-        return lambda tokens, limit: limit is not None and tokens > limit + margin
+        return lambda value, bound: bound is not None and value > bound + margin
 
     return make
 
@@ -727,7 +729,7 @@ class SpillsAtTheLimit(SwapMutant):
     """Spills a result estimated at exactly ``maxInlineTokens`` (``>=`` written for ``>``): the limit
     is the most a result may hold inline (spec.shrink.spill.should_spill; SPEC-DECISIONS D8)."""
 
-    swaps = (Swap("spec.shrink.spill", "should_spill", _spills_from(-1)),)
+    swaps = (Swap("spec.shrink.spill", "should_spill", _exceeds(-1)),)
     rule = "should_spill"
 
 
@@ -735,15 +737,8 @@ class SpillsOnlyPastTheLimitPlusOne(SwapMutant):
     """Keeps a result one token above ``maxInlineTokens`` inline (the limit counted one too high):
     a result above the limit spills (spec.shrink.spill.should_spill; SPEC-DECISIONS D8)."""
 
-    swaps = (Swap("spec.shrink.spill", "should_spill", _spills_from(1)),)
+    swaps = (Swap("spec.shrink.spill", "should_spill", _exceeds(1)),)
     rule = "should_spill"
-
-
-def _pressure_from(margin: int) -> Any:
-    def make(original: Any) -> object:
-        return lambda tokens, threshold: tokens > threshold + margin
-
-    return make
 
 
 class PressureOnlyAboveTheThreshold(SwapMutant):
@@ -751,7 +746,7 @@ class PressureOnlyAboveTheThreshold(SwapMutant):
     holding exactly the threshold is under pressure (spec.shrink.pressure.is_under_pressure; notes
     §5.3)."""
 
-    swaps = (Swap("spec.shrink.engine", "is_under_pressure", _pressure_from(0)),)
+    swaps = (Swap("spec.shrink.engine", "is_under_pressure", _exceeds(0)),)
     rule = "is_under_pressure"
 
 
@@ -759,7 +754,7 @@ class PressureOneTokenEarly(SwapMutant):
     """Compacts a context one token below the threshold (the threshold counted one too low)
     (spec.shrink.pressure.is_under_pressure; notes §5.3)."""
 
-    swaps = (Swap("spec.shrink.engine", "is_under_pressure", _pressure_from(-2)),)
+    swaps = (Swap("spec.shrink.engine", "is_under_pressure", _exceeds(-2)),)
     rule = "is_under_pressure"
 
 
