@@ -111,12 +111,36 @@ class UnreadableFrames(_BrokenFilesSubject):
     store_class = _frames(_bad_checksum)
 
 
+# --- the bytes ---------------------------------------------------------------------------------------
+
+
+class _SortedEventKeysStore(FileStore):
+    def _batch_bytes(self, records: Sequence[JsonValue], compressed: bool) -> bytes:
+        events = [
+            {key: record[key] for key in sorted(record)}
+            if isinstance(record, dict) and "seq" in record
+            else record
+            for record in records
+        ]
+        return super()._batch_bytes(events, compressed)
+
+
+class EventKeysSorted(_BrokenFilesSubject):
+    """Writes each event's keys sorted (``data, seq, surfaceOp, time, type``), as
+    ``json.dumps(sort_keys=True)`` would: the same values, read back the same, but not the bytes
+    of the log's canonical encoding (``type, seq, time, data, sourceEventSeqs?, surfaceOp?``:
+    notes/dsh-session-core §1.1; docs/choices.md, "Byte-exact writing")."""
+
+    store_class = _SortedEventKeysStore
+
+
 WRITING_BREAKS: dict[type[ReferenceSubject], str] = {
     NoProjectDir: "layout",
     V0FileName: "layout",
     NoChecksum: "framing",
     FramePerLine: "framing",
     UnreadableFrames: "zstd-dc",
+    EventKeysSorted: "lines",
 }
 
 

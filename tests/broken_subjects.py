@@ -631,3 +631,159 @@ else:  # imported from tests/ (pytest)
     from broken_values import BROKEN_VALUES
 
 BROKEN_SUBJECTS += BROKEN_VALUES
+
+# --- byte-exact writing and the batch bound (issue 26 items 3 and 5) ---------------------------------
+# Caught through the files family's byte comparison and the storage vectors on batching
+# (tests/test_files_family.py, tests/test_batch_bound.py).
+
+if __package__:
+    from tests.broken_values import Swap, SwapMutant
+else:
+    from broken_values import Swap, SwapMutant
+
+
+def _crlf_lines(original: Any) -> object:
+    return lambda records: original(records).replace(b"\n", b"\r\n")  # a "\n" in a string is escaped
+
+
+class WritesCrlfLineEnds(SwapMutant):
+    """Ends every line with ``\\r\\n``, as a writer on Windows text I/O would: a reader that splits on
+    ``\\n`` still reads it (``\\r`` is JSON whitespace), but the bytes are not the log's canonical
+    encoding (notes/dsh-persistence §3.3: the separator is ``\\n`` only; docs/choices.md)."""
+
+    swaps = (Swap("reference.persistence.filestore", "encode_lines", _crlf_lines),)
+    rule = "byte-exact writing"
+
+
+def _type_last(original: Any) -> object:
+    def encode(header: Any) -> Any:
+        line = dict(original(header))
+        return {**{key: value for key, value in line.items() if key != "type"}, "type": line["type"]}
+
+    return encode
+
+
+class WritesHeaderTypeLast(SwapMutant):
+    """Writes the header line's ``type: "session"`` after the other keys, as a writer that adds it to
+    the header object would: the same JSON value, other bytes (SPEC-DECISIONS D1: ``type`` first,
+    then D1's order)."""
+
+    swaps = (Swap("reference.persistence.filestore", "encode_header_line", _type_last),)
+    rule = "byte-exact writing"
+
+
+def _as_text(original: Any) -> object:
+    return lambda records: original(records).decode("utf-8")  # measured as text, not as bytes
+
+
+class CountsBatchBytesAsCharacters(SwapMutant):
+    """Measures the batch's size in characters (code points) where the bound is in bytes of UTF-8,
+    so multi-byte and astral text reach the bound late (spec.projections.durability)."""
+
+    swaps = (Swap("spec.projections.durability", "encode_lines", _as_text),)
+    rule = "is_batch_due"
+
+
+class _AgeRestartedHandle(filestore_module.FileLogHandle):
+    def flush(self) -> None:
+        try:
+            super().flush()
+        except SpecError:
+            self._pending = self.restarted()
+            raise
+
+    def restarted(self) -> Any:
+        return type(self._pending)()  # nothing pending: the failed batch's age and size are forgotten
+
+
+class _AgeFromFailureHandle(_AgeRestartedHandle):
+    def restarted(self) -> Any:
+        return dataclasses.replace(self._pending, earliest_time=self._events[-1].get("time"))
+
+
+def _handles_of(handle_class: type[filestore_module.FileLogHandle]) -> type[FileStore]:
+    class _Store(FileStore):
+        def create(self, header: FrozenDict) -> filestore_module.FileLogHandle:
+            handle = super().create(header)
+            handle.__class__ = handle_class
+            return handle
+
+        def open(self, session_id: str) -> filestore_module.FileLogHandle:
+            handle = super().open(session_id)
+            handle.__class__ = handle_class
+            return handle
+
+    return _Store
+
+
+class BatchAgeRestartsAfterFailedWrite(MutantSubject):
+    """Forgets the buffered batch when its write fails, so the events it keeps are aged afresh from
+    the next append and wait a whole bound again (D2; spec.projections.durability: a failed write
+    keeps the batch buffered, and the next due append retries)."""
+
+    file_store_class = _handles_of(_AgeRestartedHandle)
+    rule = "is_batch_due"
+
+
+class BatchAgeFromFailedAppend(MutantSubject):
+    """Dates the buffered batch from the append whose write failed instead of its oldest event, so
+    the retry waits a whole bound after the failure (D2; spec.projections.durability)."""
+
+    file_store_class = _handles_of(_AgeFromFailureHandle)
+    rule = "is_batch_due"
+
+
+def _exceeds(margin: int) -> Any:
+    """A bound check written ``value > bound + margin`` (``None``: no bound); 0 is ``>``, -1 ``>=``."""
+
+    def make(original: Any) -> object:
+        return lambda value, bound: bound is not None and value > bound + margin
+
+    return make
+
+
+class SpillsAtTheLimit(SwapMutant):
+    """Spills a result estimated at exactly ``maxInlineTokens`` (``>=`` written for ``>``): the limit
+    is the most a result may hold inline (spec.shrink.spill.should_spill; SPEC-DECISIONS D8)."""
+
+    swaps = (Swap("spec.shrink.spill", "should_spill", _exceeds(-1)),)
+    rule = "should_spill"
+
+
+class SpillsOnlyPastTheLimitPlusOne(SwapMutant):
+    """Keeps a result one token above ``maxInlineTokens`` inline (the limit counted one too high):
+    a result above the limit spills (spec.shrink.spill.should_spill; SPEC-DECISIONS D8)."""
+
+    swaps = (Swap("spec.shrink.spill", "should_spill", _exceeds(1)),)
+    rule = "should_spill"
+
+
+class PressureOnlyAboveTheThreshold(SwapMutant):
+    """Compacts only when the context exceeds the threshold (``>`` written for ``>=``): a context
+    holding exactly the threshold is under pressure (spec.shrink.pressure.is_under_pressure; notes
+    §5.3)."""
+
+    swaps = (Swap("spec.shrink.engine", "is_under_pressure", _exceeds(0)),)
+    rule = "is_under_pressure"
+
+
+class PressureOneTokenEarly(SwapMutant):
+    """Compacts a context one token below the threshold (the threshold counted one too low)
+    (spec.shrink.pressure.is_under_pressure; notes §5.3)."""
+
+    swaps = (Swap("spec.shrink.engine", "is_under_pressure", _exceeds(-2)),)
+    rule = "is_under_pressure"
+
+
+BYTES_AND_BATCHES: tuple[type[MutantSubject], ...] = (
+    WritesCrlfLineEnds,
+    WritesHeaderTypeLast,
+    CountsBatchBytesAsCharacters,
+    BatchAgeRestartsAfterFailedWrite,
+    BatchAgeFromFailedAppend,
+    SpillsAtTheLimit,
+    SpillsOnlyPastTheLimitPlusOne,
+    PressureOnlyAboveTheThreshold,
+    PressureOneTokenEarly,
+)
+BROKEN_SUBJECTS += BYTES_AND_BATCHES

@@ -89,6 +89,24 @@ def test_an_event_costs_its_utf8_jsonl_line() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("text", "characters", "units", "size"),
+    [("\u20ac" * 3, 3, 3, 9), ("\U0001f600" * 3, 3, 6, 12), ("e\u0301", 2, 2, 3)],
+    ids=["multi-byte", "astral", "combining"],
+)
+def test_the_byte_bound_counts_utf8_bytes_never_characters_or_utf16_units(
+    text: str, characters: int, units: int, size: int
+) -> None:
+    """A character outside ASCII costs its UTF-8 bytes: 3 for "€", 4 for an astral character (one
+    code point, two UTF-16 units); a line exactly at the bound is due, one byte short is not."""
+    line = derive_event_bytes(event(0, 1, text))
+    ascii_part = derive_event_bytes(event(0, 1, ""))
+    assert (len(text), len(text.encode("utf-16-le")) // 2, line - ascii_part) == (characters, units, size)
+    pending = apply_pending_events(BatchPolicy(None, line), NOTHING_PENDING, [event(0, 1, text)])
+    assert is_batch_due(BatchPolicy(None, line), pending, 1)
+    assert not is_batch_due(BatchPolicy(None, line + 1), pending, 1)
+
+
 @pytest.mark.parametrize(("delay", "size"), [(-1, None), (None, 1.5), ("1", None), (True, None)])
 def test_a_bound_that_is_not_a_non_negative_integer_is_refused(delay: object, size: object) -> None:
     with pytest.raises(SpecError) as caught:
@@ -155,6 +173,29 @@ def test_a_failed_automatic_write_keeps_the_batch_and_flush_reports_it() -> None
     assert caught.value.code == Code.STORAGE_IO
     session.flush()
     assert [e["data"] for e in FileStore(ROOT, fs=fs.crash()).read("s").events] == [{"n": 0}, {"n": 1}]
+
+
+@pytest.mark.parametrize("fs_op", ["write_new", "fsync"])
+def test_a_failed_automatic_write_keeps_the_batch_s_age_so_the_next_append_retries_it(fs_op: str) -> None:
+    """The batch a failed write keeps is as old as its oldest event, not aged afresh from the
+    failure: the next append is due at once and writes every buffered event."""
+    fs = PowerLossFileSystem()
+    now = [0]
+    store = SessionStore(FileStore(ROOT, fs=fs, batch=BatchPolicy(100, None)), clock=lambda: now[0])
+    session = store.create("s", meta={"cwd": "/w"})
+    session.append("note", {"n": 0})  # t=0
+    if fs_op == "fsync":
+        session.flush()
+    now[0] = 10
+    session.append("note", {"n": 1})  # the batch begins (or goes on) here
+    fs.fail_next(fs_op, errno.EIO)
+    now[0] = 110
+    session.append("note", {"n": 2})  # due, and its write fails quietly
+    assert store._handles["s"].deferred_failure is not None
+    now[0] = 120
+    session.append("note", {"n": 3})  # still due: 100 ms or more after the batch began
+    kept = FileStore(ROOT, fs=fs.crash()).read("s").events
+    assert [e["data"]["n"] for e in kept] == [0, 1, 2, 3]
 
 
 # --- the proof under power loss, at every crash point ----------------------------------------------

@@ -18,6 +18,7 @@ from conformance.runner import run_suite
 from conformance.subject import InProcessSubject, StdioSubject
 from reference.server import ReferenceSubject
 from tests.broken_storage_files import WRITING_BREAKS, ChecksumIgnored, ExportsNothing
+from tests.broken_subjects import WritesCrlfLineEnds, WritesHeaderTypeLast
 
 FILES: Final = frozenset({"files"})
 WRITING: Final = {"replay", *CHECKS}
@@ -81,6 +82,21 @@ def test_a_subject_whose_files_are_wrong_fails_the_files_family(broken: type[Ref
     outcomes = writing(results)
     assert outcomes.get(WRITING_BREAKS[broken]) == "failed", outcomes
     assert outcomes["replay"] == "passed", "the break is in the bytes only: every answer is the reference's"
+
+
+@pytest.mark.parametrize("broken", [WritesCrlfLineEnds, WritesHeaderTypeLast], ids=lambda cls: cls.__name__)
+def test_a_log_that_reads_back_right_but_is_not_the_canonical_bytes_fails_two_cases(
+    broken: type[ReferenceSubject],
+) -> None:
+    """``\\r\\n`` line ends, or the header's ``type`` last, read back as the same values: only the byte
+    comparison with the spec's encoding (docs/choices.md, "Byte-exact writing") sees them, in the
+    header line and in the whole log."""
+    results = run_files(broken())
+    outcomes = writing(results)
+    assert (outcomes["header-line"], outcomes["lines"]) == ("failed", "failed"), outcomes
+    assert {key for key, outcome in outcomes.items() if outcome != "passed"} == {"header-line", "lines"}
+    shown = next(result.detail for result in results if result.case_id == "header-line")
+    assert "parting at byte" in shown and "plain:" in shown and "zstd:" in shown
 
 
 def test_a_reader_that_ignores_frame_checksums_fails_the_reading_vectors() -> None:

@@ -11,6 +11,7 @@ Every failing case shows the log after it: the start, the end with its error, no
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Final
 
 from conformance.cases.build import (
@@ -26,6 +27,7 @@ from conformance.cases.build import (
     log,
     ok,
     replace,
+    start,
     turn,
     turn_end,
     user_ev,
@@ -41,8 +43,11 @@ from conformance.cases.engine_build import (
     step_open,
     tool_steps,
 )
+from conformance.oracle import SpecOracle
 from spec.codes import Code
 from spec.log.json import JsonObject
+from spec.shrink.pressure import derive_context_tokens
+from spec.shrink.tokens import price_surface
 
 BRACKET = "derive_compaction_end"
 SELECT = "select_compactable_range"
@@ -566,4 +571,48 @@ def _pressure() -> Cases:
     )
 
 
-cases: Final = chained(_manual, _span, _lock_and_owner, _failure_paths, _automatic, _pressure)
+def _context_tokens(steps: Sequence[Step], session: str = "s") -> int:
+    """What the spec estimates the next request of ``session`` costs once ``steps`` have run (the
+    quantity pressure compares with its threshold)."""
+    oracle = SpecOracle()
+    for step in (*start(), *steps):
+        oracle.handle(step.request)
+    state = oracle.handle({"op": "state", "id": session})["result"]
+    assert isinstance(state, dict) and isinstance(state["events"], list) and isinstance(state["nodes"], list)
+    events = [event for event in state["events"] if isinstance(event, dict)]
+    nodes = [seq for seq in state["nodes"] if isinstance(seq, int)]
+    return derive_context_tokens(events, price_surface(nodes, events))
+
+
+def _pressure_boundary() -> Cases:
+    """Pressure is inclusive (``is_under_pressure``: tokens >= threshold): a context estimated at
+    exactly the threshold compacts, one token below it does nothing. The threshold is
+    ``floor(contextWindow × thresholdRatio)``, set here to the context's own estimate, or one more."""
+    setup = [*history(2), *open_turn(3)]
+    tokens = _context_tokens(setup)
+    two = [attempt("k1"), attempt("k2")]
+    for ratio, per_token in ((1, 1), (0.5, 2)):
+        policy = {"thresholdRatio": ratio, "retainRatio": 0.1}
+        for above, (name, outcome) in enumerate(
+            (
+                ("at exactly the threshold compacts", "compacts"),
+                ("one token below the threshold does nothing", "waits"),
+            )
+        ):
+            window = (tokens + above) * per_token
+            yield case(
+                f"a context {name} (thresholdRatio {ratio})",
+                "is_under_pressure",
+                [
+                    *setup,
+                    ok("compact_if_needed", id="s", contextWindow=window, policy=policy, attempts=two),
+                    state_step(),
+                ],
+                comment=f"the context is estimated at {tokens} tokens and the window of {window} puts the "
+                f"threshold at {tokens + above}: pressure {outcome}",
+            )
+
+
+cases: Final = chained(
+    _manual, _span, _lock_and_owner, _failure_paths, _automatic, _pressure, _pressure_boundary
+)

@@ -27,6 +27,7 @@ from conformance.cases.build import (
     turn,
 )
 from spec.codes import Code
+from spec.shrink.tokens import estimate_content
 from spec.wire_engine import with_tool_result_content
 
 LIMIT = "spec.spill.plan_max_inline_tokens"
@@ -177,4 +178,33 @@ def engine_cases() -> Cases:
     )
 
 
-cases: Final = chained(pure_cases, engine_cases)
+def _text_of(tokens: int, char: str) -> str:
+    """The longest run of ``char`` whose result content the spec estimates at ``tokens``."""
+    text = ""
+    while estimate_content([{"type": "text", "text": text + char}]) <= tokens:
+        text += char
+    return text
+
+
+def boundary_cases() -> Cases:
+    """The limit is inclusive (``should_spill``: estimated tokens > maxInlineTokens): a result
+    estimated at exactly the limit stays inline, one token above it spills, whether the text is
+    ASCII or astral (2 UTF-16 units a character)."""
+    for name, char in (("ASCII", "x"), ("astral", "\U0001f600")):
+        at_limit = _text_of(200, char)
+        yield case(
+            f"a result of {name} text estimated at exactly the limit stays inline",
+            "should_spill",
+            [*open_call(), _spill(at_limit, maxInlineTokens=200)],
+            comment=f"{len(at_limit)} characters, estimated at 200 tokens: not above the limit of 200",
+        )
+        above = _text_of(201, char)
+        yield case(
+            f"a result of {name} text estimated one token above the limit spills",
+            "should_spill",
+            [*open_call(), _spill(above, maxInlineTokens=200), ok("spill_read", locator=LOCATOR_1)],
+            comment=f"{len(above)} characters, estimated at 201 tokens: above the limit of 200",
+        )
+
+
+cases: Final = chained(pure_cases, engine_cases, boundary_cases)

@@ -10,14 +10,17 @@ check's convention names (``CONFORMANCE_STORE_ROOT``: PROTOCOL.md). Each check i
 - **layout** — every stored session's log is where SPEC-DECISIONS D1 puts it, under the name of
   the subject's target (``session.v4.jsonl[.zstd]``; v0 names for format 0), and no log file lies
   anywhere else;
-- **header line** — the first line (the first frame's one line) is the session's header line;
+- **header line** — the first line (the first frame's one line) is the session's header line,
+  and, for a format 4 target, byte for byte the spec's encoding of it (``type`` first, then D1's
+  order, compact, ``\n`` ended: :func:`spec.format.framing.encode_lines`);
 - **framing** — a compressed log is standard zstd frames back to back, each with its content
   checksum, frame 0 exactly the header line, then one frame per write: a flush (or close) that
   had events to write adds exactly one frame holding exactly those events (D2); a plain log is
   complete lines;
 - **zstd -dc** — the standard ``zstd`` binary reads the compressed log whole, to the same text;
-- **lines** — every line is UTF-8 JSON text under D5, and the log the spec's reader reads is the
-  model's, event for event;
+- **lines** — every line is UTF-8 JSON text under D5, the log the spec's reader reads is the
+  model's, event for event, and, for a format 4 target, every byte written is the spec's canonical
+  encoding of that log (:func:`byte_problems`: each frame's plaintext, or the plain file whole);
 - **checker** — the whole-log checker (``spec.checks.log.check_log``) finds in it exactly what it
   finds in the model's log (nothing, for this workload).
 """
@@ -46,11 +49,11 @@ from conformance.targets import DEFAULT_TARGET, V0_NAMES, Target
 from conformance.trace.specread import inflate_zstd, read_log_file
 from spec.checks.log import check_log
 from spec.codes import SpecError
-from spec.format.framing import scan_zstd_frames, split_jsonl
+from spec.format.framing import encode_lines, scan_zstd_frames, split_jsonl
 from spec.format.json_text import decode_json_text
 from spec.format.naming import decode_header_line, derive_session_relpath, encode_header_line
 from spec.log.events import ASSISTANT_MESSAGE, TOOL_CALL, TOOL_RESULT, TURN_START, USER_MESSAGE, Event
-from spec.log.header import LEGACY_FORMAT_VERSION
+from spec.log.header import HEADER_FORMAT_VERSION, LEGACY_FORMAT_VERSION
 from spec.log.json import JsonValue, is_deep_equal_json
 from spec.protocol import STORE_ROOT_ENV, Request
 
@@ -61,10 +64,11 @@ START_TIME: Final = 1_000  # ms
 
 CHECKS: Final = {
     "layout": "every log lies where SPEC-DECISIONS D1 puts it, under its target's file name, and no log elsewhere",
-    "header-line": "a log's first line is its session's header line",
+    "header-line": "a log's first line is its session's header line, byte for byte (format 4)",
     "framing": "a compressed log is standard zstd frames: the header line's, then one per write holding its events (D2)",
     "zstd-dc": "the standard zstd -dc reads a compressed log whole, to the same text",
-    "lines": "every line is UTF-8 JSON text under D5, and the log reads back as the one appended",
+    "lines": "every line is UTF-8 JSON text under D5, the log reads back as the one appended, and "
+    "(format 4) every byte is the spec's canonical encoding",
     "checker": "the whole-log checker finds in the stored log what it finds in the appended one",
 }
 
@@ -284,7 +288,7 @@ def check_header_line(run: Written, target: Target) -> list[str]:
             decode_header_line(line, session_id, path.rsplit("/", 1)[-1])
         except SpecError as error:
             problems.append(f"{path}: the header line does not read: {error.code}: {error.message}")
-    return problems
+    return problems + byte_problems(run, target, header_only=True)
 
 
 def check_framing(run: Written, target: Target) -> list[str]:
@@ -352,6 +356,57 @@ def check_lines(run: Written, target: Target) -> list[str]:
             problems.append(
                 f"{path}: the spec's reader reads {len(view.events)} events, not the {len(log.events)} appended"
             )
+    return problems + byte_problems(run, target, header_only=False)
+
+
+# --- byte-exact writing (format 4; docs/choices.md, "Byte-exact writing") --------------------------
+
+
+def canonical_units(log: DurableLog, writes: Sequence[tuple[Event, ...]]) -> list[bytes]:
+    """What the spec says each write of a log holds, byte for byte: the header line
+    (:func:`spec.format.naming.encode_header_line`), then the events each write made durable, all
+    as :func:`spec.format.framing.encode_lines` writes them. Each is one frame's plaintext in a
+    compressed log (D2: one frame per write); a plain log is their concatenation."""
+    return [encode_lines([encode_header_line(log.header)]), *(encode_lines(events) for events in writes)]
+
+
+def first_difference(got: bytes, want: bytes) -> str:
+    """Where two byte strings part, with a few bytes of each from there on."""
+    at = next((i for i, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
+    start = max(0, at - 16)
+    return (
+        f"{len(got)} bytes where the spec's encoding has {len(want)}, parting at byte {at}: "
+        f"wrote {got[start : at + 24]!r}, the spec writes {want[start : at + 24]!r}"
+    )
+
+
+def byte_problems(run: Written, target: Target, header_only: bool) -> list[str]:
+    """For a format 4 target, every stored log's bytes against :func:`canonical_units` of the
+    model's log: each frame's plaintext (compressed; the compressed bytes themselves are the zstd
+    build's, notes/dsh-persistence §11), or the whole file (plain); with ``header_only``, only the
+    first line, its newline included. A format 0 target writes DSH's bytes, which the spec does
+    not pin (D11: judged only by what it claimed)."""
+    if target.format != HEADER_FORMAT_VERSION:
+        return []
+    problems: list[str] = []
+    for session_id, log, path in written_logs(run, target):
+        want = canonical_units(log, run.writes.get(session_id, []))
+        data = run.files[path]
+        got, _ = frames_of(data) if run.compressed else ([data], [])
+        if header_only:
+            first = got[0][: got[0].find(b"\n") + 1 or None] if got else b""
+            if first != want[0]:
+                problems.append(f"{path}: the header line: {first_difference(first, want[0])}")
+            continue
+        if not run.compressed:
+            want = [b"".join(want)]
+        elif len(got) != len(want):
+            problems.append(f"{path}: {len(got)} frames, the spec's writes make {len(want)} (see framing)")
+            continue
+        for number, (unit, canonical) in enumerate(zip(got, want)):
+            if unit != canonical:
+                where = f"frame {number}" if run.compressed else "the file"
+                problems.append(f"{path}: {where}: {first_difference(unit, canonical)}")
     return problems
 
 

@@ -38,9 +38,9 @@ from spec.format.framing import (
     decode_zstd_frame,
     decode_zstd_frames,
     decode_zstd_log,
+    encode_lines,
     scan_zstd_frames,
 )
-from spec.format.json_text import encode_json_text
 from spec.format.legacy import decode_stored_log, validate_stored_events
 from spec.format.naming import (
     V0_PLAIN_NAME,
@@ -78,11 +78,6 @@ def _dirname(path: str) -> str:
 
 
 # --- encoding -----------------------------------------------------------------------------------
-
-
-def encode_lines(values: Sequence[JsonValue]) -> bytes:
-    """Records as JSONL: one compact JSON text per line, each ended by ``\\n``."""
-    return b"".join(encode_json_text(value).encode("utf-8") + b"\n" for value in values)
 
 
 def compress_frame(plaintext: bytes) -> bytes:

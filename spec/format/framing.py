@@ -16,12 +16,21 @@ from dataclasses import dataclass
 from typing import Final, TypeAlias
 
 from spec.codes import Code, SpecError, reject
-from spec.format.json_text import decode_json_text
+from spec.format.json_text import decode_json_text, encode_json_text
 from spec.log.json import JsonValue
 
 # --- plain JSONL framing (notes/dsh-persistence §3.3, §6.2-§6.3; SPEC-DECISIONS D3) -------------
 
 NEWLINE: Final = 0x0A  # the only line separator; "\r" is JSON whitespace
+
+
+def encode_lines(records: Sequence[JsonValue]) -> bytes:
+    """The canonical bytes of records written as JSONL: each record's compact JSON text
+    (:func:`spec.format.json_text.encode_json_text`: keys in the record's own order, ``,`` and
+    ``:`` with no space, non-ASCII raw) in UTF-8, ended by one ``\\n`` — no ``\\r``, no byte order
+    mark, no empty line (notes/dsh-persistence §3.3-§3.4; docs/choices.md, "Byte-exact writing").
+    A header line, one write's batch of events and one zstd frame's plaintext are each this."""
+    return b"".join(encode_json_text(record).encode("utf-8") + b"\n" for record in records)
 
 
 @dataclass(frozen=True)

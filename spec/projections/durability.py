@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from typing import Final, Literal
 
 from spec.codes import Code, SpecError, reject
-from spec.format.json_text import encode_json_text
+from spec.format.framing import encode_lines
 from spec.log.events import Event
 from spec.log.json import is_safe_integer, js_text
 
@@ -86,8 +86,10 @@ def decode_batch_policy(max_delay_ms: object, max_bytes: object) -> BatchPolicy 
 
 
 def derive_event_bytes(event: Event) -> int:
-    """What an event costs in the batch: its UTF-8 JSONL line, newline included."""
-    return len(encode_json_text(event).encode("utf-8", "surrogatepass")) + 1
+    """What an event costs in the batch: the bytes of its line as the log holds it
+    (:func:`spec.format.framing.encode_lines`: UTF-8, newline included), never its characters —
+    a character outside ASCII is 2 to 4 bytes, an astral one 4 (2 UTF-16 code units)."""
+    return len(encode_lines((event,)))
 
 
 def apply_pending_events(policy: BatchPolicy, pending: PendingBatch, events: Sequence[Event]) -> PendingBatch:

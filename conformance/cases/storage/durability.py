@@ -21,8 +21,11 @@ from conformance.cases.build import (
     ok,
     state,
     turn,
+    turn_end,
+    user_msg,
 )
 from spec.codes import Code
+from spec.projections.durability import derive_event_bytes
 
 APPEND = "append_event"  # what a flush makes durable is what append committed
 NEW_ID = "validate_new_session_id"
@@ -295,6 +298,8 @@ def batch_cases() -> Cases:
         batch={"batchMaxDelayMs": 0},
         why=BATCH_RULE,
     )
+    yield from batch_unit_cases()
+    yield from batch_age_cases()
     yield case(
         "a batch bound must be a non-negative integer",
         "decode_batch_policy",
@@ -302,6 +307,90 @@ def batch_cases() -> Cases:
             fails(Code.BATCH_POLICY_INVALID, "reset", storage="memory", batchMaxDelayMs=-1),
             fails(Code.BATCH_POLICY_INVALID, "reset", storage="memory", batchMaxBytes="1k"),
         ],
+    )
+
+
+MULTI_BYTE_TEXT: Final = "\u20ac" * 40  # "€": 1 character, 1 UTF-16 unit, 3 bytes of UTF-8
+ASTRAL_TEXT: Final = "\U0001f600" * 20  # an emoji: 1 code point, 2 UTF-16 units, 4 bytes of UTF-8
+
+
+def batch_unit_cases() -> Cases:
+    """The byte bound's unit is a UTF-8 byte of the line as written (newline included), never a
+    character: a bound set to exactly one line's bytes is reached by that one append, where its
+    characters (code points or UTF-16 units) fall short of it. Only the side a crash can show is
+    asked (D3: a store may make something durable earlier than it must)."""
+    for name, text in (("multi-byte", MULTI_BYTE_TEXT), ("astral", ASTRAL_TEXT)):
+        line = derive_event_bytes(
+            {
+                "type": "user/message",
+                "seq": 0,
+                "time": NOW,
+                "data": user_msg("u1", text),
+                "surfaceOp": "append",
+            }
+        )
+        yield case(
+            f"a byte bound counts UTF-8 bytes: one line of {name} text exactly at the bound is durable without a flush",
+            BATCH_DUE,
+            [ok("create", id="s"), append_user("u1", text=text), ok("crash"), ok("read", id="s")],
+            storage="file",
+            batch={"batchMaxBytes": line},
+            why=BATCH_RULE,
+            comment=f"the line is {line} bytes of UTF-8 and {line - len(text.encode()) + len(text)} code points "
+            f"({line - len(text.encode()) + len(text.encode('utf-16-le')) // 2} UTF-16 units): a batch of "
+            "bytes >= the bound is due, so the append publishes the session; a store counting characters "
+            "waits, and the crash loses it",
+        )
+
+
+def batch_age_cases() -> Cases:
+    """A write the batch policy starts that fails keeps the batch buffered with its age: its oldest
+    event is still the oldest, so the next append is due at once and writes it (it is not aged
+    afresh from the failure, nor from the append that met it)."""
+    yield case(
+        "a batch whose first write failed keeps its age: the next append writes it",
+        BATCH_DUE,
+        [
+            ok("create", id="s"),
+            turn(),
+            ok("clock", now=NOW + 100),
+            ok("fail_next", fsOp="write", errno="EIO"),
+            append_user(),
+            ok("clock", now=NOW + 110),
+            append_assistant(),
+            ok("crash"),
+            ok("read", id="s"),
+        ],
+        storage="file",
+        batch={"batchMaxDelayMs": 100},
+        why=BATCH_RULE,
+        comment="the user/message at NOW+100 makes the batch due and its publication fails (the append "
+        "still answers ok); the batch still begins at NOW, so the append at NOW+110 is due too and "
+        "publishes all three events, which the crash keeps",
+    )
+    yield case(
+        "a batch whose fsync failed keeps its age: the next append writes it",
+        BATCH_DUE,
+        [
+            ok("create", id="s"),
+            turn(),
+            ok("flush", id="s"),
+            ok("clock", now=NOW + 50),
+            append_user(),
+            ok("clock", now=NOW + 150),
+            ok("fail_next", fsOp="fsync", errno="EIO"),
+            append_assistant(),
+            ok("clock", now=NOW + 160),
+            turn_end(),
+            ok("crash"),
+            ok("read", id="s"),
+        ],
+        storage="file",
+        batch={"batchMaxDelayMs": 100},
+        why=BATCH_RULE,
+        comment="the batch begins with the user/message at NOW+50; the append at NOW+150 makes it due "
+        "and its fsync fails; the turn/end at NOW+160 is still 110 ms after the batch began, so it "
+        "writes the three buffered events and the crash keeps all four",
     )
 
 

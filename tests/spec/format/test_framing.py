@@ -24,6 +24,7 @@ from spec.format.framing import (
     decode_jsonl_log,
     decode_zstd_frames,
     decode_zstd_log,
+    encode_lines,
     scan_zstd_frames,
     split_jsonl,
 )
@@ -71,6 +72,27 @@ CONTENTS = {
     "noise (200 KB, raw blocks)": noise(200_000),
     "compressible lines (> 128 KiB)": (TURN_START + b"\n") * 4_000,
 }
+
+
+# --- encode_lines: the canonical bytes -------------------------------------------------------
+
+
+def test_records_are_compact_utf8_json_each_ended_by_a_lone_newline_keys_in_their_order() -> None:
+    records: list[JsonValue] = [
+        {"type": "turn/start", "seq": 0, "time": 1, "data": {"turn": 1}},
+        {"z": "\u20ac\U0001f600 a\nb\r", "a": ["\ud800", 1.5]},
+    ]
+    assert encode_lines(records) == TURN_START + b"\n" + (
+        '{"z":"\u20ac\U0001f600 a\\nb\\r","a":["\\ud800",1.5]}\n'.encode()
+    )
+    assert encode_lines([]) == b""
+
+
+def test_encoded_lines_split_back_into_one_line_per_record() -> None:
+    records: list[JsonValue] = [{"text": "a\nb\r\n\u2028"}, "x", 0]
+    data = encode_lines(records)
+    assert b"\r" not in data and data.count(b"\n") == len(records)
+    assert len(split_jsonl(data).lines) == len(records) and split_jsonl(data).torn_offset is None
 
 
 # --- split_jsonl -----------------------------------------------------------------------------
