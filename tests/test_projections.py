@@ -401,6 +401,18 @@ def test_a_record_of_another_format_gives_no_rows() -> None:
     assert decode_cache_rows(None, header) == {}
 
 
+@pytest.mark.parametrize(("created", "recorded"), [(1, True), (0, False), (0, None)])
+def test_a_record_whose_identity_only_the_host_language_confuses_gives_no_rows(
+    created: int, recorded: JsonValue
+) -> None:
+    """JSON equality, not Python's: a record made for ``createdAt: true`` is another lifecycle's
+    than a header's ``createdAt: 1``."""
+    header: dict[str, JsonValue] = {"id": "s", "createdAt": created}
+    record: Any = dict(encode_cache_record(header, {"k": {"ver": 1, "seq": 0, "val": 0}}))
+    record["identity"] = {"createdAt": recorded}
+    assert decode_cache_rows(record, header) == {}
+
+
 def test_rows_are_written_only_after_the_log_is_flushed() -> None:
     sink, session = sink_conversation(1)
     medium = MemoryCacheMedium()

@@ -272,7 +272,7 @@ def decode_cache_rows(record: JsonValue, header: Mapping[str, JsonValue]) -> Map
     """The rows a reader may consider for this session: those of a record of this format and
     version whose identity matches the session header; anything else — another version, another
     lifecycle, a malformed record — gives no rows, and the units refold from the log (a cache is
-    never trusted over the log; notes §11.4)."""
+    never trusted over the log; notes §11.4). Identities compare as JSON: ``true`` is not ``1``."""
     if not isinstance(record, dict):
         return {}
     if (
@@ -281,7 +281,7 @@ def decode_cache_rows(record: JsonValue, header: Mapping[str, JsonValue]) -> Map
         or isinstance(record.get("version"), bool)
     ):
         return {}
-    if record.get("identity") != derive_cache_identity(header):
+    if not is_deep_equal_json(record.get("identity"), derive_cache_identity(header)):
         return {}
     rows = record.get("rows")
     return rows if isinstance(rows, dict) else {}
