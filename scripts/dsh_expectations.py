@@ -86,6 +86,22 @@ class Cause:
 
 CAUSES: tuple[Cause, ...] = (
     Cause(
+        "failed",
+        "the store turns a session id into a file name before it looks the session up, and refuses an "
+        "empty id with its own error instead of answering that no such session exists",
+        JSONL + ":85 (encodePathSegment)",
+        kind="robustness",
+        keys=("pure-drt/read-id-empty-string",),
+    ),
+    Cause(
+        "failed",
+        "append takes a message event's data unchecked: data that is an array is put on the surface as "
+        "the message itself",
+        SESSION + ":1444-1463",
+        kind="robustness",
+        keys=("pure-drt/append-data-empty-array",),
+    ),
+    Cause(
         "unsupported",
         "DSH ships no whole-log checker, so it cannot answer in this project's rule ids",
         "SPEC-DECISIONS D9; PROTOCOL.md capability checker-rules",
@@ -121,6 +137,7 @@ CAUSES: tuple[Cause, ...] = (
             "session/an-event-type-that-is-not-a-string-is-rejected",
             "session/an-append-without-a-type-is-rejected-as-an-invalid-event-type",
             "session/a-rejected-append-changes-nothing-and-consumes-no-seq",
+            "pure-drt/append-type-*",
         ),
     ),
     Cause(
@@ -131,6 +148,7 @@ CAUSES: tuple[Cause, ...] = (
         keys=(
             "header/meta-that-is-a-string-is-not-a-header-record-and-no-session-is-created",
             "header/meta-that-is-an-array-is-not-a-header-record-and-no-session-is-created",
+            "pure-drt/create-meta-*",
         ),
     ),
     Cause(
@@ -285,6 +303,7 @@ CAUSES: tuple[Cause, ...] = (
             "session/the-compaction-engine-writes-its-bracket-through-its-own-path",
             "fork/a-fork-without-a-boundary-of-a-log-that-ends-inside-a-compaction-is-rejected",
             "repair/*-resuming-a-log-left-inside-a-compaction-closes-it-before-the-end-seed*",
+            "pure-drt/engine-append-*",
         ),
     ),
     Cause(
@@ -336,7 +355,7 @@ CAUSES: tuple[Cause, ...] = (
         "off so that only flush and close write: no batch bound can be set",
         PERSISTENCE + ":436, :788",
         kind="harness",
-        keys=("storage/*batch*", "storage/with-a-*-bound-*"),
+        keys=("storage/*batch*", "storage/with-a-*-bound-*", "storage/a-byte-bound-*", "pure-drt/reset-batch*"),
     ),
     Cause(
         "unsupported",

@@ -24,8 +24,9 @@ import pytest
 from broken_subjects import BROKEN_SUBJECTS, MutantSubject
 
 from conformance.crash import FAIL_FAST
-from conformance.report import CUT, CaseResult, Options
-from conformance.runner import run_suite, vector_families
+from conformance.families import FAMILY_RULES, OPT_IN
+from conformance.report import CUT, CaseResult, Options, build_certificate
+from conformance.runner import every_rule, run_suite, vector_families
 from conformance.subject import InProcessSubject, StdioSubject, Subject
 from reference.server import ReferenceSubject
 
@@ -99,9 +100,21 @@ def judge(broken: type[MutantSubject]) -> Verdict:
 
 
 def test_the_reference_passes_every_family_in_process() -> None:
+    """... and so its certificate lists every rule of the spec as certified (PROTOCOL.md,
+    "Certificate": the fixed denominator, whatever the families), but for the rules only an opt-in
+    family judges (the trace family's ``reader``: tests/test_trace_family.py runs it)."""
     results = run_all(InProcessSubject(ReferenceSubject()))
     assert {r.family for r in results} >= {"machine", "exhaustive", "crash"}
     assert not failures(results), describe(failures(results))
+    certificate = build_certificate(results, every_rule(), {"name": "reference"}, "ci", FAMILY_RULES)
+    judged = {rule for rule, (_, cases) in certificate.rules.items() if cases}
+    opt_in_only = {rule for family in OPT_IN for rule in FAMILY_RULES[family]} - judged
+    uncertified = {
+        rule: status
+        for rule, (status, _) in certificate.rules.items()
+        if status != "certified" and rule not in opt_in_only
+    }
+    assert set(certificate.rules) >= set(every_rule()) and not uncertified, uncertified
 
 
 def test_the_reference_passes_every_family_through_its_stdio_server() -> None:

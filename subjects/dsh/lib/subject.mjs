@@ -126,7 +126,7 @@ export class DshSubject {
 
   async op_reset(request) {
     const storage = request.storage ?? "none";
-    const compressed = request.compressed ?? true;
+    const compressed = request.compressed === undefined ? true : request.compressed; // null is not absent
     if (!["none", "memory", "file"].includes(storage) || typeof compressed !== "boolean") {
       throw new BadRequest("storage must be 'none', 'memory' or 'file' and compressed a boolean");
     }
