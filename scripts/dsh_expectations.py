@@ -355,7 +355,12 @@ CAUSES: tuple[Cause, ...] = (
         "off so that only flush and close write: no batch bound can be set",
         PERSISTENCE + ":436, :788",
         kind="harness",
-        keys=("storage/*batch*", "storage/with-a-*-bound-*", "storage/a-byte-bound-*", "pure-drt/reset-batch*"),
+        keys=(
+            "storage/*batch*",
+            "storage/with-a-*-bound-*",
+            "storage/a-byte-bound-*",
+            "pure-drt/reset-batch*",
+        ),
     ),
     Cause(
         "unsupported",
