@@ -123,6 +123,28 @@ def engine_cases() -> Cases:
             ),
         ],
     )
+    for name, blocks in (
+        ("two text blocks", ["x" * 2000, "y" * 2000]),
+        ("text blocks of multi-byte and astral text", [ASTRAL[:900], ASTRAL[900:1800], "tail " * 10]),
+    ):
+        yield case(
+            f"a result of {name} is saved as their texts joined with no separator",
+            "derive_spill_text",
+            [
+                *open_call(),
+                ok(
+                    "spill",
+                    id="s",
+                    toolName="grep",
+                    maxInlineTokens=200,
+                    data=with_tool_result_content(
+                        result_msg("c1"), [{"type": "text", "text": text} for text in blocks]
+                    ),
+                ),
+                ok("spill_read", locator=LOCATOR_1),
+            ],
+            comment="the saved text and the notice's count of omitted characters are those of the joined text",
+        )
     yield case(
         "a store that fails keeps the result inline",
         "should_spill",
