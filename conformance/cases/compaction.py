@@ -305,6 +305,18 @@ def _failure_paths() -> Cases:
             rule,
             [*history(2), fails(code, "compact", id="s", attempt=attempt("k1", **behaviour)), state_step()],
         )
+    for what, behaviour, code, _ in failures[:3]:
+        yield case(
+            f"when {what}, the compaction/end that closes a command's bracket carries its sourceCommandId",
+            BRACKET,
+            [
+                *history(2),
+                fails(code, "compact", id="s", attempt=attempt("k1", **behaviour), sourceCommandId="cmd-1"),
+                state_step(),
+            ],
+            comment="a failed end is the start's lifecycle whole (compactionId, sourceCommandId, turn) "
+            "plus its error",
+        )
     yield case(
         "only the summarizer's text blocks become the summary",
         BLOCKS,
