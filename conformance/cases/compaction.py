@@ -27,6 +27,7 @@ from conformance.cases.build import (
     log,
     ok,
     replace,
+    request_header,
     start,
     turn,
     turn_end,
@@ -625,6 +626,43 @@ def _pressure_boundary() -> Cases:
             )
 
 
+def _pressure_counts_the_request() -> Cases:
+    """Pressure measures what the next request costs (``derive_context_tokens``): the latest
+    request/header's system prompt and tools fill the window too, though they are on no surface.
+    The threshold is set to that whole estimate: a meter that leaves them out stays below it."""
+    for name, extra in (
+        ("system prompt", {"system": "You are a careful engineer. Read before you write. " * 12}),
+        ("tools", {"tools": [{"name": f"tool{n}", "description": "reads a file " * 8} for n in range(4)]}),
+    ):
+        header = {"header": {**request_header()["header"], **extra}}
+        setup = [*history(2), *open_turn(3), append_step("request/header", {**header, "reason": "initial"})]
+        tokens = _context_tokens(setup)
+        yield case(
+            f"pressure counts the latest request's {name}, which sits on no surface",
+            "derive_context_tokens",
+            [
+                *setup,
+                ok(
+                    "compact_if_needed",
+                    id="s",
+                    contextWindow=tokens,
+                    policy={"thresholdRatio": 1, "retainRatio": 0.1},
+                    attempts=[attempt("k1"), attempt("k2")],
+                ),
+                state_step(),
+            ],
+            comment=f"the context, the request's {name} included, is estimated at {tokens} tokens: the "
+            "threshold, so pressure compacts",
+        )
+
+
 cases: Final = chained(
-    _manual, _span, _lock_and_owner, _failure_paths, _automatic, _pressure, _pressure_boundary
+    _manual,
+    _span,
+    _lock_and_owner,
+    _failure_paths,
+    _automatic,
+    _pressure,
+    _pressure_boundary,
+    _pressure_counts_the_request,
 )
