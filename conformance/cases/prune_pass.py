@@ -10,8 +10,32 @@ needs an open turn.
 
 from __future__ import annotations
 
-from conformance.cases.build import Cases, append_user, case, fails, ok, turn
-from conformance.cases.engine_build import TOOL_OUTPUT, first_question, history, state_step, tool_steps
+from conformance.builders import tool_result
+from conformance.cases.build import (
+    Cases,
+    Step,
+    append_step,
+    append_user,
+    case,
+    fails,
+    ok,
+    replace,
+    rewritten,
+    turn,
+)
+from conformance.cases.engine_build import (
+    TOOL_OUTPUT,
+    answer,
+    attempt,
+    call_answered,
+    call_started,
+    first_question,
+    history,
+    state_step,
+    step_close,
+    step_open,
+    tool_steps,
+)
 from spec.codes import Code
 
 PASS = "plan_prune_events"
@@ -73,5 +97,72 @@ def cases() -> Cases:
                 id="s",
                 config={"thresholdChars": 100, "headChars": 100, "tailChars": 100},
             ),
+        ],
+    )
+    yield from order_cases()
+    yield from carried_cases()
+
+
+def _rewritten_first() -> list[Step]:
+    """Two oversized results (c1 at seq 5, c2 at seq 10), then c1's rewritten at seq 12: on the
+    surface the rewrite stands before c2 (nodes 1, 3, 12, 8, 10), in the log after it."""
+    return [
+        *first_question("grep the tests"),
+        *tool_steps(1, "c1"),
+        step_open(1, 2),
+        answer(1, 2, text=None, calls=("c2",)),
+        call_started("c2", 1, 2),
+        call_answered("c2", 1, 2, text=TOOL_OUTPUT.upper()),
+        step_close(1, 2),
+        append_step(
+            "tool/result",
+            rewritten(tool_result("c1", TOOL_OUTPUT), TOOL_OUTPUT.replace("assert", "check")),
+            surfaceOp=replace(5, 5),
+            sourceEventSeqs=[5],
+        ),
+    ]
+
+
+def order_cases() -> Cases:
+    yield case(
+        "a pass walks the results in surface order, not log order",
+        PASS,
+        [*_rewritten_first(), ok("prune", id="s", config=SMALL), state_step()],
+        comment="the rewrite of c1 (seq 12) stands before c2 (seq 10) on the surface: it is pruned first",
+    )
+    yield case(
+        "overflow recovery's prune walks the results in surface order",
+        PASS,
+        [
+            *_rewritten_first(),
+            ok("overflow", id="s", prune=SMALL, attempt=attempt("k1", fail="the model is unavailable")),
+            state_step(),
+        ],
+    )
+
+
+def carried_cases() -> Cases:
+    trailing = [{"type": "text", "text": "(the output was long)"}]
+    with_note = [
+        *first_question("grep the tests"),
+        step_open(1),
+        answer(1, text=None, calls=("c1",)),
+        call_started("c1", 1),
+        append_step("tool/result", tool_result("c1", TOOL_OUTPUT, after=trailing), surfaceOp="append"),
+        step_close(1),
+    ]
+    yield case(
+        "a pruned replacement holds the tool-result block alone: blocks after it are not carried",
+        PASS,
+        [*with_note, ok("prune", id="s", config=SMALL), state_step()],
+        comment="as in DSH, the replacement's message content is the pruned tool-result block",
+    )
+    yield case(
+        "overflow recovery's prune carries no block after the tool-result block",
+        PASS,
+        [
+            *with_note,
+            ok("overflow", id="s", prune=SMALL, attempt=attempt("k1", fail="the model is unavailable")),
+            state_step(),
         ],
     )
