@@ -35,6 +35,7 @@ from spec.log.json import FrozenDict, JsonObject, JsonValue, is_event_seq, snaps
 from spec.log.session import ABSENT, plan_event
 from spec.log.surface import ReplaceOp, ReplacePlan, SurfacePlan, plan_replace, splice_plan
 from spec.log.writers import STORE
+from spec.projections.units import derive_cache_identity
 
 # --- plumbing -------------------------------------------------------------------------------------
 
@@ -932,3 +933,25 @@ KINDS2: tuple[type[MutantSubject], ...] = (
     FailedCompactionEndDropsCommandId,
 )
 BROKEN_SUBJECTS += KINDS2
+
+
+def _any_lifecycle(original: Any) -> object:
+    def decode(record: Any, header: Any) -> Any:
+        if isinstance(record, dict):
+            record = {**record, "identity": derive_cache_identity(header)}  # the identity never compared
+        return original(record, header)
+
+    return decode
+
+
+class CacheRowsOfAnyLifecycle(SwapMutant):
+    """Reads the rows of a projection cache record of its format and version without comparing its
+    identity with the log's header, so a session recreated under the same id (or moved) resumes
+    from the rows of the old one (spec.projections.units.decode_cache_rows; notes §11.4)."""
+
+    swaps = (Swap("reference.projections.registry", "decode_cache_rows", _any_lifecycle),)
+    rule = "derive_cache_identity"
+
+
+KINDS2 += (CacheRowsOfAnyLifecycle,)
+BROKEN_SUBJECTS += (CacheRowsOfAnyLifecycle,)
