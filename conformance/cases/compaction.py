@@ -46,7 +46,7 @@ from conformance.cases.engine_build import (
 )
 from conformance.oracle import SpecOracle
 from spec.codes import Code
-from spec.log.json import JsonObject
+from spec.log.json import JsonObject, JsonValue
 from spec.shrink.pressure import derive_context_tokens
 from spec.shrink.tokens import price_surface
 
@@ -630,11 +630,15 @@ def _pressure_counts_the_request() -> Cases:
     """Pressure measures what the next request costs (``derive_context_tokens``): the latest
     request/header's system prompt and tools fill the window too, though they are on no surface.
     The threshold is set to that whole estimate: a meter that leaves them out stays below it."""
-    for name, extra in (
+    tools: list[JsonValue] = [{"name": f"tool{n}", "description": "reads a file " * 8} for n in range(4)]
+    extras: tuple[tuple[str, JsonObject], ...] = (
         ("system prompt", {"system": "You are a careful engineer. Read before you write. " * 12}),
-        ("tools", {"tools": [{"name": f"tool{n}", "description": "reads a file " * 8} for n in range(4)]}),
-    ):
-        header = {"header": {**request_header()["header"], **extra}}
+        ("tools", {"tools": tools}),
+    )
+    for name, extra in extras:
+        base = request_header()["header"]
+        assert isinstance(base, dict)
+        header: JsonObject = {"header": {**base, **extra}}
         setup = [*history(2), *open_turn(3), append_step("request/header", {**header, "reason": "initial"})]
         tokens = _context_tokens(setup)
         yield case(

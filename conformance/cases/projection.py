@@ -41,6 +41,7 @@ from conformance.cases.files import placed
 from conformance.cases.files.logs import CWD, SESSION, line, plain_log, v4_files, v4_header, v4_writes
 from spec.codes import Code
 from spec.format.naming import encode_header_line
+from spec.log.json import JsonValue
 from spec.projections.units import encode_cache_record
 
 CHANGES = "spec.projection.derive_projection_changes"
@@ -249,7 +250,7 @@ def engine_cases() -> Cases:
 CACHE_FILE: Final = "projections.json"  # where the reference keeps a session's cache record
 
 
-def _another_lifecycle(**moved: object) -> list[Step]:
+def _another_lifecycle(**moved: JsonValue) -> list[Step]:
     """A stored log of session ``r`` (one turn, seqs 0-8) beside a cache record written for another
     lifecycle of the same id (the header's ``moved`` fields differ) whose ledger row, at seq 8,
     counts 5 turns: a reader that takes that row answers 5, a full replay 1."""

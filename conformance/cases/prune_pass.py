@@ -37,6 +37,7 @@ from conformance.cases.engine_build import (
     tool_steps,
 )
 from spec.codes import Code
+from spec.log.json import JsonValue
 
 PASS = "plan_prune_events"
 SMALL = {"thresholdChars": 400, "headChars": 100, "tailChars": 100}
@@ -142,7 +143,7 @@ def order_cases() -> Cases:
 
 
 def carried_cases() -> Cases:
-    trailing = [{"type": "text", "text": "(the output was long)"}]
+    trailing: list[JsonValue] = [{"type": "text", "text": "(the output was long)"}]
     with_note = [
         *first_question("grep the tests"),
         step_open(1),
