@@ -27,7 +27,6 @@ from conformance.cases.engine_build import (
     TOOL_OUTPUT,
     answer,
     attempt,
-    call_answered,
     call_started,
     first_question,
     history,
@@ -110,11 +109,7 @@ def _rewritten_first() -> list[Step]:
     return [
         *first_question("grep the tests"),
         *tool_steps(1, "c1"),
-        step_open(1, 2),
-        answer(1, 2, text=None, calls=("c2",)),
-        call_started("c2", 1, 2),
-        call_answered("c2", 1, 2, text=TOOL_OUTPUT.upper()),
-        step_close(1, 2),
+        *tool_steps(1, "c2", text=TOOL_OUTPUT.upper(), step=2),
         append_step(
             "tool/result",
             rewritten(tool_result("c1", TOOL_OUTPUT), TOOL_OUTPUT.replace("assert", "check")),
@@ -124,21 +119,25 @@ def _rewritten_first() -> list[Step]:
     ]
 
 
-def order_cases() -> Cases:
+def _by_both_passes(what: str, setup: list[Step], comment: str) -> Cases:
+    """``what`` holds of the prune op's pass and of overflow recovery's (whose summary fails, so
+    the log shows the prunes alone)."""
     yield case(
-        "a pass walks the results in surface order, not log order",
-        PASS,
-        [*_rewritten_first(), ok("prune", id="s", config=SMALL), state_step()],
-        comment="the rewrite of c1 (seq 12) stands before c2 (seq 10) on the surface: it is pruned first",
+        f"a pass {what}", PASS, [*setup, ok("prune", id="s", config=SMALL), state_step()], comment=comment
     )
+    failing = attempt("k1", fail="the model is unavailable")
     yield case(
-        "overflow recovery's prune walks the results in surface order",
+        f"overflow recovery's pass {what}",
         PASS,
-        [
-            *_rewritten_first(),
-            ok("overflow", id="s", prune=SMALL, attempt=attempt("k1", fail="the model is unavailable")),
-            state_step(),
-        ],
+        [*setup, ok("overflow", id="s", prune=SMALL, attempt=failing), state_step()],
+    )
+
+
+def order_cases() -> Cases:
+    yield from _by_both_passes(
+        "walks the results in surface order, not log order",
+        _rewritten_first(),
+        "the rewrite of c1 (seq 12) stands before c2 (seq 10) on the surface: it is pruned first",
     )
 
 
@@ -152,18 +151,8 @@ def carried_cases() -> Cases:
         append_step("tool/result", tool_result("c1", TOOL_OUTPUT, after=trailing), surfaceOp="append"),
         step_close(1),
     ]
-    yield case(
-        "a pruned replacement holds the tool-result block alone: blocks after it are not carried",
-        PASS,
-        [*with_note, ok("prune", id="s", config=SMALL), state_step()],
-        comment="as in DSH, the replacement's message content is the pruned tool-result block",
-    )
-    yield case(
-        "overflow recovery's prune carries no block after the tool-result block",
-        PASS,
-        [
-            *with_note,
-            ok("overflow", id="s", prune=SMALL, attempt=attempt("k1", fail="the model is unavailable")),
-            state_step(),
-        ],
+    yield from _by_both_passes(
+        "replaces a result by its tool-result block alone: blocks after it are not carried",
+        with_note,
+        "as in DSH, the replacement's message content is the pruned tool-result block",
     )
