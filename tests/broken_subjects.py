@@ -14,6 +14,7 @@ never leaks into another subject.
 from __future__ import annotations
 
 import dataclasses
+import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from types import ModuleType
@@ -25,6 +26,7 @@ from reference.persistence.faulty import FaultyFileSystem
 from reference.persistence.filestore import FileStore
 from reference.server import ReferenceSubject
 from reference.session import Session
+from reference.shrink.compaction import AbortSignal, OverflowRecovery
 from reference.store import SessionStore, _StoredIds
 from spec.codes import Code, SpecError, reject
 from spec.lineage.fork import derive_child_meta, plan_fork_seed, validate_fork_request
@@ -33,6 +35,7 @@ from spec.log.json import FrozenDict, JsonObject, JsonValue, is_event_seq, snaps
 from spec.log.session import ABSENT, plan_event
 from spec.log.surface import ReplaceOp, ReplacePlan, SurfacePlan, plan_replace, splice_plan
 from spec.log.writers import STORE
+from spec.projections.units import derive_cache_identity
 
 # --- plumbing -------------------------------------------------------------------------------------
 
@@ -787,3 +790,168 @@ BYTES_AND_BATCHES: tuple[type[MutantSubject], ...] = (
     PressureOneTokenEarly,
 )
 BROKEN_SUBJECTS += BYTES_AND_BATCHES
+
+# --- kinds2: the compaction engine and the pruner (issue 26, "prune" and "engine" kinds) ----------
+# Each is one plausible slip in the pruner or the engine; the vectors of conformance/cases/prune.py,
+# prune_pass.py, overflow.py, spill.py and compaction.py catch them.
+
+
+def _carry_trailing_blocks(original: Any) -> object:
+    def plan_one(seq: int, data: Any, message: Any, result: Any, *rest: Any) -> Any:
+        plan = original(seq, data, message, result, *rest)
+        trailing = list(message["content"][1:])
+        if not trailing:
+            return plan
+        replaced = dict(plan.replacement_data)
+        inner = dict(replaced["message"])
+        inner["content"] = [*inner["content"], *trailing]  # the blocks after the result kept
+        replaced["message"] = inner
+        return dataclasses.replace(plan, replacement_data=snapshot_json(replaced))
+
+    return plan_one
+
+
+class PruneKeepsBlocksAfterTheResult(SwapMutant):
+    """Carries the content blocks that follow the tool-result block into the pruned replacement, as
+    a pruner that copies the message and edits its first block would: the replacement is the
+    tool-result block alone (spec.shrink.prune.plan_prune_events, as in DSH)."""
+
+    swaps = (Swap("spec.shrink.prune", "_plan_one", _carry_trailing_blocks),)
+    rule = "plan_prune_events"
+
+
+def _walk_in_log_order(original: Any) -> object:
+    return lambda nodes, events, config, *rest: original(sorted(nodes), events, config, *rest)
+
+
+class PrunePassWalksLogOrder(SwapMutant):
+    """Walks the prune candidates in log order (ascending seq) instead of surface order, so a result
+    a replace moved earlier on the surface is pruned after the ones it now precedes
+    (spec.shrink.prune.plan_prune_events: in surface order; notes §6.3)."""
+
+    swaps = (Swap("spec.shrink.engine", "plan_prune_events", _walk_in_log_order),)
+    rule = "plan_prune_events"
+
+
+def _surface_only(original: Any) -> object:
+    return lambda events, priced: sum(tokens for _, tokens in priced)  # the request header forgotten
+
+
+class PressureIgnoresSystemAndTools(SwapMutant):
+    """Measures pressure on the surface alone, without the latest request header's system prompt
+    and tools, which fill the window too (spec.shrink.pressure.derive_context_tokens; notes §3)."""
+
+    swaps = (Swap("spec.shrink.engine", "derive_context_tokens", _surface_only),)
+    rule = "derive_context_tokens"
+
+
+class _CountsWithIds(weakref.WeakKeyDictionary[Session, int]):
+    """The subject's overflow counts, with a side table by session id (forgotten with them)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.by_id: dict[str, int] = {}
+
+
+class _RecoveryById(OverflowRecovery):
+    """Counts overflow retries per session id, so a resumed session inherits the count of the
+    session it replaced."""
+
+    def _by_id(self) -> dict[str, int]:
+        assert isinstance(self._retries, _CountsWithIds)
+        return self._retries.by_id
+
+    def retries(self, session: Session) -> int:
+        return self._by_id().get(session.id, 0)
+
+    def reset(self, session: Session) -> None:
+        self._by_id().pop(session.id, None)
+
+    def on_request_error(
+        self, session: Session, error: BaseException, signal: AbortSignal | None = None
+    ) -> bool:
+        retries = self.retries(session)
+        retry = super().on_request_error(session, error, signal)
+        if retry:
+            self._by_id()[session.id] = retries + 1
+        return retry
+
+
+class OverflowRetriesSurviveResume(MutantSubject):
+    """Keeps the overflow-recovery count per session id, so a session resumed after its retry was
+    spent still has none (PROTOCOL "Overflow recovery": the count belongs to the live session; a
+    resumed session starts again at 0; notes §8.2)."""
+
+    recovery_class = _RecoveryById
+    rule = "may_attempt_overflow_recovery"
+
+    def _forget_engine(self) -> None:
+        super()._forget_engine()
+        self._overflow = _CountsWithIds()
+
+
+def _joined_by_newline(original: Any) -> object:
+    def join(blocks: Any) -> Any:
+        text = original(blocks)
+        return None if text is None else "\n".join(block["text"] for block in blocks)
+
+    return join
+
+
+class SpillJoinsBlocksWithNewline(SwapMutant):
+    """Saves a multi-block result's text blocks joined by ``\\n`` instead of with no separator
+    (spec.shrink.spill.derive_spill_text; notes §10.2 step 3)."""
+
+    swaps = (Swap("spec.shrink.spill", "derive_spill_text", _joined_by_newline),)
+    rule = "derive_spill_text"
+
+
+def _error_end_without_command(original: Any) -> object:
+    def end(lifecycle: Any, error: str | None = None) -> Any:
+        if error is None:
+            return original(lifecycle)
+        return original({k: v for k, v in lifecycle.items() if k != "sourceCommandId"}, error)
+
+    return end
+
+
+class FailedCompactionEndDropsCommandId(SwapMutant):
+    """Closes a failed compaction with a ``compaction/end`` that leaves out the start's
+    ``sourceCommandId``: the end carries the start's lifecycle whole, plus ``error``
+    (spec.shrink.bracket.derive_compaction_end; notes §4.2, §4.5 step 7)."""
+
+    swaps = (Swap("spec.shrink.engine", "derive_compaction_end", _error_end_without_command),)
+    rule = "derive_compaction_end"
+
+
+KINDS2: tuple[type[MutantSubject], ...] = (
+    PruneKeepsBlocksAfterTheResult,
+    PrunePassWalksLogOrder,
+    PressureIgnoresSystemAndTools,
+    OverflowRetriesSurviveResume,
+    SpillJoinsBlocksWithNewline,
+    FailedCompactionEndDropsCommandId,
+)
+BROKEN_SUBJECTS += KINDS2
+
+
+def _any_lifecycle(original: Any) -> object:
+    def decode(record: Any, header: Any) -> Any:
+        if isinstance(record, dict):
+            record = {**record, "identity": derive_cache_identity(header)}  # the identity never compared
+        return original(record, header)
+
+    return decode
+
+
+class CacheRowsOfAnyLifecycle(SwapMutant):
+    """Reads the rows of a projection cache record of its format and version without comparing its
+    identity with the log's header, so a session recreated under the same id (or moved) resumes
+    from the rows of the old one (spec.projections.units.decode_cache_rows; notes §11.4)."""
+
+    swaps = (Swap("reference.projections.registry", "decode_cache_rows", _any_lifecycle),)
+    rule = "derive_cache_identity"
+
+
+KINDS2 += (CacheRowsOfAnyLifecycle,)
+BROKEN_SUBJECTS += (CacheRowsOfAnyLifecycle,)

@@ -27,6 +27,7 @@ from conformance.cases.build import (
     log,
     ok,
     replace,
+    request_header,
     start,
     turn,
     turn_end,
@@ -45,7 +46,7 @@ from conformance.cases.engine_build import (
 )
 from conformance.oracle import SpecOracle
 from spec.codes import Code
-from spec.log.json import JsonObject
+from spec.log.json import JsonObject, JsonValue
 from spec.shrink.pressure import derive_context_tokens
 from spec.shrink.tokens import price_surface
 
@@ -304,6 +305,18 @@ def _failure_paths() -> Cases:
             f"when {what}, manual compaction closes its bracket with the error and changes no surface node",
             rule,
             [*history(2), fails(code, "compact", id="s", attempt=attempt("k1", **behaviour)), state_step()],
+        )
+    for what, behaviour, code, _ in failures[:3]:
+        yield case(
+            f"when {what}, the compaction/end that closes a command's bracket carries its sourceCommandId",
+            BRACKET,
+            [
+                *history(2),
+                fails(code, "compact", id="s", attempt=attempt("k1", **behaviour), sourceCommandId="cmd-1"),
+                state_step(),
+            ],
+            comment="a failed end is the start's lifecycle whole (compactionId, sourceCommandId, turn) "
+            "plus its error",
         )
     yield case(
         "only the summarizer's text blocks become the summary",
@@ -613,6 +626,47 @@ def _pressure_boundary() -> Cases:
             )
 
 
+def _pressure_counts_the_request() -> Cases:
+    """Pressure measures what the next request costs (``derive_context_tokens``): the latest
+    request/header's system prompt and tools fill the window too, though they are on no surface.
+    The threshold is set to that whole estimate: a meter that leaves them out stays below it."""
+    tools: list[JsonValue] = [{"name": f"tool{n}", "description": "reads a file " * 8} for n in range(4)]
+    extras: tuple[tuple[str, JsonObject], ...] = (
+        ("system prompt", {"system": "You are a careful engineer. Read before you write. " * 12}),
+        ("tools", {"tools": tools}),
+    )
+    for name, extra in extras:
+        base = request_header()["header"]
+        assert isinstance(base, dict)
+        header: JsonObject = {"header": {**base, **extra}}
+        setup = [*history(2), *open_turn(3), append_step("request/header", {**header, "reason": "initial"})]
+        tokens = _context_tokens(setup)
+        yield case(
+            f"pressure counts the latest request's {name}, which sits on no surface",
+            "derive_context_tokens",
+            [
+                *setup,
+                ok(
+                    "compact_if_needed",
+                    id="s",
+                    contextWindow=tokens,
+                    policy={"thresholdRatio": 1, "retainRatio": 0.1},
+                    attempts=[attempt("k1"), attempt("k2")],
+                ),
+                state_step(),
+            ],
+            comment=f"the context, the request's {name} included, is estimated at {tokens} tokens: the "
+            "threshold, so pressure compacts",
+        )
+
+
 cases: Final = chained(
-    _manual, _span, _lock_and_owner, _failure_paths, _automatic, _pressure, _pressure_boundary
+    _manual,
+    _span,
+    _lock_and_owner,
+    _failure_paths,
+    _automatic,
+    _pressure,
+    _pressure_boundary,
+    _pressure_counts_the_request,
 )

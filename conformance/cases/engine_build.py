@@ -85,15 +85,15 @@ def first_question(text: str = LONG) -> list[Step]:
 
 
 def tool_steps(
-    n: int, call: str, session: str = "s", text: str = TOOL_OUTPUT, is_error: bool = False
+    n: int, call: str, session: str = "s", text: str = TOOL_OUTPUT, is_error: bool = False, step: int = 1
 ) -> list[Step]:
-    """Inside turn ``n``: a step whose assistant message calls ``call`` and whose result answers it."""
+    """Inside turn ``n``: a ``step`` whose assistant message calls ``call`` and whose result answers it."""
     return [
-        step_open(n, 1, session),
-        answer(n, 1, session, text=None, calls=(call,)),
-        call_started(call, n, 1, session),
-        call_answered(call, n, 1, session, text, is_error),
-        step_close(n, 1, session),
+        step_open(n, step, session),
+        answer(n, step, session, text=None, calls=(call,)),
+        call_started(call, n, step, session),
+        call_answered(call, n, step, session, text, is_error),
+        step_close(n, step, session),
     ]
 
 

@@ -10,7 +10,7 @@ prune that landed before a failed summary counts, a late cancellation prevents i
 
 from __future__ import annotations
 
-from conformance.cases.build import Cases, Step, append_user, case, ok, turn
+from conformance.cases.build import Cases, Step, append_user, case, ok, turn, turn_end
 from conformance.cases.engine_build import (
     LONG,
     answer,
@@ -121,4 +121,29 @@ def cases() -> Cases:
         ],
         comment="automatic compaction ignores an abort after its summary and commits; the retry needs a "
         "request that was not cancelled",
+    )
+    spent_then_resumed = [
+        *overflowing(),
+        ok("overflow", id="s", attempt=attempt("k1")),
+        step_open(3),
+        answer(3),
+        step_close(3),
+        turn_end(3),
+        ok("close", id="s"),
+        ok("resume", id="s"),
+        turn(4),
+        append_user("u4", "s", LONG),
+    ]
+    yield case(
+        "a resumed session's recoveries start again at 0: its first overflow is recovered",
+        ALLOWED,
+        [*spent_then_resumed, ok("overflow", id="s", attempt=attempt("k2")), state_step()],
+        storage="memory",
+        comment="the retry spent before the close belonged to the live session the close released",
+    )
+    yield case(
+        "a resumed session reports no recoveries spent",
+        ALLOWED,
+        [*spent_then_resumed, ok("overflow", id="s", code="RATE_LIMITED", attempt=attempt("k2"))],
+        storage="memory",
     )

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Final
 
 from conformance.cases.build import (
+    NOW,
     Cases,
     Step,
     append_user,
@@ -36,7 +37,12 @@ from conformance.cases.engine_build import (
     step_open,
     tool_steps,
 )
+from conformance.cases.files import placed
+from conformance.cases.files.logs import CWD, SESSION, line, plain_log, v4_files, v4_header, v4_writes
 from spec.codes import Code
+from spec.format.naming import encode_header_line
+from spec.log.json import JsonValue
+from spec.projections.units import encode_cache_record
 
 CHANGES = "spec.projection.derive_projection_changes"
 START: Final = ("compaction/start", {"compactionId": "k1", "turn": None})
@@ -241,4 +247,45 @@ def engine_cases() -> Cases:
     )
 
 
-cases: Final = chained(pure_cases, engine_cases)
+CACHE_FILE: Final = "projections.json"  # where the reference keeps a session's cache record
+
+
+def _another_lifecycle(**moved: JsonValue) -> list[Step]:
+    """A stored log of session ``r`` (one turn, seqs 0-8) beside a cache record written for another
+    lifecycle of the same id (the header's ``moved`` fields differ) whose ledger row, at seq 8,
+    counts 5 turns: a reader that takes that row answers 5, a full replay 1."""
+    files = v4_files(plain_log(encode_header_line(v4_header()), v4_writes()), False)
+    (log_path,) = files
+    other = {**v4_header(), **moved}
+    record = encode_cache_record(other, {"turnLedger": {"ver": 1, "seq": 8, "val": {"turns": 5}}})
+    files[f"{log_path.rsplit('/', 1)[0]}/{CACHE_FILE}"] = line(record)
+    return [
+        ok("reset", storage="file", compressed=False, files=placed(files)),
+        ok("clock", now=NOW),
+        ok("project", **LEDGER),
+    ]
+
+
+def lifecycle_cases() -> Cases:
+    """A cache record belongs to one lifecycle of a log (``derive_cache_identity``: the header's
+    createdAt and cwd). A subject that keeps its record as the reference does is handed one of
+    another lifecycle; any other subject reads the log alone. Either way the state is a full replay."""
+    for name, moved in (
+        ("a session recreated under the same id", {"createdAt": 1}),
+        ("a session moved to another cwd", {"cwd": CWD + "-moved"}),
+    ):
+        yield case(
+            f"a stored state ignores the cache record of {name}",
+            "derive_cache_identity",
+            [*_another_lifecycle(**moved), ok("state_of_stored", id=SESSION, **LEDGER)],
+            storage="file",
+        )
+    yield case(
+        "a resumed session's state ignores the cache record of another lifecycle",
+        "derive_cache_identity",
+        [*_another_lifecycle(createdAt=1), ok("resume", id=SESSION), ok("state_of", id=SESSION, **LEDGER)],
+        storage="file",
+    )
+
+
+cases: Final = chained(pure_cases, engine_cases, lifecycle_cases)

@@ -10,9 +10,33 @@ needs an open turn.
 
 from __future__ import annotations
 
-from conformance.cases.build import Cases, append_user, case, fails, ok, turn
-from conformance.cases.engine_build import TOOL_OUTPUT, first_question, history, state_step, tool_steps
+from conformance.builders import tool_result
+from conformance.cases.build import (
+    Cases,
+    Step,
+    append_step,
+    append_user,
+    case,
+    fails,
+    ok,
+    replace,
+    rewritten,
+    turn,
+)
+from conformance.cases.engine_build import (
+    TOOL_OUTPUT,
+    answer,
+    attempt,
+    call_started,
+    first_question,
+    history,
+    state_step,
+    step_close,
+    step_open,
+    tool_steps,
+)
 from spec.codes import Code
+from spec.log.json import JsonValue
 
 PASS = "plan_prune_events"
 SMALL = {"thresholdChars": 400, "headChars": 100, "tailChars": 100}
@@ -74,4 +98,61 @@ def cases() -> Cases:
                 config={"thresholdChars": 100, "headChars": 100, "tailChars": 100},
             ),
         ],
+    )
+    yield from order_cases()
+    yield from carried_cases()
+
+
+def _rewritten_first() -> list[Step]:
+    """Two oversized results (c1 at seq 5, c2 at seq 10), then c1's rewritten at seq 12: on the
+    surface the rewrite stands before c2 (nodes 1, 3, 12, 8, 10), in the log after it."""
+    return [
+        *first_question("grep the tests"),
+        *tool_steps(1, "c1"),
+        *tool_steps(1, "c2", text=TOOL_OUTPUT.upper(), step=2),
+        append_step(
+            "tool/result",
+            rewritten(tool_result("c1", TOOL_OUTPUT), TOOL_OUTPUT.replace("assert", "check")),
+            surfaceOp=replace(5, 5),
+            sourceEventSeqs=[5],
+        ),
+    ]
+
+
+def _by_both_passes(what: str, setup: list[Step], comment: str) -> Cases:
+    """``what`` holds of the prune op's pass and of overflow recovery's (whose summary fails, so
+    the log shows the prunes alone)."""
+    yield case(
+        f"a pass {what}", PASS, [*setup, ok("prune", id="s", config=SMALL), state_step()], comment=comment
+    )
+    failing = attempt("k1", fail="the model is unavailable")
+    yield case(
+        f"overflow recovery's pass {what}",
+        PASS,
+        [*setup, ok("overflow", id="s", prune=SMALL, attempt=failing), state_step()],
+    )
+
+
+def order_cases() -> Cases:
+    yield from _by_both_passes(
+        "walks the results in surface order, not log order",
+        _rewritten_first(),
+        "the rewrite of c1 (seq 12) stands before c2 (seq 10) on the surface: it is pruned first",
+    )
+
+
+def carried_cases() -> Cases:
+    trailing: list[JsonValue] = [{"type": "text", "text": "(the output was long)"}]
+    with_note = [
+        *first_question("grep the tests"),
+        step_open(1),
+        answer(1, text=None, calls=("c1",)),
+        call_started("c1", 1),
+        append_step("tool/result", tool_result("c1", TOOL_OUTPUT, after=trailing), surfaceOp="append"),
+        step_close(1),
+    ]
+    yield from _by_both_passes(
+        "replaces a result by its tool-result block alone: blocks after it are not carried",
+        with_note,
+        "as in DSH, the replacement's message content is the pruned tool-result block",
     )

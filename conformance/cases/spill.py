@@ -27,6 +27,7 @@ from conformance.cases.build import (
     turn,
 )
 from spec.codes import Code
+from spec.log.json import JsonValue
 from spec.shrink.tokens import estimate_content
 from spec.wire_engine import with_tool_result_content
 
@@ -79,6 +80,12 @@ def _spill(text: str, tool: str = "grep", **settings: Any) -> Step:
     return ok("spill", id="s", toolName=tool, data=result_msg("c1", text), **settings)
 
 
+def _spill_blocks(blocks: list[JsonValue]) -> Step:
+    """A grep result of ``blocks`` against a limit of 200 tokens."""
+    data = with_tool_result_content(result_msg("c1"), blocks)
+    return ok("spill", id="s", toolName="grep", maxInlineTokens=200, data=data)
+
+
 def engine_cases() -> Cases:
     yield case(
         "a result above the limit is saved whole; the log keeps a head, a tail and where the rest is",
@@ -111,18 +118,23 @@ def engine_cases() -> Cases:
         "derive_spill_text",
         [
             *open_call(),
-            ok(
-                "spill",
-                id="s",
-                toolName="grep",
-                maxInlineTokens=200,
-                data=with_tool_result_content(
-                    result_msg("c1"),
-                    [{"type": "text", "text": "x" * 4000}, {"type": "image", "data": "AA=="}],
-                ),
-            ),
+            _spill_blocks([{"type": "text", "text": "x" * 4000}, {"type": "image", "data": "AA=="}]),
         ],
     )
+    for name, blocks in (
+        ("two text blocks", ["x" * 2000, "y" * 2000]),
+        ("text blocks of multi-byte and astral text", [ASTRAL[:900], ASTRAL[900:1800], "tail " * 10]),
+    ):
+        yield case(
+            f"a result of {name} is saved as their texts joined with no separator",
+            "derive_spill_text",
+            [
+                *open_call(),
+                _spill_blocks([{"type": "text", "text": text} for text in blocks]),
+                ok("spill_read", locator=LOCATOR_1),
+            ],
+            comment="the saved text and the notice's count of omitted characters are those of the joined text",
+        )
     yield case(
         "a store that fails keeps the result inline",
         "should_spill",
