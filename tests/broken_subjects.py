@@ -813,14 +813,11 @@ class FalsyCreatedAtIsNow(SwapMutant):
 
 class _LockKeptOnRefusedOpenStore(FileStore):
     def open(self, session_id: str) -> filestore_module.FileLogHandle:
-        path = self.locate(session_id)
-        if path is None:
-            raise reject(Code.SESSION_NOT_FOUND, f'session "{session_id}" not found')
-        lock = self._lock(path, session_id)
+        self.fs.unlock = lambda lock: None  # a refused open forgets to release the lock it took
         try:
-            return self._open_locked(session_id, path, lock)
-        except OSError as error:  # the lock is not released: the refused resume keeps the writer
-            raise reject(Code.STORAGE_IO, f'could not open "{path}" for writing: {error}') from error
+            return super().open(session_id)
+        finally:
+            del self.fs.unlock
 
 
 class RefusedResumeKeepsWriterLock(MutantSubject):
