@@ -955,3 +955,132 @@ class CacheRowsOfAnyLifecycle(SwapMutant):
 
 KINDS2 += (CacheRowsOfAnyLifecycle,)
 BROKEN_SUBJECTS += (CacheRowsOfAnyLifecycle,)
+
+
+# --- branch kinds1: falsy values, a kept lock, a null closer field, the seed-length bound, v0 -------
+# (issue 26, "Why": host-language semantics, store, repair, checker, v0 legacy reading)
+
+
+def _falsy_created_at_is_now(original: Any) -> object:
+    def plan(session_id: str, meta: JsonValue, now: int, is_seeded: bool) -> Any:
+        if isinstance(meta, dict) and "createdAt" in meta and not meta["createdAt"]:
+            meta = {**meta, "createdAt": None}  # ``meta.get("createdAt") or now``
+        return original(session_id, meta, now, is_seeded)
+
+    return plan
+
+
+class FalsyCreatedAtIsNow(SwapMutant):
+    """Takes a ``createdAt`` of ``0``, ``false`` or ``""`` in a create's meta for an absent one and
+    stamps the clock's now, as ``meta.get("createdAt") or now`` does: 0 is a valid createdAt the
+    header keeps, and false or "" are refused (spec.log.header.plan_header_record: now only when it
+    is absent or null)."""
+
+    swaps = (Swap("spec.log.header", "plan_header_record", _falsy_created_at_is_now, everywhere=True),)
+    rule = "plan_header_record"
+
+
+class _LockKeptOnRefusedOpenStore(FileStore):
+    def open(self, session_id: str) -> filestore_module.FileLogHandle:
+        self.fs.unlock = lambda lock: None  # a refused open forgets to release the lock it took
+        try:
+            return super().open(session_id)
+        finally:
+            del self.fs.unlock
+
+
+class RefusedResumeKeepsWriterLock(MutantSubject):
+    """Keeps the session's writer lock when a resume fails on storage (the closers' write or fsync
+    fails), so a retried resume is refused LOCKED although no writer holds the session
+    (SPEC-DECISIONS D3: a failed write answers STORAGE_IO and leaves the session able to retry)."""
+
+    file_store_class = _LockKeptOnRefusedOpenStore
+    rule = "D3 STORAGE_IO"
+
+
+def _compaction_end_without_absent_turn(original: Any) -> object:
+    def derive(start: JsonObject, seq: int, time: JsonValue) -> Event:
+        end = original(start, seq, time)
+        if "turn" in start:
+            return end
+        data = {key: value for key, value in end["data"].items() if key != "turn"}
+        return with_field(end, "data", data)  # the start had no turn, so neither has the end
+
+    return derive
+
+
+class ClosingCompactionEndOmitsAbsentTurn(SwapMutant):
+    """Closes an interrupted compaction that started outside a turn with a compaction/end that has
+    no ``turn`` key, copying only what the start had, where the closer writes ``turn: null``
+    (spec.lineage.repair.derive_interrupted_compaction_end; SPEC-DECISIONS D3 item 6)."""
+
+    swaps = (
+        Swap("spec.lineage.repair", "derive_interrupted_compaction_end", _compaction_end_without_absent_turn),
+    )
+    rule = "derive_interrupted_compaction_end"
+
+
+def _seed_length_read_as_a_seq(original: Any) -> object:
+    def check(events: Sequence[Event], header: JsonObject) -> Any:
+        if header.get("seedLength") == len(events) and is_event_seq(header.get("seedLength")):
+            header = {**header, "seedLength": len(events) + 1}  # ``seedLength >= len(events)``
+        return original(events, header)
+
+    return check
+
+
+class SeedLengthBoundOffByOne(SwapMutant):
+    """Reports a seedLength equal to the number of events as past the log (``>=`` for ``>``), as if
+    seedLength were the seq of a seed event: a fork's child whose seed ended with its end-seed and
+    that has appended nothing since holds exactly seedLength events (spec.checks.lineage
+    .check_header_lineage)."""
+
+    swaps = (Swap("spec.checks.log", "check_header_lineage", _seed_length_read_as_a_seq),)
+    rule = "seed-length"
+
+
+def _seeded_only_by_nonzero_length(original: Any) -> object:
+    def upgrade(session_id: str, line: JsonObject) -> FrozenDict:
+        header = original(session_id, line)
+        if line.get("seedLength") == 0:  # ``isSeeded = bool(line.get("seedLength"))``
+            return FrozenDict({**header, "isSeeded": False})
+        return header
+
+    return upgrade
+
+
+class V0EmptySeedIsNotSeeded(SwapMutant):
+    """Upgrades a v0 header with ``seedLength: 0`` (a session created from an empty seed) to
+    ``isSeeded: false``, testing the length's truth where the upgrade tests its presence
+    (spec.format.naming.upgrade_v0_header; SPEC-DECISIONS D1)."""
+
+    swaps = (Swap("spec.format.naming", "upgrade_v0_header", _seeded_only_by_nonzero_length),)
+    rule = "upgrade_v0_header"
+
+
+def _replacing_result_minted_id(original: Any) -> object:
+    def wrap(session_id: str, event: JsonObject, data: JsonObject, message_ids: Any) -> JsonObject:
+        appended = {key: value for key, value in event.items() if key != "surfaceOp"}
+        return original(session_id, appended, data, message_ids)  # its own seq's id, not its start's
+
+    return wrap
+
+
+class V0ReplacingResultGetsItsOwnId(SwapMutant):
+    """Gives a pre-identity v0 tool/result that replaces an earlier result a legacy id of its own
+    seq, where it inherits the id of the message at its replace start (spec.format.legacy
+    .upgrade_pre_identity_message; notes/dsh-persistence §3.6)."""
+
+    swaps = (Swap("spec.format.legacy", "_wrap_legacy_tool_result", _replacing_result_minted_id),)
+    rule = "upgrade_pre_identity_message"
+
+
+KINDS1: tuple[type[MutantSubject], ...] = (
+    FalsyCreatedAtIsNow,
+    RefusedResumeKeepsWriterLock,
+    ClosingCompactionEndOmitsAbsentTurn,
+    SeedLengthBoundOffByOne,
+    V0EmptySeedIsNotSeeded,
+    V0ReplacingResultGetsItsOwnId,
+)
+BROKEN_SUBJECTS += KINDS1

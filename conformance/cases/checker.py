@@ -189,6 +189,28 @@ def lineage_rule_cases() -> Cases:
             "isSeeded": True,
         },
     )
+    seeded: JsonObject = {**HEADER, "parentSession": "p", "isSeeded": True}
+    end_seed: tuple[str, JsonObject] = ("session/end-seed", {})
+    for name, events in (
+        ("a fork's child that appended nothing holds exactly seedLength events", log(user_ev(), end_seed)),
+        (
+            "a child whose seed is a whole turn and its end-seed holds exactly seedLength events",
+            log(T1, user_ev(), T1_END, end_seed),
+        ),
+    ):
+        yield pure(
+            name,
+            CHECK,
+            why=as_why(RULES["seed-length"]),
+            comment="seedLength counts events, so it may equal the log's length; it is not a seq in the log",
+            events=events,
+            header={**seeded, "seedLength": len(events)},
+        )
+    yield breaks(
+        "seed-length: a seedLength one past the log's length is a violation",
+        log(user_ev(), end_seed),
+        header={**seeded, "seedLength": 3},
+    )
     yield breaks(
         "end-seed: a seeded header promises a session/end-seed",
         log(user_ev()),

@@ -83,6 +83,14 @@ def meta_cases() -> Cases:
         why=null_why,
         comment="the clock is pinned, so now is the vector's clock",
     )
+    yield case(
+        "a createdAt of 0 is kept: only an absent or null createdAt means now",
+        BUILD,
+        [ok("create", id="s", meta={"createdAt": 0}), ok("close", id="s"), ok("read", id="s")],
+        why=null_why,
+        comment="0 is falsy in many languages; a store that tests createdAt's truth stamps now here",
+        storage="memory",
+    )
     yield case("meta null is no meta", BUILD, [ok("create", id="s", meta=None)], why=why)
     yield case(
         "header fields are checked in order: createdAt before cwd",
@@ -100,6 +108,16 @@ def bad_meta_cases() -> Cases:
         ("a negative createdAt is rejected", Code.HEADER_CREATED_AT, {"createdAt": -1}),
         ("a fractional createdAt is rejected", Code.HEADER_CREATED_AT, {"createdAt": 1.5}),
         ("a createdAt that is not a number is rejected", Code.HEADER_CREATED_AT, {"createdAt": "now"}),
+        (
+            "a createdAt of false is rejected, not taken for an absent one",
+            Code.HEADER_CREATED_AT,
+            {"createdAt": False},
+        ),
+        (
+            "an empty createdAt string is rejected, not taken for an absent one",
+            Code.HEADER_CREATED_AT,
+            {"createdAt": ""},
+        ),
         (
             "a parentSession that is not a string is rejected",
             Code.HEADER_PARENT_SESSION,

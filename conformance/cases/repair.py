@@ -119,6 +119,17 @@ def compaction_cases() -> Cases:
         events=log(("compaction/start", {"compactionId": "k1", "turn": None})),
     )
     yield pure(
+        "an open compaction whose start has no turn is closed with turn null, not without one",
+        CLOSERS,
+        events=log(("compaction/start", {"compactionId": "k1"})),
+        comment="the closer writes every field it carries: a key the start lacked is null, not left out",
+    )
+    yield pure(
+        "an open compaction with no turn inside an open turn is closed with turn null before the turn/end",
+        CLOSERS,
+        events=log(TURN_START, ("compaction/start", {"compactionId": "k1", "sourceCommandId": "cmd"})),
+    )
+    yield pure(
         "a compaction left open before a session/end-seed is a stale orphan and is never closed",
         CLOSERS,
         events=log(("compaction/start", {"compactionId": "k1", "turn": None}), ("session/end-seed", {})),
@@ -224,6 +235,20 @@ def resume_cases() -> Cases:
             comment="the compaction engine stopped inside its bracket; the resume writes its compaction/end "
             "with an error, durably, so the end-seed never leaves the start dangling",
         )
+    yield case(
+        "file storage: resuming a log left inside a compaction whose start has no turn writes its end with turn null",
+        RESUME,
+        [
+            ok("create", id="s"),
+            append_user(),
+            ok("engine_append", id="s", type="compaction/start", data={"compactionId": "k1"}),
+            ok("close", id="s"),
+            ok("resume", id="s"),
+            ok("read", id="s"),
+        ],
+        storage="file",
+        why=RESUME_RULE,
+    )
     yield from repeated_resume_cases()
 
 

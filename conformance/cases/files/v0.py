@@ -149,6 +149,7 @@ def v0_sets() -> Iterator[FileSet]:
             "message and the tool result from before message identity get legacy ids; the steering message "
             "becomes a user message; the trigger is dropped; disposed becomes aborted; turn 2 is left open",
         )
+    yield from v0_lineage_sets()
     data = v0_log(False)
     yield FileSet(
         "a plain DSH v0 log whose last line is torn is read without it",
@@ -193,4 +194,67 @@ def v0_sets() -> Iterator[FileSet]:
             False,
             code,
             session=OLD,
+        )
+
+
+def v0_replaced_result_writes() -> Writes:
+    """A turn whose pre-identity tool result (seq 4) a later pre-identity result replaces (seq 6),
+    as DSH 0.1's pruning wrote it."""
+    result = {
+        "turn": 1,
+        "step": 1,
+        "callId": "c1",
+        "content": [{"type": "text", "text": "A"}],
+        "isError": False,
+    }
+    return [
+        [
+            event(0, "turn/start", {"turn": 1}),
+            event(1, "step/start", payloads.step_start(1, 1)),
+            event(
+                2,
+                "assistant/message",
+                {
+                    "turn": 1,
+                    "step": 1,
+                    "content": [{"type": "tool-call", "id": "c1", "name": "read", "input": {}}],
+                    "provenance": {"provider": "p", "model": "m"},
+                },
+                **APPEND,
+            ),
+            event(3, "tool/call", {"turn": 1, "step": 1, "callId": "c1", "name": "read", "arguments": {}}),
+            event(4, "tool/result", result, **APPEND),
+            event(5, "step/end", payloads.step_end(1, 1)),
+            event(
+                6,
+                "tool/result",
+                {**result, "content": [{"type": "text", "text": "[pruned]"}]},
+                surfaceOp={"op": "replace", "start": 4, "end": 4},
+                sourceEventSeqs=[4],
+            ),
+            event(7, "turn/end", {"turn": 1, "reason": {"kind": "completed"}}),
+        ]
+    ]
+
+
+def v0_lineage_sets() -> Iterator[FileSet]:
+    """A v0 child created from an empty seed (``seedLength: 0``) and a v0 log whose pre-identity
+    tool result was replaced: what the upgrade derives that a v0 line does not say."""
+    empty_seed = {**v0_header_line(), "parentSession": "p", "seedLength": 0}
+    for compressed in (False, True):
+        yield FileSet(
+            f"a {form(compressed)} DSH v0 child of an empty seed (seedLength 0) reads as seeded",
+            "upgrade_v0_header",
+            v0_files(v0_log(compressed, [[event(0, "session/end-seed", {})]], empty_seed), compressed),
+            compressed,
+            session=OLD,
+            comment="isSeeded is true exactly when the line has a seedLength, 0 included",
+        )
+        yield FileSet(
+            f"a {form(compressed)} DSH v0 log's replacing pre-identity result keeps the id of the result it replaces",
+            "upgrade_pre_identity_message",
+            v0_files(v0_log(compressed, v0_replaced_result_writes()), compressed),
+            compressed,
+            session=OLD,
+            comment="the replacement's message id is the replaced message's legacy id (seq 4), not one of its own",
         )

@@ -178,6 +178,11 @@ def resume_cases() -> Cases:
     )
 
 
+def crashed_inside_a_turn() -> list[Step]:
+    """Session ``s`` stored inside turn 1 (call c1 announced), then a crash: a resume writes closers."""
+    return [ok("create", id="s"), turn(), append_assistant(calls=["c1"]), ok("flush", id="s"), ok("crash")]
+
+
 def crash_cases() -> Cases:
     for compressed in (True, False):
         label = "compressed" if compressed else "uncompressed"
@@ -215,11 +220,7 @@ def crash_cases() -> Cases:
         "file storage: resuming after a crash inside a turn appends the closers",
         "derive_closers",
         [
-            ok("create", id="s"),
-            turn(),
-            append_assistant(calls=["c1"]),
-            ok("flush", id="s"),
-            ok("crash"),
+            *crashed_inside_a_turn(),
             ok("resume", id="s"),
             ok("read", id="s"),
         ],
@@ -429,6 +430,28 @@ def fault_cases() -> Cases:
             comment=comment,
         )
     yield from publication_fault_cases()
+    yield from resume_fault_cases()
+
+
+def resume_fault_cases() -> Cases:
+    for fs_op, errno in (("write", "ENOSPC"), ("fsync", "EIO")):
+        yield case(
+            f"a resume whose closers' {fs_op} fails answers STORAGE_IO, and a retried resume takes the session over",
+            "derive_closers",
+            [
+                *crashed_inside_a_turn(),
+                ok("fail_next", fsOp=fs_op, errno=errno),
+                fails(Code.STORAGE_IO, "resume", id="s"),
+                gone(),
+                ok("resume", id="s"),
+                ok("close", id="s"),
+                ok("read", id="s"),
+            ],
+            storage="file",
+            why=IO_RULE,
+            comment="the refused resume leaves no writer behind: a store that kept its writer lock "
+            "would refuse the retry as LOCKED",
+        )
 
 
 def publication_fault_cases() -> Cases:

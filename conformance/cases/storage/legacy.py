@@ -68,6 +68,27 @@ def conversion_cases() -> Cases:
         sessionId="old",
         records=log(("user/message", {"content": [], "source": {"kind": "user"}}, APPEND)),
     )
+    result = {
+        "turn": 1,
+        "step": 1,
+        "callId": "c1",
+        "content": [{"type": "text", "text": "A"}],
+        "isError": False,
+    }
+    yield pure(
+        "a replacing result from before message identity inherits the id of the message it replaces",
+        UPGRADE,
+        sessionId="old",
+        records=log(
+            ("tool/result", result, APPEND),
+            (
+                "tool/result",
+                {**result, "content": [{"type": "text", "text": "[pruned]"}]},
+                {"surfaceOp": {"op": "replace", "start": 0, "end": 0}, "sourceEventSeqs": [0]},
+            ),
+        ),
+        comment="the first result gets legacy-message:old:0 and its replacement takes it over",
+    )
     yield pure(
         "packed chunk rows in a v0 log are expanded in place",
         UPGRADE,

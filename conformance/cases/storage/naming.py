@@ -115,6 +115,12 @@ def header_line_cases() -> Cases:
         why=LINE_RULE,
         line=v0,
     )
+    yield pure(
+        "a DSH v0 header line with seedLength 0 is upgraded to isSeeded true: an empty seed counts",
+        LINE,
+        why=LINE_RULE,
+        line={**v0, "seedLength": 0},
+    )
 
 
 def bad_header_line_cases() -> Cases:
