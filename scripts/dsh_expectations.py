@@ -87,6 +87,31 @@ class Cause:
 CAUSES: tuple[Cause, ...] = (
     Cause(
         "failed",
+        "crash repair closes an interrupted turn and its tool calls but never an open compaction bracket: "
+        "for a compaction/start without its end it derives no compaction/end",
+        SESSION + ":608-725 (interruptedTurnClosers)",
+        kind="derived-rule",
+        keys=("repair/an-open-compaction-*",),
+    ),
+    Cause(
+        "failed",
+        UNPUBLISHED,
+        PERSISTENCE + ":808-816, :831, :1277",
+        kind="decision",
+        keys=("header/a-createdat-of-0-is-kept-*",),
+        detail="got SESSION_NOT_FOUND",
+    ),
+    Cause(
+        "unsupported",
+        "DSH's store opens only the logs it wrote itself, and the subject has no way to place a log and its "
+        "projection cache under its root: it declares no import capability",
+        "subjects/dsh/lib/subject.mjs; PROTOCOL.md capability import",
+        kind="harness",
+        keys=("projection/*",),
+        detail="does not declare import",
+    ),
+    Cause(
+        "failed",
         "the store turns a session id into a file name before it looks the session up, and refuses an "
         "empty id with its own error instead of answering that no such session exists",
         JSONL + ":85 (encodePathSegment)",
@@ -304,6 +329,7 @@ CAUSES: tuple[Cause, ...] = (
             "fork/a-fork-without-a-boundary-of-a-log-that-ends-inside-a-compaction-is-rejected",
             "repair/*-resuming-a-log-left-inside-a-compaction-closes-it-before-the-end-seed*",
             "pure-drt/engine-append-*",
+            "repair/file-storage-resuming-a-log-left-inside-a-compaction-*",
         ),
     ),
     Cause(
