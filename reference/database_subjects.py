@@ -149,6 +149,9 @@ class PostgresSubject(DatabaseSubject):
 
     name: ClassVar[str] = "dsh-session-spec reference (PostgreSQL)"
     backend: ClassVar[str] = "postgres"
+    # Event rows per read page: small, so that the suite's sessions, most of them a few events
+    # long, are read across page boundaries (and at a session exactly a page long).
+    read_batch: ClassVar[int] = 3
 
     def __init__(self) -> None:
         from reference.persistence.postgres import DSN_ENV
@@ -180,7 +183,7 @@ class PostgresSubject(DatabaseSubject):
     def _open_database(self, empty: bool) -> DatabaseStore:
         from reference.persistence.postgres import PostgresStore
 
-        database = PostgresStore(self.dsn, self.schema)
+        database = PostgresStore(self.dsn, self.schema, read_batch=self.read_batch)
         if self._private_schema and not self._cleanup_registered:
             self._cleanup_registered = True
             atexit.register(_drop_schema_quietly, self.dsn, self.schema)
