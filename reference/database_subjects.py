@@ -32,7 +32,7 @@ import os
 import secrets
 import shutil
 import tempfile
-from typing import ClassVar, Final
+from typing import TYPE_CHECKING, ClassVar, Final
 
 from reference.persistence.database import DatabaseStore
 from reference.persistence.faulty import FaultyFileSystem
@@ -42,6 +42,9 @@ from reference.subject.requests import Args, BadRequest, UnsupportedOp
 from spec.log.json import JsonValue
 from spec.log.session import ABSENT
 from spec.protocol import STORE_ROOT_ENV
+
+if TYPE_CHECKING:
+    from reference.persistence.sqlite import SqliteStore
 
 SQLITE_FILE: Final = "sessions.sqlite3"
 BACKENDS: Final = ("sqlite", "postgres")
@@ -133,15 +136,18 @@ class SqliteSubject(DatabaseSubject):
         # The kill check's directory is emptied by each reset, as PROTOCOL.md asks, file by file.
         return self.store_root is None
 
-    def _open_database(self, empty: bool) -> DatabaseStore:
+    def _store_class(self) -> type[SqliteStore]:
         from reference.persistence.sqlite import SqliteStore
 
+        return SqliteStore
+
+    def _open_database(self, empty: bool) -> DatabaseStore:
         directory = self._directory()
         if empty:
             for name in os.listdir(directory):
                 path = os.path.join(directory, name)
                 shutil.rmtree(path) if os.path.isdir(path) and not os.path.islink(path) else os.unlink(path)
-        return SqliteStore(os.path.join(directory, SQLITE_FILE))
+        return self._store_class()(os.path.join(directory, SQLITE_FILE))
 
 
 class PostgresSubject(DatabaseSubject):
@@ -149,6 +155,9 @@ class PostgresSubject(DatabaseSubject):
 
     name: ClassVar[str] = "dsh-session-spec reference (PostgreSQL)"
     backend: ClassVar[str] = "postgres"
+    # Event rows per read page: small, so that the suite's sessions, most of them a few events
+    # long, are read across page boundaries (and at a session exactly a page long).
+    read_batch: ClassVar[int] = 3
 
     def __init__(self) -> None:
         from reference.persistence.postgres import DSN_ENV
@@ -180,7 +189,7 @@ class PostgresSubject(DatabaseSubject):
     def _open_database(self, empty: bool) -> DatabaseStore:
         from reference.persistence.postgres import PostgresStore
 
-        database = PostgresStore(self.dsn, self.schema)
+        database = PostgresStore(self.dsn, self.schema, read_batch=self.read_batch)
         if self._private_schema and not self._cleanup_registered:
             self._cleanup_registered = True
             atexit.register(_drop_schema_quietly, self.dsn, self.schema)

@@ -20,9 +20,11 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar, cast
 
+from reference.database_subjects import SqliteSubject
 from reference.directory import DirectorySubject
 from reference.persistence.filestore import FileStore
 from reference.persistence.fs import FileSystem, RealFileSystem
+from reference.persistence.sqlite import SqliteStore
 from reference.server import STORE_ROOT, ReferenceSubject, serve
 from reference.store import SessionStore
 from spec.log.events import Event
@@ -221,12 +223,34 @@ def broken_class(base: type[Subject], name: str, label: str) -> type[Subject]:
     return cast(type[Subject], type(f"{base.__name__}_{name.replace('-', '_')}", (base,), attributes))
 
 
+class NormalSyncSqliteStore(SqliteStore):
+    """Commits under ``synchronous=NORMAL``: in WAL mode a commit is acknowledged before its WAL
+    frames are fsynced (they are synced at the next checkpoint), so a power loss can undo it."""
+
+    synchronous = "NORMAL"
+
+
+class NormalSyncSqliteSubject(SqliteSubject):
+    """The SQLite subject with its commits under ``synchronous=NORMAL`` (D2: flush is the barrier)."""
+
+    name = "broken: sqlite-synchronous-normal"
+
+    def _store_class(self) -> type[SqliteStore]:
+        return NormalSyncSqliteStore
+
+
+# Database subjects with one durability setting wrong (stdio, on $CONFORMANCE_STORE_ROOT as well).
+BROKEN_DATABASES: dict[str, type[SqliteSubject]] = {"sqlite-synchronous-normal": NormalSyncSqliteSubject}
+
+
 def main(argv: Sequence[str]) -> None:
-    if len(argv) != 1 or argv[0] not in BROKEN:
+    if len(argv) != 1 or argv[0] not in (*BROKEN, *BROKEN_DATABASES):
         raise SystemExit(
-            f"usage: python -m reference.durability_subjects NAME, where NAME is one of: {', '.join(BROKEN)}"
+            "usage: python -m reference.durability_subjects NAME, where NAME is one of: "
+            f"{', '.join((*BROKEN, *BROKEN_DATABASES))}"
         )
-    serve_stdio(directory_subject(argv[0]))
+    database = BROKEN_DATABASES.get(argv[0])
+    serve_stdio(directory_subject(argv[0]) if database is None else database())
 
 
 def serve_stdio(subject: ReferenceSubject) -> None:

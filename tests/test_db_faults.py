@@ -581,3 +581,30 @@ def test_a_writer_whose_session_was_taken_over_while_it_was_disconnected_is_refu
         first.close()
         second.drop_schema()
         second.close()
+
+
+# --- a power loss (branch kinds3; issue 26, "databases") ---------------------------------------------
+# A killed process loses nothing SQLite wrote; only the trace family's crash states show a commit
+# acknowledged before its WAL frames were synced (conformance/CRASH-STATES.md).
+
+
+def test_a_sqlite_subject_committing_under_synchronous_normal_fails_the_trace_family() -> None:
+    from conformance.trace.family import TraceSettings, run_trace_checks, summarise_trace_outcome
+    from conformance.trace.strace import probe_strace
+
+    probe = probe_strace()
+    if probe.problem is not None:
+        pytest.skip(f"the trace family cannot run here: {probe.problem}")
+    settings = TraceSettings(
+        f"{sys.executable} -m reference.durability_subjects sqlite-synchronous-normal",
+        formats=(True,),
+        judged=("writing",),
+        models=("weak",),
+        fail_fast=True,
+    )
+    outcome = run_trace_checks(probe, settings)
+    assert outcome.replay == []
+    failed = [result for result in summarise_trace_outcome(outcome) if result.outcome == "failed"]
+    assert failed, (
+        f"a commit acknowledged before its WAL frames were synced was not caught: {outcome.not_run}"
+    )

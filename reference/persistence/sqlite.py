@@ -21,7 +21,7 @@ import sqlite3
 import urllib.parse
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Final
+from typing import ClassVar, Final
 
 from reference.persistence.database import DatabaseStore, RowVisitor
 from reference.persistence.fs import LockHandle, RealFileSystem
@@ -50,6 +50,10 @@ class SqliteStore(DatabaseStore):
     """Session rows in the SQLite database at ``path`` (created, with its directory, if missing).
     With ``read_only`` (a copy's source) nothing is created or upgraded: the database must exist
     and hold the current table layout, and it is opened with SQLite's ``mode=ro``."""
+
+    # FULL: in WAL mode a commit returns only once its WAL frames are fsynced (NORMAL would sync
+    # them only at a checkpoint, so a power loss could undo a commit flush already acknowledged).
+    synchronous: ClassVar[str] = "FULL"
 
     def __init__(
         self, path: str, busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS, read_only: bool = False
@@ -90,7 +94,7 @@ class SqliteStore(DatabaseStore):
                     Code.STORAGE_IO,
                     f"{self.location}: the database cannot use WAL mode (it answered {mode!r})",
                 )
-            self._conn.execute("PRAGMA synchronous = FULL")
+            self._conn.execute(f"PRAGMA synchronous = {self.synchronous}")
             self._conn.execute("PRAGMA foreign_keys = ON")
 
     def _migrate(self) -> None:

@@ -183,6 +183,64 @@ def crashed_inside_a_turn() -> list[Step]:
     return [ok("create", id="s"), turn(), append_assistant(calls=["c1"]), ok("flush", id="s"), ok("crash")]
 
 
+PAGE_RULE: Final = (
+    "read and resume give the whole stored log, each event once and in order, however long it is "
+    "(SPEC-DECISIONS D2): a store that reads a session in pages joins them exactly"
+)
+
+
+def flushed_turns(turns: int) -> list[Step]:
+    """Session ``s`` grown by ``turns`` completed turns of four events, each turn flushed."""
+    steps = [ok("create", id="s")]
+    for n in range(1, turns + 1):
+        steps += [turn(n), append_user(f"u{n}"), append_assistant(f"a{n}"), turn_end(n), ok("flush", id="s")]
+    return steps
+
+
+def long_session_cases() -> Cases:
+    yield case(
+        "a session read back after each flush, one event longer each time, is read whole",
+        APPEND,
+        [
+            ok("create", id="s"),
+            *(
+                step
+                for n in range(1, 10)
+                for step in (append_user(f"u{n}", text=f"m{n}"), ok("flush", id="s"), ok("read", id="s"))
+            ),
+        ],
+        storage="memory",
+        why=PAGE_RULE,
+        comment="every length from 1 to 9 events is read, so a boundary at any small page size is crossed and met exactly",
+    )
+    yield case(
+        "a long closed session reads back whole",
+        APPEND,
+        [*flushed_turns(8), ok("close", id="s"), ok("read", id="s")],
+        storage="memory",
+        why=PAGE_RULE,
+        comment="32 events, stored in eight flushes",
+    )
+    yield case(
+        "a long session resumed inside an open turn is closed after its last event and grows from there",
+        "create_session_state",
+        [
+            *flushed_turns(6),
+            turn(7),
+            append_user("u7"),
+            ok("close", id="s"),
+            ok("resume", id="s"),
+            state(),
+            append_user("u8"),
+            ok("close", id="s"),
+            ok("read", id="s"),
+        ],
+        storage="memory",
+        why=PAGE_RULE,
+        comment="26 stored events: the closers follow the last of them, and the append after them takes the next seq",
+    )
+
+
 def crash_cases() -> Cases:
     for compressed in (True, False):
         label = "compressed" if compressed else "uncompressed"
@@ -505,4 +563,4 @@ def publication_fault_cases() -> Cases:
     )
 
 
-cases: Final = chained(flush_cases, resume_cases, crash_cases, batch_cases, fault_cases)
+cases: Final = chained(flush_cases, resume_cases, long_session_cases, crash_cases, batch_cases, fault_cases)
