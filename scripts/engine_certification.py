@@ -110,6 +110,7 @@ RULES: Final = (
         "pressure: at the threshold, prune, then summarize the head keeping the retained tail, at most `compactionRetries + 1` times; it needs the context window",
         (
             "is_under_pressure",
+            "derive_context_tokens",
             "validate_context_capacity",
             "validate_pressure_relieved",
             "resolve_compact_spec",
@@ -143,7 +144,7 @@ RULES: Final = (
     ),
     Rule(
         "the cache may be stale but never wrong: a row is caught up from the log, one of another version or lifecycle is dropped",
-        ("decode_cache_row",),
+        ("decode_cache_row", "derive_cache_identity"),
         f"{MACHINE}: `power_cut_after_flush` and the cache read after every power cut (`state_of_stored`)",
         "CacheAnswersFromStaleRow",
     ),
