@@ -108,6 +108,8 @@ class DatabaseStore:
         return StoredLog(loaded[0], loaded[1], HEADER_FORMAT_VERSION)
 
     def stat(self, session_id: str) -> SessionStat | None:
+        if session_id == "":
+            return None
         key = encode_session_key(session_id)
         summary = self._db_summary(key)
         if summary is None:
@@ -152,6 +154,8 @@ class DatabaseStore:
     # --- shared internals ---
 
     def _load(self, session_id: str) -> tuple[FrozenDict, tuple[Event, ...]] | None:
+        if session_id == "":
+            return None  # the empty id has no key, so no rows: no such session (not a path error)
         key = encode_session_key(session_id)
         events: list[Event] = []
 
