@@ -84,6 +84,7 @@ TYPED_FIELDS: Final[tuple[TypedField, ...]] = (
     TypedField("spill", "storeFails", "boolean"),
     TypedField("project", "stateVersion", "count"),
     TypedField("checkpoint", "moment", "string"),
+    TypedField("call", "function", "string"),
     TypedField("call", "input", "object"),
 )
 """The protocol's typed op arguments, one row per (op, field): what each op's arguments column

@@ -78,9 +78,9 @@ class SessionOps(SubjectBase):
 
     def op_call(self, args: Args) -> JsonValue:
         function, inputs = args.get("function"), args.get("input")
-        if not isinstance(inputs, dict):
-            raise BadRequest("input must be an object")
-        adapter = self.pure_functions.get(function) if isinstance(function, str) else None
+        if not isinstance(function, str) or not isinstance(inputs, dict):
+            raise BadRequest("call needs a function name (a string) and an input object")
+        adapter = self.pure_functions.get(function)
         if adapter is None:
             raise UnsupportedOp(f"unsupported function {function!r}")
         try:
