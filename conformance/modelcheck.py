@@ -81,7 +81,7 @@ TICK: Final = 1_000  # ms
 MAX_SESSIONS: Final = 2
 FORK_BOUNDARIES: Final = 6
 NAME: Final = re.compile(r"~[smck]\d{3}")
-TIME: Final = re.compile(r'("(?:time|createdAt)":)(\d+)')
+TOKEN: Final = re.compile(r'(~[smck]\d{3}|"(?:time|createdAt)":\d+)')  # a name, or a time with its key
 SUMMARY: Final = "Condensed: the parser was read."
 OUTPUT: Final = "tests/test_parser.py:12: assert parse(text) == expected  # 3 passed"  # 66 code points
 PRUNE_CONFIG: Final[JsonValue] = {"thresholdChars": 60, "headChars": 10, "tailChars": 10}  # 10 + 39 + 10
@@ -169,25 +169,29 @@ def _session_text(model: ModelStore, session_id: str) -> tuple[str, str]:
 def _renamed(text: str, now: int | None = None) -> tuple[str, dict[str, int]]:
     """``text`` under the symmetry: its names renamed in order of first use, its times (and
     ``now``, written first) by rank; and per name class one past the highest number it used."""
+    pieces = TOKEN.split(text)  # text, token, text, token, ..., text
+    tokens = pieces[1::2]
     renamed: dict[str, str] = {}
     counts: Counter[str] = Counter()
     highest: dict[str, int] = {}
-    for token in dict.fromkeys(NAME.findall(text)):  # every name once, in order of first use
-        kind, number = token[1], int(token[2:])
-        highest[kind] = max(highest.get(kind, -1), number + 1)
-        renamed[token] = name(kind, counts[kind])
-        counts[kind] += 1
-    if any(old != new for old, new in renamed.items()):
-        text = NAME.sub(lambda match: renamed[match.group()], text)
-    times = {int(value) for _, value in TIME.findall(text)}
-    if now is not None:
-        times.add(now)
-    rank = {str(value): str(START_TIME + TICK * index) for index, value in enumerate(sorted(times))}
-    if any(old != new for old, new in rank.items()):
-        text = TIME.sub(lambda match: match.group(1) + rank[match.group(2)], text)
-    if now is not None:
-        text = f"{rank[str(now)]};{text}"
-    return text, highest
+    times = set() if now is None else {now}
+    for token in tokens:
+        if token[0] != "~":
+            times.add(int(token[token.index(":") + 1 :]))
+        elif token not in renamed:  # every name once, in order of first use
+            kind = token[1]
+            highest[kind] = max(highest.get(kind, 0), int(token[2:]) + 1)
+            renamed[token] = name(kind, counts[kind])
+            counts[kind] += 1
+    rank = {value: str(START_TIME + TICK * index) for index, value in enumerate(sorted(times))}
+    pieces[1::2] = [
+        renamed[token]
+        if token[0] == "~"
+        else token[: token.index(":") + 1] + rank[int(token[token.index(":") + 1 :])]
+        for token in tokens
+    ]
+    text = "".join(pieces)
+    return (text if now is None else f"{rank[now]};{text}"), highest
 
 
 def canonicalize(model: ModelStore) -> tuple[int, View]:
