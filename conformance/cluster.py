@@ -131,7 +131,8 @@ def dask_client(address: str) -> Iterator[Any]:
     distributed: Any = importlib.import_module("distributed")  # only a cluster run needs Dask
     client: Any = distributed.Client(address, set_as_default=False)
     try:
-        yield client
+        with client.as_current():  # an actor's calls find their client so
+            yield client
     finally:
         client.close()
 
