@@ -137,6 +137,29 @@ class _Texts:
             self.events.clear()
         return text
 
+    def known(self, models: Sequence[ModelStore]) -> list[tuple[object, str]]:
+        """The texts known of the models' headers, events and logs: sent with the models to
+        another process, so that it does not write them again."""
+        found: dict[int, tuple[object, str]] = {}
+        for model in models:
+            logs = [(entry.state.header, entry.state.events) for entry in model.live.values()]
+            logs += [(log.header, log.events) for log in model.stored.values()]
+            for header, events in logs:
+                for piece, cache in (
+                    (header, self.events),
+                    (events, self.logs),
+                    *((e, self.events) for e in events),
+                ):
+                    hit = cache.get(id(piece))
+                    if hit is not None and hit[0] is piece:
+                        found[id(piece)] = hit
+        return list(found.values())
+
+    def learn(self, known: Sequence[tuple[object, str]]) -> None:
+        """Texts another process sent (:meth:`known`), for the objects they came with."""
+        for piece, text in known:
+            (self.logs if isinstance(piece, tuple) else self.events)[id(piece)] = (piece, text)
+
 
 TEXTS: Final = _Texts()
 SESSIONS: Final[dict[tuple[int, int], tuple[object, object, str, str]]] = {}
@@ -171,25 +194,24 @@ def _renamed(text: str, now: int | None = None) -> tuple[str, dict[str, int]]:
     ``now``, written first) by rank; and per name class one past the highest number it used."""
     pieces = TOKEN.split(text)  # text, token, text, token, ..., text
     tokens = pieces[1::2]
-    renamed: dict[str, str] = {}
+    unique = dict.fromkeys(tokens)  # each token once, in order of first use
     counts: Counter[str] = Counter()
     highest: dict[str, int] = {}
-    times = set() if now is None else {now}
-    for token in tokens:
+    times: dict[str, int] = {}  # a time token and its value
+    mapping: dict[str, str] = {}
+    for token in unique:
         if token[0] != "~":
-            times.add(int(token[token.index(":") + 1 :]))
-        elif token not in renamed:  # every name once, in order of first use
-            kind = token[1]
-            highest[kind] = max(highest.get(kind, 0), int(token[2:]) + 1)
-            renamed[token] = name(kind, counts[kind])
-            counts[kind] += 1
-    rank = {value: str(START_TIME + TICK * index) for index, value in enumerate(sorted(times))}
-    pieces[1::2] = [
-        renamed[token]
-        if token[0] == "~"
-        else token[: token.index(":") + 1] + rank[int(token[token.index(":") + 1 :])]
-        for token in tokens
-    ]
+            times[token] = int(token[token.index(":") + 1 :])
+            continue
+        kind = token[1]
+        highest[kind] = max(highest.get(kind, 0), int(token[2:]) + 1)
+        mapping[token] = name(kind, counts[kind])
+        counts[kind] += 1
+    values = sorted({*times.values(), *(() if now is None else (now,))})
+    rank = {value: str(START_TIME + TICK * index) for index, value in enumerate(values)}
+    for token, value in times.items():
+        mapping[token] = token[: token.index(":") + 1] + rank[value]
+    pieces[1::2] = map(mapping.__getitem__, tokens)
     text = "".join(pieces)
     return (text if now is None else f"{rank[now]};{text}"), highest
 
@@ -643,7 +665,9 @@ class Partition:
         """Take the states other parts sent, then expand up to ``batch`` states of the level: the
         states for each other part (pickled, ``None`` for none) and :meth:`counts`."""
         for blob in incoming:
-            for offer in pickle.loads(blob):
+            offers, known = pickle.loads(blob)
+            TEXTS.learn(known)
+            for offer in offers:
                 self.offer(*offer)
         out: list[list[Offer]] = [[] for _ in range(self.parts)]
         for _ in range(min(batch, len(self.frontier))):
@@ -661,7 +685,12 @@ class Partition:
                     out[owner].append(
                         (child, fingerprint, index, taken, child_view, checked_prefixes(taken, model))
                     )
-        blobs = [pickle.dumps(items, pickle.HIGHEST_PROTOCOL) if items else None for items in out]
+        blobs = [
+            pickle.dumps((items, TEXTS.known([item[3] for item in items])), pickle.HIGHEST_PROTOCOL)
+            if items
+            else None
+            for items in out
+        ]
         return blobs, self.counts()
 
     def offer(
