@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib
 import multiprocessing
 import pickle
+import signal
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -61,6 +62,7 @@ class WorkerError(RuntimeError):
 
 
 def _serve(connection: Connection, target: object) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the caller's: it lets the round end
     while True:
         message = connection.recv()
         if message is None:

@@ -671,7 +671,7 @@ class Partition:
                 self.offer(*offer)
         out: list[list[Offer]] = [[] for _ in range(self.parts)]
         for _ in range(min(batch, len(self.frontier))):
-            model, view, fingerprint = self.frontier.pop()
+            model, view, fingerprint = self.frontier[-1]  # taken off once expanded whole (Ctrl-C)
             for index in range(len(ALPHABET)):
                 successor = _successor(model, view, fingerprint, index, self.coverage)
                 if successor is None:
@@ -685,6 +685,7 @@ class Partition:
                     out[owner].append(
                         (child, fingerprint, index, taken, child_view, checked_prefixes(taken, model))
                     )
+            self.frontier.pop()
         blobs = [
             pickle.dumps((items, TEXTS.known([item[3] for item in items])), pickle.HIGHEST_PROTOCOL)
             if items
@@ -854,6 +855,7 @@ def explore(
     last = began
     if search.violation is not None:
         return search
+    interrupted = False
     with serve(partial(split, search.parts), workers, cluster) as servers:
         incoming: list[list[bytes]] = [[] for _ in servers]
         counts = [server.call("counts").result() for server in servers]
@@ -876,7 +878,14 @@ def explore(
                 search.note(counts)
                 report(search, False)
                 last = now
-            incoming, counts = _round(servers, incoming, BATCH)
+            try:
+                incoming, counts = _round(servers, incoming, BATCH)
+            except _Interrupted as stop:  # the parts finished their round: nothing is lost
+                incoming, counts, interrupted = stop.sent, stop.counts, True
+                break
+            except KeyboardInterrupt:  # in this process: the state being expanded is expanded again
+                interrupted = True
+                break
         if any(incoming):  # what is on its way is delivered, so that the search can go on
             incoming, counts = _round(servers, incoming, 0)
         search.note(counts)
@@ -889,6 +898,8 @@ def explore(
     search.seconds = spent + time.perf_counter() - began
     if report is not None:
         report(search, True)
+    if interrupted:
+        raise KeyboardInterrupt
     return search
 
 
@@ -900,13 +911,30 @@ def _round(
     pending = [server.call("step", incoming[index], batch) for index, server in enumerate(servers)]
     sent: list[list[bytes]] = [[] for _ in servers]
     counts: list[tuple[int, ...]] = []
+    interrupted = False
     for reply in pending:
-        blobs, entry = reply.result()
+        while True:
+            try:
+                blobs, entry = reply.result()
+                break
+            except KeyboardInterrupt:  # every reply is read first, so that nothing sent is lost
+                interrupted = True
         counts.append(entry)
         for owner, blob in enumerate(blobs):
             if blob is not None:
                 sent[owner].append(blob)
+    if interrupted:
+        raise _Interrupted(sent, counts)
     return sent, counts
+
+
+class _Interrupted(KeyboardInterrupt):
+    """Ctrl-C during a round, raised once every part answered: what they sent, and their counts."""
+
+    def __init__(self, sent: list[list[bytes]], counts: list[tuple[int, ...]]) -> None:
+        super().__init__()
+        self.sent = sent
+        self.counts = counts
 
 
 def path_to(search: Search, fingerprint: int) -> list[int]:

@@ -5,6 +5,9 @@ counterexample, written as a vector the reference fails."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -184,3 +187,20 @@ def test_two_workers_find_the_shortest_counterexample(monkeypatch: pytest.Monkey
     search = explore(start_search(), max_depth=3, workers=2)
     assert search.violation is not None
     assert [ALPHABET[index].name for index in path_to(search, search.violation[1])] == ["bracket-start@0"]
+
+
+def test_ctrl_c_keeps_the_search_where_it_stopped() -> None:
+    """Ctrl-C during a round: the parts finish it, what they sent is delivered, and the search
+    goes on from there to the states of a run never interrupted."""
+    whole = explore(start_search(), max_depth=5)
+    search = start_search()
+    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            explore(search, max_depth=5, workers=2)
+    finally:
+        timer.cancel()
+    assert 0 < search.distinct < whole.distinct
+    finished = explore(search, max_depth=5, workers=2)
+    assert finished.parents == whole.parents and finished.coverage == whole.coverage
