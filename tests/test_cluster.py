@@ -13,7 +13,9 @@ import pytest
 from conformance.modelcheck import explore, path_to, start_search
 from reference.cli import main as dsh_session
 
-distributed = pytest.importorskip("distributed", reason="the cluster path needs Dask (pip install distributed)")
+distributed = pytest.importorskip(
+    "distributed", reason="the cluster path needs Dask (pip install distributed)"
+)
 
 LOGS = Path(__file__).resolve().parent.parent / "conformance" / "reference-files"
 
@@ -52,7 +54,9 @@ def test_a_search_goes_on_on_the_cluster_from_where_the_embedded_one_stopped(clu
     assert deepest and all(path_to(resumed, each) == path_to(embedded, each) for each in deepest)
 
 
-def test_dsh_session_check_through_the_cluster_says_what_one_process_says(cluster: str, tmp_path: Path) -> None:
+def test_dsh_session_check_through_the_cluster_says_what_one_process_says(
+    cluster: str, tmp_path: Path
+) -> None:
     empty = tmp_path / "no-logs-here"
     empty.mkdir()
     for form in ("text", "json"):
@@ -61,7 +65,9 @@ def test_dsh_session_check_through_the_cluster_says_what_one_process_says(cluste
         status = dsh_session(["check", "--format", form, *paths], out=one)
         assert dsh_session(["check", "--format", form, "--cluster", cluster, *paths], out=many) == status
         assert many.getvalue() == one.getvalue()
-        assert status != 0 and one.getvalue().count("\n") > 20  # findings, unreadable logs and a folder without any
+        assert (
+            status != 0 and one.getvalue().count("\n") > 20
+        )  # findings, unreadable logs and a folder without any
 
 
 def test_dsh_session_check_in_two_processes_says_what_one_process_says() -> None:
