@@ -754,17 +754,20 @@ def _successor(
 
 
 def split(parts: Sequence[Partition], count: int) -> list[Partition]:
-    """The same search in ``count`` parts (a search checkpointed with another number of workers)."""
+    """The same search in ``count`` parts (a search checkpointed with another number of workers;
+    the levels are synchronous, so every part is at the same level)."""
     if len(parts) == count:
         return list(parts)
-    assert len({part.level for part in parts}) == 1 and not any(part.found for part in parts), "mid-level"
     merged = [Partition(index, count, level=parts[0].level) for index in range(count)]
     merged[0].coverage = _merged_coverage(parts)
     for part in parts:
+        merged[0].violations += part.violations
         for fingerprint, parent in part.seen.items():
             merged[fingerprint % count].seen[fingerprint] = parent
         for node in part.frontier:
             merged[node[2] % count].frontier.append(node)
+        for fingerprint, node in part.found.items():
+            merged[fingerprint % count].found[fingerprint] = node
     for part in merged:
         part.frontier.sort(key=lambda node: node[2], reverse=True)
     return merged

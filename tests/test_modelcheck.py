@@ -204,3 +204,14 @@ def test_ctrl_c_keeps_the_search_where_it_stopped() -> None:
     assert 0 < search.distinct < whole.distinct
     finished = explore(search, max_depth=5, workers=2)
     assert finished.parents == whole.parents and finished.coverage == whole.coverage
+
+
+def test_a_search_stopped_mid_level_goes_on_with_another_number_of_workers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    whole = explore(start_search(), max_depth=3)
+    monkeypatch.setattr(modelcheck, "BATCH", 10)  # rounds of 10 states: the bound falls inside a level
+    stopped = explore(start_search(), max_depth=3, max_states=60)
+    assert any(part.found for part in stopped.parts) and any(part.frontier for part in stopped.parts)
+    finished = explore(stopped, max_depth=3, workers=2)
+    assert finished.parents == whole.parents and finished.coverage == whole.coverage
