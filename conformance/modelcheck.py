@@ -28,7 +28,10 @@ At every distinct state the spec's invariants are checked (:func:`check_invarian
 violation is the shortest (breadth first), and is written as a vector of protocol steps
 (``conformance/vectors/*/*.json`` shape) whose expectations are the model's answers: a subject
 running a spec without the bug fails it. TLC's statistics are printed at intervals and at the end.
-``--workers N`` expands the frontier with forked processes, with the one-process result.
+The search is partitioned by fingerprint (:class:`Partition`, TLC's fingerprint servers): each
+part keeps its own fingerprints and frontier and sends the states it finds to their owners.
+``--workers N`` runs N parts in forked processes, ``--cluster ADDRESS`` one on each worker of a
+Dask scheduler (:mod:`conformance.cluster`); the states, parents and coverage are the same.
 """
 
 from __future__ import annotations
@@ -36,19 +39,19 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import multiprocessing
 import pickle
 import re
 import sys
 import time
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Final, TextIO
 
 from conformance import builders as build
+from conformance.cluster import Server, serve
 from conformance.engine_model import ENGINE_CAPABILITY_OF, model_request
 from conformance.exhaustive import check_state_invariants
 from conformance.machine.engine import derive_loop_position
@@ -78,7 +81,7 @@ TICK: Final = 1_000  # ms
 MAX_SESSIONS: Final = 2
 FORK_BOUNDARIES: Final = 6
 NAME: Final = re.compile(r"~[smck]\d{3}")
-TIME: Final = re.compile(r'("(?:time|createdAt)":)(\d+)')
+TOKEN: Final = re.compile(r'(~[smck]\d{3}|"(?:time|createdAt)":\d+)')  # a name, or a time with its key
 SUMMARY: Final = "Condensed: the parser was read."
 OUTPUT: Final = "tests/test_parser.py:12: assert parse(text) == expected  # 3 passed"  # 66 code points
 PRUNE_CONFIG: Final[JsonValue] = {"thresholdChars": 60, "headChars": 10, "tailChars": 10}  # 10 + 39 + 10
@@ -134,6 +137,29 @@ class _Texts:
             self.events.clear()
         return text
 
+    def known(self, models: Sequence[ModelStore]) -> list[tuple[object, str]]:
+        """The texts known of the models' headers, events and logs: sent with the models to
+        another process, so that it does not write them again."""
+        found: dict[int, tuple[object, str]] = {}
+        for model in models:
+            logs = [(entry.state.header, entry.state.events) for entry in model.live.values()]
+            logs += [(log.header, log.events) for log in model.stored.values()]
+            for header, events in logs:
+                for piece, cache in (
+                    (header, self.events),
+                    (events, self.logs),
+                    *((e, self.events) for e in events),
+                ):
+                    hit = cache.get(id(piece))
+                    if hit is not None and hit[0] is piece:
+                        found[id(piece)] = hit
+        return list(found.values())
+
+    def learn(self, known: Sequence[tuple[object, str]]) -> None:
+        """Texts another process sent (:meth:`known`), for the objects they came with."""
+        for piece, text in known:
+            (self.logs if isinstance(piece, tuple) else self.events)[id(piece)] = (piece, text)
+
 
 TEXTS: Final = _Texts()
 SESSIONS: Final[dict[tuple[int, int], tuple[object, object, str, str]]] = {}
@@ -163,6 +189,33 @@ def _session_text(model: ModelStore, session_id: str) -> tuple[str, str]:
     return text, signature
 
 
+def _renamed(text: str, now: int | None = None) -> tuple[str, dict[str, int]]:
+    """``text`` under the symmetry: its names renamed in order of first use, its times (and
+    ``now``, written first) by rank; and per name class one past the highest number it used."""
+    pieces = TOKEN.split(text)  # text, token, text, token, ..., text
+    tokens = pieces[1::2]
+    unique = dict.fromkeys(tokens)  # each token once, in order of first use
+    counts: Counter[str] = Counter()
+    highest: dict[str, int] = {}
+    times: dict[str, int] = {}  # a time token and its value
+    mapping: dict[str, str] = {}
+    for token in unique:
+        if token[0] != "~":
+            times[token] = int(token[token.index(":") + 1 :])
+            continue
+        kind = token[1]
+        highest[kind] = max(highest.get(kind, 0), int(token[2:]) + 1)
+        mapping[token] = name(kind, counts[kind])
+        counts[kind] += 1
+    values = sorted({*times.values(), *(() if now is None else (now,))})
+    rank = {value: str(START_TIME + TICK * index) for index, value in enumerate(values)}
+    for token, value in times.items():
+        mapping[token] = token[: token.index(":") + 1] + rank[value]
+    pieces[1::2] = map(mapping.__getitem__, tokens)
+    text = "".join(pieces)
+    return (text if now is None else f"{rank[now]};{text}"), highest
+
+
 def canonicalize(model: ModelStore) -> tuple[int, View]:
     """The state's 64-bit fingerprint under the symmetry (session, message, call and compaction
     names renamed in order of first use, times by rank) and its :class:`View`."""
@@ -172,24 +225,8 @@ def canonicalize(model: ModelStore) -> tuple[int, View]:
     if model.broken or model.engine.units or model.engine.spills:
         units = sorted((key, unit.state_version, refs) for key, (unit, refs) in model.engine.units.items())
         rest += canonical_text([dict(model.broken), units, list(model.engine.spills.items())])
-    text = ";".join(sessions[session_id][0] for session_id in order) + ";" + rest
-    renamed: dict[str, str] = {}
-    counts: Counter[str] = Counter()
-    highest: dict[str, int] = {}
-    for token in dict.fromkeys(NAME.findall(text)):  # every name once, in order of first use
-        kind, number = token[1], int(token[2:])
-        highest[kind] = max(highest.get(kind, -1), number)
-        renamed[token] = name(kind, counts[kind])
-        counts[kind] += 1
-    if any(old != new for old, new in renamed.items()):
-        text = NAME.sub(lambda match: renamed[match.group()], text)
-    times = sorted({int(value) for _, value in TIME.findall(text)} | {model.now})
-    rank = {str(value): str(START_TIME + TICK * index) for index, value in enumerate(times)}
-    if any(old != new for old, new in rank.items()):
-        text = TIME.sub(lambda match: match.group(1) + rank[match.group(2)], text)
-    text = f"{rank[str(model.now)]};{text}"
+    text, fresh = _renamed(";".join(sessions[session_id][0] for session_id in order) + ";" + rest, model.now)
     digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest()
-    fresh = {kind: value + 1 for kind, value in highest.items()}
     return int.from_bytes(digest, "big"), View(order, fresh)
 
 
@@ -444,18 +481,34 @@ class Violation:
 
 class _Cache:
     """Invariant results per immutable object (a live state's events, a stored log), so a state
-    costs the checks of the logs that changed."""
+    costs the checks of the logs that changed; and the logs that passed, by their text under the
+    symmetry, so that a log reached again along another path (other names, other times) is not
+    checked again. The invariants are symmetric, as the fingerprint already assumes; a log that
+    fails is always checked afresh, so its violation names its own session."""
 
     def __init__(self) -> None:
         self.results: dict[tuple[str, int], tuple[object, tuple[Violation, ...]]] = {}
+        self.passed: set[bytes] = set()
+
+    def clear(self) -> None:
+        """Forget every result (the spec was changed)."""
+        self.results.clear()
+        self.passed.clear()
 
     def get(
-        self, kind: str, key: object, compute: Callable[[], tuple[Violation, ...]]
+        self,
+        kind: str,
+        key: object,
+        text: Callable[[], str],
+        compute: Callable[[], tuple[Violation, ...]],
     ) -> tuple[Violation, ...]:
         hit = self.results.get((kind, id(key)))
         if hit is not None and hit[0] is key:
             return hit[1]
-        found = compute()
+        digest = hashlib.blake2b(f"{kind};{_renamed(text())[0]}".encode(), digest_size=12).digest()
+        found = () if digest in self.passed else compute()
+        if not found:
+            self.passed.add(digest)
         if len(self.results) > 400_000:
             self.results.clear()
         self.results[(kind, id(key))] = (key, found)
@@ -523,21 +576,46 @@ def check_stored(model: ModelStore, session_id: str) -> tuple[Violation, ...]:
     return ()
 
 
-def check_invariants(model: ModelStore, before: ModelStore | None = None) -> tuple[Violation, ...]:
-    """Every invariant at a state, each log's checks computed once per log object; a live log that
-    extends its own log in ``before`` (a state that passed) has its earlier fork boundaries
-    skipped."""
+def checked_prefixes(model: ModelStore, before: ModelStore) -> dict[str, int]:
+    """Per live session of ``model`` that extends its own live log in ``before``: that log's length
+    (its fork boundaries were checked at ``before``)."""
+    checked: dict[str, int] = {}
+    for session_id, entry in model.live.items():
+        earlier = before.live.get(session_id)
+        if earlier is not None:
+            count = len(earlier.state.events)
+            if entry.state.events[:count] == earlier.state.events:
+                checked[session_id] = count
+    return checked
+
+
+def check_invariants(model: ModelStore, checked: Mapping[str, int] | None = None) -> tuple[Violation, ...]:
+    """Every invariant at a state, each log's checks computed once per log (:class:`_Cache`); a
+    live log skips the fork boundaries before ``checked[its id]`` (checked at a state that
+    passed, see :func:`checked_prefixes`)."""
     found: list[Violation] = []
     for session_id, entry in model.live.items():
-        earlier = before.live.get(session_id) if before is not None else None
-        events = entry.state.events
-        checked = 0
-        if earlier is not None and events[: len(earlier.state.events)] == earlier.state.events:
-            checked = len(earlier.state.events)
-        found += CACHE.get("live", entry.state, partial(check_live, session_id, entry.state, checked))
+        state = entry.state
+        found += CACHE.get(
+            "live",
+            state,
+            partial(_log_text, session_id, state.header, state.events),
+            partial(check_live, session_id, state, (checked or {}).get(session_id, 0)),
+        )
     for session_id, log in model.stored.items():
-        found += CACHE.get("stored", log, partial(check_stored, model, session_id))
+        found += CACHE.get(
+            "stored",
+            log,
+            partial(_log_text, session_id, log.header, log.events, model.now),
+            partial(check_stored, model, session_id),
+        )
     return tuple(found)
+
+
+def _log_text(session_id: str, header: Event, events: tuple[Event, ...], now: int | None = None) -> str:
+    """What a log's checks read: its session id, header and events (and the clock, for a resume)."""
+    clock = "" if now is None else f',"time":{now}'
+    return f'"{session_id}";{TEXTS.event(header)};{TEXTS.log(events)}{clock}'
 
 
 # --- the search ------------------------------------------------------------------------------------
@@ -553,108 +631,114 @@ class Coverage:
     distinct: Counter[str] = field(default_factory=Counter)
 
 
+Node = tuple[ModelStore, View, int]  # a state, its view and its fingerprint
+Offer = tuple[
+    int, int, int, ModelStore, View, dict[str, int]
+]  # fingerprint, parent, action, state, view, checked
+BATCH: Final = 400  # frontier states a part expands in one round
+
+
 @dataclass
-class Search:
-    """The explorer's whole state (pickled by ``--checkpoint``): the frontier (state, fingerprint,
-    depth), every fingerprint seen with its parent and the action that found it, and statistics."""
+class Partition:
+    """The states whose fingerprint is ``part`` modulo ``parts``: TLC's fingerprint server and
+    worker in one. It keeps every fingerprint of its part it has found (with the parent and
+    action that found it) and its share of the frontier, expands its states a batch at a time and
+    sends each new state to the part that owns it (:meth:`step`); the owner alone decides whether
+    it is new and checks the invariants there.
 
-    frontier: deque[tuple[ModelStore, View, int, int]]
-    parents: dict[int, tuple[int, int]]
-    prefix: tuple[int, ...] = ()
+    Levels are synchronous (a level is expanded whole before the next one starts), so the first
+    violation is at the least depth; a state's parent is the least (parent fingerprint, action)
+    of the states of the level before that reach it, whatever the number of parts or the batch:
+    a part expands its level in order of fingerprint and sends a state only the first time."""
+
+    part: int
+    parts: int
+    seen: dict[int, tuple[int, int]] = field(default_factory=dict)  # parent, action (-1: initial)
+    level: int = 0  # the depth of the frontier's states
+    frontier: list[Node] = field(default_factory=list)  # the level's states left, least fingerprint last
+    found: dict[int, Node] = field(default_factory=dict)  # the next level's states so far
+    sent: set[int] = field(default_factory=set)  # fingerprints sent to another part
     coverage: Coverage = field(default_factory=Coverage)
-    depth: int = 0
-    seconds: float = 0.0
-    violation: tuple[Violation, int] | None = None
+    violations: list[tuple[Violation, int]] = field(default_factory=list)
 
-    @property
-    def generated(self) -> int:
-        """States generated: every action enabled at a state expanded."""
-        return sum(self.coverage.enabled.values())
+    def step(self, incoming: Sequence[bytes], batch: int) -> tuple[list[bytes | None], tuple[int, ...]]:
+        """Take the states other parts sent, then expand up to ``batch`` states of the level: the
+        states for each other part (pickled, ``None`` for none) and :meth:`counts`."""
+        for blob in incoming:
+            offers, known = pickle.loads(blob)
+            TEXTS.learn(known)
+            for offer in offers:
+                self.offer(*offer)
+        out: list[list[Offer]] = [[] for _ in range(self.parts)]
+        for _ in range(min(batch, len(self.frontier))):
+            model, view, fingerprint = self.frontier[-1]  # taken off once expanded whole (Ctrl-C)
+            for index in range(len(ALPHABET)):
+                successor = _successor(model, view, fingerprint, index, self.coverage)
+                if successor is None:
+                    continue
+                child, child_view, taken = successor
+                owner = child % self.parts
+                if owner == self.part:
+                    self.offer(child, fingerprint, index, taken, child_view, checked_prefixes(taken, model))
+                elif child not in self.sent:
+                    self.sent.add(child)
+                    out[owner].append(
+                        (child, fingerprint, index, taken, child_view, checked_prefixes(taken, model))
+                    )
+            self.frontier.pop()
+        blobs = [
+            pickle.dumps((items, TEXTS.known([item[3] for item in items])), pickle.HIGHEST_PROTOCOL)
+            if items
+            else None
+            for items in out
+        ]
+        return blobs, self.counts()
 
+    def offer(
+        self, child: int, parent: int, index: int, model: ModelStore, view: View, checked: Mapping[str, int]
+    ) -> None:
+        """A state found from ``parent`` by action ``index``: kept (and checked) when new; when
+        found before in this level, its parent is the least of the two."""
+        known = self.seen.get(child)
+        if known is not None:
+            if child in self.found and (parent, index) < known:
+                self.seen[child] = (parent, index)
+            return
+        self.seen[child] = (parent, index)
+        self.found[child] = (model, view, child)
+        problems = check_invariants(model, checked)
+        if problems:
+            self.violations.append((problems[0], child))
 
-def start_search(prefix: Sequence[str] = ()) -> Search:
-    """A search from the initial state, or from the state the actions named in ``prefix`` reach
-    (to explore a region of the graph deeper than the whole of it)."""
-    indices = tuple(ACTION_INDEX[action] for action in prefix)
-    model, _ = replay(indices)
-    fingerprint, view = canonicalize(model)
-    search = Search(deque([(model, view, fingerprint, 0)]), {fingerprint: (fingerprint, -1)}, indices)
-    found = check_invariants(model)
-    if found:
-        search.violation = (found[0], fingerprint)
-    return search
+    def next_level(self) -> tuple[int, ...]:
+        """The level is expanded everywhere: the states found become the frontier."""
+        for fingerprint in self.found:
+            self.coverage.distinct[ALPHABET[self.seen[fingerprint][1]].name] += 1
+        self.frontier = sorted(self.found.values(), key=lambda node: node[2], reverse=True)
+        self.found = {}
+        self.level += 1
+        return self.counts()
 
+    def counts(self) -> tuple[int, ...]:
+        """Distinct states, the level's states left, the next level's found, violations, level."""
+        return len(self.seen), len(self.frontier), len(self.found), len(self.violations), self.level
 
-Frontier = deque[tuple[ModelStore, View, int, int]]
-BATCH: Final = 1500  # frontier states per worker in one round of --workers
-_ROUND: list[
-    tuple[Frontier, Mapping[int, tuple[int, int]], int, float | None]
-] = []  # forked workers inherit it
+    def parent(self, fingerprint: int) -> tuple[int, int]:
+        return self.seen[fingerprint]
 
-
-def explore(
-    search: Search,
-    max_depth: int | None = None,
-    max_states: int | None = None,
-    seconds: float | None = None,
-    report: Callable[[Search, bool], None] | None = None,
-    interval: float = 10.0,
-    workers: int = 1,
-) -> Search:
-    """Breadth first from ``search``'s frontier until it is empty, a bound is met or an invariant
-    fails (the first violation found is at the least depth). With ``workers`` > 1, the frontier
-    is expanded in rounds by forked processes, each taking the states whose fingerprint falls in
-    its part (:func:`_expand_round`); the result is the one-process search's, state for state."""
-    began = time.perf_counter()
-    spent = search.seconds
-    last = began
-    frontier, parents, coverage = search.frontier, search.parents, search.coverage
-    while frontier and search.violation is None:
-        if max_states is not None and len(parents) >= max_states:
-            break
-        now = time.perf_counter()
-        if seconds is not None and now - began >= seconds:
-            break
-        if report is not None and now - last >= interval:
-            search.seconds = spent + now - began
-            report(search, False)
-            last = now
-        if max_depth is not None and frontier[0][3] >= max_depth:
-            break
-        if workers > 1:
-            _expand_round(search, workers, max_depth, None if seconds is None else began + seconds)
-            continue
-        model, view, fingerprint, depth = frontier[0]
-        for index in range(len(ALPHABET)):
-            successor = _successor(model, view, fingerprint, index, parents, coverage)
-            if successor is None:
-                continue
-            child, child_view, taken = successor
-            _discovered(search, fingerprint, index, child, depth)
-            frontier.append((taken, child_view, child, depth + 1))
-            found = check_invariants(taken, model)
-            if found:
-                search.violation = (found[0], child)
-                break
-        else:
-            frontier.popleft()  # only once every child is in: an interrupted expansion is redone
-    search.seconds = spent + time.perf_counter() - began
-    if report is not None:
-        report(search, True)
-    return search
+    def export(self, whole: bool) -> Partition:
+        """This part to keep (``whole``: with its states, to go on from; else what the report and
+        the counterexample need)."""
+        if whole:
+            return self
+        return replace(self, frontier=[], found={}, sent=set())
 
 
 def _successor(
-    model: ModelStore,
-    view: View,
-    fingerprint: int,
-    index: int,
-    seen: Mapping[int, object],
-    coverage: Coverage,
+    model: ModelStore, view: View, fingerprint: int, index: int, coverage: Coverage
 ) -> tuple[int, View, ModelStore] | None:
     """Action ``index`` at a state, counted in ``coverage`` (enabled, changed the state): the new
-    state's fingerprint, view and model, or ``None`` when it is not enabled, changes nothing or
-    reaches a state in ``seen``."""
+    state's fingerprint, view and model, or ``None`` when it is not enabled or changes nothing."""
     action = ALPHABET[index]
     taken = take(model, view, action)
     if taken is None:
@@ -666,97 +750,201 @@ def _successor(
     if child == fingerprint:
         return None
     coverage.changed[action.name] += 1
-    if child in seen:
-        return None
     return child, child_view, taken.model
 
 
-def _discovered(search: Search, parent: int, index: int, child: int, depth: int) -> None:
-    search.parents[child] = (parent, index)
-    search.coverage.distinct[ALPHABET[index].name] += 1
-    search.depth = max(search.depth, depth + 1)
+def split(parts: Sequence[Partition], count: int) -> list[Partition]:
+    """The same search in ``count`` parts (a search checkpointed with another number of workers;
+    the levels are synchronous, so every part is at the same level)."""
+    if len(parts) == count:
+        return list(parts)
+    merged = [Partition(index, count, level=parts[0].level) for index in range(count)]
+    merged[0].coverage = _merged_coverage(parts)
+    for part in parts:
+        merged[0].violations += part.violations
+        for fingerprint, parent in part.seen.items():
+            merged[fingerprint % count].seen[fingerprint] = parent
+        for node in part.frontier:
+            merged[node[2] % count].frontier.append(node)
+        for fingerprint, node in part.found.items():
+            merged[fingerprint % count].found[fingerprint] = node
+    for part in merged:
+        part.frontier.sort(key=lambda node: node[2], reverse=True)
+    return merged
 
 
-Record = tuple[int, int, int, View, Violation | None]  # position, action, fingerprint, view, violation
+def _merged_coverage(parts: Sequence[Partition]) -> Coverage:
+    coverage = Coverage()
+    for part in parts:
+        coverage.enabled.update(part.coverage.enabled)
+        coverage.changed.update(part.coverage.changed)
+        coverage.distinct.update(part.coverage.distinct)
+    return coverage
 
 
-def _expand_part(part: int) -> tuple[list[Record], list[tuple[int, Coverage]], int]:
-    """A forked worker's share of a round: the states of the round whose fingerprint is ``part``
-    modulo the workers, each action tried; a new state is checked here and sent back without its
-    model (the parent remakes it). Also each state's coverage, and the position of the first of
-    its states it did not expand (it stops at the deadline)."""
-    round_states, parents, workers, deadline = _ROUND[0]
-    records: list[Record] = []
-    coverages: list[tuple[int, Coverage]] = []
-    for position, (model, view, fingerprint, _) in enumerate(round_states):
-        if fingerprint % workers != part:
-            continue
-        if deadline is not None and time.perf_counter() >= deadline:
-            return records, coverages, position
-        coverage = Coverage()
-        for index in range(len(ALPHABET)):
-            successor = _successor(model, view, fingerprint, index, parents, coverage)
-            if successor is not None:
-                child, child_view, taken = successor
-                found = check_invariants(taken, model)
-                records.append((position, index, child, child_view, found[0] if found else None))
-        coverages.append((position, coverage))
-    return records, coverages, len(round_states)
+@dataclass
+class Search:
+    """The explorer's whole state (pickled by ``--checkpoint``): its parts (:class:`Partition`:
+    every fingerprint seen with its parent and the action that found it, the frontier), the
+    prefix it started from, and statistics."""
+
+    parts: list[Partition]
+    prefix: tuple[int, ...] = ()
+    seconds: float = 0.0
+    violation: tuple[Violation, int] | None = None
+    queue: int = 0  # states found and not expanded yet
+    depth: int = 0  # the depth of the deepest state found
+
+    def note(self, counts: Sequence[tuple[int, ...]]) -> None:
+        """The parts' :meth:`Partition.counts`: the queue and the depth."""
+        self.queue = sum(entry[1] + entry[2] for entry in counts)
+        self.depth = counts[0][4] + any(entry[2] for entry in counts)
+
+    @property
+    def coverage(self) -> Coverage:
+        return _merged_coverage(self.parts)
+
+    @property
+    def generated(self) -> int:
+        """States generated: every action enabled at a state expanded."""
+        return sum(sum(part.coverage.enabled.values()) for part in self.parts)
+
+    @property
+    def distinct(self) -> int:
+        return sum(len(part.seen) for part in self.parts)
+
+    @property
+    def parents(self) -> dict[int, tuple[int, int]]:
+        """Every fingerprint seen, with its parent and the action that found it."""
+        return {key: value for part in self.parts for key, value in part.seen.items()}
+
+    def parent(self, fingerprint: int) -> tuple[int, int]:
+        return self.parts[fingerprint % len(self.parts)].seen[fingerprint]
 
 
-def _expand_round(search: Search, workers: int, max_depth: int | None, deadline: float | None) -> None:
-    """One round: the next states of the frontier (up to :data:`BATCH` a worker, none at
-    ``max_depth``) expanded by forked workers, merged in the order one process would have found
-    them, up to the first state a worker left at the deadline; each new state is remade here from
-    its parent, and what the workers checked is kept as checked for the next round's workers to
-    inherit."""
-    frontier = search.frontier
-    count = 0
-    while count < min(len(frontier), BATCH * workers) and (
-        max_depth is None or frontier[count][3] < max_depth
-    ):
-        count += 1
-    round_states: Frontier = deque(frontier[position] for position in range(count))
-    _ROUND[:] = [(round_states, search.parents, workers, deadline)]
-    with multiprocessing.get_context("fork").Pool(workers) as pool:
-        parts = pool.map(_expand_part, range(workers))
-    _ROUND.clear()
-    done = min(part[2] for part in parts)
-    for _, coverages, _ in parts:
-        for position, coverage in coverages:
-            if position < done:
-                search.coverage.enabled.update(coverage.enabled)
-                search.coverage.changed.update(coverage.changed)
-    records = sorted(
-        (record for records, _, _ in parts for record in records if record[0] < done),
-        key=lambda record: record[:2],
+def start_search(prefix: Sequence[str] = ()) -> Search:
+    """A search from the initial state, or from the state the actions named in ``prefix`` reach
+    (to explore a region of the graph deeper than the whole of it)."""
+    indices = tuple(ACTION_INDEX[action] for action in prefix)
+    model, _ = replay(indices)
+    fingerprint, view = canonicalize(model)
+    part = Partition(0, 1, {fingerprint: (fingerprint, -1)}, frontier=[(model, view, fingerprint)])
+    search = Search([part], indices, queue=1)
+    found = check_invariants(model)
+    if found:
+        search.violation = (found[0], fingerprint)
+    return search
+
+
+def explore(
+    search: Search,
+    max_depth: int | None = None,
+    max_states: int | None = None,
+    seconds: float | None = None,
+    report: Callable[[Search, bool], None] | None = None,
+    interval: float = 10.0,
+    workers: int = 1,
+    cluster: str | None = None,
+    keep: bool = True,
+) -> Search:
+    """Breadth first from ``search``'s frontier until it is empty, a bound is met or an invariant
+    fails (the first violation found is at the least depth). The search runs in ``workers`` parts
+    (:class:`Partition`): in this process for one, else each in a process of its own, or, given a
+    Dask scheduler's ``cluster`` address, one on each of its workers; the states found, their
+    parents and the coverage are the same whatever the parts. ``keep``: the search can go on
+    after (its states come back from the workers; without, only what the report needs)."""
+    began = time.perf_counter()
+    spent = search.seconds
+    last = began
+    if search.violation is not None:
+        return search
+    interrupted = False
+    with serve(partial(split, search.parts), workers, cluster) as servers:
+        incoming: list[list[bytes]] = [[] for _ in servers]
+        counts = [server.call("counts").result() for server in servers]
+        while not any(entry[3] for entry in counts):
+            if max_depth is not None and counts[0][4] >= max_depth:
+                break
+            if not any(entry[1] for entry in counts) and not any(incoming):  # the level is done
+                if not any(entry[2] for entry in counts):
+                    break  # the state space is exhausted
+                counts = [server.call("next_level").result() for server in servers]
+                continue
+            now = time.perf_counter()
+            if max_states is not None and sum(entry[0] for entry in counts) >= max_states:
+                break
+            if seconds is not None and now - began >= seconds:
+                break
+            if report is not None and now - last >= interval:
+                search.seconds = spent + now - began
+                search.parts = [server.call("export", False).result() for server in servers]
+                search.note(counts)
+                report(search, False)
+                last = now
+            try:
+                incoming, counts = _round(servers, incoming, BATCH)
+            except _Interrupted as stop:  # the parts finished their round: nothing is lost
+                incoming, counts, interrupted = stop.sent, stop.counts, True
+                break
+            except KeyboardInterrupt:  # in this process: the state being expanded is expanded again
+                interrupted = True
+                break
+        if any(incoming):  # what is on its way is delivered, so that the search can go on
+            incoming, counts = _round(servers, incoming, 0)
+        search.note(counts)
+        search.parts = [server.call("export", keep).result() for server in servers]
+    violations = sorted(
+        (found for part in search.parts for found in part.violations), key=lambda found: found[1]
     )
-    for position, index, child, view, violation in records:
-        if child in search.parents:
-            continue
-        model, parent_view, parent, depth = round_states[position]
-        taken = take(model, parent_view, ALPHABET[index])
-        assert taken is not None
-        _discovered(search, parent, index, child, depth)
-        frontier.append((taken.model, view, child, depth + 1))
-        if violation is not None:
-            search.violation = (violation, child)
-            return
-        for entry in taken.model.live.values():
-            CACHE.results[("live", id(entry.state))] = (entry.state, ())
-        for log in taken.model.stored.values():
-            CACHE.results[("stored", id(log))] = (log, ())
-        for session_id in view.order:  # the texts of its new events, for the next round to inherit
-            _session_text(taken.model, session_id)
-    for _ in range(done):
-        frontier.popleft()
+    if violations:
+        search.violation = violations[0]
+    search.seconds = spent + time.perf_counter() - began
+    if report is not None:
+        report(search, True)
+    if interrupted:
+        raise KeyboardInterrupt
+    return search
+
+
+def _round(
+    servers: Sequence[Server], incoming: Sequence[Sequence[bytes]], batch: int
+) -> tuple[list[list[bytes]], list[tuple[int, ...]]]:
+    """One round: every part takes what was sent to it and expands ``batch`` states, at once;
+    what they send, by part, and their counts."""
+    pending = [server.call("step", incoming[index], batch) for index, server in enumerate(servers)]
+    sent: list[list[bytes]] = [[] for _ in servers]
+    counts: list[tuple[int, ...]] = []
+    interrupted = False
+    for reply in pending:
+        while True:
+            try:
+                blobs, entry = reply.result()
+                break
+            except KeyboardInterrupt:  # every reply is read first, so that nothing sent is lost
+                interrupted = True
+        counts.append(entry)
+        for owner, blob in enumerate(blobs):
+            if blob is not None:
+                sent[owner].append(blob)
+    if interrupted:
+        raise _Interrupted(sent, counts)
+    return sent, counts
+
+
+class _Interrupted(KeyboardInterrupt):
+    """Ctrl-C during a round, raised once every part answered: what they sent, and their counts."""
+
+    def __init__(self, sent: list[list[bytes]], counts: list[tuple[int, ...]]) -> None:
+        super().__init__()
+        self.sent = sent
+        self.counts = counts
 
 
 def path_to(search: Search, fingerprint: int) -> list[int]:
     """The actions (indices in :data:`ALPHABET`) from the initial state to ``fingerprint``."""
     path: list[int] = []
     while True:
-        parent, index = search.parents[fingerprint]
+        parent, index = search.parent(fingerprint)
         if index < 0:
             return [*search.prefix, *path[::-1]]
         path.append(index)
@@ -814,10 +1002,10 @@ def write_vector(search: Search, out: Path) -> Path:
 
 def statistics(search: Search) -> Iterator[str]:
     """The summary lines: distinct states, generated, queue, depth, rate."""
-    rate = len(search.parents) / search.seconds if search.seconds else 0.0
+    rate = search.distinct / search.seconds if search.seconds else 0.0
     yield (
-        f"{search.generated} states generated, {len(search.parents)} distinct states found, "
-        f"{len(search.frontier)} states left on queue; depth {search.depth}; "
+        f"{search.generated} states generated, {search.distinct} distinct states found, "
+        f"{search.queue} states left on queue; depth {search.depth}; "
         f"{search.seconds:.1f} s, {rate:.0f} distinct states/s"
     )
 
@@ -855,7 +1043,7 @@ def printer(stream: TextIO) -> Callable[[Search, bool], None]:
                     f"shortest path ({len(names)} actions): {' -> '.join(names) or '(initial state)'}",
                     file=stream,
                 )
-            elif not search.frontier:
+            elif not search.queue:
                 print("no invariant violated; the state space is exhausted", file=stream)
             else:
                 print("no invariant violated within the bounds", file=stream)
@@ -886,7 +1074,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--max-states", type=int)
     parser.add_argument("--seconds", type=float)
     parser.add_argument("--interval", type=float, default=10.0, help="seconds between progress lines")
-    parser.add_argument("--workers", type=int, default=1, help="processes expanding the frontier (fork)")
+    parser.add_argument("--workers", type=int, default=1, help="parts of the search, a process each (fork)")
+    parser.add_argument(
+        "--cluster", metavar="ADDRESS", help="a Dask scheduler's address: a part on each of its workers"
+    )
     parser.add_argument("--checkpoint", type=Path, help="save the search here when it stops")
     parser.add_argument("--resume", type=Path, help="go on from a search saved with --checkpoint")
     parser.add_argument(
@@ -896,7 +1087,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     search = load(args.resume) if args.resume else start_search()
     try:
         report = printer(sys.stdout)
-        explore(search, args.max_depth, args.max_states, args.seconds, report, args.interval, args.workers)
+        explore(
+            search,
+            args.max_depth,
+            args.max_states,
+            args.seconds,
+            report,
+            args.interval,
+            args.workers,
+            args.cluster,
+            keep=args.checkpoint is not None,
+        )
     except KeyboardInterrupt:
         print("interrupted")
     if args.checkpoint:

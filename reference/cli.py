@@ -12,7 +12,8 @@ import json
 import os
 import sys
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from functools import partial
 from typing import NoReturn, TextIO
 
 from reference.checking import (
@@ -23,9 +24,12 @@ from reference.checking import (
     EXIT_UNREADABLE,
     EXIT_USAGE,
     RENDERERS,
+    NoLogs,
+    Outcome,
+    check_log_file,
     check_paths,
 )
-from reference.logfile import LOG_FILE_SUFFIXES, InputError, read_log_file
+from reference.logfile import LOG_FILE_SUFFIXES, InputError, find_logs, read_log_file
 from reference.rule_catalog import code_meaning, rule_catalog
 from spec.codes import SpecError
 
@@ -106,6 +110,19 @@ def build_parser() -> argparse.ArgumentParser:
         "sarif for a SARIF 2.1.0 log for CI annotations",
     )
     check.add_argument("--json", action="store_true", help="the same as --format json")
+    check.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        metavar="N",
+        help="check the logs in N processes (the output and the exit status are the same, in the same order)",
+    )
+    check.add_argument(
+        "--cluster",
+        metavar="ADDRESS",
+        help="check the logs on the workers of the Dask scheduler at ADDRESS (tcp://host:port; "
+        "needs the distributed package)",
+    )
     explain = commands.add_parser(
         "explain",
         help="show each event's place on the surface",
@@ -161,8 +178,30 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def command_check(paths: Sequence[str], core_only: bool, form: str, out: TextIO) -> int:
-    return RENDERERS[form](check_paths(paths, core_only), out)
+def command_check(
+    paths: Sequence[str], core_only: bool, form: str, out: TextIO, jobs: int = 1, cluster: str | None = None
+) -> int:
+    if jobs < 1:
+        raise UsageError("BAD_JOBS", f"--jobs must be 1 or more, not {jobs}")
+    if jobs == 1 and cluster is None:
+        return RENDERERS[form](check_paths(paths, core_only), out)
+    return RENDERERS[form](check_paths_in_parallel(paths, core_only, jobs, cluster), out)
+
+
+def check_paths_in_parallel(
+    paths: Sequence[str], core_only: bool, jobs: int, cluster: str | None
+) -> Iterator[Outcome]:
+    """:func:`reference.checking.check_paths`'s outcomes, in its order, the logs checked by
+    ``jobs`` processes or on the workers of a Dask ``cluster``."""
+    from conformance.cluster import map_ordered
+
+    plan: list[str | NoLogs] = []
+    for path in paths:
+        plan += list(find_logs([path])) or [NoLogs(path)]
+    logs = [entry for entry in plan if isinstance(entry, str)]
+    checked = map_ordered(partial(check_log_file, core_only=core_only), logs, jobs, cluster)
+    for entry in plan:
+        yield entry if isinstance(entry, NoLogs) else next(checked)
 
 
 def command_explain(path: str, html: str | None, out: TextIO, err: TextIO) -> int:
@@ -252,7 +291,8 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
         return command_copy(args.source, args.destination, args.sessions, out)
     if args.command == "check":
-        return command_check(args.paths, args.core_only, "json" if args.json else args.format, out)
+        form = "json" if args.json else args.format
+        return command_check(args.paths, args.core_only, form, out, args.jobs, args.cluster)
     if args.command == "explain":
         return command_explain(args.path, args.html, out, err)
     return command_rules(args.format, out)

@@ -77,6 +77,9 @@ class InputError(Exception):
         self.code = code
         self.message = message
 
+    def __reduce__(self) -> tuple[type[InputError], tuple[InputCode, str]]:
+        return (type(self), (self.code, self.message))  # pickled whole (dsh-session check --jobs)
+
 
 class LogForm(StrEnum):
     """How a log file's bytes are laid out."""

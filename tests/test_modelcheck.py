@@ -5,6 +5,9 @@ counterexample, written as a vector the reference fails."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -35,15 +38,15 @@ PREFIXES = (
 @pytest.fixture(autouse=True)
 def fresh_caches() -> Iterator[None]:
     """The invariant cache remembers results per log object: a patched spec must not see them."""
-    modelcheck.CACHE.results.clear()
+    modelcheck.CACHE.clear()
     yield
-    modelcheck.CACHE.results.clear()
+    modelcheck.CACHE.clear()
 
 
 def test_depth_two_reaches_a_known_number_of_states() -> None:
     search = explore(start_search(), max_depth=2)
     assert search.violation is None
-    assert (len(search.parents), search.generated, search.depth) == (32, 71, 2)
+    assert (search.distinct, search.generated, search.depth) == (32, 71, 2)
 
 
 def test_every_action_of_the_alphabet_is_taken() -> None:
@@ -59,7 +62,7 @@ def test_the_report_names_the_actions_never_taken() -> None:
     search = explore(start_search(), max_depth=1)
     lines = list(modelcheck.coverage_lines(search))
     assert lines[-1].startswith("never taken: ") and "prune@0" in lines[-1]
-    search.coverage.changed.update(action.name for action in ALPHABET)
+    search.parts[0].coverage.changed.update(action.name for action in ALPHABET)
     assert (
         list(modelcheck.coverage_lines(search))[-1]
         == f"every action of the alphabet ({len(ALPHABET)}) was taken"
@@ -170,10 +173,10 @@ def test_two_workers_find_what_one_process_finds() -> None:
     """The same states with the same parents and the same coverage, also when the workers stop
     at a deadline and the search goes on from there."""
     one = explore(start_search(), max_depth=3)
-    modelcheck.CACHE.results.clear()
+    modelcheck.CACHE.clear()
     two = explore(start_search(), max_depth=3, workers=2)
     assert two.parents == one.parents and two.coverage == one.coverage
-    assert len(two.frontier) == len(one.frontier) > 0
+    assert two.queue == one.queue > 0
     stopped = explore(start_search(), max_depth=3, workers=2, seconds=0.2)
     finished = explore(stopped, max_depth=3, workers=2)
     assert finished.parents == one.parents and finished.coverage == one.coverage
@@ -184,3 +187,31 @@ def test_two_workers_find_the_shortest_counterexample(monkeypatch: pytest.Monkey
     search = explore(start_search(), max_depth=3, workers=2)
     assert search.violation is not None
     assert [ALPHABET[index].name for index in path_to(search, search.violation[1])] == ["bracket-start@0"]
+
+
+def test_ctrl_c_keeps_the_search_where_it_stopped() -> None:
+    """Ctrl-C during a round: the parts finish it, what they sent is delivered, and the search
+    goes on from there to the states of a run never interrupted."""
+    whole = explore(start_search(), max_depth=5)
+    search = start_search()
+    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            explore(search, max_depth=5, workers=2)
+    finally:
+        timer.cancel()
+    assert 0 < search.distinct < whole.distinct
+    finished = explore(search, max_depth=5, workers=2)
+    assert finished.parents == whole.parents and finished.coverage == whole.coverage
+
+
+def test_a_search_stopped_mid_level_goes_on_with_another_number_of_workers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    whole = explore(start_search(), max_depth=3)
+    monkeypatch.setattr(modelcheck, "BATCH", 10)  # rounds of 10 states: the bound falls inside a level
+    stopped = explore(start_search(), max_depth=3, max_states=60)
+    assert any(part.found for part in stopped.parts) and any(part.frontier for part in stopped.parts)
+    finished = explore(stopped, max_depth=3, workers=2)
+    assert finished.parents == whole.parents and finished.coverage == whole.coverage
