@@ -103,7 +103,13 @@ class FramedLog:
 
 
 def decode_jsonl_log(data: bytes) -> FramedLog:
-    """A plain log's bytes read by :func:`decode_jsonl_lines`, cut by :func:`split_jsonl`."""
+    """A plain log's first complete line is its header line; every later complete line is one
+    record and must parse; the torn tail is dropped and the file is cut back to where it starts.
+    A complete line that does not parse is a corrupt log naming its line and byte offset — even
+    the last one: a crash only loses a suffix of the bytes, so a line that kept its newline kept
+    all of its bytes (SPEC-DECISIONS D3 items 4-5). DSH instead drops such a line silently, with
+    every later line, when no ``turn/end`` follows it (notes/dsh-persistence §6.2, §11 item 3).
+    The bytes are cut by :func:`split_jsonl` and read by :func:`decode_jsonl_lines`."""
     scan = split_jsonl(data)
     return decode_jsonl_lines(scan.lines, lambda: scan.torn_offset)
 
@@ -113,17 +119,11 @@ def decode_jsonl_lines(
     torn_offset: Callable[[], int | None],
     on_record: Callable[[JsonValue, LinePlace], None] | None = None,
 ) -> FramedLog:
-    """A plain log's first complete line is its header line; every later complete line is one
-    record and must parse; the torn tail is dropped and the file is cut back to where it starts.
-    A complete line that does not parse is a corrupt log naming its line and byte offset — even
-    the last one: a crash only loses a suffix of the bytes, so a line that kept its newline kept
-    all of its bytes (SPEC-DECISIONS D3 items 4-5). DSH instead drops such a line silently, with
-    every later line, when no ``turn/end`` follows it (notes/dsh-persistence §6.2, §11 item 3).
-
-    The lines are taken one at a time, in order, and the first damaged one stops the read, so a
-    reader that streams a file holds one line beyond the records; ``torn_offset`` is asked once
-    they are all taken (where the bytes after the last newline start, if any), and ``on_record``
-    sees each record and its place as it is read (a reader's own limits)."""
+    """The rule of :func:`decode_jsonl_log` on a plain log's complete lines, taken one at a time
+    in order: the first damaged line stops the read, so a reader that streams a file holds one
+    line beyond the records. ``torn_offset`` is asked once they are all taken (where the bytes
+    after the last newline start, if any); ``on_record`` sees each record and its place as it is
+    read (a reader's own limits)."""
     stream = iter(lines)
     first = next(stream, None)
     if first is None:
