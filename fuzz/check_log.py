@@ -5,19 +5,20 @@ sequence of events, valid or not, and it must say what is wrong with them.
 
 Oracle, for any bytes ``data``: ``check_log`` returns (never raises), both with the relational
 rules and without, and for the v4 and the v0 format; each violation names a rule of ``RULES``
-and a seq that is ``None``, an event's position or its place in the replay (its seq, or for an
-event without a usable seq one past the place of the event before it); the core violations are a
-subset of the full check's.
+and a seq that is ``None`` or an event's place as every rule reports it
+(:func:`spec.checks.violation.violation_seq`: its seq, or its position when it has no usable seq);
+the core violations are a subset of the full check's.
 """
 
 from __future__ import annotations
 
 from fuzz import Finding
 from spec.checks.log import RULES, check_log
+from spec.checks.violation import violation_seq
 from spec.codes import SpecError
 from spec.format.json_text import decode_json_text
 from spec.log.events import Event
-from spec.log.json import FrozenDict, JsonObject, freeze_parsed_json, is_event_seq
+from spec.log.json import FrozenDict, JsonObject, freeze_parsed_json
 
 
 def decoded_log(data: bytes) -> tuple[JsonObject | None, list[Event]]:
@@ -40,13 +41,7 @@ def decoded_log(data: bytes) -> tuple[JsonObject | None, list[Event]]:
 
 def one_input(data: bytes) -> None:
     header, events = decoded_log(data)
-    places = set(range(len(events)))  # an event's position, or the seq the replay places it at
-    expected = 0
-    for event in events:
-        seq = event.get("seq")
-        placed = int(seq) if is_event_seq(seq) else expected
-        places.add(placed)
-        expected = placed + 1
+    places = {violation_seq(event, position) for position, event in enumerate(events)}
     core = check_log(events, relational=False)
     for format_version in (4, 0):
         full = check_log(events, header, relational=True, format_version=format_version)

@@ -92,7 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
         + "\n\nWhen several apply, the first of 3, 4, 1 is the status.\n\n"
         "reading limits (environment; a file past one is unreadable, 3):\n"
         "  DSH_SESSION_MAX_LINE_BYTES          longest line (default 64 MiB): LINE_TOO_LONG\n"
-        "  DSH_SESSION_MAX_DECOMPRESSED_BYTES  a zstd log's plaintext (default 512 MiB): DECOMPRESSED_TOO_LARGE",
+        "  DSH_SESSION_MAX_DECOMPRESSED_BYTES  a zstd log's plaintext (default 512 MiB): DECOMPRESSED_TOO_LARGE\n"
+        "  DSH_SESSION_MAX_NON_EVENT_LINES     lines that are no event (default 1,000): TOO_MANY_NON_EVENT_LINES",
         formatter_class=formatter,
     )
     check.add_argument("paths", nargs="+", metavar="PATH", help=PATHS_HELP)

@@ -13,10 +13,19 @@ What the page shows, top to bottom:
 - beside it, the surface as the model sees it: the messages of the final surface, in order.
 
 The page is built from :class:`reference.explain.Explanation`; it decides nothing itself.
+
+A long log is collapsed, so that the page stays a page (400,000 events drawn row by row were a
+79 MB file): beyond :data:`DRAWN_EDGE_ROWS` events at each end, an event of the middle is drawn
+only when it has something to show — a violation, a refused surface effect, a replace — and at
+most :data:`DRAWN_MARKED_ROWS` of those; every run of events not drawn is one line that says
+which seqs it holds (``dsh-session explain`` without ``--html`` lists every event). The surface
+beside it likewise shows its first and last :data:`DRAWN_EDGE_NODES` nodes. So a page holds at
+most 2 × 1,000 + 1,000 event rows and 2 × 500 surface nodes, about 2 MB whatever the log's length.
 """
 
 from __future__ import annotations
 
+import bisect
 import html
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -24,6 +33,10 @@ from datetime import UTC, datetime
 from reference.explain import EventRow, Explanation, Span, preview
 from spec.checks.log import CORE_RULES
 from spec.checks.violation import Violation
+
+DRAWN_EDGE_ROWS = 1_000  # events drawn at each end of the timeline
+DRAWN_MARKED_ROWS = 1_000  # events of the middle drawn for a violation, a refusal or a replace
+DRAWN_EDGE_NODES = 500  # surface nodes drawn at each end of the surface list
 
 STYLE = """
 :root { --ink:#1d2330; --muted:#5d6675; --line:#d9dee7; --paper:#ffffff; --wash:#f4f6fa;
@@ -98,6 +111,8 @@ aside .surface-list li.replacement { border-color: #d8c4f3; background: #faf6ff;
 aside .surface-list li .meta { color: var(--muted); font-size: 12px; float: right; }
 aside { position: sticky; top: 12px; align-self: start; }
 a { color: inherit; }
+li.collapsed { color: var(--muted); font-style: italic; padding: 8px 12px; margin: 10px 0;
+  border: 1px dashed var(--line); border-radius: 8px; }
 footer { color: var(--muted); font-size: 12px; padding: 0 28px 24px; }
 """
 
@@ -216,13 +231,57 @@ def _counts(x: Explanation) -> Iterator[str]:
     yield "</section>"
 
 
+def drawn_rows(x: Explanation) -> list[bool]:
+    """Per event, whether the timeline draws it: every event of a short log; of a long one the
+    first and last :data:`DRAWN_EDGE_ROWS`, and the first :data:`DRAWN_MARKED_ROWS` of the
+    middle that carry a violation, a refused surface effect or a replace."""
+    count = len(x.rows)
+    if count <= 2 * DRAWN_EDGE_ROWS:
+        return [True] * count
+    drawn = [seq < DRAWN_EDGE_ROWS or seq >= count - DRAWN_EDGE_ROWS for seq in range(count)]
+    marked = 0
+    for row in x.rows[DRAWN_EDGE_ROWS : count - DRAWN_EDGE_ROWS]:
+        if marked == DRAWN_MARKED_ROWS:
+            break
+        if row.violations or row.refused is not None or row.replaces is not None:
+            drawn[row.seq] = True
+            marked += 1
+    return drawn
+
+
+def _collapsed(first: int, last: int) -> str:
+    count = last - first + 1
+    return (
+        f'<li class="collapsed">{count} event{"s" if count != 1 else ""} not drawn (seqs {first}–{last}): '
+        "a long log is collapsed; <code>dsh-session explain</code> without <code>--html</code> lists every event</li>"
+    )
+
+
 def _timeline(x: Explanation) -> Iterator[str]:
     yield '<section class="card"><h2>Timeline</h2><ol class="timeline">'
     turn_of_start = {span.start: span for span in x.turns}
     turn_end = {span.end: span for span in x.turns if span.end is not None}
+    starts = [span.start for span in x.turns]
+    drawn = drawn_rows(x)
     in_turn: Span | None = None
     outside_open = False
+    gap_from: int | None = None  # the first seq of the run of events not drawn so far
     for row in x.rows:
+        if not drawn[row.seq]:
+            if in_turn is not None or outside_open:
+                yield "</ol></li>"
+                in_turn, outside_open = None, False
+            gap_from = row.seq if gap_from is None else gap_from
+            continue
+        if gap_from is not None:
+            yield _collapsed(gap_from, row.seq - 1)
+            gap_from = None
+            # drawing resumes inside the turn the first event not drawn was in: its head again
+            index = bisect.bisect_right(starts, row.seq) - 1
+            span = x.turns[index] if index >= 0 else None
+            if span is not None and span.start < row.seq and (span.end is None or span.end >= row.seq):
+                in_turn = span
+                yield from _turn_head(span, continued=True)
         if row.seq in turn_of_start:
             if outside_open:
                 yield "</ol></li>"
@@ -245,7 +304,7 @@ def _timeline(x: Explanation) -> Iterator[str]:
     yield "</ol></section>"
 
 
-def _turn_head(span: Span) -> Iterator[str]:
+def _turn_head(span: Span, continued: bool = False) -> Iterator[str]:
     number = span.label.rsplit(" ", 1)[-1]
     hue = (int(number) * 67 + 200) % 360 if number.isdigit() else 210
     state = (
@@ -255,7 +314,8 @@ def _turn_head(span: Span) -> Iterator[str]:
     )
     open_class = " open" if span.end is None else ""
     yield (
-        f'<li class="turn{open_class}" style="--turn:hsl({hue} 55% 48%)"><div class="turn-head">{_e(span.label)} '
+        f'<li class="turn{open_class}" style="--turn:hsl({hue} 55% 48%)"><div class="turn-head">{_e(span.label)}'
+        f"{' (continued)' if continued else ''} "
         f'<span class="state">seq {span.start} · {state}</span></div><ol class="events">'
     )
 
@@ -316,7 +376,15 @@ def _surface(x: Explanation) -> Iterator[str]:
         f"{x.replace_generation}: the messages the next request sends, in order.</p>"
     )
     yield '<ol class="surface-list">'
-    for seq in x.surface:
+    nodes = list(x.surface)
+    if len(nodes) > 2 * DRAWN_EDGE_NODES:
+        hidden = len(nodes) - 2 * DRAWN_EDGE_NODES
+        first, last = nodes[DRAWN_EDGE_NODES], nodes[-DRAWN_EDGE_NODES - 1]
+        nodes[DRAWN_EDGE_NODES:-DRAWN_EDGE_NODES] = [-1]
+    for seq in nodes:
+        if seq < 0:
+            yield f'<li class="collapsed">{hidden} nodes not drawn (seqs {first}–{last})</li>'
+            continue
         row = x.rows[seq]
         message = row.message
         if message is None:

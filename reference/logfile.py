@@ -20,18 +20,22 @@ Reading is bounded (:class:`ReadLimits`, settable through the environment): a zs
 plaintext would pass ``DSH_SESSION_MAX_DECOMPRESSED_BYTES`` (default 512 MiB) is refused
 ``DECOMPRESSED_TOO_LARGE`` after a streaming count that holds one chunk at a time, before anything
 is kept; a line longer than ``DSH_SESSION_MAX_LINE_BYTES`` (default 64 MiB) is ``LINE_TOO_LONG``;
-and the first 64 KiB of a plain log are read by the spec's rules before the rest, so damage near the
-start (a file of blank lines, of ``{}`` lines) is named without parsing the whole file.
+the first 64 KiB of a plain log are read by the spec's rules before the rest, so damage near the
+start (a file of blank lines, of ``{}`` lines) is named exactly at once; then a plain log is streamed
+(:class:`FileLines`: a MiB at a time, one line held beyond the records), stops at the first
+damaged line, and a record that is no event counts: one more than
+``DSH_SESSION_MAX_NON_EVENT_LINES`` (default 1,000) is ``TOO_MANY_NON_EVENT_LINES``.
 """
 
 from __future__ import annotations
 
 import errno
+import io
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Final
+from typing import BinaryIO, Final, TypeVar
 
 import zstandard
 
@@ -42,15 +46,20 @@ from spec.format.framing import (
     SKIPPABLE_MAGIC_MASK,
     ZSTD_MAGIC,
     FramedLog,
+    JsonlLine,
     LinePlace,
     decode_compressed_log,
+    decode_jsonl_lines,
     decode_jsonl_log,
     decode_zstd_frames,
+    describe_place,
     is_header_frame,
 )
 from spec.log.events import Event
 from spec.log.header import LEGACY_FORMAT_VERSION
 from spec.log.json import JsonValue
+
+T = TypeVar("T")
 
 # Names a directory search takes for logs: v4 and v0 names, and what `zstd` makes of them.
 LOG_FILE_SUFFIXES: Final = (".jsonl", ".jsonl.zstd", ".jsonl.zst")
@@ -66,6 +75,7 @@ class InputCode(StrEnum):
     READ_FAILED = "READ_FAILED"
     LINE_TOO_LONG = "LINE_TOO_LONG"
     DECOMPRESSED_TOO_LARGE = "DECOMPRESSED_TOO_LARGE"
+    TOO_MANY_NON_EVENT_LINES = "TOO_MANY_NON_EVENT_LINES"
     LIMIT_INVALID = "LIMIT_INVALID"
 
 
@@ -117,9 +127,20 @@ def is_zstd_data(data: bytes) -> bool:
 
 def read_bytes(path: str) -> bytes:
     """A file's bytes, or the :class:`InputError` that says why there are none."""
+    with open_log(path) as file:
+        return read_or_fail(path, file.read)
+
+
+def open_log(path: str) -> BinaryIO:
+    """The file at ``path`` opened for reading, or the :class:`InputError` that says why not."""
+    return read_or_fail(path, lambda: open(path, "rb"))
+
+
+def read_or_fail(path: str, read: Callable[[], T]) -> T:
+    """What ``read`` gives, an :class:`OSError` it raises mapped to the :class:`InputError` that
+    says it for ``path``."""
     try:
-        with open(path, "rb") as file:
-            return file.read()
+        return read()
     except FileNotFoundError:
         raise InputError(InputCode.PATH_NOT_FOUND, f"{path}: no such file or directory") from None
     except IsADirectoryError:
@@ -139,29 +160,99 @@ MIB: Final = 1 << 20
 PROBE_BYTES: Final = 64 * 1024  # the head of a plain log read by the spec's rules before the rest
 
 
+CHUNK_BYTES: Final = MIB  # a plain log is read this much at a time
+
+
 @dataclass(frozen=True)
 class ReadLimits:
     """How much a reader takes from one file before it refuses it (see the module docstring)."""
 
     max_line_bytes: int = 64 * MIB
     max_decompressed_bytes: int = 512 * MIB
+    max_non_event_lines: int = 1_000
 
     @classmethod
     def from_environment(cls) -> ReadLimits:
         values: dict[str, int] = {}
-        for field, variable in (
-            ("max_line_bytes", "DSH_SESSION_MAX_LINE_BYTES"),
-            ("max_decompressed_bytes", "DSH_SESSION_MAX_DECOMPRESSED_BYTES"),
-        ):
+        for field, variable in LIMIT_VARIABLES.items():
             text = os.environ.get(variable)
             if text is None:
                 continue
             if not text.isdigit() or int(text) < 1:
-                raise InputError(
-                    InputCode.LIMIT_INVALID, f"{variable}={text!r} is not a positive number of bytes"
-                )
+                raise InputError(InputCode.LIMIT_INVALID, f"{variable}={text!r} is not a positive number")
             values[field] = int(text)
         return cls(**values)
+
+
+LIMIT_VARIABLES: Final = {
+    "max_line_bytes": "DSH_SESSION_MAX_LINE_BYTES",
+    "max_decompressed_bytes": "DSH_SESSION_MAX_DECOMPRESSED_BYTES",
+    "max_non_event_lines": "DSH_SESSION_MAX_NON_EVENT_LINES",
+}
+
+
+class FileLines:
+    """The complete lines of a plain log read from ``file`` a chunk at a time, for
+    :func:`spec.format.framing.decode_jsonl_lines`: at most one line is held beyond the chunk, and
+    a line (or a torn tail) longer than ``limit`` bytes is refused ``LINE_TOO_LONG`` as soon as it
+    is, before the rest of it is read. ``torn_offset`` is where the bytes after the last newline
+    start, once every line is taken."""
+
+    def __init__(self, file: BinaryIO, limit: int, where: str) -> None:
+        self.file = file
+        self.limit = limit
+        self.where = where
+        self.torn_offset: int | None = None
+
+    def __iter__(self) -> Iterator[JsonlLine]:
+        pending: list[bytes] = []  # the start of a line that goes on past the chunks read so far
+        pending_bytes = 0
+        start = 0  # the file offset of the line being read
+        while chunk := self.file.read(CHUNK_BYTES):
+            cut = 0
+            while (newline := chunk.find(b"\n", cut)) != -1:
+                self._measure(start, pending_bytes + newline - cut)
+                text = b"".join([*pending, chunk[cut:newline]]) if pending else chunk[cut:newline]
+                pending, pending_bytes = [], 0
+                yield JsonlLine(offset=start, text=text)
+                start += len(text) + 1
+                cut = newline + 1
+            if cut < len(chunk):
+                pending.append(chunk[cut:])
+                pending_bytes += len(chunk) - cut
+                self._measure(start, pending_bytes)
+        self.torn_offset = start if pending_bytes else None
+
+    def _measure(self, start: int, length: int) -> None:
+        if length > self.limit:
+            raise InputError(
+                InputCode.LINE_TOO_LONG,
+                f"{self.where}: the line at byte {start} is longer than {self.limit} bytes "
+                "(DSH_SESSION_MAX_LINE_BYTES)",
+            )
+
+
+def read_jsonl_file(file: BinaryIO, limits: ReadLimits, where: str) -> FramedLog:
+    """A plain log read from ``file`` line by line by the spec's reader rule
+    (:func:`spec.format.framing.decode_jsonl_lines`), which stops at the first damaged line; a
+    record that is no event (not an object with a string ``type``) counts, and one more than
+    ``limits.max_non_event_lines`` of them is ``TOO_MANY_NON_EVENT_LINES``."""
+    lines = FileLines(file, limits.max_line_bytes, where)
+    non_events = 0
+
+    def count(record: JsonValue, place: LinePlace) -> None:
+        nonlocal non_events
+        if isinstance(record, dict) and isinstance(record.get("type"), str):
+            return
+        non_events += 1
+        if non_events > limits.max_non_event_lines:
+            raise InputError(
+                InputCode.TOO_MANY_NON_EVENT_LINES,
+                f"{where}: more than {limits.max_non_event_lines} lines are no event (the last at "
+                f"{describe_place(place)}) (DSH_SESSION_MAX_NON_EVENT_LINES)",
+            )
+
+    return decode_jsonl_lines(lines, lambda: lines.torn_offset, count)
 
 
 def check_line_lengths(text: bytes, limit: int, where: str, offset: int = 0) -> None:
@@ -208,8 +299,7 @@ def frame_log_bytes(
     content shows, within ``limits``."""
     limits = limits or ReadLimits()
     if not is_zstd_data(data):
-        check_line_lengths(data, limits.max_line_bytes, where)
-        return LogForm.JSONL, decode_jsonl_log(data)
+        return LogForm.JSONL, read_jsonl_file(io.BytesIO(data), limits, where)
     check_decompressed_size(data, limits.max_decompressed_bytes, where)
     frames, torn = decode_zstd_frames(data, inflate_zstd)
     for frame in (*frames, *([torn] if torn is not None else [])):
@@ -220,26 +310,38 @@ def frame_log_bytes(
     return form, decode_compressed_log(frames, torn)
 
 
-def probe_head(data: bytes, file_name: str) -> None:
+def probe_head(file: BinaryIO, file_name: str) -> None:
     """Read the whole lines of a plain log's first :data:`PROBE_BYTES` by the spec's rules, so
-    that damage there is named before the rest of the file is parsed; raises what the spec's
-    reader raises, else returns (the full read decides)."""
-    if len(data) <= PROBE_BYTES or is_zstd_data(data):
+    that damage there is named before the rest of the file is read (a file of ``{}`` lines is
+    corrupt at line 2, not past the non-event limit); raises what the spec's reader raises, else
+    returns with the file back at its start (the full read decides)."""
+    head = file.read(PROBE_BYTES + 1)
+    file.seek(0)
+    if len(head) <= PROBE_BYTES or is_zstd_data(head):
         return
-    cut = data.rfind(b"\n", 0, PROBE_BYTES)
+    cut = head.rfind(b"\n", 0, PROBE_BYTES)
     if cut > 0:
-        load_framed_log(None, decode_jsonl_log(data[: cut + 1]), file_name)
+        load_framed_log(None, decode_jsonl_log(head[: cut + 1]), file_name)
 
 
 def read_log_file(path: str, limits: ReadLimits | None = None) -> LogFile:
     """Read the log at ``path``: :class:`InputError` when the file cannot be read or passes a
     reading limit (``limits``, by default :meth:`ReadLimits.from_environment`),
     :class:`spec.codes.SpecError` (with the file line and byte where it can say) when its bytes
-    are not a valid log."""
+    are not a valid log. A plain log is streamed (:func:`read_jsonl_file`): what is held is the
+    records read and one line; a zstd log is read whole, its plaintext bounded first."""
     limits = limits or ReadLimits.from_environment()
-    data = read_bytes(path)
-    probe_head(data, os.path.basename(path))
-    form, framed = frame_log_bytes(data, limits, path)
+
+    def read(file: BinaryIO) -> tuple[LogForm, FramedLog]:
+        probe_head(file, os.path.basename(path))
+        magic = file.read(4)
+        file.seek(0)
+        if is_zstd_data(magic):
+            return frame_log_bytes(file.read(), limits, path)
+        return LogForm.JSONL, read_jsonl_file(file, limits, path)
+
+    with open_log(path) as file:
+        form, framed = read_or_fail(path, lambda: read(file))
     log = load_framed_log(None, framed, os.path.basename(path))
     records = framed.records + framed.recovered
     if log.format_version == LEGACY_FORMAT_VERSION:

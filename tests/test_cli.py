@@ -700,6 +700,52 @@ def test_megabytes_of_lines_that_are_no_events_are_refused_at_the_first_in_bound
     assert peak < MEMORY_BOUND_KB, f"peak {peak} KiB"
 
 
+def plugin_events(first_seq: int, count: int, text: str) -> bytes:
+    """``count`` valid plugin events from ``first_seq``, each carrying ``text``."""
+    return b"".join(
+        json.dumps({"type": "plugin/blob", "seq": seq, "time": 1000, "data": {"text": text}}).encode() + b"\n"
+        for seq in range(first_seq, first_seq + count)
+    )
+
+
+def test_lines_that_are_no_events_past_a_valid_head_are_refused_past_the_settable_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the first 64 KiB (the probe) the reader streams: 15 MB of ``{}`` lines after 200 KB of
+    valid events are refused TOO_MANY_NON_EVENT_LINES in bounded memory, not parsed whole."""
+    header = write_session(tmp_path / "store", compressed=False).read_bytes().split(b"\n", 1)[0] + b"\n"
+    path = tmp_path / "session.v4.jsonl"
+    head = plugin_events(0, 200, "x" * 1_000)
+    path.write_bytes(header + head + b"{}\n" * (5 * (1 << 20)))
+    report, peak = check_in_child(path)
+    assert "unreadable [TOO_MANY_NON_EVENT_LINES]" in report and "the last at line 1202 " in report
+    assert "DSH_SESSION_MAX_NON_EVENT_LINES" in report
+    assert peak < MEMORY_BOUND_KB, f"peak {peak} KiB"
+    path.write_bytes(header + head + b"{}\n" * 3)
+    monkeypatch.setenv("DSH_SESSION_MAX_NON_EVENT_LINES", "2")
+    code, text = run("check", str(path))
+    assert code == 3 and "more than 2 lines are no event (the last at line 204 " in text
+    monkeypatch.setenv("DSH_SESSION_MAX_NON_EVENT_LINES", "3")
+    code, text = run("check", str(path))
+    assert code == 3 and "[CORRUPT_LOG]" in text  # within the limit, the spec's reader names the damage
+
+
+def test_checking_a_long_valid_log_holds_its_events_not_its_bytes_too(tmp_path: Path) -> None:
+    """A valid 40 MB log of 1 MB lines: the checker's peak memory grows by about the events it
+    holds (the decoded text), not by the file's bytes and its lines held beside them (the whole
+    file read at once took over three times the file's size)."""
+    header = write_session(tmp_path / "store", compressed=False).read_bytes().split(b"\n", 1)[0] + b"\n"
+    small, large = tmp_path / "small.jsonl", tmp_path / "large.jsonl"
+    small.write_bytes(header + plugin_events(0, 1, "x"))
+    large.write_bytes(header + plugin_events(0, 40, "x" * (1 << 20)))
+    small_report, small_peak = check_in_child(small)
+    large_report, large_peak = check_in_child(large)
+    assert "1 events, format v4 (jsonl), ok" in small_report
+    assert "40 events, format v4 (jsonl), ok" in large_report
+    grown = (large_peak - small_peak) * 1024
+    assert grown < 1.6 * large.stat().st_size, f"grew {grown} bytes for a {large.stat().st_size}-byte file"
+
+
 def test_a_line_past_the_settable_limit_is_line_too_long_and_a_bad_limit_is_said(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

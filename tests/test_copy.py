@@ -191,11 +191,27 @@ def test_an_sqlite_source_is_opened_read_only_neither_upgraded_nor_given_a_lock_
     status, summary, _ = copy(f"sqlite:{source}", f"file:{tmp_path / 'files'}")
     assert status == 0 and summary.startswith("1 copied")
     assert not Path(f"{source}.locks").exists()
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["files", "s.sqlite3"]  # no -wal, no -shm
     empty = tmp_path / "empty.sqlite3"
     empty.touch()
     status, summary, _ = copy(f"sqlite:{empty}", f"file:{tmp_path / 'files'}")
     assert status == 3 and "[UNSUPPORTED_FORMAT]" in summary and "read-only" in summary
     assert empty.stat().st_size == 0  # no tables were made in it
+
+
+def test_an_sqlite_source_with_a_live_writer_is_read_through_its_wal(tmp_path: Path) -> None:
+    """A source whose writer is open has its -wal and -shm already: it is read under SQLite's
+    locks, commits still in the WAL included (an immutable open would miss them)."""
+    source = tmp_path / "s.sqlite3"
+    database = SqliteStore(str(source))
+    try:
+        SessionStore(database, clock=lambda: 5).create("one").flush()
+        assert Path(f"{source}-wal").stat().st_size > 0  # the commit is in the WAL, not yet in the file
+        status, summary, _ = copy(f"sqlite:{source}", f"file:{tmp_path / 'files'}")
+        assert status == 0 and summary.startswith("1 copied")
+    finally:
+        database.close()
+    assert not Path(f"{source}-wal").exists() and not Path(f"{source}-shm").exists()
 
 
 def test_a_copy_killed_halfway_is_completed_by_running_it_again(

@@ -180,3 +180,41 @@ def test_chromium_reads_the_page_into_the_dom_it_was_written_as(page: tuple[Path
         ).stdout
     assert 'id="seq-39"' in dom and "The surface as the model sees it" in dom
     assert "tool-result-pairing" in dom
+
+
+def long_log(path: Path, events: int, broken_at: int) -> Path:
+    """A header, a turn that stays open, ``events - 1`` plugin events in it, and one turn/end
+    naming the wrong turn at ``broken_at`` (a violation in the middle)."""
+    lines = [
+        '{"type":"session","version":4,"id":"long","createdAt":1000,"cwd":"/w","delegationDepth":0,"isSeeded":false}',
+        '{"type":"turn/start","seq":0,"time":1000,"data":{"turn":1}}',
+    ]
+    for seq in range(1, events):
+        if seq == broken_at:
+            lines.append(f'{{"type":"turn/end","seq":{seq},"time":1000,"data":{{"turn":7}}}}')
+        else:
+            lines.append(f'{{"type":"plugin/tick","seq":{seq},"time":1000,"data":{{}}}}')
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_a_long_log_is_collapsed_to_its_ends_and_what_is_marked_in_between(tmp_path: Path) -> None:
+    """Beyond 2 × DRAWN_EDGE_ROWS events the page draws both ends and the marked events of the
+    middle; each run in between is one "not drawn" line, so the page's size is bounded."""
+    from reference import explain_html
+
+    edge = explain_html.DRAWN_EDGE_ROWS
+    out = tmp_path / "long.html"
+    count = 2 * edge + 3_000
+    status = main(["explain", "--html", str(out), str(long_log(tmp_path / "long.jsonl", count, 2_500))])
+    assert status == 0
+    text = out.read_text(encoding="utf-8")
+    drawn = set(map(int, re.findall(r'<li class="[^"]*" id="seq-(\d+)"', text)))
+    assert drawn == set(range(edge)) | {2_500} | set(range(count - edge, count))
+    assert f"{2_500 - edge} events not drawn (seqs {edge}–2499)" in text
+    assert f"seqs 2501–{count - edge - 1}" in text
+    assert "turn 1 (continued)" in text  # drawing resumes inside the open turn
+    assert len(text) < 1_000 * (2 * edge + explain_html.DRAWN_MARKED_ROWS)  # about 1 KB per event drawn
+    parser = Elements()
+    parser.feed(text)
+    assert "turn-end" in parser.text("seq-2500")

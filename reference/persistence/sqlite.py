@@ -46,10 +46,24 @@ LAYOUT_STEPS: Final[dict[int, tuple[str, ...]]] = {
 }
 
 
+def read_only_uri(path: str) -> str:
+    """The URI that opens the database at ``path`` read-only without leaving files beside it. A
+    read-only connection to a WAL database makes the ``-wal`` and ``-shm`` files when they are
+    missing and, unable to checkpoint, leaves them behind. Both are missing only when no
+    connection is open and every commit is in the database file itself (the last connection to
+    close checkpoints and removes them), so such a file at rest is opened ``immutable=1``: no
+    shared memory, no locks, nothing created. A writer that opens it during the read is not seen
+    (docs/choices.md). When they exist a writer may be live: the ordinary ``mode=ro`` reads through
+    its WAL under SQLite's locks, and the files were there already."""
+    at_rest = not any(os.path.exists(path + suffix) for suffix in ("-wal", "-shm"))
+    return f"file:{urllib.parse.quote(path)}?mode=ro" + ("&immutable=1" if at_rest else "")
+
+
 class SqliteStore(DatabaseStore):
     """Session rows in the SQLite database at ``path`` (created, with its directory, if missing).
     With ``read_only`` (a copy's source) nothing is created or upgraded: the database must exist
-    and hold the current table layout, and it is opened with SQLite's ``mode=ro``."""
+    and hold the current table layout, and it is opened with SQLite's ``mode=ro``
+    (:func:`read_only_uri`: nothing is left beside it)."""
 
     # FULL: in WAL mode a commit returns only once its WAL frames are fsynced (NORMAL would sync
     # them only at a checkpoint, so a power loss could undo a commit flush already acknowledged).
@@ -70,7 +84,7 @@ class SqliteStore(DatabaseStore):
                 os.makedirs(os.path.dirname(self.path), exist_ok=True)
                 os.makedirs(self.lock_dir, exist_ok=True)
             self._conn = sqlite3.connect(
-                f"file:{urllib.parse.quote(self.path)}?mode=ro" if read_only else self.path,
+                read_only_uri(self.path) if read_only else self.path,
                 timeout=busy_timeout_ms / 1000,
                 isolation_level=None,
                 check_same_thread=False,

@@ -184,35 +184,40 @@ def check_core(events: Sequence[Event]) -> Iterator[Violation]:
     """Replay the log the way a restore does: each event's seq follows the one before it, its
     envelope and message are checked, then its surface effect is planned against the surface so far
     and applied; a refused event changes nothing (notes/dsh-session-core §4.2, §11.2). After a gap
-    the count resumes from the event's own seq, so a gap is one violation, not one per later event."""
+    the count resumes from the event's own seq, so a gap is one violation, not one per later event.
+    An event without a usable seq is replayed one past the event before it, but each of its
+    violations points where every family's do (:func:`spec.checks.violation.violation_seq`: its
+    position), so one event's violations are never reported at two seqs."""
     nodes = SurfaceNodes()
     by_seq: dict[int, Event] = {}
     length = 0  # one past the largest seq read so far
     expected = 0
     for position, event in enumerate(events):
         seq = event.get("seq")
+        at = violation_seq(event, position)
         if seq != expected or not is_event_seq(seq):
             yield Violation(
                 "seq-contiguous",
-                violation_seq(event, position),
+                at,
                 f"session event seq {js_text(seq)} is not contiguous; expected {expected}",
             )
-            if not is_event_seq(seq):
-                event = {**event, "seq": expected}
-        placed = int(event["seq"])  # type: ignore[arg-type]
+        placed = at
+        if not is_event_seq(seq):
+            placed = expected
+            event = {**event, "seq": placed}
         try:
             validate_seed_envelope(placed, event)
             validate_seed_request_header_reason(placed, event)
         except SpecError as error:
-            yield Violation("envelope", placed, str(error))
+            yield Violation("envelope", at, str(error))
         try:
             validate_seed_llm_shape(placed, event)
         except SpecError as error:
-            yield Violation("message-shape", placed, str(error))
+            yield Violation("message-shape", at, str(error))
         try:
             plan = plan_surface_event(nodes, event, placed, _EventsBySeq(by_seq, length))
         except SpecError as error:
-            yield Violation(SURFACE_RULE_OF_CODE.get(error.code, "surface-op"), placed, str(error))
+            yield Violation(SURFACE_RULE_OF_CODE.get(error.code, "surface-op"), at, str(error))
         else:
             if plan is not None:
                 splice_plan(nodes, plan)

@@ -11,7 +11,7 @@ caller's :data:`Inflate` and judges what comes back, for :func:`decode_zstd_log`
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final, TypeAlias
 
@@ -108,24 +108,43 @@ def decode_jsonl_log(data: bytes) -> FramedLog:
     A complete line that does not parse is a corrupt log naming its line and byte offset — even
     the last one: a crash only loses a suffix of the bytes, so a line that kept its newline kept
     all of its bytes (SPEC-DECISIONS D3 items 4-5). DSH instead drops such a line silently, with
-    every later line, when no ``turn/end`` follows it (notes/dsh-persistence §6.2, §11 item 3)."""
+    every later line, when no ``turn/end`` follows it (notes/dsh-persistence §6.2, §11 item 3).
+    The bytes are cut by :func:`split_jsonl` and read by :func:`decode_jsonl_lines`."""
     scan = split_jsonl(data)
-    if not scan.lines:
+    return decode_jsonl_lines(scan.lines, lambda: scan.torn_offset)
+
+
+def decode_jsonl_lines(
+    lines: Iterable[JsonlLine],
+    torn_offset: Callable[[], int | None],
+    on_record: Callable[[JsonValue, LinePlace], None] | None = None,
+) -> FramedLog:
+    """The rule of :func:`decode_jsonl_log` on a plain log's complete lines, taken one at a time
+    in order: the first damaged line stops the read, so a reader that streams a file holds one
+    line beyond the records. ``torn_offset`` is asked once they are all taken (where the bytes
+    after the last newline start, if any); ``on_record`` sees each record and its place as it is
+    read (a reader's own limits)."""
+    stream = iter(lines)
+    first = next(stream, None)
+    if first is None:
         raise reject(Code.CORRUPT_LOG, "empty or header-less session log")
-    header_line = decode_header_text(scan.lines[0].text)
-    places = tuple(
-        LinePlace(line=number, byte=line.offset) for number, line in enumerate(scan.lines[1:], start=2)
-    )
-    records = tuple(
-        decode_record_text(line.text, describe_place(place)) for line, place in zip(scan.lines[1:], places)
-    )
-    torn_place = None if scan.torn_offset is None else LinePlace(len(scan.lines) + 1, scan.torn_offset)
+    header_line = decode_header_text(first.text)
+    records: list[JsonValue] = []
+    places: list[LinePlace] = []
+    for number, line in enumerate(stream, start=2):
+        place = LinePlace(line=number, byte=line.offset)
+        record = decode_record_text(line.text, describe_place(place))
+        if on_record is not None:
+            on_record(record, place)
+        records.append(record)
+        places.append(place)
+    torn = torn_offset()
     return FramedLog(
         header_line=header_line,
-        records=records,
-        truncate_to=scan.torn_offset,
-        places=places,
-        torn_place=torn_place,
+        records=tuple(records),
+        truncate_to=torn,
+        places=tuple(places),
+        torn_place=None if torn is None else LinePlace(len(places) + 2, torn),
     )
 
 

@@ -359,6 +359,19 @@ def test_a_repeated_seq_is_not_contiguous() -> None:
     assert rules_at(check_log(events)) == [("seq-contiguous", 0)]
 
 
+def test_every_violation_of_an_event_without_a_seq_is_at_its_position() -> None:
+    """The replay places a seq-less event one past the event before it (seq 6 here), but all its
+    violations point at its position, as every family's do (a fuzz finding: they were at two seqs)."""
+    events = log(user("a"), user("b"), plain("request/header-delta"))
+    events[1]["seq"] = 5
+    del events[2]["seq"]
+    assert rules_at(check_log(events, relational=False)) == [
+        ("seq-contiguous", 2),
+        ("envelope", 2),
+        ("seq-contiguous", 5),
+    ]
+
+
 def test_a_replace_after_a_seq_gap_finds_its_nodes_by_seq() -> None:
     events = log(user("a"), user("b"), user("c", replace(0, 0), sourceEventSeqs=[0]))
     events[1]["seq"], events[2]["seq"], events[2]["surfaceOp"] = 5, 6, replace(5, 5)
