@@ -40,6 +40,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
@@ -69,7 +70,8 @@ LANES: Final[dict[str, tuple[str, ...]]] = {
     "stateful": ("machine", "exhaustive", "files", "crash"),
 }
 DEFAULT_TIMEOUTS: Final = {"fast": 60.0, "drt": 300.0, "stateful": 900.0}
-STATE_DIR: Final = ROOT / ".scratch" / "mutation"
+STATE_DIR: Final = ROOT / ".scratch" / "mutation"  # the session databases
+COPIES_DIR: Final = Path(tempfile.gettempdir()) / f"dsh-mutation-{ROOT.name}"  # the workers' trees
 EQUIVALENTS: Final = ROOT / "docs" / "mutation-equivalents.json"
 REPORT: Final = ROOT / "docs" / "mutation.md"
 OUTCOMES: Final = ("killed", "timeout", "survived", "equivalent", "incompetent", "skipped", "pending")
@@ -246,7 +248,7 @@ def lane_command(lane: str, copy: Path, response_timeout: float, cases: Sequence
     )
 
 
-def make_copies(state: Path, jobs: int) -> list[Path]:
+def make_copies(jobs: int, state: Path = COPIES_DIR) -> list[Path]:
     """One fresh copy of the tree per worker (fresh each run: a worker killed mid-mutant leaves its
     copy mutated)."""
     copies = []
@@ -288,6 +290,9 @@ def run_lane(path: Path, lane: str, earlier: Sequence[str], jobs: int, timeout: 
         )
         skipped = {item.job_id for item, result in work_db.completed_work_items
                    if result.worker_outcome == WorkerOutcome.SKIPPED}  # fmt: skip
+        if earlier:  # a survivor the reviewed file calls equivalent goes no further
+            triage = read_triage()
+            skipped |= {m.job_id for m in read_mutants(path) if final_outcome(m, triage) == "equivalent"}
         pending = [
             item for item in items
             if item.job_id not in skipped and lane not in rows[item.job_id]
@@ -299,7 +304,7 @@ def run_lane(path: Path, lane: str, earlier: Sequence[str], jobs: int, timeout: 
             print(f"{lane}: nothing to run")
             return
         workers = min(jobs, len(pending))
-        copies = make_copies(path.parent, workers)
+        copies = make_copies(workers)
         baseline(lane, copies[0], timeout, cases)
         tasks: Any = multiprocessing.Queue()
         results: Any = multiprocessing.Queue()
@@ -389,11 +394,19 @@ def read_mutants(path: Path) -> list[Mutant]:
 
 def read_triage(path: Path = EQUIVALENTS) -> dict[tuple[str, str, str, str], dict[str, str]]:
     """The reviewed survivors: ``verdict`` ``equivalent`` (with the reason no answer can change) or
-    ``needs-kill`` (with what would kill it), keyed by module, rule and the line before and after."""
+    ``needs-kill`` (with what would kill it), keyed by module, rule and the line before and after
+    (``*``: any mutant of that line)."""
     if not path.exists():
         return {}
     entries = json.loads(path.read_text(encoding="utf-8"))["mutants"]
     return {(e["module"], e["rule"], e["before"], e["after"]): e for e in entries}
+
+
+def review_of(
+    mutant: Mutant, triage: dict[tuple[str, str, str, str], dict[str, str]]
+) -> dict[str, str] | None:
+    """The reviewed entry for this mutant, or for every mutant of its line (``"after": "*"``)."""
+    return triage.get(mutant.key) or triage.get((*mutant.key[:3], "*"))
 
 
 def final_outcome(mutant: Mutant, triage: dict[tuple[str, str, str, str], dict[str, str]]) -> str:
@@ -405,7 +418,7 @@ def final_outcome(mutant: Mutant, triage: dict[tuple[str, str, str, str], dict[s
     for decisive in ("killed", "timeout", "incompetent"):
         if decisive in outcomes:
             return decisive
-    entry = triage.get(mutant.key)
+    entry = review_of(mutant, triage)
     return "equivalent" if entry is not None and entry["verdict"] == "equivalent" else "survived"
 
 
@@ -470,7 +483,7 @@ def render(mutants: Sequence[Mutant], triage: dict[tuple[str, str, str, str], di
     for m in mutants:
         if outcome[m.job_id] not in ("survived", "equivalent"):
             continue
-        entry = triage.get(m.key, {})
+        entry = review_of(m, triage) or {}
         lines.append(
             f"| {m.module}:{m.line} | `{m.rule}` | {m.operator} | `{cell(m.before)}` | `{cell(m.after)}` | "
             f"{entry.get('verdict', 'untriaged')} | {cell(entry.get('reason', ''))} |"
