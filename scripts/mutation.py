@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import hashlib
 import json
 import multiprocessing
 import os
@@ -281,8 +282,9 @@ def baseline(lane: str, copy: Path, timeout: float, cases: Sequence[str]) -> Non
 
 
 def run_lane(path: Path, lane: str, earlier: Sequence[str], jobs: int, timeout: float,
-             cases: Sequence[str], limit: int | None) -> None:  # fmt: skip
-    """Run ``lane`` on every mutant that survived all ``earlier`` lanes and has no result for it."""
+             cases: Sequence[str], limit: int | None, rules: Sequence[str] = ()) -> None:  # fmt: skip
+    """Run ``lane`` on every mutant that survived all ``earlier`` lanes and has no result for it
+    (only those inside the functions ``rules`` names, when it names any)."""
     rows = lane_rows(path)
     with use_db(str(path), WorkDB.Mode.open) as work_db:
         items: list[WorkItem] = sorted(
@@ -296,6 +298,7 @@ def run_lane(path: Path, lane: str, earlier: Sequence[str], jobs: int, timeout: 
         pending = [
             item for item in items
             if item.job_id not in skipped and lane not in rows[item.job_id]
+            and (not rules or item.mutations[0].definition_name in rules)
             and all(rows[item.job_id].get(e, ("",))[0] == "survived" for e in earlier)
         ]  # fmt: skip
         if limit is not None:
@@ -304,7 +307,9 @@ def run_lane(path: Path, lane: str, earlier: Sequence[str], jobs: int, timeout: 
             print(f"{lane}: nothing to run")
             return
         workers = min(jobs, len(pending))
-        copies = make_copies(workers)
+        # one set of copies a session (two sessions may run at once)
+        digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:8]
+        copies = make_copies(workers, COPIES_DIR / f"{path.stem}-{digest}")
         baseline(lane, copies[0], timeout, cases)
         tasks: Any = multiprocessing.Queue()
         results: Any = multiprocessing.Queue()
@@ -477,8 +482,8 @@ def render(mutants: Sequence[Mutant], triage: dict[tuple[str, str, str, str], di
         "",
         "## Survivors and equivalents",
         "",
-        "| module:line | rule | operator | before | after | verdict | why / what would kill it |",
-        "|---|---|---|---|---|---|---|",
+        "| module:line | rule | operator | before | after | survived | verdict | why / what would kill it |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for m in mutants:
         if outcome[m.job_id] not in ("survived", "equivalent"):
@@ -486,7 +491,7 @@ def render(mutants: Sequence[Mutant], triage: dict[tuple[str, str, str, str], di
         entry = review_of(m, triage) or {}
         lines.append(
             f"| {m.module}:{m.line} | `{m.rule}` | {m.operator} | `{cell(m.before)}` | `{cell(m.after)}` | "
-            f"{entry.get('verdict', 'untriaged')} | {cell(entry.get('reason', ''))} |"
+            f"{', '.join(m.lanes)} | {entry.get('verdict', 'untriaged')} | {cell(entry.get('reason', ''))} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -523,9 +528,11 @@ def main(argv: Iterable[str] | None = None) -> int:
     run.add_argument("--session", type=Path, help="the session database (default under .scratch/mutation)")
     run.add_argument("--fresh", action="store_true", help="start over even if the session can be resumed")
     run.add_argument("--limit", type=int, help="run at most this many mutants per lane (a sample)")
-    run.add_argument("--rule", action="append", default=[], help="mutate only inside this function")
+    run.add_argument("--rule", action="append", default=[], help="run only the mutants inside this function")
     run.add_argument("--case", action="append", default=[], help="only the suite's cases matching this glob")
-    run.add_argument("--markdown", type=Path, help="write the report here (default: print it)")
+    run.add_argument(
+        "--markdown", type=Path, help="the report (default: docs/mutation.md; printed with --changed)"
+    )
     report = commands.add_parser("report", help="write the report from a session database")
     report.add_argument("--session", type=Path, default=STATE_DIR / "session.sqlite")
     report.add_argument("--markdown", type=Path, help="write the report here (default: print it)")
@@ -554,8 +561,6 @@ def main(argv: Iterable[str] | None = None) -> int:
     os.chdir(ROOT)
     open_session(session, files, fresh)
     skip_annotations(session)
-    if options.rule:
-        keep(session, lambda mutation: mutation.definition_name in options.rule)
     if changed is not None:
         lines = changed
         keep(
@@ -564,8 +569,10 @@ def main(argv: Iterable[str] | None = None) -> int:
         )
     for index, lane in enumerate(lanes):
         timeout = options.timeout or DEFAULT_TIMEOUTS[lane]
-        run_lane(session, lane, lanes[:index], options.jobs, timeout, options.case, options.limit)
-    write_report(session, options.markdown)
+        run_lane(
+            session, lane, lanes[:index], options.jobs, timeout, options.case, options.limit, options.rule
+        )
+    write_report(session, options.markdown or (None if options.changed else REPORT))
     counts = Counter(final_outcome(m, read_triage()) for m in read_mutants(session))
     return 1 if counts["survived"] else 0
 

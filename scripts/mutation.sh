@@ -13,4 +13,4 @@ PYTHON=${PYTHON:-.venv/bin/python}
 if [[ ${1:-} == report ]]; then
     exec "$PYTHON" -m scripts.mutation "$@"
 fi
-exec nice -n "${MUTATION_NICE:-5}" "$PYTHON" -m scripts.mutation run --markdown "${MUTATION_REPORT:-docs/mutation.md}" "$@"
+exec nice -n "${MUTATION_NICE:-5}" "$PYTHON" -m scripts.mutation run "$@"
