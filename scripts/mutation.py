@@ -1,0 +1,590 @@
+"""Mutation testing of ``spec/`` and the named parts of ``reference/`` with cosmic-ray (issue 26, item 1).
+
+    python -m scripts.mutation run [MODULE ...] [--lanes fast,drt,stateful] [--jobs N] [--timeout S]
+    python -m scripts.mutation run --changed BASE        the fast lane on the lines a change touches
+    python -m scripts.mutation report [--markdown docs/mutation.md]
+
+cosmic-ray makes the mutants (its core operators), keeps the session database (SQLite: every
+mutant, and its result as soon as it has one, so an interrupted run resumes where it stopped) and
+applies each mutant and runs the lane's command under a per-mutant timeout (``mutate_and_test``).
+This module hands the pending mutants to ``--jobs`` worker processes, each owning a copy of the
+tree (``spec/``, ``reference/``, ``conformance/``) that it mutates in place and restores.
+
+Every lane certifies the mutated copy as a *separate stdio process* (``python -m reference.server``
+run in the copy), while the suite itself runs from this unmutated tree. So the oracle never
+changes: a mutant of ``spec/`` is judged by the suite's vectors (expected answers held as data), by
+pure-drt's differential oracle (``spec/`` unmutated, compared with the mutated subject) and by the
+stateful families' models, all unmutated. In process, a mutant of ``spec/`` would mutate pure-drt's
+and the models' oracle too, and could only be judged by the vectors.
+
+Lanes, cheapest first; a lane runs only the mutants every earlier lane let survive:
+  fast      every vector family (seconds a mutant)
+  drt       pure-drt, the pure functions against the spec (about a minute)
+  stateful  machine, exhaustive, files, crash (minutes)
+
+A mutant is *killed* when the suite exits non-zero (a failing case, or a subject that does not
+start), *timeout* when the lane outlives ``--timeout``, *survived* otherwise; a survivor listed in
+the reviewed file ``docs/mutation-equivalents.json`` is *equivalent* (with the reason it cannot
+change any answer) or carries its triage (the vector or edge that would kill it). The report per
+module and per rule (the enclosing function) is written to ``docs/mutation.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import hashlib
+import json
+import multiprocessing
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import attrs
+from cosmic_ray.commands.init import init as cosmic_ray_init
+from cosmic_ray.mutating import mutate_and_test
+from cosmic_ray.work_db import WorkDB, use_db
+from cosmic_ray.work_item import MutationSpec, TestOutcome, WorkerOutcome, WorkItem, WorkResult
+
+ROOT: Final = Path(__file__).resolve().parent.parent
+PYTHON: Final = sys.executable
+# What is mutated: all of spec/, and of reference/ the store, the session, persistence, shrinking
+# and projections (not the CLI's presentation, the HTML page, the benchmarks or the subjects).
+SCOPE: Final = ("spec", "reference/store.py", "reference/session.py", "reference/persistence",
+                "reference/shrink", "reference/projections")  # fmt: skip
+COPIED: Final = ("spec", "reference", "conformance")  # what a worker's copy holds
+VECTOR_FAMILIES: Final = tuple(
+    sorted(p.name for p in (ROOT / "conformance" / "vectors").iterdir() if p.is_dir())
+)
+LANES: Final[dict[str, tuple[str, ...]]] = {
+    "fast": VECTOR_FAMILIES,
+    "drt": ("pure-drt",),
+    "stateful": ("machine", "exhaustive", "files", "crash"),
+}
+DEFAULT_TIMEOUTS: Final = {"fast": 60.0, "drt": 300.0, "stateful": 900.0}
+STATE_DIR: Final = ROOT / ".scratch" / "mutation"  # the session databases
+COPIES_DIR: Final = Path(tempfile.gettempdir()) / f"dsh-mutation-{ROOT.name}"  # the workers' trees
+EQUIVALENTS: Final = ROOT / "docs" / "mutation-equivalents.json"
+REPORT: Final = ROOT / "docs" / "mutation.md"
+OUTCOMES: Final = ("killed", "timeout", "survived", "equivalent", "incompetent", "skipped", "pending")
+
+
+# -- what to mutate ------------------------------------------------------------------------------
+
+
+def scope_files(names: Sequence[str] = ()) -> list[str]:
+    """The files to mutate (relative to the root): every ``.py`` file under the named modules, paths
+    or dotted names, each of which must lie in :data:`SCOPE`; all of the scope when none is named."""
+    wanted = [name.replace(".", "/") if not name.endswith(".py") and "/" not in name else name
+              for name in names] or list(SCOPE)  # fmt: skip
+    found: list[str] = []
+    for name in wanted:
+        path = ROOT / name
+        if not path.exists() and (ROOT / f"{name}.py").exists():
+            path = ROOT / f"{name}.py"
+        if not path.exists():
+            raise SystemExit(f"no such module: {name}")
+        files = [path] if path.is_file() else sorted(path.rglob("*.py"))
+        for file in files:
+            relative = file.relative_to(ROOT).as_posix()
+            if not in_scope(relative):
+                raise SystemExit(f"{relative} is outside the mutation scope ({', '.join(SCOPE)})")
+            if relative not in found:
+                found.append(relative)
+    return found
+
+
+def in_scope(relative: str) -> bool:
+    return relative.endswith(".py") and any(relative == s or relative.startswith(f"{s}/") for s in SCOPE)
+
+
+def changed_lines(base: str) -> dict[str, set[int]]:
+    """The lines of the files in scope that differ between ``base`` and the working tree (as
+    cosmic-ray's ``cr-filter-git`` reads them): a change's mutants are the ones on its lines."""
+    diff = subprocess.run(
+        ["git", "-C", str(ROOT), "diff", "-U0", "--diff-filter=d", base, "--", *SCOPE],
+        check=True, capture_output=True, text=True,
+    ).stdout  # fmt: skip
+    lines: dict[str, set[int]] = defaultdict(set)
+    current = ""
+    for line in diff.splitlines():
+        if line.startswith("+++ "):
+            current = line[len("+++ b/") :] if line.startswith("+++ b/") else ""
+        elif line.startswith("@@") and in_scope(current):
+            start, _, count = line.split()[2].lstrip("+").partition(",")
+            lines[current].update(range(int(start), int(start) + int(count or 1)))
+    return {name: found for name, found in lines.items() if found}
+
+
+# -- the session database -----------------------------------------------------------------------
+
+LANE_TABLE: Final = (
+    "CREATE TABLE IF NOT EXISTS lane_results (job_id TEXT, lane TEXT, outcome TEXT, seconds REAL, "
+    "PRIMARY KEY (job_id, lane))"
+)
+META_TABLE: Final = "CREATE TABLE IF NOT EXISTS mutation_meta (key TEXT PRIMARY KEY, value TEXT)"
+
+
+def open_session(path: Path, files: Sequence[str], fresh: bool) -> None:
+    """Create the session's mutants with cosmic-ray unless the database already holds them for the
+    same files (then it is resumed, its results kept)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    wanted = json.dumps(sorted(files))
+    if path.exists() and not fresh:
+        with sqlite3.connect(path) as db:
+            db.execute(META_TABLE)
+            row = db.execute("SELECT value FROM mutation_meta WHERE key = 'files'").fetchone()
+        if row is not None and row[0] == wanted:
+            return
+    if path.exists():
+        path.unlink()
+    with use_db(str(path), WorkDB.Mode.create) as work_db:
+        cosmic_ray_init([Path(file) for file in files], work_db, {})
+    with sqlite3.connect(path) as db:
+        db.execute(META_TABLE)
+        db.execute(LANE_TABLE)
+        db.execute("INSERT OR REPLACE INTO mutation_meta VALUES ('files', ?)", (wanted,))
+
+
+def annotation_spans(module: Path) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    """Where ``module``'s annotations are (start and end as (line, column)), when the module
+    postpones them (``from __future__ import annotations``): text never evaluated at run time."""
+    tree = ast.parse(module.read_text(encoding="utf-8"))
+    postponed = any(
+        isinstance(node, ast.ImportFrom) and node.module == "__future__"
+        and any(alias.name == "annotations" for alias in node.names)
+        for node in tree.body
+    )  # fmt: skip
+    if not postponed:
+        return []
+    found: list[ast.expr] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.arg | ast.AnnAssign) and node.annotation is not None:
+            found.append(node.annotation)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.returns is not None:
+            found.append(node.returns)
+    return [((a.lineno, a.col_offset), (a.end_lineno or a.lineno, a.end_col_offset or 0)) for a in found]
+
+
+def skip_annotations(path: Path) -> None:
+    """Mark the mutants inside a postponed annotation as skipped (cosmic-ray's ``SKIPPED``, as its
+    own filters do): ``X | None`` made ``X - None`` changes no behaviour, only a string."""
+    with use_db(str(path), WorkDB.Mode.open) as work_db:
+        spans: dict[str, list[tuple[tuple[int, int], tuple[int, int]]]] = {}
+        skipped = []
+        for item in work_db.work_items:
+            mutation = item.mutations[0]
+            module = str(mutation.module_path)
+            if module not in spans:
+                spans[module] = annotation_spans(ROOT / module)
+            start = tuple(mutation.start_pos)
+            if any(begin <= start < end for begin, end in spans[module]):
+                skipped.append(item.job_id)
+        if skipped:
+            work_db.set_multiple_results(
+                skipped,
+                WorkResult(output="inside a postponed annotation", worker_outcome=WorkerOutcome.SKIPPED),
+            )
+    with sqlite3.connect(path) as db:
+        db.execute(LANE_TABLE)
+        db.executemany("DELETE FROM lane_results WHERE job_id = ?", [(job_id,) for job_id in skipped])
+
+
+def lane_rows(path: Path) -> dict[str, dict[str, tuple[str, float]]]:
+    """``job id -> lane -> (outcome, seconds)``."""
+    with sqlite3.connect(path) as db:
+        db.execute(LANE_TABLE)
+        rows = db.execute("SELECT job_id, lane, outcome, seconds FROM lane_results").fetchall()
+    found: dict[str, dict[str, tuple[str, float]]] = defaultdict(dict)
+    for job_id, lane, outcome, seconds in rows:
+        found[job_id][lane] = (outcome, seconds)
+    return found
+
+
+def record(path: Path, work_db: WorkDB, job_id: str, lane: str, result: WorkResult, seconds: float) -> str:
+    """Keep a lane's result: in cosmic-ray's results (the last lane's word, what ``cr-report``
+    shows) and in the lane table (every lane's)."""
+    outcome = outcome_of(result)
+    work_db.set_result(job_id, result)
+    with sqlite3.connect(path) as db:
+        db.execute(
+            "INSERT OR REPLACE INTO lane_results VALUES (?, ?, ?, ?)", (job_id, lane, outcome, seconds)
+        )
+    return outcome
+
+
+def outcome_of(result: WorkResult) -> str:
+    if result.worker_outcome == WorkerOutcome.SKIPPED:
+        return "skipped"
+    if result.worker_outcome == WorkerOutcome.NO_TEST:
+        return "incompetent"
+    if result.worker_outcome != WorkerOutcome.NORMAL:
+        return "incompetent"
+    if result.test_outcome == TestOutcome.KILLED:
+        return "timeout" if result.output == "timeout" else "killed"
+    if result.test_outcome == TestOutcome.SURVIVED:
+        return "survived"
+    return "incompetent"
+
+
+# -- running ------------------------------------------------------------------------------------
+
+
+def lane_command(lane: str, copy: Path, response_timeout: float, cases: Sequence[str]) -> str:
+    """The suite, run from the unmutated tree, certifying the copy's reference as a stdio process."""
+    subject = f"env -C {copy} {PYTHON} -m reference.server"
+    case_options = "".join(f" --case {case}" for case in cases)
+    return (
+        f"{PYTHON} -m conformance --stdio '{subject}' --families {' '.join(LANES[lane])}"
+        f" --timeout {response_timeout:g} --junit {copy}/junit.xml{case_options}"
+    )
+
+
+def make_copies(jobs: int, state: Path = COPIES_DIR) -> list[Path]:
+    """One fresh copy of the tree per worker (fresh each run: a worker killed mid-mutant leaves its
+    copy mutated)."""
+    copies = []
+    for index in range(jobs):
+        copy = state / f"worker-{index}"
+        shutil.rmtree(copy, ignore_errors=True)
+        for name in COPIED:
+            shutil.copytree(ROOT / name, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
+        copies.append(copy)
+    return copies
+
+
+def worker(copy: Path, lane: str, timeout: float, cases: Sequence[str], tasks: Any, results: Any) -> None:
+    os.chdir(ROOT)
+    command = lane_command(lane, copy, min(30.0, timeout), cases)
+    while (item := tasks.get()) is not None:
+        job_id, mutation = item
+        started = time.monotonic()
+        mutated = attrs.evolve(mutation, module_path=copy / mutation.module_path)
+        result = mutate_and_test([mutated], command, timeout)
+        results.put((job_id, result, time.monotonic() - started))
+
+
+def baseline(lane: str, copy: Path, timeout: float, cases: Sequence[str]) -> None:
+    """The unmutated copy must pass the lane, or every mutant would look killed."""
+    command = lane_command(lane, copy, min(30.0, timeout), cases)
+    done = subprocess.run(command, shell=True, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    if done.returncode != 0:
+        raise SystemExit(f"the unmutated tree fails the {lane} lane:\n{done.stdout[-3000:]}")
+
+
+def run_lane(path: Path, lane: str, earlier: Sequence[str], jobs: int, timeout: float,
+             cases: Sequence[str], limit: int | None, rules: Sequence[str] = ()) -> None:  # fmt: skip
+    """Run ``lane`` on every mutant that survived all ``earlier`` lanes and has no result for it
+    (only those inside the functions ``rules`` names, when it names any)."""
+    rows = lane_rows(path)
+    with use_db(str(path), WorkDB.Mode.open) as work_db:
+        items: list[WorkItem] = sorted(
+            work_db.work_items, key=lambda i: (i.mutations[0].module_path, i.job_id)
+        )
+        skipped = {item.job_id for item, result in work_db.completed_work_items
+                   if result.worker_outcome == WorkerOutcome.SKIPPED}  # fmt: skip
+        if earlier:  # a survivor the reviewed file calls equivalent goes no further
+            triage = read_triage()
+            skipped |= {m.job_id for m in read_mutants(path) if final_outcome(m, triage) == "equivalent"}
+        pending = [
+            item for item in items
+            if item.job_id not in skipped and lane not in rows[item.job_id]
+            and (not rules or item.mutations[0].definition_name in rules)
+            and all(rows[item.job_id].get(e, ("",))[0] == "survived" for e in earlier)
+        ]  # fmt: skip
+        if limit is not None:
+            pending = pending[:limit]
+        if not pending:
+            print(f"{lane}: nothing to run")
+            return
+        workers = min(jobs, len(pending))
+        # one set of copies a session (two sessions may run at once)
+        digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:8]
+        copies = make_copies(workers, COPIES_DIR / f"{path.stem}-{digest}")
+        baseline(lane, copies[0], timeout, cases)
+        tasks: Any = multiprocessing.Queue()
+        results: Any = multiprocessing.Queue()
+        for item in pending:
+            tasks.put((item.job_id, item.mutations[0]))
+        for _ in copies:
+            tasks.put(None)
+        processes = [
+            multiprocessing.Process(target=worker, args=(copy, lane, timeout, cases, tasks, results))
+            for copy in copies
+        ]
+        for process in processes:
+            process.start()
+        started = time.monotonic()
+        counts: Counter[str] = Counter()
+        try:
+            for done in range(1, len(pending) + 1):
+                job_id, result, seconds = results.get()
+                counts[record(path, work_db, job_id, lane, result, seconds)] += 1
+                print(
+                    f"{lane}: {done}/{len(pending)} {dict(counts)} {time.monotonic() - started:.0f}s",
+                    flush=True,
+                )
+        finally:
+            for process in processes:
+                process.join(timeout=1)
+                if process.is_alive():
+                    process.terminate()
+        print(f"{lane}: {len(pending)} mutants in {time.monotonic() - started:.0f}s on {workers} workers")
+
+
+# -- the report ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Mutant:
+    job_id: str
+    module: str
+    rule: str
+    line: int
+    operator: str
+    before: str
+    after: str
+    lanes: dict[str, tuple[str, float]]
+    skipped: bool
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        return (self.module, self.rule, self.before, self.after)
+
+
+def diff_lines(diff: str) -> tuple[str, str]:
+    """The removed and the added line of a one-line mutant's unified diff (stripped)."""
+    before = [
+        line[1:].strip() for line in diff.splitlines() if line.startswith("-") and not line.startswith("---")
+    ]
+    after = [
+        line[1:].strip() for line in diff.splitlines() if line.startswith("+") and not line.startswith("+++")
+    ]
+    return " / ".join(before), " / ".join(after)
+
+
+def read_mutants(path: Path) -> list[Mutant]:
+    rows = lane_rows(path)
+    mutants = []
+    with use_db(str(path), WorkDB.Mode.open) as work_db:
+        results = dict(work_db.results)
+        for item in work_db.work_items:
+            mutation = item.mutations[0]
+            result = results.get(item.job_id)
+            before, after = diff_lines(result.diff or "") if result is not None else ("", "")
+            mutants.append(
+                Mutant(
+                    job_id=item.job_id,
+                    module=Path(mutation.module_path).as_posix(),
+                    rule=mutation.definition_name or "(module)",
+                    line=mutation.start_pos[0],
+                    operator=mutation.operator_name.removeprefix("core/"),
+                    before=before,
+                    after=after,
+                    lanes=rows.get(item.job_id, {}),
+                    skipped=result is not None and result.worker_outcome == WorkerOutcome.SKIPPED,
+                )
+            )
+    return sorted(mutants, key=lambda m: (m.module, m.line, m.operator, m.after))
+
+
+def read_triage(path: Path = EQUIVALENTS) -> dict[tuple[str, str, str, str], dict[str, str]]:
+    """The reviewed survivors: ``verdict`` ``equivalent`` (with the reason no answer can change) or
+    ``needs-kill`` (with what would kill it), keyed by module, rule and the line before and after
+    (``*``: any mutant of that line)."""
+    if not path.exists():
+        return {}
+    entries = json.loads(path.read_text(encoding="utf-8"))["mutants"]
+    return {(e["module"], e["rule"], e["before"], e["after"]): e for e in entries}
+
+
+def review_of(
+    mutant: Mutant, triage: dict[tuple[str, str, str, str], dict[str, str]]
+) -> dict[str, str] | None:
+    """The reviewed entry for this mutant, or for every mutant of its line (``"after": "*"``)."""
+    return triage.get(mutant.key) or triage.get((*mutant.key[:3], "*"))
+
+
+def final_outcome(mutant: Mutant, triage: dict[tuple[str, str, str, str], dict[str, str]]) -> str:
+    if mutant.skipped:
+        return "skipped"
+    outcomes = [outcome for outcome, _ in mutant.lanes.values()]
+    if not outcomes:
+        return "pending"
+    for decisive in ("killed", "timeout", "incompetent"):
+        if decisive in outcomes:
+            return decisive
+    entry = review_of(mutant, triage)
+    return "equivalent" if entry is not None and entry["verdict"] == "equivalent" else "survived"
+
+
+def score(counts: Counter[str]) -> str:
+    judged = counts["killed"] + counts["timeout"] + counts["survived"]
+    return f"{100 * (counts['killed'] + counts['timeout']) / judged:.1f}%" if judged else "-"
+
+
+def table(title: str, groups: dict[str, Counter[str]]) -> list[str]:
+    lines = [f"| {title} | mutants | " + " | ".join(OUTCOMES) + " | score |",
+             "|---|" + "---:|" * (len(OUTCOMES) + 2)]  # fmt: skip
+    for name, counts in groups.items():
+        cells = [counts[o] for o in OUTCOMES]
+        lines.append(
+            f"| {name} | {sum(counts.values())} | " + " | ".join(map(str, cells)) + f" | {score(counts)} |"
+        )
+    return lines
+
+
+def render(mutants: Sequence[Mutant], triage: dict[tuple[str, str, str, str], dict[str, str]]) -> str:
+    outcome = {m.job_id: final_outcome(m, triage) for m in mutants}
+    by_module: dict[str, Counter[str]] = defaultdict(Counter)
+    by_rule: dict[str, Counter[str]] = defaultdict(Counter)
+    by_area: dict[str, Counter[str]] = defaultdict(Counter)
+    for m in mutants:
+        by_module[m.module][outcome[m.job_id]] += 1
+        by_rule[f"{m.module}: `{m.rule}`"][outcome[m.job_id]] += 1
+        by_area[m.module.split("/")[0] + "/"][outcome[m.job_id]] += 1
+    seconds: dict[str, list[float]] = defaultdict(list)
+    for m in mutants:
+        for lane, (_, took) in m.lanes.items():
+            seconds[lane].append(took)
+    lines = [
+        "# Mutation report",
+        "",
+        "Generated by `scripts/mutation.sh` (`python -m scripts.mutation report`) from the cosmic-ray",
+        "session database; the survivors' verdicts come from the reviewed file",
+        "`docs/mutation-equivalents.json`. Score: killed (or timed out) over killed, timed out and",
+        "survived (equivalent and incompetent mutants left out). Do not edit by hand.",
+        "",
+        "Wall time per mutant, by lane (mean, on the run's workers): "
+        + (", ".join(f"{lane} {sum(t) / len(t):.1f}s over {len(t)}" for lane, t in seconds.items()) or "-")
+        + ".",
+        "",
+        "## By area",
+        "",
+        *table("area", dict(sorted(by_area.items()))),
+        "",
+        "## By module",
+        "",
+        *table("module", dict(sorted(by_module.items()))),
+        "",
+        "## By rule (the enclosing function)",
+        "",
+        *table("rule", dict(sorted(by_rule.items()))),
+        "",
+        "## Survivors and equivalents",
+        "",
+        "| module:line | rule | operator | before | after | survived | verdict | why / what would kill it |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for m in mutants:
+        if outcome[m.job_id] not in ("survived", "equivalent"):
+            continue
+        entry = review_of(m, triage) or {}
+        lines.append(
+            f"| {m.module}:{m.line} | `{m.rule}` | {m.operator} | `{cell(m.before)}` | `{cell(m.after)}` | "
+            f"{', '.join(m.lanes)} | {entry.get('verdict', 'untriaged')} | {cell(entry.get('reason', ''))} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("`", "'")
+
+
+def write_report(path: Path, markdown: Path | None) -> None:
+    mutants = read_mutants(path)
+    text = render(mutants, read_triage())
+    if markdown is None:
+        sys.stdout.write(text)
+    else:
+        markdown.write_text(text, encoding="utf-8")
+        print(f"report: {markdown}")
+
+
+# -- the command line ---------------------------------------------------------------------------
+
+
+def main(argv: Iterable[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="scripts/mutation.sh", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", help="make (or resume) the session and run its lanes")
+    run.add_argument("modules", nargs="*", help="files, folders or dotted modules in scope (default: all)")
+    run.add_argument("--changed", metavar="BASE", help="mutate only the lines changed since BASE; fast lane")
+    run.add_argument("--lanes", default="fast,drt,stateful", help="comma-separated, cheapest first")
+    run.add_argument(
+        "--jobs", type=int, default=os.cpu_count() or 1, help="worker processes (default: cores)"
+    )
+    run.add_argument("--timeout", type=float, help="seconds per mutant and lane (default per lane)")
+    run.add_argument("--session", type=Path, help="the session database (default under .scratch/mutation)")
+    run.add_argument("--fresh", action="store_true", help="start over even if the session can be resumed")
+    run.add_argument("--limit", type=int, help="run at most this many mutants per lane (a sample)")
+    run.add_argument("--rule", action="append", default=[], help="run only the mutants inside this function")
+    run.add_argument("--case", action="append", default=[], help="only the suite's cases matching this glob")
+    run.add_argument(
+        "--markdown", type=Path, help="the report (default: docs/mutation.md; printed with --changed)"
+    )
+    report = commands.add_parser("report", help="write the report from a session database")
+    report.add_argument("--session", type=Path, default=STATE_DIR / "session.sqlite")
+    report.add_argument("--markdown", type=Path, help="write the report here (default: print it)")
+    options = parser.parse_args(list(argv) if argv is not None else None)
+    if options.command == "report":
+        write_report(options.session, options.markdown)
+        return 0
+    changed: dict[str, set[int]] | None = None
+    if options.changed:
+        changed = changed_lines(options.changed)
+        files = sorted(changed)
+        lanes = ["fast"]
+        session = options.session or STATE_DIR / "changed.sqlite"
+        fresh = True
+        if not files:
+            print(f"no line in the mutation scope changed since {options.changed}")
+            return 0
+    else:
+        files = scope_files(options.modules)
+        lanes = [lane for lane in options.lanes.split(",") if lane]
+        session = options.session or STATE_DIR / "session.sqlite"
+        fresh = options.fresh
+    unknown = [lane for lane in lanes if lane not in LANES]
+    if unknown:
+        parser.error(f"unknown lane {unknown[0]!r}; lanes: {', '.join(LANES)}")
+    os.chdir(ROOT)
+    open_session(session, files, fresh)
+    skip_annotations(session)
+    if changed is not None:
+        lines = changed
+        keep(
+            session,
+            lambda mutation: mutation.start_pos[0] in lines.get(Path(mutation.module_path).as_posix(), ()),
+        )
+    for index, lane in enumerate(lanes):
+        timeout = options.timeout or DEFAULT_TIMEOUTS[lane]
+        run_lane(
+            session, lane, lanes[:index], options.jobs, timeout, options.case, options.limit, options.rule
+        )
+    write_report(session, options.markdown or (None if options.changed else REPORT))
+    counts = Counter(final_outcome(m, read_triage()) for m in read_mutants(session))
+    return 1 if counts["survived"] else 0
+
+
+def keep(path: Path, wanted: Callable[[MutationSpec], bool]) -> None:
+    """Drop the session's mutants ``wanted`` says no to (a focused run)."""
+    with use_db(str(path), WorkDB.Mode.open) as work_db:
+        dropped = [(item.job_id,) for item in work_db.work_items if not wanted(item.mutations[0])]
+    with sqlite3.connect(path) as db:
+        for table in ("work_results", "mutation_specs", "work_items", "lane_results"):
+            db.executemany(f"DELETE FROM {table} WHERE job_id = ?", dropped)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

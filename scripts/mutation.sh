@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Mutation testing with cosmic-ray over spec/ and the named parts of reference/ (scripts/mutation.py):
+#     scripts/mutation.sh [MODULE ...] [--lanes fast,drt,stateful] [--jobs N] [--timeout S] [--fresh]
+#     scripts/mutation.sh --changed BASE          the fast lane on the mutants of the files changed since BASE
+#     scripts/mutation.sh report [--markdown docs/mutation.md]
+# MODULE: a file, folder or dotted module inside the scope (default: all of it). The session
+# database (.scratch/mutation/session.sqlite) keeps every result as it comes: run the same command
+# again after an interruption and it resumes. The report per module and rule goes to docs/mutation.md.
+# Exit status: 0 no untriaged survivor; 1 a survivor; 2 a usage error.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-.venv/bin/python}
+if [[ ${1:-} == report ]]; then
+    exec "$PYTHON" -m scripts.mutation "$@"
+fi
+exec nice -n "${MUTATION_NICE:-5}" "$PYTHON" -m scripts.mutation run "$@"
