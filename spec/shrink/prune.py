@@ -11,7 +11,7 @@ change only its inner content (notes/dsh-session-core §3.7). The original stays
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields
 from typing import Final
 
 from spec.codes import Code, reject
@@ -81,7 +81,11 @@ def decode_prune_config(raw: JsonValue) -> PruneConfig:
                 Code.PRUNE_CONFIG_INVALID,
                 f'ToolResultPruneConfig: unknown key "{key}" (allowed: thresholdChars, headChars, tailChars)',
             )
-    config = replace(PruneConfig(), **{CONFIG_KEYS[key]: value for key, value in raw.items() if value is not None})
+    values: dict[str, object] = {CONFIG_KEYS[key]: value for key, value in raw.items() if value is not None}
+    defaults = PruneConfig()
+    config = PruneConfig(
+        **{f.name: values.get(f.name, getattr(defaults, f.name)) for f in fields(PruneConfig)}  # type: ignore[arg-type]
+    )
     validate_prune_config(config)
     return PruneConfig(int(config.threshold_chars), int(config.head_chars), int(config.tail_chars))
 
