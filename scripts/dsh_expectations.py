@@ -456,14 +456,18 @@ CAUSES: tuple[Cause, ...] = (
 )
 
 
-# Releases before or after 0.1.0-rc.8 (the compatibility matrix, scripts/compatibility.py): packages
-# published at rc.8 only. Listed last, so that a cause of rc.8's own comes first.
-ONLY_AT_RC8: Final = "npm view <package> versions: published at 0.1.0-rc.8 only; subjects/dsh/lib/dsh.mjs"
+# Releases before 0.1.0-rc.8 (certify-dsh.sh VERSION, scripts/compatibility.py): packages first
+# published at rc.8, whose peer range (dsh-session ^0.1.0-rc.8) an older session does not meet, so
+# the release's pin cannot pair them. Listed last, so that a cause of rc.8's own comes first.
+ONLY_AT_RC8: Final = (
+    "npm view <package> versions: 0.1 line published at 0.1.0-rc.8 only, peerDependencies dsh-session "
+    "^0.1.0-rc.8; subjects/dsh/releases/<version>/package.json; subjects/dsh/lib/dsh.mjs"
+)
 CAUSES += (
     Cause(
         "unsupported",
-        "this release publishes no JSONL store (dsh-session-persistence-jsonl), so the subject declares no "
-        "storage",
+        "no JSONL store (dsh-session-persistence-jsonl) pairs with this release: its only 0.1 release needs "
+        "dsh-session 0.1.0-rc.8 or later, so the subject declares no storage",
         ONLY_AT_RC8,
         kind="spec-version",
         keys=("*",),
@@ -471,11 +475,13 @@ CAUSES += (
             "does not declare storage",
             "needs capability storage",
             "needs capability crash-seam, or capability storage over stdio",
+            "UNSUPPORTED_OP for reset",
         ),
     ),
     Cause(
         "unsupported",
-        "this release publishes no tool-result pruner, so the subject declares no prune",
+        "no tool-result pruner pairs with this release: its only 0.1 release needs dsh-session 0.1.0-rc.8 or "
+        "later, so the subject declares no prune",
         ONLY_AT_RC8,
         kind="spec-version",
         keys=("*",),
@@ -492,8 +498,8 @@ CAUSES += (
     ),
     Cause(
         "unsupported",
-        "this release publishes no package exporting the function (the pruner, the JSONL store's naming, "
-        "dsh-compaction's tool pairing, the token meter)",
+        "no package exporting the function pairs with this release (the pruner, the JSONL store's naming: "
+        "first published at rc.8, needing dsh-session 0.1.0-rc.8 or later)",
         ONLY_AT_RC8,
         kind="spec-version",
         keys=("*",),
