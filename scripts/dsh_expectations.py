@@ -511,6 +511,45 @@ CAUSES += (
 )
 
 
+# The profile "DSH with invariants" (certify-dsh.sh --invariants): DSH's optional invariant companions
+# refuse appends that the spec's core, like DSH's core without them, accepts (a case whose set-up
+# meets the refusal ends in error). Listed first, so that a refusal of theirs is never explained by a
+# cause of the core's.
+INVARIANT_SOURCE: Final = (
+    "@deepseek-ai/dsh-{} lib/invariant.js{} (InvariantError); notes/dsh-session-core.md §2.2, §11.1"
+)
+INVARIANT_CAUSES: Final = {
+    "session": (
+        "with DSH's invariant companion, dsh-session refuses an append that breaks its turn, step and call "
+        "enclosure (an event outside an open turn or step, a tool/result before its tool/call, a turn or step "
+        "number out of order); the spec's core accepts it, as DSH's core does: these relations are checked "
+        "only by the optional companion",
+        ":14-105",
+    ),
+    "compaction": (
+        "with DSH's invariant companion, dsh-compaction refuses a compaction event outside its bracket (an end "
+        "or summary with no start, a start inside an open compaction, a compaction event that crosses a turn, "
+        "a successful end with no summary); the spec's core accepts it, as DSH's core does",
+        ":36-160",
+    ),
+}
+CAUSES = (
+    *(
+        Cause(
+            status,
+            reason,
+            INVARIANT_SOURCE.format(package, lines),
+            kind="decision",
+            keys=("*",),
+            detail=f'invariant violated by "@deepseek-ai/dsh-{package}"',
+        )
+        for package, (reason, lines) in INVARIANT_CAUSES.items()
+        for status in ("failed", "error")
+    ),
+    *CAUSES,
+)
+
+
 def cause_of(case: Mapping[str, Any]) -> Cause | None:
     """The first cause that explains the case with the case's own outcome, or ``None``."""
     return next((c for c in CAUSES if c.status == case["outcome"] and c.explains(case)), None)
@@ -561,35 +600,3 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
-
-
-# The profile "DSH with invariants" (certify-dsh.sh --invariants): DSH's optional invariant companions
-# refuse appends that the spec's core, like DSH's core without them, accepts. Listed first, so that a
-# refusal of theirs is never explained by a cause of the core's.
-INVARIANT_SOURCE: Final = (
-    "@deepseek-ai/dsh-{} lib/invariant.js (InvariantError); notes/dsh-session-core.md §2.2, §11.1"
-)
-CAUSES = (
-    Cause(
-        "failed",
-        "with DSH's invariant companion, dsh-session refuses an append that breaks its turn, step and call "
-        "enclosure (an event outside an open turn or step, a tool/result before its tool/call, a turn or step "
-        "number out of order); the spec's core accepts it, as DSH's core does: these relations are checked "
-        "only by the optional companion",
-        INVARIANT_SOURCE.format("session") + ", :14-105",
-        kind="decision",
-        keys=("*",),
-        detail='invariant violated by \\"@deepseek-ai/dsh-session\\"',
-    ),
-    Cause(
-        "failed",
-        "with DSH's invariant companion, dsh-compaction refuses a compaction event outside its bracket (an end "
-        "or summary with no start, a start inside an open compaction, a compaction event that crosses a turn, "
-        "a successful end with no summary); the spec's core accepts it, as DSH's core does",
-        INVARIANT_SOURCE.format("compaction") + ", :36-160",
-        kind="decision",
-        keys=("*",),
-        detail='invariant violated by \\"@deepseek-ai/dsh-compaction\\"',
-    ),
-    *CAUSES,
-)
