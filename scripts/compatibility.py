@@ -3,6 +3,7 @@
 
   python -m scripts.compatibility                      certify every pinned release, then render
   python -m scripts.compatibility --reuse              take the runs already under .tools/reports
+                                                       (a release without one keeps its stored summary)
   python -m scripts.compatibility --render             re-render the page from the stored summary
   python -m scripts.compatibility --trace-run RUN.json add a trace-family run of DSH's file store
 
@@ -360,13 +361,19 @@ def update(stored: dict[str, Any], args: argparse.Namespace) -> int:
     profiles = [(release, False) for release in chosen]
     profiles += [(release, True) for release in invariants_releases() if release in chosen]
     for release, invariants in profiles:
+        label = release + INVARIANTS * invariants
         path = seam_run(release, invariants)
+        if args.reuse and not path.is_file() and label in releases:
+            print(
+                f"compatibility: no run for {label} in {REPORTS}: its stored summary is kept", file=sys.stderr
+            )
+            continue
         if not (args.reuse and path.is_file()):
             path = certify(release, invariants)
         if not path.is_file():
-            print(f"compatibility: no run for {release}{INVARIANTS * invariants}", file=sys.stderr)
+            print(f"compatibility: no run for {label}", file=sys.stderr)
             return 1
-        releases[release + INVARIANTS * invariants] = summarize(json.loads(path.read_text(encoding="utf-8")))
+        releases[label] = summarize(json.loads(path.read_text(encoding="utf-8")))
     stored["releases"] = dict(sorted(releases.items(), key=lambda item: release_order(item[0])))
     return 0
 

@@ -546,6 +546,17 @@ CAUSES = (
         for package, (reason, lines) in INVARIANT_CAUSES.items()
         for status in ("failed", "error")
     ),
+    Cause(
+        "failed",
+        "the generated programs meet the invariant companions' refusals: an append the spec's core accepts "
+        "answers DSH's InvariantError (which one a run meets first depends on the programs drawn)",
+        INVARIANT_SOURCE.format("session", "") + "; @deepseek-ai/dsh-compaction lib/invariant.js",
+        kind="decision",
+        keys=(
+            "exhaustive/diverges-append-expected-ok-got-internal",
+            "machine/diverges-append-expected-ok-got-internal",
+        ),
+    ),
     *CAUSES,
 )
 
