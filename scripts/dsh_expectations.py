@@ -541,7 +541,10 @@ CAUSES = (
             INVARIANT_SOURCE.format(package, lines),
             kind="decision",
             keys=("*",),
-            detail=f'invariant violated by "@deepseek-ai/dsh-{package}"',
+            detail=(
+                f'invariant violated by "@deepseek-ai/dsh-{package}"',
+                f'invariant violated by \\"@deepseek-ai/dsh-{package}\\"',  # inside a JSON answer
+            ),
         )
         for package, (reason, lines) in INVARIANT_CAUSES.items()
         for status in ("failed", "error")
@@ -556,6 +559,23 @@ CAUSES = (
             "exhaustive/diverges-append-expected-ok-got-internal",
             "machine/diverges-append-expected-ok-got-internal",
         ),
+    ),
+    Cause(
+        "failed",
+        "the kill check's workload appends a step's events with no turn open, which the invariant companion "
+        "refuses, so the crash rounds find no session where one was flushed",
+        INVARIANT_SOURCE.format("session", ":14-105"),
+        kind="decision",
+        keys=("crash/d3-1",),
+        detail="--invariants",
+    ),
+    Cause(
+        "not run",
+        "the kill check's workload appends a step's events with no turn open, which the invariant companion "
+        "refuses, so the crash rounds observe nothing for these properties",
+        INVARIANT_SOURCE.format("session", ":14-105"),
+        kind="decision",
+        keys=("crash/d3-2", "crash/d3-3", "crash/d3-6"),
     ),
     *CAUSES,
 )

@@ -119,10 +119,25 @@ def test_the_judged_share_counts_passed_and_failed_of_every_case() -> None:
     }
     assert compatibility.judged(run) == (7, 10)
     summary = {"releases": {"9 with invariants": {"subject": {}, **run, "deviations": {}}}}
-    assert "| 9 | with invariants |  | 7 of 10 (70%) | no deviations |" in compatibility.render_releases(summary)
+    assert "| 9 | with invariants |  | 7 of 10 (70%) | no deviations |" in compatibility.render_releases(
+        summary
+    )
 
 
 def test_a_deviation_s_evidence_names_the_rules_material_its_failing_rules_cite() -> None:
     failed = {"family": "prune", "outcome": "failed", "rule": "decode_prune_config", "detail": ""}
     lines = compatibility.render_grouped({"prune/x": failed})
     assert "rules: notes/dsh-compaction-projection.md §6.1" in lines[0], lines
+
+
+def test_every_pinned_release_and_profile_has_its_own_expectation_files() -> None:
+    """``certify-dsh.sh VERSION [--invariants]`` needs both files (CI runs rc.8 only)."""
+    names = [f"dsh-{release}" for release in compatibility.pinned_releases()]
+    names += [f"dsh-{release}-invariants" for release in compatibility.invariants_releases()]
+    missing = [
+        f"{name}{mode}.json"
+        for name in names
+        for mode in ("", "-kill")
+        if not (compatibility.EXPECTATIONS / f"{name}{mode}.json").is_file()
+    ]
+    assert not missing, missing
