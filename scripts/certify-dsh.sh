@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Certify a published DSH release against its expectation file:
-#   bash scripts/certify-dsh.sh [VERSION] [--profile ci|thorough]   (default 0.1.0-rc.8, ci)
+#   bash scripts/certify-dsh.sh [VERSION] [--invariants] [--profile ci|thorough]   (default 0.1.0-rc.8, ci)
+# Releases: 0.1.0-rc.6, 0.1.0-rc.7, 0.1.0-rc.8, 0.1.1-rc.2 (each pinned with the newest packages its
+# peer ranges admit, subjects/dsh/[releases/<v>/]package.json). --invariants certifies the profile
+# "DSH with invariants" (DSH's optional invariant registry and its session and compaction
+# companions enabled: server.mjs --invariants) against dsh-<VERSION>-invariants[-kill].json.
 # Installs Node 22 and the release's pinned packages from the npm registry (scripts/install-dsh.sh),
 # then runs the conformance suite twice over stdio: on the subject's crash seam (a simulated
 # power-loss disk under DSH's own JSONL store) and on the real file system (the kill check). Each
@@ -14,9 +18,12 @@ cd "$(dirname "$0")/.."
 
 version="0.1.0-rc.8"
 profile="ci"
+variant=""
+server_flags=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --profile) profile="$2"; shift 2 ;;
+    --invariants) variant="-invariants"; server_flags=" --invariants"; shift ;;
     -*) echo "certify-dsh: unknown option $1" >&2; exit 2 ;;
     *) version="$1"; shift ;;
   esac
@@ -38,15 +45,15 @@ mkdir -p "$out"
 
 status=0
 for mode in seam kill; do
-  expect="conformance/expectations/dsh-$version.json"
-  flags="--seam"
+  expect="conformance/expectations/dsh-$version$variant.json"
+  flags="--seam "
   if [[ $mode == kill ]]; then
-    expect="conformance/expectations/dsh-$version-kill.json"
+    expect="conformance/expectations/dsh-$version$variant-kill.json"
     flags=""
   fi
-  echo "== DSH $version, storage: $([[ $mode == seam ]] && echo 'crash seam' || echo 'real file system, kill check')"
-  .venv/bin/python -m conformance --stdio "$node subjects/dsh/server.mjs $flags --release $version" \
+  echo "== DSH $version${variant:+ with invariants}, storage: $([[ $mode == seam ]] && echo 'crash seam' || echo 'real file system, kill check')"
+  .venv/bin/python -m conformance --stdio "$node subjects/dsh/server.mjs $flags--release $version$server_flags" \
     --profile "$profile" --expect "$expect" \
-    --junit "$out/dsh-$version-$mode.xml" --json "$out/dsh-$version-$mode.json" || status=1
+    --junit "$out/dsh-$version$variant-$mode.xml" --json "$out/dsh-$version$variant-$mode.json" || status=1
 done
 exit $status

@@ -1,27 +1,30 @@
-"""Certify every published DSH release the subject can drive and write ``docs/compatibility.md``.
+"""Certify every published DSH release the subject can drive, in both profiles, and write
+``docs/compatibility.md``: the deviations of each release and profile, each once, by kind.
 
   python -m scripts.compatibility                      certify every pinned release, then render
   python -m scripts.compatibility --reuse              take the runs already under .tools/reports
+                                                       (a release without one keeps its stored summary)
   python -m scripts.compatibility --render             re-render the page from the stored summary
   python -m scripts.compatibility --trace-run RUN.json add a trace-family run of DSH's file store
 
-For each pinned release (``subjects/dsh/[releases/<v>/]package-lock.json``) it installs the packages
-(``scripts/install-dsh.sh``), runs the suite over stdio against ``subjects/dsh/server.mjs --release
-V`` (on the crash seam where the release has a storage backend, else what it has), and keeps the
-``--json`` run under ``.tools/reports/dsh-<V>-matrix.json``. Each run is then summarized into
-``docs/compatibility-runs.json`` (the subject's hello, the counts per family, every case that did not
-pass), which is committed: the page is rendered from it alone, so a test can check without the
-network that the page is what the summary renders. ``npm view @deepseek-ai/dsh-session versions``
-gives the published releases (``--offline`` keeps the list stored before). A trace-family run
-(``python -m conformance --stdio "NODE subjects/dsh/server.mjs" --families trace --json RUN.json``)
-is summarized with its cases' details, which hold the state counts and the trace excerpts.
+For each pinned release (``subjects/dsh/[releases/<v>/]package-lock.json``) and each profile ("DSH as
+shipped"; "DSH with invariants" where the release has expectation files for it) it runs
+``scripts/certify-dsh.sh V [--invariants]`` and keeps its crash-seam run
+(``.tools/reports/dsh-<V>[-invariants]-seam.json``, or ``CONFORMANCE_OUT``). Each run is summarized
+into ``docs/compatibility-runs.json`` (the subject's hello, the counts per family, every case that
+did not pass), which is committed: the page is rendered from it alone, so a test can check without
+the network that the page is what the summary renders. ``npm view @deepseek-ai/dsh-session
+versions`` gives the published releases (``--offline`` keeps the list stored before). A trace-family
+run (``python -m conformance --stdio "NODE subjects/dsh/server.mjs" --families trace --json
+RUN.json``) is summarized with its cases' details, which hold the state counts and the trace
+excerpts.
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -31,16 +34,17 @@ from typing import Any, Final
 
 from conformance.expectations import TODO, entry_for, group_deviations
 from conformance.report import KINDS, Deviation, summarize_deviations
+from conformance.spec_index import UnknownRule, specification_of
 from scripts.dsh_expectations import cause_of, explainer
 
 ROOT: Final = Path(__file__).resolve().parent.parent
 
 PINS: Final = ROOT / "subjects" / "dsh"
-REPORTS: Final = ROOT / ".tools" / "reports"
+REPORTS: Final = Path(os.environ.get("CONFORMANCE_OUT") or ROOT / ".tools" / "reports")
+EXPECTATIONS: Final = ROOT / "conformance" / "expectations"
 PAGE: Final = ROOT / "docs" / "compatibility.md"
 SUMMARY: Final = ROOT / "docs" / "compatibility-runs.json"
 OUTCOMES: Final = ("passed", "failed", "unsupported", "not run")
-ENGINE: Final = ("prune", "prune-pass", "projection", "compaction", "spill", "overflow", "checkpoint")
 DETAIL: Final = 300  # characters of a deviation's detail kept in the summary
 TRACE_DETAIL: Final = 4000  # a trace case's detail holds its excerpt: kept longer
 
@@ -53,10 +57,24 @@ def pinned_releases() -> list[str]:
     return sorted(found, key=release_order)
 
 
+INVARIANTS: Final = " with invariants"
+"""The label suffix of the profile "DSH with invariants" (``certify-dsh.sh --invariants``)."""
+
+
 def release_order(release: str) -> tuple[int, ...]:
-    """0.1.0-rc.6 < 0.1.0-rc.8 < 0.1.1-rc.2 (numeric parts in order, the rc number last)."""
-    core, _, rc = release.partition("-rc.")
-    return (*(int(part) for part in core.split(".")), int(rc or 10**6))
+    """0.1.0-rc.6 < 0.1.0-rc.8 < 0.1.0-rc.8 with invariants < 0.1.1-rc.2 (numeric parts in order, the
+    rc number, then the profile)."""
+    name, profile = (release.removesuffix(INVARIANTS), 1) if release.endswith(INVARIANTS) else (release, 0)
+    core, _, rc = name.partition("-rc.")
+    return (*(int(part) for part in core.split(".")), int(rc or 10**6), profile)
+
+
+def invariants_releases() -> list[str]:
+    """The releases certified in the profile "DSH with invariants": those with its expectation file."""
+    found = EXPECTATIONS.glob("dsh-*-invariants.json")
+    return sorted(
+        (path.name.removeprefix("dsh-").removesuffix("-invariants.json") for path in found), key=release_order
+    )
 
 
 def published_releases() -> list[str] | None:
@@ -75,38 +93,16 @@ def published_releases() -> list[str] | None:
     return sorted(versions if isinstance(versions, list) else [versions], key=release_order)
 
 
-def certify(release: str, profile: str) -> Path:
-    """Run the suite against one release; the path of its ``--json`` run."""
-    subprocess.run(["bash", "scripts/install-dsh.sh", release], cwd=ROOT, check=True)
-    node = subprocess.run(
-        ["bash", "scripts/install-dsh.sh", release, "--print-node"],
-        cwd=ROOT,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-    out = REPORTS / f"dsh-{release}-matrix.json"
-    REPORTS.mkdir(parents=True, exist_ok=True)
-    # --seam is harmless where a release has no store: the subject then declares no storage.
-    command = f"{node} subjects/dsh/server.mjs --release {release} --seam"
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "conformance",
-            "--stdio",
-            command,
-            "--profile",
-            profile,
-            "--json",
-            str(out),
-            "--junit",
-            str(out.with_suffix(".xml")),
-        ],
-        cwd=ROOT,
-        check=False,
-    )
-    return out
+def certify(release: str, invariants: bool) -> Path:
+    """``certify-dsh.sh`` on one release and profile (its verdict is printed, not needed here); the
+    path of its crash-seam ``--json`` run."""
+    flags = ["--invariants"] if invariants else []
+    subprocess.run(["bash", "scripts/certify-dsh.sh", release, *flags], cwd=ROOT, check=False)
+    return seam_run(release, invariants)
+
+
+def seam_run(release: str, invariants: bool) -> Path:
+    return REPORTS / f"dsh-{release}{'-invariants' * invariants}-seam.json"
 
 
 def summarize(run: Mapping[str, Any], detail: int = DETAIL) -> dict[str, Any]:
@@ -148,18 +144,27 @@ def render(summary: Mapping[str, Any]) -> str:
         "Generated by `python -m scripts.compatibility` from `docs/compatibility-runs.json` (do not edit:",
         "`python -m scripts.compatibility --render` rewrites it; `tests/test_compatibility.py` checks it",
         "is fresh). Each published DSH release that the subject (`subjects/dsh/`) can drive, certified by",
-        f"this project's suite over stdio, profile `{summary.get('profile', 'ci')}`. DSH 0.1.0-rc.8 is",
-        "certified in CI against `conformance/expectations/dsh-0.1.0-rc.8[-kill].json`",
-        "(`bash scripts/certify-dsh.sh`); the evidence for each cause is in `subjects/dsh/FINDINGS.md`.",
+        f"this project's suite over stdio (profile `{summary.get('profile', 'ci')}`, the crash-seam run of",
+        "`bash scripts/certify-dsh.sh VERSION [--invariants]`, each against its own expectation files",
+        "`conformance/expectations/dsh-<VERSION>[-invariants][-kill].json`), in two profiles: **DSH as",
+        "shipped** (its default composition) and **DSH with invariants** (its optional invariant registry",
+        "`@deepseek-ai/dsh-invariants` with the session and compaction companions enabled). The page lists",
+        "deviations, not case counts: each once, by kind, with its evidence (DSH's source and the rules",
+        "material the failing rules cite; `subjects/dsh/FINDINGS.md` has the detail, `subjects/dsh/REPORT.md`",
+        "the subject bugs with reproductions).",
         "",
         *render_releases(summary),
-        *render_table(releases),
-        *render_changes(releases),
-        *render_engine(releases),
-        *render_trace(summary.get("trace")),
         *render_deviations(releases),
+        *render_trace(summary.get("trace")),
     ]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def judged(run: Mapping[str, Any]) -> tuple[int, int]:
+    """The cases on which DSH is judged (passed, failed or erred) and all the cases of a run."""
+    counts = list(run["counts"].values())
+    total = sum(sum(family.values()) for family in counts)
+    return sum(family["passed"] + family["failed"] for family in counts), total
 
 
 def render_releases(summary: Mapping[str, Any]) -> list[str]:
@@ -173,113 +178,36 @@ def render_releases(summary: Mapping[str, Any]) -> list[str]:
     missing = [release for release in published if release not in releases]
     if missing:
         lines.append(
-            "Not certified: " + ", ".join(missing) + " (no pin in `subjects/dsh/releases/`: it predates "
-            "the session API the protocol drives)."
+            "Not certified: " + ", ".join(missing) + " (no pin in `subjects/dsh/releases/`: published after "
+            "0.1.1-rc.2 on a separate 0.0.1 line, its session API predates the one the protocol drives)."
         )
-    lines += ["", "| release | capabilities | target |", "| --- | --- | --- |"]
-    for release, run in releases.items():
+    lines += [
+        "",
+        "Judged: the share of the suite's cases on which DSH is judged (passed, failed or erred), the rest",
+        "being unsupported (a package or feature DSH lacks) or not run. Deviations: each counted once.",
+        "",
+        "| release | profile | capabilities | judged | deviations |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for label, run in releases.items():
         subject = run["subject"]
+        release, profile = (
+            (label.removesuffix(INVARIANTS), "with invariants")
+            if label.endswith(INVARIANTS)
+            else (label, "as shipped")
+        )
+        judged_cases, total = judged(run)
+        share = f"{judged_cases} of {total} ({100 * judged_cases / max(total, 1):.0f}%)"
+        counts = summarize_deviations("", deviations_of(run["deviations"])).removeprefix(": ")
         lines.append(
-            f"| {release} | {', '.join(subject.get('capabilities', []))} | {subject.get('target')} |"
+            f"| {release} | {profile} | {', '.join(subject.get('capabilities', []))} | {share} | {counts} |"
         )
     return [*lines, ""]
-
-
-def family_rows(releases: Mapping[str, Any], families: Sequence[str]) -> list[str]:
-    """A table row per family: its counts in each release, passed / failed / unsupported / not run
-    (``—`` where the family did not run)."""
-    rows = []
-    for family in families:
-        cells = []
-        for run in releases.values():
-            counts = run["counts"].get(family)
-            cells.append("—" if counts is None else " / ".join(str(counts[o]) for o in OUTCOMES))
-        rows.append(f"| {family} | " + " | ".join(cells) + " |")
-    return rows
-
-
-def render_table(releases: Mapping[str, Any]) -> list[str]:
-    families = list(dict.fromkeys(family for run in releases.values() for family in run["counts"]))
-    lines = [
-        "## Release by family",
-        "",
-        "A cell is passed / failed / unsupported / not run; `—`: the family did not run.",
-        "",
-        *table_head(releases),
-    ]
-    return [*lines, *family_rows(releases, families), ""]
 
 
 def table_head(releases: Mapping[str, Any], first: str = "family") -> list[str]:
     """The two head rows of a table with a column per release."""
     return [f"| {first} | " + " | ".join(releases) + " |", "| --- |" + " --- |" * len(releases)]
-
-
-def is_met(key: str) -> bool:
-    """A stateful family's disagreement case (``machine/diverges-…``): it exists only in a run that
-    met it, so its absence elsewhere says "not met", not "passed"."""
-    return "/diverges-" in key
-
-
-def outcome_in(run: Mapping[str, Any], key: str) -> str | None:
-    """A case's outcome in a run: its deviation, passed when its family ran, else absent."""
-    if key in run["deviations"]:
-        return str(run["deviations"][key]["outcome"])
-    return "passed" if key.split("/", 1)[0] in run["counts"] and not is_met(key) else None
-
-
-def render_changes(releases: Mapping[str, Any]) -> list[str]:
-    lines = ["## What changed between releases", ""]
-    names = list(releases)
-    for before, after in itertools.pairwise(names):
-        old, new = releases[before], releases[after]
-        moves: dict[str, list[str]] = {}
-        for key in sorted(set(old["deviations"]) | set(new["deviations"])):
-            was, now = outcome_in(old, key), outcome_in(new, key)
-            if was != now and was is not None and now is not None:
-                moves.setdefault(f"{was} → {now}", []).append(key)
-        met_before = {key for key in old["deviations"] if is_met(key)}
-        met_after = {key for key in new["deviations"] if is_met(key)}
-        for label, met in (("only before", met_before - met_after), ("only after", met_after - met_before)):
-            if met:
-                moves[f"stateful disagreement met {label}"] = sorted(met)
-        gained = sorted(set(new["counts"]) - set(old["counts"]))
-        lines.append(
-            f"**{before} → {after}**" + (f" (families gained: {', '.join(gained)})" if gained else "") + ":"
-        )
-        if not moves:
-            lines.append("- no case changed its outcome")
-        for move, keys in sorted(moves.items()):
-            shown = ", ".join(f"`{key}`" for key in keys[:12])
-            more = f" and {len(keys) - 12} more" if len(keys) > 12 else ""
-            lines.append(f"- {move} ({len(keys)}): {shown}{more}")
-        lines.append("")
-    return lines
-
-
-def render_engine(releases: Mapping[str, Any]) -> list[str]:
-    lines = [
-        "## The engine (issue 11)",
-        "",
-        "DSH 0.1 publishes two engine packages: `@deepseek-ai/dsh-compaction-tool-result-pruner` (capability",
-        "`prune`: the op `prune` runs its `pruneSession`) and `@deepseek-ai/dsh-session-projection`",
-        "(capability `projection`: `project`, `unproject`, `state_of`, `snapshot`, `state_of_stored` over",
-        "its `SessionProjectionRegistry`, and the pure `spec.projection.derive_projection_changes` through",
-        "its change feed); `subjects/dsh/lib/engine.mjs` maps them. Summary compaction, spill, overflow",
-        "recovery and durability checkpoints have no DSH package and answer unsupported.",
-        "",
-        *table_head(releases),
-    ]
-    lines += [*family_rows(releases, ENGINE), ""]
-    for release, run in releases.items():
-        failed = {
-            k: c for k, c in run["deviations"].items() if c["family"] in ENGINE and c["outcome"] == "failed"
-        }
-        if failed:
-            lines.append(f"Engine deviations of {release}:")
-            lines += render_grouped(failed)
-            lines.append("")
-    return lines
 
 
 def deviations_of(cases: Mapping[str, Mapping[str, str]]) -> tuple[Deviation, ...]:
@@ -294,17 +222,33 @@ def deviations_of(cases: Mapping[str, Mapping[str, str]]) -> tuple[Deviation, ..
     return group_deviations(met)
 
 
+def sections_of(rules: Sequence[str]) -> list[str]:
+    """The rules material the failing rules cite (``notes/… §N``, SPEC-DECISIONS), each once."""
+    found: list[str] = []
+    for rule in rules:
+        try:
+            section = specification_of(rule)
+        except UnknownRule:
+            continue
+        if section and section not in found:
+            found.append(section)
+    return found
+
+
 def render_grouped(cases: Mapping[str, Mapping[str, str]]) -> list[str]:
-    """Each deviation once: its cause, its source (the evidence) and the cases it fails."""
+    """Each deviation once: its cause, its evidence (DSH's source, the rules material) and the cases
+    it explains."""
     lines = []
     for deviation in deviations_of(cases):
         keys = [key for key, _ in deviation.cases]
-        shown = ", ".join(f"`{key}`" for key in keys[:6]) + (
-            f" and {len(keys) - 6} more" if len(keys) > 6 else ""
+        shown = ", ".join(f"`{key}`" for key in keys[:4]) + (
+            f" and {len(keys) - 4} more" if len(keys) > 4 else ""
         )
         outcomes = ", ".join(sorted({outcome for _, outcome in deviation.cases}))
+        sections = sections_of([str(cases[key].get("rule") or "") for key in keys])
+        rules = f"; rules: {', '.join(sections[:3])}" if sections else ""
         lines.append(
-            f"- [{deviation.kind}] {deviation.cause} (evidence: {deviation.source or 'none recorded'}); "
+            f"- [{deviation.kind}] {deviation.cause} (evidence: {deviation.source or 'none recorded'}{rules}); "
             f"{len(keys)} case{'s' * (len(keys) != 1)} {outcomes}: {shown}"
         )
     return lines
@@ -344,15 +288,15 @@ def render_trace(trace: Mapping[str, Any] | None) -> list[str]:
 
 
 def render_deviations(releases: Mapping[str, Any]) -> list[str]:
-    """Deviations by kind, each once (a cause of DSH's with its source), not case counts."""
+    """Deviations by kind, each once (a cause of DSH's with its evidence), not case counts."""
     found = {release: deviations_of(run["deviations"]) for release, run in releases.items()}
     lines = [
         "## Deviations by kind",
         "",
-        "Each deviation counted once, however many cases it fails: a cause of DSH's, with its source as the",
-        'evidence. Kinds (`docs/choices.md`, "Fingerprints and kinds"): subject-bug, spec-version (a feature',
-        "of a later spec), derived-rule (a rule this project derived), robustness (malformed input),",
-        "decision (a SPEC-DECISION not followed), harness (the adapter's own limit).",
+        "Each deviation counted once, however many cases it fails: a cause of DSH's, with its evidence. Kinds",
+        '(`docs/choices.md`, "Fingerprints and kinds"): subject-bug, spec-version (a feature of a later spec,',
+        "or a package the release lacks), derived-rule (a rule this project derived), robustness (malformed",
+        "input), decision (a SPEC-DECISION not followed), harness (the adapter's own limit).",
         "",
         *table_head(releases, "deviations of kind"),
     ]
@@ -387,7 +331,6 @@ def trace_summary(path: Path, command: str) -> dict[str, Any]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--releases", nargs="+", help="default: every pinned release")
-    parser.add_argument("--profile", default="ci")
     parser.add_argument("--reuse", action="store_true", help="use the runs already under .tools/reports")
     parser.add_argument("--render", action="store_true", help="only re-render the page from the summary")
     parser.add_argument("--offline", action="store_true", help="keep the stored list of published releases")
@@ -412,16 +355,25 @@ def update(stored: dict[str, Any], args: argparse.Namespace) -> int:
     published = None if args.offline else published_releases()
     if published is not None:
         stored["published"] = published
-    stored["profile"] = args.profile
+    stored["profile"] = "ci"
     releases = dict(stored.get("releases", {}))
-    for release in args.releases or pinned_releases():
-        path = REPORTS / f"dsh-{release}-matrix.json"
+    chosen = args.releases or pinned_releases()
+    profiles = [(release, False) for release in chosen]
+    profiles += [(release, True) for release in invariants_releases() if release in chosen]
+    for release, invariants in profiles:
+        label = release + INVARIANTS * invariants
+        path = seam_run(release, invariants)
+        if args.reuse and not path.is_file() and label in releases:
+            print(
+                f"compatibility: no run for {label} in {REPORTS}: its stored summary is kept", file=sys.stderr
+            )
+            continue
         if not (args.reuse and path.is_file()):
-            path = certify(release, args.profile)
+            path = certify(release, invariants)
         if not path.is_file():
-            print(f"compatibility: no run for {release}", file=sys.stderr)
+            print(f"compatibility: no run for {label}", file=sys.stderr)
             return 1
-        releases[release] = summarize(json.loads(path.read_text(encoding="utf-8")))
+        releases[label] = summarize(json.loads(path.read_text(encoding="utf-8")))
     stored["releases"] = dict(sorted(releases.items(), key=lambda item: release_order(item[0])))
     return 0
 

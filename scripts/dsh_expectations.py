@@ -456,14 +456,18 @@ CAUSES: tuple[Cause, ...] = (
 )
 
 
-# Releases before or after 0.1.0-rc.8 (the compatibility matrix, scripts/compatibility.py): packages
-# published at rc.8 only. Listed last, so that a cause of rc.8's own comes first.
-ONLY_AT_RC8: Final = "npm view <package> versions: published at 0.1.0-rc.8 only; subjects/dsh/lib/dsh.mjs"
+# Releases before 0.1.0-rc.8 (certify-dsh.sh VERSION, scripts/compatibility.py): packages first
+# published at rc.8, whose peer range (dsh-session ^0.1.0-rc.8) an older session does not meet, so
+# the release's pin cannot pair them. Listed last, so that a cause of rc.8's own comes first.
+ONLY_AT_RC8: Final = (
+    "npm view <package> versions: 0.1 line published at 0.1.0-rc.8 only, peerDependencies dsh-session "
+    "^0.1.0-rc.8; subjects/dsh/releases/<version>/package.json; subjects/dsh/lib/dsh.mjs"
+)
 CAUSES += (
     Cause(
         "unsupported",
-        "this release publishes no JSONL store (dsh-session-persistence-jsonl), so the subject declares no "
-        "storage",
+        "no JSONL store (dsh-session-persistence-jsonl) pairs with this release: its only 0.1 release needs "
+        "dsh-session 0.1.0-rc.8 or later, so the subject declares no storage",
         ONLY_AT_RC8,
         kind="spec-version",
         keys=("*",),
@@ -471,11 +475,13 @@ CAUSES += (
             "does not declare storage",
             "needs capability storage",
             "needs capability crash-seam, or capability storage over stdio",
+            "UNSUPPORTED_OP for reset",
         ),
     ),
     Cause(
         "unsupported",
-        "this release publishes no tool-result pruner, so the subject declares no prune",
+        "no tool-result pruner pairs with this release: its only 0.1 release needs dsh-session 0.1.0-rc.8 or "
+        "later, so the subject declares no prune",
         ONLY_AT_RC8,
         kind="spec-version",
         keys=("*",),
@@ -492,8 +498,8 @@ CAUSES += (
     ),
     Cause(
         "unsupported",
-        "this release publishes no package exporting the function (the pruner, the JSONL store's naming, "
-        "dsh-compaction's tool pairing, the token meter)",
+        "no package exporting the function pairs with this release (the pruner, the JSONL store's naming: "
+        "first published at rc.8, needing dsh-session 0.1.0-rc.8 or later)",
         ONLY_AT_RC8,
         kind="spec-version",
         keys=("*",),
@@ -502,6 +508,76 @@ CAUSES += (
             for name in ("prune.", "storage.", "pairing.", "tokens.fold_shadow_price")
         ),
     ),
+)
+
+
+# The profile "DSH with invariants" (certify-dsh.sh --invariants): DSH's optional invariant companions
+# refuse appends that the spec's core, like DSH's core without them, accepts (a case whose set-up
+# meets the refusal ends in error). Listed first, so that a refusal of theirs is never explained by a
+# cause of the core's.
+INVARIANT_SOURCE: Final = (
+    "@deepseek-ai/dsh-{} lib/invariant.js{} (InvariantError); notes/dsh-session-core.md §2.2, §11.1"
+)
+INVARIANT_CAUSES: Final = {
+    "session": (
+        "with DSH's invariant companion, dsh-session refuses an append that breaks its turn, step and call "
+        "enclosure (an event outside an open turn or step, a tool/result before its tool/call, a turn or step "
+        "number out of order); the spec's core accepts it, as DSH's core does: these relations are checked "
+        "only by the optional companion",
+        ":14-105",
+    ),
+    "compaction": (
+        "with DSH's invariant companion, dsh-compaction refuses a compaction event outside its bracket (an end "
+        "or summary with no start, a start inside an open compaction, a compaction event that crosses a turn, "
+        "a successful end with no summary); the spec's core accepts it, as DSH's core does",
+        ":36-160",
+    ),
+}
+CAUSES = (
+    *(
+        Cause(
+            status,
+            reason,
+            INVARIANT_SOURCE.format(package, lines),
+            kind="decision",
+            keys=("*",),
+            detail=(
+                f'invariant violated by "@deepseek-ai/dsh-{package}"',
+                f'invariant violated by \\"@deepseek-ai/dsh-{package}\\"',  # inside a JSON answer
+            ),
+        )
+        for package, (reason, lines) in INVARIANT_CAUSES.items()
+        for status in ("failed", "error")
+    ),
+    Cause(
+        "failed",
+        "the generated programs meet the invariant companions' refusals: an append the spec's core accepts "
+        "answers DSH's InvariantError (which one a run meets first depends on the programs drawn)",
+        INVARIANT_SOURCE.format("session", "") + "; @deepseek-ai/dsh-compaction lib/invariant.js",
+        kind="decision",
+        keys=(
+            "exhaustive/diverges-append-expected-ok-got-internal",
+            "machine/diverges-append-expected-ok-got-internal",
+        ),
+    ),
+    Cause(
+        "failed",
+        "the kill check's workload appends a step's events with no turn open, which the invariant companion "
+        "refuses, so the crash rounds find no session where one was flushed",
+        INVARIANT_SOURCE.format("session", ":14-105"),
+        kind="decision",
+        keys=("crash/d3-1",),
+        detail="--invariants",
+    ),
+    Cause(
+        "not run",
+        "the kill check's workload appends a step's events with no turn open, which the invariant companion "
+        "refuses, so the crash rounds observe nothing for these properties",
+        INVARIANT_SOURCE.format("session", ":14-105"),
+        kind="decision",
+        keys=("crash/d3-2", "crash/d3-3", "crash/d3-6"),
+    ),
+    *CAUSES,
 )
 
 

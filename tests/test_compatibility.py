@@ -99,3 +99,45 @@ def test_the_page_counts_a_deviation_once_however_many_cases_it_fails() -> None:
     lines = compatibility.render_deviations({"9": run})
     assert "| subject-bug | 1 |" in lines and "DSH 9: 1 subject bug." in lines
     assert len([line for line in lines if line.startswith("- [subject-bug]")]) == 1
+
+
+def test_a_profile_sorts_after_its_release_and_before_the_next() -> None:
+    given = ["0.1.1-rc.2", "0.1.0-rc.8 with invariants", "0.1.0-rc.8"]
+    assert sorted(given, key=compatibility.release_order) == [
+        "0.1.0-rc.8",
+        "0.1.0-rc.8 with invariants",
+        "0.1.1-rc.2",
+    ]
+
+
+def test_the_judged_share_counts_passed_and_failed_of_every_case() -> None:
+    run = {
+        "counts": {
+            "a": {"passed": 6, "failed": 1, "unsupported": 2, "not run": 0},
+            "b": {"passed": 0, "failed": 0, "unsupported": 0, "not run": 1},
+        }
+    }
+    assert compatibility.judged(run) == (7, 10)
+    summary = {"releases": {"9 with invariants": {"subject": {}, **run, "deviations": {}}}}
+    assert "| 9 | with invariants |  | 7 of 10 (70%) | no deviations |" in compatibility.render_releases(
+        summary
+    )
+
+
+def test_a_deviation_s_evidence_names_the_rules_material_its_failing_rules_cite() -> None:
+    failed = {"family": "prune", "outcome": "failed", "rule": "decode_prune_config", "detail": ""}
+    lines = compatibility.render_grouped({"prune/x": failed})
+    assert "rules: notes/dsh-compaction-projection.md §6.1" in lines[0], lines
+
+
+def test_every_pinned_release_and_profile_has_its_own_expectation_files() -> None:
+    """``certify-dsh.sh VERSION [--invariants]`` needs both files (CI runs rc.8 only)."""
+    names = [f"dsh-{release}" for release in compatibility.pinned_releases()]
+    names += [f"dsh-{release}-invariants" for release in compatibility.invariants_releases()]
+    missing = [
+        f"{name}{mode}.json"
+        for name in names
+        for mode in ("", "-kill")
+        if not (compatibility.EXPECTATIONS / f"{name}{mode}.json").is_file()
+    ]
+    assert not missing, missing

@@ -30,6 +30,11 @@ def config_cases() -> Cases:
     yield pure("a null configuration takes the defaults", DECODE, config=None)
     yield pure("missing keys take their defaults", DECODE, config={"tailChars": 100})
     yield pure(
+        "a key whose value is null takes its default",
+        DECODE,
+        config={"thresholdChars": None, "tailChars": 100},
+    )
+    yield pure(
         "head, marker and tail may exactly fill the threshold",
         DECODE,
         why=FITS,

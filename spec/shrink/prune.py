@@ -68,8 +68,9 @@ def validate_prune_config(config: PruneConfig) -> None:
 
 
 def decode_prune_config(raw: JsonValue) -> PruneConfig:
-    """A configuration object: ``null`` or missing keys take the defaults, an unknown key is
-    rejected, and the result must pass :func:`validate_prune_config` (notes §6.1)."""
+    """A configuration object: a ``null`` configuration, a missing key or a key whose value is
+    ``null`` takes the default (DSH resolves each key with ``??``), an unknown key is rejected, and
+    the result must pass :func:`validate_prune_config` (notes §6.1)."""
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
@@ -80,7 +81,7 @@ def decode_prune_config(raw: JsonValue) -> PruneConfig:
                 Code.PRUNE_CONFIG_INVALID,
                 f'ToolResultPruneConfig: unknown key "{key}" (allowed: thresholdChars, headChars, tailChars)',
             )
-    values: dict[str, object] = {CONFIG_KEYS[key]: value for key, value in raw.items()}
+    values: dict[str, object] = {CONFIG_KEYS[key]: value for key, value in raw.items() if value is not None}
     defaults = PruneConfig()
     config = PruneConfig(
         **{f.name: values.get(f.name, getattr(defaults, f.name)) for f in fields(PruneConfig)}  # type: ignore[arg-type]

@@ -6,11 +6,14 @@
 // only. This code translates and never decides: every rule is DSH's own, in the packages that
 // scripts/install-dsh.sh installs unmodified from the npm registry.
 //
-//   node subjects/dsh/server.mjs [--seam] [--release VERSION] [--dsh DIR]
+//   node subjects/dsh/server.mjs [--seam] [--invariants] [--release VERSION] [--dsh DIR]
 //
 //   --seam             storage runs on a simulated power-loss disk (capability crash-seam),
 //                      substituted for node:fs under DSH's JSONL store only (lib/seam/hooks.mjs);
 //                      also DSH_SUBJECT_SEAM=1
+//   --invariants       the profile "DSH with invariants": DSH's optional invariant registry and the
+//                      session and compaction companions enabled (lib/dsh.mjs); also
+//                      DSH_SUBJECT_INVARIANTS=1
 //   --release VERSION  the installed DSH release to drive (default 0.1.0-rc.8; .tools/dsh/VERSION)
 //   --dsh DIR          drive the DSH packages installed in DIR (DIR/node_modules) instead
 //
@@ -29,13 +32,19 @@ const PROJECT = resolve(HERE, "..", "..");
 const DEFAULT_RELEASE = "0.1.0-rc.8";
 
 function parseArgs(argv) {
-  const options = { seam: process.env.DSH_SUBJECT_SEAM === "1", release: DEFAULT_RELEASE, dsh: undefined };
+  const options = {
+    seam: process.env.DSH_SUBJECT_SEAM === "1",
+    invariants: process.env.DSH_SUBJECT_INVARIANTS === "1",
+    release: DEFAULT_RELEASE,
+    dsh: undefined,
+  };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     if (arg === "--seam") options.seam = true;
+    else if (arg === "--invariants") options.invariants = true;
     else if (arg === "--release" && i + 1 < argv.length) options.release = argv[++i];
     else if (arg === "--dsh" && i + 1 < argv.length) options.dsh = resolve(argv[++i]);
-    else fail(`unknown argument ${JSON.stringify(arg)}; usage: server.mjs [--seam] [--release VERSION] [--dsh DIR]`);
+    else fail(`unknown argument ${JSON.stringify(arg)}; usage: server.mjs [--seam] [--invariants] [--release VERSION] [--dsh DIR]`);
   }
   options.dsh ??= join(PROJECT, ".tools", "dsh", options.release);
   if (options.seam && process.env.CONFORMANCE_STORE_ROOT) {
@@ -86,7 +95,7 @@ async function main() {
   const { DshSubject } = await import("./lib/subject.mjs");
   let dsh;
   try {
-    dsh = await loadDsh(options.dsh);
+    dsh = await loadDsh(options.dsh, { invariants: options.invariants });
   } catch (error) {
     fail(error.message);
   }

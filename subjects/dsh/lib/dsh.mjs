@@ -8,9 +8,11 @@ import { createRequire } from "node:module";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 
-/** Import `name` as installed under `modulesRoot`, or undefined when that release lacks it. */
+/** Import `name` (a package, or a package's export like `@scope/pkg/invariant`) as installed under
+ * `modulesRoot`, or undefined when that release lacks the package. */
 async function importFrom(modulesRoot, name) {
-  const packageJson = join(modulesRoot, "node_modules", name, "package.json");
+  const packageName = name.split("/").slice(0, name.startsWith("@") ? 2 : 1).join("/");
+  const packageJson = join(modulesRoot, "node_modules", packageName, "package.json");
   if (!existsSync(packageJson)) return undefined;
   const resolved = createRequire(join(modulesRoot, "package.json")).resolve(name);
   return import(pathToFileURL(resolved).href);
@@ -36,8 +38,35 @@ async function contextBreakdownProjection(cordis, tokenMeter) {
   return registered.find((definition) => definition.key === "contextBreakdown");
 }
 
-/** The DSH modules the subject drives, and the installed dsh-session version. */
-export async function loadDsh(modulesRoot) {
+/** The invariant companions of the packages the subject drives that check the session log (the
+ * others' companions are empty installers: "No runtime invariant"). */
+const INVARIANT_COMPANIONS = ["@deepseek-ai/dsh-session/invariant", "@deepseek-ai/dsh-compaction/invariant"];
+
+/** The profile "DSH with invariants": `SessionStore` plugged together with DSH's invariant registry
+ * (`@deepseek-ai/dsh-invariants`, enabled) and the companions above, as DSH's README composes them;
+ * a violated invariant throws DSH's `InvariantError` before the event is committed. */
+async function withInvariants(modulesRoot, session) {
+  const registry = await importFrom(modulesRoot, "@deepseek-ai/dsh-invariants");
+  if (registry === undefined) throw new Error(`@deepseek-ai/dsh-invariants is not installed in ${modulesRoot}`);
+  const companions = [];
+  for (const name of INVARIANT_COMPANIONS) {
+    const companion = await importFrom(modulesRoot, name);
+    if (companion !== undefined) companions.push(companion);
+  }
+  const SessionStore = {
+    name: "session-store-with-invariants",
+    async apply(ctx) {
+      await ctx.plugin(session.SessionStore);
+      await ctx.plugin(registry.InvariantRegistry, { enabled: true });
+      for (const companion of companions) await ctx.plugin(companion);
+    },
+  };
+  return { ...session, SessionStore };
+}
+
+/** The DSH modules the subject drives, and the installed dsh-session version; with `invariants`,
+ * DSH's optional invariant checks are enabled (the profile "DSH with invariants"). */
+export async function loadDsh(modulesRoot, { invariants = false } = {}) {
   const packageJson = join(modulesRoot, "node_modules", "@deepseek-ai", "dsh-session", "package.json");
   if (!existsSync(packageJson)) {
     throw new Error(`DSH is not installed in ${modulesRoot} (run: bash scripts/install-dsh.sh)`);
@@ -53,6 +82,8 @@ export async function loadDsh(modulesRoot) {
     tokenMeter: await importFrom(modulesRoot, "@deepseek-ai/dsh-token-meter"),
     projection: await importFrom(modulesRoot, "@deepseek-ai/dsh-session-projection"),
   };
+  if (invariants) modules.session = await withInvariants(modulesRoot, modules.session);
+  modules.invariants = invariants;
   modules.shadowPrice = await contextBreakdownProjection(modules.cordis, modules.tokenMeter);
   return modules;
 }

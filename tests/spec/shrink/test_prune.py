@@ -58,6 +58,14 @@ def test_a_partial_override_keeps_the_other_defaults() -> None:
     assert decode_prune_config({"headChars": 100}) == PruneConfig(8192, 100, 1024)
 
 
+def test_a_key_whose_value_is_null_takes_its_default() -> None:
+    # DSH resolves each key with `??` (and its Config schema defaults null too): docs/choices.md
+    assert decode_prune_config({"thresholdChars": None, "tailChars": 100}) == PruneConfig(8192, 4096, 100)
+    assert (
+        decode_prune_config({"thresholdChars": None, "headChars": None, "tailChars": None}) == PruneConfig()
+    )
+
+
 def test_an_unknown_config_key_is_rejected_with_the_allowed_keys() -> None:
     with pytest.raises(SpecError) as caught:
         decode_prune_config({"maxChars": 1})
