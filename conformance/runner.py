@@ -340,12 +340,15 @@ def run_suite(
             done = _run_in_workers(units, options, jobs, spec, progress)
         else:
             done = ((unit, run_unit(subject, options, unit, checks, progress)) for unit in units)
-        for family, pieces in _by_family(units, done):
-            found = _finish(family, subject, options, pieces, checks)
-            if parallel or family in checks:
-                progress.start(family, len(found) if family not in checks else None)
-                for result in found:
-                    progress.case(result)
+        for family, vectors, pieces in _by_family(units, done):
+            if vectors:
+                found = [result for piece in pieces for result in piece]
+            else:
+                found = _finish(family, subject, options, pieces, checks)
+            if parallel:
+                progress.start(family, len(found) if vectors else None)
+            for result in found if parallel or not vectors else ():
+                progress.case(result)
             results.extend(found)
             progress.end(family)
     finally:
@@ -405,37 +408,32 @@ def run_unit(
     return _guarded(unit.family, lambda: split.run(subject, options, unit.part))
 
 
-def _by_family(units: Sequence[Unit], done: Iterator[tuple[Unit, Any]]) -> Iterator[tuple[str, list[Any]]]:
-    """Each family's pieces in part order, a family as soon as it and every family before it are
-    done (``done`` may come in any order)."""
+def _by_family(
+    units: Sequence[Unit], done: Iterator[tuple[Unit, Any]]
+) -> Iterator[tuple[str, bool, list[Any]]]:
+    """Each family's pieces in part order (with whether they are its vectors' results), a family
+    as soon as it and every family before it are done (``done`` may come in any order)."""
+    groups: dict[tuple[str, bool], list[Unit]] = {}
+    for unit in units:
+        groups.setdefault((unit.family, unit.part < 0), []).append(unit)
+    order = list(groups)
     waiting: dict[Unit, Any] = {}
-    families = list(
-        dict.fromkeys(unit.family if unit.part >= 0 else f"vectors:{unit.family}" for unit in units)
-    )
-    owners = {
-        family: [u for u in units if (u.family if u.part >= 0 else f"vectors:{u.family}") == family]
-        for family in families
-    }
-    position = 0
     for unit, piece in done:
         waiting[unit] = piece
-        while position < len(families) and all(u in waiting for u in owners[families[position]]):
-            name = families[position]
-            yield name.removeprefix("vectors:"), [waiting.pop(u) for u in owners[name]]
-            position += 1
+        while order and all(member in waiting for member in groups[order[0]]):
+            family, vectors = order.pop(0)
+            yield family, vectors, [waiting.pop(member) for member in groups[(family, vectors)]]
 
 
 def _finish(
     family: str, subject: Subject, options: Options, pieces: list[Any], checks: Mapping[str, CheckFn]
 ) -> list[CaseResult]:
-    """A family's cases from its units' pieces: a vector family's or a whole family's results as
-    they are, the first :class:`Fallen` part's, or the split family's ``finish``; each stateful case
-    without a rule given its family's."""
+    """A stateful family's cases from its units' pieces: the first :class:`Fallen` part's, a whole
+    family's results, or the split family's ``finish``; each case without a rule given its
+    family's."""
     fallen = next((piece for piece in pieces if isinstance(piece, Fallen)), None)
     if fallen is not None:
         found = fallen.results
-    elif family not in checks:
-        return [result for piece in pieces for result in piece]
     else:
         split = SPLITS.get(family) if checks[family] is STATEFUL_FAMILIES.get(family) else None
         if split is None:
