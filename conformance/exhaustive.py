@@ -23,6 +23,7 @@ from typing import Any, Final
 
 from conformance import builders as build
 from conformance import strategies as values
+from conformance.crash.family import FAIL_FAST
 from conformance.divergence import Divergences
 from conformance.driver import Driver, Mismatch, Unsupported
 from conformance.machine.replay import (
@@ -349,9 +350,10 @@ class ExhaustivePart:
     divergences: Divergences
 
 
-def exhaustive_parts(capabilities: Sequence[str]) -> int:
-    """How many parts the search splits into: one per letter of the alphabet, the first op."""
-    return len(alphabet_for(capabilities))
+def exhaustive_parts(options: Options) -> int:
+    """How many parts the runner's search splits into: one per letter of the alphabet (the first
+    op), or one under fail-fast (the parts in turn, up to the first disagreement)."""
+    return 1 if options.extra.get(FAIL_FAST) == "1" else len(alphabet_for(sorted(options.capabilities)))
 
 
 def explore_part(
@@ -481,7 +483,7 @@ def run_exhaustive(
     ends its part as the search's failure."""
     parts = [
         explore_part(subject, capabilities, depth, first, target, fail_fast=divergences is None)
-        for first in range(exhaustive_parts(capabilities))
+        for first in range(len(alphabet_for(capabilities)))
     ]
     return merge_parts(parts, divergences)
 
@@ -537,27 +539,37 @@ def replay_letters(subject: Subject, steps: Sequence[Step], storage: str, target
     return None
 
 
-def exhaustive_part(subject: Subject, options: Options, first: int) -> ExhaustivePart:
-    """One part of the runner's search: the sequences that begin with letter ``first``."""
+def exhaustive_part(subject: Subject, options: Options, index: int) -> list[ExhaustivePart]:
+    """Part ``index`` of the runner's search: the sequences that begin with letter ``index``; under
+    fail-fast, every letter's in turn until one ends at a disagreement (mutation testing wants
+    the verdict, not every disagreement)."""
     depth = DEPTHS.get(options.profile, DEPTHS["ci"])
     target = options.target or DEFAULT_TARGET
-    return explore_part(subject, sorted(options.capabilities), depth, first, target)
+    capabilities = sorted(options.capabilities)
+    if exhaustive_parts(options) > 1:
+        return [explore_part(subject, capabilities, depth, index, target)]
+    parts: list[ExhaustivePart] = []
+    for first in range(len(alphabet_for(capabilities))):
+        parts.append(explore_part(subject, capabilities, depth, first, target, fail_fast=True))
+        if parts[-1].outcome.failure is not None:
+            break
+    return parts
 
 
 def check_exhaustive(subject: Subject, options: Options) -> list[CaseResult]:
     """The runner's entry point: every part of the search, then :func:`finish_exhaustive`."""
-    count = exhaustive_parts(sorted(options.capabilities))
-    return finish_exhaustive(subject, options, [exhaustive_part(subject, options, i) for i in range(count)])
+    pieces = [exhaustive_part(subject, options, index) for index in range(exhaustive_parts(options))]
+    return finish_exhaustive(subject, options, pieces)
 
 
 def finish_exhaustive(
-    subject: Subject, options: Options, parts: Sequence[ExhaustivePart]
+    subject: Subject, options: Options, pieces: Sequence[Sequence[ExhaustivePart]]
 ) -> list[CaseResult]:
-    """The family's cases from its parts: one case, named with the depth and the distinct states
-    explored, and one case for each distinct disagreement (its branch left unexplored, the search
-    going on)."""
+    """The family's cases from its parts' pieces: one case, named with the depth and the distinct
+    states explored, and one case for each distinct disagreement (its branch left unexplored, the
+    search going on)."""
     divergences = Divergences()
-    outcome = merge_parts(parts, divergences)
+    outcome = merge_parts([part for piece in pieces for part in piece], divergences)
     depth = outcome.depth
     name = (
         f"every sequence of up to {depth} ops over {len(outcome.alphabet)} letters agrees with the spec model "

@@ -131,12 +131,7 @@ def merge_crash_outcomes(outcomes: Sequence[CrashOutcome]) -> CrashOutcome:
 
 SPLITS: Final[Mapping[str, Split]] = {
     "pure-drt": Split(lambda options: len(WIRE_FUNCTIONS) + 1, _pure_drt_part, _concatenated, 3.0),
-    "exhaustive": Split(
-        lambda options: exhaustive_parts(sorted(options.capabilities)),
-        exhaustive_part,
-        finish_exhaustive,
-        20.0,
-    ),
+    "exhaustive": Split(exhaustive_parts, exhaustive_part, finish_exhaustive, 30.0),
     "crash": Split(_crash_parts, _crash_part, _crash_finish, 45.0),
 }
 WHOLE_WEIGHTS: Final[Mapping[str, float]] = {"machine": 25.0, "files": 1.0, "trace": 60.0}
