@@ -92,6 +92,15 @@ def cases(path: Path) -> list[tuple[str, ...]]:
     return [tuple(str(case.get(key, "")) for key in keys) for case in found]
 
 
+def family_seconds(path: Path) -> str:
+    """The families that took a second or more, the longest first."""
+    totals: dict[str, float] = {}
+    for case in json.loads(path.read_text(encoding="utf-8"))["cases"]:
+        totals[case["family"]] = totals.get(case["family"], 0.0) + float(case.get("seconds", 0.0))
+    ranked = sorted(totals.items(), key=lambda item: -item[1])
+    return ", ".join(f"{family} {seconds:.0f}" for family, seconds in ranked if seconds >= 1) or "none"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m scripts.jobs_bench", description=__doc__.split("\n")[0])
     parser.add_argument("--jobs", type=int, default=2)
@@ -118,6 +127,7 @@ def main() -> int:
                 + (f", workers {workers}" if workers else "")
                 + f"; idle-machine estimate {timed.bound(jobs):.1f} s"
             )
+        print(f"seconds per family under --jobs 1: {family_seconds(Path(folder) / 'jobs-1.json')}")
         same = cases(Path(folder) / "jobs-1.json") == cases(Path(folder) / f"jobs-{args.jobs}.json")
         count = len(cases(Path(folder) / "jobs-1.json"))
     one, many = runs[1], runs[args.jobs]
