@@ -454,6 +454,10 @@ def _worker_start(spec: SubjectSpec) -> None:
     subject = spec.open()
     _WORKER["subject"] = subject
     Finalize(subject, subject.close, exitpriority=10)
+    try:
+        hello(subject)  # as the run's own subject was greeted; what it says, the run already knows
+    except SubjectError:
+        pass  # a subject that will not answer: its units say so, as they would in one process
 
 
 def _worker_run(task: tuple[int, Options, Unit]) -> tuple[int, Any]:
