@@ -7,7 +7,9 @@ The run asks the subject who it is (hello), runs every family the options select
 per family (passed, failed, error, unsupported, not run) and the certificate's summary: every rule
 of the spec, certified or not (PROTOCOL.md, "Certificate"), and writes a JUnit XML report. With
 --certificate DIR (or next to --json) the certificate is also written as JSON and Markdown.
---list lists the cases; --case GLOB runs only the cases whose key matches. A failing machine or
+--list lists the cases; --case GLOB runs only the cases whose key matches. --jobs N runs the
+families, and the parts of the long ones, on N worker processes with a subject each: the same
+cases, outcomes, order and certificate as one process. A failing machine or
 exhaustive case shows its steps shrunk and a command that replays them: --replay TOKEN runs only
 that sequence and says whether it passes. With --expect FILE it
 compares every case with that implementation's expectation file instead: an unexpected failure, a
@@ -77,6 +79,7 @@ from conformance.report import (
 )
 from conformance.runner import (
     Hello,
+    SubjectSpec,
     VectorFileError,
     case_names,
     every_rule,
@@ -85,7 +88,7 @@ from conformance.runner import (
     load_vectors,
     run_suite,
 )
-from conformance.subject import DEFAULT_TIMEOUT, StdioSubject, Subject, SubjectError, load_subject
+from conformance.subject import DEFAULT_TIMEOUT, Subject, SubjectError
 
 DEFAULT_JUNIT = Path("conformance-report.xml")
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_UNREACHABLE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
@@ -170,6 +173,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="replay one recorded stateful sequence (printed with a failing machine or exhaustive case) and exit",
     )
     parser.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        metavar="N",
+        help="run families and their parts on N worker processes, each with a subject of its own "
+        "(a fresh factory call, or a fresh --stdio process); the same cases, outcomes and order as "
+        "--jobs 1 (default: 1)",
+    )
+    parser.add_argument(
         "--trace-crashes",
         action="store_true",
         help="also run the trace family: every crash state the subject's system calls allow "
@@ -189,6 +201,8 @@ def check_usage(args: argparse.Namespace) -> None:
         unknown = sorted(set(args.families) - set(known))
         if unknown:
             raise UsageError(f"unknown families {', '.join(unknown)}; choose from: {', '.join(known)}")
+    if args.jobs < 1:
+        raise UsageError(f"--jobs {args.jobs}: at least 1 worker")
     if args.certificate is not None and not args.certificate.is_dir():
         raise UsageError(f"--certificate {args.certificate}: no such folder")
     for flag, path in (("--junit", args.junit), ("--json", args.json)):
@@ -206,12 +220,10 @@ def check_usage(args: argparse.Namespace) -> None:
         raise UsageError(f"--write-expectations {written}: the folder {written.parent} does not exist")
 
 
-def open_subject(args: argparse.Namespace) -> Subject:
+def subject_spec(args: argparse.Namespace) -> SubjectSpec:
     if args.subject:
-        return load_subject(args.subject, timeout=args.timeout)
-    return StdioSubject(
-        args.stdio, timeout=args.timeout, warn=lambda text: print(f"conformance: {text}", file=sys.stderr)
-    )
+        return SubjectSpec("subject", args.subject, args.timeout)
+    return SubjectSpec("stdio", args.stdio, args.timeout)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -238,7 +250,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"conformance: [{error.code}] {error}", file=sys.stderr)
         return EXIT_UNREACHABLE
     try:
-        subject = open_subject(args)
+        subject = subject_spec(args).open()
     except SubjectError as error:
         print(f"conformance: [SUBJECT_NOT_STARTED] the subject could not be made: {error}", file=sys.stderr)
         return EXIT_UNREACHABLE
@@ -258,7 +270,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             return replay(subject, said, decode_recording(args.replay))
         options = build_options(args)
         try:
-            run_suite(subject, options, said=said, into=results, progress=Progress.for_terminal(sys.stderr))
+            run_suite(
+                subject,
+                options,
+                said=said,
+                into=results,
+                progress=Progress.for_terminal(sys.stderr),
+                jobs=args.jobs,
+                spec=subject_spec(args),
+            )
         except KeyboardInterrupt:
             interrupted = True
     finally:

@@ -118,7 +118,7 @@ class Driver:
     def step(self, op: str, **args: Any) -> Any:
         """Send ``op`` to the subject and to the model; the answers must agree."""
         args = as_sent(args)
-        model, expected = model_request(self.model, op, **args)
+        model, expected = self.predict(op, args)
         answer = self.raw(op, **args)
         if not answer.ok and answer.error_code == "UNSUPPORTED_OP":
             raise Unsupported(op)
@@ -129,6 +129,10 @@ class Driver:
             )
         self.model = model
         return answer
+
+    def predict(self, op: str, args: dict[str, Any]) -> tuple[ModelStore, Expected]:
+        """The model after ``op`` and the answer it expects (a subclass may remember them)."""
+        return model_request(self.model, op, **args)
 
     def check_state(self, session_id: str) -> None:
         """The subject's view of ``session_id`` equals the model's (or both say it is not live)."""

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from conformance import builders as build
 from conformance import strategies as values
+from conformance.crash.family import FAIL_FAST
 from conformance.divergence import Divergences
 from conformance.driver import Driver, Mismatch, Unsupported
 from conformance.machine.replay import (
@@ -31,12 +32,13 @@ from conformance.machine.replay import (
     Step,
     with_replays,
 )
-from conformance.model import ModelStore, derive_model_key
+from conformance.model import Expected, ModelStore, derive_model_key
 from conformance.report import CaseResult, Coverage, Options, earned
 from conformance.subject import Subject, SubjectDead
 from conformance.targets import DEFAULT_TARGET, Target
 from spec.checks.lineage import check_closers, check_header_lineage
 from spec.checks.log import check_log
+from spec.format.json_text import encode_json_text
 from spec.lineage.repair import derive_closers
 from spec.log.events import ASSISTANT_MESSAGE, TOOL_RESULT, TURN_START, USER_MESSAGE, tool_call_ids_of
 from spec.log.json import JsonValue
@@ -48,7 +50,7 @@ SESSION: Final = "s"
 CHILD: Final = "f"
 START_TIME: Final = 1_000  # ms
 MINIMUM_COVERAGE: Final = 10  # driven transitions per letter (the reference: see docs/choices.md)
-DEPTHS: Final = {"ci": 4, "thorough": 5}  # sequence length per Hypothesis profile name
+DEPTHS: Final = {"ci": 5, "thorough": 5}  # sequence length per profile name (thorough: the same, for now)
 
 
 @dataclass(frozen=True)
@@ -256,6 +258,30 @@ def check_state_invariants(state: SessionState, relational: bool = False) -> lis
 
 # --- the search ------------------------------------------------------------------------------------
 
+MEMORY: Final = 20_000  # model transitions remembered before the memory starts again
+
+
+@dataclass
+class _Remembering(Driver):
+    """A driver that remembers the model's transitions (keyed by the model object, the op and its
+    arguments), so that driving the subject back along a path costs the subject's answers, not the
+    model's: every path starts from the cursor's one root model, so a replay meets the same objects."""
+
+    memory: dict[tuple[int, str, str], tuple[ModelStore, ModelStore, Expected]] = field(default_factory=dict)
+
+    def predict(self, op: str, args: dict[str, Any]) -> tuple[ModelStore, Expected]:
+        key = (id(self.model), op, encode_json_text(args))
+        known = self.memory.get(key)
+        if (
+            known is not None and known[0] is self.model
+        ):  # the entry keeps its model alive: same id, same model
+            return known[1], known[2]
+        model, expected = super().predict(op, args)
+        if len(self.memory) >= MEMORY:
+            self.memory.clear()
+        self.memory[key] = (self.model, model, expected)
+        return model, expected
+
 
 class _Cursor:
     """The subject's position: which letter sequence it has been driven through since its reset."""
@@ -265,9 +291,27 @@ class _Cursor:
         self.storage = storage
         self.letters = letters
         self.target = target
-        self.driver = Driver(subject, target=target)
+        self.root = ModelStore()
+        self.memory: dict[tuple[int, str, str], tuple[ModelStore, ModelStore, Expected]] = {}
+        self.keys: dict[int, tuple[ModelStore, str]] = {}
+        self.driver: Driver = self._fresh()
         self.path: tuple[int, ...] | None = None
         self.requests = 0
+
+    def _fresh(self) -> Driver:
+        return _Remembering(self.subject, self.root, target=self.target, memory=self.memory)
+
+    def key(self) -> str:
+        """The model's canonical key (remembered per model object, as the transitions are)."""
+        model = self.driver.model
+        known = self.keys.get(id(model))
+        if known is not None and known[0] is model:
+            return known[1]
+        if len(self.keys) >= MEMORY:
+            self.keys.clear()
+        key = derive_model_key(model)
+        self.keys[id(model)] = (model, key)
+        return key
 
     def goto(self, path: tuple[int, ...]) -> None:
         """Drive the subject to ``path``: onward when it is an extension, else reset and replay."""
@@ -275,7 +319,7 @@ class _Cursor:
             rest = path[len(self.path) :]
         else:
             self.requests += self.driver.requests
-            self.driver = Driver(self.subject, target=self.target)
+            self.driver = self._fresh()
             self.driver.step("reset", storage=self.storage)
             self.driver.step("clock", now=START_TIME)
             self.driver.step("create", id=SESSION)
@@ -297,19 +341,36 @@ class _Cursor:
         return self.requests + self.driver.requests
 
 
-def run_exhaustive(
+@dataclass(frozen=True)
+class ExhaustivePart:
+    """One subtree of the search (the sequences that begin with one letter): its outcome, with the
+    states it reached besides the start, and its disagreements."""
+
+    outcome: ExhaustiveOutcome
+    divergences: Divergences
+
+
+def exhaustive_parts(options: Options) -> int:
+    """How many parts the runner's search splits into: one per letter of the alphabet (the first
+    op), or one under fail-fast (the parts in turn, up to the first disagreement)."""
+    return 1 if options.extra.get(FAIL_FAST) == "1" else len(alphabet_for(sorted(options.capabilities)))
+
+
+def explore_part(
     subject: Any,
     capabilities: Sequence[str],
     depth: int,
+    first: int,
     target: Target = DEFAULT_TARGET,
-    divergences: Divergences | None = None,
-) -> ExhaustiveOutcome:
-    """Every letter sequence up to ``depth``, breadth first, states deduplicated by model key.
-    With ``divergences``, a transition the subject answers differently is recorded there and its
-    branch is not explored further, while the rest of the search goes on; without, the first one
-    ends the search as its failure."""
+    fail_fast: bool = False,
+) -> ExhaustivePart:
+    """The sequences up to ``depth`` that begin with letter ``first``, breadth first, states
+    deduplicated by model key within the part (the start is known to every part). A transition
+    the subject answers differently is recorded and its branch is not explored further, while the
+    rest of the part goes on; with ``fail_fast``, the first one ends the part as its failure."""
     letters = alphabet_for(capabilities)
     cursor = _Cursor(subject, storage_for(capabilities), letters, target)
+    divergences = Divergences()
     started = time.perf_counter()
     transitions = 0
     coverage = Coverage()
@@ -319,13 +380,13 @@ def run_exhaustive(
     recorded: dict[str, tuple[str, ...]] = {}
     try:
         cursor.goto(())
-        seen.add(derive_model_key(cursor.driver.model))
+        seen.add(cursor.key())
         _check_reached(cursor)
         frontier: list[tuple[int, ...]] = [()]
-        for _ in range(depth):
+        for level in range(depth):
             next_frontier: list[tuple[int, ...]] = []
             for path in frontier:
-                for index in range(len(letters)):
+                for index in range(len(letters)) if level else (first,):
                     attempt = (*path, index)
                     transitions += 1
                     try:
@@ -337,7 +398,7 @@ def run_exhaustive(
                         continue
                     except Mismatch as mismatch:
                         coverage.drive(letters[index].name)
-                        if divergences is None:
+                        if fail_fast:
                             raise
                         steps = " -> ".join(letters[i].name for i in attempt)
                         divergences.record(mismatch.signature, f"after [{steps}]:\n{mismatch}")
@@ -353,17 +414,18 @@ def run_exhaustive(
     except Unsupported as refused:
         if transitions:
             raise
-        return ExhaustiveOutcome(
+        outcome = ExhaustiveOutcome(
             depth, tuple(letter.name for letter in letters), 0, 0, cursor.total_requests(),
             time.perf_counter() - started, None, coverage, str(refused),
         )  # fmt: skip
+        return ExhaustivePart(outcome, divergences)
     except Exception as error:
         steps = " -> ".join(letters[index].name for index in attempt)
         failure = f"after [{steps}]:\n{type(error).__name__}: {error}"
-    return ExhaustiveOutcome(
+    outcome = ExhaustiveOutcome(
         depth=depth,
         alphabet=tuple(letter.name for letter in letters),
-        states=len(seen),
+        states=len(seen) - 1,
         transitions=transitions,
         requests=cursor.total_requests(),
         seconds=time.perf_counter() - started,
@@ -371,15 +433,68 @@ def run_exhaustive(
         coverage=coverage,
         recorded=recorded,
     )
+    return ExhaustivePart(outcome, divergences)
+
+
+def merge_parts(parts: Sequence[ExhaustivePart], divergences: Divergences | None = None) -> ExhaustiveOutcome:
+    """The whole search from its parts, in part order: the start once and every part's states,
+    transitions, requests, time and coverage summed; the first part's failure; each disagreement
+    once, in the order the parts met them (into ``divergences``)."""
+    coverage = Coverage()
+    recorded: dict[str, tuple[str, ...]] = {}
+    for part in parts:
+        for kind, count in part.outcome.coverage.driven.items():
+            coverage.driven[kind] = coverage.driven.get(kind, 0) + count
+        for kind, count in part.outcome.coverage.refused.items():
+            coverage.refused[kind] = coverage.refused.get(kind, 0) + count
+        for signature, names in part.outcome.recorded.items():
+            recorded.setdefault(signature, names)
+        if divergences is not None:
+            divergences.stops += part.divergences.stops
+            for signature, found in part.divergences.found.items():
+                known = divergences.found.setdefault(signature, replace(found, count=0))
+                known.count += found.count
+    first = parts[0].outcome
+    refused = next((part.outcome.refused_setup for part in parts if part.outcome.refused_setup), "")
+    return ExhaustiveOutcome(
+        depth=first.depth,
+        alphabet=first.alphabet,
+        states=(0 if refused else 1) + sum(part.outcome.states for part in parts),
+        transitions=sum(part.outcome.transitions for part in parts),
+        requests=sum(part.outcome.requests for part in parts),
+        seconds=sum(part.outcome.seconds for part in parts),
+        failure=next((part.outcome.failure for part in parts if part.outcome.failure), None),
+        coverage=coverage,
+        refused_setup=refused,
+        recorded=recorded,
+    )
+
+
+def run_exhaustive(
+    subject: Any,
+    capabilities: Sequence[str],
+    depth: int,
+    target: Target = DEFAULT_TARGET,
+    divergences: Divergences | None = None,
+) -> ExhaustiveOutcome:
+    """Every letter sequence up to ``depth``: each part (:func:`explore_part`) in turn, merged.
+    With ``divergences``, a transition the subject answers differently is recorded there and its
+    branch is not explored further, while the rest of the search goes on; without, the first one
+    ends its part as the search's failure."""
+    parts = [
+        explore_part(subject, capabilities, depth, first, target, fail_fast=divergences is None)
+        for first in range(len(alphabet_for(capabilities)))
+    ]
+    return merge_parts(parts, divergences)
 
 
 def _transition(cursor: _Cursor, path: tuple[int, ...], index: int, seen: set[str]) -> bool:
     """Apply letter ``index`` at ``path``; ``True`` when that reaches a state not seen before
     (which is then checked and kept for the next depth)."""
     cursor.goto(path)
-    key_before = derive_model_key(cursor.driver.model)
+    key_before = cursor.key()
     cursor.apply(index)
-    key = derive_model_key(cursor.driver.model)
+    key = cursor.key()
     cursor.path = (*path, index) if key != key_before else path  # unchanged: still at ``path``
     if key in seen:
         return False
@@ -424,13 +539,38 @@ def replay_letters(subject: Subject, steps: Sequence[Step], storage: str, target
     return None
 
 
-def check_exhaustive(subject: Subject, options: Options) -> list[CaseResult]:
-    """The runner's entry point: one case, named with the depth and the distinct states explored,
-    and one case for each distinct disagreement (its branch left unexplored, the search going on)."""
+def exhaustive_part(subject: Subject, options: Options, index: int) -> list[ExhaustivePart]:
+    """Part ``index`` of the runner's search: the sequences that begin with letter ``index``; under
+    fail-fast, every letter's in turn until one ends at a disagreement (mutation testing wants
+    the verdict, not every disagreement)."""
     depth = DEPTHS.get(options.profile, DEPTHS["ci"])
-    divergences = Divergences()
     target = options.target or DEFAULT_TARGET
-    outcome = run_exhaustive(subject, sorted(options.capabilities), depth, target, divergences)
+    capabilities = sorted(options.capabilities)
+    if exhaustive_parts(options) > 1:
+        return [explore_part(subject, capabilities, depth, index, target)]
+    parts: list[ExhaustivePart] = []
+    for first in range(len(alphabet_for(capabilities))):
+        parts.append(explore_part(subject, capabilities, depth, first, target, fail_fast=True))
+        if parts[-1].outcome.failure is not None:
+            break
+    return parts
+
+
+def check_exhaustive(subject: Subject, options: Options) -> list[CaseResult]:
+    """The runner's entry point: every part of the search, then :func:`finish_exhaustive`."""
+    pieces = [exhaustive_part(subject, options, index) for index in range(exhaustive_parts(options))]
+    return finish_exhaustive(subject, options, pieces)
+
+
+def finish_exhaustive(
+    subject: Subject, options: Options, pieces: Sequence[Sequence[ExhaustivePart]]
+) -> list[CaseResult]:
+    """The family's cases from its parts' pieces: one case, named with the depth and the distinct
+    states explored, and one case for each distinct disagreement (its branch left unexplored, the
+    search going on)."""
+    divergences = Divergences()
+    outcome = merge_parts([part for piece in pieces for part in piece], divergences)
+    depth = outcome.depth
     name = (
         f"every sequence of up to {depth} ops over {len(outcome.alphabet)} letters agrees with the spec model "
         f"({outcome.states} distinct states, {outcome.transitions} transitions)"
@@ -460,9 +600,13 @@ def check_exhaustive(subject: Subject, options: Options) -> list[CaseResult]:
 
 __all__ = [
     "ExhaustiveOutcome",
+    "ExhaustivePart",
     "Letter",
     "alphabet_for",
     "check_exhaustive",
     "check_state_invariants",
+    "exhaustive_part",
+    "exhaustive_parts",
+    "finish_exhaustive",
     "run_exhaustive",
 ]

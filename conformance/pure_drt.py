@@ -18,7 +18,7 @@ per function is :data:`BUDGETS` (the run's profile picks it).
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -185,12 +185,15 @@ def vector_text(function: str, inputs: JsonObject, expect: JsonObject) -> str:
     return text
 
 
-def check_pure_drt(subject: Subject, options: Options) -> list[CaseResult]:
-    """The runner's entry point: one case per function of the ``call`` table."""
+def check_pure_drt(
+    subject: Subject, options: Options, functions: Collection[str] = WIRE_FUNCTIONS, fields: bool = True
+) -> list[CaseResult]:
+    """The runner's entry point: one case per function of the ``call`` table (or of ``functions``,
+    a part of it), then the typed fields' cases (unless not ``fields``)."""
     target = options.target or DEFAULT_TARGET
     budget = BUDGETS.get(options.profile, BUDGETS["ci"])
     results: list[CaseResult] = []
-    for function in WIRE_FUNCTIONS:
+    for function in functions:
         name = f"{function} answers as the specification does on every generated input"
         case_id = case_slug(function)
         missing = sorted(NEEDS.get(function, frozenset({"pure"})) - options.capabilities)
@@ -230,7 +233,7 @@ def check_pure_drt(subject: Subject, options: Options) -> list[CaseResult]:
             edges = len(edge_inputs(function))
             detail = f"{verdict.examples} inputs compared ({edges} edge inputs, then a budget of {budget})"
             results.append(CaseResult(FAMILY, name, "passed", detail, seconds, function, case_id))
-    return results + check_fields(subject, options)
+    return results + (check_fields(subject, options) if fields else [])
 
 
 # --- the value domain of every typed op argument ---------------------------------------------------

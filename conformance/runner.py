@@ -14,19 +14,31 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import multiprocessing
+import signal
+import sys
 import time
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
+from multiprocessing.util import Finalize
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Literal
 
-from conformance.families import FAMILY_RULES, OPT_IN, STATEFUL_FAMILIES, CheckFn
+from conformance.families import FAMILY_RULES, OPT_IN, SPLITS, STATEFUL_FAMILIES, WHOLE_WEIGHTS, CheckFn
 from conformance.machine.machines import READ_ONLY_OPS
 from conformance.matching import answer_fingerprint, compare, short
 from conformance.progress import Progress
 from conformance.report import CUT, RUN_DEADLINE, CaseResult, DeadlineReached, Options, case_slug
-from conformance.subject import Response, Subject, SubjectDead, SubjectError
+from conformance.subject import (
+    DEFAULT_TIMEOUT,
+    Response,
+    StdioSubject,
+    Subject,
+    SubjectDead,
+    SubjectError,
+    load_subject,
+)
 from conformance.targets import DEFAULT_TARGET, Target, TargetError, decode_target
 from spec.protocol import PROTOCOL_VERSION
 
@@ -256,6 +268,42 @@ def hello(subject: Subject) -> Hello:
     )
 
 
+@dataclass(frozen=True)
+class SubjectSpec:
+    """How to make a subject (``--subject MODULE:FACTORY`` or ``--stdio COMMAND``): the run's own,
+    and one more for each ``--jobs`` worker (a fresh factory call, a fresh process)."""
+
+    kind: Literal["subject", "stdio"]
+    value: str
+    timeout: float = DEFAULT_TIMEOUT
+
+    def open(self) -> Subject:
+        if self.kind == "subject":
+            return load_subject(self.value, timeout=self.timeout)
+        return StdioSubject(self.value, timeout=self.timeout, warn=_warn)
+
+
+def _warn(text: str) -> None:
+    print(f"conformance: {text}", file=sys.stderr)
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A piece of a run one worker does: a vector family's cases (``part`` -1), a whole stateful
+    family (``part`` 0 of 1), or one part of a split family (:data:`conformance.families.SPLITS`)."""
+
+    family: str
+    part: int
+    weight: float
+
+
+@dataclass(frozen=True)
+class Fallen:
+    """A part that ended its family: it raised, or it could not run (the cases that say so)."""
+
+    results: list[CaseResult]
+
+
 def run_suite(
     subject: Subject,
     options: Options,
@@ -264,12 +312,16 @@ def run_suite(
     said: Hello | None = None,
     into: list[CaseResult] | None = None,
     progress: Progress | None = None,
+    jobs: int = 1,
+    spec: SubjectSpec | None = None,
 ) -> list[CaseResult]:
     """Every family the options select: the vectors, then ``checks`` in order. Results go into
-    ``into`` as each case ends (so an interrupted run still has the cases that finished) and to
-    ``progress``. A check that raises fails its family with the traceback and the run goes on; once
+    ``into`` as each family ends (so an interrupted run still has the families that finished) and
+    to ``progress``. A check that raises fails its family with the traceback and the run goes on; once
     the subject is dead (it stopped answering) or the deadline has passed, every case left is
-    *not run*, with the reason, never passed."""
+    *not run*, with the reason, never passed. With ``jobs`` above 1 and a ``spec`` for the workers'
+    subjects, the run's units (:func:`plan_units`) go to that many worker processes, each with a
+    subject of its own, and the results are put back in the order one process gives them."""
     results = [] if into is None else into
     progress = progress or Progress.silent()
     if said is None:
@@ -279,35 +331,165 @@ def run_suite(
             results.append(CaseResult(PROTOCOL_FAMILY, "the subject answers hello", "failed", str(error)))
             return results
     options = replace(options, capabilities=said.capabilities, target=said.target)
+    units = plan_units(options, checks)
+    parallel = jobs > 1 and spec is not None and checks is STATEFUL_FAMILIES
     deadline = RUN_DEADLINE.set(options.deadline)
     try:
-        _run_vectors_into(subject, options, results, progress)
-        for family, check in checks.items():
-            if not _selected(family, options) or not _family_chosen(family, options):
-                continue
-            stop = _why_stop(subject, options)
-            if stop is not None:
-                results.append(
-                    CaseResult(
-                        family,
-                        f"the {family} checks",
-                        "not run",
-                        stop,
-                        rule=_main_rule(family),
-                        case_id="all",
-                    )
-                )
-                continue
-            progress.start(family)
-            for result in _run_check(family, check, subject, options):
-                result = result if result.rule else replace(result, rule=_rule_for(family, result))
-                results.append(result)
+        if parallel:
+            assert spec is not None
+            done = _run_in_workers(units, options, jobs, spec, progress)
+        else:
+            done = ((unit, run_unit(subject, options, unit, checks, progress)) for unit in units)
+        for family, vectors, pieces in _by_family(units, done):
+            if vectors:
+                found = [result for piece in pieces for result in piece]
+            else:
+                found = _finish(family, subject, options, pieces, checks)
+            if parallel:
+                progress.start(family, len(found) if vectors else None)
+            for result in found if parallel or not vectors else ():
                 progress.case(result)
+            results.extend(found)
             progress.end(family)
     finally:
         RUN_DEADLINE.reset(deadline)
         progress.close()
     return results
+
+
+def plan_units(options: Options, checks: Mapping[str, CheckFn] = STATEFUL_FAMILIES) -> list[Unit]:
+    """The units of a run, in report order: each selected vector family, then each selected
+    stateful family (a split family's parts in part order)."""
+    vectors = _chosen_vectors(options)
+    units = [Unit(family, -1, 0.1) for family in dict.fromkeys(str(vector["family"]) for vector in vectors)]
+    for family, check in checks.items():
+        if not _selected(family, options) or not _family_chosen(family, options):
+            continue
+        split = SPLITS.get(family) if check is STATEFUL_FAMILIES.get(family) else None
+        if split is None:
+            units.append(Unit(family, 0, WHOLE_WEIGHTS.get(family, 1.0)))
+        else:
+            units += [Unit(family, part, split.weight) for part in range(split.parts(options))]
+    return units
+
+
+def run_unit(
+    subject: Subject,
+    options: Options,
+    unit: Unit,
+    checks: Mapping[str, CheckFn] = STATEFUL_FAMILIES,
+    progress: Progress | None = None,
+) -> Any:
+    """One unit on ``subject``: a vector family's results, a whole family's results, a split
+    family's piece, or :class:`Fallen` when the part raised or cannot run (the subject is dead, the
+    deadline has passed)."""
+    if unit.part < 0:
+        return _run_vectors(subject, options, unit.family, progress or Progress.silent())
+    stop = _why_stop(subject, options)
+    if stop is not None:
+        return Fallen(
+            [
+                CaseResult(
+                    unit.family,
+                    f"the {unit.family} checks",
+                    "not run",
+                    stop,
+                    rule=_main_rule(unit.family),
+                    case_id="all",
+                )
+            ]
+        )
+    check = checks[unit.family]
+    split = SPLITS.get(unit.family) if check is STATEFUL_FAMILIES.get(unit.family) else None
+    if progress is not None and unit.part == 0:
+        progress.start(unit.family)
+    if split is None:
+        return _guarded(unit.family, lambda: check(subject, options))
+    return _guarded(unit.family, lambda: split.run(subject, options, unit.part))
+
+
+def _by_family(
+    units: Sequence[Unit], done: Iterator[tuple[Unit, Any]]
+) -> Iterator[tuple[str, bool, list[Any]]]:
+    """Each family's pieces in part order (with whether they are its vectors' results), a family
+    as soon as it and every family before it are done (``done`` may come in any order)."""
+    groups: dict[tuple[str, bool], list[Unit]] = {}
+    for unit in units:
+        groups.setdefault((unit.family, unit.part < 0), []).append(unit)
+    order = list(groups)
+    waiting: dict[Unit, Any] = {}
+    for unit, piece in done:
+        waiting[unit] = piece
+        while order and all(member in waiting for member in groups[order[0]]):
+            family, vectors = order.pop(0)
+            yield family, vectors, [waiting.pop(member) for member in groups[(family, vectors)]]
+
+
+def _finish(
+    family: str, subject: Subject, options: Options, pieces: list[Any], checks: Mapping[str, CheckFn]
+) -> list[CaseResult]:
+    """A stateful family's cases from its units' pieces: the first :class:`Fallen` part's, a whole
+    family's results, or the split family's ``finish``; each case without a rule given its
+    family's."""
+    fallen = next((piece for piece in pieces if isinstance(piece, Fallen)), None)
+    if fallen is not None:
+        found = fallen.results
+    else:
+        split = SPLITS.get(family) if checks[family] is STATEFUL_FAMILIES.get(family) else None
+        if split is None:
+            found = pieces[0]
+        else:
+            finished = _guarded(family, lambda: split.finish(subject, options, pieces))
+            found = finished.results if isinstance(finished, Fallen) else finished
+    return [result if result.rule else replace(result, rule=_rule_for(family, result)) for result in found]
+
+
+# --- workers ---------------------------------------------------------------------------------------
+
+_WORKER: dict[str, Subject] = {}  # a worker process's own subject
+
+
+def _worker_start(spec: SubjectSpec) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the run's process reports an interrupt
+    subject = spec.open()
+    _WORKER["subject"] = subject
+    Finalize(subject, subject.close, exitpriority=10)
+    try:
+        hello(subject)  # as the run's own subject was greeted; what it says, the run already knows
+    except SubjectError:
+        pass  # a subject that will not answer: its units say so, as they would in one process
+
+
+def _worker_run(task: tuple[int, Options, Unit]) -> tuple[int, Any]:
+    index, options, unit = task
+    deadline = RUN_DEADLINE.set(options.deadline)
+    try:
+        return index, run_unit(_WORKER["subject"], options, unit)
+    finally:
+        RUN_DEADLINE.reset(deadline)
+
+
+def _run_in_workers(
+    units: Sequence[Unit], options: Options, jobs: int, spec: SubjectSpec, progress: Progress
+) -> Iterator[tuple[Unit, Any]]:
+    """Every unit on ``jobs`` worker processes (spawned: nothing of this process's state is
+    shared), the heaviest first; each as it is done."""
+    order = sorted(range(len(units)), key=lambda index: -units[index].weight)
+    context = multiprocessing.get_context("spawn")
+    pool = context.Pool(jobs, initializer=_worker_start, initargs=(spec,))
+    try:
+        tasks = [(index, options, units[index]) for index in order]
+        for index, piece in pool.imap_unordered(_worker_run, tasks, chunksize=1):
+            unit = units[index]
+            if unit.part >= 0:
+                progress.note(unit.family, f"part {unit.part + 1} done")
+            yield unit, piece
+        pool.close()
+    except BaseException:
+        pool.terminate()
+        raise
+    finally:
+        pool.join()
 
 
 def _main_rule(family: str) -> str:
@@ -343,21 +525,27 @@ def _selected(family: str, options: Options) -> bool:
     return family not in OPT_IN or options.extra.get(OPT_IN[family]) == "1"
 
 
-def _run_check(family: str, check: CheckFn, subject: Subject, options: Options) -> list[CaseResult]:
+def _guarded(family: str, work: Callable[[], Any]) -> Any:
+    """``work()``, or :class:`Fallen` with the family's one case when it raises: *not run* when the
+    deadline cut it, failed when the subject died or the check itself broke (with the traceback)."""
     began = time.perf_counter()
     try:
-        return check(subject, options)
+        return work()
     except DeadlineReached:
         seconds = time.perf_counter() - began
         why = f"{CUT} after {seconds:.1f}s: the family did not finish, so none of it is certified"
-        return [
-            CaseResult(family, f"the {family} checks", "not run", why, seconds, _main_rule(family), "all")
-        ]
+        return Fallen(
+            [CaseResult(family, f"the {family} checks", "not run", why, seconds, _main_rule(family), "all")]
+        )
     except SubjectDead as error:
-        return [CaseResult(family, f"the {family} checks", "failed", str(error), time.perf_counter() - began)]
+        return Fallen(
+            [CaseResult(family, f"the {family} checks", "failed", str(error), time.perf_counter() - began)]
+        )
     except Exception:
         seconds = time.perf_counter() - began
-        return [CaseResult(family, f"the {family} checks run", "failed", traceback.format_exc(), seconds)]
+        return Fallen(
+            [CaseResult(family, f"the {family} checks run", "failed", traceback.format_exc(), seconds)]
+        )
 
 
 def _why_stop(subject: Subject, options: Options) -> str | None:
@@ -370,28 +558,29 @@ def _why_stop(subject: Subject, options: Options) -> str | None:
     return None
 
 
-def _run_vectors_into(
-    subject: Subject, options: Options, results: list[CaseResult], progress: Progress
-) -> None:
-    vectors = [
+def _chosen_vectors(options: Options) -> list[dict[str, Any]]:
+    return [
         v
         for v in load_vectors(options.vectors_dir or VECTORS_DIR)
         if _selected(str(v["family"]), options) and case_chosen(vector_key(v), options)
     ]
+
+
+def _run_vectors(subject: Subject, options: Options, family: str, progress: Progress) -> list[CaseResult]:
+    """The chosen vectors of ``family``, in file order; each *not run* once nothing more can run."""
+    cases = [vector for vector in _chosen_vectors(options) if vector["family"] == family]
     target = options.target or DEFAULT_TARGET
-    families = list(dict.fromkeys(str(vector["family"]) for vector in vectors))
-    for family in families:
-        cases = [vector for vector in vectors if vector["family"] == family]
-        progress.start(family, len(cases))
-        for vector in cases:
-            stop = _why_stop(subject, options)
-            if stop is None:
-                result = run_vector(subject, vector, options.capabilities, target)
-            else:
-                result = CaseResult(family, str(vector["name"]), "not run", stop, rule=rule_of(vector))
-            results.append(result)
-            progress.case(result)
-        progress.end(family)
+    progress.start(family, len(cases))
+    results = []
+    for vector in cases:
+        stop = _why_stop(subject, options)
+        if stop is None:
+            result = run_vector(subject, vector, options.capabilities, target)
+        else:
+            result = CaseResult(family, str(vector["name"]), "not run", stop, rule=rule_of(vector))
+        results.append(result)
+        progress.case(result)
+    return results
 
 
 def family_names(vectors_dir: Path | None = None) -> list[str]:

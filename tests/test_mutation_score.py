@@ -3,8 +3,8 @@ subject of tests/broken_subjects.py.
 
 The reference runs the whole suite twice, in process and through its stdio server. Each broken
 subject is a test of its own (pytest-xdist spreads them over its workers, scripts/test.sh) and
-runs in process, family group by family group (the files family, the machine, pure-drt, the
-exhaustive checker and crash injection, then the vectors), until one reports a failure; crash
+runs in process, family group by family group (the files family, pure-drt, the machine, crash
+injection and the exhaustive checker, then the vectors), until one reports a failure; crash
 injection is asked to stop at its first failing point. The mutation score (killed/total) is the
 number of those tests that pass; each prints the group that caught its subject (``-s``).
 (``python -m conformance.mutation`` runs every family on each and counts the cases that catch it.)
@@ -31,7 +31,7 @@ from conformance.subject import InProcessSubject, StdioSubject, Subject
 from reference.server import ReferenceSubject
 
 REPOSITORY = Path(__file__).resolve().parent.parent
-GENERATED_FAMILIES = ("files", "pure-drt", "machine", "exhaustive", "crash")  # cheapest first
+GENERATED_FAMILIES = ("files", "pure-drt", "machine", "crash", "exhaustive")  # cheapest first
 
 
 def family_groups(generated_only: bool = False) -> list[tuple[str, frozenset[str]]]:
