@@ -52,6 +52,11 @@ export async function loadDsh(modulesRoot) {
     compaction: await importFrom(modulesRoot, "@deepseek-ai/dsh-compaction"),
     tokenMeter: await importFrom(modulesRoot, "@deepseek-ai/dsh-token-meter"),
     projection: await importFrom(modulesRoot, "@deepseek-ai/dsh-session-projection"),
+    llm: await importFrom(modulesRoot, "@deepseek-ai/dsh-llm"),
+    basic: await importFrom(modulesRoot, "@deepseek-ai/dsh-compaction-basic"),
+    checkpointPolicy: await importFrom(modulesRoot, "@deepseek-ai/dsh-session-checkpoint-policy"),
+    spillPolicy: await importFrom(modulesRoot, "@deepseek-ai/dsh-spill-policy"),
+    spill: await importFrom(modulesRoot, "@deepseek-ai/dsh-spill"),
   };
   modules.shadowPrice = await contextBreakdownProjection(modules.cordis, modules.tokenMeter);
   return modules;
