@@ -27,10 +27,21 @@ import crypto from "node:crypto";
 import { syncBuiltinESMExports } from "node:module";
 import { BadRequest, pruneConfig, validatedConfig } from "./pure.mjs";
 
+// DSH mints a bracket's compactionId with node:crypto's randomUUID (dsh-compaction-basic index.js
+// :411) and the checkpoint message's id with the global crypto's (dsh-llm createMessage, index.js
+// :168): while an op runs, the first gives the next attempt's compactionId, the second the id of
+// the attempt that bracket runs (PROTOCOL.md: the id of the bracket and of the checkpoint message).
 const mintUuid = crypto.randomUUID.bind(crypto);
-let scriptedIds = []; // the compactionIds of the running op's attempts, in order
-crypto.randomUUID = (...args) => (scriptedIds.length > 0 ? scriptedIds.shift() : mintUuid(...args));
+let scriptedIds = []; // the compactionIds of the running op's attempts not yet started, in order
+let runningId; // the compactionId of the attempt whose bracket is open
+crypto.randomUUID = (...args) => {
+  if (scriptedIds.length === 0) return mintUuid(...args);
+  runningId = scriptedIds.shift();
+  return runningId;
+};
 syncBuiltinESMExports();
+const mintGlobalUuid = globalThis.crypto.randomUUID.bind(globalThis.crypto);
+globalThis.crypto.randomUUID = () => runningId ?? mintGlobalUuid();
 
 const OUTCOMES = ["text", "blocks", "fail", "timeout", "cancel"];
 
@@ -75,33 +86,48 @@ export class DshCompaction {
     return capabilities;
   }
 
-  /** A fresh store context: the engine's context starts over beside it (every count forgotten). */
+  /** A fresh store context: the engine's context starts over beside it (every count forgotten).
+   * Both are plugged at the first op that needs them, so a reset costs nothing more. */
   async attach(storeCtx) {
     this.storeCtx = storeCtx;
+    this.ctx = undefined;
+    this.policyPlugged = false;
     this.engines = new Map();
     this.agents = new WeakMap();
-    const { cordis, basic, tokenMeter, checkpointPolicy } = this.dsh;
-    if (checkpointPolicy !== undefined && storeCtx.get("sessionPersistence") !== undefined) {
-      // The policy joins the model, tool, session and persistence services: stand-ins for the two
-      // the subject has no host for (their waterfalls are run by the checkpoint op).
-      await storeCtx.plugin(standIn(cordis, "llm", {}));
-      await storeCtx.plugin(standIn(cordis, "tools", {}));
-      await storeCtx.plugin(checkpointPolicy);
-    }
-    if (basic === undefined || tokenMeter === undefined) return;
-    const ctx = new cordis.Context();
+  }
+
+  /** The engine's context: DSH's token meter and the stand-ins for the host's services. */
+  async engineContext() {
+    if (this.ctx !== undefined) return this.ctx;
+    const { cordis, tokenMeter } = this.dsh;
+    const storeCtx = this.storeCtx;
     const subject = this;
-    await ctx.plugin(standIn(cordis, "sessions", { flush: (session) => storeCtx.sessions.flush(session) }));
+    const ctx = new cordis.Context();
+    await ctx.plugin(standIn(cordis, "sessions", { flush: (session) => storeCtx.sessions.flush(ROUTED.get(session) ?? session) }));
     await ctx.plugin(standIn(cordis, "llm", { resolveModelInfo: async () => ({ context: subject.contextWindow === undefined ? undefined : { contextWindow: subject.contextWindow } }) }));
     await ctx.plugin(tokenMeter.TokenMeter);
     this.ctx = ctx;
+    return ctx;
+  }
+
+  /** The checkpoint policy, plugged into the store's context. It joins the model, tool, session and
+   * persistence services: stand-ins for the two the subject has no host for (their waterfalls are
+   * run by the checkpoint op). Without storage there is no persistence service and DSH's policy
+   * does not start. */
+  async plugCheckpointPolicy() {
+    if (this.policyPlugged || this.storeCtx.get("sessionPersistence") === undefined) return;
+    const { cordis, checkpointPolicy } = this.dsh;
+    await this.storeCtx.plugin(standIn(cordis, "llm", {}));
+    await this.storeCtx.plugin(standIn(cordis, "tools", {}));
+    await this.storeCtx.plugin(checkpointPolicy);
+    this.policyPlugged = true;
   }
 
   /** The agent DSH's engine is handed for a session: one per live session. */
   agentOf(session) {
     let agent = this.agents.get(session);
     if (agent === undefined) {
-      agent = { session, options: {}, runMaintenance: (body) => body(new AbortController().signal) };
+      agent = { session: routed(session), options: {}, runMaintenance: (body) => body(new AbortController().signal) };
       this.agents.set(session, agent);
     }
     return agent;
@@ -123,7 +149,7 @@ export class DshCompaction {
     }
     const config = validatedConfig(cordis, ScriptedEngine, policy ?? undefined, "COMPACTION_CONFIG_INVALID");
     let engine;
-    const fiber = this.ctx.plugin({
+    const fiber = (await this.engineContext()).plugin({
       name: "protocol-compaction",
       inject: ["llm", "tokenMeter", "sessions"],
       apply: (ctx) => {
@@ -160,6 +186,7 @@ export class DshCompaction {
       return await body(controller);
     } finally {
       scriptedIds = [];
+      runningId = undefined;
       entry.script.attempts = [];
       if (pruner !== undefined) await pruner.dispose();
     }
@@ -220,6 +247,7 @@ export class DshCompaction {
     if (!["model-request", "tool", "pre-step"].includes(moment)) throw new BadRequest('moment must be "model-request", "tool" or "pre-step"');
     const then = request.then ?? undefined;
     if (then !== undefined && (typeof then !== "object" || Array.isArray(then))) throw new BadRequest("then must be an append");
+    await this.plugCheckpointPolicy();
     const ctx = this.storeCtx;
     try {
       if (moment === "model-request") {
@@ -241,6 +269,35 @@ export class DshCompaction {
     return session.append(then.type, then.data, surface);
   }
 }
+
+/** The route a host's agent has taken when the log names none: the scripted summarizer's. */
+const SCRIPTED_ROUTE = { provider: "script", model: "scripted" };
+
+/** The session as DSH's engine sees it in a host that has routed a model request. DSH's engine
+ * acts only for a session whose log names the routed model (`routedTarget`, index.js:700-708:
+ * `requestHeader().config`), which a host's agent writes before its first request; the suite's
+ * sessions write no request header, and the op's `contextWindow` stands for that model's. So a
+ * session whose log routes no model is seen as routed to the scripted one; nothing else differs,
+ * and every call reaches the live session itself. */
+function routed(session) {
+  const proxy = new Proxy(session, {
+    get(target, key) {
+      if (key === "requestHeader") {
+        return () => {
+          const header = target.requestHeader();
+          return header?.config === undefined ? { ...header, config: SCRIPTED_ROUTE } : header;
+        };
+      }
+      const value = Reflect.get(target, key, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+  ROUTED.set(proxy, session);
+  return proxy;
+}
+
+/** The live session a routed view stands for (the store knows sessions by identity). */
+const ROUTED = new WeakMap();
 
 /** A cordis service named `name` with `methods`: a host's service the subject stands in for. */
 function standIn(cordis, name, methods) {
