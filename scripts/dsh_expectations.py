@@ -51,8 +51,11 @@ GENERATED: Final = (
     "empty session never published); which of them a run meets first depends on the programs Hypothesis draws"
 )
 GENERATED_SOURCE: Final = SESSION + ":1444-1463, :1656-1668, :1845; " + PERSISTENCE + ":831, :1249-1302"
+BASIC: Final = "@deepseek-ai/dsh-compaction-basic lib/index.js"
+SPILL: Final = "@deepseek-ai/dsh-spill-policy lib/index.js"
 ENGINE_FAMILIES: Final = ("compaction", "spill", "overflow", "checkpoint")
-"""The engine capabilities DSH 0.1 publishes no package for (only `prune` and `projection` have one)."""
+"""The engine capabilities whose packages (dsh-compaction-basic, dsh-spill-policy,
+dsh-session-checkpoint-policy) are published at 0.1.0-rc.8 and at no other 0.1 release."""
 
 
 @dataclass(frozen=True)
@@ -100,15 +103,6 @@ CAUSES: tuple[Cause, ...] = (
         kind="decision",
         keys=("header/a-createdat-of-0-is-kept-*",),
         detail="got SESSION_NOT_FOUND",
-    ),
-    Cause(
-        "unsupported",
-        "DSH's store opens only the logs it wrote itself, and the subject has no way to place a log and its "
-        "projection cache under its root: it declares no import capability",
-        "subjects/dsh/lib/subject.mjs; PROTOCOL.md capability import",
-        kind="harness",
-        keys=("projection/*",),
-        detail="does not declare import",
     ),
     Cause(
         "failed",
@@ -319,43 +313,83 @@ CAUSES: tuple[Cause, ...] = (
         keys=("fork/a-stored-child-id-is-rejected-*",),
     ),
     Cause(
-        "unsupported",
-        "DSH 0.1 has no path for a compaction engine to write its bracket apart from a caller's append, so "
-        "the subject answers engine_append with UNSUPPORTED_OP",
-        "subjects/dsh/lib/subject.mjs; " + SESSION + ":1444",
+        "failed",
+        "a cancelled compaction's compaction/end records the cancellation's own message (the runtime's "
+        'AbortError, "This operation was aborted"), where the spec derives the fixed text "the operation '
+        'was aborted"',
+        BASIC + ":463-466 (errorChain(error)); @deepseek-ai/dsh-llm lib/index.js:313",
         kind="derived-rule",
-        keys=(
-            "session/the-compaction-engine-writes-its-bracket-through-its-own-path",
-            "fork/a-fork-without-a-boundary-of-a-log-that-ends-inside-a-compaction-is-rejected",
-            "repair/*-resuming-a-log-left-inside-a-compaction-closes-it-before-the-end-seed*",
-            "pure-drt/engine-append-*",
-            "repair/file-storage-resuming-a-log-left-inside-a-compaction-*",
-        ),
+        keys=("compaction/*", "overflow/*", "machine/*", "exhaustive/*"),
+        detail='expected "the operation was aborted", got "This operation was aborted"',
+    ),
+    Cause(
+        "failed",
+        "the token meter refuses an assistant message outside a step (no matching step/start), so "
+        "compaction cannot price a log the spec accepts",
+        METER + ":526, :534",
+        kind="derived-rule",
+        keys=("*",),
+        detail="has no matching step/start event",
+    ),
+    Cause(
+        "failed",
+        "DSH's spill policy bounds a result's UTF-8 bytes (maxInlineBytes) and writes its notice in bytes; "
+        "the spec's limit is estimated tokens and its notice counts characters (notes §10.2, adapted from "
+        "bytes to tokens)",
+        SPILL + ":52, :85-87, :101-121, :142",
+        kind="spec-version",
+        keys=("spill/*",),
+    ),
+    Cause(
+        "error",
+        "DSH's spill policy bounds a result's UTF-8 bytes (maxInlineBytes) and writes its notice in bytes; "
+        "the spec's limit is estimated tokens and its notice counts characters (notes §10.2, adapted from "
+        "bytes to tokens)",
+        SPILL + ":52, :85-87, :101-121, :142",
+        kind="spec-version",
+        keys=("spill/*",),
     ),
     Cause(
         "unsupported",
-        "DSH 0.1 publishes no spill policy, so the subject has no function to answer with",
-        "SPEC-DECISIONS D8; subjects/dsh/lib/pure.mjs",
+        "DSH exports no function for the spill limit: its spill policy takes a byte limit (maxInlineBytes) "
+        "as plugin configuration and plugs nothing without it",
+        SPILL + ":52, :85-87",
         kind="spec-version",
         rules=("spec.spill.plan_max_inline_tokens",),
     ),
     Cause(
         "unsupported",
-        "DSH 0.1 publishes no package for summary compaction, spill, overflow recovery or durability "
-        "checkpoints that the protocol could drive (only the tool-result pruner and the projection "
-        "registry), so the subject declares none of these capabilities",
-        "subjects/dsh/lib/engine.mjs; PROTOCOL.md, Engine ops",
-        kind="spec-version",
-        keys=tuple(f"{family}/*" for family in ENGINE_FAMILIES),
+        "DSH's write-behind has no byte bound: its only batch setting is writeBatchMaxDelayMs",
+        PERSISTENCE + ":785-794; " + JSONL + ":775",
+        kind="derived-rule",
+        keys=("storage/*", "pure-drt/reset-batch*"),
+        detail="UNSUPPORTED_OP for reset",
     ),
     Cause(
-        "unsupported",
-        "the case needs an engine op of a capability DSH 0.1 has no package for (compaction, spill, "
-        "overflow, checkpoint)",
-        "subjects/dsh/lib/engine.mjs; PROTOCOL.md, Engine ops",
-        kind="spec-version",
-        keys=("*",),
-        detail=tuple(f"does not declare {family}" for family in ENGINE_FAMILIES),
+        "error",
+        "DSH's write-behind delay is at least 1 ms (the store's Config schema), so a delay bound of 0 is "
+        "refused",
+        JSONL + ":775; " + PERSISTENCE + ":793",
+        kind="derived-rule",
+        keys=("storage/*", "pure-drt/reset-batch*"),
+        detail="expected number >= 1 but got 0",
+    ),
+    Cause(
+        "failed",
+        "DSH's write-behind delay is at least 1 ms (the store's Config schema), so a delay bound of 0 is "
+        "refused",
+        JSONL + ":775; " + PERSISTENCE + ":793",
+        kind="derived-rule",
+        keys=("storage/*", "pure-drt/reset-batch*"),
+        detail="expected number >= 1 but got 0",
+    ),
+    Cause(
+        "failed",
+        "DSH's write-behind is a wall-clock timer armed at a batch's first event: an op never writes a batch "
+        "that the events' times say is due, so appends older than the bound are not durable when it answers",
+        PERSISTENCE + ":326-333, :354-358",
+        kind="derived-rule",
+        keys=("storage/*batch*", "storage/with-a-*-bound-*"),
     ),
     Cause(
         "failed",
@@ -374,19 +408,6 @@ CAUSES: tuple[Cause, ...] = (
         kind="derived-rule",
         keys=("*",),  # a vector of the rule, or a stateful family's diverges- case
         detail=("expected PRUNE_OUTSIDE_TURN, got success", "expected error PRUNE_OUTSIDE_TURN"),
-    ),
-    Cause(
-        "unsupported",
-        "DSH's write-behind batch is fixed at 200 ms inside the persistence package, and the subject turns it "
-        "off so that only flush and close write: no batch bound can be set",
-        PERSISTENCE + ":436, :788",
-        kind="harness",
-        keys=(
-            "storage/*batch*",
-            "storage/with-a-*-bound-*",
-            "storage/a-byte-bound-*",
-            "pure-drt/reset-batch*",
-        ),
     ),
     Cause(
         "unsupported",
@@ -420,25 +441,6 @@ CAUSES: tuple[Cause, ...] = (
         keys=("machine/diverges-*",),
     ),
     Cause(
-        "unsupported",
-        "DSH's store opens only the logs it wrote itself, and the subject has no way to place others under its "
-        "root: it declares no import capability, so the files family's reference files are not read",
-        "subjects/dsh/lib/subject.mjs; PROTOCOL.md capability import",
-        kind="harness",
-        keys=("files/*",),
-        detail="does not declare import",
-    ),
-    Cause(
-        "unsupported",
-        "on its crash seam DSH keeps its files on the subject's simulated disk and the subject has no export "
-        "op, so the files family cannot read what it wrote there; the kill run reads them from the real "
-        "file system",
-        "subjects/dsh/server.mjs (--seam); PROTOCOL.md capability export",
-        kind="harness",
-        keys=("files/*",),
-        detail="needs capability export",
-    ),
-    Cause(
         "failed",
         UNPUBLISHED,
         PERSISTENCE + ":808-816, :831, :1277",
@@ -469,9 +471,22 @@ CAUSES += (
         keys=("*",),
         detail=(
             "does not declare storage",
+            "does not declare import",
+            "does not declare batch-policy",
+            "needs capability export",
             "needs capability storage",
             "needs capability crash-seam, or capability storage over stdio",
         ),
+    ),
+    Cause(
+        "unsupported",
+        "this release publishes no compaction engine, spill policy or checkpoint policy "
+        "(dsh-compaction-basic, dsh-spill-policy, dsh-session-checkpoint-policy are published at 0.1.0-rc.8 "
+        "and not at another 0.1 release), so the subject declares none of these capabilities",
+        "npm view <package> versions; subjects/dsh/lib/dsh.mjs",
+        kind="spec-version",
+        keys=("*",),
+        detail=tuple(f"does not declare {family}" for family in ENGINE_FAMILIES),
     ),
     Cause(
         "unsupported",

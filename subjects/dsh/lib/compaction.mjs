@@ -17,10 +17,10 @@
 // `runMaintenance` running the body at once).
 //
 // The scripted summarizer is the engine's documented customization hook, `summarize` (index.js
-// :770-778): a subclass answers each attempt as PROTOCOL.md scripts it, from provider "script" and
+// :840-844): a subclass answers each attempt as PROTOCOL.md scripts it, from provider "script" and
 // model "scripted". Its `blocks` answer is filtered as DSH's own summarizer filters a model's
 // blocks (`summaryText`, index.js:353-356, with dsh-llm's `contentHasImage` and `LlmError`). The
-// attempt's `compactionId` is the id DSH mints (`randomUUID` of node:crypto, index.js:411): the
+// attempt's `compactionId` is the id DSH mints (`randomUUID` of node:crypto, index.js:431): the
 // suite scripts it as it scripts the clock.
 
 import crypto from "node:crypto";
@@ -28,7 +28,7 @@ import { syncBuiltinESMExports } from "node:module";
 import { BadRequest, pruneConfig, validatedConfig } from "./pure.mjs";
 
 // DSH mints a bracket's compactionId with node:crypto's randomUUID (dsh-compaction-basic index.js
-// :411) and the checkpoint message's id with the global crypto's (dsh-llm createMessage, index.js
+// :431) and the checkpoint message's id with the global crypto's (dsh-llm createMessage, index.js
 // :168): while an op runs, the first gives the next attempt's compactionId, the second the id of
 // the attempt that bracket runs (PROTOCOL.md: the id of the bracket and of the checkpoint message).
 const mintUuid = crypto.randomUUID.bind(crypto);
@@ -274,7 +274,7 @@ export class DshCompaction {
 const SCRIPTED_ROUTE = { provider: "script", model: "scripted" };
 
 /** The session as DSH's engine sees it in a host that has routed a model request. DSH's engine
- * acts only for a session whose log names the routed model (`routedTarget`, index.js:700-708:
+ * acts only for a session whose log names the routed model (`routedTarget`, index.js:696-704:
  * `requestHeader().config`), which a host's agent writes before its first request; the suite's
  * sessions write no request header, and the op's `contextWindow` stands for that model's. So a
  * session whose log routes no model is seen as routed to the scripted one; nothing else differs,

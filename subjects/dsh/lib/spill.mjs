@@ -5,8 +5,8 @@
 // the tool registry whose `tools/post-execute` waterfall the policy transforms. `spill` runs that
 // waterfall for the tool result and appends the `tool/result` with the content the policy kept.
 //
-// DSH's policy bounds a result's UTF-8 bytes (`maxInlineBytes`, dsh-spill-policy lib/index.js:63,
-// :80-83); the protocol's limit is estimated tokens (`maxInlineTokens`). DSH has no token limit,
+// DSH's policy bounds a result's UTF-8 bytes (`maxInlineBytes`, dsh-spill-policy lib/index.js:52,
+// :85-87, :142); the protocol's limit is estimated tokens (`maxInlineTokens`). DSH has no token limit,
 // so the protocol's number is DSH's only limit as it is given (absent: the protocol's base 12500;
 // null: the policy is not plugged, DSH's "omitted: a true no-op").
 

@@ -17,7 +17,7 @@
 //   does: `reset`'s `batchMaxDelayMs` when given, else its maximum, so that only `flush` and
 //   `close` write. DSH has no byte bound, so `batchMaxBytes` answers UNSUPPORTED_OP;
 // - `engine_append` is `append`: DSH's compaction engine writes its bracket with the session's own
-//   `append` (dsh-compaction-basic lib/index.js:418, :456), the path PROTOCOL.md allows;
+//   `append` (dsh-compaction-basic lib/index.js:437, :452, :463), the path PROTOCOL.md allows;
 // - `reset` with `files` (capability import) writes the files under the store root before the
 //   store opens on it (DSH's `findLog` scans that root), durable on the simulated disk; `export`
 //   reads every file under the root back.
