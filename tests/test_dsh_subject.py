@@ -196,14 +196,14 @@ def test_the_pruner_config_goes_through_its_schema_so_a_non_object_is_refused(ds
     decode = "spec.prune.decode_prune_config"
     answer = dsh.request("call", function=decode, input={"config": []})
     assert (answer.ok, answer.error_code) == (False, "PRUNE_CONFIG_INVALID")
-    config = {"thresholdChars": 100, "headChars": 1, "tailChars": 1}
+    config: JsonObject = {"thresholdChars": 100, "headChars": 1, "tailChars": 1}
     assert result(dsh.request("call", function=decode, input={"config": config})) == config
 
 
 def test_manual_compaction_runs_dsh_engine_with_the_scripted_summarizer(dsh: StdioSubject) -> None:
     result(dsh.request("create", id="s"))
     for text, message_id in ((LONG, "u1"), ("And the tokenizer?", "u2")):
-        message = {
+        message: JsonObject = {
             "id": message_id,
             "role": "user",
             "source": {"kind": "user"},
@@ -222,12 +222,12 @@ def test_manual_compaction_runs_dsh_engine_with_the_scripted_summarizer(dsh: Std
 
 def test_spill_runs_dsh_policy_over_the_protocol_store(dsh: StdioSubject) -> None:
     result(dsh.request("create", id="s"))
-    block = {
+    block: JsonObject = {
         "type": "tool-result",
         "toolCallId": "c1",
         "content": [{"type": "text", "text": "0123456789" * 100}],
     }
-    data = {
+    data: JsonObject = {
         "turn": 1,
         "step": 1,
         "message": {
@@ -251,7 +251,7 @@ def test_a_checkpoint_fails_closed_when_its_flush_fails(dsh_seam: StdioSubject) 
     result(dsh_seam.request("flush", id="s"))
     result(dsh_seam.request("append", id="s", type="turn/start", data={"turn": 1}))
     result(dsh_seam.request("fail_next", fsOp="fsync", errno="EIO"))
-    then = {"type": "tool/call", "data": {"turn": 1, "step": 1, "callId": "c1", "name": "grep"}}
+    then: JsonObject = {"type": "tool/call", "data": {"turn": 1, "step": 1, "callId": "c1", "name": "grep"}}
     answer = dsh_seam.request("checkpoint", id="s", moment="tool", then=then)
     assert (answer.ok, answer.error_code) == (False, "DURABILITY_CHECKPOINT_FAILED")
     assert result(dsh_seam.request("checkpoint", id="s", moment="tool", then=then))["seq"] == 1
