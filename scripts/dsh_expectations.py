@@ -118,7 +118,10 @@ CAUSES: tuple[Cause, ...] = (
         "the message itself",
         SESSION + ":1444-1463",
         kind="robustness",
-        keys=("pure-drt/append-data-empty-array",),
+        keys=(
+            "pure-drt/engine-append-data-empty-array",
+            "pure-drt/append-data-empty-array",
+        ),
     ),
     Cause(
         "unsupported",
@@ -157,6 +160,7 @@ CAUSES: tuple[Cause, ...] = (
             "session/an-append-without-a-type-is-rejected-as-an-invalid-event-type",
             "session/a-rejected-append-changes-nothing-and-consumes-no-seq",
             "pure-drt/append-type-*",
+            "pure-drt/engine-append-type-*",
         ),
     ),
     Cause(
@@ -183,6 +187,7 @@ CAUSES: tuple[Cause, ...] = (
         SESSION + ":626-725 (interruptedTurnClosers)",
         kind="spec-version",
         keys=(
+            "repair/*-resuming-a-log-left-inside-a-compaction-*",
             "repair/an-open-compaction-is-closed-after-the-call-results-and-before-the-step-and-turn",
             "repair/an-open-compaction-outside-a-turn-gets-its-compaction-end-alone",
             "crash/d3-6",
@@ -210,7 +215,10 @@ CAUSES: tuple[Cause, ...] = (
         "(or adopts the stored log when the new seed reproduces it)",
         PERSISTENCE + ":1249-1302",
         kind="subject-bug",
-        keys=("storage/creating-a-session-whose-id-is-stored-is-rejected",),
+        keys=(
+            "files/a-dsh-v0-log-holding-mode-set-is-refused",
+            "storage/creating-a-session-whose-id-is-stored-is-rejected",
+        ),
     ),
     Cause(
         "failed",
@@ -300,6 +308,7 @@ CAUSES: tuple[Cause, ...] = (
         SESSION + ":1866-1874",
         kind="derived-rule",
         keys=(
+            "fork/a-fork-without-a-boundary-of-a-log-that-ends-inside-a-compaction-is-rejected",
             "fork/a-boundary-at-a-compaction-start-is-inside-that-compaction",
             "fork/a-boundary-inside-a-standalone-compaction-bracket-is-rejected",
             "session/a-seed-that-ends-inside-an-open-compaction-bracket-is-rejected",
@@ -385,11 +394,69 @@ CAUSES: tuple[Cause, ...] = (
     ),
     Cause(
         "failed",
-        "DSH's write-behind is a wall-clock timer armed at a batch's first event: an op never writes a batch "
+        "DSH's write-behind is a wall-clock timer armed at a batch's first event (the subject keeps it from "
+        "firing mid-case, so that a run does not depend on the machine's speed): an op never writes a batch "
         "that the events' times say is due, so appends older than the bound are not durable when it answers",
         PERSISTENCE + ":326-333, :354-358",
         kind="derived-rule",
         keys=("storage/*batch*", "storage/with-a-*-bound-*"),
+    ),
+    Cause(
+        "failed",
+        "DSH 0.1 reads only its own log names (session.jsonl[.zstd]): a placed format 4 log "
+        "(session.v4.jsonl[.zstd]) is no session to it",
+        JSONL + ":156-158 (logPath), :803-808 (locate)",
+        kind="spec-version",
+        keys=("files/*", "projection/*"),
+        detail="got SESSION_NOT_FOUND",
+    ),
+    Cause(
+        "error",
+        "DSH 0.1 reads only its own log names (session.jsonl[.zstd]): a placed format 4 log "
+        "(session.v4.jsonl[.zstd]) is no session to it",
+        JSONL + ":156-158 (logPath), :803-808 (locate)",
+        kind="spec-version",
+        keys=("files/*", "projection/*"),
+        detail="got SESSION_NOT_FOUND",
+    ),
+    Cause(
+        "failed",
+        "a v0 file whose header says version 4 is read as a log of a newer format (UNSUPPORTED_FORMAT), "
+        "not as a header that disagrees with its file name",
+        PERSISTENCE + ":481 (sessionFormatVersionRefusal)",
+        kind="spec-version",
+        keys=("files/a-dsh-v0-log-whose-header-says-version-4-*",),
+    ),
+    Cause(
+        "failed",
+        "a last line that parses but fails the packed row's validation is dropped as a torn tail, so the "
+        "log reads as if the row were never written instead of being refused (D3 item 5's tolerance)",
+        JSONL + ":275-299; " + SESSION + ":912-919 (validateRunData)",
+        kind="subject-bug",
+        keys=("files/a-dsh-v0-log-with-a-packed-row-whose-dt-does-not-match-*",),
+    ),
+    Cause(
+        "failed",
+        "compaction takes any positive integer as a context window, 2**53 included (no safe-integer bound)",
+        BASIC + ":106-108 (resolveCompactSpec)",
+        kind="robustness",
+        keys=("pure-drt/compact-if-needed-contextwindow-*",),
+    ),
+    Cause(
+        "failed",
+        "the spill policy takes any non-negative integer as its limit, 2**53 included (no safe-integer bound)",
+        SPILL + ":87",
+        kind="robustness",
+        keys=("pure-drt/spill-maxinlinetokens-*",),
+    ),
+    Cause(
+        "failed",
+        "DSH's write-behind delay is at least 1 ms (the store's Config schema), so the crash family's "
+        "compaction workload, written with a delay bound of 0, cannot be replayed",
+        JSONL + ":775; " + PERSISTENCE + ":793",
+        kind="derived-rule",
+        keys=("crash/*",),
+        detail="BATCH_POLICY_INVALID",
     ),
     Cause(
         "failed",

@@ -13,9 +13,11 @@
 // - storage "memory" is the JSONL store on a private scratch directory: DSH 0.1 publishes no
 //   in-memory backend;
 // - the store's automatic write-behind timer (200 ms by default) is its public configuration
-//   `writeBatchMaxDelayMs`, applied through the store's own `Config` schema as DSH's plugin loader
-//   does: `reset`'s `batchMaxDelayMs` when given, else its maximum, so that only `flush` and
-//   `close` write. DSH has no byte bound, so `batchMaxBytes` answers UNSUPPORTED_OP;
+//   `writeBatchMaxDelayMs`: `reset`'s `batchMaxDelayMs` is judged by the store's own `Config`
+//   schema as DSH's plugin loader applies it, and the store runs with the timer at its maximum, so
+//   that only `flush` and `close` write (a wall-clock timer would make what is durable depend on
+//   timing; DSH never writes a batch because of its events' times). DSH has no byte bound, so
+//   `batchMaxBytes` answers UNSUPPORTED_OP;
 // - `engine_append` is `append`: DSH's compaction engine writes its bracket with the session's own
 //   `append` (dsh-compaction-basic lib/index.js:437, :452, :463), the path PROTOCOL.md allows;
 // - `reset` with `files` (capability import) writes the files under the store root before the
@@ -452,14 +454,15 @@ export class DshSubject {
       const root = this.prepareRoot(storage, emptyStore, keepDisk);
       this.root = root;
       if (files !== undefined) this.place(root, files);
-      const config = {
-        root,
-        compression: compressed ? "zstd" : "none",
-        writeBatchMaxDelayMs: batchMaxDelayMs ?? this.dsh.persistence.MAX_WRITE_BATCH_DELAY_MS,
-      };
-      // DSH's loader applies the plugin's Config schema before the plugin starts (cordis resolveConfig).
+      // DSH's loader applies the plugin's Config schema before the plugin starts (cordis
+      // resolveConfig): the batch delay is judged there. The store then runs with its timer at the
+      // maximum: DSH's write-behind is a wall-clock timer (dsh-session-persistence index.js:354-358),
+      // never the events' times, and a timer firing mid-case would make what is durable depend on
+      // the machine's speed; with it, only flush and close write, whatever the delay.
       const store = this.dsh.jsonl.JsonlSessionPersistence;
-      await ctx.plugin(store, validatedConfig(this.dsh.cordis, store, config, "BATCH_POLICY_INVALID"));
+      const config = { root, compression: compressed ? "zstd" : "none" };
+      if (batchMaxDelayMs !== undefined) validatedConfig(this.dsh.cordis, store, { ...config, writeBatchMaxDelayMs: batchMaxDelayMs }, "BATCH_POLICY_INVALID");
+      await ctx.plugin(store, validatedConfig(this.dsh.cordis, store, { ...config, writeBatchMaxDelayMs: this.dsh.persistence.MAX_WRITE_BATCH_DELAY_MS }, "INTERNAL"));
       if (ctx.get("sessionPersistence") === undefined) throw new Error(`DSH's JSONL store did not start on ${root}`);
     }
     await this.engine.attach(ctx);
