@@ -126,7 +126,8 @@ CAUSES: tuple[Cause, ...] = (
     Cause(
         "unsupported",
         "DSH ships no whole-log checker, so it cannot answer in this project's rule ids",
-        "SPEC-DECISIONS D9; PROTOCOL.md capability checker-rules",
+        "@deepseek-ai/dsh-invariants lib/index.js:123 (exports only InvariantError and InvariantRegistry: "
+        "runtime checks, no whole-log checker); no other published package exports one; SPEC-DECISIONS D9",
         kind="spec-version",
         keys=("checker/*", "pure-drt/spec-checker-*"),
     ),
@@ -141,7 +142,12 @@ CAUSES: tuple[Cause, ...] = (
         "unsupported",
         "DSH does not export this function: its JSONL scanner and the coordinator's v0 upgrade are "
         "private, and the token meter prices a surface only by refolding the whole log",
-        JSONL + " (scanLog, parseHeaderRecord); " + PERSISTENCE + " (adoptStoredEvents); " + METER,
+        JSONL
+        + ":187, :310 (scanLog, parseHeaderRecord: not exported); "
+        + PERSISTENCE
+        + ":744 (adoptStoredEvents: not exported); "
+        + METER
+        + ":444 (measure: only over a whole session)",
         kind="harness",
         rules=(
             "spec.framing.decode_jsonl_log",
