@@ -235,9 +235,19 @@ CAUSES: tuple[Cause, ...] = (
     ),
     Cause(
         "failed",
-        "the pruner takes [] as the default configuration, crashes on a tool result whose content is not "
-        "blocks, and empties a text block whose text is not a string",
-        PRUNER + ":32-33, :149-150, :103-114",
+        "a null key of the pruner's configuration takes its default: the plugin's Config schema, applied "
+        "as DSH's loader applies it, fills it (.default), where the spec's decode_prune_config refuses it "
+        "(the null-default question of issue 22, open on the spec's side)",
+        PRUNER + ":62-66 (Config); cordis lib/index.js:956-962 (resolveConfig)",
+        kind="decision",
+        keys=("pure-drt/spec-prune-*",),
+        detail=": null}",
+    ),
+    Cause(
+        "failed",
+        "the pruner crashes on a tool result whose content is not blocks, and empties a text block whose "
+        "text is not a string",
+        PRUNER + ":149-150, :103-114",
         kind="robustness",
         keys=(
             "prune/a-configuration-that-is-not-an-object-is-rejected",
