@@ -356,23 +356,17 @@ CAUSES: tuple[Cause, ...] = (
         keys=("*",),
         detail="has no matching step/start event",
     ),
-    Cause(
-        "failed",
-        "DSH's spill policy bounds a result's UTF-8 bytes (maxInlineBytes) and writes its notice in bytes; "
-        "the spec's limit is estimated tokens and its notice counts characters (notes §10.2, adapted from "
-        "bytes to tokens)",
-        SPILL + ":52, :85-87, :101-121, :142",
-        kind="spec-version",
-        keys=("spill/*",),
-    ),
-    Cause(
-        "error",
-        "DSH's spill policy bounds a result's UTF-8 bytes (maxInlineBytes) and writes its notice in bytes; "
-        "the spec's limit is estimated tokens and its notice counts characters (notes §10.2, adapted from "
-        "bytes to tokens)",
-        SPILL + ":52, :85-87, :101-121, :142",
-        kind="spec-version",
-        keys=("spill/*",),
+    *(
+        Cause(
+            status,
+            "DSH's spill policy bounds a result's UTF-8 bytes (maxInlineBytes) and writes its notice in bytes; "
+            "the spec's limit is estimated tokens and its notice counts characters (notes §10.2, adapted from "
+            "bytes to tokens)",
+            SPILL + ":52, :85-87, :101-121, :142",
+            kind="spec-version",
+            keys=("spill/*",),
+        )
+        for status in ("failed", "error")
     ),
     Cause(
         "unsupported",
@@ -390,23 +384,17 @@ CAUSES: tuple[Cause, ...] = (
         keys=("storage/*", "pure-drt/reset-batch*"),
         detail="UNSUPPORTED_OP for reset",
     ),
-    Cause(
-        "error",
-        "DSH's write-behind delay is at least 1 ms (the store's Config schema), so a delay bound of 0 is "
-        "refused",
-        JSONL + ":775; " + PERSISTENCE + ":793",
-        kind="derived-rule",
-        keys=("storage/*", "pure-drt/reset-batch*"),
-        detail="expected number >= 1 but got 0",
-    ),
-    Cause(
-        "failed",
-        "DSH's write-behind delay is at least 1 ms (the store's Config schema), so a delay bound of 0 is "
-        "refused",
-        JSONL + ":775; " + PERSISTENCE + ":793",
-        kind="derived-rule",
-        keys=("storage/*", "pure-drt/reset-batch*"),
-        detail="expected number >= 1 but got 0",
+    *(
+        Cause(
+            status,
+            "DSH's write-behind delay is at least 1 ms (the store's Config schema), so a delay bound of 0 is "
+            "refused",
+            JSONL + ":775; " + PERSISTENCE + ":793",
+            kind="derived-rule",
+            keys=("storage/*", "pure-drt/reset-batch*"),
+            detail="expected number >= 1 but got 0",
+        )
+        for status in ("failed", "error")
     ),
     Cause(
         "failed",
@@ -417,23 +405,17 @@ CAUSES: tuple[Cause, ...] = (
         kind="derived-rule",
         keys=("storage/*batch*", "storage/with-a-*-bound-*"),
     ),
-    Cause(
-        "failed",
-        "DSH 0.1 reads only its own log names (session.jsonl[.zstd]): a placed format 4 log "
-        "(session.v4.jsonl[.zstd]) is no session to it",
-        JSONL + ":156-158 (logPath), :803-808 (locate)",
-        kind="spec-version",
-        keys=("files/*", "projection/*"),
-        detail="got SESSION_NOT_FOUND",
-    ),
-    Cause(
-        "error",
-        "DSH 0.1 reads only its own log names (session.jsonl[.zstd]): a placed format 4 log "
-        "(session.v4.jsonl[.zstd]) is no session to it",
-        JSONL + ":156-158 (logPath), :803-808 (locate)",
-        kind="spec-version",
-        keys=("files/*", "projection/*"),
-        detail="got SESSION_NOT_FOUND",
+    *(
+        Cause(
+            status,
+            "DSH 0.1 reads only its own log names (session.jsonl[.zstd]): a placed format 4 log "
+            "(session.v4.jsonl[.zstd]) is no session to it",
+            JSONL + ":156-158 (logPath), :803-808 (locate)",
+            kind="spec-version",
+            keys=("files/*", "projection/*"),
+            detail="got SESSION_NOT_FOUND",
+        )
+        for status in ("failed", "error")
     ),
     Cause(
         "failed",
