@@ -51,8 +51,11 @@ GENERATED: Final = (
     "empty session never published); which of them a run meets first depends on the programs Hypothesis draws"
 )
 GENERATED_SOURCE: Final = SESSION + ":1444-1463, :1656-1668, :1845; " + PERSISTENCE + ":831, :1249-1302"
+BASIC: Final = "@deepseek-ai/dsh-compaction-basic lib/index.js"
+SPILL: Final = "@deepseek-ai/dsh-spill-policy lib/index.js"
 ENGINE_FAMILIES: Final = ("compaction", "spill", "overflow", "checkpoint")
-"""The engine capabilities DSH 0.1 publishes no package for (only `prune` and `projection` have one)."""
+"""The engine capabilities whose packages (dsh-compaction-basic, dsh-spill-policy,
+dsh-session-checkpoint-policy) are published at 0.1.0-rc.8 and at no other 0.1 release."""
 
 
 @dataclass(frozen=True)
@@ -102,15 +105,6 @@ CAUSES: tuple[Cause, ...] = (
         detail="got SESSION_NOT_FOUND",
     ),
     Cause(
-        "unsupported",
-        "DSH's store opens only the logs it wrote itself, and the subject has no way to place a log and its "
-        "projection cache under its root: it declares no import capability",
-        "subjects/dsh/lib/subject.mjs; PROTOCOL.md capability import",
-        kind="harness",
-        keys=("projection/*",),
-        detail="does not declare import",
-    ),
-    Cause(
         "failed",
         "the store turns a session id into a file name before it looks the session up, and refuses an "
         "empty id with its own error instead of answering that no such session exists",
@@ -124,12 +118,16 @@ CAUSES: tuple[Cause, ...] = (
         "the message itself",
         SESSION + ":1444-1463",
         kind="robustness",
-        keys=("pure-drt/append-data-empty-array",),
+        keys=(
+            "pure-drt/engine-append-data-empty-array",
+            "pure-drt/append-data-empty-array",
+        ),
     ),
     Cause(
         "unsupported",
         "DSH ships no whole-log checker, so it cannot answer in this project's rule ids",
-        "SPEC-DECISIONS D9; PROTOCOL.md capability checker-rules",
+        "@deepseek-ai/dsh-invariants lib/index.js:123 (exports only InvariantError and InvariantRegistry: "
+        "runtime checks, no whole-log checker); no other published package exports one; SPEC-DECISIONS D9",
         kind="spec-version",
         keys=("checker/*", "pure-drt/spec-checker-*"),
     ),
@@ -144,7 +142,12 @@ CAUSES: tuple[Cause, ...] = (
         "unsupported",
         "DSH does not export this function: its JSONL scanner and the coordinator's v0 upgrade are "
         "private, and the token meter prices a surface only by refolding the whole log",
-        JSONL + " (scanLog, parseHeaderRecord); " + PERSISTENCE + " (adoptStoredEvents); " + METER,
+        JSONL
+        + ":187, :310 (scanLog, parseHeaderRecord: not exported); "
+        + PERSISTENCE
+        + ":744 (adoptStoredEvents: not exported); "
+        + METER
+        + ":444 (measure: only over a whole session)",
         kind="harness",
         rules=(
             "spec.framing.decode_jsonl_log",
@@ -163,6 +166,7 @@ CAUSES: tuple[Cause, ...] = (
             "session/an-append-without-a-type-is-rejected-as-an-invalid-event-type",
             "session/a-rejected-append-changes-nothing-and-consumes-no-seq",
             "pure-drt/append-type-*",
+            "pure-drt/engine-append-type-*",
         ),
     ),
     Cause(
@@ -189,6 +193,7 @@ CAUSES: tuple[Cause, ...] = (
         SESSION + ":626-725 (interruptedTurnClosers)",
         kind="spec-version",
         keys=(
+            "repair/*-resuming-a-log-left-inside-a-compaction-*",
             "repair/an-open-compaction-is-closed-after-the-call-results-and-before-the-step-and-turn",
             "repair/an-open-compaction-outside-a-turn-gets-its-compaction-end-alone",
             "crash/d3-6",
@@ -216,7 +221,10 @@ CAUSES: tuple[Cause, ...] = (
         "(or adopts the stored log when the new seed reproduces it)",
         PERSISTENCE + ":1249-1302",
         kind="subject-bug",
-        keys=("storage/creating-a-session-whose-id-is-stored-is-rejected",),
+        keys=(
+            "files/a-dsh-v0-log-holding-mode-set-is-refused",
+            "storage/creating-a-session-whose-id-is-stored-is-rejected",
+        ),
     ),
     Cause(
         "failed",
@@ -227,9 +235,19 @@ CAUSES: tuple[Cause, ...] = (
     ),
     Cause(
         "failed",
-        "the pruner takes [] as the default configuration, crashes on a tool result whose content is not "
-        "blocks, and empties a text block whose text is not a string",
-        PRUNER + ":32-33, :149-150, :103-114",
+        "a null key of the pruner's configuration takes its default: the plugin's Config schema, applied "
+        "as DSH's loader applies it, fills it (.default), where the spec's decode_prune_config refuses it "
+        "(the null-default question of issue 22, open on the spec's side)",
+        PRUNER + ":62-66 (Config); cordis lib/index.js:956-962 (resolveConfig)",
+        kind="decision",
+        keys=("pure-drt/spec-prune-*",),
+        detail=": null}",
+    ),
+    Cause(
+        "failed",
+        "the pruner crashes on a tool result whose content is not blocks, and empties a text block whose "
+        "text is not a string",
+        PRUNER + ":149-150, :103-114",
         kind="robustness",
         keys=(
             "prune/a-configuration-that-is-not-an-object-is-rejected",
@@ -306,6 +324,7 @@ CAUSES: tuple[Cause, ...] = (
         SESSION + ":1866-1874",
         kind="derived-rule",
         keys=(
+            "fork/a-fork-without-a-boundary-of-a-log-that-ends-inside-a-compaction-is-rejected",
             "fork/a-boundary-at-a-compaction-start-is-inside-that-compaction",
             "fork/a-boundary-inside-a-standalone-compaction-bracket-is-rejected",
             "session/a-seed-that-ends-inside-an-open-compaction-bracket-is-rejected",
@@ -319,43 +338,123 @@ CAUSES: tuple[Cause, ...] = (
         keys=("fork/a-stored-child-id-is-rejected-*",),
     ),
     Cause(
-        "unsupported",
-        "DSH 0.1 has no path for a compaction engine to write its bracket apart from a caller's append, so "
-        "the subject answers engine_append with UNSUPPORTED_OP",
-        "subjects/dsh/lib/subject.mjs; " + SESSION + ":1444",
+        "failed",
+        "a cancelled compaction's compaction/end records the cancellation's own message (the runtime's "
+        'AbortError, "This operation was aborted"), where the spec derives the fixed text "the operation '
+        'was aborted"',
+        BASIC + ":463-466 (errorChain(error)); @deepseek-ai/dsh-llm lib/index.js:313",
         kind="derived-rule",
-        keys=(
-            "session/the-compaction-engine-writes-its-bracket-through-its-own-path",
-            "fork/a-fork-without-a-boundary-of-a-log-that-ends-inside-a-compaction-is-rejected",
-            "repair/*-resuming-a-log-left-inside-a-compaction-closes-it-before-the-end-seed*",
-            "pure-drt/engine-append-*",
-            "repair/file-storage-resuming-a-log-left-inside-a-compaction-*",
-        ),
+        keys=("compaction/*", "overflow/*", "machine/*", "exhaustive/*"),
+        detail='expected "the operation was aborted", got "This operation was aborted"',
+    ),
+    Cause(
+        "failed",
+        "the token meter refuses an assistant message outside a step (no matching step/start), so "
+        "compaction cannot price a log the spec accepts",
+        METER + ":526, :534",
+        kind="derived-rule",
+        keys=("*",),
+        detail="has no matching step/start event",
+    ),
+    *(
+        Cause(
+            status,
+            "DSH's spill policy bounds a result's UTF-8 bytes (maxInlineBytes) and writes its notice in bytes; "
+            "the spec's limit is estimated tokens and its notice counts characters (notes §10.2, adapted from "
+            "bytes to tokens)",
+            SPILL + ":52, :85-87, :101-121, :142",
+            kind="spec-version",
+            keys=("spill/*",),
+        )
+        for status in ("failed", "error")
     ),
     Cause(
         "unsupported",
-        "DSH 0.1 publishes no spill policy, so the subject has no function to answer with",
-        "SPEC-DECISIONS D8; subjects/dsh/lib/pure.mjs",
+        "DSH exports no function for the spill limit: its spill policy takes a byte limit (maxInlineBytes) "
+        "as plugin configuration and plugs nothing without it",
+        SPILL + ":52, :85-87",
         kind="spec-version",
         rules=("spec.spill.plan_max_inline_tokens",),
     ),
     Cause(
         "unsupported",
-        "DSH 0.1 publishes no package for summary compaction, spill, overflow recovery or durability "
-        "checkpoints that the protocol could drive (only the tool-result pruner and the projection "
-        "registry), so the subject declares none of these capabilities",
-        "subjects/dsh/lib/engine.mjs; PROTOCOL.md, Engine ops",
-        kind="spec-version",
-        keys=tuple(f"{family}/*" for family in ENGINE_FAMILIES),
+        "DSH's write-behind has no byte bound: its only batch setting is writeBatchMaxDelayMs",
+        PERSISTENCE + ":785-794; " + JSONL + ":775",
+        kind="derived-rule",
+        keys=("storage/*", "pure-drt/reset-batch*"),
+        detail="UNSUPPORTED_OP for reset",
+    ),
+    *(
+        Cause(
+            status,
+            "DSH's write-behind delay is at least 1 ms (the store's Config schema), so a delay bound of 0 is "
+            "refused",
+            JSONL + ":775; " + PERSISTENCE + ":793",
+            kind="derived-rule",
+            keys=("storage/*", "pure-drt/reset-batch*"),
+            detail="expected number >= 1 but got 0",
+        )
+        for status in ("failed", "error")
     ),
     Cause(
-        "unsupported",
-        "the case needs an engine op of a capability DSH 0.1 has no package for (compaction, spill, "
-        "overflow, checkpoint)",
-        "subjects/dsh/lib/engine.mjs; PROTOCOL.md, Engine ops",
+        "failed",
+        "DSH's write-behind is a wall-clock timer armed at a batch's first event (the subject keeps it from "
+        "firing mid-case, so that a run does not depend on the machine's speed): an op never writes a batch "
+        "that the events' times say is due, so appends older than the bound are not durable when it answers",
+        PERSISTENCE + ":326-333, :354-358",
+        kind="derived-rule",
+        keys=("storage/*batch*", "storage/with-a-*-bound-*"),
+    ),
+    *(
+        Cause(
+            status,
+            "DSH 0.1 reads only its own log names (session.jsonl[.zstd]): a placed format 4 log "
+            "(session.v4.jsonl[.zstd]) is no session to it",
+            JSONL + ":156-158 (logPath), :803-808 (locate)",
+            kind="spec-version",
+            keys=("files/*", "projection/*"),
+            detail="got SESSION_NOT_FOUND",
+        )
+        for status in ("failed", "error")
+    ),
+    Cause(
+        "failed",
+        "a v0 file whose header says version 4 is read as a log of a newer format (UNSUPPORTED_FORMAT), "
+        "not as a header that disagrees with its file name",
+        PERSISTENCE + ":481 (sessionFormatVersionRefusal)",
         kind="spec-version",
-        keys=("*",),
-        detail=tuple(f"does not declare {family}" for family in ENGINE_FAMILIES),
+        keys=("files/a-dsh-v0-log-whose-header-says-version-4-*",),
+    ),
+    Cause(
+        "failed",
+        "a last line that parses but fails the packed row's validation is dropped as a torn tail, so the "
+        "log reads as if the row were never written instead of being refused (D3 item 5's tolerance)",
+        JSONL + ":275-299; " + SESSION + ":912-919 (validateRunData)",
+        kind="subject-bug",
+        keys=("files/a-dsh-v0-log-with-a-packed-row-whose-dt-does-not-match-*",),
+    ),
+    Cause(
+        "failed",
+        "compaction takes any positive integer as a context window, 2**53 included (no safe-integer bound)",
+        BASIC + ":106-108 (resolveCompactSpec)",
+        kind="robustness",
+        keys=("pure-drt/compact-if-needed-contextwindow-*",),
+    ),
+    Cause(
+        "failed",
+        "the spill policy takes any non-negative integer as its limit, 2**53 included (no safe-integer bound)",
+        SPILL + ":87",
+        kind="robustness",
+        keys=("pure-drt/spill-maxinlinetokens-*",),
+    ),
+    Cause(
+        "failed",
+        "DSH's write-behind delay is at least 1 ms (the store's Config schema), so the crash family's "
+        "compaction workload, written with a delay bound of 0, cannot be replayed",
+        JSONL + ":775; " + PERSISTENCE + ":793",
+        kind="derived-rule",
+        keys=("crash/*",),
+        detail="BATCH_POLICY_INVALID",
     ),
     Cause(
         "failed",
@@ -374,19 +473,6 @@ CAUSES: tuple[Cause, ...] = (
         kind="derived-rule",
         keys=("*",),  # a vector of the rule, or a stateful family's diverges- case
         detail=("expected PRUNE_OUTSIDE_TURN, got success", "expected error PRUNE_OUTSIDE_TURN"),
-    ),
-    Cause(
-        "unsupported",
-        "DSH's write-behind batch is fixed at 200 ms inside the persistence package, and the subject turns it "
-        "off so that only flush and close write: no batch bound can be set",
-        PERSISTENCE + ":436, :788",
-        kind="harness",
-        keys=(
-            "storage/*batch*",
-            "storage/with-a-*-bound-*",
-            "storage/a-byte-bound-*",
-            "pure-drt/reset-batch*",
-        ),
     ),
     Cause(
         "unsupported",
@@ -418,25 +504,6 @@ CAUSES: tuple[Cause, ...] = (
         GENERATED_SOURCE,
         kind="subject-bug",
         keys=("machine/diverges-*",),
-    ),
-    Cause(
-        "unsupported",
-        "DSH's store opens only the logs it wrote itself, and the subject has no way to place others under its "
-        "root: it declares no import capability, so the files family's reference files are not read",
-        "subjects/dsh/lib/subject.mjs; PROTOCOL.md capability import",
-        kind="harness",
-        keys=("files/*",),
-        detail="does not declare import",
-    ),
-    Cause(
-        "unsupported",
-        "on its crash seam DSH keeps its files on the subject's simulated disk and the subject has no export "
-        "op, so the files family cannot read what it wrote there; the kill run reads them from the real "
-        "file system",
-        "subjects/dsh/server.mjs (--seam); PROTOCOL.md capability export",
-        kind="harness",
-        keys=("files/*",),
-        detail="needs capability export",
     ),
     Cause(
         "failed",
@@ -473,10 +540,23 @@ CAUSES += (
         keys=("*",),
         detail=(
             "does not declare storage",
+            "does not declare import",
+            "does not declare batch-policy",
+            "needs capability export",
             "needs capability storage",
             "needs capability crash-seam, or capability storage over stdio",
             "UNSUPPORTED_OP for reset",
         ),
+    ),
+    Cause(
+        "unsupported",
+        "this release publishes no compaction engine, spill policy or checkpoint policy "
+        "(dsh-compaction-basic, dsh-spill-policy, dsh-session-checkpoint-policy are published at 0.1.0-rc.8 "
+        "and not at another 0.1 release), so the subject declares none of these capabilities",
+        "npm view <package> versions; subjects/dsh/lib/dsh.mjs",
+        kind="spec-version",
+        keys=("*",),
+        detail=tuple(f"does not declare {family}" for family in ENGINE_FAMILIES),
     ),
     Cause(
         "unsupported",

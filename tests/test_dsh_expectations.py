@@ -16,15 +16,15 @@ def case(key: str, outcome: str, detail: str = "", rule: str = "") -> dict[str, 
     return {"key": key, "outcome": outcome, "detail": detail, "rule": rule}
 
 
-def test_an_engine_op_dsh_has_no_package_for_is_explained_as_unsupported_in_any_family() -> None:
+def test_an_engine_op_a_release_has_no_package_for_is_explained_as_unsupported_in_any_family() -> None:
     for key in ("compaction/x", "projection/y", "machine/z"):
         cause = dsh_expectations.cause_of(case(key, "unsupported", "the subject does not declare compaction"))
-        assert cause is not None and "no package" in cause.reason, key
+        assert cause is not None and "publishes no compaction engine" in cause.reason, key
 
 
 def test_a_failure_is_never_explained_by_a_cause_of_another_status() -> None:
-    entries, problems = dsh_expectations.explain([case("compaction/x", "failed", "got INTERNAL")])
-    assert entries == [] and problems == ["compaction/x ended failed, its causes say unsupported"]
+    entries, problems = dsh_expectations.explain([case("checker/x", "failed", "got INTERNAL")])
+    assert entries == [] and problems == ["checker/x ended failed, its causes say unsupported"]
 
 
 def test_the_wire_unit_deviation_is_found_by_its_detail_in_a_stateful_family_too() -> None:

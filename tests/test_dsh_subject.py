@@ -156,3 +156,102 @@ def test_an_armed_crash_answers_crashed(dsh_seam: StdioSubject) -> None:
     result(dsh_seam.request("arm_crash", after=0))
     answer = dsh_seam.request("flush", id="s")
     assert (answer.ok, answer.error_code) == (False, "CRASHED")
+
+
+# --- the packages the subject drives since issue 22: each through its public face ---
+
+LONG = "The tests of the parser were read and run, and each failure was written down. " * 8
+
+
+def test_a_stored_log_placed_by_import_is_read_and_export_gives_the_files_back(
+    dsh_seam: StdioSubject,
+) -> None:
+    hello = result(dsh_seam.request("hello"))
+    assert {"import", "export", "batch-policy"} <= set(hello["capabilities"])
+    result(dsh_seam.request("reset", storage="file", compressed=False))
+    result(dsh_seam.request("create", id="s"))
+    result(dsh_seam.request("append", id="s", type="turn/start", data={"turn": 1}))
+    result(dsh_seam.request("close", id="s"))
+    files = result(dsh_seam.request("export"))
+    assert [file["path"] for file in files if file["path"].endswith(".jsonl")] == ["_no-cwd/s/session.jsonl"]
+    for subject in (dsh_seam, start()):  # the simulated disk, then the real file system
+        result(subject.request("reset", storage="file", compressed=False, files=files))
+        assert types(result(subject.request("read", id="s"))["events"]) == ["turn/start"]
+        assert result(subject.request("export")) == files
+    answer = dsh_seam.request("reset", storage="file", files=[{"path": "../s", "bytes": ""}])
+    assert (answer.ok, answer.error_code) == (False, "BAD_REQUEST")
+
+
+def test_the_store_takes_its_batch_delay_through_its_config_schema_and_has_no_byte_bound(
+    dsh: StdioSubject,
+) -> None:
+    result(dsh.request("reset", storage="memory", batchMaxDelayMs=5))
+    answer = dsh.request("reset", storage="memory", batchMaxDelayMs=0)  # the schema's .min(1)
+    assert (answer.ok, answer.error_code) == (False, "BATCH_POLICY_INVALID")
+    answer = dsh.request("reset", storage="memory", batchMaxBytes=100)
+    assert (answer.ok, answer.error_code) == (False, "UNSUPPORTED_OP")
+
+
+def test_the_pruner_config_goes_through_its_schema_so_a_non_object_is_refused(dsh: StdioSubject) -> None:
+    decode = "spec.prune.decode_prune_config"
+    answer = dsh.request("call", function=decode, input={"config": []})
+    assert (answer.ok, answer.error_code) == (False, "PRUNE_CONFIG_INVALID")
+    config: JsonObject = {"thresholdChars": 100, "headChars": 1, "tailChars": 1}
+    assert result(dsh.request("call", function=decode, input={"config": config})) == config
+
+
+def test_manual_compaction_runs_dsh_engine_with_the_scripted_summarizer(dsh: StdioSubject) -> None:
+    result(dsh.request("create", id="s"))
+    for text, message_id in ((LONG, "u1"), ("And the tokenizer?", "u2")):
+        message: JsonObject = {
+            "id": message_id,
+            "role": "user",
+            "source": {"kind": "user"},
+            "content": [{"type": "text", "text": text}],
+        }
+        result(dsh.request("append", id="s", type="user/message", data=message, surfaceOp="append"))
+    answer = dsh.request(
+        "compact", id="s", attempt={"compactionId": "k1", "fail": "the model is unavailable"}
+    )
+    assert (answer.ok, answer.error_code) == (False, "COMPACTION_SUMMARY_FAILED")
+    done = result(dsh.request("compact", id="s", attempt={"compactionId": "k2", "text": "Short."}))
+    assert (done["compactionId"], done["startSeq"], done["endSeq"], done["shadowedSeqs"]) == ("k2", 4, 7, [0])
+    events = result(dsh.request("state", id="s"))["events"]
+    assert events[5]["data"]["provider"] == "script" and "rawOutput" not in events[5]["data"]
+
+
+def test_spill_runs_dsh_policy_over_the_protocol_store(dsh: StdioSubject) -> None:
+    result(dsh.request("create", id="s"))
+    block: JsonObject = {
+        "type": "tool-result",
+        "toolCallId": "c1",
+        "content": [{"type": "text", "text": "0123456789" * 100}],
+    }
+    data: JsonObject = {
+        "turn": 1,
+        "step": 1,
+        "message": {
+            "id": "r1",
+            "role": "user",
+            "source": {"kind": "tool", "callId": "c1"},
+            "content": [block],
+        },
+    }
+    spilled = result(dsh.request("spill", id="s", toolName="grep", maxInlineTokens=400, data=data))["spilled"]
+    assert spilled == {"locator": "memory://spill/session-043a718774c5/000000000001-grep.txt", "bytes": 1000}
+    assert result(dsh.request("spill_read", locator=spilled["locator"]))["bytes"] == 1000
+    answer = dsh.request("spill", id="s", toolName="grep", maxInlineTokens=-1, data=data)
+    assert (answer.ok, answer.error_code) == (False, "SPILL_CONFIG_INVALID")
+
+
+def test_a_checkpoint_fails_closed_when_its_flush_fails(dsh_seam: StdioSubject) -> None:
+    assert "checkpoint" in result(dsh_seam.request("hello"))["capabilities"]
+    result(dsh_seam.request("reset", storage="file"))
+    result(dsh_seam.request("create", id="s"))
+    result(dsh_seam.request("flush", id="s"))
+    result(dsh_seam.request("append", id="s", type="turn/start", data={"turn": 1}))
+    result(dsh_seam.request("fail_next", fsOp="fsync", errno="EIO"))
+    then: JsonObject = {"type": "tool/call", "data": {"turn": 1, "step": 1, "callId": "c1", "name": "grep"}}
+    answer = dsh_seam.request("checkpoint", id="s", moment="tool", then=then)
+    assert (answer.ok, answer.error_code) == (False, "DURABILITY_CHECKPOINT_FAILED")
+    assert result(dsh_seam.request("checkpoint", id="s", moment="tool", then=then))["seq"] == 1

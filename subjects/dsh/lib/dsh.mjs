@@ -81,6 +81,11 @@ export async function loadDsh(modulesRoot, { invariants = false } = {}) {
     compaction: await importFrom(modulesRoot, "@deepseek-ai/dsh-compaction"),
     tokenMeter: await importFrom(modulesRoot, "@deepseek-ai/dsh-token-meter"),
     projection: await importFrom(modulesRoot, "@deepseek-ai/dsh-session-projection"),
+    llm: await importFrom(modulesRoot, "@deepseek-ai/dsh-llm"),
+    basic: await importFrom(modulesRoot, "@deepseek-ai/dsh-compaction-basic"),
+    checkpointPolicy: await importFrom(modulesRoot, "@deepseek-ai/dsh-session-checkpoint-policy"),
+    spillPolicy: await importFrom(modulesRoot, "@deepseek-ai/dsh-spill-policy"),
+    spill: await importFrom(modulesRoot, "@deepseek-ai/dsh-spill"),
   };
   if (invariants) modules.session = await withInvariants(modulesRoot, modules.session);
   modules.invariants = invariants;

@@ -6,7 +6,7 @@
 //
 // Translations:
 // - `prune` runs DSH's own pass, `ToolResultPruner.prototype.pruneSession`, on the live session with
-//   the suite's thresholds resolved by DSH's `resolveConfig`, and the token meter's
+//   the suite's thresholds as the service gets them (its `Config` schema, then its `resolveConfig`), and the token meter's
 //   `estimateMessage` for the price, the two things the pass reads from its service (`config`,
 //   `ctx.tokenMeter`). The real service is not plugged: a token meter in the context would register
 //   its own projection units with the registry, and `snapshot` would serve them.
@@ -19,7 +19,7 @@
 // - the registrations are the subject's: a crash (a new DSH context) registers them again, a reset
 //   forgets them.
 
-import { BadRequest } from "./pure.mjs";
+import { BadRequest, pruneConfig } from "./pure.mjs";
 
 const sameState = (state) => state;
 const isCount = (value) => Number.isSafeInteger(value) && value >= 0;
@@ -109,10 +109,8 @@ export class DshEngine {
   prune(session, request) {
     const { pruner, tokenMeter } = this.dsh;
     const proto = pruner.ToolResultPruner.prototype;
-    const config = request.config ?? undefined;
-    if (config !== undefined && (typeof config !== "object" || Array.isArray(config))) throw new BadRequest("config must be an object or null");
     const pass = {
-      config: pruner.resolveConfig(config),
+      config: pruneConfig(this.dsh, Object.hasOwn(request, "config") ? request.config : undefined),
       measureContent: proto.measureContent,
       pruneContent: proto.pruneContent,
       ctx: { tokenMeter: { estimateMessage: (message) => tokenMeter.TokenMeter.prototype.estimateMessage(message) } },

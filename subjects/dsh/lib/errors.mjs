@@ -94,10 +94,32 @@ const MESSAGE_CODES = [
   [/^ToolResultPruneConfig:/, "PRUNE_CONFIG_INVALID"],
   [/tool-result prune: failed to locate the removed text span/, "PRUNE_SPAN_NOT_FOUND"],
   [/tool-result prune: replacement must be smaller/, "PRUNE_NOT_SMALLER"],
+  // summary compaction (dsh-compaction-basic)
+  [/^compactRegion: (start|end) seq .* (not found in surface|is after end seq|is not a balanced boundary)/, "COMPACTION_RANGE_INVALID"],
+  [/^compactRegion: no open turn/, "COMPACTION_NO_OPEN_TURN"],
+  [/^summarization produced no text summary content/, "COMPACTION_SUMMARY_EMPTY"],
+  [/^compaction summary cannot contain image output/, "COMPACTION_SUMMARY_UNSUPPORTED_CONTENT"],
+  [/^summary is not smaller than the shadowed content/, "COMPACTION_SUMMARY_NOT_SMALLER"],
+  [/^summarization timed out after/, "COMPACTION_SUMMARY_TIMEOUT"],
+  [/^compaction: (the selected span|session surface|selected surface)/, "COMPACTION_SURFACE_CHANGED"],
+  [/^compaction still above threshold/, "COMPACTION_STILL_ABOVE_THRESHOLD"],
+  [/^compaction-basic: no context capacity/, "COMPACTION_NO_CAPACITY"],
+  [/^BasicCompactionConfig/, "COMPACTION_CONFIG_INVALID"],
+  [/already in progress; the session compaction lock is already active/, "COMPACTION_BUSY"],
   // projections (dsh-session-projection)
   [/^session projection .* stateVersion must be a non-negative integer/, "PROJECTION_UNIT_INVALID"],
   [/^session projection key .* is already registered at stateVersion .*; refusing to share it/, "PROJECTION_VERSION_CONFLICT"],
 ];
+
+/** dsh-compaction's ManualCompactionError classes (index.js:154-167) to codes. */
+const MANUAL_COMPACTION_CODES = {
+  busy: "COMPACTION_BUSY",
+  cancelled: "ABORTED",
+  changed: "COMPACTION_SURFACE_CHANGED",
+  summary: "COMPACTION_SUMMARY_FAILED",
+  commit: "COMPACTION_SUMMARY_FAILED",
+  persistence: "COMPACTION_PERSISTENCE_FAILED",
+};
 
 /** Node errnos that mean the storage medium failed (the protocol's fail_next injects these). */
 const STORAGE_ERRNOS = new Set(["EIO", "ENOSPC", "EDQUOT", "EROFS"]);
@@ -121,6 +143,8 @@ export function protocolErrorOf(error) {
   const message = error instanceof Error ? error.message : String(error);
   if (isStorageFailure(error)) return { code: "STORAGE_IO", message };
   if (error?.name === "SessionForkError" && typeof error.code === "string") return { code: error.code, message };
+  if (error?.name === "ManualCompactionError") return { code: MANUAL_COMPACTION_CODES[error.code] ?? "INTERNAL", message };
+  if (error?.name === "AbortError") return { code: "ABORTED", message };
   if (error?.name === "SessionFormatUnsupportedError") {
     const code = /unknown to this harness and not marked ignorable/.test(message) ? "UNKNOWN_EVENT_TYPE" : "UNSUPPORTED_FORMAT";
     return { code, message };

@@ -49,6 +49,29 @@ function exactPruneConfig(input) {
   return config;
 }
 
+/** A plugin's configuration as DSH's loader hands it over: validated by the plugin's `Config`
+ * schema (cordis resolveConfig); a refusal is `code`. */
+export function validatedConfig(cordis, plugin, config, code) {
+  try {
+    return cordis.resolveConfig(plugin, config);
+  } catch (error) {
+    if (error?.name === "ValidationError") throw Object.assign(new Error(error.message), { protocolCode: code });
+    throw error;
+  }
+}
+
+/** The pruner's configuration as the plugged service gets it: DSH's loader applies the plugin's
+ * `Config` schema (cordis resolveConfig), then the constructor calls `resolveConfig`. A refusal
+ * of either is PRUNE_CONFIG_INVALID. */
+export function pruneConfig(dsh, raw) {
+  const { ToolResultPruner, resolveConfig } = dsh.pruner;
+  try {
+    return resolveConfig(validatedConfig(dsh.cordis, ToolResultPruner, raw, "PRUNE_CONFIG_INVALID"));
+  } catch (error) {
+    throw Object.assign(new Error(error.message), { protocolCode: "PRUNE_CONFIG_INVALID" });
+  }
+}
+
 /** A duck-typed session for DSH's tool-pairing queries: they read `events` and `surface`. */
 function surfaceView(input) {
   return { events: events(input), surface: { nodes: nodes(input), replaceGeneration: 0 } };
@@ -89,7 +112,7 @@ export function pureFunctions(dsh) {
   const pruner = dsh.pruner;
   if (pruner !== undefined) {
     table["spec.prune.decode_prune_config"] = (input) => {
-      const config = pruner.resolveConfig(input.config === null ? undefined : input.config);
+      const config = pruneConfig(dsh, input.config);
       return { thresholdChars: config.thresholdChars, headChars: config.headChars, tailChars: config.tailChars };
     };
     table["spec.prune.plan_prune_events"] = (input) => planPruneEvents(dsh, input);
@@ -131,7 +154,7 @@ export function pureFunctions(dsh) {
 function planPruneEvents(dsh, input) {
   const view = surfaceView(input);
   const proto = dsh.pruner.ToolResultPruner.prototype;
-  const config = dsh.pruner.resolveConfig(input.config === null ? undefined : input.config);
+  const config = pruneConfig(dsh, input.config);
   const appended = [];
   const recorder = {
     events: view.events,

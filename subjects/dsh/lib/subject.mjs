@@ -12,18 +12,29 @@
 // - `read` is `sessionPersistence.readFrom(id, 0)`: DSH's non-mutating read of the stored log;
 // - storage "memory" is the JSONL store on a private scratch directory: DSH 0.1 publishes no
 //   in-memory backend;
-// - the store's automatic write-behind timer (200 ms by default) is set to its maximum, so that
-//   only `flush` and `close` write: a timer would make what is durable depend on timing;
+// - the store's automatic write-behind timer (200 ms by default) is its public configuration
+//   `writeBatchMaxDelayMs`: `reset`'s `batchMaxDelayMs` is judged by the store's own `Config`
+//   schema as DSH's plugin loader applies it, and the store runs with the timer at its maximum, so
+//   that only `flush` and `close` write (a wall-clock timer would make what is durable depend on
+//   timing; DSH never writes a batch because of its events' times). DSH has no byte bound, so
+//   `batchMaxBytes` answers UNSUPPORTED_OP;
+// - `engine_append` is `append`: DSH's compaction engine writes its bracket with the session's own
+//   `append` (dsh-compaction-basic lib/index.js:437, :452, :463), the path PROTOCOL.md allows;
+// - `reset` with `files` (capability import) writes the files under the store root before the
+//   store opens on it (DSH's `findLog` scans that root), durable on the simulated disk; `export`
+//   reads every file under the root back.
 // - after each request the subject waits until the coordinator's per-session chains are idle, as
 //   DSH's own dispose does (index.js of dsh-session-persistence, `installWritePath`), so a
 //   request's background writes land before its answer.
 
-import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { protocolErrorOf } from "./errors.mjs";
 import { DshEngine, projectionChanges } from "./engine.mjs";
-import { BadRequest, pureFunctions } from "./pure.mjs";
+import { DshCompaction } from "./compaction.mjs";
+import { DshSpill } from "./spill.mjs";
+import { BadRequest, pureFunctions, validatedConfig } from "./pure.mjs";
 
 export class UnsupportedOp extends Error {}
 class Crashed extends Error {}
@@ -44,6 +55,8 @@ export class DshSubject {
     this.storeRoot = options.storeRoot;
     this.pure = pureFunctions(dsh);
     this.engine = new DshEngine(dsh);
+    this.compaction = new DshCompaction(dsh);
+    this.spill = new DshSpill(dsh);
     if (dsh.projection !== undefined) this.pure["spec.projection.derive_projection_changes"] = (input) => projectionChanges(dsh, input);
     this.now = 0;
     this.storage = "none";
@@ -57,14 +70,15 @@ export class DshSubject {
     const capabilities = ["core"];
     if (this.dsh.jsonl !== undefined) capabilities.push("storage");
     if (this.dsh.jsonl !== undefined && this.seam !== undefined) capabilities.push("crash-seam");
+    if (this.dsh.jsonl !== undefined) capabilities.push("batch-policy", "import", "export");
     if (Object.keys(this.pure).length > 0) capabilities.push("pure");
-    return [...capabilities, ...this.engine.capabilities];
+    return [...capabilities, ...this.engine.capabilities, ...this.compaction.capabilities, ...this.spill.capabilities];
   }
 
   /** Start-up: no storage, or (kill check, PROTOCOL.md) file storage over CONFORMANCE_STORE_ROOT. */
   async start() {
-    if (this.storeRoot !== undefined && this.dsh.jsonl !== undefined) await this.open("file", !onlyPlainLogs(this.storeRoot), false);
-    else await this.open("none", true, false);
+    if (this.storeRoot !== undefined && this.dsh.jsonl !== undefined) await this.open("file", !onlyPlainLogs(this.storeRoot), { emptyStore: false });
+    else await this.open("none", true, { emptyStore: false });
   }
 
   // --- the one entry point ---
@@ -92,7 +106,7 @@ export class DshSubject {
   methodOf(op) {
     if (typeof op !== "string") return undefined;
     if (Object.hasOwn(OPS, op)) return OPS[op];
-    if (Object.hasOwn(ENGINE_OPS, op) && this.engine.capabilities.includes(ENGINE_OPS[op])) return `op_${op}`;
+    if (Object.hasOwn(ENGINE_OPS, op) && this.capabilities.includes(ENGINE_OPS[op])) return `op_${op}`;
     return undefined;
   }
 
@@ -103,6 +117,8 @@ export class DshSubject {
     if (error instanceof UnsupportedOp) return { code: "UNSUPPORTED_OP", message: error.message };
     if (error instanceof BadRequest) return { code: "BAD_REQUEST", message: error.message };
     if (error instanceof Crashed) return { code: "CRASHED", message: error.message };
+    if (error?.name === "ManualCompactionError") return protocolErrorOf(error);
+    if (typeof error?.protocolCode === "string") return { code: error.protocolCode, message: error.message };
     return protocolErrorOf(error);
   }
 
@@ -133,10 +149,21 @@ export class DshSubject {
     if (storage !== "none" && this.dsh.jsonl === undefined) {
       throw new UnsupportedOp(`DSH ${this.dsh.version} publishes no JSONL store, so storage ${JSON.stringify(storage)} is not offered`);
     }
+    const files = Object.hasOwn(request, "files") ? placedFiles(request.files, storage) : undefined;
+    if (request.batchMaxBytes != null) {
+      throw new UnsupportedOp("DSH's write-behind has no byte bound: its only batch setting is writeBatchMaxDelayMs (dsh-session-persistence lib/index.js:785-794)");
+    }
+    const batchMaxDelayMs = request.batchMaxDelayMs ?? undefined;
     this.now = 0;
     this.engine.forget();
-    await this.open(storage, compressed, true);
+    this.spill.forget();
+    await this.open(storage, compressed, { emptyStore: true, files, batchMaxDelayMs });
     return null;
+  }
+
+  async op_export() {
+    if (this.storage !== "file") throw new BadRequest("export needs reset with storage 'file'");
+    return this.seam !== undefined ? this.seam.seam.disk.export(SEAM_ROOT) : exportDirectory(this.root);
   }
 
   async op_clock(request) {
@@ -153,6 +180,10 @@ export class DshSubject {
     if (Object.hasOwn(request, "meta")) options.meta = request.meta;
     const session = await this.owned((ctx) => ctx.sessions.create(id, options));
     return this.stateOf(session);
+  }
+
+  async op_engine_append(request) {
+    return this.op_append(request);
   }
 
   async op_append(request) {
@@ -235,7 +266,7 @@ export class DshSubject {
     }
     this.seam.seam.disk = survivor;
     // Every live session dies with the process; the store restarts on what survived.
-    await this.open("file", this.compressed, false, { keepDisk: true });
+    await this.open("file", this.compressed, { emptyStore: false, keepDisk: true, batchMaxDelayMs: this.batchMaxDelayMs });
     return null;
   }
 
@@ -317,6 +348,40 @@ export class DshSubject {
     return this.engine.stateOfStored(this.persistence(id), id, request);
   }
 
+  // --- engine ops (capabilities compaction, overflow, checkpoint; lib/compaction.mjs) ---
+
+  async op_compact(request) {
+    return this.compaction.compact(this.liveSession(requiredId(request, "id")), request);
+  }
+
+  async op_compact_region(request) {
+    return this.compaction.compactRegion(this.liveSession(requiredId(request, "id")), request);
+  }
+
+  async op_compact_if_needed(request) {
+    return this.compaction.compactIfNeeded(this.liveSession(requiredId(request, "id")), request);
+  }
+
+  async op_overflow(request) {
+    return this.compaction.overflow(this.liveSession(requiredId(request, "id")), request);
+  }
+
+  async op_overflow_reset(request) {
+    return this.compaction.overflowReset(this.liveSession(requiredId(request, "id")));
+  }
+
+  async op_checkpoint(request) {
+    return this.compaction.checkpoint(this.liveSession(requiredId(request, "id")), request);
+  }
+
+  async op_spill(request) {
+    return this.spill.spill(this.liveSession(requiredId(request, "id")), request);
+  }
+
+  async op_spill_read(request) {
+    return this.spill.spillRead(request);
+  }
+
   // --- internals ---
 
   /** The protocol's state of a live DSH session. */
@@ -377,24 +442,43 @@ export class DshSubject {
   }
 
   /** A fresh DSH context over the chosen storage: no session is live. */
-  async open(storage, compressed, emptyStore, { keepDisk = false } = {}) {
+  async open(storage, compressed, { emptyStore, keepDisk = false, files, batchMaxDelayMs } = {}) {
     const { Context } = this.dsh.cordis;
     this.storage = storage;
     this.compressed = compressed;
+    this.batchMaxDelayMs = batchMaxDelayMs;
     this.live = new Map();
     const ctx = new Context();
     await ctx.plugin(this.dsh.session.SessionStore);
-    await this.engine.attach(ctx);
     if (storage !== "none") {
       const root = this.prepareRoot(storage, emptyStore, keepDisk);
-      await ctx.plugin(this.dsh.jsonl.JsonlSessionPersistence, {
-        root,
-        compression: compressed ? "zstd" : "none",
-        writeBatchMaxDelayMs: this.dsh.persistence.MAX_WRITE_BATCH_DELAY_MS,
-      });
+      this.root = root;
+      if (files !== undefined) this.place(root, files);
+      // DSH's loader applies the plugin's Config schema before the plugin starts (cordis
+      // resolveConfig): the batch delay is judged there. The store then runs with its timer at the
+      // maximum: DSH's write-behind is a wall-clock timer (dsh-session-persistence index.js:354-358),
+      // never the events' times, and a timer firing mid-case would make what is durable depend on
+      // the machine's speed; with it, only flush and close write, whatever the delay.
+      const store = this.dsh.jsonl.JsonlSessionPersistence;
+      const config = { root, compression: compressed ? "zstd" : "none" };
+      if (batchMaxDelayMs !== undefined) validatedConfig(this.dsh.cordis, store, { ...config, writeBatchMaxDelayMs: batchMaxDelayMs }, "BATCH_POLICY_INVALID");
+      await ctx.plugin(store, validatedConfig(this.dsh.cordis, store, { ...config, writeBatchMaxDelayMs: this.dsh.persistence.MAX_WRITE_BATCH_DELAY_MS }, "INTERNAL"));
       if (ctx.get("sessionPersistence") === undefined) throw new Error(`DSH's JSONL store did not start on ${root}`);
     }
+    await this.engine.attach(ctx);
+    await this.compaction.attach(ctx);
     this.ctx = ctx; // the previous context is abandoned, not disposed: disposal would flush its sessions
+  }
+
+  /** Write placed files under the store root, as durable as another process would have left them. */
+  place(root, files) {
+    for (const { path, bytes } of files) {
+      if (this.seam !== undefined) this.seam.seam.disk.place(`${root}/${path}`, bytes);
+      else {
+        mkdirSync(dirname(join(root, path)), { recursive: true });
+        writeFileSync(join(root, path), bytes);
+      }
+    }
   }
 
   /** Where the store lives: on the simulated disk, in CONFORMANCE_STORE_ROOT, or in scratch. */
@@ -439,14 +523,40 @@ function onlyPlainLogs(root) {
   return plain && !names.some((name) => name.endsWith("session.jsonl.zstd"));
 }
 
+/** The protocol's set of files (PROTOCOL.md, Placing files), decoded; BAD_REQUEST when malformed. */
+function placedFiles(files, storage) {
+  if (storage !== "file") throw new BadRequest("files needs storage 'file'");
+  if (!Array.isArray(files)) throw new BadRequest("files must be an array of {path, bytes}");
+  const seen = new Set();
+  return files.map((file) => {
+    if (!isPlainObject(file) || typeof file.path !== "string" || typeof file.bytes !== "string") throw new BadRequest("every file must be {path, bytes} with two strings");
+    const parts = file.path.split("/");
+    if (parts.some((part) => part === "" || part === "." || part === "..")) throw new BadRequest(`path ${JSON.stringify(file.path)} is not relative to the store root`);
+    if (seen.has(file.path)) throw new BadRequest(`path ${JSON.stringify(file.path)} is given twice`);
+    seen.add(file.path);
+    if (!/^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/.test(file.bytes)) throw new BadRequest(`bytes of ${JSON.stringify(file.path)} are not base64`);
+    return { path: file.path, bytes: Buffer.from(file.bytes, "base64") };
+  });
+}
+
+/** Every file under a real directory, in path order, as the protocol's set of files. */
+function exportDirectory(root) {
+  const names = readdirSync(root, { recursive: true, withFileTypes: true })
+    .filter((entry) => entry.isFile())
+    .map((entry) => join(entry.parentPath ?? entry.path, entry.name).slice(root.length + 1));
+  return names.sort().map((path) => ({ path, bytes: readFileSync(join(root, path)).toString("base64") }));
+}
+
 /** Op name to method; anything else answers UNSUPPORTED_OP. */
 const OPS = {
   hello: "op_hello", reset: "op_reset", clock: "op_clock", create: "op_create", append: "op_append",
   fork: "op_fork", state: "op_state", flush: "op_flush", close: "op_close", resume: "op_resume",
-  read: "op_read", unsynced: "op_unsynced", crash: "op_crash", arm_crash: "op_arm_crash",
+  read: "op_read", engine_append: "op_engine_append", export: "op_export", unsynced: "op_unsynced", crash: "op_crash", arm_crash: "op_arm_crash",
   fail_next: "op_fail_next", ops: "op_ops", damage: "op_damage", call: "op_call",
 };
-const ENGINE_OPS = { prune: "prune", project: "projection", unproject: "projection", state_of: "projection", snapshot: "projection", state_of_stored: "projection" };
+const ENGINE_OPS = {
+  compact: "compaction", compact_region: "compaction", compact_if_needed: "compaction", overflow: "overflow",
+  overflow_reset: "overflow", checkpoint: "checkpoint", spill: "spill", spill_read: "spill", prune: "prune", project: "projection", unproject: "projection", state_of: "projection", snapshot: "projection", state_of_stored: "projection" };
 
 function isPlainObject(value) {
   return typeof value === "object" && value !== null && !Array.isArray(value);

@@ -230,6 +230,37 @@ export class PowerLossDisk {
     file.data[offset] ^= 0xff;
   }
 
+  // --- placing and exporting (capabilities import, export): not calls of DSH's, so never counted ---
+
+  /** A file another process wrote and made durable, with its directories. */
+  place(path, bytes) {
+    const names = parts(path);
+    let dir = this.nodes.get(ROOT);
+    for (const [depth, name] of names.slice(0, -1).entries()) {
+      let id = dir.current.get(name);
+      if (id === undefined) {
+        id = this.add({ kind: "dir", path: "/" + names.slice(0, depth + 1).join("/"), durable: new Map(), current: new Map() });
+        dir.current.set(name, id);
+        dir.durable.set(name, id);
+      }
+      dir = this.nodes.get(id);
+    }
+    const id = this.add({ kind: "file", data: Buffer.from(bytes), kept: bytes.length, lost: Buffer.alloc(0), changed: 0n });
+    dir.current.set(names.at(-1), id);
+    dir.durable.set(names.at(-1), id);
+    this.touch(this.nodes.get(id));
+  }
+
+  /** Every file under `root` as it is now, in path order: `{path, bytes}` (base64), path relative. */
+  export(root) {
+    const rootId = this.find(root);
+    if (rootId === undefined) return [];
+    const files = [...this.walk(rootId, "")].filter(([, id]) => this.nodes.get(id).kind === "file");
+    return files
+      .map(([path, id]) => ({ path: path.slice(1), bytes: this.nodes.get(id).data.toString("base64") }))
+      .sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  }
+
   // --- observing ---
 
   /** Every (path, node id) a current name reaches, depth first. */
