@@ -5,11 +5,9 @@ counterexample, written as a vector the reference fails."""
 from __future__ import annotations
 
 import json
-import os
-import signal
-import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -189,19 +187,50 @@ def test_two_workers_find_the_shortest_counterexample(monkeypatch: pytest.Monkey
     assert [ALPHABET[index].name for index in path_to(search, search.violation[1])] == ["bracket-start@0"]
 
 
-def test_ctrl_c_keeps_the_search_where_it_stopped() -> None:
+class _CtrlCWhileWaiting:
+    """A part's reply whose first wait is cut by Ctrl-C (as a SIGINT landing while the caller waits
+    for the round), then answers."""
+
+    def __init__(self, reply: Any) -> None:
+        self.reply, self.cut = reply, False
+
+    def result(self) -> Any:
+        if not self.cut:
+            self.cut = True
+            raise KeyboardInterrupt
+        return self.reply.result()
+
+
+class _CutServer:
+    def __init__(self, server: Any) -> None:
+        self.server = server
+
+    def call(self, name: str, *args: Any) -> Any:
+        reply = self.server.call(name, *args)
+        return _CtrlCWhileWaiting(reply) if name == "step" else reply
+
+
+def test_ctrl_c_keeps_the_search_where_it_stopped(monkeypatch: pytest.MonkeyPatch) -> None:
     """Ctrl-C during a round: the parts finish it, what they sent is delivered, and the search
-    goes on from there to the states of a run never interrupted."""
+    goes on from there to the states of a run never interrupted. The Ctrl-C lands in the fourth
+    round's wait, whatever the machine's speed (a timer raced the search on a fast machine)."""
     whole = explore(start_search(), max_depth=5)
+    rounds = 0
+    plain = modelcheck._round
+
+    def fourth_round_cut(servers: Any, incoming: Any, batch: int) -> Any:
+        nonlocal rounds
+        rounds += 1
+        return plain([_CutServer(server) for server in servers] if rounds == 4 else servers, incoming, batch)
+
+    monkeypatch.setattr(modelcheck, "BATCH", 50)
+    monkeypatch.setattr(modelcheck, "_round", fourth_round_cut)
     search = start_search()
-    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
-    timer.start()
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            explore(search, max_depth=5, workers=2)
-    finally:
-        timer.cancel()
+    with pytest.raises(KeyboardInterrupt):
+        explore(search, max_depth=5, workers=2)
+    assert rounds == 4
     assert 0 < search.distinct < whole.distinct
+    monkeypatch.setattr(modelcheck, "_round", plain)
     finished = explore(search, max_depth=5, workers=2)
     assert finished.parents == whole.parents and finished.coverage == whole.coverage
 
