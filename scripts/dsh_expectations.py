@@ -235,13 +235,12 @@ CAUSES: tuple[Cause, ...] = (
     ),
     Cause(
         "failed",
-        "a null key of the pruner's configuration takes its default: the plugin's Config schema, applied "
-        "as DSH's loader applies it, fills it (.default), where the spec's decode_prune_config refuses it "
-        "(the null-default question of issue 22, open on the spec's side)",
-        PRUNER + ":62-66 (Config); cordis lib/index.js:956-962 (resolveConfig)",
-        kind="decision",
-        keys=("pure-drt/spec-prune-*",),
-        detail=": null}",
+        "the pruner's Config schema takes any number as a size, past the safe integers (1e+300 included), "
+        "where decode_prune_config refuses a size that is not a non-negative safe integer",
+        PRUNER + ":62-66 (Config)",
+        kind="robustness",
+        keys=("pure-drt/spec-prune-decode-prune-config",),
+        detail="expected PRUNE_CONFIG_INVALID, got success",
     ),
     Cause(
         "failed",

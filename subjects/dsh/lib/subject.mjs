@@ -314,8 +314,10 @@ export class DshSubject {
   // --- pure functions (capability pure) ---
 
   async op_call(request) {
-    if (!isPlainObject(request.input)) throw new BadRequest("input must be an object");
-    const fn = typeof request.function === "string" && Object.hasOwn(this.pure, request.function) ? this.pure[request.function] : undefined;
+    if (typeof request.function !== "string" || !isPlainObject(request.input)) {
+      throw new BadRequest("call needs a function name (a string) and an input object");
+    }
+    const fn = Object.hasOwn(this.pure, request.function) ? this.pure[request.function] : undefined;
     if (fn === undefined) throw new UnsupportedOp(`DSH ${this.dsh.version} exports no function for ${JSON.stringify(request.function)}`);
     return fn(request.input);
   }
