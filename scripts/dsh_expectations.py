@@ -66,13 +66,17 @@ class Cause:
     pattern or a detail that names the deviation over one case's key, so that new cases of the same
     deviation (another family's vectors, a stateful family's ``diverges-`` case) are explained too."""
 
-    status: str
+    status: str | tuple[str, ...]  # the outcome it explains (one, or each of several)
     reason: str
     source: str
     kind: str  # conformance.report.KINDS
     keys: tuple[str, ...] = ()
     rules: tuple[str, ...] = ()
     detail: str | tuple[str, ...] = ""
+
+    @property
+    def statuses(self) -> tuple[str, ...]:
+        return (self.status,) if isinstance(self.status, str) else self.status
 
     def explains(self, case: Mapping[str, Any]) -> bool:
         key, rule = str(case["key"]), str(case.get("rule", ""))
@@ -355,17 +359,14 @@ CAUSES: tuple[Cause, ...] = (
         keys=("*",),
         detail="has no matching step/start event",
     ),
-    *(
-        Cause(
-            status,
-            "DSH's spill policy bounds a result's UTF-8 bytes (maxInlineBytes) and writes its notice in bytes; "
-            "the spec's limit is estimated tokens and its notice counts characters (notes §10.2, adapted from "
-            "bytes to tokens)",
-            SPILL + ":52, :85-87, :101-121, :142",
-            kind="spec-version",
-            keys=("spill/*",),
-        )
-        for status in ("failed", "error")
+    Cause(
+        ("failed", "error"),
+        "DSH's spill policy bounds a result's UTF-8 bytes (maxInlineBytes) and writes its notice in bytes; "
+        "the spec's limit is estimated tokens and its notice counts characters (notes §10.2, adapted from "
+        "bytes to tokens)",
+        SPILL + ":52, :85-87, :101-121, :142",
+        kind="spec-version",
+        keys=("spill/*",),
     ),
     Cause(
         "unsupported",
@@ -383,17 +384,14 @@ CAUSES: tuple[Cause, ...] = (
         keys=("storage/*", "pure-drt/reset-batch*"),
         detail="UNSUPPORTED_OP for reset",
     ),
-    *(
-        Cause(
-            status,
-            "DSH's write-behind delay is at least 1 ms (the store's Config schema), so a delay bound of 0 is "
-            "refused",
-            JSONL + ":775; " + PERSISTENCE + ":793",
-            kind="derived-rule",
-            keys=("storage/*", "pure-drt/reset-batch*"),
-            detail="expected number >= 1 but got 0",
-        )
-        for status in ("failed", "error")
+    Cause(
+        ("failed", "error"),
+        "DSH's write-behind delay is at least 1 ms (the store's Config schema), so a delay bound of 0 is "
+        "refused",
+        JSONL + ":775; " + PERSISTENCE + ":793",
+        kind="derived-rule",
+        keys=("storage/*", "pure-drt/reset-batch*"),
+        detail="expected number >= 1 but got 0",
     ),
     Cause(
         "failed",
@@ -404,17 +402,14 @@ CAUSES: tuple[Cause, ...] = (
         kind="derived-rule",
         keys=("storage/*batch*", "storage/with-a-*-bound-*"),
     ),
-    *(
-        Cause(
-            status,
-            "DSH 0.1 reads only its own log names (session.jsonl[.zstd]): a placed format 4 log "
-            "(session.v4.jsonl[.zstd]) is no session to it",
-            JSONL + ":156-158 (logPath), :803-808 (locate)",
-            kind="spec-version",
-            keys=("files/*", "projection/*"),
-            detail="got SESSION_NOT_FOUND",
-        )
-        for status in ("failed", "error")
+    Cause(
+        ("failed", "error"),
+        "DSH 0.1 reads only its own log names (session.jsonl[.zstd]): a placed format 4 log "
+        "(session.v4.jsonl[.zstd]) is no session to it",
+        JSONL + ":156-158 (logPath), :803-808 (locate)",
+        kind="spec-version",
+        keys=("files/*", "projection/*"),
+        detail="got SESSION_NOT_FOUND",
     ),
     Cause(
         "failed",
@@ -629,7 +624,7 @@ INVARIANT_CAUSES: Final = {
 CAUSES = (
     *(
         Cause(
-            status,
+            ("failed", "error"),
             reason,
             INVARIANT_SOURCE.format(package, lines),
             kind="decision",
@@ -640,7 +635,6 @@ CAUSES = (
             ),
         )
         for package, (reason, lines) in INVARIANT_CAUSES.items()
-        for status in ("failed", "error")
     ),
     Cause(
         "failed",
@@ -676,7 +670,7 @@ CAUSES = (
 
 def cause_of(case: Mapping[str, Any]) -> Cause | None:
     """The first cause that explains the case with the case's own outcome, or ``None``."""
-    return next((c for c in CAUSES if c.status == case["outcome"] and c.explains(case)), None)
+    return next((c for c in CAUSES if case["outcome"] in c.statuses and c.explains(case)), None)
 
 
 def explain(cases: Sequence[Mapping[str, Any]]) -> tuple[list[Expectation], list[str]]:
@@ -689,7 +683,7 @@ def explain(cases: Sequence[Mapping[str, Any]]) -> tuple[list[Expectation], list
         if case["outcome"] == "passed" or cause_of(case) is not None:
             continue
         if causes:
-            said = " or ".join(sorted({cause.status for cause in causes}))
+            said = " or ".join(sorted({status for cause in causes for status in cause.statuses}))
             problems.append(f"{case['key']} ended {case['outcome']}, its causes say {said}")
         else:
             problems.append(
