@@ -5,13 +5,16 @@ A frame here holds its content in *raw* blocks (stored, not compressed): every z
 them, ``zstd -dc`` included, and the bytes never change with a library's version. Each frame
 carries its content size and its content checksum (the low 32 bits of XXH64, seed 0), as DSH's
 frames do (notes/dsh-persistence §4.2). :func:`xxh64` is the hash, written out from its
-specification.
+specification. :func:`inflate_zstd` reads a frame back with the zstd library, for the suite and
+the reference alike (spec/ imports no zstd).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Final
+
+import zstandard
 
 ZSTD_MAGIC: Final = b"\x28\xb5\x2f\xfd"
 # Frame header descriptor: a 4-byte Frame_Content_Size (flag 2), Single_Segment, Content_Checksum.
@@ -102,8 +105,18 @@ def _block_header(size: int, last: bool) -> bytes:
     return (int(last) | RAW_BLOCK << 1 | size << 3).to_bytes(3, "little")
 
 
+def inflate_zstd(data: bytes) -> tuple[bytes, bool]:
+    """zstd's decompression of one frame's bytes, as :data:`spec.format.framing.Inflate` asks."""
+    try:
+        reader = zstandard.ZstdDecompressor().decompressobj()
+        plaintext = reader.decompress(data)
+    except zstandard.ZstdError as error:
+        raise ValueError(str(error)) from None
+    return bytes(plaintext), reader.eof and not reader.unused_data
+
+
 HEADER_BYTES: Final = 4 + 1 + 4  # magic, descriptor, content size: where a frame's first block starts
 BLOCK_HEADER_BYTES: Final = 3
 
 
-__all__ = ["BLOCK_HEADER_BYTES", "HEADER_BYTES", "encode_raw_frame", "xxh64"]
+__all__ = ["BLOCK_HEADER_BYTES", "HEADER_BYTES", "encode_raw_frame", "inflate_zstd", "xxh64"]

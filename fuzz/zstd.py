@@ -1,7 +1,7 @@
 """The zstd log reader: :func:`reference.logfile.frame_log_bytes`, which bounds the plaintext
 (``check_decompressed_size``) and the lines, cuts the frames with
-:func:`spec.format.framing.decode_zstd_frames` and the reference's
-:func:`reference.persistence.filestore.inflate_zstd`, and reads them with
+:func:`spec.format.framing.decode_zstd_frames` and
+:func:`conformance.zstd_frames.inflate_zstd`, and reads them with
 :func:`spec.format.framing.decode_compressed_log`; then the events
 (:func:`reference.persistence.filestore.load_framed_log`).
 
@@ -14,10 +14,11 @@ each complete frame at increasing offsets inside the data.
 
 from __future__ import annotations
 
+from conformance.zstd_frames import inflate_zstd
 from fuzz import Finding
 from fuzz.oracles import typed_refusal
 from reference.logfile import InputError, ReadLimits, frame_log_bytes, is_zstd_data
-from reference.persistence.filestore import inflate_zstd, load_framed_log
+from reference.persistence.filestore import load_framed_log
 from spec.codes import SpecError
 from spec.format.framing import ZSTD_MAGIC, decode_zstd_frames
 

@@ -39,7 +39,8 @@ from typing import BinaryIO, Final, TypeVar
 
 import zstandard
 
-from reference.persistence.filestore import LoadedLog, inflate_zstd, load_framed_log
+from conformance.zstd_frames import inflate_zstd
+from reference.persistence.filestore import LoadedLog, load_framed_log
 from spec.format.chunk_rows import CHUNK_ROW_TAGS, decode_storage_record
 from spec.format.framing import (
     SKIPPABLE_MAGIC_BASE,

@@ -35,9 +35,10 @@ from typing import Final, TextIO
 from reference.logfile import InputCode, InputError, find_logs, read_log_file
 from reference.persistence.api import PersistenceService, StoredLog
 from reference.persistence.database import DatabaseStore
-from reference.persistence.filestore import LOG_NAMES, FileStore, load_log
+from reference.persistence.filestore import FileStore, load_log
 from spec.checks.log import check_session_copy
 from spec.codes import Code, SpecError, reject
+from spec.format.naming import LOG_NAMES
 from spec.lineage.transfer import ALREADY_COPIED, plan_session_copy
 from spec.log.header import HEADER_FORMAT_VERSION
 

@@ -17,9 +17,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from conformance.trace.specread import LOG_NAMES, read_log_file
+from conformance.trace.specread import read_log_file
 from spec.codes import SpecError
-from spec.format.naming import encode_segment
+from spec.format.naming import LOG_NAMES, encode_segment
 from spec.log.events import Event
 from spec.log.json import FrozenDict, JsonValue
 

@@ -46,7 +46,8 @@ from conformance.model import DurableLog, ModelStore
 from conformance.report import CaseResult, Options, Outcome
 from conformance.subject import StdioSubject, Subject
 from conformance.targets import DEFAULT_TARGET, V0_NAMES, Target
-from conformance.trace.specread import inflate_zstd, read_log_file
+from conformance.trace.specread import read_log_file
+from conformance.zstd_frames import inflate_zstd
 from spec.checks.log import check_log
 from spec.codes import SpecError
 from spec.format.framing import encode_lines, scan_zstd_frames, split_jsonl

@@ -17,28 +17,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-import zstandard
-
 from conformance.trace.persistence import Tree
+from conformance.zstd_frames import inflate_zstd
 from spec.codes import SpecError
 from spec.format.framing import FramedLog, decode_jsonl_log, decode_zstd_frames, decode_zstd_log
 from spec.format.legacy import decode_stored_log
-from spec.format.naming import (
-    V0_PLAIN_NAME,
-    V0_ZSTD_NAME,
-    V4_PLAIN_NAME,
-    V4_ZSTD_NAME,
-    derive_session_relpath,
-)
+from spec.format.naming import LOG_NAMES, derive_session_relpath
 from spec.log.events import Event
 from spec.log.json import FrozenDict, JsonValue
-
-LOG_NAMES = (
-    V4_ZSTD_NAME,
-    V4_PLAIN_NAME,
-    V0_ZSTD_NAME,
-    V0_PLAIN_NAME,
-)  # looked for in this order, as a reader does
 
 
 @dataclass(frozen=True)
@@ -102,22 +88,9 @@ def decode_log_bytes(data: bytes, compressed: bool) -> FramedLog:
     return decode_zstd_log(*decode_zstd_frames(data, inflate_zstd))
 
 
-def inflate_zstd(data: bytes) -> tuple[bytes, bool]:
-    """zstd's decompression of one frame's bytes, as :data:`spec.format.framing.Inflate` asks (the
-    reference has its twin: the suite does not import the reference, and spec imports no zstd)."""
-    try:
-        reader = zstandard.ZstdDecompressor().decompressobj()
-        plaintext = reader.decompress(data)
-    except zstandard.ZstdError as error:
-        raise ValueError(str(error)) from None
-    return bytes(plaintext), reader.eof and not reader.unused_data
-
-
 __all__ = [
-    "LOG_NAMES",
     "SpecView",
     "decode_log_bytes",
-    "inflate_zstd",
     "locate_log",
     "read_log_file",
     "read_with_spec",

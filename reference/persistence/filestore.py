@@ -25,6 +25,7 @@ from typing import Final
 
 import zstandard
 
+from conformance.zstd_frames import inflate_zstd
 from reference.persistence import fastjson
 from reference.persistence.api import OpenReport, SessionStat, StoredLog
 from reference.persistence.common import BufferedLogHandle
@@ -43,6 +44,7 @@ from spec.format.framing import (
 )
 from spec.format.legacy import decode_stored_log, validate_stored_events
 from spec.format.naming import (
+    LOG_NAMES,
     V0_PLAIN_NAME,
     V0_ZSTD_NAME,
     V4_PLAIN_NAME,
@@ -61,7 +63,6 @@ from spec.projections.durability import BatchPolicy, validate_batch_policy
 DEFAULT_BATCH_POLICY: Final = BatchPolicy()  # 200 ms, 1 MiB: spec.projections.durability's defaults
 LOCK_NAME = "session.lock"
 ZSTD_LEVEL = 3  # zstd's default level, as DSH uses
-LOG_NAMES = (V4_ZSTD_NAME, V4_PLAIN_NAME, V0_ZSTD_NAME, V0_PLAIN_NAME)  # lookup order: v4 first
 
 
 def _join(*parts: str) -> str:
@@ -83,16 +84,6 @@ def _dirname(path: str) -> str:
 def compress_frame(plaintext: bytes) -> bytes:
     """One standard zstd frame with its content checksum."""
     return zstandard.ZstdCompressor(level=ZSTD_LEVEL, write_checksum=True).compress(plaintext)
-
-
-def inflate_zstd(data: bytes) -> tuple[bytes, bool]:
-    """zstd's decompression of one frame's bytes, as :data:`spec.format.framing.Inflate` asks."""
-    try:
-        reader = zstandard.ZstdDecompressor().decompressobj()
-        plaintext = reader.decompress(data)
-    except zstandard.ZstdError as error:
-        raise ValueError(str(error)) from None
-    return bytes(plaintext), reader.eof and not reader.unused_data
 
 
 def parse_log_bytes(data: bytes, compressed: bool) -> FramedLog:

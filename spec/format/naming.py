@@ -28,6 +28,7 @@ FORMAT_OF_FILE_NAME: Final = {
     V0_ZSTD_NAME: LEGACY_FORMAT_VERSION,
     V0_PLAIN_NAME: LEGACY_FORMAT_VERSION,
 }
+LOG_NAMES: Final = tuple(FORMAT_OF_FILE_NAME)  # a reader looks for them in this order: v4 first
 
 PROJECT_SLUG_MAX: Final = (
     251  # characters of the project slug kept; with the two "--" wrappers a name is at most 255

@@ -14,7 +14,7 @@ import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reference.persistence.filestore import inflate_zstd
+from conformance.zstd_frames import inflate_zstd
 from spec.codes import Code, SpecError
 from spec.format.framing import (
     DecodedFrame,
