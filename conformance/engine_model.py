@@ -124,6 +124,11 @@ class EngineRun:
         self.model, answer = flush_live(self.model, self.session_id, self.entry)
         return answer.ok
 
+    def keep_overflow_retries(self, retries: int) -> None:
+        """The session's count of overflow retries since its last reset becomes ``retries``."""
+        live = {**self.model.live, self.session_id: replace(self.entry, overflow_retries=retries)}
+        self.model = replace(self.model, live=live)
+
     def run(self, plan: Plan[T]) -> T:
         return run_plan(plan, self.perform)
 
@@ -282,8 +287,7 @@ def model_overflow(
         plan = plans.plan_overflow_recovery(code, retries, resolved.max_overflow_retries, resolved, pruner)
         verdict = run.run(plan)
         if verdict.retry:
-            live = {**run.model.live, run.session_id: replace(run.entry, overflow_retries=retries + 1)}
-            run.model = replace(run.model, live=live)
+            run.keep_overflow_retries(retries + 1)
         return {"retry": verdict.retry, "retries": run.entry.overflow_retries}
 
     return _engine_op(model, id, body, (scripted,))
@@ -293,9 +297,7 @@ def model_overflow_reset(model: ModelStore, id: object) -> Transition:
     """``overflow_reset``: a response succeeded, so a fresh recovery sequence starts."""
 
     def body(run: EngineRun) -> JsonValue:
-        run.model = replace(
-            run.model, live={**run.model.live, run.session_id: replace(run.entry, overflow_retries=0)}
-        )
+        run.keep_overflow_retries(0)
         return None
 
     return _engine_op(model, id, body)
