@@ -173,6 +173,15 @@ class DatabaseStore:
                 Code.SESSION_ALREADY_EXISTS, f'session "{session_id}" already exists in {self.location}'
             )
 
+    def _insert_refused(self, key: str, first_seq: int, header_row: bool) -> SpecError:
+        """The rejection of a batch whose insert broke a unique key: the header row's (the session
+        already exists) or an event row's (another writer wrote seq ``first_seq`` or later)."""
+        if header_row:
+            return reject(Code.SESSION_ALREADY_EXISTS, f'session "{key}" already exists in {self.location}')
+        return reject(
+            Code.LOCKED, f'session "{key}" already holds seq {first_seq} or later: another writer wrote to it'
+        )
+
     def _acquire(self, key: str, session_id: str) -> None:
         if key in self._writers or not self._db_lock(key):
             raise reject(Code.LOCKED, f'session "{session_id}" already has a writer')

@@ -237,11 +237,7 @@ class PostgresStore(DatabaseStore):
         """One statement, so one transaction and one round trip: the events as two arrays
         (any number of rows, two parameters), and the header, when given, in a data-modifying CTE
         whose row the foreign key sees at the end of the statement."""
-        if key in self._lost:
-            raise reject(
-                Code.LOCKED,
-                f'session "{key}" lost its writer lock to another writer while the connection was down',
-            )
+        self._refuse_lost(key)
         seqs = list(range(first_seq, first_seq + len(events)))
         insert_events = sql.SQL(
             "INSERT INTO {} (session, seq, event) SELECT %s, s, e FROM unnest(%s::bigint[], %s::text[]) AS t(s, e)"
@@ -257,22 +253,19 @@ class PostgresStore(DatabaseStore):
             params = (key, header, *params)
         with self._storage_errors("commit a batch"):
             conn = self._connection()
-            if key in self._lost:
-                raise reject(
-                    Code.LOCKED,
-                    f'session "{key}" lost its writer lock to another writer while the connection was down',
-                )
+            self._refuse_lost(key)
             try:
                 conn.execute(insert_events, params)
             except psycopg.errors.UniqueViolation as error:
-                if header is not None and error.diag.table_name == "session_headers":
-                    raise reject(
-                        Code.SESSION_ALREADY_EXISTS, f'session "{key}" already exists in {self.location}'
-                    ) from None
-                raise reject(
-                    Code.LOCKED,
-                    f'session "{key}" already holds seq {first_seq} or later: another writer wrote to it',
-                ) from None
+                header_row = header is not None and error.diag.table_name == "session_headers"
+                raise self._insert_refused(key, first_seq, header_row) from None
+
+    def _refuse_lost(self, key: str) -> None:
+        if key in self._lost:
+            raise reject(
+                Code.LOCKED,
+                f'session "{key}" lost its writer lock to another writer while the connection was down',
+            )
 
     def _db_summary(self, key: str) -> tuple[int, int] | None:
         query = sql.SQL(

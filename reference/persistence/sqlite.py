@@ -172,19 +172,14 @@ class SqliteStore(DatabaseStore):
                 try:
                     conn.execute("INSERT INTO session_headers (session, header) VALUES (?, ?)", (key, header))
                 except sqlite3.IntegrityError:
-                    raise reject(
-                        Code.SESSION_ALREADY_EXISTS, f'session "{key}" already exists in {self.location}'
-                    ) from None
+                    raise self._insert_refused(key, first_seq, header_row=True) from None
             try:
                 conn.executemany(
                     "INSERT INTO session_events (session, seq, event) VALUES (?, ?, ?)",
                     ((key, first_seq + offset, text) for offset, text in enumerate(events)),
                 )
             except sqlite3.IntegrityError:
-                raise reject(
-                    Code.LOCKED,
-                    f'session "{key}" already holds seq {first_seq} or later: another writer wrote to it',
-                ) from None
+                raise self._insert_refused(key, first_seq, header_row=False) from None
 
     def _db_summary(self, key: str) -> tuple[int, int] | None:
         with self._storage_errors("measure a session"):
