@@ -27,7 +27,7 @@ from conformance.pure_drt import FIELD_RULES, check_pure_drt
 from conformance.report import CaseResult, Options
 from conformance.subject import Subject
 from conformance.targets import DEFAULT_TARGET
-from conformance.trace import check_trace
+from conformance.trace.family import check_trace
 from conformance.trace.summary import ITEM_SENTENCES
 from spec.wire import WIRE_FUNCTIONS
 

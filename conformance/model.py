@@ -34,6 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final, TypeAlias
 
+from conformance.files.reader import FilesError, decode_files, read_placed
 from spec.codes import Code, SpecError
 from spec.format.legacy import validate_stored_events
 from spec.lineage.fork import derive_child_meta, plan_fork_seed, validate_fork_request
@@ -230,11 +231,8 @@ def model_reset(
         return model, rejected(error.code)
     if files is None:
         return ModelStore(storage=storage, batch=batch), accepted(None)
-    # imported here: the reader reads with the trace family's spec reader, which imports this module
-    from conformance.files.reader import FilesError, decode_files, read_placed
-
     try:
-        placed = read_placed(decode_files(files))  # type: ignore[arg-type]
+        placed = read_placed(decode_files(files))
     except FilesError:
         return model, rejected("BAD_REQUEST")
     stored = {

@@ -31,7 +31,7 @@ class FilesError(ValueError):
     """A ``files`` argument of the wrong shape (the protocol's ``BAD_REQUEST``)."""
 
 
-def decode_files(value: JsonValue) -> dict[str, bytes]:
+def decode_files(value: object) -> dict[str, bytes]:
     """``[{"path", "bytes"}, ...]``: relative ``/``-separated paths (no empty, ``.`` or ``..``
     part), each once, with their bytes in base64."""
     if not isinstance(value, list):

@@ -16,7 +16,3 @@ stdio subject made beneath strace, each checked against SPEC-DECISIONS D3
 The family is opt-in (``python -m conformance --stdio CMD --trace-crashes``, or ``--families
 trace``): it needs strace and takes longer than the rest of a run.
 """
-
-from conformance.trace.family import check_trace
-
-__all__ = ["check_trace"]

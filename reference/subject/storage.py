@@ -3,11 +3,10 @@ places the suite's files), ``flush``, ``close``, ``resume``, ``read`` and ``expo
 
 from __future__ import annotations
 
-import base64
-import binascii
-from collections.abc import Sequence
+from collections.abc import Mapping
 from typing import Final
 
+from conformance.files.reader import FilesError, decode_files, encode_files
 from reference.persistence.faulty import FaultyFileSystem
 from reference.persistence.filestore import FileStore
 from reference.persistence.fs import FileSystem
@@ -77,7 +76,7 @@ class StorageOps(SubjectBase):
         if not isinstance(self.persistence, FileStore):
             raise BadRequest("export needs reset with storage 'file'")
         fs, root = self.persistence.fs, self.persistence.root
-        files: list[tuple[str, str]] = []
+        files: dict[str, bytes] = {}
         pending = [""]
         while pending:
             relative = pending.pop()
@@ -86,38 +85,26 @@ class StorageOps(SubjectBase):
                 if fs.is_dir(f"{root}/{child}"):
                     pending.append(child)
                 else:
-                    files.append((child, base64.b64encode(fs.read_bytes(f"{root}/{child}")).decode("ascii")))
-        return [{"path": path, "bytes": data} for path, data in sorted(files)]
+                    files[child] = fs.read_bytes(f"{root}/{child}")
+        return encode_files(files)
 
 
-def decode_placed_files(value: object, storage: object) -> list[tuple[str, bytes]]:
-    """``reset``'s ``files`` (PROTOCOL.md, "Placing files"): absent, or with storage ``"file"`` an
-    array of ``{path, bytes}``, each path relative (``/``-separated names, none ``.`` or ``..``)
-    and given once, its bytes base64."""
+def decode_placed_files(value: object, storage: object) -> dict[str, bytes]:
+    """``reset``'s ``files`` (PROTOCOL.md, "Placing files"): absent, or with storage ``"file"`` the
+    protocol's set of files (:func:`conformance.files.reader.decode_files`)."""
     if value is ABSENT or value is None:
-        return []
-    if storage != "file" or not isinstance(value, list):
-        raise BadRequest("files need reset with storage 'file' and are an array of {path, bytes}")
-    placed: list[tuple[str, bytes]] = []
-    for entry in value:
-        path = entry.get("path") if isinstance(entry, dict) else None
-        text = entry.get("bytes") if isinstance(entry, dict) else None
-        if not isinstance(path, str) or not isinstance(text, str):
-            raise BadRequest("every file is {path: string, bytes: base64 string}")
-        if path.startswith("/") or any(part in ("", ".", "..") for part in path.split("/")):
-            raise BadRequest(f"file path {path!r} must be relative, each part a name")
-        if any(path == seen for seen, _ in placed):
-            raise BadRequest(f"file path {path!r} is given twice")
-        try:
-            placed.append((path, base64.b64decode(text, validate=True)))
-        except binascii.Error:
-            raise BadRequest(f"the bytes of {path!r} are not base64") from None
-    return placed
+        return {}
+    if storage != "file":
+        raise BadRequest("files need reset with storage 'file'")
+    try:
+        return decode_files(value)
+    except FilesError as error:
+        raise BadRequest(str(error)) from None
 
 
-def place_files(fs: FileSystem, root: str, files: Sequence[tuple[str, bytes]]) -> None:
+def place_files(fs: FileSystem, root: str, files: Mapping[str, bytes]) -> None:
     """Write ``files`` under ``root``, durably, before any store opens there."""
-    for path, data in files:
+    for path, data in files.items():
         full = f"{root}/{path}"
         parent = full.rsplit("/", 1)[0]
         fs.makedirs(parent)
