@@ -87,10 +87,6 @@ class Graph:
                     found.setdefault(code, callee)
         return tuple(found.items())
 
-    def codes_reached(self, path: str) -> tuple[str, ...]:
-        """The codes ``path`` names, then those its callees inside spec name, each once."""
-        return (*self.codes.get(path, ()), *(code for code, _ in self.codes_through(path)))
-
 
 def module_name(path: Path) -> str:
     parts = path.relative_to(ROOT).with_suffix("").parts

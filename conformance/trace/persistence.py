@@ -156,9 +156,6 @@ class Tree:
     def files(self) -> dict[str, bytes]:
         return {entry.path: entry.data for entry in self.entries if not entry.directory}
 
-    def directories(self) -> frozenset[str]:
-        return frozenset(entry.path for entry in self.entries if entry.directory)
-
 
 EMPTY_TREE: Final = Tree(())
 

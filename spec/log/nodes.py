@@ -173,8 +173,3 @@ class SurfaceNodes(Sequence[int]):
         while index < len(tree):
             tree[index] -= 1
             index += index & -index
-
-
-def as_node_list(nodes: Sequence[int]) -> Sequence[int]:
-    """``nodes`` as a sequence whose ``index`` does not scan (a fresh copy unless it is one)."""
-    return nodes if isinstance(nodes, SurfaceNodes) else SurfaceNodes(nodes)
