@@ -202,7 +202,7 @@ def model_compact(
     """``compact``: manual compaction between turns, keeping the newest indivisible unit; ``null``
     and nothing written when there is nothing to compact (notes §9.1)."""
     try:
-        scripted = decode_attempt(attempt)  # type: ignore[arg-type]
+        scripted = decode_attempt(attempt)
     except WireInputError:
         return model, rejected(BAD_REQUEST)
     if sourceCommandId is not ABSENT and not isinstance(sourceCommandId, str):
@@ -217,7 +217,7 @@ def model_compact_region(
 ) -> Transition:
     """``compact_region``: automatic compaction of the span ``start..end``, owned by the open turn."""
     try:
-        scripted = decode_attempt(attempt)  # type: ignore[arg-type]
+        scripted = decode_attempt(attempt)
     except WireInputError:
         return model, rejected(BAD_REQUEST)
     if not is_safe_integer(start) or not is_safe_integer(end):
@@ -239,7 +239,7 @@ def model_compact_if_needed(
     context-overflow compaction (notes §5.3)."""
     try:
         chosen = decode_trigger(trigger)
-        scripted = decode_attempts(attempts, 1)  # type: ignore[arg-type]
+        scripted = decode_attempts(attempts, 1)
     except WireInputError:
         return model, rejected(BAD_REQUEST)
 
@@ -259,7 +259,7 @@ def model_prune(model: ModelStore, id: object, config: object = None) -> Transit
     """``prune``: one prune pass with the suite's thresholds (``null`` or absent: the defaults)."""
 
     def body(run: EngineRun) -> JsonValue:
-        return encode_prune_result(run.run(plans.plan_prune_pass(decode_prune_config(config))))  # type: ignore[arg-type]
+        return encode_prune_result(run.run(plans.plan_prune_pass(decode_prune_config(config))))
 
     return _engine_op(model, id, body)
 
@@ -276,7 +276,7 @@ def model_overflow(
     (:func:`spec.shrink.engine.plan_overflow_recovery`) answers whether it is retried, and a retry
     counts toward ``maxOverflowRetries`` until the next reset (notes §8.2)."""
     try:
-        scripted = decode_attempt(attempt)  # type: ignore[arg-type]
+        scripted = decode_attempt(attempt)
     except WireInputError:
         return model, rejected(BAD_REQUEST)
 
@@ -491,7 +491,7 @@ def model_checkpoint(
     closed with ``DURABILITY_CHECKPOINT_FAILED`` and ``then`` never happens (seed 002)."""
     try:
         decode_moment(moment)
-        action = decode_append_request(then, "then") if then is not ABSENT else None  # type: ignore[arg-type]
+        action = decode_append_request(then, "then") if then is not ABSENT else None
     except WireInputError:
         return model, rejected(BAD_REQUEST)
 

@@ -36,7 +36,7 @@ CANCEL_DURING: Final = "during"  # the caller cancels while the summarizer runs;
 CANCEL_AFTER: Final = "after"  # the caller cancels just after the summarizer answered
 
 
-def decode_append_request(value: JsonValue, what: str) -> Append:
+def decode_append_request(value: object, what: str) -> Append:
     """``{type, data, surfaceOp?, sourceEventSeqs?}``, as the ``append`` op takes them; the rules
     judge the values when the event is appended."""
     if not isinstance(value, dict):
@@ -67,7 +67,7 @@ class Attempt:
     append: Append | None = None
 
 
-def decode_attempt(value: JsonValue) -> Attempt:
+def decode_attempt(value: object) -> Attempt:
     """An attempt object: ``compactionId`` (a non-empty string) and exactly one outcome —
     ``text`` (one text block), ``blocks`` (an array the engine filters), ``fail`` (a message),
     ``timeout`` (positive whole seconds) or ``cancel: "during"``; ``cancel: "after"`` and ``append``
@@ -116,7 +116,7 @@ def decode_attempt(value: JsonValue) -> Attempt:
     )
 
 
-def decode_attempts(value: JsonValue, needed: int) -> tuple[Attempt, ...]:
+def decode_attempts(value: object, needed: int) -> tuple[Attempt, ...]:
     """An array of at least ``needed`` attempts, one per compaction the op may run."""
     if not isinstance(value, list) or len(value) < needed:
         raise WireInputError(f"attempts must be an array of at least {needed} attempt(s)")
@@ -162,7 +162,7 @@ def decode_pruner(value: object) -> PruneConfig | None:
     take the defaults)."""
     if value is ABSENT:
         return None
-    return decode_prune_config(value)  # type: ignore[arg-type]
+    return decode_prune_config(value)
 
 
 def decode_trigger(value: object) -> Trigger:

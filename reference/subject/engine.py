@@ -238,7 +238,7 @@ class EngineOps(SubjectBase):
         a failed flush fails closed and ``then`` never happens."""
         moment = decode_moment(args.get("moment"))
         then = args.optional("then")
-        action = decode_append_request(then, "then") if then is not ABSENT else None  # type: ignore[arg-type]
+        action = decode_append_request(then, "then") if then is not ABSENT else None
         session = self.live(args.session_id())
         return self.checkpoints_class(session).guard(
             moment, lambda: None if action is None else _append(session, action)

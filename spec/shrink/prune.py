@@ -67,7 +67,7 @@ def validate_prune_config(config: PruneConfig) -> None:
         )
 
 
-def decode_prune_config(raw: JsonValue) -> PruneConfig:
+def decode_prune_config(raw: object) -> PruneConfig:
     """A configuration object: a ``null`` configuration, a missing key or a key whose value is
     ``null`` takes the default (DSH resolves each key with ``??``), an unknown key is rejected, and
     the result must pass :func:`validate_prune_config` (notes §6.1)."""
