@@ -26,16 +26,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-ROOT: Final = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a file: this tree's code first
 
 # The readings of spec/ the book shares with `dsh-session rules`.
-from conformance import spec_index  # noqa: E402 - the project root must be on the path first
-from reference.rule_catalog import CORE_CHECKS  # noqa: E402
-from spec.checks.log import CORE_RULES, RULES, SURFACE_RULE_OF_CODE  # noqa: E402
-from spec.codes import MEANING, Code  # noqa: E402
-from spec.wire import WIRE_TABLE  # noqa: E402
+from conformance import spec_index
+from reference.rule_catalog import CORE_CHECKS
+from spec.checks.log import CORE_RULES, RULES, SURFACE_RULE_OF_CODE
+from spec.codes import MEANING, Code
+from spec.wire import WIRE_TABLE
 
+ROOT: Final = Path(__file__).resolve().parent.parent
 BOOK: Final = ROOT / "docs" / "SPEC.md"
 PROTOCOL: Final = ROOT / "conformance" / "PROTOCOL.md"
 TABLE_START: Final = (
