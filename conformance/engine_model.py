@@ -58,11 +58,8 @@ from spec.shrink.spill import (
     plan_max_inline_tokens,
     plan_spill,
 )
-from spec.shrink.summary import SummarizerOutput
 from spec.wire import WireInputError
 from spec.wire_engine import (
-    CANCEL_AFTER,
-    CANCEL_DURING,
     Attempt,
     decode_append_request,
     decode_attempt,
@@ -73,11 +70,10 @@ from spec.wire_engine import (
     decode_policy,
     decode_pruner,
     decode_trigger,
-    derive_attempt_failure,
-    derive_attempt_output,
     derive_tool_result_content,
     encode_compaction_result,
     encode_prune_result,
+    run_attempt,
     with_tool_result_content,
 )
 
@@ -144,32 +140,15 @@ class EngineRun:
             self.started += 1
             return self.attempts[self.started - 1].compaction_id
         if isinstance(effect, Summarize):
-            return self.summarize(self.attempts[self.started - 1])
+            return run_attempt(self.attempts[self.started - 1], self.append, self.cancel)
         if isinstance(effect, Cancellation):
             return derive_abort_reason() if self.aborted else None
         if not self.flush():
             raise reject(Code.STORAGE_IO, "the flush met an armed storage fault")
         return None
 
-    def summarize(self, attempt: Attempt) -> SummarizerOutput:
-        """What the scripted summarizer does for ``attempt`` (``spec.wire_engine``): cancelled
-        during its run, failing, or answering — after its scripted append, if any (a refused one
-        changes nothing), and then perhaps cancelled."""
-        if attempt.cancel == CANCEL_DURING:
-            self.aborted = True
-            raise derive_abort_reason()
-        failure = derive_attempt_failure(attempt)
-        if failure is not None:
-            raise failure
-        if attempt.append is not None:
-            try:
-                self.append(attempt.append)
-            except SpecError:
-                pass  # a refused append changes nothing: the surface is as it was
-        output = derive_attempt_output(attempt)
-        if attempt.cancel == CANCEL_AFTER:
-            self.aborted = True
-        return output
+    def cancel(self) -> None:
+        self.aborted = True
 
 
 # --- the transitions --------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ rule judges (a policy, a prune configuration, a ``stateVersion``) goes to that r
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Final
 
@@ -23,7 +23,7 @@ from spec.log.session import ABSENT
 from spec.projections.catalogue import PROJECTION_CATALOGUE
 from spec.projections.durability import CHECKPOINT_MOMENTS, Moment
 from spec.projections.units import ProjectionUnit, validate_projection_unit
-from spec.shrink.bracket import CompactionResult, derive_summary_timeout
+from spec.shrink.bracket import CompactionResult, derive_abort_reason, derive_summary_timeout
 from spec.shrink.compaction import CompactionPolicy, resolve_target_policy
 from spec.shrink.engine import Append, Trigger
 from spec.shrink.prune import PruneConfig, PrunedEntry, decode_prune_config
@@ -140,6 +140,29 @@ def derive_attempt_output(attempt: Attempt) -> SummarizerOutput:
     and model ``scripted``, with no raw output."""
     blocks = attempt.blocks if attempt.blocks is not None else _frozen_list([])
     return SummarizerOutput(summary=blocks, provider=SCRIPT_PROVIDER, model=SCRIPT_MODEL)
+
+
+def run_attempt(
+    attempt: Attempt, append: Callable[[Append], object], cancel: Callable[[], None]
+) -> SummarizerOutput:
+    """What a scripted summarizer does for ``attempt``: cancelled during its run (``cancel``, then
+    the abort reason raised), failing, or answering — after its scripted ``append``, if any (a
+    refused one changes nothing: the surface is as it was), and then perhaps cancelled."""
+    if attempt.cancel == CANCEL_DURING:
+        cancel()
+        raise derive_abort_reason()
+    failure = derive_attempt_failure(attempt)
+    if failure is not None:
+        raise failure
+    if attempt.append is not None:
+        try:
+            append(attempt.append)
+        except SpecError:
+            pass
+    output = derive_attempt_output(attempt)
+    if attempt.cancel == CANCEL_AFTER:
+        cancel()
+    return output
 
 
 # --- what the suite declares ----------------------------------------------------------------------

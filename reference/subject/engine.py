@@ -20,7 +20,6 @@ from reference.shrink.compaction import (
 from reference.shrink.spill import MemorySpillStore, SpillPolicy, SpillRef
 from reference.subject.base import SubjectBase
 from reference.subject.requests import Args, BadRequest
-from spec.codes import SpecError
 from spec.log.json import JsonValue, is_safe_integer, thaw_json
 from spec.log.session import ABSENT
 from spec.shrink.compaction import CompactionPolicy
@@ -29,8 +28,6 @@ from spec.shrink.pressure import CONTEXT_WINDOW_EXCEEDED
 from spec.shrink.prune import PruneConfig, decode_prune_config
 from spec.shrink.summary import SummarizerOutput
 from spec.wire_engine import (
-    CANCEL_AFTER,
-    CANCEL_DURING,
     Attempt,
     decode_append_request,
     decode_attempt,
@@ -40,12 +37,11 @@ from spec.wire_engine import (
     decode_policy,
     decode_pruner,
     decode_trigger,
-    derive_attempt_failure,
-    derive_attempt_output,
     derive_tool_call_id,
     derive_tool_result_content,
     encode_compaction_result,
     encode_prune_result,
+    run_attempt,
     with_tool_result_content,
 )
 
@@ -82,21 +78,7 @@ class ScriptedSummarizer:
 
     def summarize(self, request: SummaryRequest, signal: AbortSignal) -> SummarizerOutput:
         attempt = self._attempts[self._started - 1]
-        if attempt.cancel == CANCEL_DURING:
-            self._caller.abort()
-            self._caller.throw_if_aborted()
-        failure = derive_attempt_failure(attempt)
-        if failure is not None:
-            raise failure
-        if attempt.append is not None:
-            try:
-                _append(self._session, attempt.append)
-            except SpecError:
-                pass  # a refused append is no surface change
-        output = derive_attempt_output(attempt)
-        if attempt.cancel == CANCEL_AFTER:
-            self._caller.abort()
-        return output
+        return run_attempt(attempt, lambda append: _append(self._session, append), self._caller.abort)
 
 
 class ProviderFailure(Exception):
