@@ -158,14 +158,18 @@ def _engine_op(
     model: ModelStore,
     session_id: object,
     body: Callable[[EngineRun], JsonValue],
-    attempts: Sequence[Attempt] = (),
+    attempts: Callable[[], Sequence[Attempt]] = tuple,
 ) -> Transition:
-    """Run ``body`` on the live session ``session_id``: the model it leaves and its answer. A
-    rule's rejection keeps every event the op appended before it; a request of the wrong shape
-    changes nothing."""
+    """Run ``body`` on the live session ``session_id`` with the summarizer's ``attempts`` (decoded
+    first): the model it leaves and its answer. A rule's rejection keeps every event the op
+    appended before it; a request of the wrong shape changes nothing."""
+    try:
+        scripted = attempts()
+    except WireInputError:
+        return model, rejected(BAD_REQUEST)
     if not isinstance(session_id, str) or session_id not in model.live:
         return model, rejected(Code.SESSION_NOT_FOUND)
-    run = EngineRun(model, session_id, attempts)
+    run = EngineRun(model, session_id, scripted)
     try:
         result = body(run)
     except (BadRequest, WireInputError):
@@ -180,29 +184,28 @@ def model_compact(
 ) -> Transition:
     """``compact``: manual compaction between turns, keeping the newest indivisible unit; ``null``
     and nothing written when there is nothing to compact (notes §9.1)."""
-    try:
-        scripted = decode_attempt(attempt)
-    except WireInputError:
-        return model, rejected(BAD_REQUEST)
     if sourceCommandId is not ABSENT and not isinstance(sourceCommandId, str):
         return model, rejected(BAD_REQUEST)
     command = sourceCommandId if isinstance(sourceCommandId, str) else None
     plan = plans.plan_manual_compaction
-    return _engine_op(model, id, lambda run: encode_compaction_result(run.run(plan(command))), (scripted,))
+    return _engine_op(
+        model,
+        id,
+        lambda run: encode_compaction_result(run.run(plan(command))),
+        lambda: (decode_attempt(attempt),),
+    )
 
 
 def model_compact_region(
     model: ModelStore, id: object, start: object = ABSENT, end: object = ABSENT, attempt: object = ABSENT
 ) -> Transition:
     """``compact_region``: automatic compaction of the span ``start..end``, owned by the open turn."""
-    try:
-        scripted = decode_attempt(attempt)
-    except WireInputError:
-        return model, rejected(BAD_REQUEST)
     if not is_safe_integer(start) or not is_safe_integer(end):
         return model, rejected(BAD_REQUEST)
     plan = plans.plan_transaction(int(start), int(end), False)
-    return _engine_op(model, id, lambda run: encode_compaction_result(run.run(plan)), (scripted,))
+    return _engine_op(
+        model, id, lambda run: encode_compaction_result(run.run(plan)), lambda: (decode_attempt(attempt),)
+    )
 
 
 def model_compact_if_needed(
@@ -218,20 +221,19 @@ def model_compact_if_needed(
     context-overflow compaction (notes §5.3)."""
     try:
         chosen = decode_trigger(trigger)
-        scripted = decode_attempts(attempts, 1)
     except WireInputError:
         return model, rejected(BAD_REQUEST)
 
     def body(run: EngineRun) -> JsonValue:
         resolved = decode_policy(policy)
         pruner = decode_pruner(prune)
-        if chosen == "pressure" and len(scripted) < resolved.compaction_retries + 1:
+        if chosen == "pressure" and len(run.attempts) < resolved.compaction_retries + 1:
             raise BadRequest("an attempt for each compaction pressure may run")
         window = decode_context_window(contextWindow)
         plan = plans.plan_compact_if_needed(chosen, resolved, pruner, window)
         return encode_compaction_result(run.run(plan))
 
-    return _engine_op(model, id, body, scripted)
+    return _engine_op(model, id, body, lambda: decode_attempts(attempts, 1))
 
 
 def model_prune(model: ModelStore, id: object, config: object = None) -> Transition:
@@ -254,10 +256,6 @@ def model_overflow(
     """``overflow``: a model request failed with ``code``; the recovery
     (:func:`spec.shrink.engine.plan_overflow_recovery`) answers whether it is retried, and a retry
     counts toward ``maxOverflowRetries`` until the next reset (notes §8.2)."""
-    try:
-        scripted = decode_attempt(attempt)
-    except WireInputError:
-        return model, rejected(BAD_REQUEST)
 
     def body(run: EngineRun) -> JsonValue:
         resolved = decode_policy(policy)
@@ -269,7 +267,7 @@ def model_overflow(
             run.keep_overflow_retries(retries + 1)
         return {"retry": verdict.retry, "retries": run.entry.overflow_retries}
 
-    return _engine_op(model, id, body, (scripted,))
+    return _engine_op(model, id, body, lambda: (decode_attempt(attempt),))
 
 
 def model_overflow_reset(model: ModelStore, id: object) -> Transition:
