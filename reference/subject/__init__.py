@@ -36,7 +36,7 @@ from reference.subject.sessions import SESSION_OPS, SessionOps
 from reference.subject.storage import STORAGE_OPS, StorageOps
 
 ENGINE_CAPABILITIES: Final = ("compaction", "prune", "spill", "overflow", "projection", "checkpoint")
-ENGINE_OPS: Final = {**COMPACTION_OPS, **PROJECTION_OPS}
+ENGINE_OPS: Final = (*COMPACTION_OPS, *PROJECTION_OPS)
 
 
 class ReferenceSubject(SessionOps, StorageOps, CrashOps, EngineOps, ProjectionOps):
@@ -54,7 +54,9 @@ class ReferenceSubject(SessionOps, StorageOps, CrashOps, EngineOps, ProjectionOp
         "import",
         *ENGINE_CAPABILITIES,
     )
-    ops: ClassVar[Mapping[str, str]] = {**SESSION_OPS, **STORAGE_OPS, **CRASH_OPS, **ENGINE_OPS}
+    ops: ClassVar[Mapping[str, str]] = {
+        op: f"op_{op}" for op in (*SESSION_OPS, *STORAGE_OPS, *CRASH_OPS, *ENGINE_OPS)
+    }
 
 
 __all__ = ["ENGINE_CAPABILITIES", "ENGINE_OPS", "ReferenceSubject"]

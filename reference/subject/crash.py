@@ -18,14 +18,8 @@ from spec.log.session import ABSENT
 
 DAMAGE_SPOTS: Final = ("middle", "start", "end")
 ERRNOS: Final = {"EIO": errno.EIO, "ENOSPC": errno.ENOSPC}
-CRASH_OPS: Final = {
-    "unsynced": "op_unsynced",
-    "crash": "op_crash",
-    "arm_crash": "op_arm_crash",
-    "fail_next": "op_fail_next",
-    "ops": "op_ops",
-    "damage": "op_damage",
-}
+# each answered by its op_<name> method
+CRASH_OPS: Final = ("unsynced", "crash", "arm_crash", "fail_next", "ops", "damage")
 
 
 class CrashOps(SubjectBase):

@@ -45,17 +45,18 @@ from spec.wire_engine import (
     with_tool_result_content,
 )
 
-COMPACTION_OPS: Final = {
-    "compact": "op_compact",
-    "compact_region": "op_compact_region",
-    "compact_if_needed": "op_compact_if_needed",
-    "prune": "op_prune",
-    "overflow": "op_overflow",
-    "overflow_reset": "op_overflow_reset",
-    "spill": "op_spill",
-    "spill_read": "op_spill_read",
-    "checkpoint": "op_checkpoint",
-}
+# each answered by its op_<name> method
+COMPACTION_OPS: Final = (
+    "compact",
+    "compact_region",
+    "compact_if_needed",
+    "prune",
+    "overflow",
+    "overflow_reset",
+    "spill",
+    "spill_read",
+    "checkpoint",
+)
 
 
 class ScriptedSummarizer:

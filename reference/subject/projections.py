@@ -12,13 +12,8 @@ from spec.codes import Code, reject
 from spec.log.json import JsonValue, thaw_json
 from spec.wire_engine import decode_catalogue_unit
 
-PROJECTION_OPS: Final = {
-    "project": "op_project",
-    "unproject": "op_unproject",
-    "state_of": "op_state_of",
-    "snapshot": "op_snapshot",
-    "state_of_stored": "op_state_of_stored",
-}
+# each answered by its op_<name> method
+PROJECTION_OPS: Final = ("project", "unproject", "state_of", "snapshot", "state_of_stored")
 
 
 class ProjectionOps(SubjectBase):

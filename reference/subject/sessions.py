@@ -14,16 +14,8 @@ from spec.protocol import PROTOCOL_VERSION
 from spec.wire import WIRE_FUNCTIONS, WireFunction, WireInputError
 
 VERSION: Final = "0.1.0"  # the reference's version, as hello names it
-SESSION_OPS: Final = {
-    "hello": "op_hello",
-    "clock": "op_clock",
-    "create": "op_create",
-    "append": "op_append",
-    "engine_append": "op_engine_append",
-    "fork": "op_fork",
-    "state": "op_state",
-    "call": "op_call",
-}
+# each answered by its op_<name> method
+SESSION_OPS: Final = ("hello", "clock", "create", "append", "engine_append", "fork", "state", "call")
 
 
 class SessionOps(SubjectBase):

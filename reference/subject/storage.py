@@ -19,14 +19,8 @@ from spec.log.json import JsonValue
 from spec.log.session import ABSENT
 from spec.projections.durability import decode_batch_policy
 
-STORAGE_OPS: Final = {
-    "reset": "op_reset",
-    "flush": "op_flush",
-    "close": "op_close",
-    "resume": "op_resume",
-    "read": "op_read",
-    "export": "op_export",
-}
+# each answered by its op_<name> method
+STORAGE_OPS: Final = ("reset", "flush", "close", "resume", "read", "export")
 
 
 class StorageOps(SubjectBase):
