@@ -22,31 +22,13 @@ from spec.log.json import JsonObject, JsonValue, is_safe_integer
 from spec.protocol import FIRST_PROTOCOL_VERSION
 from spec.wire import WIRE_FUNCTIONS, WireInputError
 
+# The session ids a request must name (a string), read off the modelled ops' parameters; create's
+# ``id`` and fork's ``child`` may be null.
 SESSION_ARGUMENTS: Final = {
-    "append": ("id",),
-    "engine_append": ("id",),
-    "state": ("id",),
-    "flush": ("id",),
-    "close": ("id",),
-    "resume": ("id",),
-    "read": ("id",),
-    "fork": ("source",),
-    **dict.fromkeys(
-        (
-            "compact",
-            "compact_region",
-            "compact_if_needed",
-            "prune",
-            "overflow",
-            "overflow_reset",
-            "spill",
-            "state_of",
-            "snapshot",
-            "state_of_stored",
-            "checkpoint",
-        ),
-        ("id",),
-    ),
+    op: names
+    for op, transition in modelled_ops().items()
+    if op != "create"
+    and (names := tuple(n for n in ("id", "source") if n in inspect.signature(transition).parameters))
 }
 OPTIONAL_SESSION_ARGUMENTS: Final = {"create": ("id",), "fork": ("child",)}
 
