@@ -319,11 +319,8 @@ def model_spill(
         assert isinstance(frozen, FrozenList)
         limit = plan_max_inline_tokens(maxInlineTokens, True)
         decision = run_plan(plan_spill(tool, frozen, limit, nested), save)
-        content = thaw_json(decision.content)
-        assert isinstance(content, list)
-        event = run.append(
-            Append(TOOL_RESULT, with_tool_result_content(payload, content), "append", sourceEventSeqs)
-        )
+        content = with_tool_result_content(payload, thaw_json(decision.content))
+        event = run.append(Append(TOOL_RESULT, content, "append", sourceEventSeqs))
         saved = decision.saved
         if saved is None:
             return {"event": event, "spilled": None}

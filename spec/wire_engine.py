@@ -239,8 +239,10 @@ def derive_tool_result_content(data: object) -> list[JsonValue]:
     return inner
 
 
-def with_tool_result_content(data: JsonObject, inner: Sequence[JsonValue]) -> JsonObject:
-    """``data`` with the inner content of its tool-result block replaced (everything else kept)."""
+def with_tool_result_content(data: JsonObject, inner: JsonValue) -> JsonObject:
+    """``data`` with the inner content of its tool-result block replaced by the array ``inner``
+    (everything else kept)."""
+    assert isinstance(inner, list)
     message = data["message"]
     assert isinstance(message, dict)
     content = message["content"]

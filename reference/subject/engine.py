@@ -198,7 +198,7 @@ class EngineOps(SubjectBase):
         outcome = policy.apply(session.id, tool, derive_tool_call_id(data), inner, nested)
         event = session.append(
             "tool/result",
-            with_tool_result_content(data, thaw_json(outcome.content)),  # type: ignore[arg-type]
+            with_tool_result_content(data, thaw_json(outcome.content)),
             "append",
             args.optional("sourceEventSeqs"),
         )
