@@ -15,7 +15,7 @@
 # (CONFORMANCE_REQUIRE_DSH=1 makes that exit 3 instead). The exhaustive family runs at depth 4
 # whatever the profile (--exhaustive-depth 4; each certificate states it): the expectation files
 # were written from depth-4 runs, and depth 5 costs DSH's seam run about 250 CPU s and meets one
-# more deviation (docs/choices.md, "The exhaustive search's depth").
+# more deviation (docs/choices.md, "The suite on every core, and the exhaustive family at depth 5").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
