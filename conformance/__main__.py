@@ -7,7 +7,8 @@ The run asks the subject who it is (hello), runs every family the options select
 per family (passed, failed, error, unsupported, not run) and the certificate's summary: every rule
 of the spec, certified or not (PROTOCOL.md, "Certificate"), and writes a JUnit XML report. With
 --certificate DIR (or next to --json) the certificate is also written as JSON and Markdown.
---list lists the cases; --case GLOB runs only the cases whose key matches. --jobs N runs the
+--list lists the cases; --case GLOB runs only the cases whose key matches. --exhaustive-depth N
+runs the exhaustive family at N ops instead of the profile's depth (the certificate states it). --jobs N runs the
 families, and the parts of the long ones, on N worker processes with a subject each: the same
 cases, outcomes, order and certificate as one process. A failing machine or
 exhaustive case shows its steps shrunk and a command that replays them: --replay TOKEN runs only
@@ -44,7 +45,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from conformance.crash import SUBJECT_ARGUMENT
-from conformance.exhaustive import replay_letters
+from conformance.exhaustive import exhaustive_depth, replay_letters
 from conformance.expectations import (
     ExpectationError,
     ExpectationFile,
@@ -182,6 +183,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--jobs 1 (default: 1)",
     )
     parser.add_argument(
+        "--exhaustive-depth",
+        type=int,
+        metavar="N",
+        help="the exhaustive family's sequence length, instead of the profile's (ci and thorough: 5); "
+        "the certificate states the depth its search ran at",
+    )
+    parser.add_argument(
         "--trace-crashes",
         action="store_true",
         help="also run the trace family: every crash state the subject's system calls allow "
@@ -203,6 +211,8 @@ def check_usage(args: argparse.Namespace) -> None:
             raise UsageError(f"unknown families {', '.join(unknown)}; choose from: {', '.join(known)}")
     if args.jobs < 1:
         raise UsageError(f"--jobs {args.jobs}: at least 1 worker")
+    if args.exhaustive_depth is not None and args.exhaustive_depth < 1:
+        raise UsageError(f"--exhaustive-depth {args.exhaustive_depth}: at least 1 op")
     if args.certificate is not None and not args.certificate.is_dir():
         raise UsageError(f"--certificate {args.certificate}: no such folder")
     for flag, path in (("--junit", args.junit), ("--json", args.json)):
@@ -307,6 +317,7 @@ def build_options(args: argparse.Namespace) -> Options:
         extra=extra,
         deadline=deadline,
         cases=tuple(args.case) if args.case else None,
+        exhaustive_depth=args.exhaustive_depth,
     )
 
 
@@ -360,6 +371,9 @@ def report(
     records = [case_record(result) for result in results]
     verdict = judge(expectations, records) if args.expect is not None and expectations is not None else None
     certificate = build_certificate(results, every_rule(args.vectors), hello_json, args.profile, FAMILY_RULES)
+    if "exhaustive" in certificate.families:
+        depth = exhaustive_depth(Options(profile=args.profile, exhaustive_depth=args.exhaustive_depth))
+        certificate = replace(certificate, exhaustive_depth=depth)
     if verdict is not None:
         certificate = replace(certificate, deviations=verdict.deviations)
     print(format_certificate(certificate))

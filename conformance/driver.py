@@ -107,6 +107,7 @@ class Driver:
     model: ModelStore = field(default_factory=ModelStore)
     requests: int = 0
     target: Target = DEFAULT_TARGET
+    pending: list[tuple[str, dict[str, Any], ModelStore, Expected]] = field(default_factory=list)
 
     def raw(self, op: str, **args: Any) -> Any:
         """A request the model does not predict (the caller checks the answer). Past the run's
@@ -118,8 +119,40 @@ class Driver:
     def step(self, op: str, **args: Any) -> Any:
         """Send ``op`` to the subject and to the model; the answers must agree."""
         args = as_sent(args)
-        model, expected = self.predict(op, args)
+        model, expected = self.predict(self.model, op, args)
         answer = self.raw(op, **args)
+        self._agree(op, args, expected, answer)
+        self.model = model
+        return answer
+
+    @property
+    def ahead(self) -> ModelStore:
+        """The model after every queued request (:meth:`queue`), as if each were answered as expected."""
+        return self.pending[-1][2] if self.pending else self.model
+
+    def queue(self, op: str, **args: Any) -> None:
+        """Plan ``op`` for the next :meth:`settle`, predicted from the model after the requests
+        queued before it (:attr:`ahead`)."""
+        args = as_sent(args)
+        model, expected = self.predict(self.ahead, op, args)
+        self.pending.append((op, args, model, expected))
+
+    def settle(self) -> None:
+        """Send every queued request without waiting for each answer (``Subject.pipeline``), then
+        check every answer in order as :meth:`step` does: the first that disagrees raises
+        :class:`Unsupported` or :class:`Mismatch`, the model left after the last that agreed (the
+        requests after it were sent too, so the caller must not trust the subject's state)."""
+        pending, self.pending = self.pending, []
+        if not pending:
+            return
+        check_deadline()
+        self.requests += len(pending)
+        answers = self.subject.pipeline([(op, args) for op, args, _, _ in pending])
+        for (op, args, model, expected), answer in zip(pending, answers, strict=True):
+            self._agree(op, args, expected, answer)
+            self.model = model
+
+    def _agree(self, op: str, args: dict[str, Any], expected: Expected, answer: Response) -> None:
         if not answer.ok and answer.error_code == "UNSUPPORTED_OP":
             raise Unsupported(op)
         problem = find_mismatch(expected, answer, op, self.target)
@@ -127,12 +160,10 @@ class Driver:
             raise Mismatch(
                 f"{describe_request(op, args)}\n  {problem}", derive_signature(op, expected, answer, problem)
             )
-        self.model = model
-        return answer
 
-    def predict(self, op: str, args: dict[str, Any]) -> tuple[ModelStore, Expected]:
-        """The model after ``op`` and the answer it expects (a subclass may remember them)."""
-        return model_request(self.model, op, **args)
+    def predict(self, model: ModelStore, op: str, args: dict[str, Any]) -> tuple[ModelStore, Expected]:
+        """The model after ``op`` from ``model`` and the answer it expects (a subclass may remember them)."""
+        return model_request(model, op, **args)
 
     def check_state(self, session_id: str) -> None:
         """The subject's view of ``session_id`` equals the model's (or both say it is not live)."""

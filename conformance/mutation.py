@@ -153,7 +153,10 @@ def score_all(
     each run in a forked process of its own, ``jobs`` at a time. A run whose process dies counts
     as one failing case (``process``), for a broken subject; for the baseline it is an error."""
     options = Options(
-        profile=options.profile, families=options.families, extra={**options.extra, FAIL_FAST: "1"}
+        profile=options.profile,
+        families=options.families,
+        extra={**options.extra, FAIL_FAST: "1"},
+        exhaustive_depth=options.exhaustive_depth,
     )
     known_runs: list[list[tuple[str, str]] | None] = []
 
@@ -240,6 +243,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--baseline", required=True, metavar="MODULE:FACTORY")
     parser.add_argument("--families", nargs="+", metavar="FAMILY", help="run only these (default: all)")
     parser.add_argument("--profile", choices=PROFILES, default="ci")
+    parser.add_argument(
+        "--exhaustive-depth",
+        type=int,
+        metavar="N",
+        help="the exhaustive family's depth (default: the profile's)",
+    )
     parser.add_argument("--jobs", type=int, default=1, metavar="N", help="subjects run at once (default 1)")
     parser.add_argument("--markdown", type=Path, metavar="PATH", help="also write the table as markdown")
     parser.add_argument("--path", action="append", default=[], metavar="DIR", help="prepend to sys.path")
@@ -256,7 +265,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ImportError, AttributeError, ValueError, TypeError) as error:
         print(f"python -m conformance.mutation: {error}", file=sys.stderr)
         return 2
-    options = Options(profile=args.profile, families=frozenset(args.families) if args.families else None)
+    options = Options(
+        profile=args.profile,
+        families=frozenset(args.families) if args.families else None,
+        exhaustive_depth=args.exhaustive_depth,
+    )
     known, scores = score_all(
         factories,
         baseline,

@@ -95,6 +95,7 @@ class Options:
     target: Target | None = None
     deadline: float | None = None  # time.monotonic() after which nothing more is started
     cases: tuple[str, ...] | None = None  # --case: globs over case keys (None: every case)
+    exhaustive_depth: int | None = None  # --exhaustive-depth (None: the profile's, exhaustive.DEPTHS)
 
 
 @dataclass(frozen=True)
@@ -300,6 +301,7 @@ class Certificate:
     rules: Mapping[str, tuple[RuleStatus, tuple[CaseResult, ...]]]
     cut: tuple[str, ...] = ()
     deviations: tuple[Deviation, ...] = ()  # with an expectation file: its deviations the run met
+    exhaustive_depth: int | None = None  # the exhaustive search's depth, when that family ran
 
     @property
     def claimed(self) -> str:
@@ -343,8 +345,13 @@ def format_certificate(certificate: Certificate) -> str:
     """The certificate's summary for the terminal: the counts per status out of every rule, the
     rules that are not certified and not merely not run, and what the deadline cut."""
     subject = certificate.subject
+    depth = (
+        f", exhaustive depth {certificate.exhaustive_depth}"
+        if certificate.exhaustive_depth is not None
+        else ""
+    )
     lines = [
-        f"certificate for {certificate.claimed}, {subject.get('target', 'format 4')}, profile {certificate.profile}"
+        f"certificate for {certificate.claimed}, {subject.get('target', 'format 4')}, profile {certificate.profile}{depth}"
     ]
     total = len(certificate.rules)
     lines.append(f"  certified rules: {certificate.count('certified')} of {total} (every rule of the spec)")
@@ -366,6 +373,7 @@ def certificate_json(certificate: Certificate) -> str:
     document = {
         "subject": dict(certificate.subject),
         "profile": certificate.profile,
+        "exhaustiveDepth": certificate.exhaustive_depth,
         "families": list(certificate.families),
         "cut": list(certificate.cut),
         "counts": {status: certificate.count(status) for status in RULE_STATUSES},

@@ -1,6 +1,8 @@
 """The two ways into an implementation under test (conformance/PROTOCOL.md; SPEC-DECISIONS D10).
 
-Both transports expose one method, ``request(op, **args) -> Response``:
+Both transports expose ``request(op, **args) -> Response`` and ``pipeline(requests) -> [Response]``,
+which sends a run of requests without waiting for each answer, then reads every answer in order
+(over stdio the lines go out in one write; in process they simply run in order):
 
 - :class:`InProcessSubject` wraps a Python object with ``handle(request: dict) -> dict``. Requests
   and responses still travel as JSON text, so the subject shares nothing with the suite and sees
@@ -29,7 +31,7 @@ import signal
 import subprocess
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import IO, Any, Final, Protocol
 
@@ -64,6 +66,8 @@ class Subject(Protocol):
     """What the suite drives."""
 
     def request(self, op: str, **args: JsonValue) -> Response: ...
+
+    def pipeline(self, requests: Sequence[tuple[str, dict[str, JsonValue]]]) -> list[Response]: ...
 
     def close(self) -> None: ...
 
@@ -137,6 +141,10 @@ class InProcessSubject:
         request = decode_json_text(encode_request(self._rid, op, args))
         text = self._call(op, request) if self.timeout is not None else self._handle(request)
         return decode_response(text, self._rid)
+
+    def pipeline(self, requests: Sequence[tuple[str, dict[str, JsonValue]]]) -> list[Response]:
+        """Every request in order, each bounded by the timeout (nothing to gain from not waiting)."""
+        return [self.request(op, **args) for op, args in requests]
 
     @property
     def dead(self) -> str | None:
@@ -229,24 +237,34 @@ class StdioSubject:
     def request(self, op: str, **args: JsonValue) -> Response:
         if self._dead is not None:
             raise SubjectDead(self._dead)
+        return self.pipeline([(op, args)])[0]
+
+    def pipeline(self, requests: Sequence[tuple[str, dict[str, JsonValue]]]) -> list[Response]:
+        """The requests' lines in one write, then their answers in order (each within the
+        timeout of the one before): a run of requests costs one round trip, not one each."""
+        if self._dead is not None:
+            raise SubjectDead(self._dead)
+        if not requests:
+            return []
         process = self._running()
-        self._rid += 1
-        line = encode_request(self._rid, op, args) + "\n"
+        first = self._rid + 1
+        lines = "".join(encode_request(first + n, op, args) + "\n" for n, (op, args) in enumerate(requests))
+        self._rid += len(requests)
         try:
             assert process.stdin is not None
-            process.stdin.write(line)
+            process.stdin.write(lines)
             process.stdin.flush()
         except OSError as error:
-            raise self._died(f"could not send {op!r}: {error}") from None
-        return self._answer(op)
+            raise self._died(f"could not send {requests[0][0]!r}: {error}") from None
+        return [self._answer(op, first + n) for n, (op, _) in enumerate(requests)]
 
     @property
     def dead(self) -> str | None:
         """Why the subject is dead (it stopped answering), or ``None`` while it answers."""
         return self._dead
 
-    def _answer(self, op: str) -> Response:
-        """The next line that answers this request's rid, skipping stray output and late answers."""
+    def _answer(self, op: str, expected: int) -> Response:
+        """The next line that answers rid ``expected``, skipping stray output and late answers."""
         while True:
             try:
                 text = self._lines.get(timeout=self.timeout)
@@ -265,10 +283,10 @@ class StdioSubject:
                 self._stray(text)
                 continue
             rid = value.get("rid")
-            if isinstance(rid, int) and not isinstance(rid, bool) and rid < self._rid:
+            if isinstance(rid, int) and not isinstance(rid, bool) and rid < expected:
                 continue  # the answer to an earlier request that had already failed
-            if rid != self._rid:
-                raise SubjectError(f"response rid {rid!r} does not answer request rid {self._rid}")
+            if rid != expected:
+                raise SubjectError(f"response rid {rid!r} does not answer request rid {expected}")
             return _response_of(value, text)
 
     def _stray(self, text: str) -> None:

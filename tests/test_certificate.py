@@ -47,6 +47,23 @@ def test_a_subject_that_implements_nothing_is_certified_for_nothing(tmp_path: Pa
     assert set(outcomes.values()) <= {"unsupported", "not run"}
 
 
+def test_the_certificate_states_the_depth_its_exhaustive_search_ran_at(tmp_path: Path) -> None:
+    """--exhaustive-depth N replaces the profile's depth, and the certificate says which it was
+    (a certificate proves exactly what it says); a run without that family states none."""
+    for depth, families in ((3, ("exhaustive",)), (None, ("session",))):
+        folder = tmp_path / str(depth)
+        folder.mkdir()
+        flags = ("--exhaustive-depth", str(depth)) if depth is not None else ()
+        argv = ["--subject", REFERENCE, "--families", *families, *flags, "--certificate", str(folder)]
+        assert main([*argv, "--junit", str(folder / "j.xml"), "--json", str(folder / "run.json")]) == EXIT_OK
+        assert certificate_of(folder)["exhaustiveDepth"] == depth
+        summary = (folder / "certificate.md").read_text(encoding="utf-8")
+        assert ("exhaustive depth 3" in summary) == (depth == 3)
+    cases = json.loads((tmp_path / "3" / "run.json").read_text(encoding="utf-8"))["cases"]
+    assert cases[0]["name"].startswith("every sequence of up to 3 ops")
+    assert main(["--subject", REFERENCE, "--families", "exhaustive", "--exhaustive-depth", "0"]) == 2
+
+
 def test_a_subject_that_supports_a_third_of_the_ops_passes_no_stateful_family() -> None:
     subject = InProcessSubject(ThirdSubject())
     said = hello(subject)

@@ -38,3 +38,4 @@ def test_dsh_0_1_0_rc_8_ends_every_case_as_its_expectation_files_say(tmp_path: P
     verdicts = [line for line in run.stdout.splitlines() if line.startswith("expectations")]
     assert run.returncode == 0, "\n".join(verdicts) + "\n" + run.stdout[-6000:] + run.stderr[-2000:]
     assert len(verdicts) >= 4 and verdicts.count("expectations: met") == 2, verdicts
+    assert run.stdout.count(", profile ci, exhaustive depth 4\n") == 2  # pinned, and each certificate says so

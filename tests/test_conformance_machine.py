@@ -80,7 +80,12 @@ BROKEN: Final = "--subject broken_subjects:ReplaceGenerationNotIncremented"
 def broken_cases() -> dict[str, list[CaseResult]]:
     """The machine's and the exhaustive checker's cases on one broken subject (core only), each
     family run once for the tests below."""
-    options = Options(profile="ci", capabilities=frozenset({"core"}), extra={SUBJECT_ARGUMENT: BROKEN})
+    options = Options(
+        profile="ci",
+        capabilities=frozenset({"core"}),
+        extra={SUBJECT_ARGUMENT: BROKEN},
+        exhaustive_depth=4,  # what is reported of a disagreement, not how deep the search goes
+    )
     return {
         family: check(InProcessSubject(ReplaceGenerationNotIncremented()), options)
         for family, check in (("machine", check_machine), ("exhaustive", check_exhaustive))

@@ -9,7 +9,7 @@ import pytest
 
 from conformance import builders as build
 from conformance import crash_rules as rules
-from conformance.driver import Driver
+from conformance.driver import Driver, Mismatch
 from conformance.engine_model import model_request
 from conformance.exhaustive import run_exhaustive
 from conformance.model import ModelStore, canonical_text, derive_model_key, model_crash
@@ -153,3 +153,40 @@ def test_the_exhaustive_checker_counts_distinct_states_and_passes_the_reference(
     assert outcome.failure is None
     assert outcome.transitions > len(outcome.alphabet)  # the root's letters, then the new states' letters
     assert 1 < outcome.states <= 1 + outcome.transitions
+
+
+class AnswersAfterResets:
+    """The reference, but from its ``after``-th reset on it answers every ``op`` request with
+    ``code``: a subject whose answers change once the search replays a path."""
+
+    def __init__(self, op: str, after: int, code: str = "INTERNAL") -> None:
+        self.reference = ReferenceSubject()
+        self.op, self.after, self.code, self.resets = op, after, code, 0
+
+    def handle(self, request: dict[str, Any]) -> dict[str, Any]:
+        self.resets += request.get("op") == "reset"
+        if request.get("op") == self.op and self.resets >= self.after:
+            return {"rid": request["rid"], "ok": False, "error": {"code": self.code, "message": "changed"}}
+        answer: dict[str, Any] = self.reference.handle(request)
+        return answer
+
+
+def test_settle_checks_every_pipelined_answer_in_order_and_keeps_the_model_of_the_last_that_agreed() -> None:
+    driver = Driver(InProcessSubject(AnswersAfterResets("clock", after=0)))
+    driver.queue("create", id="s")
+    agreed = driver.ahead
+    driver.queue("clock", now=5)
+    driver.queue("create", id="t")
+    with pytest.raises(Mismatch, match="clock") as raised:
+        driver.settle()
+    assert raised.value.signature == "clock: expected ok, got INTERNAL"
+    assert driver.model is agreed and not driver.pending and driver.requests == 3
+
+
+def test_a_subject_whose_answers_change_when_a_path_is_replayed_fails_the_exhaustive_search() -> None:
+    """The clock is set only when the search replays a path from a reset, whose requests go out
+    pipelined: an answer that changes there must still fail the search, named with its sequence."""
+    subject = InProcessSubject(AnswersAfterResets("clock", after=5))
+    outcome = run_exhaustive(subject, ("core",), 2)
+    assert outcome.failure is not None and outcome.failure.startswith("after [")
+    assert 'clock {"now":1000}' in outcome.failure and "got error INTERNAL" in outcome.failure

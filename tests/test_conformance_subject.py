@@ -123,6 +123,26 @@ def test_an_answer_to_an_earlier_request_is_skipped() -> None:
     subject.close()
 
 
+def test_a_pipeline_sends_every_request_before_it_reads_an_answer_then_reads_them_in_order() -> None:
+    """The subject answers only once it holds all three lines: waiting for each answer before
+    sending the next request would time out."""
+    code = (
+        "import sys, json\n"
+        "lines = [json.loads(sys.stdin.readline()) for _ in range(3)]\n"
+        "for request in lines:\n"
+        "    print(json.dumps({'rid': request['rid'], 'ok': True, 'result': request['op']}), flush=True)\n"
+        "for line in sys.stdin:\n"
+        "    print(json.dumps({'rid': json.loads(line)['rid'], 'ok': True, 'result': 'one'}), flush=True)\n"
+    )
+    subject = StdioSubject(f"{sys.executable} -c {shlex.quote(code)}", timeout=5)
+    try:
+        answers = subject.pipeline([("a", {}), ("b", {"x": 1}), ("c", {})])
+        assert [answer.result for answer in answers] == ["a", "b", "c"]
+        assert subject.request("d").result == "one"  # the request ids go on after the pipeline's
+    finally:
+        subject.close()
+
+
 def test_a_command_that_cannot_start_is_reported() -> None:
     with pytest.raises(SubjectError, match="could not start"):
         StdioSubject("/no/such/program").request("hello")

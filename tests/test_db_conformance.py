@@ -52,7 +52,10 @@ def postgres_env(postgres_cluster: Any, monkeypatch: pytest.MonkeyPatch) -> str:
 
 
 def run_in_process(subject: Any) -> list[CaseResult]:
-    return run_suite(InProcessSubject(subject), Options())
+    """Every family at the ci profile, but the exhaustive search at depth 4: depth 5 on the
+    reference's own store is tests/test_mutation_score.py's, and here it would cost each database
+    about eight times as much to drive the same store code over another backend."""
+    return run_suite(InProcessSubject(subject), Options(exhaustive_depth=4))
 
 
 def run_over_stdio(backend: str) -> list[CaseResult]:
