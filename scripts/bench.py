@@ -788,6 +788,9 @@ def main(argv: list[str] | None = None) -> int:
         help="instead of the table: the reference beside DSH itself on logs DSH wrote "
         "(scripts/bench_peer.py; needs bash scripts/install-dsh.sh)",
     )
+    parser.add_argument(
+        "--appends", type=int, default=10_000, help="with --peer: events in the append row (flush every 100)"
+    )
     parser.add_argument("--top", type=int, default=25, help="functions listed by --profile")
     parser.add_argument("--worker", nargs=4, metavar=("NAME", "ROOT", "PATH", "RUNS"), help=argparse.SUPPRESS)
     parser.add_argument(
@@ -810,7 +813,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.peer:
         from scripts.bench_peer import peer_main
 
-        return peer_main(sizes, args.runs, args.logs, args.json)
+        return peer_main(sizes, args.runs, args.logs, args.json, args.appends)
     workers = args.only.split(",")
     logs = args.logs or Path(tempfile.mkdtemp(prefix="bench-logs-"))
     logs.mkdir(parents=True, exist_ok=True)

@@ -284,7 +284,7 @@ def whole_process(command: list[str]) -> dict[str, float]:
     return {"cpu": cpu, "wall": wall}
 
 
-def measure_peer(logs: Path, events: int, runs: int) -> dict[str, Any]:
+def measure_peer(logs: Path, events: int, runs: int, appends: int = APPENDS) -> dict[str, Any]:
     dsh_root, migrated, written = peer_logs(logs, events)
     v0, v4 = log_file(dsh_root, "session.jsonl.zstd"), log_file(migrated, "session.v4.jsonl.zstd")
     scratch = Scratch(logs)
@@ -323,7 +323,7 @@ def measure_peer(logs: Path, events: int, runs: int) -> dict[str, Any]:
                     mine.setdefault("append", []).append(
                         json_child(
                             python_worker(
-                                "append", str(scratch.copy(migrated)), str(APPENDS), str(APPEND_EVERY)
+                                "append", str(scratch.copy(migrated)), str(appends), str(APPEND_EVERY)
                             )
                         )
                     )
@@ -355,7 +355,7 @@ def measure_peer(logs: Path, events: int, runs: int) -> dict[str, Any]:
                             node(
                                 "append",
                                 str(scratch.copy(migrated)),
-                                str(APPENDS),
+                                str(appends),
                                 str(APPEND_EVERY),
                                 gc_exposed=True,
                             )
@@ -400,7 +400,7 @@ def ratio(mine: float, theirs: float) -> str:
 
 def peer_report(results: list[dict[str, Any]]) -> str:
     """The table: per row and size, the reference's and DSH's CPU, their ratio, and the floor."""
-    rows = (
+    rows: tuple[tuple[str, str, str | None, str], ...] = (
         ("resume, DSH's v0 file (first sight)", "first", "floor_orjson_v0", "decompress + orjson.loads, v0"),
         (
             "resume again (own v4 file, new process)",
@@ -416,12 +416,12 @@ def peer_report(results: list[dict[str, Any]]) -> str:
             "python -c decompress + json.loads",
         ),
         ("start-up alone", "startup", None, "-"),
-        ("append 10k, flush every 100", "append", "floor_sqlite", "SQLite WAL FULL, commit/100"),
+        ("append, flush every 100", "append", "floor_sqlite", "SQLite WAL FULL, commit/100"),
     )
     if not HAS_ORJSON:
         rows = tuple(
-            (a, b, f.replace("orjson", "json") if f else f, t.replace("orjson", "json"))
-            for a, b, f, t in rows
+            (label, key, floor.replace("orjson", "json") if floor else floor, text.replace("orjson", "json"))
+            for label, key, floor, text in rows
         )
     head = f"| {'operation':<41} | {'N':>7} | {'reference':>10} | {'DSH':>10} | {'ref/DSH':>7} | {'floor':>10} | {'ref/floor':>9} | floor"
     lines = [head, "|" + "|".join("-" * (len(cell) + 0) for cell in head.split("|")[1:-1]) + "|---"]
@@ -462,7 +462,9 @@ def peer_report(results: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def peer_main(sizes: list[int], runs: int, logs_dir: Path | None, json_out: Path | None) -> int:
+def peer_main(
+    sizes: list[int], runs: int, logs_dir: Path | None, json_out: Path | None, appends: int = APPENDS
+) -> int:
     why = missing_peer()
     if why is not None:
         print(f"bench --peer dsh: not run: {why}", file=sys.stderr)
@@ -474,7 +476,7 @@ def peer_main(sizes: list[int], runs: int, logs_dir: Path | None, json_out: Path
     try:
         results = []
         for size in sizes:
-            results.append(measure_peer(logs, size, runs))
+            results.append(measure_peer(logs, size, runs, appends))
             print(f"  {size}: done", file=sys.stderr, flush=True)
     finally:
         if logs_dir is None:
