@@ -811,7 +811,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     sizes = [int(size) for size in args.sizes.split(",")]
     if args.peer:
-        from scripts.bench_peer import peer_main
+        from scripts.bench_peer import peer_main, peer_profile
+
+        if args.profile:
+            return peer_profile(sizes, args.profile, args.logs, args.top)
 
         return peer_main(sizes, args.runs, args.logs, args.json, args.appends)
     workers = args.only.split(",")

@@ -64,7 +64,9 @@ from scripts.bench import (
     floor_orjson,
     format_seconds,
     git_commit,
+    memory_census,
     plaintext_of,
+    profile_report,
     run_child,
 )
 
@@ -504,8 +506,68 @@ def peer_main(
     return 0
 
 
+PEER_PROFILES = ("resume", "memory")
+
+
+def worker_profile(name: str, root: Path, top: int) -> str:
+    """``--peer dsh --profile resume``: one resume of ``root`` under cProfile (set-up outside it);
+    ``--profile memory``: what the resumed session's objects are (scripts/bench.py's census)."""
+    if name == "memory":
+        return memory_census(root, log_file(root, "session.v4.jsonl.zstd"))
+    import cProfile
+
+    from reference.persistence.filestore import FileStore
+    from reference.store import SessionStore
+
+    store = SessionStore(FileStore(str(root)))
+    profile = cProfile.Profile()
+    gc.collect()
+    started = time.process_time()
+    profile.enable()
+    store.resume(SESSION_ID)
+    profile.disable()
+    return profile_report(profile, time.process_time() - started, top)
+
+
+def peer_profile(sizes: list[int], name: str, logs_dir: Path | None, top: int) -> int:
+    """Where the reference's time (or memory) goes on DSH's logs: the first resume of DSH's v0
+    file and a resume of the reference's own v4 file, each in a fresh process."""
+    why = missing_peer()
+    if why is not None:
+        print(f"bench --peer dsh: not run: {why}", file=sys.stderr)
+        return 3
+    if name not in PEER_PROFILES:
+        print(f"bench --peer dsh --profile: choose from {', '.join(PEER_PROFILES)}", file=sys.stderr)
+        return 2
+    logs = logs_dir or Path(tempfile.mkdtemp(prefix="bench-peer-"))
+    logs.mkdir(parents=True, exist_ok=True)
+    scratch = Scratch(logs)
+    try:
+        for size in sizes:
+            dsh_root, migrated, written = peer_logs(logs, size)
+            cases = (
+                [("own v4 file", migrated)]
+                if name == "memory"
+                else [("DSH's v0 file, first sight", dsh_root), ("own v4 file", migrated)]
+            )
+            for label, folder in cases:
+                print(f"--- {name} at {written['events']} events, {label} (commit {git_commit()})")
+                output, _, _, _ = run_child(
+                    python_worker("profile", name, str(scratch.copy(folder)), str(top))
+                )
+                print(output.rstrip())
+    finally:
+        scratch.remove()
+        if logs_dir is None:
+            shutil.rmtree(logs, ignore_errors=True)
+    return 0
+
+
 def main(argv: list[str]) -> int:
     name, *rest = argv
+    if name == "profile":
+        print(worker_profile(rest[0], Path(rest[1]), int(rest[2])))
+        return 0
     if name == "resume":
         out = worker_resume(Path(rest[0]), int(rest[1]))
     elif name == "memory":
