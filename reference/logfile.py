@@ -39,6 +39,7 @@ from typing import BinaryIO, Final, TypeVar
 
 import zstandard
 
+from reference.exits import LOG_FILE_SUFFIXES
 from reference.persistence.filestore import LoadedLog, inflate_zstd, load_framed_log
 from spec.format.chunk_rows import CHUNK_ROW_TAGS, decode_storage_record
 from spec.format.framing import (
@@ -60,9 +61,6 @@ from spec.log.header import LEGACY_FORMAT_VERSION
 from spec.log.json import JsonValue
 
 T = TypeVar("T")
-
-# Names a directory search takes for logs: v4 and v0 names, and what `zstd` makes of them.
-LOG_FILE_SUFFIXES: Final = (".jsonl", ".jsonl.zstd", ".jsonl.zst")
 
 
 class InputCode(StrEnum):

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from reference.persistence import fastjson, filestore
-from reference.persistence.filestore import FileStore, load_clean_v4_log, load_log
+from reference.persistence.filestore import FileStore, load_clean_log, load_log
 from reference.store import SessionStore
 from spec.format.json_text import decode_json_text, encode_json_text
 from spec.log.json import FrozenDict, FrozenList, freeze_parsed_json
@@ -141,9 +141,9 @@ def test_a_clean_log_loads_the_same_by_the_fast_path_and_by_the_spec_path(
     path = FileStore(str(tmp_path), compressed=compressed).locate("s")
     assert path is not None
     data = Path(path).read_bytes()
-    fast = load_clean_v4_log("s", data, compressed)
+    fast = load_clean_log("s", data, compressed)
     assert fast is not None
-    monkeypatch.setattr(filestore, "load_clean_v4_log", lambda *_: None)
+    monkeypatch.setattr(filestore, "load_clean_log", lambda *_: None)
     slow = load_log("s", data, compressed)
     assert same_json(list(fast.events), list(slow.events)) and same_json(fast.header, slow.header)
     assert (fast.format_version, fast.recovered, fast.truncate_to) == (
@@ -161,6 +161,75 @@ def test_a_torn_log_is_left_to_the_spec_path(tmp_path: Any) -> None:
     path = FileStore(str(tmp_path), compressed=False).locate("s")
     assert path is not None
     data = Path(path).read_bytes()
-    assert load_clean_v4_log("s", data + b'{"type":"x"', False) is None
-    assert load_clean_v4_log("s", data + b"\xff\n", False) is None
-    assert load_clean_v4_log("s", data, False) is not None
+    assert load_clean_log("s", data + b'{"type":"x"', False) is None
+    assert load_clean_log("s", data + b"\xff\n", False) is None
+    assert load_clean_log("s", data, False) is not None
+
+
+V0_HEADER = {"type": "session", "version": 0, "id": "old", "createdAt": 5, "cwd": "/w"}
+V0_RECORDS: list[Any] = [
+    {"type": "turn/start", "seq": 0, "time": 10, "data": {"turn": 1, "trigger": {"kind": "message"}}},
+    {
+        "type": "user/message",
+        "seq": 1,
+        "time": 11,
+        "data": {"content": [{"type": "text", "text": "hé"}], "source": {"kind": "user"}},
+        "surfaceOp": "append",
+    },
+    {"type": "step/start", "seq": 2, "time": 12, "data": {"turn": 1, "step": 1}},
+    {
+        "type": "text-chunks",
+        "seq0": 3,
+        "time0": 13,
+        "data": {"turn": 1, "step": 1, "index": 0, "dt": [1, 1], "texts": ["a", "b", "c"]},
+    },
+    {"type": "x/y", "seq": 6, "time": 16, "data": {"n": [1.5, -0.0, 2**60]}, "ignorable": True},
+]
+
+
+def v0_bytes(records: list[Any], compressed: bool) -> bytes:
+    from reference.persistence.filestore import compress_frame
+    from spec.format.framing import encode_lines
+
+    if compressed:
+        return compress_frame(encode_lines([V0_HEADER])) + compress_frame(encode_lines(records))
+    return encode_lines([V0_HEADER, *records])
+
+
+@pytest.mark.parametrize("compressed", [True, False])
+def test_a_clean_v0_log_read_in_bulk_gives_what_the_spec_path_gives(
+    compressed: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DSH's v0 log through the bulk path: rows expanded, conversions made, values as the spec's."""
+    data = v0_bytes(V0_RECORDS, compressed)
+    name = "session.jsonl.zstd" if compressed else "session.jsonl"
+    fast = load_clean_log("old", data, compressed, name)
+    assert fast is not None and fast.format_version == 0
+    monkeypatch.setattr(filestore, "load_clean_log", lambda *_: None)
+    slow = load_log("old", data, compressed, name)
+    assert same_json(list(fast.events), list(slow.events)) and same_json(fast.header, slow.header)
+    assert len(fast.events) == 7 and fast.events[1]["data"]["id"] == "legacy-message:old:1"
+
+
+@pytest.mark.parametrize(
+    ("records", "code"),
+    [
+        ([{"type": "mode/set", "seq": 0, "time": 1, "data": {}}], "LEGACY_MODE_SET"),
+        ([{"type": "plugin/thing", "seq": 0, "time": 1, "data": None}], "UNKNOWN_EVENT_TYPE"),
+        ([{"type": "turn/start", "seq": 1, "time": 1, "data": {"turn": 1}}], "CORRUPT_LOG"),
+    ],
+)
+def test_a_v0_log_the_spec_refuses_is_left_to_the_spec_path_which_names_its_line(
+    records: list[Any], code: str
+) -> None:
+    """The bulk path steps aside, so the refusal (its code and the record's line) is the spec's."""
+    data = v0_bytes(records, False)
+    assert load_clean_log("old", data, False, "session.jsonl") is None
+    with pytest.raises(Exception) as refused:
+        load_log("old", data, False, "session.jsonl")
+    assert getattr(refused.value, "code", None) == code and "line 2" in str(refused.value)
+
+
+def test_a_v0_log_under_a_v4_name_is_refused_as_the_spec_path_refuses_it() -> None:
+    data = v0_bytes(V0_RECORDS, False)
+    assert load_clean_log("old", data, False, "session.v4.jsonl") is None

@@ -41,7 +41,7 @@ from spec.format.framing import (
     encode_lines,
     scan_zstd_frames,
 )
-from spec.format.legacy import decode_stored_log, validate_stored_events
+from spec.format.legacy import decode_stored_log, upgrade_v0_records, validate_stored_events
 from spec.format.naming import (
     V0_PLAIN_NAME,
     V0_ZSTD_NAME,
@@ -119,12 +119,11 @@ def load_log(
 ) -> LoadedLog:
     """Parse a log's bytes into events: the header's version must be the one ``file_name`` says
     (when given); v4 records are taken as they are (seqs must run 0, 1, 2...), v0 records go
-    through the spec's legacy read path. A clean v4 log in a v4-named file takes the fast path
-    (:func:`load_clean_v4_log`); anything else, and anything that path is unsure of, the spec's."""
-    if file_name is None or file_name in (V4_ZSTD_NAME, V4_PLAIN_NAME):
-        fast = load_clean_v4_log(session_id, data, compressed)
-        if fast is not None:
-            return fast
+    through the spec's legacy read path. A clean log takes the bulk path (:func:`load_clean_log`);
+    anything else, and anything that path is unsure of, the spec's."""
+    fast = load_clean_log(session_id, data, compressed, file_name)
+    if fast is not None:
+        return fast
     return load_framed_log(session_id, parse_log_bytes(data, compressed), file_name)
 
 
@@ -135,12 +134,17 @@ def load_framed_log(session_id: str | None, stored: FramedLog, file_name: str | 
     return LoadedLog(log.format_version, log.header, log.events, log.recovered, stored.truncate_to)
 
 
-def load_clean_v4_log(session_id: str | None, data: bytes, compressed: bool) -> LoadedLog | None:
-    """What :func:`load_log` gives for a clean v4 log (no torn tail, every frame whole, every line
-    valid, seqs 0, 1, 2...), read in bulk: the frames decompressed by one decompressor, the
-    records' UTF-8 checked at once, the lines parsed by :func:`fastjson.decode_lines`. ``None``
-    when the log is anything else or the fast path is unsure; the spec's path then decides, so
-    every error (its code, its message, its byte offset) is the spec's."""
+def load_clean_log(
+    session_id: str | None, data: bytes, compressed: bool, file_name: str | None = None
+) -> LoadedLog | None:
+    """What :func:`load_log` gives for a clean log (no torn tail, every frame whole, every line
+    valid), read in bulk: the frames decompressed by one decompressor, the records' UTF-8 checked
+    at once, the lines parsed by :func:`fastjson.decode_lines`; then the spec's rules run on the
+    parsed values: a v4 log's seqs must run 0, 1, 2... and its messages be well formed
+    (:func:`validate_stored_events`), a v0 log's records go through the whole legacy read path
+    (:func:`upgrade_v0_records`: rows expanded, seqs, retired vocabulary, conversions, shapes,
+    known types). ``None`` when the log is anything else or either step refuses or is unsure; the
+    spec's path then decides, so every error (its code, its message, its byte offset) is the spec's."""
     try:
         if compressed:
             scan = scan_zstd_frames(data)
@@ -160,21 +164,25 @@ def load_clean_v4_log(session_id: str | None, data: bytes, compressed: bool) -> 
                 return None
             header_line = decode_zstd_log([DecodedFrame(0, header_frame)], None).header_line
             records_text = b"".join(body)
+            del plaintexts, body
         else:
             if not data.endswith(b"\n"):
                 return None
             end = data.find(b"\n")
             header_line = decode_header_text(data[:end])
             records_text = data[end + 1 :]
-        version, header = decode_header_line(header_line, session_id)
-        if version == LEGACY_FORMAT_VERSION:
-            return None
+        version, header = decode_header_line(header_line, session_id, file_name)
         records_text.decode("utf-8")  # strict: a line of invalid UTF-8 is damage (the spec names it)
         lines = records_text.split(b"\n")
+        del records_text
         lines.pop()  # the text ends with a newline
         records = fastjson.decode_lines(lines)
+        del lines
         if records is None:
             return None
+        if version == LEGACY_FORMAT_VERSION:
+            with fastjson.collector_paused():
+                return LoadedLog(version, header, upgrade_v0_records(str(header["id"]), records), (), None)
         events: list[Event] = []
         for seq, record in enumerate(records):
             if type(record) is not FrozenDict or record.get("seq") != seq or type(record["seq"]) is not int:
