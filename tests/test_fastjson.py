@@ -188,11 +188,17 @@ V0_RECORDS: list[Any] = [
 
 
 def v0_bytes(records: list[Any], compressed: bool) -> bytes:
-    from reference.persistence.filestore import compress_frame
+    """A v0 log as DSH writes it: compressed, a frame for the header and one per batch, each
+    frame's header without its content size (DSH's node:zlib stream leaves it out)."""
+    import zstandard
+
     from spec.format.framing import encode_lines
 
     if compressed:
-        return compress_frame(encode_lines([V0_HEADER])) + compress_frame(encode_lines(records))
+        compressor = zstandard.ZstdCompressor(write_checksum=True, write_content_size=False)
+        frames = [compressor.compressobj() for _ in range(2)]
+        texts = [encode_lines([V0_HEADER]), encode_lines(records)]
+        return b"".join(frame.compress(text) + frame.flush() for frame, text in zip(frames, texts))
     return encode_lines([V0_HEADER, *records])
 
 

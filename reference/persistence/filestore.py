@@ -151,11 +151,18 @@ def load_clean_log(
             if scan.torn_offset is not None or not scan.frames:
                 return None
             decompressor = zstandard.ZstdDecompressor()
-            plaintexts = [
-                decompressor.decompress(data[frame.offset : frame.offset + frame.length])
-                for frame in scan.frames
-                if not frame.skippable
-            ]
+            plaintexts = []
+            for frame in scan.frames:
+                if frame.skippable:
+                    continue
+                piece = data[frame.offset : frame.offset + frame.length]
+                try:
+                    plaintexts.append(decompressor.decompress(piece))
+                except zstandard.ZstdError:  # no content size in its header, as DSH's writer leaves it
+                    plaintext, whole = inflate_zstd(piece)
+                    if not whole:
+                        return None
+                    plaintexts.append(plaintext)
             if not plaintexts:
                 return None
             header_frame = plaintexts[0]
