@@ -239,3 +239,33 @@ def test_a_v0_log_the_spec_refuses_is_left_to_the_spec_path_which_names_its_line
 def test_a_v0_log_under_a_v4_name_is_refused_as_the_spec_path_refuses_it() -> None:
     data = v0_bytes(V0_RECORDS, False)
     assert load_clean_log("old", data, False, "session.v4.jsonl") is None
+
+
+@pytest.mark.parametrize("version", [0, 4])
+def test_a_clean_zstd_log_file_read_in_bulk_is_the_file_the_spec_reader_gives(
+    version: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """dsh-session's reader (check, explain): the same form, events and places of every event
+    (a packed v0 row gives each of its events its line), so a violation is placed as before."""
+    from reference import logfile
+
+    if version == 0:
+        path = tmp_path / "session.jsonl.zstd"
+        path.write_bytes(v0_bytes(V0_RECORDS, True))
+    else:
+        store = SessionStore(FileStore(str(tmp_path)))
+        session = store.create("s", meta={"cwd": "/w"})
+        session.append("turn/start", {"turn": 1})
+        session.flush()
+        session.append("x/y", {"n": [1.5, -2, "é"]})
+        store.close("s")
+        located = FileStore(str(tmp_path)).locate("s")
+        assert located is not None
+        path = Path(located)
+    fast = logfile.read_log_file(str(path))
+    assert logfile.read_clean_zstd_log(str(path), path.read_bytes(), logfile.ReadLimits()) is not None
+    monkeypatch.setattr(logfile, "read_clean_zstd_log", lambda *_: None)
+    slow = logfile.read_log_file(str(path))
+    assert (fast.form, fast.places, fast.torn_place) == (slow.form, slow.places, slow.torn_place)
+    assert same_json(list(fast.events), list(slow.events)) and same_json(fast.log.header, slow.log.header)
+    assert fast.log.format_version == slow.log.format_version == version

@@ -138,40 +138,61 @@ def load_clean_log(
     session_id: str | None, data: bytes, compressed: bool, file_name: str | None = None
 ) -> LoadedLog | None:
     """What :func:`load_log` gives for a clean log (no torn tail, every frame whole, every line
-    valid), read in bulk: the frames decompressed by one decompressor, the records' UTF-8 checked
-    at once, the lines parsed by :func:`fastjson.decode_lines`; then the spec's rules run on the
-    parsed values: a v4 log's seqs must run 0, 1, 2... and its messages be well formed
-    (:func:`validate_stored_events`), a v0 log's records go through the whole legacy read path
-    (:func:`upgrade_v0_records`: rows expanded, seqs, retired vocabulary, conversions, shapes,
-    known types). ``None`` when the log is anything else or either step refuses or is unsure; the
-    spec's path then decides, so every error (its code, its message, its byte offset) is the spec's."""
+    valid), read in bulk (:func:`clean_records`), then judged by the spec's rules
+    (:func:`judge_clean_records`). ``None`` when the log is anything else or either step refuses
+    or is unsure; the spec's path then decides, so every error (its code, its message, its byte
+    offset) is the spec's."""
+    frames = None
+    if compressed:
+        frames = clean_zstd_frames(data)
+        if frames is None:
+            return None
+    bulk = clean_records(session_id, data, frames, file_name)
+    return None if bulk is None else judge_clean_records(*bulk)
+
+
+def clean_zstd_frames(data: bytes) -> list[tuple[int, bytes]] | None:
+    """Each frame of a zstd log whose frames are all whole, as its file offset and plaintext
+    (skippable frames left out), inflated by one decompressor; ``None`` when a frame is torn or
+    damaged, or there is none."""
     try:
-        if compressed:
-            scan = scan_zstd_frames(data)
-            if scan.torn_offset is not None or not scan.frames:
-                return None
-            decompressor = zstandard.ZstdDecompressor()
-            plaintexts = []
-            for frame in scan.frames:
-                if frame.skippable:
-                    continue
-                piece = data[frame.offset : frame.offset + frame.length]
-                try:
-                    plaintexts.append(decompressor.decompress(piece))
-                except zstandard.ZstdError:  # no content size in its header, as DSH's writer leaves it
-                    plaintext, whole = inflate_zstd(piece)
-                    if not whole:
-                        return None
-                    plaintexts.append(plaintext)
-            if not plaintexts:
-                return None
-            header_frame = plaintexts[0]
-            body = plaintexts[1:]
+        scan = scan_zstd_frames(data)
+        if scan.torn_offset is not None:
+            return None
+        decompressor = zstandard.ZstdDecompressor()
+        frames: list[tuple[int, bytes]] = []
+        for frame in scan.frames:
+            if frame.skippable:
+                continue
+            piece = data[frame.offset : frame.offset + frame.length]
+            try:
+                frames.append((frame.offset, decompressor.decompress(piece)))
+            except zstandard.ZstdError:  # no content size in its header, as DSH's writer leaves it
+                plaintext, whole = inflate_zstd(piece)
+                if not whole:
+                    return None
+                frames.append((frame.offset, plaintext))
+    except (SpecError, zstandard.ZstdError, ValueError):
+        return None
+    return frames or None
+
+
+def clean_records(
+    session_id: str | None, data: bytes, frames: list[tuple[int, bytes]] | None, file_name: str | None = None
+) -> tuple[int, FrozenDict, list[JsonValue]] | None:
+    """The version, header and records of a clean log, parsed in bulk: a plain log is ``data``, a
+    zstd log is ``frames`` (:func:`clean_zstd_frames`; the first is the header line's, every other
+    ends with a newline); the records' UTF-8 checked at once, the lines parsed by
+    :func:`fastjson.decode_lines`, the header by the spec's rules (against ``file_name`` when
+    given). ``None`` when anything there is not clean or the parser is unsure."""
+    try:
+        if frames is not None:
+            body = [plaintext for _, plaintext in frames[1:]]
             if any(not part.endswith(b"\n") for part in body):
                 return None
-            header_line = decode_zstd_log([DecodedFrame(0, header_frame)], None).header_line
+            header_line = decode_zstd_log([DecodedFrame(0, frames[0][1])], None).header_line
             records_text = b"".join(body)
-            del plaintexts, body
+            del body
         else:
             if not data.endswith(b"\n"):
                 return None
@@ -184,9 +205,17 @@ def load_clean_log(
         del records_text
         lines.pop()  # the text ends with a newline
         records = fastjson.decode_lines(lines)
-        del lines
-        if records is None:
-            return None
+    except (SpecError, ValueError):
+        return None
+    return None if records is None else (version, header, records)
+
+
+def judge_clean_records(version: int, header: FrozenDict, records: list[JsonValue]) -> LoadedLog | None:
+    """The spec's rules on records parsed in bulk: a v4 log's seqs must run 0, 1, 2... and its
+    messages be well formed (:func:`validate_stored_events`); a v0 log's records go through the
+    whole legacy read path (:func:`upgrade_v0_records`: rows expanded, seqs, retired vocabulary,
+    conversions, shapes, known types). ``None`` when a rule refuses (the spec's path names it)."""
+    try:
         if version == LEGACY_FORMAT_VERSION:
             with fastjson.collector_paused():
                 return LoadedLog(version, header, upgrade_v0_records(str(header["id"]), records), (), None)
@@ -196,7 +225,7 @@ def load_clean_log(
                 return None
             events.append(record)
         validate_stored_events(str(header["id"]), events)
-    except (SpecError, zstandard.ZstdError, ValueError):
+    except SpecError:
         return None
     return LoadedLog(version, header, tuple(events), (), None)
 
