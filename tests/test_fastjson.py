@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import test_filestore
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -166,25 +167,12 @@ def test_a_torn_log_is_left_to_the_spec_path(tmp_path: Any) -> None:
     assert load_clean_log("s", data, False) is not None
 
 
-V0_HEADER = {"type": "session", "version": 0, "id": "old", "createdAt": 5, "cwd": "/w"}
+# DSH v0 records test_filestore also reads, and a record with non-ASCII text, a -0 and a big int
 V0_RECORDS: list[Any] = [
-    {"type": "turn/start", "seq": 0, "time": 10, "data": {"turn": 1, "trigger": {"kind": "message"}}},
-    {
-        "type": "user/message",
-        "seq": 1,
-        "time": 11,
-        "data": {"content": [{"type": "text", "text": "hé"}], "source": {"kind": "user"}},
-        "surfaceOp": "append",
-    },
-    {"type": "step/start", "seq": 2, "time": 12, "data": {"turn": 1, "step": 1}},
-    {
-        "type": "text-chunks",
-        "seq0": 3,
-        "time0": 13,
-        "data": {"turn": 1, "step": 1, "index": 0, "dt": [1, 1], "texts": ["a", "b", "c"]},
-    },
-    {"type": "x/y", "seq": 6, "time": 16, "data": {"n": [1.5, -0.0, 2**60]}, "ignorable": True},
+    *test_filestore.V0_RECORDS,
+    {"type": "x/y", "seq": 6, "time": 16, "data": {"n": [1.5, -0.0, 2**60], "t": "hé"}, "ignorable": True},
 ]
+V0_HEADER = test_filestore.V0_HEADER
 
 
 def v0_bytes(records: list[Any], compressed: bool) -> bytes:
