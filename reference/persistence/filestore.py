@@ -38,7 +38,6 @@ from spec.format.framing import (
     decode_zstd_frame,
     decode_zstd_frames,
     decode_zstd_log,
-    encode_lines,
     scan_zstd_frames,
 )
 from spec.format.legacy import decode_stored_log, upgrade_v0_records, validate_stored_events
@@ -425,7 +424,7 @@ class FileStore:
 
     def _batch_bytes(self, records: Sequence[JsonValue], compressed: bool) -> bytes:
         """Records as one batch: JSONL lines, as one zstd frame when compressed."""
-        plaintext = encode_lines(records)
+        plaintext = fastjson.encode_lines(records)
         return compress_frame(plaintext) if compressed else plaintext
 
     def _publish(self, path: str, header: FrozenDict, events: Sequence[Event]) -> None:
