@@ -18,30 +18,22 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Final, TextIO
 
-from reference.logfile import LOG_FILE_SUFFIXES, InputError, LogFile, LogForm, find_logs, read_log_file
+from reference.exits import (
+    CHECK_FORMATS,
+    EXIT_FINDINGS,
+    EXIT_NO_LOGS,
+    EXIT_OK,
+    EXIT_PRECEDENCE,
+    EXIT_UNREADABLE,
+    LOG_FILE_SUFFIXES,
+)
+from reference.logfile import InputError, LogFile, LogForm, find_logs, read_log_file
 from reference.persistence.fastjson import collector_paused
 from reference.rule_catalog import rule_catalog
 from spec.checks.log import CORE_RULES, LEGACY_RULES, check_log
 from spec.checks.violation import Violation
 from spec.codes import SpecError
 from spec.format.framing import LinePlace
-
-EXIT_OK: Final = 0  # every log read and broke no rule
-EXIT_FINDINGS: Final = 1  # every log read; at least one broke a rule
-EXIT_USAGE: Final = 2  # the command line is wrong (argparse's own status), or an output cannot be written
-EXIT_UNREADABLE: Final = 3  # a path could not be read, or its bytes are not a valid log
-EXIT_NO_LOGS: Final = 4  # a path given holds no log file at all
-EXIT_INTERNAL: Final = 70  # a bug in dsh-session itself (EX_SOFTWARE): please report it
-
-EXIT_CODES: Final = (
-    (EXIT_OK, "clean: every log was read and breaks no rule"),
-    (EXIT_FINDINGS, "findings: at least one log breaks a rule"),
-    (EXIT_USAGE, "usage error: a wrong command line, or an output file that cannot be written"),
-    (EXIT_UNREADABLE, "unreadable input: a path is missing or unreadable, or a file is not a valid log"),
-    (EXIT_NO_LOGS, "no logs: a directory given holds no log file"),
-    (EXIT_INTERNAL, "internal error in dsh-session (a bug: please report it)"),
-)
-EXIT_PRECEDENCE: Final = (EXIT_UNREADABLE, EXIT_NO_LOGS, EXIT_FINDINGS, EXIT_OK)  # the first that applies
 
 NO_LOGS_FOUND: Final = "NO_LOGS_FOUND"  # the code of a directory that holds no log file
 READ_RULE: Final = "log-readable"  # the SARIF rule of a file that could not be read as a log
@@ -453,3 +445,4 @@ def _version() -> str:
 
 
 RENDERERS: Final = {"text": render_text, "json": render_json, "sarif": render_sarif}
+assert tuple(RENDERERS) == CHECK_FORMATS  # the command line offers exactly these

@@ -2,7 +2,8 @@
 the rules, copy sessions between backends.
 
 Every failure is a typed error with a stable code and a sentence, never a traceback; the exit
-statuses are :data:`reference.checking.EXIT_CODES` (shown by ``--help``).
+statuses are :data:`reference.exits.EXIT_CODES` (shown by ``--help``). Parsing the command line
+imports no reader or checker: each command imports what it runs when it runs (start-up, issue 24).
 """
 
 from __future__ import annotations
@@ -14,24 +15,21 @@ import sys
 import textwrap
 from collections.abc import Iterator, Sequence
 from functools import partial
-from typing import NoReturn, TextIO
+from typing import TYPE_CHECKING, NoReturn, TextIO
 
-from reference.checking import (
+from reference.exits import (
+    CHECK_FORMATS,
     EXIT_CODES,
     EXIT_FINDINGS,
     EXIT_INTERNAL,
     EXIT_OK,
     EXIT_UNREADABLE,
     EXIT_USAGE,
-    RENDERERS,
-    NoLogs,
-    Outcome,
-    check_log_file,
-    check_paths,
+    LOG_FILE_SUFFIXES,
 )
-from reference.logfile import LOG_FILE_SUFFIXES, InputError, find_logs, read_log_file
-from reference.rule_catalog import code_meaning, rule_catalog
-from spec.codes import SpecError
+
+if TYPE_CHECKING:
+    from reference.checking import Outcome
 
 PATHS_HELP = (
     "log files (read whatever their name: zstd or plain JSONL is told from the content) or "
@@ -105,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.add_argument(
         "--format",
-        choices=tuple(RENDERERS),
+        choices=CHECK_FORMATS,
         default="text",
         help="text for people (the default), json for one JSON object per log, "
         "sarif for a SARIF 2.1.0 log for CI annotations",
@@ -182,6 +180,8 @@ def build_parser() -> argparse.ArgumentParser:
 def command_check(
     paths: Sequence[str], core_only: bool, form: str, out: TextIO, jobs: int = 1, cluster: str | None = None
 ) -> int:
+    from reference.checking import RENDERERS, check_paths
+
     if jobs < 1:
         raise UsageError("BAD_JOBS", f"--jobs must be 1 or more, not {jobs}")
     if jobs == 1 and cluster is None:
@@ -195,6 +195,8 @@ def check_paths_in_parallel(
     """:func:`reference.checking.check_paths`'s outcomes, in its order, the logs checked by
     ``jobs`` processes or on the workers of a Dask ``cluster``."""
     from conformance.cluster import map_ordered
+    from reference.checking import NoLogs, check_log_file
+    from reference.logfile import find_logs
 
     plan: list[str | NoLogs] = []
     for path in paths:
@@ -207,6 +209,8 @@ def check_paths_in_parallel(
 
 def command_explain(path: str, html: str | None, out: TextIO, err: TextIO) -> int:
     from reference.explain import explain_log, render_explain_text
+    from reference.logfile import InputError, read_log_file
+    from spec.codes import SpecError
 
     if html is not None:
         validate_output_path(html)
@@ -246,6 +250,8 @@ def validate_output_path(path: str) -> None:
 
 
 def command_rules(form: str, out: TextIO) -> int:
+    from reference.rule_catalog import code_meaning, rule_catalog
+
     catalog = rule_catalog()
     if form == "json":
         rows = [

@@ -40,12 +40,20 @@ from typing import BinaryIO, Final, TypeVar
 import zstandard
 
 from conformance.zstd_frames import inflate_zstd
-from reference.persistence.filestore import LoadedLog, load_framed_log
+from reference.exits import LOG_FILE_SUFFIXES
+from reference.persistence.filestore import (
+    LoadedLog,
+    clean_records,
+    clean_zstd_frames,
+    judge_clean_records,
+    load_framed_log,
+)
 from spec.format.chunk_rows import CHUNK_ROW_TAGS, decode_storage_record
 from spec.format.framing import (
     SKIPPABLE_MAGIC_BASE,
     SKIPPABLE_MAGIC_MASK,
     ZSTD_MAGIC,
+    DecodedFrame,
     FramedLog,
     JsonlLine,
     LinePlace,
@@ -61,9 +69,6 @@ from spec.log.header import LEGACY_FORMAT_VERSION
 from spec.log.json import JsonValue
 
 T = TypeVar("T")
-
-# Names a directory search takes for logs: v4 and v0 names, and what `zstd` makes of them.
-LOG_FILE_SUFFIXES: Final = (".jsonl", ".jsonl.zstd", ".jsonl.zst")
 
 
 class InputCode(StrEnum):
@@ -330,19 +335,24 @@ def read_log_file(path: str, limits: ReadLimits | None = None) -> LogFile:
     reading limit (``limits``, by default :meth:`ReadLimits.from_environment`),
     :class:`spec.codes.SpecError` (with the file line and byte where it can say) when its bytes
     are not a valid log. A plain log is streamed (:func:`read_jsonl_file`): what is held is the
-    records read and one line; a zstd log is read whole, its plaintext bounded first."""
+    records read and one line; a zstd log is read whole, its plaintext bounded first, a clean one
+    in bulk (:func:`read_clean_zstd_log`)."""
     limits = limits or ReadLimits.from_environment()
 
-    def read(file: BinaryIO) -> tuple[LogForm, FramedLog]:
+    def read(file: BinaryIO) -> LogFile | tuple[LogForm, FramedLog]:
         probe_head(file, os.path.basename(path))
         magic = file.read(4)
         file.seek(0)
         if is_zstd_data(magic):
-            return frame_log_bytes(file.read(), limits, path)
+            data = file.read()
+            return read_clean_zstd_log(path, data, limits) or frame_log_bytes(data, limits, path)
         return LogForm.JSONL, read_jsonl_file(file, limits, path)
 
     with open_log(path) as file:
-        form, framed = read_or_fail(path, lambda: read(file))
+        read_in = read_or_fail(path, lambda: read(file))
+    if isinstance(read_in, LogFile):
+        return read_in
+    form, framed = read_in
     log = load_framed_log(None, framed, os.path.basename(path))
     records = framed.records + framed.recovered
     if log.format_version == LEGACY_FORMAT_VERSION:
@@ -352,6 +362,39 @@ def read_log_file(path: str, limits: ReadLimits | None = None) -> LogFile:
     else:
         places = framed.places
     return LogFile(path, form, log, places, framed.torn_place)
+
+
+def read_clean_zstd_log(path: str, data: bytes, limits: ReadLimits) -> LogFile | None:
+    """A clean zstd log in the writer's form (the first frame exactly the header line, every frame
+    whole, every line valid) read in bulk, within ``limits`` as :func:`frame_log_bytes` bounds it:
+    the frames inflated at once (:func:`clean_zstd_frames`), the records parsed by the bulk parser
+    and judged by the spec's rules (:func:`judge_clean_records`), each record's place counted from
+    the frames. The same :class:`LogFile` the spec's reader gives, or ``None`` when the log is
+    anything else or the bulk path is unsure: the spec's reader then decides and names the damage."""
+    check_decompressed_size(data, limits.max_decompressed_bytes, path)
+    frames = clean_zstd_frames(data)
+    if frames is None or not is_header_frame(DecodedFrame(*frames[0])):
+        return None
+    for offset, plaintext in frames:
+        check_line_lengths(plaintext, limits.max_line_bytes, f"{path} (zstd frame at byte {offset})")
+    bulk = clean_records(None, data, frames, os.path.basename(path))
+    if bulk is None:
+        return None
+    log = judge_clean_records(*bulk)
+    if log is None:
+        return None
+    places: list[LinePlace] = []
+    line, text_offset = 1, len(frames[0][1])
+    for offset, plaintext in frames[1:]:
+        start = 0
+        while start < len(plaintext):
+            line += 1
+            places.append(LinePlace(line, text_offset + start, offset))
+            start = plaintext.index(b"\n", start) + 1
+        text_offset += len(plaintext)
+    if log.format_version == LEGACY_FORMAT_VERSION:
+        places = [place for record, place in zip(bulk[2], places) for _ in range(_event_count(record))]
+    return LogFile(path, LogForm.ZSTD_FRAMES, log, tuple(places), None)
 
 
 def _event_count(record: JsonValue) -> int:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from reference.persistence.api import LogHandle, PersistenceService
-from reference.persistence.fastjson import collector_paused
+from reference.persistence.fastjson import collector_paused, release_free_memory
 from reference.session import Clock, Session, wall_clock_ms
 from spec.codes import Code, reject
 from spec.lineage.fork import derive_child_meta, plan_fork_seed, validate_fork_request
@@ -164,6 +164,7 @@ class SessionStore:
                 handle.close()
                 raise
             session = Session(state, sink=handle, clock=self._clock, on_commit=self._committed)
+        release_free_memory()  # what reading the log freed, back to the system
         self._live[session_id] = session
         self._handles[session_id] = handle
         return session

@@ -782,6 +782,15 @@ def main(argv: list[str] | None = None) -> int:
         help="instead of the table: where one operation's time goes (cProfile, once, on each size), "
         "or for memory what a resumed session's objects are",
     )
+    parser.add_argument(
+        "--peer",
+        choices=("dsh",),
+        help="instead of the table: the reference beside DSH itself on logs DSH wrote "
+        "(scripts/bench_peer.py; needs bash scripts/install-dsh.sh)",
+    )
+    parser.add_argument(
+        "--appends", type=int, default=10_000, help="with --peer: events in the append row (flush every 100)"
+    )
     parser.add_argument("--top", type=int, default=25, help="functions listed by --profile")
     parser.add_argument("--worker", nargs=4, metavar=("NAME", "ROOT", "PATH", "RUNS"), help=argparse.SUPPRESS)
     parser.add_argument(
@@ -801,6 +810,13 @@ def main(argv: list[str] | None = None) -> int:
         print(profile_worker(name, Path(root), Path(path), int(top)))
         return 0
     sizes = [int(size) for size in args.sizes.split(",")]
+    if args.peer:
+        from scripts.bench_peer import peer_main, peer_profile
+
+        if args.profile:
+            return peer_profile(sizes, args.profile, args.logs, args.top)
+
+        return peer_main(sizes, args.runs, args.logs, args.json, args.appends)
     workers = args.only.split(",")
     logs = args.logs or Path(tempfile.mkdtemp(prefix="bench-logs-"))
     logs.mkdir(parents=True, exist_ok=True)

@@ -16,9 +16,9 @@ from typing import ClassVar
 import zstandard
 
 import reference.persistence.filestore as filestore_module
-from reference.persistence.filestore import FileStore, encode_lines
+from reference.persistence.filestore import FileStore
 from reference.server import Args, ReferenceSubject
-from spec.format.framing import measure_zstd_frame
+from spec.format.framing import encode_lines, measure_zstd_frame
 from spec.format.naming import V0_ZSTD_NAME, derive_session_relpath
 from spec.log.json import FrozenDict, JsonValue
 

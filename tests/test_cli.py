@@ -18,8 +18,8 @@ from event_builders import V4_HEADER_LINE
 from shared_material import shared_dir
 
 from reference import checking, cli, logfile
-from reference.checking import EXIT_CODES
 from reference.cli import main
+from reference.exits import EXIT_CODES
 from reference.persistence.filestore import FileStore
 from reference.store import SessionStore
 from spec.checks.log import RULES

@@ -6,11 +6,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import test_filestore
 from hypothesis import given
 from hypothesis import strategies as st
 
 from reference.persistence import fastjson, filestore
-from reference.persistence.filestore import FileStore, load_clean_v4_log, load_log
+from reference.persistence.filestore import FileStore, load_clean_log, load_log
 from reference.store import SessionStore
 from spec.format.json_text import decode_json_text, encode_json_text
 from spec.log.json import FrozenDict, FrozenList, freeze_parsed_json
@@ -141,9 +142,9 @@ def test_a_clean_log_loads_the_same_by_the_fast_path_and_by_the_spec_path(
     path = FileStore(str(tmp_path), compressed=compressed).locate("s")
     assert path is not None
     data = Path(path).read_bytes()
-    fast = load_clean_v4_log("s", data, compressed)
+    fast = load_clean_log("s", data, compressed)
     assert fast is not None
-    monkeypatch.setattr(filestore, "load_clean_v4_log", lambda *_: None)
+    monkeypatch.setattr(filestore, "load_clean_log", lambda *_: None)
     slow = load_log("s", data, compressed)
     assert same_json(list(fast.events), list(slow.events)) and same_json(fast.header, slow.header)
     assert (fast.format_version, fast.recovered, fast.truncate_to) == (
@@ -161,6 +162,131 @@ def test_a_torn_log_is_left_to_the_spec_path(tmp_path: Any) -> None:
     path = FileStore(str(tmp_path), compressed=False).locate("s")
     assert path is not None
     data = Path(path).read_bytes()
-    assert load_clean_v4_log("s", data + b'{"type":"x"', False) is None
-    assert load_clean_v4_log("s", data + b"\xff\n", False) is None
-    assert load_clean_v4_log("s", data, False) is not None
+    assert load_clean_log("s", data + b'{"type":"x"', False) is None
+    assert load_clean_log("s", data + b"\xff\n", False) is None
+    assert load_clean_log("s", data, False) is not None
+
+
+# DSH v0 records test_filestore also reads, and a record with non-ASCII text, a -0 and a big int
+V0_RECORDS: list[Any] = [
+    *test_filestore.V0_RECORDS,
+    {"type": "x/y", "seq": 6, "time": 16, "data": {"n": [1.5, -0.0, 2**60], "t": "hé"}, "ignorable": True},
+]
+V0_HEADER = test_filestore.V0_HEADER
+
+
+def v0_bytes(records: list[Any], compressed: bool) -> bytes:
+    """A v0 log as DSH writes it: compressed, a frame for the header and one per batch, each
+    frame's header without its content size (DSH's node:zlib stream leaves it out)."""
+    import zstandard
+
+    from spec.format.framing import encode_lines
+
+    if compressed:
+        compressor = zstandard.ZstdCompressor(write_checksum=True, write_content_size=False)
+        frames = [compressor.compressobj() for _ in range(2)]
+        texts = [encode_lines([V0_HEADER]), encode_lines(records)]
+        return b"".join(frame.compress(text) + frame.flush() for frame, text in zip(frames, texts))
+    return encode_lines([V0_HEADER, *records])
+
+
+@pytest.mark.parametrize("compressed", [True, False])
+def test_a_clean_v0_log_read_in_bulk_gives_what_the_spec_path_gives(
+    compressed: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DSH's v0 log through the bulk path: rows expanded, conversions made, values as the spec's."""
+    data = v0_bytes(V0_RECORDS, compressed)
+    name = "session.jsonl.zstd" if compressed else "session.jsonl"
+    fast = load_clean_log("old", data, compressed, name)
+    assert fast is not None and fast.format_version == 0
+    monkeypatch.setattr(filestore, "load_clean_log", lambda *_: None)
+    slow = load_log("old", data, compressed, name)
+    assert same_json(list(fast.events), list(slow.events)) and same_json(fast.header, slow.header)
+    assert len(fast.events) == 7 and fast.events[1]["data"]["id"] == "legacy-message:old:1"
+
+
+@pytest.mark.parametrize(
+    ("records", "code"),
+    [
+        ([{"type": "mode/set", "seq": 0, "time": 1, "data": {}}], "LEGACY_MODE_SET"),
+        ([{"type": "plugin/thing", "seq": 0, "time": 1, "data": None}], "UNKNOWN_EVENT_TYPE"),
+        ([{"type": "turn/start", "seq": 1, "time": 1, "data": {"turn": 1}}], "CORRUPT_LOG"),
+    ],
+)
+def test_a_v0_log_the_spec_refuses_is_left_to_the_spec_path_which_names_its_line(
+    records: list[Any], code: str
+) -> None:
+    """The bulk path steps aside, so the refusal (its code and the record's line) is the spec's."""
+    data = v0_bytes(records, False)
+    assert load_clean_log("old", data, False, "session.jsonl") is None
+    with pytest.raises(Exception) as refused:
+        load_log("old", data, False, "session.jsonl")
+    assert getattr(refused.value, "code", None) == code and "line 2" in str(refused.value)
+
+
+def test_a_v0_log_under_a_v4_name_is_refused_as_the_spec_path_refuses_it() -> None:
+    data = v0_bytes(V0_RECORDS, False)
+    assert load_clean_log("old", data, False, "session.v4.jsonl") is None
+
+
+@pytest.mark.parametrize("version", [0, 4])
+def test_a_clean_zstd_log_file_read_in_bulk_is_the_file_the_spec_reader_gives(
+    version: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """dsh-session's reader (check, explain): the same form, events and places of every event
+    (a packed v0 row gives each of its events its line), so a violation is placed as before."""
+    from reference import logfile
+
+    if version == 0:
+        path = tmp_path / "session.jsonl.zstd"
+        path.write_bytes(v0_bytes(V0_RECORDS, True))
+    else:
+        store = SessionStore(FileStore(str(tmp_path)))
+        session = store.create("s", meta={"cwd": "/w"})
+        session.append("turn/start", {"turn": 1})
+        session.flush()
+        session.append("x/y", {"n": [1.5, -2, "é"]})
+        store.close("s")
+        located = FileStore(str(tmp_path)).locate("s")
+        assert located is not None
+        path = Path(located)
+    fast = logfile.read_log_file(str(path))
+    assert logfile.read_clean_zstd_log(str(path), path.read_bytes(), logfile.ReadLimits()) is not None
+    monkeypatch.setattr(logfile, "read_clean_zstd_log", lambda *_: None)
+    slow = logfile.read_log_file(str(path))
+    assert (fast.form, fast.places, fast.torn_place) == (slow.form, slow.places, slow.torn_place)
+    assert same_json(list(fast.events), list(slow.events)) and same_json(fast.log.header, slow.log.header)
+    assert fast.log.format_version == slow.log.format_version == version
+
+
+encoded_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),  # control characters, non-ASCII, lone surrogates
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6), children, max_size=4)
+    ),
+    max_leaves=24,
+)
+
+
+@given(records=st.lists(encoded_values, max_size=5), frozen=st.booleans())
+def test_the_fast_writer_writes_the_spec_encoders_very_bytes(records: list[Any], frozen: bool) -> None:
+    """orjson where a record holds no float, the spec's encoder elsewhere: byte for byte the same."""
+    from spec.format.framing import encode_lines
+
+    if frozen:
+        records = [freeze_parsed_json(record) for record in records]
+    assert fastjson.encode_lines(records) == encode_lines(records)
+
+
+def test_the_fast_writer_leaves_floats_and_deep_values_to_the_spec_encoder() -> None:
+    from spec.format.framing import encode_lines
+
+    deep: Any = 1
+    for _ in range(400):
+        deep = [deep]
+    records: list[Any] = [{"a": 1e16, "b": [1.5e-7]}, deep, {"s": "\ud800"}, 2**65, -0.0]
+    assert fastjson.encode_lines(records) == encode_lines(records)

@@ -21,12 +21,12 @@ import zstandard
 from event_builders import V4_HEADER_LINE, at, user_data
 
 from reference.persistence.api import OpenReport
-from reference.persistence.filestore import FileStore, encode_lines
+from reference.persistence.filestore import FileStore
 from reference.persistence.powerloss import KEEP_ALL, PowerLossFileSystem
 from reference.session import Session
 from reference.store import SessionStore
 from spec.codes import Code, SpecError
-from spec.format.framing import scan_zstd_frames
+from spec.format.framing import encode_lines, scan_zstd_frames
 from spec.format.naming import V4_PLAIN_NAME, V4_ZSTD_NAME, encode_header_line, encode_project_key
 from spec.lineage.repair import INTERRUPTED_REASON_KIND
 from spec.log.events import END_SEED, Event

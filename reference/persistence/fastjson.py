@@ -21,10 +21,13 @@ from __future__ import annotations
 import gc
 import importlib
 import json
+import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Final, NoReturn
 
+from spec.format import framing
+from spec.format.json_text import encode_json_text
 from spec.log.json import MAX_SAFE_INTEGER, FrozenDict, FrozenList, JsonValue
 
 _orjson: Any
@@ -65,6 +68,29 @@ def collector_paused(keep: bool = False) -> Iterator[None]:
             gc.enable()
 
 
+_TRIM: list[Callable[[int], int] | None] = []  # glibc's malloc_trim, looked up once (None: not here)
+
+
+def release_free_memory() -> None:
+    """Hand the heap's free pages back to the system (glibc's ``malloc_trim(0)``; nothing
+    elsewhere). A bulk read frees its decompressed text, its lines and the parser's scratch all at
+    once, and glibc keeps those pages mapped: without this, the process stays as large as the
+    read's peak for as long as the session it resumed lives (issue 24: resident memory)."""
+    if not _TRIM:
+        trim = None
+        if sys.platform.startswith("linux"):
+            try:
+                import ctypes
+
+                trim = ctypes.CDLL("libc.so.6").malloc_trim
+                trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
+            except (OSError, AttributeError):  # not glibc (musl has no malloc_trim)
+                trim = None
+        _TRIM.append(trim)
+    if _TRIM[0] is not None:
+        _TRIM[0](0)
+
+
 def decode_lines(lines: Sequence[bytes], use_orjson: bool = True) -> list[JsonValue] | None:
     """Each line (UTF-8 already validated by the caller) as frozen JSON with the spec reader's
     values, or ``None`` when some line needs the spec's reader."""
@@ -87,6 +113,47 @@ def decode_lines(lines: Sequence[bytes], use_orjson: bool = True) -> list[JsonVa
     except (_Unsure, ValueError, StopIteration, RecursionError, TypeError):
         return None
     return values
+
+
+def encode_lines(records: Sequence[JsonValue]) -> bytes:
+    """:func:`spec.format.framing.encode_lines`'s very bytes, faster: a record that holds no float
+    is written by orjson, whose text for every float-free JSON value is the spec encoder's
+    (compact, keys in order, non-ASCII raw, the same escapes; ``tests/test_fastjson.py`` checks it
+    property-wise); a record holding a float (whose digits the two may write differently), one
+    orjson refuses (a lone surrogate, an integer past 64 bits) and every record without orjson go
+    to the spec's encoder (issue 24: a v0 log's migration writes every event once)."""
+    if _orjson is None:
+        return framing.encode_lines(records)
+    dumps = _orjson.dumps
+    out = bytearray()  # each orjson result is dropped at once: held together, their spare capacity adds up
+    for record in records:
+        text = None
+        if not _holds_float(record):
+            try:
+                text = dumps(record)
+            except (TypeError, ValueError):  # orjson.JSONEncodeError is a TypeError
+                text = None
+        out += encode_json_text(record).encode("utf-8") if text is None else text
+        out += b"\n"
+    return bytes(out)
+
+
+def _holds_float(value: JsonValue) -> bool:
+    if type(value) is float:
+        return True
+    if not isinstance(value, (dict, list)):
+        return False
+    stack: list[Any] = [value]
+    pop, push = stack.pop, stack.append
+    while stack:
+        container = pop()
+        for child in container.values() if isinstance(container, dict) else container:
+            kind = type(child)
+            if kind is float:
+                return True
+            if kind is FrozenDict or kind is FrozenList or isinstance(child, (dict, list)):
+                push(child)
+    return False
 
 
 def freeze_checked(value: Any) -> JsonValue:

@@ -39,10 +39,9 @@ from spec.format.framing import (
     decode_zstd_frame,
     decode_zstd_frames,
     decode_zstd_log,
-    encode_lines,
     scan_zstd_frames,
 )
-from spec.format.legacy import decode_stored_log, validate_stored_events
+from spec.format.legacy import decode_stored_log, upgrade_v0_records, validate_stored_events
 from spec.format.naming import (
     LOG_NAMES,
     V0_PLAIN_NAME,
@@ -110,12 +109,11 @@ def load_log(
 ) -> LoadedLog:
     """Parse a log's bytes into events: the header's version must be the one ``file_name`` says
     (when given); v4 records are taken as they are (seqs must run 0, 1, 2...), v0 records go
-    through the spec's legacy read path. A clean v4 log in a v4-named file takes the fast path
-    (:func:`load_clean_v4_log`); anything else, and anything that path is unsure of, the spec's."""
-    if file_name is None or file_name in (V4_ZSTD_NAME, V4_PLAIN_NAME):
-        fast = load_clean_v4_log(session_id, data, compressed)
-        if fast is not None:
-            return fast
+    through the spec's legacy read path. A clean log takes the bulk path (:func:`load_clean_log`);
+    anything else, and anything that path is unsure of, the spec's."""
+    fast = load_clean_log(session_id, data, compressed, file_name)
+    if fast is not None:
+        return fast
     return load_framed_log(session_id, parse_log_bytes(data, compressed), file_name)
 
 
@@ -126,53 +124,98 @@ def load_framed_log(session_id: str | None, stored: FramedLog, file_name: str | 
     return LoadedLog(log.format_version, log.header, log.events, log.recovered, stored.truncate_to)
 
 
-def load_clean_v4_log(session_id: str | None, data: bytes, compressed: bool) -> LoadedLog | None:
-    """What :func:`load_log` gives for a clean v4 log (no torn tail, every frame whole, every line
-    valid, seqs 0, 1, 2...), read in bulk: the frames decompressed by one decompressor, the
-    records' UTF-8 checked at once, the lines parsed by :func:`fastjson.decode_lines`. ``None``
-    when the log is anything else or the fast path is unsure; the spec's path then decides, so
-    every error (its code, its message, its byte offset) is the spec's."""
+def load_clean_log(
+    session_id: str | None, data: bytes, compressed: bool, file_name: str | None = None
+) -> LoadedLog | None:
+    """What :func:`load_log` gives for a clean log (no torn tail, every frame whole, every line
+    valid), read in bulk (:func:`clean_records`), then judged by the spec's rules
+    (:func:`judge_clean_records`). ``None`` when the log is anything else or either step refuses
+    or is unsure; the spec's path then decides, so every error (its code, its message, its byte
+    offset) is the spec's."""
+    frames = None
+    if compressed:
+        frames = clean_zstd_frames(data)
+        if frames is None:
+            return None
+    bulk = clean_records(session_id, data, frames, file_name)
+    return None if bulk is None else judge_clean_records(*bulk)
+
+
+def clean_zstd_frames(data: bytes) -> list[tuple[int, bytes]] | None:
+    """Each frame of a zstd log whose frames are all whole, as its file offset and plaintext
+    (skippable frames left out), inflated by one decompressor; ``None`` when a frame is torn or
+    damaged, or there is none."""
     try:
-        if compressed:
-            scan = scan_zstd_frames(data)
-            if scan.torn_offset is not None or not scan.frames:
-                return None
-            decompressor = zstandard.ZstdDecompressor()
-            plaintexts = [
-                decompressor.decompress(data[frame.offset : frame.offset + frame.length])
-                for frame in scan.frames
-                if not frame.skippable
-            ]
-            if not plaintexts:
-                return None
-            header_frame = plaintexts[0]
-            body = plaintexts[1:]
+        scan = scan_zstd_frames(data)
+        if scan.torn_offset is not None:
+            return None
+        decompressor = zstandard.ZstdDecompressor()
+        frames: list[tuple[int, bytes]] = []
+        for frame in scan.frames:
+            if frame.skippable:
+                continue
+            piece = data[frame.offset : frame.offset + frame.length]
+            try:
+                frames.append((frame.offset, decompressor.decompress(piece)))
+            except zstandard.ZstdError:  # no content size in its header, as DSH's writer leaves it
+                plaintext, whole = inflate_zstd(piece)
+                if not whole:
+                    return None
+                frames.append((frame.offset, plaintext))
+    except (SpecError, zstandard.ZstdError, ValueError):
+        return None
+    return frames or None
+
+
+def clean_records(
+    session_id: str | None, data: bytes, frames: list[tuple[int, bytes]] | None, file_name: str | None = None
+) -> tuple[int, FrozenDict, list[JsonValue]] | None:
+    """The version, header and records of a clean log, parsed in bulk: a plain log is ``data``, a
+    zstd log is ``frames`` (:func:`clean_zstd_frames`; the first is the header line's, every other
+    ends with a newline); the records' UTF-8 checked at once, the lines parsed by
+    :func:`fastjson.decode_lines`, the header by the spec's rules (against ``file_name`` when
+    given). ``None`` when anything there is not clean or the parser is unsure."""
+    try:
+        if frames is not None:
+            body = [plaintext for _, plaintext in frames[1:]]
             if any(not part.endswith(b"\n") for part in body):
                 return None
-            header_line = decode_zstd_log([DecodedFrame(0, header_frame)], None).header_line
+            header_line = decode_zstd_log([DecodedFrame(0, frames[0][1])], None).header_line
             records_text = b"".join(body)
+            del body
         else:
             if not data.endswith(b"\n"):
                 return None
             end = data.find(b"\n")
             header_line = decode_header_text(data[:end])
             records_text = data[end + 1 :]
-        version, header = decode_header_line(header_line, session_id)
-        if version == LEGACY_FORMAT_VERSION:
-            return None
+        version, header = decode_header_line(header_line, session_id, file_name)
         records_text.decode("utf-8")  # strict: a line of invalid UTF-8 is damage (the spec names it)
         lines = records_text.split(b"\n")
+        del records_text
         lines.pop()  # the text ends with a newline
         records = fastjson.decode_lines(lines)
-        if records is None:
-            return None
+    except (SpecError, ValueError):
+        return None
+    return None if records is None else (version, header, records)
+
+
+def judge_clean_records(version: int, header: FrozenDict, records: list[JsonValue]) -> LoadedLog | None:
+    """The spec's rules on records parsed in bulk: a v4 log's seqs must run 0, 1, 2... and its
+    messages be well formed (:func:`validate_stored_events`); a v0 log's records go through the
+    whole legacy read path (:func:`upgrade_v0_records`: rows expanded, seqs, retired vocabulary,
+    conversions, shapes, known types). ``None`` when a rule refuses (the spec's path names it)."""
+    try:
+        if version == LEGACY_FORMAT_VERSION:
+            with fastjson.collector_paused():
+                return LoadedLog(version, header, upgrade_v0_records(str(header["id"]), records), (), None)
         events: list[Event] = []
         for seq, record in enumerate(records):
             if type(record) is not FrozenDict or record.get("seq") != seq or type(record["seq"]) is not int:
                 return None
             events.append(record)
         validate_stored_events(str(header["id"]), events)
-    except (SpecError, zstandard.ZstdError, ValueError):
+    except SpecError:
         return None
     return LoadedLog(version, header, tuple(events), (), None)
 
@@ -372,7 +415,7 @@ class FileStore:
 
     def _batch_bytes(self, records: Sequence[JsonValue], compressed: bool) -> bytes:
         """Records as one batch: JSONL lines, as one zstd frame when compressed."""
-        plaintext = encode_lines(records)
+        plaintext = fastjson.encode_lines(records)
         return compress_frame(plaintext) if compressed else plaintext
 
     def _publish(self, path: str, header: FrozenDict, events: Sequence[Event]) -> None:
