@@ -97,9 +97,11 @@ def test_the_stdio_server_on_a_database_passes_storage_and_survives_the_kill_che
 # They need a database, so they live here rather than in tests/broken_subjects.py.
 
 
-class _PageRereadingStore(PostgresStore):
-    """Continues each read page from the last seq of the page before, inclusive (``seq >= last``
-    for ``seq > last``), so the event at every page boundary is read twice."""
+class _MispagedStore(PostgresStore):
+    """Continues each read page from the last seq of the page before plus :attr:`step` (``seq >=
+    last + step``); the reference's keyset pagination is ``seq > last``, a step of 1."""
+
+    step: ClassVar[int] = 1
 
     def _db_scan(self, key: str, first_seq: int, visit: RowVisitor) -> str | None:
         query = sql.SQL(
@@ -117,29 +119,50 @@ class _PageRereadingStore(PostgresStore):
                         visit(int(seq), str(text))
                 if len(rows) < self.read_batch or rows[-1][1] is None:
                     return str(rows[0][0])
-                rows = conn.execute(query, (rows[-1][1], key, self.read_batch)).fetchall()
+                rows = conn.execute(query, (rows[-1][1] + self.step, key, self.read_batch)).fetchall()
 
         return self._retrying("read a session", scan)
 
 
-class RereadsEventAtPageBoundary(PostgresSubject):
-    """Reads a stored session in pages and reads the last event of each full page again at the
-    start of the next (SPEC-DECISIONS D2: a reader gets the committed log, each event once)."""
+class _PageRereadingStore(_MispagedStore):
+    step = 0  # ``seq >= last`` for ``seq > last``
 
+
+class _PageSkippingStore(_MispagedStore):
+    step = 2  # ``seq > last + 1``: the page's next row counted as read
+
+
+class _MispagedSubject(PostgresSubject):
+    store_class: ClassVar[type[_MispagedStore]]
     rule: ClassVar[str] = "D2"
 
     def _open_database(self, empty: bool) -> DatabaseStore:
         database = super()._open_database(empty)
-        database.__class__ = _PageRereadingStore
+        database.__class__ = self.store_class
         return database
 
 
+class RereadsEventAtPageBoundary(_MispagedSubject):
+    """Reads a stored session in pages and reads the last event of each full page again at the
+    start of the next (SPEC-DECISIONS D2: a reader gets the committed log, each event once)."""
+
+    store_class = _PageRereadingStore
+
+
+class SkipsEventAtPageBoundary(_MispagedSubject):
+    """Reads a stored session in pages and starts each page one row late, so the first event after
+    every full page is never read (SPEC-DECISIONS D2: a reader gets the whole committed log)."""
+
+    store_class = _PageSkippingStore
+
+
+@pytest.mark.parametrize(
+    "broken", [RereadsEventAtPageBoundary, SkipsEventAtPageBoundary], ids=lambda b: b.__name__
+)
 def test_a_postgres_subject_reading_across_a_page_boundary_wrong_fails_the_storage_vectors(
-    postgres_env: str,
+    broken: type[_MispagedSubject], postgres_env: str
 ) -> None:
-    results = run_suite(
-        InProcessSubject(RereadsEventAtPageBoundary()), Options(families=frozenset({"storage"}))
-    )
+    results = run_suite(InProcessSubject(broken()), Options(families=frozenset({"storage"})))
     caught = failures(results)
-    print(f"RereadsEventAtPageBoundary: caught by {len(caught)} storage cases")
+    print(f"{broken.__name__}: caught by {len(caught)} storage cases")
     assert len(caught) >= 2, caught
