@@ -159,30 +159,34 @@ def compaction_rule_cases() -> Cases:
     )
     commanded: JsonObject = {"compactionId": "k1", "turn": None, "sourceCommandId": "cmd1"}
     for name, start, end in (
-        ("a compaction/end with another compactionId", commanded, {**commanded, "compactionId": "k2"}),
         (
-            "a compaction/end with another sourceCommandId",
+            "compaction-bracket: a compaction/end with another compactionId is a violation",
+            commanded,
+            {**commanded, "compactionId": "k2"},
+        ),
+        (
+            "compaction-bracket: a compaction/end with another sourceCommandId is a violation",
             commanded,
             {**commanded, "sourceCommandId": "cmd2"},
         ),
         (
-            "a compaction/end naming a sourceCommandId its start lacks",
+            "compaction-bracket: a compaction/end naming a sourceCommandId its start lacks is a violation",
             {"compactionId": "k1", "turn": None},
             commanded,
         ),
         (
-            "a compaction/end without its start's sourceCommandId",
+            "compaction-bracket: a compaction/end without its start's sourceCommandId is a violation",
             commanded,
             {"compactionId": "k1", "turn": None},
         ),
         (
-            "an empty sourceCommandId",
+            "compaction-bracket: an empty sourceCommandId is a violation",
             {**commanded, "sourceCommandId": ""},
             {**commanded, "sourceCommandId": ""},
         ),
     ):
         yield breaks(
-            f"compaction-bracket: {name} is a violation",
+            name,
             log(("compaction/start", start), ("compaction/end", {**end, "error": "x"})),
         )
     yield breaks(

@@ -166,9 +166,12 @@ def log_only_cases() -> Cases:
         why=LOG_ONLY_RULE,
         comment="both keys are wrong; the expected code says surfaceOp is checked first",
     )
-    for plugin_type, data in (("x-user/message", user_msg()), ("x-tool/result", result_msg())):
+    for name, plugin_type, data in (
+        ("a plugin's x-user/message is log-only and cannot carry surfaceOp", "x-user/message", user_msg()),
+        ("a plugin's x-tool/result is log-only and cannot carry surfaceOp", "x-tool/result", result_msg()),
+    ):
         yield case(
-            f"a plugin's {plugin_type} is log-only and cannot carry surfaceOp",
+            name,
             READ,
             [
                 ok("create", id="s"),
