@@ -164,5 +164,9 @@ def test_a_postgres_subject_reading_across_a_page_boundary_wrong_fails_the_stora
 ) -> None:
     results = run_suite(InProcessSubject(broken()), Options(families=frozenset({"storage"})))
     caught = failures(results)
-    print(f"{broken.__name__}: caught by {len(caught)} storage cases")
+    print(
+        f"{broken.__name__}: caught by {len(caught)} storage cases:",
+        *(c.split(": ")[0] for c in caught),
+        sep="\n  ",
+    )
     assert len(caught) >= 2, caught
