@@ -12,19 +12,16 @@ vectors that need the seam.
 from __future__ import annotations
 
 import sys
-from typing import Any, ClassVar
+from typing import Any
 
-import psycopg
 import pytest
-from psycopg import sql
 
 from conformance.crash import STORE_ROOT_ENV
 from conformance.report import CaseResult, Options
 from conformance.runner import run_suite
 from conformance.subject import InProcessSubject, StdioSubject
 from reference.database_subjects import PostgresSubject, SqliteSubject
-from reference.persistence.database import DatabaseStore, RowVisitor
-from reference.persistence.postgres import DSN_ENV, PostgresStore
+from reference.persistence.postgres import DSN_ENV
 from reference.server import ReferenceSubject
 
 STDIO_FAMILIES = frozenset({"storage", "crash"})
@@ -91,82 +88,3 @@ def test_the_stdio_server_on_a_database_passes_storage_and_survives_the_kill_che
     kills = [r for r in results if r.family == "crash" and r.outcome == "passed"]
     assert kills and all("SIGKILL" in r.name for r in kills), [r.name for r in results if r.family == "crash"]
     assert [r for r in results if r.family == "storage" and r.outcome == "passed"]
-
-
-# --- broken database subjects (branch kinds3; issue 26, "databases") ---------------------------------
-# They need a database, so they live here rather than in tests/broken_subjects.py.
-
-
-class _MispagedStore(PostgresStore):
-    """Continues each read page from the last seq of the page before plus :attr:`step` (``seq >=
-    last + step``); the reference's keyset pagination is ``seq > last``, a step of 1."""
-
-    step: ClassVar[int] = 1
-
-    def _db_scan(self, key: str, first_seq: int, visit: RowVisitor) -> str | None:
-        query = sql.SQL(
-            "SELECT h.header, e.seq, e.event FROM {} h LEFT JOIN {} e ON e.session = h.session AND e.seq >= %s"
-            " WHERE h.session = %s ORDER BY e.seq LIMIT %s"
-        ).format(self._name("session_headers"), self._name("session_events"))
-
-        def scan(conn: psycopg.Connection[Any]) -> str | None:
-            rows = conn.execute(query, (first_seq, key, self.read_batch)).fetchall()
-            if not rows:
-                return None
-            while True:
-                for _, seq, text in rows:
-                    if seq is not None:
-                        visit(int(seq), str(text))
-                if len(rows) < self.read_batch or rows[-1][1] is None:
-                    return str(rows[0][0])
-                rows = conn.execute(query, (rows[-1][1] + self.step, key, self.read_batch)).fetchall()
-
-        return self._retrying("read a session", scan)
-
-
-class _PageRereadingStore(_MispagedStore):
-    step = 0  # ``seq >= last`` for ``seq > last``
-
-
-class _PageSkippingStore(_MispagedStore):
-    step = 2  # ``seq > last + 1``: the page's next row counted as read
-
-
-class _MispagedSubject(PostgresSubject):
-    store_class: ClassVar[type[_MispagedStore]]
-    rule: ClassVar[str] = "D2"
-
-    def _open_database(self, empty: bool) -> DatabaseStore:
-        database = super()._open_database(empty)
-        database.__class__ = self.store_class
-        return database
-
-
-class RereadsEventAtPageBoundary(_MispagedSubject):
-    """Reads a stored session in pages and reads the last event of each full page again at the
-    start of the next (SPEC-DECISIONS D2: a reader gets the committed log, each event once)."""
-
-    store_class = _PageRereadingStore
-
-
-class SkipsEventAtPageBoundary(_MispagedSubject):
-    """Reads a stored session in pages and starts each page one row late, so the first event after
-    every full page is never read (SPEC-DECISIONS D2: a reader gets the whole committed log)."""
-
-    store_class = _PageSkippingStore
-
-
-@pytest.mark.parametrize(
-    "broken", [RereadsEventAtPageBoundary, SkipsEventAtPageBoundary], ids=lambda b: b.__name__
-)
-def test_a_postgres_subject_reading_across_a_page_boundary_wrong_fails_the_storage_vectors(
-    broken: type[_MispagedSubject], postgres_env: str
-) -> None:
-    results = run_suite(InProcessSubject(broken()), Options(families=frozenset({"storage"})))
-    caught = failures(results)
-    print(
-        f"{broken.__name__}: caught by {len(caught)} storage cases:",
-        *(c.split(": ")[0] for c in caught),
-        sep="\n  ",
-    )
-    assert len(caught) >= 2, caught
