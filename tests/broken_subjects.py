@@ -20,10 +20,16 @@ from contextlib import contextmanager
 from types import ModuleType
 from typing import Any, ClassVar
 
+import psycopg
+from psycopg import sql
+
 import reference.persistence.filestore as filestore_module
 import spec.lineage.store as lineage_store_module
+from reference.database_subjects import PostgresSubject
+from reference.persistence.database import DatabaseStore, RowVisitor
 from reference.persistence.faulty import FaultyFileSystem
 from reference.persistence.filestore import FileStore
+from reference.persistence.postgres import PostgresStore
 from reference.server import ReferenceSubject
 from reference.session import Session
 from reference.shrink.compaction import AbortSignal, OverflowRecovery
@@ -1084,3 +1090,71 @@ KINDS1: tuple[type[MutantSubject], ...] = (
     V0ReplacingResultGetsItsOwnId,
 )
 BROKEN_SUBJECTS += KINDS1
+
+
+# --- databases: reading across page boundaries (issue 26, "databases") ------------------------------
+# They need a PostgreSQL server, so they are not in BROKEN_SUBJECTS: tests/test_mutation_score.py
+# judges them on the test cluster (tests/conftest.py postgres_cluster), where the PostgreSQL subject
+# reads in pages of three rows. (SQLite reads a session in one query: no page to cross.)
+
+
+class _MispagedStore(PostgresStore):
+    """Continues each read page from the last seq of the page before plus :attr:`step` (``seq >=
+    last + step``); the reference's keyset pagination is ``seq > last``, a step of 1."""
+
+    step: ClassVar[int] = 1
+
+    def _db_scan(self, key: str, first_seq: int, visit: RowVisitor) -> str | None:
+        query = sql.SQL(
+            "SELECT h.header, e.seq, e.event FROM {} h LEFT JOIN {} e ON e.session = h.session AND e.seq >= %s"
+            " WHERE h.session = %s ORDER BY e.seq LIMIT %s"
+        ).format(self._name("session_headers"), self._name("session_events"))
+
+        def scan(conn: psycopg.Connection[Any]) -> str | None:
+            rows = conn.execute(query, (first_seq, key, self.read_batch)).fetchall()
+            if not rows:
+                return None
+            while True:
+                for _, seq, text in rows:
+                    if seq is not None:
+                        visit(int(seq), str(text))
+                if len(rows) < self.read_batch or rows[-1][1] is None:
+                    return str(rows[0][0])
+                rows = conn.execute(query, (rows[-1][1] + self.step, key, self.read_batch)).fetchall()
+
+        return self._retrying("read a session", scan)
+
+
+class _PageRereadingStore(_MispagedStore):
+    step = 0  # ``seq >= last`` for ``seq > last``
+
+
+class _PageSkippingStore(_MispagedStore):
+    step = 2  # ``seq > last + 1``: the page's next row counted as read
+
+
+class _MispagedSubject(PostgresSubject):
+    store_class: ClassVar[type[_MispagedStore]]
+    rule: ClassVar[str] = "D2"
+
+    def _open_database(self, empty: bool) -> DatabaseStore:
+        database = super()._open_database(empty)
+        database.__class__ = self.store_class
+        return database
+
+
+class RereadsEventAtPageBoundary(_MispagedSubject):
+    """Reads a stored session in pages and reads the last event of each full page again at the
+    start of the next (SPEC-DECISIONS D2: a reader gets the committed log, each event once)."""
+
+    store_class = _PageRereadingStore
+
+
+class SkipsEventAtPageBoundary(_MispagedSubject):
+    """Reads a stored session in pages and starts each page one row late, so the first event after
+    every full page is never read (SPEC-DECISIONS D2: a reader gets the whole committed log)."""
+
+    store_class = _PageSkippingStore
+
+
+BROKEN_POSTGRES: tuple[type[_MispagedSubject], ...] = (RereadsEventAtPageBoundary, SkipsEventAtPageBoundary)

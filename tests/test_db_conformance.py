@@ -12,19 +12,16 @@ vectors that need the seam.
 from __future__ import annotations
 
 import sys
-from typing import Any, ClassVar
+from typing import Any
 
-import psycopg
 import pytest
-from psycopg import sql
 
 from conformance.crash import STORE_ROOT_ENV
 from conformance.report import CaseResult, Options
 from conformance.runner import run_suite
 from conformance.subject import InProcessSubject, StdioSubject
 from reference.database_subjects import PostgresSubject, SqliteSubject
-from reference.persistence.database import DatabaseStore, RowVisitor
-from reference.persistence.postgres import DSN_ENV, PostgresStore
+from reference.persistence.postgres import DSN_ENV
 from reference.server import ReferenceSubject
 
 STDIO_FAMILIES = frozenset({"storage", "crash"})
@@ -94,55 +91,3 @@ def test_the_stdio_server_on_a_database_passes_storage_and_survives_the_kill_che
     kills = [r for r in results if r.family == "crash" and r.outcome == "passed"]
     assert kills and all("SIGKILL" in r.name for r in kills), [r.name for r in results if r.family == "crash"]
     assert [r for r in results if r.family == "storage" and r.outcome == "passed"]
-
-
-# --- broken database subjects (branch kinds3; issue 26, "databases") ---------------------------------
-# They need a database, so they live here rather than in tests/broken_subjects.py.
-
-
-class _PageRereadingStore(PostgresStore):
-    """Continues each read page from the last seq of the page before, inclusive (``seq >= last``
-    for ``seq > last``), so the event at every page boundary is read twice."""
-
-    def _db_scan(self, key: str, first_seq: int, visit: RowVisitor) -> str | None:
-        query = sql.SQL(
-            "SELECT h.header, e.seq, e.event FROM {} h LEFT JOIN {} e ON e.session = h.session AND e.seq >= %s"
-            " WHERE h.session = %s ORDER BY e.seq LIMIT %s"
-        ).format(self._name("session_headers"), self._name("session_events"))
-
-        def scan(conn: psycopg.Connection[Any]) -> str | None:
-            rows = conn.execute(query, (first_seq, key, self.read_batch)).fetchall()
-            if not rows:
-                return None
-            while True:
-                for _, seq, text in rows:
-                    if seq is not None:
-                        visit(int(seq), str(text))
-                if len(rows) < self.read_batch or rows[-1][1] is None:
-                    return str(rows[0][0])
-                rows = conn.execute(query, (rows[-1][1], key, self.read_batch)).fetchall()
-
-        return self._retrying("read a session", scan)
-
-
-class RereadsEventAtPageBoundary(PostgresSubject):
-    """Reads a stored session in pages and reads the last event of each full page again at the
-    start of the next (SPEC-DECISIONS D2: a reader gets the committed log, each event once)."""
-
-    rule: ClassVar[str] = "D2"
-
-    def _open_database(self, empty: bool) -> DatabaseStore:
-        database = super()._open_database(empty)
-        database.__class__ = _PageRereadingStore
-        return database
-
-
-def test_a_postgres_subject_reading_across_a_page_boundary_wrong_fails_the_storage_vectors(
-    postgres_env: str,
-) -> None:
-    results = run_suite(
-        InProcessSubject(RereadsEventAtPageBoundary()), Options(families=frozenset({"storage"}))
-    )
-    caught = failures(results)
-    print(f"RereadsEventAtPageBoundary: caught by {len(caught)} storage cases")
-    assert len(caught) >= 2, caught

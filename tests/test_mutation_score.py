@@ -18,16 +18,17 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import pytest
-from broken_subjects import BROKEN_SUBJECTS, MutantSubject
+from broken_subjects import BROKEN_POSTGRES, BROKEN_SUBJECTS
 
-from conformance.crash import FAIL_FAST
+from conformance.crash import FAIL_FAST, STORE_ROOT_ENV
 from conformance.families import FAMILY_RULES, OPT_IN
 from conformance.report import CUT, CaseResult, Options, build_certificate
 from conformance.runner import every_rule, run_suite, vector_families
 from conformance.subject import InProcessSubject, StdioSubject, Subject
+from reference.persistence.postgres import DSN_ENV
 from reference.server import ReferenceSubject
 
 REPOSITORY = Path(__file__).resolve().parent.parent
@@ -41,9 +42,9 @@ def family_groups(generated_only: bool = False) -> list[tuple[str, frozenset[str
     return generated if generated_only else [("vectors", frozenset(vector_families())), *generated]
 
 
-def run_all(subject: Subject) -> list[CaseResult]:
+def run_all(subject: Subject, families: frozenset[str] | None = None) -> list[CaseResult]:
     try:
-        return run_suite(subject, Options(profile="ci"))
+        return run_suite(subject, Options(profile="ci", families=families))
     finally:
         subject.close()
 
@@ -87,7 +88,7 @@ class Verdict:
     case: str
 
 
-def judge(broken: type[MutantSubject]) -> Verdict:
+def judge(broken: type[ReferenceSubject]) -> Verdict:
     """The family groups in order until one fails the broken subject. Any failure counts: the
     reference passes every family (the two tests below), so no case that fails the reference too
     can be taken for a catch without turning the suite red."""
@@ -141,7 +142,7 @@ def test_there_are_at_least_forty_broken_subjects_each_naming_its_rule() -> None
 
 
 @pytest.mark.parametrize("broken", BROKEN_SUBJECTS, ids=lambda broken: broken.__name__)
-def test_the_suite_fails_the_broken_subject(broken: type[MutantSubject]) -> None:
+def test_the_suite_fails_the_broken_subject(broken: type[ReferenceSubject]) -> None:
     """One broken subject, judged on its own (so that xdist spreads them over its workers); the
     mutation score is how many of these pass. One the generated checks must catch meets only them."""
     verdict = judge(broken)
@@ -153,6 +154,35 @@ def test_the_suite_fails_the_broken_subject(broken: type[MutantSubject]) -> None
         assert verdict.caught_by in GENERATED_FAMILIES, (
             f"{broken.__name__} escaped the generated checks; the vectors caught it ({verdict.case})"
         )
+
+
+# The storage vectors that read back a session longer than the PostgreSQL subject's read page.
+PAGE_BOUNDARY_CASES: Final = frozenset(
+    {
+        "a closed session can be resumed and appended to",
+        "a long closed session reads back whole",
+        "a long session resumed inside an open turn is closed after its last event and grows from there",
+        "a session read back after each flush, one event longer each time, is read whole",
+    }
+)
+
+
+@pytest.mark.parametrize("broken", BROKEN_POSTGRES, ids=lambda broken: broken.__name__)
+def test_the_suite_fails_the_broken_postgres_subject(
+    broken: type[ReferenceSubject], postgres_cluster: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A database subject reading across a page boundary wrong is caught by the vectors, among
+    them two or more of the storage vectors that read a session longer than a page
+    (tests/broken_subjects.py BROKEN_POSTGRES)."""
+    monkeypatch.setenv(DSN_ENV, postgres_cluster.dsn)
+    monkeypatch.delenv(STORE_ROOT_ENV, raising=False)
+    verdict = judge(broken)
+    print(f"{verdict.subject}: {verdict.caught_by or 'SURVIVED'}  {verdict.case[:100]}")
+    assert verdict.caught_by == "vectors", verdict
+    storage = run_all(InProcessSubject(broken()), families=frozenset({"storage"}))
+    caught = {result.name for result in failures(storage)} & PAGE_BOUNDARY_CASES
+    print(f"  storage: {sorted(caught)}")
+    assert len(caught) >= 2, describe(failures(storage))
 
 
 def test_the_generated_checks_alone_catch_at_least_four_broken_subjects() -> None:

@@ -152,6 +152,44 @@ def compaction_rule_cases() -> Cases:
         "format the log was stored in",
     )
     yield breaks(
+        "compaction-dangling: a start the end-seed orphans is reported once, not at the turn/end before it",
+        log(T1, ("compaction/start", {"compactionId": "k1", "turn": 1}), T1_END, ("session/end-seed", {})),
+        comment="the end-seed makes the start an orphan, so the turn/end that crossed it is forgiven; "
+        "only the dangling start is reported",
+    )
+    commanded: JsonObject = {"compactionId": "k1", "turn": None, "sourceCommandId": "cmd1"}
+    for name, start, end in (
+        (
+            "compaction-bracket: a compaction/end with another compactionId is a violation",
+            commanded,
+            {**commanded, "compactionId": "k2"},
+        ),
+        (
+            "compaction-bracket: a compaction/end with another sourceCommandId is a violation",
+            commanded,
+            {**commanded, "sourceCommandId": "cmd2"},
+        ),
+        (
+            "compaction-bracket: a compaction/end naming a sourceCommandId its start lacks is a violation",
+            {"compactionId": "k1", "turn": None},
+            commanded,
+        ),
+        (
+            "compaction-bracket: a compaction/end without its start's sourceCommandId is a violation",
+            commanded,
+            {"compactionId": "k1", "turn": None},
+        ),
+        (
+            "compaction-bracket: an empty sourceCommandId is a violation",
+            {**commanded, "sourceCommandId": ""},
+            {**commanded, "sourceCommandId": ""},
+        ),
+    ):
+        yield breaks(
+            name,
+            log(("compaction/start", start), ("compaction/end", {**end, "error": "x"})),
+        )
+    yield breaks(
         "shadow-price: a replace without its metering event is a violation",
         log(user_ev(), ("user/message", user_msg("x"), {"surfaceOp": replace(0, 0), "sourceEventSeqs": [0]})),
     )
@@ -245,6 +283,22 @@ def reporting_cases() -> Cases:
         why="relational false checks only the core rules, those a DSH session itself refuses",
         events=three_problems,
         relational=False,
+    )
+    call2 = ("tool/call", {"turn": 1, "step": 1, "callId": "c2", "name": "read"})
+    nested = log(
+        T1,
+        S1,
+        assistant_ev(calls=["c1", "c2"]),
+        CALL,
+        call2,
+        ("compaction/start", {"compactionId": "k1", "turn": 1}),
+    )
+    yield pure(
+        "closers deep in nesting (two calls, a compaction, a step, a turn) pass the closers rule",
+        CHECK,
+        why=as_why(RULES["closers"]),
+        comment="the block is five closers long: two results, compaction/end, step/end, turn/end",
+        events=with_closers(nested),
     )
     yield pure(
         "a log repaired with its closers passes the closers rule",

@@ -120,6 +120,7 @@ def boundary_cases() -> Cases:
         ("a boundary of null is invalid", None),
         ("a boundary of true is invalid", True),
         ("a boundary past the last event is invalid", 2),
+        ("a boundary far past the last event is invalid", 7),
     ]
     for name, boundary in invalid:
         yield case(
@@ -137,6 +138,23 @@ def boundary_cases() -> Cases:
         SEED,
         [ok("create", id="p"), fails(Code.INVALID_BOUNDARY, "fork", source="p", boundary=0, child="c")],
         why=why,
+    )
+    yield case(
+        "a boundary past the end of a log of one event is invalid",
+        SEED,
+        [
+            ok("create", id="p", seed=[]),
+            fails(Code.INVALID_BOUNDARY, "fork", source="p", boundary=1, child="c"),
+        ],
+        why=why,
+        comment="an empty seed leaves the end-seed marker alone at seq 0: the log's only event is also its last",
+    )
+    long_seed = log(*[("custom/x", {})] * 259)
+    yield case(
+        "a fork of a log of 260 events at boundary 258 inherits 259 of them",
+        SEED,
+        [ok("create", id="p", seed=long_seed), ok("fork", source="p", boundary=258, child="c")],
+        comment="a seed of 259 events and its end-seed marker; seqs above 256 are compared by value",
     )
 
 

@@ -131,6 +131,7 @@ def bad_meta_cases() -> Cases:
             Code.HEADER_DELEGATION_DEPTH,
             {"delegationDepth": "1"},
         ),
+        ("a delegationDepth of true is rejected", Code.HEADER_DELEGATION_DEPTH, {"delegationDepth": True}),
         ("an agentPreset that is not a string is rejected", Code.HEADER_AGENT_PRESET, {"agentPreset": False}),
         ("meta that is an array is not a header record", Code.HEADER_NOT_RECORD, []),
         ("meta that is a string is not a header record", Code.HEADER_NOT_RECORD, "meta"),
@@ -174,6 +175,12 @@ def bad_header_cases() -> Cases:
             {**VALID, "isSeeded": 1},
         ),
         ("a header without delegationDepth is rejected", Code.HEADER_DELEGATION_DEPTH, "s", no_depth),
+        (
+            "a header whose delegationDepth is true is rejected",
+            Code.HEADER_DELEGATION_DEPTH,
+            "s",
+            {**VALID, "delegationDepth": True},
+        ),
         ("a header that is an array is not a record", Code.HEADER_NOT_RECORD, "s", []),
     ]
     for name, code, session_id, header in refused:

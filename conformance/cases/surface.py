@@ -166,6 +166,21 @@ def log_only_cases() -> Cases:
         why=LOG_ONLY_RULE,
         comment="both keys are wrong; the expected code says surfaceOp is checked first",
     )
+    for name, plugin_type, data in (
+        ("a plugin's x-user/message is log-only and cannot carry surfaceOp", "x-user/message", user_msg()),
+        ("a plugin's x-tool/result is log-only and cannot carry surfaceOp", "x-tool/result", result_msg()),
+    ):
+        yield case(
+            name,
+            READ,
+            [
+                ok("create", id="s"),
+                log_only(Code.SURFACE_OP_ON_LOG_ONLY, plugin_type, data, surfaceOp="append"),
+            ],
+            why=LOG_ONLY_RULE,
+            comment="its name ends like a surface type's, and its data is a message, but only the three "
+            "surface types themselves may join the surface",
+        )
 
 
 def surface_op_cases() -> Cases:
