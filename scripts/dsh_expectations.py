@@ -53,6 +53,10 @@ GENERATED: Final = (
 GENERATED_SOURCE: Final = SESSION + ":1444-1463, :1656-1668, :1845; " + PERSISTENCE + ":831, :1249-1302"
 BASIC: Final = "@deepseek-ai/dsh-compaction-basic lib/index.js"
 SPILL: Final = "@deepseek-ai/dsh-spill-policy lib/index.js"
+ONLY_AT_RC8: Final = (
+    "npm view <package> versions: 0.1 line published at 0.1.0-rc.8 only, peerDependencies dsh-session "
+    "^0.1.0-rc.8; subjects/dsh/releases/<version>/package.json; subjects/dsh/lib/dsh.mjs"
+)
 ENGINE_FAMILIES: Final = ("compaction", "spill", "overflow", "checkpoint")
 """The engine capabilities whose packages (dsh-compaction-basic, dsh-spill-policy,
 dsh-session-checkpoint-policy) are published at 0.1.0-rc.8 and at no other 0.1 release."""
@@ -144,11 +148,14 @@ CAUSES: tuple[Cause, ...] = (
     ),
     Cause(
         "unsupported",
-        "DSH reads a log only as a file of its store, in format 0 and under a format 0 file name: a version 4 "
+        "DSH reads a log only as a file of its JSONL store (published in the 0.1 line at rc.8 only, so a release "
+        "paired with none reads no log at all), in format 0 and under a format 0 file name: a version 4 "
         "header is refused before any framing rule applies (as the spec's own decode_header_line refuses it "
         "under that name), and a log it reads comes back as its parsed header and decoded events, never the "
         "stored lines and the cut offset the protocol's result holds",
-        JSONL + ":181-195 (refuseForeignFormatVersion, parseHeaderRecord), :919-952 (readPrefix)",
+        JSONL
+        + ":181-195 (refuseForeignFormatVersion, parseHeaderRecord), :919-952 (readPrefix); "
+        + ONLY_AT_RC8,
         kind="spec-version",
         rules=("spec.framing.decode_jsonl_log",),
     ),
@@ -530,10 +537,6 @@ CAUSES: tuple[Cause, ...] = (
 # Releases before 0.1.0-rc.8 (certify-dsh.sh VERSION, scripts/compatibility.py): packages first
 # published at rc.8, whose peer range (dsh-session ^0.1.0-rc.8) an older session does not meet, so
 # the release's pin cannot pair them. Listed last, so that a cause of rc.8's own comes first.
-ONLY_AT_RC8: Final = (
-    "npm view <package> versions: 0.1 line published at 0.1.0-rc.8 only, peerDependencies dsh-session "
-    "^0.1.0-rc.8; subjects/dsh/releases/<version>/package.json; subjects/dsh/lib/dsh.mjs"
-)
 CAUSES += (
     Cause(
         "unsupported",
@@ -596,8 +599,9 @@ CAUSES += (
     ),
     Cause(
         "unsupported",
-        "no package exporting the function pairs with this release (the pruner, the JSONL store's naming: "
-        "first published at rc.8, needing dsh-session 0.1.0-rc.8 or later)",
+        "no package computing the function pairs with this release (the pruner; the JSONL store, whose naming, "
+        "scanner and v0 upgrade the subject drives; the spill policy: first published at rc.8, needing "
+        "dsh-session 0.1.0-rc.8 or later)",
         ONLY_AT_RC8,
         kind="spec-version",
         keys=("*",),
