@@ -17,7 +17,10 @@
 //   schema as DSH's plugin loader applies it, and the store runs with the timer at its maximum, so
 //   that only `flush` and `close` write (a wall-clock timer would make what is durable depend on
 //   timing; DSH never writes a batch because of its events' times). DSH has no byte bound, so
-//   `batchMaxBytes` answers UNSUPPORTED_OP;
+//   `batchMaxBytes` answers UNSUPPORTED_OP once DSH has accepted the delay (a delay it refuses is
+//   its answer, whatever else the request names);
+// - `upgrade_v0_records` and `decode_jsonl_log` are DSH's store reading the log placed in a store
+//   of their own (readStoredText), never the subject's;
 // - `engine_append` is `append`: DSH's compaction engine writes its bracket with the session's own
 //   `append` (dsh-compaction-basic lib/index.js:437, :452, :463), the path PROTOCOL.md allows;
 // - `reset` with `files` (capability import) writes the files under the store root before the
