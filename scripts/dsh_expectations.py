@@ -53,6 +53,10 @@ GENERATED: Final = (
 GENERATED_SOURCE: Final = SESSION + ":1444-1463, :1656-1668, :1845; " + PERSISTENCE + ":831, :1249-1302"
 BASIC: Final = "@deepseek-ai/dsh-compaction-basic lib/index.js"
 SPILL: Final = "@deepseek-ai/dsh-spill-policy lib/index.js"
+ONLY_AT_RC8: Final = (
+    "npm view <package> versions: 0.1 line published at 0.1.0-rc.8 only, peerDependencies dsh-session "
+    "^0.1.0-rc.8; subjects/dsh/releases/<version>/package.json; subjects/dsh/lib/dsh.mjs"
+)
 ENGINE_FAMILIES: Final = ("compaction", "spill", "overflow", "checkpoint")
 """The engine capabilities whose packages (dsh-compaction-basic, dsh-spill-policy,
 dsh-session-checkpoint-policy) are published at 0.1.0-rc.8 and at no other 0.1 release."""
@@ -144,20 +148,24 @@ CAUSES: tuple[Cause, ...] = (
     ),
     Cause(
         "unsupported",
-        "DSH does not export this function: its JSONL scanner and the coordinator's v0 upgrade are "
-        "private, and the token meter prices a surface only by refolding the whole log",
+        "DSH reads a log only as a file of its JSONL store (published in the 0.1 line at rc.8 only, so a release "
+        "paired with none reads no log at all), in format 0 and under a format 0 file name: a version 4 "
+        "header is refused before any framing rule applies (as the spec's own decode_header_line refuses it "
+        "under that name), and a log it reads comes back as its parsed header and decoded events, never the "
+        "stored lines and the cut offset the protocol's result holds",
         JSONL
-        + ":187, :310 (scanLog, parseHeaderRecord: not exported); "
-        + PERSISTENCE
-        + ":744 (adoptStoredEvents: not exported); "
-        + METER
-        + ":444 (measure: only over a whole session)",
+        + ":181-195 (refuseForeignFormatVersion, parseHeaderRecord), :919-952 (readPrefix); "
+        + ONLY_AT_RC8,
+        kind="spec-version",
+        rules=("spec.framing.decode_jsonl_log",),
+    ),
+    Cause(
+        "unsupported",
+        "the token meter prices the events it folds into its own surface, never a list of nodes: a node that "
+        "names no event of the log cannot be put to it",
+        METER + ":112-129 (foldSurfaceProjection), :355-367 (foldSurfaceTokens)",
         kind="harness",
-        rules=(
-            "spec.framing.decode_jsonl_log",
-            "spec.legacy.upgrade_v0_records",
-            "spec.tokens.price_surface",
-        ),
+        rules=("spec.tokens.price_surface",),
     ),
     Cause(
         "failed",
@@ -206,11 +214,17 @@ CAUSES: tuple[Cause, ...] = (
     ),
     Cause(
         "failed",
-        "a damaged committed line is read anyway: invalid UTF-8 becomes U+FFFD, and an unparsable line is "
-        "taken for a torn tail (and cut off by resume) unless a later line holds a turn/end (D3 item 5)",
+        "a damaged committed line is read anyway: invalid UTF-8 becomes U+FFFD, and a line that does not parse "
+        "or decode (a record that is not an object, a malformed chunk row) or breaks the seqs is taken for a "
+        "torn tail (dropped on read, cut off by resume) unless a later line holds a turn/end (D3 item 5)",
         JSONL + ":275-299, :279, :928-937, :1238-1247",
         kind="subject-bug",
-        keys=("crash/d3-5",),
+        keys=(
+            "crash/d3-5",
+            "storage/a-seq-gap-in-a-stored-log-is-corruption",
+            "storage/a-stored-record-that-is-not-an-object-is-corruption",
+            "pure-drt/spec-legacy-upgrade-v0-records",
+        ),
     ),
     Cause(
         "failed",
@@ -360,6 +374,16 @@ CAUSES: tuple[Cause, ...] = (
         detail="has no matching step/start event",
     ),
     Cause(
+        "failed",
+        "DSH's spill policy spills nothing unless its maxInlineBytes is configured (omitted, the plugin "
+        "registers nothing); the spec's default of 12500 tokens where a spill store is configured is derived "
+        "from the value DSH's bundle ships (50000 bytes), which a host passes as configuration",
+        SPILL + ":23, :86; notes/dsh-compaction-projection.md §10.2",
+        kind="derived-rule",
+        keys=("spill/spill-is-on-by-default-*",),
+        detail="expected 12500, got null",
+    ),
+    Cause(
         ("failed", "error"),
         "DSH's spill policy bounds a result's UTF-8 bytes (maxInlineBytes) and writes its notice in bytes; "
         "the spec's limit is estimated tokens and its notice counts characters (notes §10.2, adapted from "
@@ -367,14 +391,6 @@ CAUSES: tuple[Cause, ...] = (
         SPILL + ":52, :85-87, :101-121, :142",
         kind="spec-version",
         keys=("spill/*",),
-    ),
-    Cause(
-        "unsupported",
-        "DSH exports no function for the spill limit: its spill policy takes a byte limit (maxInlineBytes) "
-        "as plugin configuration and plugs nothing without it",
-        SPILL + ":52, :85-87",
-        kind="spec-version",
-        rules=("spec.spill.plan_max_inline_tokens",),
     ),
     Cause(
         "unsupported",
@@ -436,10 +452,11 @@ CAUSES: tuple[Cause, ...] = (
     ),
     Cause(
         "failed",
-        "the spill policy takes any non-negative integer as its limit, 2**53 included (no safe-integer bound)",
+        "the spill policy takes any non-negative integer as its limit, 2**53 and 1e+300 included (no safe-integer "
+        "bound)",
         SPILL + ":87",
         kind="robustness",
-        keys=("pure-drt/spill-maxinlinetokens-*",),
+        keys=("pure-drt/spill-maxinlinetokens-*", "pure-drt/spec-spill-plan-max-inline-tokens"),
     ),
     Cause(
         "failed",
@@ -520,10 +537,6 @@ CAUSES: tuple[Cause, ...] = (
 # Releases before 0.1.0-rc.8 (certify-dsh.sh VERSION, scripts/compatibility.py): packages first
 # published at rc.8, whose peer range (dsh-session ^0.1.0-rc.8) an older session does not meet, so
 # the release's pin cannot pair them. Listed last, so that a cause of rc.8's own comes first.
-ONLY_AT_RC8: Final = (
-    "npm view <package> versions: 0.1 line published at 0.1.0-rc.8 only, peerDependencies dsh-session "
-    "^0.1.0-rc.8; subjects/dsh/releases/<version>/package.json; subjects/dsh/lib/dsh.mjs"
-)
 CAUSES += (
     Cause(
         "unsupported",
@@ -586,14 +599,23 @@ CAUSES += (
     ),
     Cause(
         "unsupported",
-        "no package exporting the function pairs with this release (the pruner, the JSONL store's naming: "
-        "first published at rc.8, needing dsh-session 0.1.0-rc.8 or later)",
+        "no package computing the function pairs with this release (the pruner; the JSONL store, whose naming, "
+        "scanner and v0 upgrade the subject drives; the spill policy: first published at rc.8, needing "
+        "dsh-session 0.1.0-rc.8 or later)",
         ONLY_AT_RC8,
         kind="spec-version",
         keys=("*",),
         detail=tuple(
             f"UNSUPPORTED_OP for spec.{name}"
-            for name in ("prune.", "storage.", "pairing.", "tokens.fold_shadow_price")
+            for name in (
+                "prune.",
+                "storage.",
+                "pairing.",
+                "tokens.fold_shadow_price",
+                "legacy.",
+                "framing.",
+                "spill.",
+            )
         ),
     ),
 )

@@ -5,7 +5,6 @@ two of them, catches them too: the model checking is not decoration."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from unittest import mock
 
 import pytest
@@ -59,26 +58,6 @@ def test_the_suite_catches_the_broken_engine_at_the_case_it_names(broken: type[B
     assert broken.case in keys, keys
 
 
-@pytest.fixture
-def no_local_constants() -> Iterator[None]:
-    """The machine's programs depend on the seed and the subject's answers only. Hypothesis
-    (6.1xx) draws, one time in twenty, a literal taken from the source of every project module
-    loaded in the process so far (``hypothesis.internal.conjecture.providers``, "local
-    constants"), a pool that grows as modules are imported, during the run too. So a derandomized
-    machine ran other programs in a worker that had imported more of the project (a whole CI run)
-    than when this file ran alone: alone it met the stale cache in 1 program of 114, after
-    importing every module of spec, reference, conformance and fuzz in none. Here that pool is
-    empty, whatever was imported (docs/choices.md)."""
-    from hypothesis.internal.conjecture import providers
-    from hypothesis.internal.constants_ast import Constants
-
-    providers.CONSTANTS_CACHE.cache.clear()  # it holds the pool's values per kind of draw
-    with mock.patch.object(providers, "_get_local_constants", Constants):
-        yield
-    providers.CONSTANTS_CACHE.cache.clear()
-
-
-@pytest.mark.usefixtures("no_local_constants")
 @pytest.mark.parametrize(
     ("broken", "examples"),
     [(CacheAnswersFromStaleRow, 300), (CheckpointFailsOpen, 100)],

@@ -119,9 +119,16 @@ def test_the_judged_share_counts_passed_and_failed_of_every_case() -> None:
     }
     assert compatibility.judged(run) == (7, 10)
     summary = {"releases": {"9 with invariants": {"subject": {}, **run, "deviations": {}}}}
-    assert "| 9 | with invariants |  | 7 of 10 (70%) | no deviations |" in compatibility.render_releases(
+    assert "| 9 | with invariants |  | 7 of 10 (70.0%) | no deviations |" in compatibility.render_releases(
         summary
     )
+
+
+def test_a_share_is_shown_in_tenths_rounded_down_never_up_to_a_threshold() -> None:
+    assert compatibility.percent_down(829, 922) == "89.9%"
+    assert compatibility.percent_down(8999, 10000) == "89.9%"
+    assert compatibility.percent_down(828, 920) == "90.0%"
+    assert compatibility.percent_down(0, 0) == "0.0%"
 
 
 def test_a_deviation_s_evidence_names_the_rules_material_its_failing_rules_cite() -> None:

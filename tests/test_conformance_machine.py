@@ -11,6 +11,7 @@ from typing import Final
 
 import pytest
 from broken_subjects import ReplaceGenerationNotIncremented
+from hypothesis.internal.constants_ast import Constants
 
 from conformance.__main__ import EXIT_FAILED
 from conformance.__main__ import main as conformance_main
@@ -51,6 +52,28 @@ def test_a_subject_gets_the_machine_its_capabilities_allow_and_the_storage_that_
     ]
     assert chosen == [SessionMachine, StorageMachine, CrashMachine]
     assert [machine.storage for machine in chosen] == ["none", "memory", "file"]
+
+
+def test_the_machine_draws_no_literal_from_the_project_s_source(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hypothesis's local-constants pool (literals of every loaded project module) is empty while
+    the machine runs, and back afterwards; without the internal the machine refuses to run."""
+    from hypothesis.internal.conjecture import providers
+
+    from conformance.machine import family
+
+    seen: list[object] = []
+
+    def record(*_: object, **__: object) -> None:
+        seen.append(providers._get_local_constants())
+
+    monkeypatch.setattr(family, "run_state_machine_as_test", record)
+    before = providers._get_local_constants
+    run_machine(InProcessSubject(ReferenceSubject()), ("core",), "ci")
+    assert len(seen) == 1 and seen[0] == Constants(), seen
+    assert providers._get_local_constants is before
+    monkeypatch.delattr(providers, "_get_local_constants")
+    with pytest.raises(RuntimeError, match="cannot pin Hypothesis's local constants"):
+        run_machine(InProcessSubject(ReferenceSubject()), ("core",), "ci")
 
 
 def test_each_machine_extends_the_one_before_it() -> None:

@@ -71,3 +71,26 @@ def test_an_empty_session_never_published_is_one_deviation_wherever_it_is_met() 
     cases = [case(key, "failed", "session 'z': no log at x") for key in keys]
     entries, problems = dsh_expectations.explain(cases)
     assert not problems and {entry.cause for entry in entries} == {dsh_expectations.UNPUBLISHED}
+
+
+def test_what_dsh_s_store_and_meter_cannot_be_asked_stays_unsupported_with_its_own_reason() -> None:
+    jsonl = case(
+        "json/x", "unsupported", "the subject answered UNSUPPORTED_OP for spec.framing.decode_jsonl_log"
+    )
+    price = case(
+        "tokens/y", "unsupported", "the subject answered UNSUPPORTED_OP for spec.tokens.price_surface"
+    )
+    read, meter = dsh_expectations.cause_of(jsonl), dsh_expectations.cause_of(price)
+    assert read is not None and "format 0" in read.reason and read.kind == "spec-version"
+    assert meter is not None and "never a list of nodes" in meter.reason and meter.kind == "harness"
+    for key in (
+        "storage/a-plain-log-is-a-header-line-and-one-record-per-line",
+        "pure-drt/spec-tokens-price-surface",
+    ):
+        assert dsh_expectations.cause_of(case(key, "failed", "got INTERNAL")) is None, key
+
+
+def test_a_v0_record_dsh_s_scanner_drops_is_the_damaged_line_deviation() -> None:
+    for key in ("storage/a-seq-gap-in-a-stored-log-is-corruption", "pure-drt/spec-legacy-upgrade-v0-records"):
+        cause = dsh_expectations.cause_of(case(key, "failed", "expected CORRUPT_LOG, got success"))
+        assert cause is not None and "torn tail" in cause.reason and cause.kind == "subject-bug", key

