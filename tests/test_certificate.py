@@ -138,13 +138,15 @@ def test_a_failed_setup_step_is_an_error_and_a_failed_step_under_test_a_failure(
 
 
 def test_the_step_under_test_is_the_first_expected_error_else_the_last_step_that_is_not_a_read() -> None:
-    assert step_under_test(SETUP_VECTOR["steps"]) == 3
+    steps = SETUP_VECTOR["steps"]
+    first_error = next(n for n, step in enumerate(steps) if step["expect"]["ok"] is False)
+    assert first_error >= 2 and step_under_test(steps) == first_error
     reads_after = [
-        *SETUP_VECTOR["steps"][:3],
-        SETUP_VECTOR["steps"][2],
+        *steps[:first_error],
+        steps[first_error - 1],
         {"request": {"op": "read"}, "expect": {"ok": True}},
     ]
-    assert step_under_test(reads_after) == 3
+    assert step_under_test(reads_after) == first_error
 
 
 def test_list_names_the_cases_and_case_runs_only_the_matching_ones(tmp_path: Path, capsys: Any) -> None:
