@@ -660,7 +660,7 @@ class WritesCrlfLineEnds(SwapMutant):
     ``\\n`` still reads it (``\\r`` is JSON whitespace), but the bytes are not the log's canonical
     encoding (notes/dsh-persistence §3.3: the separator is ``\\n`` only; docs/choices.md)."""
 
-    swaps = (Swap("reference.persistence.filestore", "encode_lines", _crlf_lines),)
+    swaps = (Swap("reference.persistence.fastjson", "encode_lines", _crlf_lines),)
     rule = "byte-exact writing"
 
 

@@ -444,7 +444,7 @@ class WritesLoneSurrogatesRaw(SwapMutant):
     where JSON text escapes it as ``\\udxxx`` and a line is strict UTF-8 (SPEC-DECISIONS D5;
     notes/dsh-persistence §3.3)."""
 
-    swaps = (Swap("reference.persistence.filestore", "encode_lines", replacing(_surrogates_raw)),)
+    swaps = (Swap("reference.persistence.fastjson", "encode_lines", replacing(_surrogates_raw)),)
     rule = "D5 JSON text"
 
 

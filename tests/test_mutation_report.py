@@ -38,10 +38,10 @@ def test_every_subject_gets_its_verdict_in_the_order_given() -> None:
     ]
     assert [verdict_of(score) for score in scores] == [
         "SURVIVED",
-        "caught, thinly covered",
+        "caught",
         "caught, thinly covered",
     ]
-    assert scores[1].first == "[fork] a boundary past the last event is invalid"
+    assert scores[1].first == "[fork] a boundary past the end of a log of one event is invalid"
     assert scores[2].failing == (("process", "the run ended without a result (exit code 3)"),)
 
 
@@ -50,7 +50,7 @@ def test_the_command_writes_the_table_and_fails_on_a_survivor(tmp_path: Path) ->
     argv = ["--baseline", "reference.server:ReferenceSubject", "--families", "fork", "--markdown", str(table)]
     assert main(["--subjects", "tests.broken_subjects:AcceptsForkBoundaryPastTheEnd", *argv]) == 0
     assert (
-        "| AcceptsForkBoundaryPastTheEnd | INVALID_BOUNDARY | caught, thinly covered | 1 | fork |"
+        "| AcceptsForkBoundaryPastTheEnd | INVALID_BOUNDARY | caught | 2 | fork |"
         in table.read_text()
     )
     assert main(["--subjects", "reference.server:ReferenceSubject", *argv]) == 1

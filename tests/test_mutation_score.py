@@ -141,6 +141,20 @@ def test_there_are_at_least_forty_broken_subjects_each_naming_its_rule() -> None
     assert len({broken.__name__ for broken in BROKEN_SUBJECTS}) == len(BROKEN_SUBJECTS)
 
 
+def test_every_swap_replaces_a_name_its_module_still_holds() -> None:
+    """A swap of a name the reference no longer calls through that module would make a subject that
+    is not broken, or (when the name is gone) one that fails every request and is 'caught' for it."""
+    import importlib
+
+    gone = [
+        f"{broken.__name__}: {swap.module}.{swap.name}"
+        for broken in BROKEN_SUBJECTS
+        for swap in getattr(broken, "swaps", ())
+        if not hasattr(importlib.import_module(swap.module), swap.name)
+    ]
+    assert gone == []
+
+
 @pytest.mark.parametrize("broken", BROKEN_SUBJECTS, ids=lambda broken: broken.__name__)
 def test_the_suite_fails_the_broken_subject(broken: type[ReferenceSubject]) -> None:
     """One broken subject, judged on its own (so that xdist spreads them over its workers); the
