@@ -5,8 +5,8 @@ which for a subject without the crash seam is the kill check (SIGKILL at seeded 
 restart, resume; conformance/PROTOCOL.md).
 
 The crash family in process is skipped by the suite itself, with its reason: a subject without the
-seam can only be killed as a process. Every other family must pass with nothing skipped but the
-vectors that need the seam.
+seam can only be killed as a process. Every other family must pass, with nothing left unjudged but
+the cases that need a capability the subject does not declare.
 """
 
 from __future__ import annotations
@@ -32,12 +32,14 @@ def failures(results: list[CaseResult]) -> list[str]:
 
 
 def unexpected_skips(results: list[CaseResult]) -> list[str]:
-    """Skips other than the seam's: vectors that need ``crash-seam``, and the in-process crash family."""
-    allowed = ("needs capability crash-seam", "needs capability crash-seam, or capability storage over stdio")
+    """Cases not judged for any reason but a capability the subject does not declare (the seam,
+    compaction, spill and the rest a database subject leaves out): a declared op the subject
+    answered UNSUPPORTED_OP, or a case that did not run, would show here."""
+    allowed = ("the subject does not declare ", "needs capability ")
     return [
-        f"[{r.family}] {r.name}: {r.detail}"
+        f"[{r.family}] {r.name}: {r.outcome}: {r.detail}"
         for r in results
-        if r.outcome == "skipped" and not r.detail.startswith(allowed)
+        if r.outcome not in ("passed", "failed", "error") and not r.detail.startswith(allowed)
     ]
 
 
@@ -91,3 +93,19 @@ def test_the_stdio_server_on_a_database_passes_storage_and_survives_the_kill_che
     kills = [r for r in results if r.family == "crash" and r.outcome == "passed"]
     assert kills and all("SIGKILL" in r.name for r in kills), [r.name for r in results if r.family == "crash"]
     assert [r for r in results if r.family == "storage" and r.outcome == "passed"]
+
+
+def test_only_an_undeclared_capability_leaves_a_case_unjudged() -> None:
+    results = [
+        CaseResult("storage", "a", "unsupported", "the subject does not declare crash-seam"),
+        CaseResult(
+            "crash", "b", "unsupported", "needs capability crash-seam, or capability storage over stdio"
+        ),
+        CaseResult("fork", "c", "unsupported", "the subject answered UNSUPPORTED_OP to fork"),
+        CaseResult("session", "d", "not run", "no vectors"),
+        CaseResult("machine", "e", "passed"),
+    ]
+    assert unexpected_skips(results) == [
+        "[fork] c: unsupported: the subject answered UNSUPPORTED_OP to fork",
+        "[session] d: not run: no vectors",
+    ]

@@ -49,9 +49,6 @@ def test_the_command_writes_the_table_and_fails_on_a_survivor(tmp_path: Path) ->
     table = tmp_path / "mutation.md"
     argv = ["--baseline", "reference.server:ReferenceSubject", "--families", "fork", "--markdown", str(table)]
     assert main(["--subjects", "tests.broken_subjects:AcceptsForkBoundaryPastTheEnd", *argv]) == 0
-    assert (
-        "| AcceptsForkBoundaryPastTheEnd | INVALID_BOUNDARY | caught | 2 | fork |"
-        in table.read_text()
-    )
+    assert "| AcceptsForkBoundaryPastTheEnd | INVALID_BOUNDARY | caught | 2 | fork |" in table.read_text()
     assert main(["--subjects", "reference.server:ReferenceSubject", *argv]) == 1
     assert "| ReferenceSubject |  | SURVIVED | 0 |" in table.read_text()
