@@ -12,7 +12,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
+from spec.log.events import (
+    ASSISTANT_MESSAGE,
+    STEP_END,
+    STEP_START,
+    TOOL_CALL,
+    TURN_END,
+    TURN_START,
+    USER_MESSAGE,
+)
 from spec.log.json import JsonObject, JsonValue
+from spec.protocol import Request
 
 PROVIDER: Final = "suite"
 MODEL: Final = "model-1"
@@ -129,3 +139,39 @@ def compaction_start(compaction_id: str, turn: int | None) -> JsonObject:
 
 def replace_op(start: int, end: int) -> JsonObject:
     return {"op": "replace", "start": start, "end": end}
+
+
+# --- the agent loop's requests -------------------------------------------------------------------
+
+
+def append_request(session_id: str, kind: str, data: JsonValue, **extra: JsonValue) -> Request:
+    return ("append", {"id": session_id, "type": kind, "data": data, **extra})
+
+
+def open_turn(session_id: str, turns: int, message: JsonObject) -> list[Request]:
+    """Turn ``turns + 1`` opened with the user's ``message``."""
+    return [
+        append_request(session_id, TURN_START, turn_start(turns + 1)),
+        append_request(session_id, USER_MESSAGE, message, surfaceOp="append"),
+    ]
+
+
+def open_step(
+    session_id: str, turn: int, step: int, message_id: str, calls: tuple[str, ...]
+) -> list[Request]:
+    """A step opened by an assistant message that answers ``done`` or announces ``calls``, with a
+    ``tool/call`` for each (the step left open for their results)."""
+    message = assistant_message(message_id, None if calls else "done", calls, turn, step)
+    return [
+        append_request(session_id, STEP_START, step_start(turn, step)),
+        append_request(session_id, ASSISTANT_MESSAGE, message, surfaceOp="append"),
+        *(append_request(session_id, TOOL_CALL, tool_call(call, turn, step)) for call in calls),
+    ]
+
+
+def close_step(session_id: str, turn: int, step: int) -> Request:
+    return append_request(session_id, STEP_END, step_end(turn, step))
+
+
+def close_turn(session_id: str, turn: int) -> Request:
+    return append_request(session_id, TURN_END, turn_end(turn))

@@ -89,8 +89,8 @@ def _state(model: ModelStore) -> SessionState | None:
     return entry.state if entry is not None else None
 
 
-def _append(model: ModelStore, kind: str, data: object, **extra: Any) -> Sequence[Request]:
-    return [("append", {"id": SESSION, "type": kind, "data": data, **extra})]
+def _append(model: ModelStore, kind: str, data: JsonValue, **extra: JsonValue) -> Sequence[Request]:
+    return [build.append_request(SESSION, kind, data, **extra)]
 
 
 EDGE_TEXT: Final = (

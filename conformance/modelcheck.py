@@ -54,23 +54,13 @@ from conformance import builders as build
 from conformance.cluster import Server, serve
 from conformance.engine_model import ENGINE_CAPABILITY_OF, model_request
 from conformance.exhaustive import check_state_invariants
-from conformance.machine.engine import derive_loop_position
+from conformance.machine.variants import derive_loop_position, derive_next_step
 from conformance.model import ModelStore, canonical_text, model_crash, model_resume
 from spec.checks.log import check_log
 from spec.codes import SpecError
 from spec.lineage.fork import derive_child_meta, plan_fork_seed
 from spec.lineage.store import plan_create
-from spec.log.events import (
-    ASSISTANT_MESSAGE,
-    STEP_END,
-    STEP_START,
-    TOOL_CALL,
-    TOOL_RESULT,
-    TURN_END,
-    TURN_START,
-    USER_MESSAGE,
-    Event,
-)
+from spec.log.events import COMPACTION_END, COMPACTION_START, TOOL_RESULT, Event
 from spec.log.json import JsonValue
 from spec.log.session import SessionState
 from spec.protocol import Request
@@ -85,8 +75,6 @@ TOKEN: Final = re.compile(r'(~[smck]\d{3}|"(?:time|createdAt)":\d+)')  # a name,
 SUMMARY: Final = "Condensed: the parser was read."
 OUTPUT: Final = "tests/test_parser.py:12: assert parse(text) == expected  # 3 passed"  # 66 code points
 PRUNE_CONFIG: Final[JsonValue] = {"thresholdChars": 60, "headChars": 10, "tailChars": 10}  # 10 + 39 + 10
-COMPACTION_END: Final = "compaction/end"
-COMPACTION_START: Final = "compaction/start"
 
 
 def name(kind: str, number: int) -> str:
@@ -260,21 +248,13 @@ def _on_live(rank: int, body: OnLive) -> Requests:
     return requests
 
 
-def _append(session_id: str, kind: str, data: JsonValue, **extra: JsonValue) -> Request:
-    return ("append", {"id": session_id, "type": kind, "data": data, **extra})
-
-
 def _turn(session_id: str, state: SessionState, view: View) -> Sequence[Request] | None:
     """Open a turn with a user message (no turn open, no compaction running: a well-behaved
     caller waits for the engine's bracket to close)."""
     turn, _, turns, _ = derive_loop_position(state.events)
     if turn is not None or _open_compaction(state.events) is not None:
         return None
-    message = build.user_message(view.new("m"), "read the parser")
-    return [
-        _append(session_id, TURN_START, build.turn_start(turns + 1)),
-        _append(session_id, USER_MESSAGE, message, surfaceOp="append"),
-    ]
+    return build.open_turn(session_id, turns, build.user_message(view.new("m"), "read the parser"))
 
 
 def _step(call: bool, session_id: str, state: SessionState, view: View) -> Sequence[Request] | None:
@@ -283,19 +263,10 @@ def _step(call: bool, session_id: str, state: SessionState, view: View) -> Seque
     turn, step, _, _ = derive_loop_position(state.events)
     if turn is None or step is not None:
         return None
-    number = 1
-    for event in state.events:  # the steps of the open turn, numbered from 1
-        number = 1 if event.get("type") == TURN_START else number + (event.get("type") == STEP_START)
-    call_id = view.new("c")
-    calls = (call_id,) if call else ()
-    message = build.assistant_message(view.new("m"), None if call else "done", calls, turn, number)
-    sent = [
-        _append(session_id, STEP_START, build.step_start(turn, number)),
-        _append(session_id, ASSISTANT_MESSAGE, message, surfaceOp="append"),
-    ]
-    if call:
-        return [*sent, _append(session_id, TOOL_CALL, build.tool_call(call_id, turn, number))]
-    return [*sent, _append(session_id, STEP_END, build.step_end(turn, number))]
+    number = derive_next_step(state.events, turn)
+    message_id, calls = view.new("m"), (view.new("c"),) if call else ()
+    opened = build.open_step(session_id, turn, number, message_id, calls)
+    return opened if call else [*opened, build.close_step(session_id, turn, number)]
 
 
 def _result(session_id: str, state: SessionState, view: View) -> Sequence[Request] | None:
@@ -305,8 +276,8 @@ def _result(session_id: str, state: SessionState, view: View) -> Sequence[Reques
         return None
     result = build.tool_result(pending[0], OUTPUT, False, turn, step)
     return [
-        _append(session_id, TOOL_RESULT, result, surfaceOp="append"),
-        _append(session_id, STEP_END, build.step_end(turn, step)),
+        build.append_request(session_id, TOOL_RESULT, result, surfaceOp="append"),
+        build.close_step(session_id, turn, step),
     ]
 
 
@@ -315,7 +286,7 @@ def _turn_end(session_id: str, state: SessionState, view: View) -> Sequence[Requ
     turn, step, _, _ = derive_loop_position(state.events)
     if turn is None or step is not None or _open_compaction(state.events) is not None:
         return None
-    return [_append(session_id, TURN_END, build.turn_end(turn))]
+    return [build.close_turn(session_id, turn)]
 
 
 def _open_compaction(events: Sequence[Event]) -> str | None:

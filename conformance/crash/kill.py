@@ -201,23 +201,12 @@ def _kill_plan(generator: random.Random) -> list[Request]:
             continue
         if choice < 0.45:
             turn += 1
-            plan.append(("append", {"id": "k", "type": TURN_START, "data": build.turn_start(turn)}))
+            plan.append(build.append_request("k", TURN_START, build.turn_start(turn)))
         elif choice < 0.7:
-            plan.append(
-                (
-                    "append",
-                    {
-                        "id": "k",
-                        "type": USER_MESSAGE,
-                        "data": build.user_message(f"u{seq}", KILL_TEXT + "x" * generator.randint(1, 4000)),
-                        "surfaceOp": "append",
-                    },
-                )
-            )
+            data = build.user_message(f"u{seq}", KILL_TEXT + "x" * generator.randint(1, 4000))
+            plan.append(build.append_request("k", USER_MESSAGE, data, surfaceOp="append"))
         else:
             data = build.assistant_message(f"a{seq}", "calling", (f"c{seq}",), max(turn, 1))
-            plan.append(
-                ("append", {"id": "k", "type": ASSISTANT_MESSAGE, "data": data, "surfaceOp": "append"})
-            )
+            plan.append(build.append_request("k", ASSISTANT_MESSAGE, data, surfaceOp="append"))
         seq += 1
     return [(op, as_sent(args)) for op, args in plan]

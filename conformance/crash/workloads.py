@@ -8,7 +8,8 @@ from typing import Any, Final
 
 from conformance import builders as build
 from conformance import strategies as values
-from spec.log.events import ASSISTANT_MESSAGE, TOOL_CALL, TOOL_RESULT, TURN_START, USER_MESSAGE
+from conformance.builders import append_request as append
+from spec.log.events import ASSISTANT_MESSAGE, STEP_START, TOOL_CALL, TOOL_RESULT
 from spec.protocol import Request
 
 START_TIME: Final = 1_000  # ms
@@ -19,47 +20,25 @@ def standard_workload() -> tuple[Request, ...]:
     with an open step, a started call without its result and an open compaction; beside it, a
     session created from an empty seed (so its log ends with ``session/end-seed``), flushed."""
     w = "w"
+    message = build.assistant_message("a1", "reading", ("c1", "c2"), more=(values.UNKNOWN_BLOCK,))
+    result = build.tool_result("c1", "con\ud800tents", build.ABSENT_FLAG, 1.0, 1, (values.IMAGE_BLOCK,))
+    result = {**result, "bounds": [values.SAFE_BOUND, -values.SAFE_BOUND, values.UNSAFE_INTEGER]}
     return (
         *_opening(w),
-        ("append", {"id": w, "type": "step/start", "data": build.step_start(1, 1)}),
-        (
-            "append",
-            {
-                "id": w,
-                "type": ASSISTANT_MESSAGE,
-                "data": build.assistant_message("a1", "reading", ("c1", "c2"), more=(values.UNKNOWN_BLOCK,)),
-                "surfaceOp": "append",
-            },
-        ),
-        ("append", {"id": w, "type": TOOL_CALL, "data": build.tool_call("c1")}),
+        append(w, STEP_START, build.step_start(1, 1)),
+        append(w, ASSISTANT_MESSAGE, message, surfaceOp="append"),
+        append(w, TOOL_CALL, build.tool_call("c1")),
         ("flush", {"id": w}),
-        (
-            "append",
-            {
-                "id": w,
-                "type": TOOL_RESULT,
-                "data": {
-                    **build.tool_result(
-                        "c1", "con\ud800tents", build.ABSENT_FLAG, 1.0, 1, (values.IMAGE_BLOCK,)
-                    ),
-                    "bounds": [values.SAFE_BOUND, -values.SAFE_BOUND, values.UNSAFE_INTEGER],
-                },
-                "surfaceOp": "append",
-                "sourceEventSeqs": [4],
-            },
-        ),
-        ("append", {"id": w, "type": TOOL_CALL, "data": build.tool_call("c2")}),
+        append(w, TOOL_RESULT, result, surfaceOp="append", sourceEventSeqs=[4]),
+        append(w, TOOL_CALL, build.tool_call("c2")),
         ("engine_append", {"id": w, "type": "compaction/start", "data": build.compaction_start("k1", 1)}),
         ("flush", {"id": w}),
         ("create", {"id": "e", "seed": []}),
         ("flush", {"id": "e"}),
-        (
-            "append",
-            {
-                "id": w,
-                "type": "assistant/chunk",
-                "data": {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": "x"}},
-            },
+        append(
+            w,
+            "assistant/chunk",
+            {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": "x"}},
         ),
         ("flush", {"id": w}),
     )
@@ -70,17 +49,10 @@ def _opening(w: str) -> tuple[Request, ...]:
     message that holds edge characters and an image, and flushed."""
     return (
         ("create", {"id": w, "meta": {"cwd": "/work/project"}}),
-        ("append", {"id": w, "type": TURN_START, "data": build.turn_start(1)}),
-        (
-            "append",
-            {
-                "id": w,
-                "type": USER_MESSAGE,
-                "data": build.user_message(
-                    "u1", f"read {values.NON_BMP}\u2028\u2029\x85 it", more=(values.IMAGE_BLOCK,)
-                ),
-                "surfaceOp": "append",
-            },
+        *build.open_turn(
+            w,
+            0,
+            build.user_message("u1", f"read {values.NON_BMP}\u2028\u2029\x85 it", more=(values.IMAGE_BLOCK,)),
         ),
         ("flush", {"id": w}),
     )
@@ -100,34 +72,11 @@ def compaction_workload() -> tuple[Request, ...]:
     c = "c"
 
     def ask(turn: int, text: str = COMPACTION_TEXT) -> list[Request]:
-        return [
-            ("append", {"id": c, "type": TURN_START, "data": build.turn_start(turn)}),
-            (
-                "append",
-                {
-                    "id": c,
-                    "type": USER_MESSAGE,
-                    "data": build.user_message(f"u{turn}", text),
-                    "surfaceOp": "append",
-                },
-            ),
-        ]
+        return build.open_turn(c, turn - 1, build.user_message(f"u{turn}", text))
 
     def answer(turn: int) -> list[Request]:
-        return [
-            ("append", {"id": c, "type": "step/start", "data": build.step_start(turn, 1)}),
-            (
-                "append",
-                {
-                    "id": c,
-                    "type": ASSISTANT_MESSAGE,
-                    "data": build.assistant_message(f"a{turn}", "done", (), turn),
-                    "surfaceOp": "append",
-                },
-            ),
-            ("append", {"id": c, "type": "step/end", "data": build.step_end(turn, 1)}),
-            ("append", {"id": c, "type": "turn/end", "data": build.turn_end(turn)}),
-        ]
+        steps = build.open_step(c, turn, 1, f"a{turn}", ())
+        return [*steps, build.close_step(c, turn, 1), build.close_turn(c, turn)]
 
     return (
         ("create", {"id": c}),

@@ -39,6 +39,7 @@ from typing import Final
 
 from conformance import builders as build
 from conformance import strategies as values
+from conformance.builders import append_request as append
 from conformance.crash import with_fixed_replay
 from conformance.driver import Driver, Mismatch, Unsupported
 from conformance.files.reader import FilesError, decode_files, log_files
@@ -53,9 +54,16 @@ from spec.codes import SpecError
 from spec.format.framing import encode_lines, scan_zstd_frames, split_jsonl
 from spec.format.json_text import decode_json_text
 from spec.format.naming import decode_header_line, derive_session_relpath, encode_header_line
-from spec.log.events import ASSISTANT_MESSAGE, TOOL_CALL, TOOL_RESULT, TURN_START, USER_MESSAGE, Event
+from spec.log.events import (
+    ASSISTANT_MESSAGE,
+    STEP_START,
+    TOOL_CALL,
+    TOOL_RESULT,
+    TURN_START,
+    Event,
+)
 from spec.log.header import HEADER_FORMAT_VERSION, LEGACY_FORMAT_VERSION
-from spec.log.json import JsonValue, is_deep_equal_json
+from spec.log.json import JsonObject, JsonValue, is_deep_equal_json
 from spec.protocol import STORE_ROOT_ENV, Request
 
 FAMILY: Final = "files"
@@ -81,41 +89,27 @@ def writing_workload() -> tuple[Request, ...]:
     safe-integer bounds, several blocks of types no rule knows, an ``isError`` left out)."""
     w, odd = "w", f"a/b ~{values.NON_BMP}"
     text = f"read {values.NON_BMP}\u2028\u2029\x85\r {values.LONE_SURROGATES[0]} it"
-    result = {
+    result: JsonObject = {
         **build.tool_result("c1", text, build.ABSENT_FLAG, more=(values.IMAGE_BLOCK, values.UNKNOWN_BLOCK)),
         "bounds": [values.SAFE_BOUND, -values.SAFE_BOUND, 1.5],
     }
+    message = build.assistant_message("a1", "reading", ("c1",), more=(values.UNKNOWN_BLOCK,))
     return (
         ("create", {"id": w, "meta": {"cwd": "/work/project", "agentPreset": "explore"}}),
-        ("append", {"id": w, "type": TURN_START, "data": build.turn_start(1)}),
-        (
-            "append",
-            {"id": w, "type": USER_MESSAGE, "data": build.user_message("u1", text), "surfaceOp": "append"},
-        ),
+        *build.open_turn(w, 0, build.user_message("u1", text)),
         ("flush", {"id": w}),
-        ("append", {"id": w, "type": "step/start", "data": build.step_start(1, 1)}),
-        (
-            "append",
-            {
-                "id": w,
-                "type": ASSISTANT_MESSAGE,
-                "data": build.assistant_message("a1", "reading", ("c1",), more=(values.UNKNOWN_BLOCK,)),
-                "surfaceOp": "append",
-            },
-        ),
-        ("append", {"id": w, "type": TOOL_CALL, "data": build.tool_call("c1")}),
-        (
-            "append",
-            {"id": w, "type": TOOL_RESULT, "data": result, "surfaceOp": "append", "sourceEventSeqs": [3]},
-        ),
-        ("append", {"id": w, "type": "step/end", "data": build.step_end(1, 1)}),
+        append(w, STEP_START, build.step_start(1, 1)),
+        append(w, ASSISTANT_MESSAGE, message, surfaceOp="append"),
+        append(w, TOOL_CALL, build.tool_call("c1")),
+        append(w, TOOL_RESULT, result, surfaceOp="append", sourceEventSeqs=[3]),
+        build.close_step(w, 1, 1),
         ("flush", {"id": w}),
-        ("append", {"id": w, "type": "turn/end", "data": build.turn_end(1)}),
+        build.close_turn(w, 1),
         ("flush", {"id": w}),
         ("flush", {"id": w}),
         ("create", {"id": odd}),
-        ("append", {"id": odd, "type": TURN_START, "data": build.turn_start(1)}),
-        ("append", {"id": odd, "type": "turn/end", "data": build.turn_end(1)}),
+        append(odd, TURN_START, build.turn_start(1)),
+        build.close_turn(odd, 1),
         ("close", {"id": odd}),
         ("fork", {"source": w, "child": "f"}),
         ("flush", {"id": "f"}),
@@ -123,7 +117,7 @@ def writing_workload() -> tuple[Request, ...]:
         ("close", {"id": "e"}),
         ("create", {"id": "z", "meta": {"cwd": "/"}}),
         ("flush", {"id": "z"}),
-        ("append", {"id": w, "type": TURN_START, "data": build.turn_start(2)}),
+        append(w, TURN_START, build.turn_start(2)),
         ("close", {"id": w}),
     )
 

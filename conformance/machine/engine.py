@@ -37,22 +37,11 @@ from conformance.machine.machines import (
     SessionMachine,
     StorageMachine,
 )
-from conformance.machine.variants import POOL
+from conformance.machine.variants import POOL, derive_loop_position, derive_next_step
 from conformance.subject import Response
 from spec.checks.log import check_log
-from spec.log.events import (
-    ASSISTANT_MESSAGE,
-    STEP_END,
-    STEP_START,
-    TOOL_CALL,
-    TOOL_RESULT,
-    TURN_END,
-    TURN_START,
-    USER_MESSAGE,
-    Event,
-    event_data,
-)
-from spec.log.json import JsonObject, JsonValue, is_safe_integer
+from spec.log.events import TOOL_RESULT, USER_MESSAGE
+from spec.log.json import JsonObject, JsonValue
 from spec.projections.catalogue import PROJECTION_CATALOGUE
 
 ENGINE_CAPABILITIES: Final = ("compaction", "prune", "spill", "overflow", "projection", "checkpoint")
@@ -90,39 +79,6 @@ UNITS: Final = tuple(
 def has_capability(name: str) -> Any:
     """A precondition: the subject declared capability ``name``."""
     return lambda machine: name in machine.capabilities
-
-
-def _whole(value: object, default: int) -> int:
-    return int(value) if is_safe_integer(value) else default
-
-
-def derive_loop_position(events: tuple[Event, ...]) -> tuple[int | None, int | None, int, list[str]]:
-    """Where the agent loop is: the open turn (or ``None``), the open step in it (or ``None``), the
-    number of turns started, and the calls of the open step that started and have no result yet."""
-    open_turn: int | None = None
-    open_step: int | None = None
-    turns = 0
-    pending: list[str] = []
-    for event in events:
-        kind, data = event.get("type"), event_data(event)
-        if kind == TURN_START:
-            turns += 1
-            open_turn, open_step, pending = _whole(data.get("turn"), turns), None, []
-        elif kind == TURN_END:
-            open_turn, open_step, pending = None, None, []
-        elif kind == STEP_START and is_safe_integer(data.get("step")):
-            open_step, pending = _whole(data.get("step"), 0), []
-        elif kind == STEP_END:
-            open_step, pending = None, []
-        elif kind == TOOL_CALL and isinstance(data.get("callId"), str):
-            pending.append(str(data["callId"]))
-        elif kind == TOOL_RESULT and event.get("surfaceOp") == "append":
-            message = data.get("message")
-            source = message.get("source") if isinstance(message, dict) else None
-            call = source.get("callId") if isinstance(source, dict) else None
-            if isinstance(call, str) and call in pending:
-                pending.remove(call)
-    return open_turn, open_step, turns, pending
 
 
 class EngineRules(SessionMachine):
@@ -208,14 +164,12 @@ class EngineRules(SessionMachine):
         events = self.events(session)
         turn, step, turns, _ = derive_loop_position(events)
         if turn is None:
-            self.do("append", id=session, type=TURN_START, data=build.turn_start(turns + 1))
-            text = LONG if long else "a short question"
-            data = build.user_message(f"u{len(events) + 1}", text)
-            self.do("append", id=session, type=USER_MESSAGE, data=data, surfaceOp="append")
+            message = build.user_message(f"u{len(events) + 1}", LONG if long else "a short question")
+            self.send(*build.open_turn(session, turns, message))
             return
         if step is not None:
-            self.do("append", id=session, type=STEP_END, data=build.step_end(turn, step))
-        self.do("append", id=session, type=TURN_END, data=build.turn_end(turn))
+            self.send(build.close_step(session, turn, step))
+        self.send(build.close_turn(session, turn))
 
     @rule(
         session=SessionMachine.sessions,
@@ -237,27 +191,23 @@ class EngineRules(SessionMachine):
         if turn is None:
             return  # the turn did not open (the example has diverged)
         if step is not None:
-            self.do("append", id=session, type=STEP_END, data=build.step_end(turn, step))
-        step = self._last_step(self.events(session), turn) + 1
+            self.send(build.close_step(session, turn, step))
+        step = derive_next_step(self.events(session), turn)
         seq = len(self.events(session))
-        self.do("append", id=session, type=STEP_START, data=build.step_start(turn, step))
         calls = () if kind == "text" else (f"c{seq}",)
-        message = build.assistant_message(f"a{seq}", None if calls else "done", calls, turn, step)
-        self.do("append", id=session, type=ASSISTANT_MESSAGE, data=message, surfaceOp="append")
-        for call in calls:
-            self.do("append", id=session, type=TOOL_CALL, data=build.tool_call(call, turn, step))
+        self.send(*build.open_step(session, turn, step, f"a{seq}", calls))
         if kind == "tool-open":
             return
         for call in calls:
             self.answer(session, call, turn, step, long, spill, data)
-        self.do("append", id=session, type=STEP_END, data=build.step_end(turn, step))
+        self.send(build.close_step(session, turn, step))
 
     def answer(
         self, session: str, call: str, turn: int, step: int, long: bool, spill: bool, data: st.DataObject
     ) -> None:
         result = build.tool_result(call, LONG_OUTPUT if long else "3 passed", False, turn, step)
         if not (spill and self.has("spill")):
-            self.do("append", id=session, type=TOOL_RESULT, data=result, surfaceOp="append")
+            self.send(build.append_request(session, TOOL_RESULT, result, surfaceOp="append"))
             return
         self.engine_step(
             session,
@@ -267,17 +217,6 @@ class EngineRules(SessionMachine):
             maxInlineTokens=data.draw(st.sampled_from((None, 20, 200, 2000)), label="maxInlineTokens"),
             storeFails=data.draw(st.sampled_from((False, False, False, True)), label="store fails"),
         )
-
-    @staticmethod
-    def _last_step(events: tuple[Event, ...], turn: int) -> int:
-        last = 0
-        for event in events:
-            data = event_data(event)
-            if event.get("type") == TURN_START and data.get("turn") == turn:
-                last = 0
-            elif event.get("type") == STEP_START and is_safe_integer(data.get("step")):
-                last = _whole(data.get("step"), last)
-        return last
 
     # --- summary compaction ---------------------------------------------------------------------
 
@@ -447,7 +386,7 @@ class EngineCrashMachine(EngineRules, CrashMachine):
             self.agent_turn(session, long=False)
         else:
             data = build.user_message(f"u{len(self.events(session))}", "and one more thing")
-            self.do("append", id=session, type=USER_MESSAGE, data=data, surfaceOp="append")
+            self.send(build.append_request(session, USER_MESSAGE, data, surfaceOp="append"))
         self.do("fail_next", fsOp=fault[0], errno=fault[1])
         then = {"type": "todo/write", "data": {"todos": [{"content": "y", "status": "pending"}]}}
         self.engine_step(session, "checkpoint", moment=moment, then=then)
@@ -487,5 +426,4 @@ __all__ = [
     "EngineRules",
     "EngineSessionMachine",
     "EngineStorageMachine",
-    "derive_loop_position",
 ]

@@ -71,6 +71,7 @@ from conformance.targets import DEFAULT_TARGET, Target
 from spec.log.events import ASSISTANT_MESSAGE, TOOL_RESULT, USER_MESSAGE, Event
 from spec.log.json import JsonValue, thaw_json
 from spec.log.session import ABSENT
+from spec.protocol import Request
 
 T = TypeVar("T")
 Bundled = str | MultipleResults[str]  # the session id a rule puts in its bundle, or nothing (refused)
@@ -174,6 +175,10 @@ class SessionMachine(RuleBasedStateMachine):
         self.stats.requests += self.driver.requests
 
     # --- what the rules share ------------------------------------------------------------------
+
+    def send(self, *requests: Request) -> None:
+        for op, args in requests:
+            self.do(op, **args)
 
     def do(self, op: str, **args: object) -> Response:
         """One step: ``op`` sent to the subject and the model, whose answers must agree. Once the

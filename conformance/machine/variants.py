@@ -17,7 +17,9 @@ from conformance import strategies as values
 from spec.log.events import (
     ASSISTANT_MESSAGE,
     END_SEED,
+    STEP_END,
     STEP_START,
+    TOOL_CALL,
     TOOL_RESULT,
     TURN_END,
     TURN_START,
@@ -153,6 +155,51 @@ def derive_turn_and_step(events: Sequence[Event]) -> tuple[int, int]:
         elif event.get("type") == STEP_START and is_safe_integer(stepped := data.get("step")):
             step = int(stepped)
     return turn, step
+
+
+def _whole(value: object, default: int) -> int:
+    return int(value) if is_safe_integer(value) else default
+
+
+def derive_loop_position(events: Sequence[Event]) -> tuple[int | None, int | None, int, list[str]]:
+    """Where the agent loop is: the open turn (or ``None``), the open step in it (or ``None``), the
+    number of turns started, and the calls of the open step that started and have no result yet."""
+    open_turn: int | None = None
+    open_step: int | None = None
+    turns = 0
+    pending: list[str] = []
+    for event in events:
+        kind, data = event.get("type"), event_data(event)
+        if kind == TURN_START:
+            turns += 1
+            open_turn, open_step, pending = _whole(data.get("turn"), turns), None, []
+        elif kind == TURN_END:
+            open_turn, open_step, pending = None, None, []
+        elif kind == STEP_START and is_safe_integer(data.get("step")):
+            open_step, pending = _whole(data.get("step"), 0), []
+        elif kind == STEP_END:
+            open_step, pending = None, []
+        elif kind == TOOL_CALL and isinstance(data.get("callId"), str):
+            pending.append(str(data["callId"]))
+        elif kind == TOOL_RESULT and event.get("surfaceOp") == "append":
+            message = data.get("message")
+            source = message.get("source") if isinstance(message, dict) else None
+            call = source.get("callId") if isinstance(source, dict) else None
+            if isinstance(call, str) and call in pending:
+                pending.remove(call)
+    return open_turn, open_step, turns, pending
+
+
+def derive_next_step(events: Sequence[Event], turn: int) -> int:
+    """The number of the next step of ``turn``: one past its last ``step/start`` (1 before any)."""
+    last = 0
+    for event in events:
+        data = event_data(event)
+        if event.get("type") == TURN_START and data.get("turn") == turn:
+            last = 0
+        elif event.get("type") == STEP_START and is_safe_integer(data.get("step")):
+            last = _whole(data.get("step"), last)
+    return last + 1
 
 
 def count_turns_started(events: Sequence[Event]) -> int:

@@ -16,7 +16,6 @@ from conformance import builders as build
 from conformance.crash import START_TIME, standard_workload
 from conformance.model import DurableLog, ModelStore
 from conformance.trace.persistence import EMPTY_TREE, Call, Cut, Disk, Tree, Write
-from spec.log.events import TURN_START, USER_MESSAGE
 from spec.protocol import Request
 
 RESUME_TIME: Final = START_TIME + 1_000  # ms: the clock of the resuming workload
@@ -60,16 +59,7 @@ def resuming_workload(
     requests: tuple[Request, ...] = (
         ("clock", {"now": RESUME_TIME}),
         ("resume", {"id": session_id}),
-        ("append", {"id": session_id, "type": TURN_START, "data": build.turn_start(2)}),
-        (
-            "append",
-            {
-                "id": session_id,
-                "type": USER_MESSAGE,
-                "data": build.user_message("u2", "go on"),
-                "surfaceOp": "append",
-            },
-        ),
+        *build.open_turn(session_id, 1, build.user_message("u2", "go on")),
         ("flush", {"id": session_id}),
     )
     label = "zstd" if compressed else "plain"
