@@ -4,6 +4,7 @@ before message identity, the legacy conversions, a torn v0 tail, the refusals.""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Final
 
 from conformance import builders as payloads
 from conformance.cases.build import (
@@ -28,6 +29,15 @@ from spec.format.naming import V0_PLAIN_NAME, V0_ZSTD_NAME, derive_session_relpa
 from spec.log.json import JsonObject, JsonValue
 
 # --- DSH's v0 logs ---------------------------------------------------------------------------------
+
+PRE_IDENTITY_RESULT: Final[JsonObject] = {
+    "turn": 1,
+    "step": 1,
+    "callId": "c1",
+    "content": [{"type": "text", "text": "A"}],
+    "isError": False,
+}
+"""A v0 tool/result from before message identity: no message, the call's id and content inline."""
 
 
 def v0_header_line(session_id: str = OLD) -> JsonObject:
@@ -99,18 +109,7 @@ def v0_writes() -> list[list[JsonValue]]:
                 "tool/call",
                 {"turn": 1, "step": 1, "callId": "c1", "name": "read", "arguments": {"path": "a"}},
             ),
-            event(
-                15,
-                "tool/result",
-                {
-                    "turn": 1,
-                    "step": 1,
-                    "callId": "c1",
-                    "content": [{"type": "text", "text": "A"}],
-                    "isError": False,
-                },
-                **APPEND,
-            ),
+            event(15, "tool/result", PRE_IDENTITY_RESULT, **APPEND),
             event(16, "step/end", payloads.step_end(1, 1)),
         ],
         [
@@ -200,13 +199,7 @@ def v0_sets() -> Iterator[FileSet]:
 def v0_replaced_result_writes() -> Writes:
     """A turn whose pre-identity tool result (seq 4) a later pre-identity result replaces (seq 6),
     as DSH 0.1's pruning wrote it."""
-    result = {
-        "turn": 1,
-        "step": 1,
-        "callId": "c1",
-        "content": [{"type": "text", "text": "A"}],
-        "isError": False,
-    }
+    result = PRE_IDENTITY_RESULT
     return [
         [
             event(0, "turn/start", {"turn": 1}),

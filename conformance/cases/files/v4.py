@@ -109,6 +109,19 @@ def flip(data: bytes, offset: int) -> bytes:
     return data[:offset] + bytes([data[offset] ^ 0xFF]) + data[offset + 1 :]
 
 
+def corrupt_sets(compressed: bool, rule: str, damaged: dict[str, bytes]) -> Iterator[FileSet]:
+    """Each log of ``damaged`` (keyed by what is wrong with it): corrupt, not torn."""
+    form = "compressed" if compressed else "plain"
+    for what, broken in damaged.items():
+        yield FileSet(
+            f"a {form} v4 log with {what} is corrupt, not torn",
+            rule,
+            v4_files(broken, compressed),
+            compressed,
+            Code.CORRUPT_LOG,
+        )
+
+
 def plain_damaged_sets() -> Iterator[FileSet]:
     data = v4_log(False)
     header_end = data.index(b"\n") + 1
@@ -123,14 +136,7 @@ def plain_damaged_sets() -> Iterator[FileSet]:
         "an empty line in the middle": data[:second] + b"\n" + data[second:],
         "a middle line that lost its closing brace": data[: second - 2] + data[second - 1 :],
     }
-    for what, broken in damaged.items():
-        yield FileSet(
-            f"a plain v4 log with {what} is corrupt, not torn",
-            PLAIN_RULE,
-            v4_files(broken, False),
-            False,
-            Code.CORRUPT_LOG,
-        )
+    yield from corrupt_sets(False, PLAIN_RULE, damaged)
     records = [record for batch in v4_writes() for record in batch]
     gap = [records[:3], records[4:]]
     yield FileSet(
@@ -160,14 +166,7 @@ def zstd_damaged_sets() -> Iterator[FileSet]:
         + encode_raw_frame(cut_line)
         + data[header_frame:],
     }
-    for what, broken in damaged.items():
-        yield FileSet(
-            f"a compressed v4 log with {what} is corrupt, not torn",
-            ZSTD_RULE,
-            v4_files(broken, True),
-            True,
-            Code.CORRUPT_LOG,
-        )
+    yield from corrupt_sets(True, ZSTD_RULE, damaged)
     yield FileSet(
         "four stray bytes after the last frame are bad magic, not a torn tail",
         SCAN_RULE,

@@ -19,6 +19,7 @@ from conformance.cases.build import (
     user_ev,
     user_msg,
 )
+from conformance.cases.files.v0 import PRE_IDENTITY_RESULT
 from spec.codes import Code
 from spec.log.json import JsonValue
 
@@ -68,13 +69,7 @@ def conversion_cases() -> Cases:
         sessionId="old",
         records=log(("user/message", {"content": [], "source": {"kind": "user"}}, APPEND)),
     )
-    result = {
-        "turn": 1,
-        "step": 1,
-        "callId": "c1",
-        "content": [{"type": "text", "text": "A"}],
-        "isError": False,
-    }
+    result = PRE_IDENTITY_RESULT
     yield pure(
         "a replacing result from before message identity inherits the id of the message it replaces",
         UPGRADE,
