@@ -376,30 +376,18 @@ class AcceptsForkBoundaryPastTheEnd(MutantSubject):
 
 class _NoEmptySeedMarkerStore(MutantStore):
     def create(
-        self,
-        session_id: str | None = None,
-        seed: Sequence[object] | None = None,
-        meta: JsonValue = None,
-        *,
-        shared: bool = False,
+        self, session_id: str | None = None, seed: Sequence[object] | None = None, *rest: Any, **options: Any
     ) -> Session:
         if seed is None or len(seed) > 0:
-            return super().create(session_id, seed, meta, shared=shared)
+            return super().create(session_id, seed, *rest, **options)
         original = lineage_store_module.create_session_state
 
-        def without_marker(
-            session_id: str,
-            seed: object,
-            header: object,
-            now: int,
-            restore: bool = False,
-            shared: bool = False,
-        ) -> Any:
+        def without_marker(session_id: str, seed: object, *rest: Any, **options: Any) -> Any:
             empty = isinstance(seed, (list, tuple)) and len(seed) == 0
-            return original(session_id, None if empty else seed, header, now, restore, shared)
+            return original(session_id, None if empty else seed, *rest, **options)
 
         with swapped(lineage_store_module, "create_session_state", without_marker):
-            return super().create(session_id, seed, meta, shared=shared)
+            return super().create(session_id, seed, *rest, **options)
 
 
 class NoEndSeedForEmptySeed(MutantSubject):
