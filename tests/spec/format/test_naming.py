@@ -18,7 +18,7 @@ from spec.format.naming import (
     encode_project_key,
     encode_segment,
 )
-from spec.log.json import JsonObject
+from spec.log.json import JsonObject, JsonValue
 
 # Any JavaScript string: code points plus lone surrogates, which Python keeps as surrogate code points.
 js_strings = st.lists(st.integers(0, 0x10FFFF), min_size=1, max_size=12).map(
@@ -149,21 +149,17 @@ def test_project_key_is_a_bounded_safe_directory_name(cwd: str) -> None:
     assert len(key) <= 255
 
 
+def v4_header(session_id: str, **more: JsonValue) -> JsonObject:
+    return {"version": 4, "id": session_id, "createdAt": 1, **more, "delegationDepth": 0, "isSeeded": False}
+
+
 def test_session_relpath_places_a_compressed_v4_log_under_its_project_and_session_dirs() -> None:
-    header: JsonObject = {
-        "version": 4,
-        "id": "a/b",
-        "createdAt": 1,
-        "cwd": "/work",
-        "delegationDepth": 0,
-        "isSeeded": False,
-    }
+    header = v4_header("a/b", cwd="/work")
     assert derive_session_relpath(header, compressed=True) == ("--work--", "a~002Fb", V4_ZSTD_NAME)
 
 
 def test_session_relpath_without_a_cwd_uses_the_no_cwd_dir_and_the_plain_name() -> None:
-    header: JsonObject = {"version": 4, "id": "s1", "createdAt": 1, "delegationDepth": 0, "isSeeded": False}
-    assert derive_session_relpath(header, compressed=False) == (NO_CWD_DIR, "s1", V4_PLAIN_NAME)
+    assert derive_session_relpath(v4_header("s1"), compressed=False) == (NO_CWD_DIR, "s1", V4_PLAIN_NAME)
     assert (NO_CWD_DIR, V4_ZSTD_NAME, V4_PLAIN_NAME) == (
         "_no-cwd",
         "session.v4.jsonl.zstd",
@@ -173,7 +169,5 @@ def test_session_relpath_without_a_cwd_uses_the_no_cwd_dir_and_the_plain_name() 
 
 def test_session_relpath_refuses_a_header_whose_id_cannot_name_a_path() -> None:
     with pytest.raises(SpecError) as caught:
-        derive_session_relpath(
-            {"version": 4, "id": "", "createdAt": 1, "delegationDepth": 0, "isSeeded": False}, True
-        )
+        derive_session_relpath(v4_header(""), True)
     assert caught.value.code is Code.EMPTY_PATH_SEGMENT
