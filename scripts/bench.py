@@ -57,6 +57,7 @@ from typing import Any
 
 import zstandard
 
+from conformance.builders import ABSENT_FLAG, tool_result, user_message
 from reference.persistence.filestore import FileStore
 from reference.session import Session
 from reference.store import SessionStore
@@ -175,9 +176,7 @@ class TurnWriter:
         turn = self.turn
         self.add("turn/start", {"turn": turn})
         yield
-        prompt = {"type": "text", "text": self.text()}
-        message = {"id": f"u{turn}", "role": "user", "source": {"kind": "user"}, "content": [prompt]}
-        self.add("user/message", message, "append")
+        self.add("user/message", user_message(f"u{turn}", self.text()), "append")
         yield
         for step in (1, 2, 3):
             self.add("step/start", {"turn": turn, "step": step})
@@ -209,18 +208,7 @@ class TurnWriter:
                     "tool/call", {"turn": turn, "step": step, "callId": call_id, "name": "read_file"}
                 )
                 yield
-                block = {
-                    "type": "tool-result",
-                    "toolCallId": call_id,
-                    "content": [{"type": "text", "text": self.text()}],
-                }
-                result_message = {
-                    "id": f"r-{call_id}",
-                    "role": "user",
-                    "source": {"kind": "tool", "callId": call_id},
-                    "content": [block],
-                }
-                data = {"turn": turn, "step": step, "message": result_message}
+                data: dict[str, Any] = tool_result(call_id, self.text(), ABSENT_FLAG, turn, step)
                 seq = self.add("tool/result", data, "append", [call])
                 self.results.setdefault(turn, []).append((seq, data))
                 yield

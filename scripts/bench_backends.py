@@ -43,6 +43,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from conformance import builders as build
 from reference.persistence.api import PersistenceService
 from reference.persistence.filestore import FileStore
 from reference.persistence.fs import RealFileSystem
@@ -105,12 +106,7 @@ class Target:
 
 def user_message(number: int, chars: int) -> dict[str, Any]:
     text = (f"message {number}: " + "lorem ipsum dolor sit amet " * (chars // 27 + 1))[:chars]
-    return {
-        "id": f"u{number}",
-        "role": "user",
-        "source": {"kind": "user"},
-        "content": [{"type": "text", "text": text}],
-    }
+    return build.user_message(f"u{number}", text)
 
 
 def append_batch(session: Session, params: Params, first: int) -> None:

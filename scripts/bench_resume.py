@@ -31,6 +31,7 @@ from typing import Any
 
 import zstandard
 
+from conformance.builders import ABSENT_FLAG, tool_result, user_message
 from reference.persistence.filestore import FileStore
 from reference.session import Session
 from reference.store import SessionStore
@@ -64,16 +65,7 @@ class Writer:
 def write_turn(writer: Writer, turn: int) -> None:
     """One turn: a prompt, two tool-calling steps with streamed chunks, a final answer step."""
     writer.add("turn/start", {"turn": turn})
-    writer.add(
-        "user/message",
-        {
-            "id": f"u{turn}",
-            "role": "user",
-            "source": {"kind": "user"},
-            "content": [{"type": "text", "text": text_of(turn, 0, 20)}],
-        },
-        "append",
-    )
+    writer.add("user/message", user_message(f"u{turn}", text_of(turn, 0, 20)), "append")
     for step in (1, 2, 3):
         writer.add("step/start", {"turn": turn, "step": step})
         writer.add("request/context", {"turn": turn, "step": step, "tokens": 1000 * step + turn})
@@ -101,18 +93,8 @@ def write_turn(writer: Writer, turn: int) -> None:
         if step < 3:
             call = writer.session.seq
             writer.add("tool/call", {"turn": turn, "step": step, "callId": call_id, "name": "read_file"})
-            block = {
-                "type": "tool-result",
-                "toolCallId": call_id,
-                "content": [{"type": "text", "text": text_of(turn, step, 120)}],
-            }
-            result = {
-                "id": f"r-{call_id}",
-                "role": "user",
-                "source": {"kind": "tool", "callId": call_id},
-                "content": [block],
-            }
-            writer.add("tool/result", {"turn": turn, "step": step, "message": result}, "append", [call])
+            result = tool_result(call_id, text_of(turn, step, 120), ABSENT_FLAG, turn, step)
+            writer.add("tool/result", result, "append", [call])
         writer.add("step/end", {"turn": turn, "step": step})
     writer.add("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
 

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
+from conformance.builders import user_message
 from reference.persistence.filestore import FileStore
 from reference.session import Session
 from reference.shrink.compaction import CompactionEngine, DeterministicSummarizer
@@ -40,15 +41,6 @@ CHROMIUM_FLAGS: Final = (
 MODEL: Final = {"kind": "model", "provider": "demo", "model": "demo-1"}
 
 
-def _user(turn: int, text: str) -> dict[str, object]:
-    return {
-        "id": f"u{turn}",
-        "role": "user",
-        "source": {"kind": "user"},
-        "content": [{"type": "text", "text": text}],
-    }
-
-
 def _answer(turn: int, step: int, content: list[dict[str, object]]) -> dict[str, object]:
     message = {"id": f"a{turn}.{step}", "role": "assistant", "source": MODEL, "content": content}
     return {"turn": turn, "step": step, "message": message}
@@ -68,7 +60,7 @@ def _result(turn: int, step: int, call: str, text: str, message_id: str) -> dict
 def _plain_turn(session: Session, turn: int, question: str, reply: str) -> None:
     """One completed turn: the user asks, the model answers in one step."""
     session.append("turn/start", {"turn": turn})
-    session.append("user/message", _user(turn, question), "append")
+    session.append("user/message", user_message(f"u{turn}", question), "append")
     session.append("step/start", {"turn": turn, "step": 1})
     session.append("assistant/message", _answer(turn, 1, [{"type": "text", "text": reply}]), "append")
     session.append("step/end", {"turn": turn, "step": 1})
@@ -97,7 +89,7 @@ def build_forked_compacted_log(root: Path) -> Path:
         "arguments": '{"path": "spec/log/surface.py"}',
     }
     child.append("turn/start", {"turn": 3})
-    child.append("user/message", _user(3, "Read spec/log/surface.py and summarise it."), "append")
+    child.append("user/message", user_message("u3", "Read spec/log/surface.py and summarise it."), "append")
     child.append("step/start", {"turn": 3, "step": 1})
     child.append("assistant/message", _answer(3, 1, [call]), "append")
     child.append(
@@ -136,7 +128,7 @@ def build_forked_compacted_log(root: Path) -> Path:
     )
     CompactionEngine(DeterministicSummarizer()).compact_now(child)
     child.append("turn/start", {"turn": 5})
-    child.append("user/message", _user(5, "Now fork me again."), "append")
+    child.append("user/message", user_message("u5", "Now fork me again."), "append")
     child.append("step/start", {"turn": 5, "step": 1})
     child.append(
         "tool/result", _result(5, 1, "c9", "an answer to a call that was never made", "r9"), "append"
