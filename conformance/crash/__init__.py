@@ -33,65 +33,32 @@ checks that nothing flushed is lost and the log is a valid prefix.
 
 from conformance.crash.family import (
     FAIL_FAST,
-    OTHER,
     SUBJECT_ARGUMENT,
     check_crash,
-    summarise_crash_outcome,
     with_fixed_replay,
 )
-from conformance.crash.kill import KILL_ROUNDS, run_kill_check
-from conformance.crash.outcome import CrashCase, CrashOutcome
+from conformance.crash.kill import run_kill_check
 from conformance.crash.points import (
-    CRASHED,
-    DAMAGE_SPOTS,
-    FAULTS,
-    STORAGE_IO,
-    check_after_power_cut,
-    count_mutations,
-    run_boundary_crashes,
     run_crash_checks,
-    run_damage_check,
-    run_fault_injection,
 )
 from conformance.crash.workloads import (
     START_TIME,
-    WORKLOAD_BYTE_CUTS,
-    WORKLOAD_FORMATS,
-    WORKLOAD_RESETS,
     compaction_workload,
     crash_workloads,
     standard_workload,
 )
-from spec.protocol import STORE_ROOT_ENV, Request
+from spec.protocol import STORE_ROOT_ENV
 
 __all__ = [
-    "CRASHED",
-    "DAMAGE_SPOTS",
     "FAIL_FAST",
-    "FAULTS",
-    "KILL_ROUNDS",
-    "OTHER",
     "START_TIME",
-    "STORAGE_IO",
     "STORE_ROOT_ENV",
     "SUBJECT_ARGUMENT",
-    "WORKLOAD_BYTE_CUTS",
-    "WORKLOAD_FORMATS",
-    "WORKLOAD_RESETS",
-    "CrashCase",
-    "CrashOutcome",
-    "Request",
-    "check_after_power_cut",
     "check_crash",
     "compaction_workload",
-    "count_mutations",
     "crash_workloads",
-    "run_boundary_crashes",
     "run_crash_checks",
-    "run_damage_check",
-    "run_fault_injection",
     "run_kill_check",
     "standard_workload",
-    "summarise_crash_outcome",
     "with_fixed_replay",
 ]

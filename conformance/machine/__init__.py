@@ -18,33 +18,23 @@ SPEC-DECISIONS D3 items 1-3 before the model adopts it.
 from __future__ import annotations
 
 from conformance.machine.family import (
-    MACHINE_PROFILES,
-    MachineOutcome,
     check_machine,
     machine_for,
     machine_settings,
-    profile_name,
     run_machine,
 )
 from conformance.machine.machines import (
     CrashMachine,
-    MachineRun,
-    MachineStats,
     SessionMachine,
     StorageMachine,
 )
 
 __all__ = [
-    "MACHINE_PROFILES",
     "CrashMachine",
-    "MachineOutcome",
-    "MachineRun",
-    "MachineStats",
     "SessionMachine",
     "StorageMachine",
     "check_machine",
     "machine_for",
     "machine_settings",
-    "profile_name",
     "run_machine",
 ]
