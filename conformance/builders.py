@@ -22,6 +22,7 @@ from spec.log.events import (
     USER_MESSAGE,
 )
 from spec.log.json import JsonObject, JsonValue
+from spec.log.session import ABSENT, Absent
 from spec.protocol import Request
 
 PROVIDER: Final = "suite"
@@ -92,9 +93,10 @@ def tool_result(
     return {"turn": turn, "step": step, "message": message}
 
 
-def rewritten_result(original: JsonValue, text: str, is_error: bool | None = None) -> JsonValue:
+def rewritten_result(original: JsonValue, text: str, is_error: JsonValue | Absent = ABSENT) -> JsonValue:
     """``original`` (a tool/result's data) with the text of its first block's content replaced; a
-    given ``is_error`` also changes the block's ``isError`` flag, which the rewrite rule forbids."""
+    given ``is_error`` (``None`` too) also changes the block's ``isError`` flag, which the rewrite
+    rule forbids."""
     if not isinstance(original, dict):
         return original
     message = original.get("message")
@@ -107,7 +109,7 @@ def rewritten_result(original: JsonValue, text: str, is_error: bool | None = Non
     ):
         return original
     block: JsonObject = {**blocks[0], "content": [{"type": "text", "text": text}]}
-    if is_error is not None:
+    if not isinstance(is_error, Absent):
         block["isError"] = is_error
     content: list[JsonValue] = [block, *blocks[1:]]
     return {**original, "message": {**message, "content": content}}

@@ -171,29 +171,12 @@ def _prune(model: ModelStore) -> Sequence[Request]:
         else build.tool_result("c-none")
     )
     data = build.rewritten_result(original, "[pruned]")
-    nulled = _with_error_flag(data, None)
+    nulled = build.rewritten_result(original, "[pruned]", None)
     op = build.replace_op(target, target)
     return [
         *_append(model, TOOL_RESULT, nulled, surfaceOp=op, sourceEventSeqs=[target]),
         *_append(model, TOOL_RESULT, data, surfaceOp=op, sourceEventSeqs=[target]),
     ]
-
-
-def _with_error_flag(data: JsonValue, flag: JsonValue) -> JsonValue:
-    """A tool/result's data with its first block's ``isError`` set to ``flag``."""
-    message = data.get("message") if isinstance(data, dict) else None
-    blocks = message.get("content") if isinstance(message, dict) else None
-    if (
-        not isinstance(data, dict)
-        or not isinstance(message, dict)
-        or not isinstance(blocks, list)
-        or not blocks
-    ):
-        return data
-    first = blocks[0]
-    if not isinstance(first, dict):
-        return data
-    return {**data, "message": {**message, "content": [{**first, "isError": flag}, *blocks[1:]]}}
 
 
 def _fork(model: ModelStore) -> Sequence[Request]:

@@ -368,7 +368,7 @@ def rewrite_append(variant: str, nodes: Sequence[int], target: int, original: Js
     shorter content, as the variant says: only the content (``ok``), or also the error flag, the
     message id or the step; two nodes at once; or without provenance."""
     data: JsonValue = build.rewritten_result(
-        original, "[pruned]", not is_error_result(original) if variant == "is-error" else None
+        original, "[pruned]", not is_error_result(original) if variant == "is-error" else ABSENT
     )
     message = data.get("message") if isinstance(data, dict) else None
     if variant.startswith(("is-error-", "ok-drop")) and isinstance(data, dict) and isinstance(message, dict):
