@@ -60,9 +60,10 @@ from spec.checks.log import check_log
 from spec.codes import SpecError
 from spec.lineage.fork import derive_child_meta, plan_fork_seed
 from spec.lineage.store import plan_create
-from spec.log.events import COMPACTION_END, COMPACTION_START, TOOL_RESULT, Event
+from spec.log.events import COMPACTION_END, COMPACTION_START, TOOL_RESULT, Event, event_data
 from spec.log.json import JsonValue
 from spec.log.session import SessionState
+from spec.log.unclosed import derive_compaction_entry_state
 from spec.protocol import Request
 
 STORAGE: Final = "file"
@@ -290,16 +291,11 @@ def _turn_end(session_id: str, state: SessionState, view: View) -> Sequence[Requ
 
 
 def _open_compaction(events: Sequence[Event]) -> str | None:
-    """The compaction id of the bracket the caller's writer left open, if any."""
-    open_ids: list[str] = []
-    for event in events:
-        data = event.get("data")
-        key = data.get("compactionId") if isinstance(data, dict) else None
-        if event.get("type") == COMPACTION_START and isinstance(key, str):
-            open_ids.append(key)
-        elif event.get("type") == COMPACTION_END and key in open_ids:
-            open_ids.remove(str(key))
-    return open_ids[-1] if open_ids else None
+    """The compaction id of the bracket the caller's writer left open, if any (the unmatched
+    ``compaction/start`` of :func:`spec.log.unclosed.derive_compaction_entry_state`)."""
+    start = derive_compaction_entry_state(events).unmatched_start
+    key = event_data(start).get("compactionId") if start is not None else None
+    return key if isinstance(key, str) else None
 
 
 def _bracket(start: bool, session_id: str, state: SessionState, view: View) -> Sequence[Request] | None:
