@@ -29,6 +29,7 @@ import bisect
 import html
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from importlib.resources import files
 
 from reference.explain import EventRow, Explanation, Span, preview
 from spec.checks.log import CORE_RULES
@@ -38,83 +39,7 @@ DRAWN_EDGE_ROWS = 1_000  # events drawn at each end of the timeline
 DRAWN_MARKED_ROWS = 1_000  # events of the middle drawn for a violation, a refusal or a replace
 DRAWN_EDGE_NODES = 500  # surface nodes drawn at each end of the surface list
 
-STYLE = """
-:root { --ink:#1d2330; --muted:#5d6675; --line:#d9dee7; --paper:#ffffff; --wash:#f4f6fa;
-  --surface:#1f7a4d; --surface-bg:#e6f4ec; --shadow:#8a93a3; --shadow-bg:#eef0f3; --replace:#8a4fd1;
-  --seed:#b7791f; --seed-bg:#fdf5e6; --bad:#c0392b; --bad-bg:#fdecea; --warn:#b35c00; --warn-bg:#fff3e0; }
-* { box-sizing: border-box; }
-body { margin: 0; font: 14px/1.45 "DejaVu Sans", "Helvetica Neue", Arial, sans-serif; color: var(--ink);
-  background: var(--wash); }
-header.page { background: var(--ink); color: #fff; padding: 18px 28px; }
-header.page h1 { margin: 0 0 4px; font-size: 20px; font-weight: 600; }
-header.page .sub { color: #c5cbd6; font-size: 13px; }
-code, .mono { font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: 12.5px; }
-main { display: grid; grid-template-columns: minmax(0, 1fr) 380px; gap: 20px; padding: 20px 28px; }
-section.card { background: var(--paper); border: 1px solid var(--line); border-radius: 8px; padding: 14px 16px;
-  margin-bottom: 16px; }
-section.card h2 { margin: 0 0 10px; font-size: 15px; }
-.lineage { border-left: 5px solid var(--seed); }
-.lineage p { margin: 4px 0; }
-.chips { display: flex; flex-wrap: wrap; gap: 8px; margin-top: 6px; }
-.chip { background: var(--wash); border: 1px solid var(--line); border-radius: 999px; padding: 2px 10px;
-  font-size: 12.5px; }
-.chip.bad { background: var(--bad-bg); border-color: #f3b8b1; color: var(--bad); }
-.chip.ok { background: var(--surface-bg); border-color: #b6dcc6; color: var(--surface); }
-.legend { display: flex; flex-wrap: wrap; gap: 14px; font-size: 12.5px; color: var(--muted); }
-.legend span::before { content: ""; display: inline-block; width: 11px; height: 11px; border-radius: 3px;
-  margin-right: 5px; vertical-align: -1px; background: var(--c); }
-ol.timeline { list-style: none; margin: 0; padding: 0; }
-li.turn { border-left: 5px solid var(--turn); margin: 10px 0; background: var(--paper); border-radius: 0 8px 8px 0;
-  border-top: 1px solid var(--line); border-right: 1px solid var(--line); border-bottom: 1px solid var(--line); }
-li.turn > .turn-head { padding: 6px 12px; font-weight: 600; font-size: 13px; background: var(--wash);
-  border-bottom: 1px solid var(--line); }
-li.turn > .turn-head .state { font-weight: 400; color: var(--muted); margin-left: 8px; }
-li.turn.open > .turn-head .state { color: var(--warn); font-weight: 600; }
-ol.events { list-style: none; margin: 0; padding: 0; }
-li.event { display: grid; grid-template-columns: 52px 58px 190px minmax(0, 1fr); gap: 8px; padding: 5px 12px;
-  border-bottom: 1px solid #eef0f4; align-items: baseline; }
-li.event:last-child { border-bottom: 0; }
-li.event .seq { font-weight: 700; text-align: right; }
-li.event .line { color: var(--muted); font-size: 12px; }
-li.event .kind { font-family: "DejaVu Sans Mono", monospace; font-size: 12.5px; }
-li.event.surface { background: var(--surface-bg); }
-li.event.surface .kind::before { content: "\\25CF "; color: var(--surface); }
-li.event.shadowed { background: var(--shadow-bg); color: var(--shadow); }
-li.event.shadowed .text { text-decoration: line-through; text-decoration-color: #b8bec9; }
-li.event.refused { background: var(--bad-bg); }
-li.event.seed { background-image: repeating-linear-gradient(135deg, transparent 0 8px, rgba(183,121,31,.10) 8px 16px); }
-li.event.end-seed { border-top: 2px dashed var(--seed); border-bottom: 2px dashed var(--seed); background: var(--seed-bg); }
-li.event.in-compaction { box-shadow: inset -5px 0 0 var(--replace); }
-.tag { display: inline-block; border-radius: 4px; padding: 0 6px; font-size: 11.5px; margin-right: 4px;
-  border: 1px solid transparent; }
-.tag.surface { background: #fff; color: var(--surface); border-color: #b6dcc6; }
-.tag.shadowed { background: #fff; color: var(--shadow); border-color: #cfd4dc; }
-.tag.replace { background: #f3ecfc; color: var(--replace); border-color: #d8c4f3; }
-.tag.seed { background: #fff; color: var(--seed); border-color: #f0d9b0; }
-.tag.logonly { background: #fff; color: var(--muted); border-color: var(--line); }
-.tag.compaction { background: #f3ecfc; color: var(--replace); }
-.tag.open { background: var(--warn-bg); color: var(--warn); border-color: #ffd299; }
-.text { color: inherit; }
-.violation { grid-column: 2 / -1; background: var(--bad-bg); color: var(--bad); border-left: 3px solid var(--bad);
-  padding: 3px 8px; border-radius: 0 4px 4px 0; font-size: 12.5px; }
-.violation.relational { background: var(--warn-bg); color: var(--warn); border-left-color: var(--warn); }
-.violation b { font-family: "DejaVu Sans Mono", monospace; }
-.seed-marker { padding: 6px 12px; color: var(--seed); font-weight: 600; font-size: 12.5px; background: var(--seed-bg); }
-aside .surface-list { list-style: none; margin: 0; padding: 0; counter-reset: node; }
-aside .surface-list li { border: 1px solid var(--line); border-radius: 6px; padding: 7px 9px; margin-bottom: 7px;
-  background: #fff; }
-aside .surface-list li .who { font-weight: 700; font-size: 12.5px; text-transform: uppercase; letter-spacing: .03em; }
-aside .surface-list li.user .who { color: #2c5fab; }
-aside .surface-list li.assistant .who { color: var(--surface); }
-aside .surface-list li.tool .who { color: #7a5b00; }
-aside .surface-list li.replacement { border-color: #d8c4f3; background: #faf6ff; }
-aside .surface-list li .meta { color: var(--muted); font-size: 12px; float: right; }
-aside { position: sticky; top: 12px; align-self: start; }
-a { color: inherit; }
-li.collapsed { color: var(--muted); font-style: italic; padding: 8px 12px; margin: 10px 0;
-  border: 1px dashed var(--line); border-radius: 8px; }
-footer { color: var(--muted); font-size: 12px; padding: 0 28px 24px; }
-"""
+STYLE = "\n" + (files("reference") / "explain.css").read_text(encoding="utf-8")
 
 
 def render_explain_html(explanation: Explanation) -> str:
