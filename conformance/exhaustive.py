@@ -32,6 +32,7 @@ from conformance.machine.replay import (
     Step,
     with_replays,
 )
+from conformance.machine.variants import count_turns_started
 from conformance.model import Expected, ModelStore, derive_model_key
 from conformance.report import CaseResult, Coverage, Options, earned
 from conformance.subject import Subject, SubjectDead
@@ -40,7 +41,7 @@ from spec.checks.lineage import check_closers, check_header_lineage
 from spec.checks.log import check_log
 from spec.format.json_text import encode_json_text
 from spec.lineage.repair import derive_closers
-from spec.log.events import ASSISTANT_MESSAGE, TOOL_RESULT, TURN_START, USER_MESSAGE, tool_call_ids_of
+from spec.log.events import ASSISTANT_MESSAGE, TOOL_RESULT, TURN_START, USER_MESSAGE, Event, tool_call_ids_of
 from spec.log.json import JsonValue
 from spec.log.session import SessionState
 from spec.log.surface import fold_surface
@@ -89,6 +90,11 @@ def _state(model: ModelStore) -> SessionState | None:
     return entry.state if entry is not None else None
 
 
+def _events(model: ModelStore) -> tuple[Event, ...]:
+    state = _state(model)
+    return state.events if state is not None else ()
+
+
 def _append(model: ModelStore, kind: str, data: JsonValue, **extra: JsonValue) -> Sequence[Request]:
     return [build.append_request(SESSION, kind, data, **extra)]
 
@@ -101,15 +107,12 @@ EDGE_TEXT: Final = (
 def _user(model: ModelStore) -> Sequence[Request]:
     """A user message whose text holds an astral character, U+2028 and a lone surrogate, and a
     block of a type no rule knows after it."""
-    state = _state(model)
-    seq = len(state.events) if state else 0
-    data = build.user_message(f"u{seq}", EDGE_TEXT, more=(values.UNKNOWN_BLOCK,))
+    data = build.user_message(f"u{len(_events(model))}", EDGE_TEXT, more=(values.UNKNOWN_BLOCK,))
     return _append(model, USER_MESSAGE, data, surfaceOp="append")
 
 
 def _assistant_call(model: ModelStore) -> Sequence[Request]:
-    state = _state(model)
-    seq = len(state.events) if state else 0
+    seq = len(_events(model))
     data = build.assistant_message(f"a{seq}", "calling", (f"c{seq}",), more=(values.IMAGE_BLOCK,))
     return _append(model, ASSISTANT_MESSAGE, data, surfaceOp="append")  # its call is its third block
 
@@ -117,10 +120,9 @@ def _assistant_call(model: ModelStore) -> Sequence[Request]:
 def _result(model: ModelStore) -> Sequence[Request]:
     """A result for the last call announced (or for an unknown call when there is none): two content
     blocks, ``isError`` left out, its turn an integral float, and the safe-integer bounds in its data."""
-    state = _state(model)
     calls = [
         call
-        for event in (state.events if state else ())
+        for event in _events(model)
         if event.get("type") == ASSISTANT_MESSAGE and isinstance(event.get("data"), dict)
         for call in tool_call_ids_of(event["data"].get("message"))  # type: ignore[union-attr]
     ]
@@ -132,15 +134,11 @@ def _result(model: ModelStore) -> Sequence[Request]:
 
 
 def _turn_start(model: ModelStore) -> Sequence[Request]:
-    state = _state(model)
-    started = sum(1 for event in (state.events if state else ()) if event.get("type") == TURN_START)
-    return _append(model, TURN_START, build.turn_start(float(started + 1)))
+    return _append(model, TURN_START, build.turn_start(float(count_turns_started(_events(model)) + 1)))
 
 
 def _turn_end(model: ModelStore) -> Sequence[Request]:
-    state = _state(model)
-    started = sum(1 for event in (state.events if state else ()) if event.get("type") == TURN_START)
-    return _append(model, "turn/end", build.turn_end(max(started, 1)))
+    return _append(model, "turn/end", build.turn_end(max(count_turns_started(_events(model)), 1)))
 
 
 def _summary(model: ModelStore) -> Sequence[Request]:
@@ -149,7 +147,7 @@ def _summary(model: ModelStore) -> Sequence[Request]:
     state = _state(model)
     nodes = list(state.surface.nodes) if state else []
     span = nodes[:2] if nodes else [0]
-    data = build.user_message(f"summary-{len(state.events) if state else 0}", "summary", kind="compact")
+    data = build.user_message(f"summary-{len(_events(model))}", "summary", kind="compact")
     op = build.replace_op(span[0], span[-1])
     return [
         *_append(model, USER_MESSAGE, data, surfaceOp=op, sourceEventSeqs=[*span, True]),
