@@ -37,8 +37,8 @@ from conformance.cases.engine_build import (
     step_open,
     tool_steps,
 )
-from conformance.cases.files import placed
 from conformance.cases.files.logs import CWD, SESSION, line, plain_log, v4_files, v4_header, v4_writes
+from conformance.files.reader import encode_files
 from spec.codes import Code
 from spec.format.naming import encode_header_line
 from spec.log.json import JsonValue
@@ -260,7 +260,7 @@ def _another_lifecycle(**moved: JsonValue) -> list[Step]:
     record = encode_cache_record(other, {"turnLedger": {"ver": 1, "seq": 8, "val": {"turns": 5}}})
     files[f"{log_path.rsplit('/', 1)[0]}/{CACHE_FILE}"] = line(record)
     return [
-        ok("reset", storage="file", compressed=False, files=placed(files)),
+        ok("reset", storage="file", compressed=False, files=encode_files(files)),
         ok("clock", now=NOW),
         ok("project", **LEDGER),
     ]

@@ -29,8 +29,7 @@ for an implementer's own tests.
 
 from __future__ import annotations
 
-import base64
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 
 from conformance.cases.build import NOW, OK, Case, Cases, Step, fails, ok
 from conformance.cases.files.logs import FileSet
@@ -44,8 +43,8 @@ from conformance.cases.files.v4 import (
     zstd_damaged_sets,
     zstd_torn_sets,
 )
+from conformance.files.reader import encode_files
 from spec.codes import Code
-from spec.log.json import JsonValue
 
 # --- the cases ---------------------------------------------------------------------------------------
 
@@ -61,21 +60,13 @@ def file_sets() -> Iterator[FileSet]:
     yield from layout_sets()
 
 
-def placed(files: Mapping[str, bytes]) -> list[JsonValue]:
-    """``reset``'s ``files``: each path with its bytes in base64, in path order."""
-    return [
-        {"path": path, "bytes": base64.b64encode(data).decode("ascii")}
-        for path, data in sorted(files.items())
-    ]
-
-
 def steps_of(file_set: FileSet) -> tuple[Step, ...]:
     """Place the files; then a readable log is read, resumed, closed and read again (what resume
     wrote reads back: a torn tail was cut back, not appended after); a refused one answers its
     code to read and resume alike, keeps its id, and still answers it after the failed resume."""
     session = file_set.session
     opening = (
-        ok("reset", storage="file", compressed=file_set.compressed, files=placed(file_set.files)),
+        ok("reset", storage="file", compressed=file_set.compressed, files=encode_files(file_set.files)),
         ok("clock", now=NOW),
     )
     if file_set.intent == OK:
