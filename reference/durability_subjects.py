@@ -25,7 +25,7 @@ from reference.directory import DirectorySubject
 from reference.persistence.filestore import FileStore
 from reference.persistence.fs import FileSystem, RealFileSystem
 from reference.persistence.sqlite import SqliteStore
-from reference.server import STORE_ROOT, ReferenceSubject, serve
+from reference.server import STORE_ROOT, ReferenceSubject, serve_stdio
 from reference.store import SessionStore
 from spec.log.events import Event
 from spec.log.json import FrozenDict
@@ -251,20 +251,6 @@ def main(argv: Sequence[str]) -> None:
         )
     database = BROKEN_DATABASES.get(argv[0])
     serve_stdio(directory_subject(argv[0]) if database is None else database())
-
-
-def serve_stdio(subject: ReferenceSubject) -> None:
-    """Serve the protocol for ``subject`` on this process's stdin and stdout until stdin closes."""
-    with (
-        open(sys.stdin.fileno(), encoding="utf-8", closefd=False) as stdin,
-        open(sys.stdout.fileno(), "w", encoding="utf-8", closefd=False) as stdout,
-    ):
-
-        def write(text: str) -> None:
-            stdout.write(text)
-            stdout.flush()
-
-        serve(subject, stdin.readline, write)
 
 
 if __name__ == "__main__":

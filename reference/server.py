@@ -79,6 +79,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         except (ValueError, SpecError) as error:
             print(f"reference.server: cannot start the {backend} backend: {error}", file=sys.stderr)
             raise SystemExit(2) from None
+    serve_stdio(subject)
+
+
+def serve_stdio(subject: ReferenceSubject) -> None:
+    """Serve the protocol for ``subject`` on this process's stdin and stdout until stdin closes."""
     with (
         open(sys.stdin.fileno(), encoding="utf-8", errors="surrogateescape", closefd=False) as stdin,
         open(sys.stdout.fileno(), "w", encoding="utf-8", errors="surrogatepass", closefd=False) as stdout,
@@ -91,7 +96,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         serve(subject, stdin.readline, write)
 
 
-__all__ = ["ENGINE_OPS", "STORE_ROOT", "Args", "ReferenceSubject", "main", "serve"]
+__all__ = ["ENGINE_OPS", "STORE_ROOT", "Args", "ReferenceSubject", "main", "serve", "serve_stdio"]
 
 
 if __name__ == "__main__":

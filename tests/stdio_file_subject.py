@@ -17,10 +17,9 @@ from pathlib import Path
 from typing import ClassVar
 
 from conformance.crash import STORE_ROOT_ENV
-from reference.durability_subjects import serve_stdio
 from reference.persistence.filestore import FileStore
 from reference.persistence.fs import RealFileSystem
-from reference.server import Args, ReferenceSubject
+from reference.server import Args, ReferenceSubject, serve_stdio
 from reference.store import SessionStore
 from spec.log.json import JsonValue
 
