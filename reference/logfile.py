@@ -119,7 +119,7 @@ class LogFile:
 
     @property
     def events(self) -> tuple[Event, ...]:
-        return self.log.events + self.log.recovered
+        return (*self.log.events, *self.log.recovered)
 
 
 def is_zstd_data(data: bytes) -> bool:

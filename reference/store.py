@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from reference.persistence.api import LogHandle, PersistenceService
+from reference.persistence.common import BufferedLogHandle
 from reference.persistence.fastjson import collector_paused, release_free_memory
 from reference.session import Clock, Session, wall_clock_ms
 from spec.codes import Code, reject
@@ -163,7 +164,13 @@ class SessionStore:
             except BaseException:
                 handle.close()
                 raise
-            session = Session(state, sink=handle, clock=self._clock, on_commit=self._committed)
+            del stored
+            # A log read in bulk is kept as its stored lines, in the session and the handle alike.
+            lines = handle.settle() if isinstance(handle, BufferedLogHandle) else ()
+            session = Session(
+                state, sink=handle, clock=self._clock, on_commit=self._committed, stored_lines=lines
+            )
+            del state
         release_free_memory()  # what reading the log freed, back to the system
         self._live[session_id] = session
         self._handles[session_id] = handle

@@ -24,11 +24,12 @@ import json
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Final, NoReturn
+from typing import Any, Final, NoReturn, overload
 
 from spec.format import framing
-from spec.format.json_text import encode_json_text
-from spec.log.json import MAX_SAFE_INTEGER, FrozenDict, FrozenList, JsonValue
+from spec.format.json_text import decode_json_text, encode_json_text
+from spec.log.events import Event
+from spec.log.json import MAX_SAFE_INTEGER, FrozenDict, FrozenList, JsonValue, freeze_parsed_json
 
 _orjson: Any
 try:  # optional: the standard library's decoder is the fallback
@@ -113,6 +114,98 @@ def decode_lines(lines: Sequence[bytes], use_orjson: bool = True) -> list[JsonVa
     except (_Unsure, ValueError, StopIteration, RecursionError, TypeError):
         return None
     return values
+
+
+def decode_event(line: bytes) -> Event:
+    """One stored line that was judged before, as a frozen event with the spec reader's values:
+    :func:`decode_lines` when it decides the line, else the spec's reader itself."""
+    decided = decode_lines((line,))
+    value = decided[0] if decided is not None else freeze_parsed_json(decode_json_text(line))
+    if type(value) is not FrozenDict:  # pragma: no cover - a stored line was judged an event object
+        raise TypeError("a stored line is not an event object")
+    return value
+
+
+class StoredEvents(Sequence[Event]):
+    """A log whose judged events are kept as their stored line bytes (issue 24: memory), each
+    decoded when read, frozen, with the spec reader's values (D5, D6): a read hands out a fresh
+    frozen event that nobody can change, equal to the one judged. While ``judged`` is held (the
+    events the spec's rules ran on, as the loader froze them) reads return those very objects, so
+    a resume decodes each line once; :meth:`settle` lets them go once the session holds the log.
+    ``tail`` holds the events that follow the stored lines (a live session's appends, shared and
+    only ever grown); :meth:`snapshot` is this log at its current length, which never changes.
+    Compares equal to any tuple, list or log of equal events."""
+
+    __slots__ = ("_judged", "_length", "_lines", "_tail")
+
+    def __init__(
+        self,
+        lines: Sequence[bytes],
+        judged: Sequence[Event] | None = None,
+        tail: list[Event] | None = None,
+        length: int | None = None,
+    ) -> None:
+        if judged is not None and len(judged) != len(lines):
+            raise ValueError("one judged event per stored line")
+        self._lines = lines
+        self._judged = judged
+        self._tail: list[Event] = [] if tail is None else tail
+        self._length = length
+
+    def settle(self) -> None:
+        """Drop the judged events: from now on every read decodes its line."""
+        self._judged = None
+
+    @property
+    def lines(self) -> Sequence[bytes]:
+        return self._lines
+
+    def with_tail(self, tail: list[Event]) -> StoredEvents:
+        """These stored lines followed by ``tail`` (which the caller goes on growing)."""
+        return StoredEvents(self._lines, self._judged, tail)
+
+    def snapshot(self) -> StoredEvents:
+        return StoredEvents(self._lines, self._judged, self._tail, len(self))
+
+    def __len__(self) -> int:
+        return len(self._lines) + len(self._tail) if self._length is None else self._length
+
+    @overload
+    def __getitem__(self, index: int) -> Event: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Event, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> Event | tuple[Event, ...]:
+        length = len(self)
+        if isinstance(index, slice):
+            return tuple(self._at(position) for position in range(*index.indices(length)))
+        if index < 0:
+            index += length
+        if not 0 <= index < length:
+            raise IndexError("event index out of range")
+        return self._at(index)
+
+    def _at(self, index: int) -> Event:
+        stored = len(self._lines)
+        if index >= stored:
+            return self._tail[index - stored]
+        if self._judged is not None:
+            return self._judged[index]
+        return decode_event(self._lines[index])
+
+    def __iter__(self) -> Iterator[Event]:
+        return map(self._at, range(len(self)))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, (tuple, list, StoredEvents)):
+            return NotImplemented
+        return len(self) == len(other) and all(mine == theirs for mine, theirs in zip(self, other))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"StoredEvents({len(self)} events, {len(self._lines)} stored as lines)"
 
 
 def encode_lines(records: Sequence[JsonValue]) -> bytes:

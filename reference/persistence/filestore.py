@@ -53,7 +53,7 @@ from spec.format.naming import (
     encode_header_line,
     encode_segment,
 )
-from spec.lineage.store import derive_resumed_log
+from spec.lineage.repair import derive_closers
 from spec.log.events import Event
 from spec.log.header import LEGACY_FORMAT_VERSION
 from spec.log.json import FrozenDict, JsonValue
@@ -99,7 +99,7 @@ class LoadedLog:
 
     format_version: int
     header: FrozenDict
-    events: tuple[Event, ...]
+    events: Sequence[Event]  # a tuple, or the stored lines of a log read in bulk (StoredEvents)
     recovered: tuple[Event, ...]
     truncate_to: int | None
 
@@ -169,12 +169,13 @@ def clean_zstd_frames(data: bytes) -> list[tuple[int, bytes]] | None:
 
 def clean_records(
     session_id: str | None, data: bytes, frames: list[tuple[int, bytes]] | None, file_name: str | None = None
-) -> tuple[int, FrozenDict, list[JsonValue]] | None:
+) -> tuple[int, FrozenDict, list[JsonValue], list[bytes]] | None:
     """The version, header and records of a clean log, parsed in bulk: a plain log is ``data``, a
     zstd log is ``frames`` (:func:`clean_zstd_frames`; the first is the header line's, every other
     ends with a newline); the records' UTF-8 checked at once, the lines parsed by
     :func:`fastjson.decode_lines`, the header by the spec's rules (against ``file_name`` when
-    given). ``None`` when anything there is not clean or the parser is unsure."""
+    given), with the lines themselves. ``None`` when anything there is not clean or the parser is
+    unsure."""
     try:
         if frames is not None:
             body = [plaintext for _, plaintext in frames[1:]]
@@ -197,14 +198,18 @@ def clean_records(
         records = fastjson.decode_lines(lines)
     except (SpecError, ValueError):
         return None
-    return None if records is None else (version, header, records)
+    return None if records is None else (version, header, records, lines)
 
 
-def judge_clean_records(version: int, header: FrozenDict, records: list[JsonValue]) -> LoadedLog | None:
-    """The spec's rules on records parsed in bulk: a v4 log's seqs must run 0, 1, 2... and its
-    messages be well formed (:func:`validate_stored_events`); a v0 log's records go through the
-    whole legacy read path (:func:`upgrade_v0_records`: rows expanded, seqs, retired vocabulary,
-    conversions, shapes, known types). ``None`` when a rule refuses (the spec's path names it)."""
+def judge_clean_records(
+    version: int, header: FrozenDict, records: list[JsonValue], lines: list[bytes]
+) -> LoadedLog | None:
+    """The spec's rules on records parsed in bulk from ``lines``: a v4 log's seqs must run 0, 1,
+    2... and its messages be well formed (:func:`validate_stored_events`), and its events are kept
+    as those lines (:class:`fastjson.StoredEvents`, the judged events held until the session
+    settles them); a v0 log's records go through the whole legacy read path
+    (:func:`upgrade_v0_records`: rows expanded, seqs, retired vocabulary, conversions, shapes, known
+    types). ``None`` when a rule refuses (the spec's path names it)."""
     try:
         if version == LEGACY_FORMAT_VERSION:
             with fastjson.collector_paused():
@@ -217,7 +222,7 @@ def judge_clean_records(version: int, header: FrozenDict, records: list[JsonValu
         validate_stored_events(str(header["id"]), events)
     except SpecError:
         return None
-    return LoadedLog(version, header, tuple(events), (), None)
+    return LoadedLog(version, header, fastjson.StoredEvents(lines, events), (), None)
 
 
 # --- the service --------------------------------------------------------------------------------
@@ -306,7 +311,7 @@ class FileStore:
         if path is None:
             raise reject(Code.SESSION_NOT_FOUND, f'session "{session_id}" not found')
         loaded = load_log(session_id, self.fs.read_bytes(path), path.endswith(".zstd"), _basename(path))
-        return StoredLog(loaded.header, loaded.events + loaded.recovered, loaded.format_version)
+        return StoredLog(loaded.header, (*loaded.events, *loaded.recovered), loaded.format_version)
 
     def stat(self, session_id: str) -> SessionStat | None:
         path = self.locate(session_id)
@@ -384,9 +389,13 @@ class FileStore:
     def _open_locked(self, session_id: str, path: str, lock: LockHandle) -> FileLogHandle:
         compressed_source = path.endswith(".zstd")
         loaded = load_log(session_id, self.fs.read_bytes(path), compressed_source, _basename(path))
-        stored = loaded.events + loaded.recovered
-        resumed = derive_resumed_log(stored)
-        closers = resumed[len(stored) :]
+        stored = (*loaded.events, *loaded.recovered) if loaded.recovered else loaded.events
+        closers = derive_closers(stored)
+        resumed: Sequence[Event] = (
+            stored.with_tail(list(closers))
+            if isinstance(stored, fastjson.StoredEvents)
+            else (*stored, *closers)
+        )
         if loaded.format_version == LEGACY_FORMAT_VERSION:
             # Migration: the converted log becomes a new v4 file beside the v0 one, published whole.
             new_path = _join(_dirname(path), V4_ZSTD_NAME if self.compressed else V4_PLAIN_NAME)
