@@ -158,8 +158,15 @@ class SessionStore:
         with collector_paused(keep=True):  # a log being restored holds no reference cycles
             handle = self._persistence.open(session_id)
             try:
-                stored = handle.read()
-                state = create_session_state(session_id, stored, handle.header, self._clock(), restore=True)
+                # A log read in bulk gives the events its reader judged; plain ones if it keeps
+                # their lines, which are then judged unfrozen and dropped (spec: take_seed_event).
+                if isinstance(handle, BufferedLogHandle):
+                    stored, text_kept = handle.judged(), handle.text_kept
+                else:
+                    stored, text_kept = handle.read(), False
+                state = create_session_state(
+                    session_id, stored, handle.header, self._clock(), restore=True, text_kept=text_kept
+                )
                 handle.append(state.events[len(stored) :])
             except BaseException:
                 handle.close()

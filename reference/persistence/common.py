@@ -76,6 +76,18 @@ class BufferedLogHandle:
     def read(self) -> tuple[Event, ...]:
         return tuple(self._events)
 
+    def judged(self) -> tuple[Event, ...]:
+        """:meth:`read` for the resume that folds the log at open as its seed: a log read in bulk
+        gives the very events its reader judged (plain ones when it keeps their text:
+        :attr:`StoredEvents.text_kept`), to be judged again, then dropped by :meth:`settle`."""
+        if isinstance(self._events, StoredEvents):
+            return self._events.judged_events()
+        return self.read()
+
+    @property
+    def text_kept(self) -> bool:
+        return isinstance(self._events, StoredEvents) and self._events.text_kept
+
     def settle(self) -> Sequence[bytes]:
         """The stored lines the log at open was read from (none unless read in bulk), whose events
         are from now on decoded when read rather than held (the session that resumed the log keeps

@@ -92,17 +92,21 @@ def release_free_memory() -> None:
         _TRIM[0](0)
 
 
-def decode_lines(lines: Sequence[bytes], use_orjson: bool = True) -> list[JsonValue] | None:
+def decode_lines(
+    lines: Sequence[bytes], use_orjson: bool = True, frozen: bool = True
+) -> list[JsonValue] | None:
     """Each line (UTF-8 already validated by the caller) as frozen JSON with the spec reader's
-    values, or ``None`` when some line needs the spec's reader."""
+    values, or ``None`` when some line needs the spec's reader. Not ``frozen``: the same values in
+    plain containers, for a caller that judges them, drops them and keeps the lines."""
     values: list[JsonValue] = []
     append = values.append
+    settle = freeze_checked if frozen else settle_numbers
     try:
         with collector_paused():
             if use_orjson and _orjson is not None:
                 loads = _orjson.loads
                 for line in lines:
-                    append(freeze_checked(loads(line)))
+                    append(settle(loads(line)))
             else:
                 scan = _STDLIB_SCAN
                 for line in lines:
@@ -110,7 +114,7 @@ def decode_lines(lines: Sequence[bytes], use_orjson: bool = True) -> list[JsonVa
                     value, end = scan(text, 0)
                     if end != len(text):
                         return None
-                    append(freeze_checked(value))
+                    append(settle(value))
     except (_Unsure, ValueError, StopIteration, RecursionError, TypeError):
         return None
     return values
@@ -129,14 +133,16 @@ def decode_event(line: bytes) -> Event:
 class StoredEvents(Sequence[Event]):
     """A log whose judged events are kept as their stored line bytes (issue 24: memory), each
     decoded when read, frozen, with the spec reader's values (D5, D6): a read hands out a fresh
-    frozen event that nobody can change, equal to the one judged. While ``judged`` is held (the
-    events the spec's rules ran on, as the loader froze them) reads return those very objects, so
-    a resume decodes each line once; :meth:`settle` lets them go once the session holds the log.
+    frozen event that nobody can change, equal to the one judged. ``judged`` are the events the
+    spec's rules ran on, held until :meth:`settle` lets them go: ``frozen`` ones (as a reader
+    freezes them) are what reads return meanwhile, so each line is decoded once; plain ones (a
+    resume judges the parsed lines unfrozen) are never handed out, only :meth:`judged_events`
+    gives them to the resume that judges them.
     ``tail`` holds the events that follow the stored lines (a live session's appends, shared and
     only ever grown); :meth:`snapshot` is this log at its current length, which never changes.
     Compares equal to any tuple, list or log of equal events."""
 
-    __slots__ = ("_judged", "_length", "_lines", "_tail")
+    __slots__ = ("_frozen", "_judged", "_length", "_lines", "_tail")
 
     def __init__(
         self,
@@ -144,6 +150,7 @@ class StoredEvents(Sequence[Event]):
         judged: Sequence[Event] | None = None,
         tail: list[Event] | None = None,
         length: int | None = None,
+        frozen: bool = True,
     ) -> None:
         if judged is not None and len(judged) != len(lines):
             raise ValueError("one judged event per stored line")
@@ -151,6 +158,7 @@ class StoredEvents(Sequence[Event]):
         self._judged = judged
         self._tail: list[Event] = [] if tail is None else tail
         self._length = length
+        self._frozen = frozen
 
     def settle(self) -> None:
         """Drop the judged events: from now on every read decodes its line."""
@@ -160,12 +168,24 @@ class StoredEvents(Sequence[Event]):
     def lines(self) -> Sequence[bytes]:
         return self._lines
 
+    @property
+    def text_kept(self) -> bool:
+        """The judged events are plain: only :meth:`judged_events` gives them (to be judged)."""
+        return self._judged is not None and not self._frozen
+
+    def judged_events(self) -> tuple[Event, ...]:
+        """The judged events (frozen or plain, as held) and the tail, for the spec's rules to run on
+        once more (a resume folding its seed); every line decoded when nothing is held."""
+        if self._judged is None:
+            return tuple(self)
+        return (*self._judged, *self._tail[: len(self) - len(self._lines)])
+
     def with_tail(self, tail: list[Event]) -> StoredEvents:
         """These stored lines followed by ``tail`` (which the caller goes on growing)."""
-        return StoredEvents(self._lines, self._judged, tail)
+        return StoredEvents(self._lines, self._judged, tail, None, self._frozen)
 
     def snapshot(self) -> StoredEvents:
-        return StoredEvents(self._lines, self._judged, self._tail, len(self))
+        return StoredEvents(self._lines, self._judged, self._tail, len(self), self._frozen)
 
     def __len__(self) -> int:
         return len(self._lines) + len(self._tail) if self._length is None else self._length
@@ -190,7 +210,7 @@ class StoredEvents(Sequence[Event]):
         stored = len(self._lines)
         if index >= stored:
             return self._tail[index - stored]
-        if self._judged is not None:
+        if self._judged is not None and self._frozen:
             return self._judged[index]
         return decode_event(self._lines[index])
 
@@ -294,6 +314,37 @@ def freeze_checked(value: Any) -> JsonValue:
                 elif not -_UNSURE_MAGNITUDE < child < _UNSURE_MAGNITUDE:
                     raise _Unsure
     return root
+
+
+def settle_numbers(value: Any) -> JsonValue:
+    """:func:`freeze_checked` without the freezing: freshly parsed JSON's numbers given the spec
+    reader's values in place, its containers left plain (no copies; a container holding a number
+    to change is walked twice, once to find it and once to change it)."""
+    if type(value) is not dict and type(value) is not list:
+        return _checked_scalar(value)
+    stack: list[Any] = [value]
+    pop, push = stack.pop, stack.append
+    while stack:
+        container = pop()
+        is_dict = type(container) is dict
+        changes = False
+        for child in container.values() if is_dict else container:
+            kind = type(child)
+            if kind is str:
+                continue
+            if kind is dict or kind is list:
+                push(child)
+            elif kind is int:
+                changes = changes or not -MAX_SAFE_INTEGER <= child <= MAX_SAFE_INTEGER
+            elif kind is float:
+                if not -_UNSURE_MAGNITUDE < child < _UNSURE_MAGNITUDE:
+                    raise _Unsure
+                changes = changes or child == 0.0
+        if changes:
+            for where, child in list(container.items() if is_dict else enumerate(container)):
+                if type(child) is int or type(child) is float:
+                    container[where] = _checked_scalar(child)
+    return value
 
 
 def _checked_scalar(value: JsonValue) -> JsonValue:

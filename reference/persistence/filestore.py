@@ -105,13 +105,14 @@ class LoadedLog:
 
 
 def load_log(
-    session_id: str | None, data: bytes, compressed: bool, file_name: str | None = None
+    session_id: str | None, data: bytes, compressed: bool, file_name: str | None = None, frozen: bool = True
 ) -> LoadedLog:
     """Parse a log's bytes into events: the header's version must be the one ``file_name`` says
     (when given); v4 records are taken as they are (seqs must run 0, 1, 2...), v0 records go
-    through the spec's legacy read path. A clean log takes the bulk path (:func:`load_clean_log`);
+    through the spec's legacy read path. A clean log takes the bulk path (:func:`load_clean_log`;
+    not ``frozen``: a v4 log's judged events left plain, as a resume that keeps the lines wants);
     anything else, and anything that path is unsure of, the spec's."""
-    fast = load_clean_log(session_id, data, compressed, file_name)
+    fast = load_clean_log(session_id, data, compressed, file_name, frozen)
     if fast is not None:
         return fast
     return load_framed_log(session_id, parse_log_bytes(data, compressed), file_name)
@@ -125,7 +126,7 @@ def load_framed_log(session_id: str | None, stored: FramedLog, file_name: str | 
 
 
 def load_clean_log(
-    session_id: str | None, data: bytes, compressed: bool, file_name: str | None = None
+    session_id: str | None, data: bytes, compressed: bool, file_name: str | None = None, frozen: bool = True
 ) -> LoadedLog | None:
     """What :func:`load_log` gives for a clean log (no torn tail, every frame whole, every line
     valid), read in bulk (:func:`clean_records`), then judged by the spec's rules
@@ -137,7 +138,7 @@ def load_clean_log(
         frames = clean_zstd_frames(data)
         if frames is None:
             return None
-    bulk = clean_records(session_id, data, frames, file_name)
+    bulk = clean_records(session_id, data, frames, file_name, frozen)
     return None if bulk is None else judge_clean_records(*bulk)
 
 
@@ -168,14 +169,18 @@ def clean_zstd_frames(data: bytes) -> list[tuple[int, bytes]] | None:
 
 
 def clean_records(
-    session_id: str | None, data: bytes, frames: list[tuple[int, bytes]] | None, file_name: str | None = None
+    session_id: str | None,
+    data: bytes,
+    frames: list[tuple[int, bytes]] | None,
+    file_name: str | None = None,
+    frozen: bool = True,
 ) -> tuple[int, FrozenDict, list[JsonValue], list[bytes]] | None:
     """The version, header and records of a clean log, parsed in bulk: a plain log is ``data``, a
     zstd log is ``frames`` (:func:`clean_zstd_frames`; the first is the header line's, every other
     ends with a newline); the records' UTF-8 checked at once, the lines parsed by
     :func:`fastjson.decode_lines`, the header by the spec's rules (against ``file_name`` when
-    given), with the lines themselves. ``None`` when anything there is not clean or the parser is
-    unsure."""
+    given), with the lines themselves; a v4 log's records left plain unless ``frozen``. ``None``
+    when anything there is not clean or the parser is unsure."""
     try:
         if frames is not None:
             body = [plaintext for _, plaintext in frames[1:]]
@@ -195,7 +200,7 @@ def clean_records(
         lines = records_text.split(b"\n")
         del records_text
         lines.pop()  # the text ends with a newline
-        records = fastjson.decode_lines(lines)
+        records = fastjson.decode_lines(lines, frozen=frozen or version == LEGACY_FORMAT_VERSION)
     except (SpecError, ValueError):
         return None
     return None if records is None else (version, header, records, lines)
@@ -206,8 +211,8 @@ def judge_clean_records(
 ) -> LoadedLog | None:
     """The spec's rules on records parsed in bulk from ``lines``: a v4 log's seqs must run 0, 1,
     2... and its messages be well formed (:func:`validate_stored_events`), and its events are kept
-    as those lines (:class:`fastjson.StoredEvents`, the judged events held until the session
-    settles them); a v0 log's records go through the whole legacy read path
+    as those lines (:class:`fastjson.StoredEvents`, the judged events, frozen or plain as parsed,
+    held until the session settles them); a v0 log's records go through the whole legacy read path
     (:func:`upgrade_v0_records`: rows expanded, seqs, retired vocabulary, conversions, shapes, known
     types). ``None`` when a rule refuses (the spec's path names it)."""
     try:
@@ -215,14 +220,16 @@ def judge_clean_records(
             with fastjson.collector_paused():
                 return LoadedLog(version, header, upgrade_v0_records(str(header["id"]), records), (), None)
         events: list[Event] = []
+        frozen = not records or type(records[0]) is FrozenDict
+        kind = FrozenDict if frozen else dict
         for seq, record in enumerate(records):
-            if type(record) is not FrozenDict or record.get("seq") != seq or type(record["seq"]) is not int:
+            if type(record) is not kind or record.get("seq") != seq or type(record["seq"]) is not int:
                 return None
             events.append(record)
         validate_stored_events(str(header["id"]), events)
     except SpecError:
         return None
-    return LoadedLog(version, header, fastjson.StoredEvents(lines, events), (), None)
+    return LoadedLog(version, header, fastjson.StoredEvents(lines, events, frozen=frozen), (), None)
 
 
 # --- the service --------------------------------------------------------------------------------
@@ -388,9 +395,13 @@ class FileStore:
 
     def _open_locked(self, session_id: str, path: str, lock: LockHandle) -> FileLogHandle:
         compressed_source = path.endswith(".zstd")
-        loaded = load_log(session_id, self.fs.read_bytes(path), compressed_source, _basename(path))
+        loaded = load_log(
+            session_id, self.fs.read_bytes(path), compressed_source, _basename(path), frozen=False
+        )
         stored = (*loaded.events, *loaded.recovered) if loaded.recovered else loaded.events
-        closers = derive_closers(stored)
+        closers = derive_closers(
+            stored.judged_events() if isinstance(stored, fastjson.StoredEvents) else stored
+        )
         resumed: Sequence[Event] = (
             stored.with_tail(list(closers))
             if isinstance(stored, fastjson.StoredEvents)
