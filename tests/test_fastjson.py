@@ -290,3 +290,113 @@ def test_the_fast_writer_leaves_floats_and_deep_values_to_the_spec_encoder() -> 
         deep = [deep]
     records: list[Any] = [{"a": 1e16, "b": [1.5e-7]}, deep, {"s": "\ud800"}, 2**65, -0.0]
     assert fastjson.encode_lines(records) == encode_lines(records)
+
+
+def thawed_alike(plain: Any, frozen: Any) -> bool:
+    """``plain`` holds ``frozen``'s very values in plain containers (types of numbers alike)."""
+    if isinstance(frozen, dict):
+        return (
+            type(plain) is dict
+            and list(plain) == list(frozen)
+            and all(thawed_alike(plain[key], frozen[key]) for key in frozen)
+        )
+    if isinstance(frozen, list):
+        return (
+            type(plain) is list
+            and len(plain) == len(frozen)
+            and all(thawed_alike(x, y) for x, y in zip(plain, frozen))
+        )
+    return same_json(plain, frozen)
+
+
+@pytest.mark.parametrize("use_orjson", PARSERS)
+@pytest.mark.parametrize("line", EDGE_LINES)
+def test_an_edge_line_read_unfrozen_has_the_frozen_readings_values(line: bytes, use_orjson: bool) -> None:
+    frozen = fastjson.decode_lines([line], use_orjson=use_orjson)
+    plain = fastjson.decode_lines([line], use_orjson=use_orjson, frozen=False)
+    assert (frozen is None) == (plain is None)
+    assert frozen is None or plain is None or thawed_alike(plain[0], frozen[0])
+
+
+@pytest.mark.parametrize("use_orjson", PARSERS)
+@given(value=json_values)
+def test_any_line_read_unfrozen_has_the_frozen_readings_values(use_orjson: bool, value: Any) -> None:
+    line = encode_json_text(value).encode("utf-8")
+    frozen = fastjson.decode_lines([line], use_orjson=use_orjson)
+    plain = fastjson.decode_lines([line], use_orjson=use_orjson, frozen=False)
+    assert (frozen is None) == (plain is None)
+    assert frozen is None or plain is None or thawed_alike(plain[0], frozen[0])
+
+
+def test_the_numbers_changed_in_a_frozen_reading_are_changed_unfrozen_too() -> None:
+    plain = fastjson.decode_lines([b'{"a":[9007199254740993,-0.0,{"z":-0.0}],"b":1}'], frozen=False)
+    assert plain is not None
+    value: Any = plain[0]
+    assert type(value["a"][0]) is float and str(value["a"][1]) == "0.0" and str(value["a"][2]["z"]) == "0.0"
+    assert type(value["b"]) is int
+
+
+def resumed_v4_session(tmp_path: Any) -> tuple[SessionStore, Any, tuple[Any, ...]]:
+    """A v4 log with a message, a float and a deep value, closed, then resumed by a new store;
+    with the events the spec's path reads from it."""
+    store = SessionStore(FileStore(str(tmp_path)))
+    session = store.create("s", meta={"cwd": "/w"})
+    session.append("turn/start", {"turn": 1})
+    message = {
+        "id": "u1",
+        "role": "user",
+        "source": {"kind": "user"},
+        "content": [{"type": "text", "text": "é"}],
+    }
+    session.append("user/message", message, "append")
+    session.append("x/y", {"n": [1.5, -2, {"deep": [[]]}], "big": 2**52})
+    session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
+    store.close("s")
+    stored = FileStore(str(tmp_path)).read("s").events
+    resumer = SessionStore(FileStore(str(tmp_path)))
+    return resumer, resumer.resume("s"), stored
+
+
+def frozen_all_the_way_down(value: Any) -> bool:
+    if isinstance(value, dict):
+        return type(value) is FrozenDict and all(frozen_all_the_way_down(child) for child in value.values())
+    if isinstance(value, list):
+        return type(value) is FrozenList and all(frozen_all_the_way_down(child) for child in value)
+    return True
+
+
+def test_a_resumed_v4_log_is_kept_as_its_lines_and_every_read_is_a_fresh_frozen_event(tmp_path: Any) -> None:
+    store, session, stored = resumed_v4_session(tmp_path)
+    events = session.events
+    assert isinstance(events, fastjson.StoredEvents) and len(events.lines) == len(stored)
+    assert events[: len(stored)] == stored and same_json(list(events[: len(stored)]), list(stored))
+    assert events[-1]["type"] == "session/end-seed" and events[-1] == events[len(events) - 1]
+    first, again = events[2], events[2]
+    assert first == again and first is not again  # decoded on each read, never a held object
+    assert all(frozen_all_the_way_down(event) for event in events)
+    with pytest.raises(TypeError):
+        first["data"]["n"].append(3)  # type: ignore[union-attr]
+    assert events[2]["data"] == {"n": [1.5, -2, {"deep": [[]]}], "big": 2**52}
+    assert events == tuple(events) and events != tuple(events)[:-1] and list(events) == list(tuple(events))
+
+
+def test_a_snapshot_of_a_resumed_log_never_grows_and_appends_go_on_after_the_lines(tmp_path: Any) -> None:
+    store, session, stored = resumed_v4_session(tmp_path)
+    before = session.events
+    appended = session.append("turn/start", {"turn": 2})
+    assert len(before) == len(stored) + 1 and len(session.events) == len(before) + 1
+    assert session.events[-1] is appended and session.events[:-1] == before
+    with pytest.raises(IndexError):
+        before[len(before)]
+    store.close("s")
+    again = SessionStore(FileStore(str(tmp_path))).resume("s")
+    assert again.events[: len(session.events)] == session.events
+
+
+def test_a_handle_opened_on_a_v4_log_hands_out_frozen_events_only(tmp_path: Any) -> None:
+    resumed_v4_session(tmp_path)[0].close("s")
+    handle = FileStore(str(tmp_path)).open("s")
+    try:
+        assert all(frozen_all_the_way_down(event) for event in handle.read())
+    finally:
+        handle.close()
