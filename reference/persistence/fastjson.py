@@ -21,7 +21,6 @@ from __future__ import annotations
 import gc
 import importlib
 import json
-import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -238,25 +237,18 @@ def encode_lines(records: Sequence[JsonValue]) -> bytes:
     to the spec's encoder (issue 24: a v0 log's migration writes every event once)."""
     if _orjson is None:
         return framing.encode_lines(records)
-    dumps, float_token = _orjson.dumps, _FLOAT_TOKEN.search
+    dumps = _orjson.dumps
     out = bytearray()  # each orjson result is dropped at once: held together, their spare capacity adds up
     for record in records:
         text = None
-        if type(record) is not float:
+        if not _holds_float(record):
             try:
                 text = dumps(record)
             except (TypeError, ValueError):  # orjson.JSONEncodeError is a TypeError
                 text = None
-            # orjson writes a float as digits then "." or "e", after ":", "[" or ",": text without
-            # that shape holds none; text with it (a string may) is walked to be sure.
-            if text is not None and float_token(text) is not None and _holds_float(record):
-                text = None
         out += encode_json_text(record).encode("utf-8") if text is None else text
         out += b"\n"
     return bytes(out)
-
-
-_FLOAT_TOKEN: Final = re.compile(rb"[:,\[]-?[0-9]+[.eE]")
 
 
 def _holds_float(value: JsonValue) -> bool:
