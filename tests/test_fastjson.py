@@ -122,10 +122,8 @@ def test_any_line_the_writer_writes_reads_back_as_the_spec_reads_it(use_orjson: 
     assert fast is None or same_json(fast[0], exact(line))
 
 
-@pytest.mark.parametrize("compressed", [True, False])
-def test_a_clean_log_loads_the_same_by_the_fast_path_and_by_the_spec_path(
-    tmp_path: Any, compressed: bool, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def write_small_log(tmp_path: Any, compressed: bool) -> None:
+    """Session ``s``: a turn with a message, a float and a deep value, written and closed."""
     store = SessionStore(FileStore(str(tmp_path), compressed=compressed))
     session = store.create("s", meta={"cwd": "/w"})
     session.append("turn/start", {"turn": 1})
@@ -139,6 +137,13 @@ def test_a_clean_log_loads_the_same_by_the_fast_path_and_by_the_spec_path(
     session.append("x/y", {"n": [1.5, -2, {"deep": [[]]}], "big": 2**52})
     session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
     store.close("s")
+
+
+@pytest.mark.parametrize("compressed", [True, False])
+def test_a_clean_log_loads_the_same_by_the_fast_path_and_by_the_spec_path(
+    tmp_path: Any, compressed: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_small_log(tmp_path, compressed)
     path = FileStore(str(tmp_path), compressed=compressed).locate("s")
     assert path is not None
     data = Path(path).read_bytes()
@@ -337,21 +342,9 @@ def test_the_numbers_changed_in_a_frozen_reading_are_changed_unfrozen_too() -> N
 
 
 def resumed_v4_session(tmp_path: Any) -> tuple[SessionStore, Any, tuple[Any, ...]]:
-    """A v4 log with a message, a float and a deep value, closed, then resumed by a new store;
-    with the events the spec's path reads from it."""
-    store = SessionStore(FileStore(str(tmp_path)))
-    session = store.create("s", meta={"cwd": "/w"})
-    session.append("turn/start", {"turn": 1})
-    message = {
-        "id": "u1",
-        "role": "user",
-        "source": {"kind": "user"},
-        "content": [{"type": "text", "text": "é"}],
-    }
-    session.append("user/message", message, "append")
-    session.append("x/y", {"n": [1.5, -2, {"deep": [[]]}], "big": 2**52})
-    session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
-    store.close("s")
+    """:func:`write_small_log`'s v4 log, resumed by a new store; with the events the spec's path
+    reads from it."""
+    write_small_log(tmp_path, compressed=True)
     stored = FileStore(str(tmp_path)).read("s").events
     resumer = SessionStore(FileStore(str(tmp_path)))
     return resumer, resumer.resume("s"), stored
