@@ -297,6 +297,18 @@ def test_the_fast_writer_leaves_floats_and_deep_values_to_the_spec_encoder() -> 
     assert fastjson.encode_lines(records) == encode_lines(records)
 
 
+def test_the_fast_writer_writes_a_float_by_orjson_only_where_both_write_it_alike() -> None:
+    from spec.format.framing import encode_lines
+
+    alike: list[Any] = [{"a": 0.5, "b": [1.25, {"c": -3.75}]}, 123456.789]
+    unlike: list[Any] = [{"a": 0.5, "b": [2.5e-5]}, {"small": 3.5e-6}, 1e-7]
+    for record in alike + unlike:
+        assert fastjson.encode_lines([record]) == encode_lines([record])
+    spec_lines = [encode_json_text(record).encode() for record in unlike]
+    orjson_lines = [fastjson._orjson.dumps(record) for record in unlike] if fastjson._orjson else []
+    assert all(mine != theirs for mine, theirs in zip(spec_lines, orjson_lines))  # each case tells
+
+
 def thawed_alike(plain: Any, frozen: Any) -> bool:
     """``plain`` holds ``frozen``'s very values in plain containers (types of numbers alike)."""
     if isinstance(frozen, dict):

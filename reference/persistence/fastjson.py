@@ -229,19 +229,21 @@ class StoredEvents(Sequence[Event]):
 
 
 def encode_lines(records: Sequence[JsonValue]) -> bytes:
-    """:func:`spec.format.framing.encode_lines`'s very bytes, faster: a record that holds no float
-    is written by orjson, whose text for every float-free JSON value is the spec encoder's
-    (compact, keys in order, non-ASCII raw, the same escapes; ``tests/test_fastjson.py`` checks it
-    property-wise); a record holding a float (whose digits the two may write differently), one
-    orjson refuses (a lone surrogate, an integer past 64 bits) and every record without orjson go
-    to the spec's encoder (issue 24: a v0 log's migration writes every event once)."""
+    """:func:`spec.format.framing.encode_lines`'s very bytes, faster: a record is written by orjson
+    when each of its floats is, alone, written alike by orjson and the spec's encoder: orjson's text
+    for a float-free JSON value is the spec encoder's (compact, keys in order, non-ASCII raw, the
+    same escapes; ``tests/test_fastjson.py`` checks it property-wise), and it writes a float inside
+    a value as it writes it alone. A record with a float the two write otherwise (``1e-6`` against
+    ``1e-06``), one orjson refuses (a lone surrogate, an integer past 64 bits) and every record
+    without orjson go to the spec's encoder (issue 24: a v0 log's migration writes every event
+    once)."""
     if _orjson is None:
         return framing.encode_lines(records)
     dumps = _orjson.dumps
     out = bytearray()  # each orjson result is dropped at once: held together, their spare capacity adds up
     for record in records:
         text = None
-        if not _holds_float(record):
+        if all(dumps(number) == encode_json_text(number).encode() for number in _floats_in(record)):
             try:
                 text = dumps(record)
             except (TypeError, ValueError):  # orjson.JSONEncodeError is a TypeError
@@ -251,11 +253,13 @@ def encode_lines(records: Sequence[JsonValue]) -> bytes:
     return bytes(out)
 
 
-def _holds_float(value: JsonValue) -> bool:
+def _floats_in(value: JsonValue) -> list[float]:
+    """Every float in a JSON value (its text is the one part orjson may write otherwise)."""
     if type(value) is float:
-        return True
+        return [value]
+    floats: list[float] = []
     if not isinstance(value, (dict, list)):
-        return False
+        return floats
     stack: list[Any] = [value]
     pop, push = stack.pop, stack.append
     while stack:
@@ -263,10 +267,10 @@ def _holds_float(value: JsonValue) -> bool:
         for child in container.values() if isinstance(container, dict) else container:
             kind = type(child)
             if kind is float:
-                return True
-            if kind is FrozenDict or kind is FrozenList or isinstance(child, (dict, list)):
+                floats.append(child)
+            elif kind is FrozenDict or kind is FrozenList or isinstance(child, (dict, list)):
                 push(child)
-    return False
+    return floats
 
 
 def freeze_checked(value: Any) -> JsonValue:
