@@ -12,7 +12,7 @@ from typing import Protocol
 
 from reference.persistence.api import LogHandle, PersistenceService
 from reference.persistence.common import BufferedLogHandle
-from reference.persistence.fastjson import collector_paused, release_free_memory
+from reference.persistence.fastjson import StoredEvents, collector_paused, release_free_memory
 from reference.session import Clock, Session, wall_clock_ms
 from spec.codes import Code, reject
 from spec.lineage.fork import derive_child_meta, plan_fork_seed, validate_fork_request
@@ -143,7 +143,11 @@ class SessionStore:
         live = self._live[source_id]
         if not isinstance(source, str) and live is not source:
             raise reject(Code.SESSION_NOT_LIVE, f'session "{source_id}" is not the live store instance')
-        seed = plan_fork_seed(source_id, live.events, boundary)
+        events = live.events
+        if isinstance(events, StoredEvents):  # a log kept as its lines: decoded once, in bulk
+            with collector_paused():
+                events = tuple(events)
+        seed = plan_fork_seed(source_id, events, boundary)
         meta = derive_child_meta(live.header, source_id, len(seed))
         return self.create(child_id, seed=seed, meta=meta, shared=True)
 

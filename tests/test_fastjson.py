@@ -405,3 +405,19 @@ def test_a_handle_opened_on_a_v4_log_hands_out_frozen_events_only(tmp_path: Any)
         assert all(frozen_all_the_way_down(event) for event in handle.read())
     finally:
         handle.close()
+
+
+def test_every_run_of_a_resumed_log_reads_as_its_events_one_by_one(tmp_path: Any) -> None:
+    store, session, _ = resumed_v4_session(tmp_path)
+    for turn in range(2, 4):
+        session.append("turn/start", {"turn": turn})
+        session.append("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
+    events = session.events
+    one_by_one = [events[index] for index in range(len(events))]
+    lines = len(events.lines)  # type: ignore[attr-defined]
+    for start in range(len(events) + 1):
+        for stop in (*range(start, len(events) + 2), lines - 1, -1):
+            assert list(events[start:stop]) == one_by_one[start:stop]
+    assert list(events) == one_by_one and events[::2] == tuple(one_by_one[::2])
+    child = store.fork(session, child_id="child")
+    assert child.events[: len(events)] == tuple(one_by_one)
