@@ -35,6 +35,7 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import cached_property
 from typing import BinaryIO, Final, TypeVar
 
 import zstandard
@@ -109,17 +110,23 @@ class LogForm(StrEnum):
 class LogFile:
     """A log file read: its form, the log, and where each event's line is in the file (one place
     per event of ``log.events + log.recovered``; a packed v0 row gives all its events one place).
-    ``torn_place`` is where a torn tail the reader dropped starts."""
+    ``torn_place`` is where a torn tail the reader dropped starts. ``located`` is the places, or
+    how to count them when first asked (a clean log read in bulk: most checks find nothing to
+    locate, issue 24)."""
 
     path: str
     form: LogForm
     log: LoadedLog
-    places: tuple[LinePlace, ...]
+    located: tuple[LinePlace, ...] | Callable[[], tuple[LinePlace, ...]]
     torn_place: LinePlace | None
+
+    @cached_property
+    def places(self) -> tuple[LinePlace, ...]:
+        return self.located if isinstance(self.located, tuple) else self.located()
 
     @property
     def events(self) -> tuple[Event, ...]:
-        return self.log.events + self.log.recovered
+        return (*self.log.events, *self.log.recovered)
 
 
 def is_zstd_data(data: bytes) -> bool:
@@ -383,6 +390,16 @@ def read_clean_zstd_log(path: str, data: bytes, limits: ReadLimits) -> LogFile |
     log = judge_clean_records(*bulk)
     if log is None:
         return None
+    records = bulk[2] if log.format_version == LEGACY_FORMAT_VERSION else None
+    return LogFile(path, LogForm.ZSTD_FRAMES, log, lambda: _frame_places(frames, records), None)
+
+
+def _frame_places(
+    frames: list[tuple[int, bytes]], records: Sequence[JsonValue] | None
+) -> tuple[LinePlace, ...]:
+    """Each record's place in a clean zstd log (its line counted from the header frame's, its
+    byte in the plaintext, its frame's offset), one per event: a v0 log's ``records`` give each
+    row's place to all the events it packs."""
     places: list[LinePlace] = []
     line, text_offset = 1, len(frames[0][1])
     for offset, plaintext in frames[1:]:
@@ -392,9 +409,9 @@ def read_clean_zstd_log(path: str, data: bytes, limits: ReadLimits) -> LogFile |
             places.append(LinePlace(line, text_offset + start, offset))
             start = plaintext.index(b"\n", start) + 1
         text_offset += len(plaintext)
-    if log.format_version == LEGACY_FORMAT_VERSION:
-        places = [place for record, place in zip(bulk[2], places) for _ in range(_event_count(record))]
-    return LogFile(path, LogForm.ZSTD_FRAMES, log, tuple(places), None)
+    if records is not None:
+        places = [place for record, place in zip(records, places) for _ in range(_event_count(record))]
+    return tuple(places)
 
 
 def _event_count(record: JsonValue) -> int:

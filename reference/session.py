@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from reference.persistence.fastjson import StoredEvents
 from spec.log.events import Event, Message, derive_event_message
 from spec.log.json import FrozenDict
 from spec.log.nodes import SurfaceNodes
@@ -52,16 +53,23 @@ class Session:
         sink: EventSink | None = None,
         clock: Clock = wall_clock_ms,
         on_commit: Callable[[Session, Event], None] | None = None,
+        stored_lines: Sequence[bytes] = (),
     ) -> None:
         self._header = state.header
-        self._log: list[Event] = list(state.events)
+        # The first events may be kept as the stored lines they were judged from (a resume read in
+        # bulk: issue 24), each decoded when read; every later one is held as it is.
+        kept = len(stored_lines)
+        if kept > len(state.events):
+            raise ValueError("more stored lines than events")
+        self._tail: list[Event] = list(state.events[kept:])
+        self._log: Sequence[Event] = StoredEvents(stored_lines, None, self._tail) if kept else self._tail
         self._nodes = SurfaceNodes(state.surface.nodes)
         self._generation = state.surface.replace_generation
         self._first_live_seq = state.first_live_seq
         self._sink = sink
         self._clock = clock
         self._on_commit = on_commit  # told of every event this session commits (the store's subscription)
-        self._events_snapshot: tuple[Event, ...] | None = None
+        self._events_snapshot: Sequence[Event] | None = None
         self._surface_snapshot: SurfaceView | None = None
         self._derived: list[Message] = []
         self._derived_nodes = 0
@@ -88,10 +96,12 @@ class Session:
         return self._first_live_seq
 
     @property
-    def events(self) -> tuple[Event, ...]:
-        """The log; a held snapshot never grows, and its events are frozen."""
+    def events(self) -> Sequence[Event]:
+        """The log; a held snapshot never grows, and its events are frozen. A tuple, unless the
+        session keeps stored lines (:class:`StoredEvents`, which compares equal to one)."""
         if self._events_snapshot is None or len(self._events_snapshot) != len(self._log):
-            self._events_snapshot = tuple(self._log)
+            log = self._log
+            self._events_snapshot = log.snapshot() if isinstance(log, StoredEvents) else tuple(log)
         return self._events_snapshot
 
     @property
@@ -147,7 +157,7 @@ class Session:
         )
         if self._sink is not None:
             self._sink.append((event,))
-        self._log.append(event)
+        self._tail.append(event)
         if plan is not None:
             splice_plan(self._nodes, plan)
             if isinstance(plan, ReplacePlan):

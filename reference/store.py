@@ -11,7 +11,8 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from reference.persistence.api import LogHandle, PersistenceService
-from reference.persistence.fastjson import collector_paused, release_free_memory
+from reference.persistence.common import BufferedLogHandle
+from reference.persistence.fastjson import StoredEvents, collector_paused, release_free_memory
 from reference.session import Clock, Session, wall_clock_ms
 from spec.codes import Code, reject
 from spec.lineage.fork import derive_child_meta, plan_fork_seed, validate_fork_request
@@ -142,7 +143,11 @@ class SessionStore:
         live = self._live[source_id]
         if not isinstance(source, str) and live is not source:
             raise reject(Code.SESSION_NOT_LIVE, f'session "{source_id}" is not the live store instance')
-        seed = plan_fork_seed(source_id, live.events, boundary)
+        events = live.events
+        if isinstance(events, StoredEvents):  # a log kept as its lines: decoded once, in bulk
+            with collector_paused():
+                events = tuple(events)
+        seed = plan_fork_seed(source_id, events, boundary)
         meta = derive_child_meta(live.header, source_id, len(seed))
         return self.create(child_id, seed=seed, meta=meta, shared=True)
 
@@ -157,13 +162,26 @@ class SessionStore:
         with collector_paused(keep=True):  # a log being restored holds no reference cycles
             handle = self._persistence.open(session_id)
             try:
-                stored = handle.read()
-                state = create_session_state(session_id, stored, handle.header, self._clock(), restore=True)
+                # A log read in bulk gives the events its reader judged; plain ones if it keeps
+                # their lines, which are then judged unfrozen and dropped (spec: take_seed_event).
+                if isinstance(handle, BufferedLogHandle):
+                    stored, text_kept = handle.judged(), handle.text_kept
+                else:
+                    stored, text_kept = handle.read(), False
+                state = create_session_state(
+                    session_id, stored, handle.header, self._clock(), restore=True, text_kept=text_kept
+                )
                 handle.append(state.events[len(stored) :])
             except BaseException:
                 handle.close()
                 raise
-            session = Session(state, sink=handle, clock=self._clock, on_commit=self._committed)
+            del stored
+            # A log read in bulk is kept as its stored lines, in the session and the handle alike.
+            lines = handle.settle() if isinstance(handle, BufferedLogHandle) else ()
+            session = Session(
+                state, sink=handle, clock=self._clock, on_commit=self._committed, stored_lines=lines
+            )
+            del state
         release_free_memory()  # what reading the log freed, back to the system
         self._live[session_id] = session
         self._handles[session_id] = handle

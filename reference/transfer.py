@@ -107,7 +107,7 @@ def _read_file(path: str) -> StoredLog:
         loaded = read_log_file(path).log
     except InputError as error:
         raise reject(Code.STORAGE_IO, error.message) from None
-    return StoredLog(loaded.header, loaded.events + loaded.recovered, loaded.format_version)
+    return StoredLog(loaded.header, (*loaded.events, *loaded.recovered), loaded.format_version)
 
 
 def loose_log_entries(path: str) -> Iterator[SourceEntry]:

@@ -438,7 +438,7 @@ def worker_check(root: Path, path: Path, runs: int) -> dict[str, Any]:
     from spec.checks.log import check_log
 
     loaded = load_log(None, path.read_bytes(), True)
-    events = loaded.events + loaded.recovered
+    events = (*loaded.events, *loaded.recovered)
     plaintext = plaintext_of(path)
     check, parse = Timing(), Timing()
     violations = ()
@@ -473,7 +473,7 @@ def profiled_operation(name: str, root: Path, path: Path) -> Callable[[], Any]:
         from spec.checks.log import check_log
 
         loaded = load_log(None, path.read_bytes(), True)
-        events = loaded.events + loaded.recovered
+        events = (*loaded.events, *loaded.recovered)
         return lambda: check_log(events, loaded.header)
     ticks = itertools.count(START_TIME * 2)
     store = SessionStore(FileStore(str(root)), clock=lambda: next(ticks))

@@ -14,7 +14,7 @@ from reference.persistence import fastjson, filestore
 from reference.persistence.filestore import FileStore, load_clean_log, load_log
 from reference.store import SessionStore
 from spec.format.json_text import decode_json_text, encode_json_text
-from spec.log.json import FrozenDict, FrozenList, freeze_parsed_json
+from spec.log.json import FrozenDict, FrozenList, freeze_parsed_json, thaw_json
 
 PARSERS = [pytest.param(True, id="orjson"), pytest.param(False, id="stdlib")]
 
@@ -122,10 +122,8 @@ def test_any_line_the_writer_writes_reads_back_as_the_spec_reads_it(use_orjson: 
     assert fast is None or same_json(fast[0], exact(line))
 
 
-@pytest.mark.parametrize("compressed", [True, False])
-def test_a_clean_log_loads_the_same_by_the_fast_path_and_by_the_spec_path(
-    tmp_path: Any, compressed: bool, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def write_small_log(tmp_path: Any, compressed: bool) -> None:
+    """Session ``s``: a turn with a message, a float and a deep value, written and closed."""
     store = SessionStore(FileStore(str(tmp_path), compressed=compressed))
     session = store.create("s", meta={"cwd": "/w"})
     session.append("turn/start", {"turn": 1})
@@ -139,6 +137,13 @@ def test_a_clean_log_loads_the_same_by_the_fast_path_and_by_the_spec_path(
     session.append("x/y", {"n": [1.5, -2, {"deep": [[]]}], "big": 2**52})
     session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
     store.close("s")
+
+
+@pytest.mark.parametrize("compressed", [True, False])
+def test_a_clean_log_loads_the_same_by_the_fast_path_and_by_the_spec_path(
+    tmp_path: Any, compressed: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_small_log(tmp_path, compressed)
     path = FileStore(str(tmp_path), compressed=compressed).locate("s")
     assert path is not None
     data = Path(path).read_bytes()
@@ -290,3 +295,129 @@ def test_the_fast_writer_leaves_floats_and_deep_values_to_the_spec_encoder() -> 
         deep = [deep]
     records: list[Any] = [{"a": 1e16, "b": [1.5e-7]}, deep, {"s": "\ud800"}, 2**65, -0.0]
     assert fastjson.encode_lines(records) == encode_lines(records)
+
+
+def test_the_fast_writer_writes_a_float_by_orjson_only_where_both_write_it_alike() -> None:
+    from spec.format.framing import encode_lines
+
+    alike: list[Any] = [{"a": 0.5, "b": [1.25, {"c": -3.75}]}, 123456.789]
+    unlike: list[Any] = [{"a": 0.5, "b": [2.5e-5]}, {"small": 3.5e-6}, 1e-7]
+    for record in alike + unlike:
+        assert fastjson.encode_lines([record]) == encode_lines([record])
+    spec_lines = [encode_json_text(record).encode() for record in unlike]
+    orjson_lines = [fastjson._orjson.dumps(record) for record in unlike] if fastjson._orjson else []
+    assert all(mine != theirs for mine, theirs in zip(spec_lines, orjson_lines))  # each case tells
+
+
+def thawed_alike(plain: Any, frozen: Any) -> bool:
+    """``plain`` holds ``frozen``'s very values in plain containers (types of numbers alike)."""
+    if isinstance(frozen, dict):
+        return (
+            type(plain) is dict
+            and list(plain) == list(frozen)
+            and all(thawed_alike(plain[key], frozen[key]) for key in frozen)
+        )
+    if isinstance(frozen, list):
+        return (
+            type(plain) is list
+            and len(plain) == len(frozen)
+            and all(thawed_alike(x, y) for x, y in zip(plain, frozen))
+        )
+    return same_json(plain, frozen)
+
+
+@pytest.mark.parametrize("use_orjson", PARSERS)
+@pytest.mark.parametrize("line", EDGE_LINES)
+def test_an_edge_line_read_unfrozen_has_the_frozen_readings_values(line: bytes, use_orjson: bool) -> None:
+    frozen = fastjson.decode_lines([line], use_orjson=use_orjson)
+    plain = fastjson.decode_lines([line], use_orjson=use_orjson, frozen=False)
+    assert (frozen is None) == (plain is None)
+    assert frozen is None or plain is None or thawed_alike(plain[0], frozen[0])
+
+
+@pytest.mark.parametrize("use_orjson", PARSERS)
+@given(value=json_values)
+def test_any_line_read_unfrozen_has_the_frozen_readings_values(use_orjson: bool, value: Any) -> None:
+    line = encode_json_text(value).encode("utf-8")
+    frozen = fastjson.decode_lines([line], use_orjson=use_orjson)
+    plain = fastjson.decode_lines([line], use_orjson=use_orjson, frozen=False)
+    assert (frozen is None) == (plain is None)
+    assert frozen is None or plain is None or thawed_alike(plain[0], frozen[0])
+
+
+def test_the_numbers_changed_in_a_frozen_reading_are_changed_unfrozen_too() -> None:
+    plain = fastjson.decode_lines([b'{"a":[9007199254740993,-0.0,{"z":-0.0}],"b":1}'], frozen=False)
+    assert plain is not None
+    value: Any = plain[0]
+    assert type(value["a"][0]) is float and str(value["a"][1]) == "0.0" and str(value["a"][2]["z"]) == "0.0"
+    assert type(value["b"]) is int
+
+
+def resumed_v4_session(tmp_path: Any) -> tuple[SessionStore, Any, tuple[Any, ...]]:
+    """:func:`write_small_log`'s v4 log, resumed by a new store; with the events the spec's path
+    reads from it."""
+    write_small_log(tmp_path, compressed=True)
+    stored = FileStore(str(tmp_path)).read("s").events
+    resumer = SessionStore(FileStore(str(tmp_path)))
+    return resumer, resumer.resume("s"), stored
+
+
+def frozen_all_the_way_down(value: Any) -> bool:
+    if isinstance(value, dict):
+        return type(value) is FrozenDict and all(frozen_all_the_way_down(child) for child in value.values())
+    if isinstance(value, list):
+        return type(value) is FrozenList and all(frozen_all_the_way_down(child) for child in value)
+    return True
+
+
+def test_a_resumed_v4_log_is_kept_as_its_lines_and_every_read_is_a_fresh_frozen_event(tmp_path: Any) -> None:
+    _, session, stored = resumed_v4_session(tmp_path)
+    events = session.events
+    assert isinstance(events, fastjson.StoredEvents) and len(events.lines) == len(stored)
+    assert events[: len(stored)] == stored and same_json(list(events[: len(stored)]), list(stored))
+    assert events[-1]["type"] == "session/end-seed" and events[-1] == events[len(events) - 1]
+    first, again = events[2], events[2]
+    assert first == again and first is not again  # decoded on each read, never a held object
+    assert all(frozen_all_the_way_down(event) for event in events)
+    with pytest.raises(TypeError):
+        first["data"]["n"].append(3)  # type: ignore[union-attr]
+    assert thaw_json(events[2]["data"]) == {"n": [1.5, -2, {"deep": [[]]}], "big": 2**52}
+    assert events == tuple(events) and events != tuple(events)[:-1] and events == list(events)
+
+
+def test_a_snapshot_of_a_resumed_log_never_grows_and_appends_go_on_after_the_lines(tmp_path: Any) -> None:
+    store, session, stored = resumed_v4_session(tmp_path)
+    before = session.events
+    appended = session.append("turn/start", {"turn": 2})
+    assert len(before) == len(stored) + 1 and len(session.events) == len(before) + 1
+    assert session.events[-1] is appended and session.events[:-1] == before
+    with pytest.raises(IndexError):
+        before[len(before)]
+    store.close("s")
+    again = SessionStore(FileStore(str(tmp_path))).resume("s")
+    assert again.events[: len(session.events)] == session.events
+
+
+def test_a_handle_opened_on_a_v4_log_hands_out_frozen_events_only(tmp_path: Any) -> None:
+    resumed_v4_session(tmp_path)[0].close("s")
+    handle = FileStore(str(tmp_path)).open("s")
+    try:
+        assert all(frozen_all_the_way_down(event) for event in handle.read())
+    finally:
+        handle.close()
+
+
+def test_every_run_of_a_resumed_log_reads_as_its_events_one_by_one(tmp_path: Any) -> None:
+    store, session, _ = resumed_v4_session(tmp_path)
+    for turn in range(2, 4):
+        session.append("turn/start", {"turn": turn})
+        session.append("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
+    events = session.events
+    one_by_one = [events[index] for index in range(len(events))]
+    lines = len(events.lines)  # type: ignore[attr-defined]
+    for start in range(len(events) + 1):
+        for stop in (*range(start, len(events) + 2), lines - 1, -1):
+            assert list(events[start:stop]) == one_by_one[start:stop]
+    assert list(events) == one_by_one and events[::2] == tuple(one_by_one[::2])
+    child = store.fork(session, child_id="child")
+    assert child.events[: len(events)] == tuple(one_by_one)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from reference.persistence.api import OpenReport
+from reference.persistence.fastjson import StoredEvents
 from spec.codes import Code, SpecError, reject
 from spec.log.events import Event
 from spec.log.json import FrozenDict
@@ -53,7 +54,10 @@ class BufferedLogHandle:
         if batch is not None:
             validate_batch_policy(batch)
         self._header = header
-        self._events: list[Event] = list(durable)
+        # A log read in bulk keeps its stored lines (StoredEvents): only what follows them is a list.
+        stored = durable if isinstance(durable, StoredEvents) else StoredEvents(())
+        self._tail: list[Event] = list(durable[len(stored.lines) :])
+        self._events: Sequence[Event] = stored.with_tail(self._tail) if stored.lines else self._tail
         self._durable_count = len(durable)
         self._report = report
         self._closed = False
@@ -72,11 +76,32 @@ class BufferedLogHandle:
     def read(self) -> tuple[Event, ...]:
         return tuple(self._events)
 
+    def judged(self) -> tuple[Event, ...]:
+        """:meth:`read` for the resume that folds the log at open as its seed: a log read in bulk
+        gives the very events its reader judged (plain ones when it keeps their text:
+        :attr:`StoredEvents.text_kept`), to be judged again, then dropped by :meth:`settle`."""
+        if isinstance(self._events, StoredEvents):
+            return self._events.judged_events()
+        return self.read()
+
+    @property
+    def text_kept(self) -> bool:
+        return isinstance(self._events, StoredEvents) and self._events.text_kept
+
+    def settle(self) -> Sequence[bytes]:
+        """The stored lines the log at open was read from (none unless read in bulk), whose events
+        are from now on decoded when read rather than held (the session that resumed the log keeps
+        the same lines: :class:`reference.session.Session`)."""
+        if isinstance(self._events, StoredEvents):
+            self._events.settle()
+            return self._events.lines
+        return ()
+
     def append(self, events: Sequence[Event]) -> None:
         if self._closed:
             raise reject(Code.SESSION_CLOSED, f'session "{self._header["id"]}" is closed')
         validate_batch(len(self._events), events)
-        self._events.extend(events)
+        self._tail.extend(events)
         if self._batch is not None and events:
             self._pending = apply_pending_events(self._batch, self._pending, events)
             if is_batch_due(self._batch, self._pending, events[-1].get("time")):

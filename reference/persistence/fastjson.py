@@ -24,11 +24,12 @@ import json
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Final, NoReturn
+from typing import Any, Final, NoReturn, overload
 
 from spec.format import framing
-from spec.format.json_text import encode_json_text
-from spec.log.json import MAX_SAFE_INTEGER, FrozenDict, FrozenList, JsonValue
+from spec.format.json_text import decode_json_text, encode_json_text
+from spec.log.events import Event
+from spec.log.json import MAX_SAFE_INTEGER, FrozenDict, FrozenList, JsonValue, freeze_parsed_json
 
 _orjson: Any
 try:  # optional: the standard library's decoder is the fallback
@@ -91,17 +92,21 @@ def release_free_memory() -> None:
         _TRIM[0](0)
 
 
-def decode_lines(lines: Sequence[bytes], use_orjson: bool = True) -> list[JsonValue] | None:
+def decode_lines(
+    lines: Sequence[bytes], use_orjson: bool = True, frozen: bool = True
+) -> list[JsonValue] | None:
     """Each line (UTF-8 already validated by the caller) as frozen JSON with the spec reader's
-    values, or ``None`` when some line needs the spec's reader."""
+    values, or ``None`` when some line needs the spec's reader. Not ``frozen``: the same values in
+    plain containers, for a caller that judges them, drops them and keeps the lines."""
     values: list[JsonValue] = []
     append = values.append
+    settle = freeze_checked if frozen else settle_numbers
     try:
         with collector_paused():
             if use_orjson and _orjson is not None:
                 loads = _orjson.loads
                 for line in lines:
-                    append(freeze_checked(loads(line)))
+                    append(settle(loads(line)))
             else:
                 scan = _STDLIB_SCAN
                 for line in lines:
@@ -109,26 +114,156 @@ def decode_lines(lines: Sequence[bytes], use_orjson: bool = True) -> list[JsonVa
                     value, end = scan(text, 0)
                     if end != len(text):
                         return None
-                    append(freeze_checked(value))
+                    append(settle(value))
     except (_Unsure, ValueError, StopIteration, RecursionError, TypeError):
         return None
     return values
 
 
+def decode_event(line: bytes) -> Event:
+    """One stored line that was judged before, as a frozen event with the spec reader's values:
+    :func:`decode_lines` when it decides the line, else the spec's reader itself."""
+    decided = decode_lines((line,))
+    value = decided[0] if decided is not None else freeze_parsed_json(decode_json_text(line))
+    if type(value) is not FrozenDict:  # pragma: no cover - a stored line was judged an event object
+        raise TypeError("a stored line is not an event object")
+    return value
+
+
+_CHUNK: Final = 1024  # lines decoded together when a run of stored events is read
+
+
+class StoredEvents(Sequence[Event]):
+    """A log whose judged events are kept as their stored line bytes (issue 24: memory), each
+    decoded when read, frozen, with the spec reader's values (D5, D6): a read hands out a fresh
+    frozen event that nobody can change, equal to the one judged. ``judged`` are the events the
+    spec's rules ran on, held until :meth:`settle` lets them go: ``frozen`` ones (as a reader
+    freezes them) are what reads return meanwhile, so each line is decoded once; plain ones (a
+    resume judges the parsed lines unfrozen) are never handed out, only :meth:`judged_events`
+    gives them to the resume that judges them.
+    ``tail`` holds the events that follow the stored lines (a live session's appends, shared and
+    only ever grown); :meth:`snapshot` is this log at its current length, which never changes.
+    Compares equal to any tuple, list or log of equal events."""
+
+    __slots__ = ("_frozen", "_judged", "_length", "_lines", "_tail")
+
+    def __init__(
+        self,
+        lines: Sequence[bytes],
+        judged: Sequence[Event] | None = None,
+        tail: list[Event] | None = None,
+        length: int | None = None,
+        frozen: bool = True,
+    ) -> None:
+        if judged is not None and len(judged) != len(lines):
+            raise ValueError("one judged event per stored line")
+        self._lines = lines
+        self._judged = judged
+        self._tail: list[Event] = [] if tail is None else tail
+        self._length = length
+        self._frozen = frozen
+
+    def settle(self) -> None:
+        """Drop the judged events: from now on every read decodes its line."""
+        self._judged = None
+
+    @property
+    def lines(self) -> Sequence[bytes]:
+        return self._lines
+
+    @property
+    def text_kept(self) -> bool:
+        """The judged events are plain: only :meth:`judged_events` gives them (to be judged)."""
+        return self._judged is not None and not self._frozen
+
+    def judged_events(self) -> tuple[Event, ...]:
+        """The judged events (frozen or plain, as held) and the tail, for the spec's rules to run on
+        once more (a resume folding its seed); every line decoded when nothing is held."""
+        if self._judged is None:
+            return tuple(self)
+        return (*self._judged, *self._tail[: len(self) - len(self._lines)])
+
+    def with_tail(self, tail: list[Event]) -> StoredEvents:
+        """These stored lines followed by ``tail`` (which the caller goes on growing)."""
+        return StoredEvents(self._lines, self._judged, tail, None, self._frozen)
+
+    def snapshot(self) -> StoredEvents:
+        return StoredEvents(self._lines, self._judged, self._tail, len(self), self._frozen)
+
+    def __len__(self) -> int:
+        return len(self._lines) + len(self._tail) if self._length is None else self._length
+
+    @overload
+    def __getitem__(self, index: int) -> Event: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Event, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> Event | tuple[Event, ...]:
+        length = len(self)
+        if isinstance(index, slice):
+            start, stop, step = index.indices(length)
+            if step == 1:
+                return tuple(self._run(start, max(start, stop)))
+            return tuple(self._at(position) for position in range(start, stop, step))
+        if index < 0:
+            index += length
+        if not 0 <= index < length:
+            raise IndexError("event index out of range")
+        return self._at(index)
+
+    def _at(self, index: int) -> Event:
+        stored = len(self._lines)
+        if index >= stored:
+            return self._tail[index - stored]
+        if self._judged is not None and self._frozen:
+            return self._judged[index]
+        return decode_event(self._lines[index])
+
+    def _run(self, start: int, stop: int) -> Iterator[Event]:
+        """Events ``start`` to ``stop`` in order: lines decoded a chunk at a time (one parser loop
+        and one pause of the collector per chunk, not per event), then the tail's."""
+        stored = min(len(self._lines), stop)
+        if self._judged is not None and self._frozen:
+            yield from self._judged[start:stored]
+        else:
+            for first in range(start, stored, _CHUNK):
+                chunk = self._lines[first : min(first + _CHUNK, stored)]
+                decoded = decode_lines(chunk)
+                yield from map(decode_event, chunk) if decoded is None else decoded  # type: ignore[misc]
+        if stop > len(self._lines):
+            yield from self._tail[max(start, len(self._lines)) - len(self._lines) : stop - len(self._lines)]
+
+    def __iter__(self) -> Iterator[Event]:
+        return self._run(0, len(self))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, (tuple, list, StoredEvents)):
+            return NotImplemented
+        return len(self) == len(other) and all(mine == theirs for mine, theirs in zip(self, other))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"StoredEvents({len(self)} events, {len(self._lines)} stored as lines)"
+
+
 def encode_lines(records: Sequence[JsonValue]) -> bytes:
-    """:func:`spec.format.framing.encode_lines`'s very bytes, faster: a record that holds no float
-    is written by orjson, whose text for every float-free JSON value is the spec encoder's
-    (compact, keys in order, non-ASCII raw, the same escapes; ``tests/test_fastjson.py`` checks it
-    property-wise); a record holding a float (whose digits the two may write differently), one
-    orjson refuses (a lone surrogate, an integer past 64 bits) and every record without orjson go
-    to the spec's encoder (issue 24: a v0 log's migration writes every event once)."""
+    """:func:`spec.format.framing.encode_lines`'s very bytes, faster: a record is written by orjson
+    when each of its floats is, alone, written alike by orjson and the spec's encoder: orjson's text
+    for a float-free JSON value is the spec encoder's (compact, keys in order, non-ASCII raw, the
+    same escapes; ``tests/test_fastjson.py`` checks it property-wise), and it writes a float inside
+    a value as it writes it alone. A record with a float the two write otherwise (``1e-6`` against
+    ``1e-06``), one orjson refuses (a lone surrogate, an integer past 64 bits) and every record
+    without orjson go to the spec's encoder (issue 24: a v0 log's migration writes every event
+    once)."""
     if _orjson is None:
         return framing.encode_lines(records)
     dumps = _orjson.dumps
     out = bytearray()  # each orjson result is dropped at once: held together, their spare capacity adds up
     for record in records:
         text = None
-        if not _holds_float(record):
+        if all(dumps(number) == encode_json_text(number).encode() for number in _floats_in(record)):
             try:
                 text = dumps(record)
             except (TypeError, ValueError):  # orjson.JSONEncodeError is a TypeError
@@ -138,11 +273,13 @@ def encode_lines(records: Sequence[JsonValue]) -> bytes:
     return bytes(out)
 
 
-def _holds_float(value: JsonValue) -> bool:
+def _floats_in(value: JsonValue) -> list[float]:
+    """Every float in a JSON value (its text is the one part orjson may write otherwise)."""
     if type(value) is float:
-        return True
+        return [value]
+    floats: list[float] = []
     if not isinstance(value, (dict, list)):
-        return False
+        return floats
     stack: list[Any] = [value]
     pop, push = stack.pop, stack.append
     while stack:
@@ -150,10 +287,10 @@ def _holds_float(value: JsonValue) -> bool:
         for child in container.values() if isinstance(container, dict) else container:
             kind = type(child)
             if kind is float:
-                return True
-            if kind is FrozenDict or kind is FrozenList or isinstance(child, (dict, list)):
+                floats.append(child)
+            elif kind is FrozenDict or kind is FrozenList or isinstance(child, (dict, list)):
                 push(child)
-    return False
+    return floats
 
 
 def freeze_checked(value: Any) -> JsonValue:
@@ -201,6 +338,37 @@ def freeze_checked(value: Any) -> JsonValue:
                 elif not -_UNSURE_MAGNITUDE < child < _UNSURE_MAGNITUDE:
                     raise _Unsure
     return root
+
+
+def settle_numbers(value: Any) -> JsonValue:
+    """:func:`freeze_checked` without the freezing: freshly parsed JSON's numbers given the spec
+    reader's values in place, its containers left plain (no copies; a container holding a number
+    to change is walked twice, once to find it and once to change it)."""
+    if type(value) is not dict and type(value) is not list:
+        return _checked_scalar(value)
+    stack: list[Any] = [value]
+    pop, push = stack.pop, stack.append
+    while stack:
+        container = pop()
+        is_dict = type(container) is dict
+        changes = False
+        for child in container.values() if is_dict else container:
+            kind = type(child)
+            if kind is str:
+                continue
+            if kind is dict or kind is list:
+                push(child)
+            elif kind is int:
+                changes = changes or not -MAX_SAFE_INTEGER <= child <= MAX_SAFE_INTEGER
+            elif kind is float:
+                if not -_UNSURE_MAGNITUDE < child < _UNSURE_MAGNITUDE:
+                    raise _Unsure
+                changes = changes or child == 0.0
+        if changes:
+            for where, child in list(container.items() if is_dict else enumerate(container)):
+                if type(child) is int or type(child) is float:
+                    container[where] = _checked_scalar(child)
+    return value
 
 
 def _checked_scalar(value: JsonValue) -> JsonValue:

@@ -53,7 +53,7 @@ from spec.format.naming import (
     encode_header_line,
     encode_segment,
 )
-from spec.lineage.store import derive_resumed_log
+from spec.lineage.repair import derive_closers
 from spec.log.events import Event
 from spec.log.header import LEGACY_FORMAT_VERSION
 from spec.log.json import FrozenDict, JsonValue
@@ -99,19 +99,20 @@ class LoadedLog:
 
     format_version: int
     header: FrozenDict
-    events: tuple[Event, ...]
+    events: Sequence[Event]  # a tuple, or the stored lines of a log read in bulk (StoredEvents)
     recovered: tuple[Event, ...]
     truncate_to: int | None
 
 
 def load_log(
-    session_id: str | None, data: bytes, compressed: bool, file_name: str | None = None
+    session_id: str | None, data: bytes, compressed: bool, file_name: str | None = None, frozen: bool = True
 ) -> LoadedLog:
     """Parse a log's bytes into events: the header's version must be the one ``file_name`` says
     (when given); v4 records are taken as they are (seqs must run 0, 1, 2...), v0 records go
-    through the spec's legacy read path. A clean log takes the bulk path (:func:`load_clean_log`);
+    through the spec's legacy read path. A clean log takes the bulk path (:func:`load_clean_log`;
+    not ``frozen``: a v4 log's judged events left plain, as a resume that keeps the lines wants);
     anything else, and anything that path is unsure of, the spec's."""
-    fast = load_clean_log(session_id, data, compressed, file_name)
+    fast = load_clean_log(session_id, data, compressed, file_name, frozen)
     if fast is not None:
         return fast
     return load_framed_log(session_id, parse_log_bytes(data, compressed), file_name)
@@ -125,7 +126,7 @@ def load_framed_log(session_id: str | None, stored: FramedLog, file_name: str | 
 
 
 def load_clean_log(
-    session_id: str | None, data: bytes, compressed: bool, file_name: str | None = None
+    session_id: str | None, data: bytes, compressed: bool, file_name: str | None = None, frozen: bool = True
 ) -> LoadedLog | None:
     """What :func:`load_log` gives for a clean log (no torn tail, every frame whole, every line
     valid), read in bulk (:func:`clean_records`), then judged by the spec's rules
@@ -137,7 +138,7 @@ def load_clean_log(
         frames = clean_zstd_frames(data)
         if frames is None:
             return None
-    bulk = clean_records(session_id, data, frames, file_name)
+    bulk = clean_records(session_id, data, frames, file_name, frozen)
     return None if bulk is None else judge_clean_records(*bulk)
 
 
@@ -168,13 +169,18 @@ def clean_zstd_frames(data: bytes) -> list[tuple[int, bytes]] | None:
 
 
 def clean_records(
-    session_id: str | None, data: bytes, frames: list[tuple[int, bytes]] | None, file_name: str | None = None
-) -> tuple[int, FrozenDict, list[JsonValue]] | None:
+    session_id: str | None,
+    data: bytes,
+    frames: list[tuple[int, bytes]] | None,
+    file_name: str | None = None,
+    frozen: bool = True,
+) -> tuple[int, FrozenDict, list[JsonValue], list[bytes]] | None:
     """The version, header and records of a clean log, parsed in bulk: a plain log is ``data``, a
     zstd log is ``frames`` (:func:`clean_zstd_frames`; the first is the header line's, every other
     ends with a newline); the records' UTF-8 checked at once, the lines parsed by
     :func:`fastjson.decode_lines`, the header by the spec's rules (against ``file_name`` when
-    given). ``None`` when anything there is not clean or the parser is unsure."""
+    given), with the lines themselves; a v4 log's records left plain unless ``frozen``. ``None``
+    when anything there is not clean or the parser is unsure."""
     try:
         if frames is not None:
             body = [plaintext for _, plaintext in frames[1:]]
@@ -194,30 +200,36 @@ def clean_records(
         lines = records_text.split(b"\n")
         del records_text
         lines.pop()  # the text ends with a newline
-        records = fastjson.decode_lines(lines)
+        records = fastjson.decode_lines(lines, frozen=frozen or version == LEGACY_FORMAT_VERSION)
     except (SpecError, ValueError):
         return None
-    return None if records is None else (version, header, records)
+    return None if records is None else (version, header, records, lines)
 
 
-def judge_clean_records(version: int, header: FrozenDict, records: list[JsonValue]) -> LoadedLog | None:
-    """The spec's rules on records parsed in bulk: a v4 log's seqs must run 0, 1, 2... and its
-    messages be well formed (:func:`validate_stored_events`); a v0 log's records go through the
-    whole legacy read path (:func:`upgrade_v0_records`: rows expanded, seqs, retired vocabulary,
-    conversions, shapes, known types). ``None`` when a rule refuses (the spec's path names it)."""
+def judge_clean_records(
+    version: int, header: FrozenDict, records: list[JsonValue], lines: list[bytes]
+) -> LoadedLog | None:
+    """The spec's rules on records parsed in bulk from ``lines``: a v4 log's seqs must run 0, 1,
+    2... and its messages be well formed (:func:`validate_stored_events`), and its events are kept
+    as those lines (:class:`fastjson.StoredEvents`, the judged events, frozen or plain as parsed,
+    held until the session settles them); a v0 log's records go through the whole legacy read path
+    (:func:`upgrade_v0_records`: rows expanded, seqs, retired vocabulary, conversions, shapes, known
+    types). ``None`` when a rule refuses (the spec's path names it)."""
     try:
         if version == LEGACY_FORMAT_VERSION:
             with fastjson.collector_paused():
                 return LoadedLog(version, header, upgrade_v0_records(str(header["id"]), records), (), None)
         events: list[Event] = []
+        frozen = not records or type(records[0]) is FrozenDict
+        kind = FrozenDict if frozen else dict
         for seq, record in enumerate(records):
-            if type(record) is not FrozenDict or record.get("seq") != seq or type(record["seq"]) is not int:
+            if type(record) is not kind or record.get("seq") != seq or type(record["seq"]) is not int:
                 return None
             events.append(record)
         validate_stored_events(str(header["id"]), events)
     except SpecError:
         return None
-    return LoadedLog(version, header, tuple(events), (), None)
+    return LoadedLog(version, header, fastjson.StoredEvents(lines, events, frozen=frozen), (), None)
 
 
 # --- the service --------------------------------------------------------------------------------
@@ -306,7 +318,7 @@ class FileStore:
         if path is None:
             raise reject(Code.SESSION_NOT_FOUND, f'session "{session_id}" not found')
         loaded = load_log(session_id, self.fs.read_bytes(path), path.endswith(".zstd"), _basename(path))
-        return StoredLog(loaded.header, loaded.events + loaded.recovered, loaded.format_version)
+        return StoredLog(loaded.header, (*loaded.events, *loaded.recovered), loaded.format_version)
 
     def stat(self, session_id: str) -> SessionStat | None:
         path = self.locate(session_id)
@@ -383,10 +395,18 @@ class FileStore:
 
     def _open_locked(self, session_id: str, path: str, lock: LockHandle) -> FileLogHandle:
         compressed_source = path.endswith(".zstd")
-        loaded = load_log(session_id, self.fs.read_bytes(path), compressed_source, _basename(path))
-        stored = loaded.events + loaded.recovered
-        resumed = derive_resumed_log(stored)
-        closers = resumed[len(stored) :]
+        loaded = load_log(
+            session_id, self.fs.read_bytes(path), compressed_source, _basename(path), frozen=False
+        )
+        stored = (*loaded.events, *loaded.recovered) if loaded.recovered else loaded.events
+        closers = derive_closers(
+            stored.judged_events() if isinstance(stored, fastjson.StoredEvents) else stored
+        )
+        resumed: Sequence[Event] = (
+            stored.with_tail(list(closers))
+            if isinstance(stored, fastjson.StoredEvents)
+            else (*stored, *closers)
+        )
         if loaded.format_version == LEGACY_FORMAT_VERSION:
             # Migration: the converted log becomes a new v4 file beside the v0 one, published whole.
             new_path = _join(_dirname(path), V4_ZSTD_NAME if self.compressed else V4_PLAIN_NAME)

@@ -42,13 +42,15 @@ MESSAGE_EVENT_TYPES: Final = frozenset({USER_MESSAGE, ASSISTANT_MESSAGE, TOOL_RE
 ADAPTER_DEFAULT_KEYS: Final = frozenset({"reasoningEffort", "maxTokens"})
 
 
-def validate_seed_event(index: int, source: object, restore: bool, shared: bool = False) -> Event:
+def validate_seed_event(
+    index: int, source: object, restore: bool, shared: bool = False, text_kept: bool = False
+) -> Event:
     """Seed entry ``index`` becomes a frozen event after, in order: the JSON snapshot (snapshot
-    mode), the ownership freeze (restore mode) or nothing (a shared seed's frozen entry), the
-    envelope check with the legacy ``request/header-delta`` check first, the LLM-shape checks, the
-    legacy ``fallback`` reason check, and ``seq == index`` (notes/dsh-session-core §1.3, §4.2 steps
-    1-4)."""
-    event = take_seed_event(index, source, restore, shared)
+    mode), the ownership freeze (restore mode; skipped when the caller keeps the entry's stored
+    text, ``text_kept``) or nothing (a shared seed's frozen entry), the envelope check with the
+    legacy ``request/header-delta`` check first, the LLM-shape checks, the legacy ``fallback``
+    reason check, and ``seq == index`` (notes/dsh-session-core §1.3, §4.2 steps 1-4)."""
+    event = take_seed_event(index, source, restore, shared, text_kept)
     validate_seed_envelope(index, event)
     validate_seed_llm_shape(index, event)
     validate_seed_request_header_reason(index, event)
@@ -56,10 +58,17 @@ def validate_seed_event(index: int, source: object, restore: bool, shared: bool 
     return event
 
 
-def take_seed_event(index: int, source: object, restore: bool, shared: bool = False) -> FrozenDict:
+def take_seed_event(
+    index: int, source: object, restore: bool, shared: bool = False, text_kept: bool = False
+) -> Event:
     """Snapshot mode copies the entry into the lossless JSON domain; restore mode takes ownership of
     freshly parsed JSON and freezes it in place, with no JSON check (§4.2 step 1, §14.2). Either
     way the entry must be an object: ``None``, a scalar or an array is an invalid envelope (§14.16).
+
+    A restore whose caller keeps each entry's stored text (``text_kept``) judges the parsed entry
+    as it is, unfrozen: the caller drops it once judged and hands out only fresh frozen readings of
+    that text, so no judged entry is ever held by anyone (D6 holds: what is handed out is frozen;
+    the verdict is the same, since freezing changes no value).
 
     A *shared* seed is a prefix of a live session's own log (a fork's seed): its entries are events
     a session state holds, frozen all the way down and in the lossless domain since they entered
@@ -71,6 +80,8 @@ def take_seed_event(index: int, source: object, restore: bool, shared: bool = Fa
     if restore:
         if not isinstance(source, dict):
             raise _invalid_envelope(index)
+        if text_kept:
+            return source
         frozen = freeze_parsed_json(source)
         assert isinstance(frozen, FrozenDict)
         return frozen

@@ -79,6 +79,7 @@ def create_session_state(
     now: int,
     restore: bool = False,
     shared: bool = False,
+    text_kept: bool = False,
 ) -> SessionState:
     """A new session: every seed entry validated and folded in order, ``first_live_seq`` = the seed
     length, then ``session/end-seed`` appended by the store at ``time = now`` when
@@ -86,9 +87,11 @@ def create_session_state(
     (:func:`spec.log.seed.validate_end_seed_outside_open_compaction`). In snapshot mode the
     header is copied and validated after the seed; in restore mode it is validated before the seed
     and frozen in place (notes/dsh-session-core §4.2, §1.5). A ``shared`` seed is a prefix of a live
-    session's log, whose frozen events the new state shares (:func:`spec.log.seed.take_seed_event`)."""
+    session's log, whose frozen events the new state shares (:func:`spec.log.seed.take_seed_event`).
+    With ``text_kept`` (restore mode), the caller keeps each entry's stored text and the state's
+    seed events are the judged entries unfrozen, for the caller to drop, never to hand out."""
     restored_header = restore_header(session_id, header) if restore else None
-    events, surface = fold_seed(seed if seed is not None else (), restore, shared)
+    events, surface = fold_seed(seed if seed is not None else (), restore, shared, text_kept)
     frozen_header = restored_header if restored_header is not None else snapshot_header(session_id, header)
     state = SessionState(header=frozen_header, events=events, surface=surface, first_live_seq=len(events))
     if needs_end_seed(seed is not None, events):
@@ -109,7 +112,7 @@ def restore_header(session_id: str, record: object) -> FrozenDict:
 
 
 def fold_seed(
-    seed: Sequence[object], restore: bool, shared: bool = False
+    seed: Sequence[object], restore: bool, shared: bool = False, text_kept: bool = False
 ) -> tuple[tuple[Event, ...], Surface]:
     """Each seed entry, read once, is validated (:func:`spec.log.seed.validate_seed_event`) and then
     planned on the surface built from the entries before it; the first failure rejects the whole
@@ -118,7 +121,7 @@ def fold_seed(
     nodes = SurfaceNodes()
     generation = 0
     for index, source in enumerate(seed):
-        event = validate_seed_event(index, source, restore, shared)
+        event = validate_seed_event(index, source, restore, shared, text_kept)
         plan = plan_seed_surface(index, nodes, event, events)
         events.append(event)
         if plan is not None:

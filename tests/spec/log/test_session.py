@@ -434,6 +434,18 @@ def test_restore_mode_rejects_a_null_entry_as_an_invalid_envelope() -> None:
     assert seed_error([None], restore_mode=True).code == Code.SEED_ENVELOPE_INVALID
 
 
+def test_a_restore_that_keeps_the_text_judges_each_entry_unfrozen_with_the_same_verdicts() -> None:
+    entry = user(0)
+    kept = validate_seed_event(0, entry, restore=True, text_kept=True)
+    assert kept is entry and type(kept["data"]) is dict  # judged as it is: never frozen, never copied
+    for broken in ([None], [{**user(0), "extra": 1}], [user(1)], [{**user(0), "surfaceOp": "bad"}]):
+        frozen = seed_error(thaw_json(broken), restore_mode=True)  # type: ignore[arg-type]
+        stored = thaw_json(header(seeded=True))
+        with pytest.raises(SpecError) as caught:
+            create_session_state("s", thaw_json(broken), stored, NOW, restore=True, text_kept=True)  # type: ignore[arg-type]
+        assert (caught.value.code, caught.value.message) == (frozen.code, frozen.message)
+
+
 def test_validate_seed_event_returns_the_frozen_event() -> None:
     frozen = validate_seed_event(0, user(0), restore=False)
     with pytest.raises(TypeError):
