@@ -411,7 +411,7 @@ CAUSES: tuple[Cause, ...] = (
         "DSH's write-behind has no byte bound: its only batch setting is writeBatchMaxDelayMs",
         PERSISTENCE + ":785-794; " + JSONL + ":775",
         kind="derived-rule",
-        keys=("storage/*", "pure-drt/reset-batch*"),
+        keys=("storage/*", "pure-drt/reset-batchmaxbytes-*"),
         detail="UNSUPPORTED_OP for reset",
     ),
     Cause(

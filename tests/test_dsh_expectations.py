@@ -115,3 +115,11 @@ def test_a_placed_log_s_damaged_last_line_and_a_number_past_the_largest_double_a
         )
         is not None
     )
+
+
+def test_a_delay_case_a_storeless_release_cannot_run_is_not_blamed_on_the_missing_byte_bound() -> None:
+    said = "the subject answered UNSUPPORTED_OP for reset"
+    delay = dsh_expectations.cause_of(case("pure-drt/reset-batchmaxdelayms-absent", "unsupported", said))
+    assert delay is not None and "no JSONL store" in delay.reason
+    size = dsh_expectations.cause_of(case("pure-drt/reset-batchmaxbytes-minus-1", "unsupported", said))
+    assert size is not None and "no byte bound" in size.reason
