@@ -390,11 +390,18 @@ META: Final[JsonObject] = {
 def _templates() -> dict[str, FieldTemplate]:
     """The request each op's typed fields are put at their edges in, by op (or ``op.field`` where
     the field needs a request of its own)."""
-    batch: JsonObject = {"op": "reset", "storage": "memory", "batchMaxDelayMs": 0, "batchMaxBytes": 0}
+    # Each batch bound is put at its edges with the other bound at a value every store accepts:
+    # a delay of 1 ms is valid for the spec (a non-negative integer, validate_batch_policy) and for
+    # a store whose delay must be at least 1 ms (DSH), so a byte-bound case tests the byte bound and
+    # is never decided by a refused delay; a delay case names no byte bound at all.
+    delay: JsonObject = {"op": "reset", "storage": "memory", "batchMaxDelayMs": 1}
     created = _opened(ok("create", id="s"))
     region = (*_opened(*history(2)), *_requests([turn(3), append_user("u3", "s", LONG)]))
     return {
-        "reset": FieldTemplate(({"op": "reset"},), batch, (*created[1:], *_state())),
+        "reset.batchMaxDelayMs": FieldTemplate(({"op": "reset"},), delay, (*created[1:], *_state())),
+        "reset.batchMaxBytes": FieldTemplate(
+            ({"op": "reset"},), {**delay, "batchMaxBytes": 0}, (*created[1:], *_state())
+        ),
         "reset.compressed": FieldTemplate(
             ({"op": "reset"},),
             {"op": "reset", "storage": "memory", "compressed": True},

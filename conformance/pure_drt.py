@@ -92,6 +92,7 @@ def compare_one(
     """Call ``function`` on the subject and on the spec; a difference raises :class:`Disagreement`."""
     if verdict.unsupported:
         return
+    inputs = target.call_input(function, inputs)
     answer = subject.request("call", function=function, input=inputs)
     if not answer.ok and answer.error_code == "UNSUPPORTED_OP":
         verdict.unsupported = True

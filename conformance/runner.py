@@ -180,16 +180,15 @@ def _run_steps(subject: Subject, steps: Sequence[Mapping[str, Any]], target: Tar
 def _run_pure(subject: Subject, vector: Mapping[str, Any], target: Target) -> Problem | None:
     function = str(vector["function"])
     where = f"call {function}"
+    handed, expect = target.pure_case(function, vector["input"], vector["expect"])
     try:
-        response = _unless_unsupported(
-            subject.request("call", function=function, input=vector["input"]), function
-        )
-        found = _mismatch(vector["expect"], response, where, "call", target, function)
+        response = _unless_unsupported(subject.request("call", function=function, input=handed), function)
+        found = _mismatch(expect, response, where, "call", target, function)
     except SubjectError as error:
         found = (f"{where}: the subject broke the protocol: {error}", f"{where}: broke the protocol")
     if found is None:
         return None
-    return f"{found[0]}\ninput: {short(vector['input'])}", found[1]
+    return f"{found[0]}\ninput: {short(handed)}", found[1]
 
 
 def _mismatch(

@@ -9,7 +9,12 @@ target the suite adjusts what it expects, never what it checks:
   seeded), and ``delegationDepth`` is optional (0 when absent); logs are named
   ``session.jsonl[.zstd]``;
 - cases that are about the format 4 header itself (its validation, and reading a header line into
-  a v4 header) do not apply to a format 0 writer and are reported *not run*, with that reason.
+  a v4 header) do not apply to a format 0 writer and are reported *not run*, with that reason;
+- a plain log handed to ``spec.framing.decode_jsonl_log`` whose first line is the suite's format 4
+  header is handed over with that header in format 0 (the same line without ``isSeeded``, version
+  0): framing and the stored lines' JSON do not depend on the header's format, and a format 0
+  reader refuses a format 4 header before it frames anything. The expected header line is that
+  format 0 line and the expected cut offset moves by the header's change in length.
 
 A subject judged by a target is judged by nothing it did not claim.
 """
@@ -20,9 +25,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
+from spec.format.json_text import decode_json_text, encode_json_text
 from spec.format.naming import V0_PLAIN_NAME, V0_ZSTD_NAME, V4_PLAIN_NAME, V4_ZSTD_NAME
 from spec.log.header import HEADER_FORMAT_VERSION, LEGACY_FORMAT_VERSION
-from spec.log.json import JsonValue
+from spec.log.json import JsonObject, JsonValue
 
 FORMATS: Final = (HEADER_FORMAT_VERSION, LEGACY_FORMAT_VERSION)
 # Named SPEC-DECISIONS options a target may claim; none is defined yet, so any name is refused.
@@ -30,6 +36,8 @@ DECISIONS: Final[Mapping[str, str]] = {}
 # Pure functions whose rule is the format 4 header's own: a format 0 writer has its own rules there.
 FORMAT_4_FUNCTIONS: Final = frozenset({"spec.header.validate_header", "spec.storage.decode_header_line"})
 STATE_OPS: Final = frozenset({"create", "fork", "state", "resume"})
+# The pure function that reads a whole plain log, header line first.
+FRAMED_LOG_FUNCTION: Final = "spec.framing.decode_jsonl_log"
 V0_NAMES: Final = {V4_ZSTD_NAME: V0_ZSTD_NAME, V4_PLAIN_NAME: V0_PLAIN_NAME}
 
 
@@ -53,6 +61,53 @@ class Target:
         if self.format != HEADER_FORMAT_VERSION and function in FORMAT_4_FUNCTIONS:
             return f"{function} states the format 4 header's rule; the subject writes format {self.format}"
         return None
+
+    def call_input(self, function: str, call: JsonObject) -> JsonObject:
+        """The input of a ``call`` of ``function`` as this target is handed it: for a format 0
+        target, :func:`spec.framing.decode_jsonl_log`'s text with its first line in format 0 when
+        that line is a format 4 header as the suite writes it (compact JSON, ``\\n`` or ``\\r\\n``
+        ended); anything else unchanged."""
+        return self._framed_log(function, call)[0]
+
+    def pure_case(self, function: str, call: JsonObject, expect: JsonObject) -> tuple[JsonObject, JsonObject]:
+        """A pure vector's input and expectation as this target is judged by them:
+        :meth:`call_input`, and for a log whose header line it rewrote, the expected header line is
+        the rewritten one and the expected cut offset moves by the line's change in length."""
+        handed, header_line, shift = self._framed_log(function, call)
+        found = expect.get("result")
+        if header_line is None or not isinstance(found, dict):
+            return handed, expect
+        result = dict(found)
+        if "headerLine" in result:
+            result["headerLine"] = header_line
+        cut = result.get("truncateTo")
+        if isinstance(cut, int) and not isinstance(cut, bool):
+            result["truncateTo"] = cut + shift
+        return handed, {**expect, "result": result}
+
+    def _framed_log(self, function: str, call: JsonObject) -> tuple[JsonObject, JsonObject | None, int]:
+        """:meth:`call_input`'s input, the rewritten header line (``None`` when nothing was
+        rewritten) and how many bytes longer the text became."""
+        if self.format == HEADER_FORMAT_VERSION or function != FRAMED_LOG_FUNCTION:
+            return call, None, 0
+        text = call.get("text")
+        if not isinstance(text, str) or "\n" not in text:
+            return call, None, 0
+        first, rest = text.split("\n", 1)
+        line, end = (first[:-1], "\r") if first.endswith("\r") else (first, "")
+        try:
+            header = decode_json_text(line)
+        except ValueError:
+            return call, None, 0
+        if not isinstance(header, dict) or header.get("version") != HEADER_FORMAT_VERSION:
+            return call, None, 0
+        if encode_json_text(header) != line:
+            return call, None, 0
+        rewritten: JsonObject = {key: value for key, value in header.items() if key != "isSeeded"}
+        rewritten["version"] = self.format
+        new_line = encode_json_text(rewritten)
+        shift = len(new_line.encode("utf-8")) - len(line.encode("utf-8"))
+        return {**call, "text": f"{new_line}{end}\n{rest}"}, rewritten, shift
 
     def header(self, expected: JsonValue, actual: JsonValue) -> JsonValue:
         """The header this target expects where format 4 expects ``expected`` (``actual`` is what

@@ -149,12 +149,12 @@ CAUSES: tuple[Cause, ...] = (
     Cause(
         "unsupported",
         "DSH reads a log only as a file of its JSONL store (published in the 0.1 line at rc.8 only, so a release "
-        "paired with none reads no log at all), in format 0 and under a format 0 file name: a version 4 "
-        "header is refused before any framing rule applies (as the spec's own decode_header_line refuses it "
-        "under that name), and a log it reads comes back as its parsed header and decoded events, never the "
-        "stored lines and the cut offset the protocol's result holds",
+        "paired with none reads no log at all), in format 0 only: a header of any other version is refused "
+        "before any framing rule applies (the suite hands it its own format 4 header lines in format 0), and "
+        "a packed row comes back as the events it packs, never as the stored record the protocol's result holds",
         JSONL
         + ":181-195 (refuseForeignFormatVersion, parseHeaderRecord), :919-952 (readPrefix); "
+        + "@deepseek-ai/dsh-session lib/index.js:1029-1034 (decodeStorageRecord); "
         + ONLY_AT_RC8,
         kind="spec-version",
         rules=("spec.framing.decode_jsonl_log",),
@@ -221,10 +221,24 @@ CAUSES: tuple[Cause, ...] = (
         kind="subject-bug",
         keys=(
             "crash/d3-5",
+            "storage/a-complete-line-that-does-not-parse-is-a-corrupt-log-not-a-torn-tail",
+            "storage/even-the-last-complete-line-must-parse",
+            "json/a-digit-outside-ascii-is-not-a-json-digit",
+            "json/a-stored-line-that-begins-with-a-byte-order-mark-is-damage",
+            "pure-drt/spec-framing-decode-jsonl-log",
             "storage/a-seq-gap-in-a-stored-log-is-corruption",
             "storage/a-stored-record-that-is-not-an-object-is-corruption",
             "pure-drt/spec-legacy-upgrade-v0-records",
         ),
+    ),
+    Cause(
+        "failed",
+        "a stored number past the largest double is read as JavaScript's JSON.parse reads it, as Infinity (which "
+        "the protocol's JSON, like DSH's own next write, shows as null), instead of being refused as damage: "
+        "the project's JSON domain holds finite numbers only (D5)",
+        JSONL + ":279 (JSON.parse of each complete line)",
+        kind="derived-rule",
+        keys=("json/a-stored-number-past-the-largest-double-*",),
     ),
     Cause(
         "failed",
@@ -397,7 +411,7 @@ CAUSES: tuple[Cause, ...] = (
         "DSH's write-behind has no byte bound: its only batch setting is writeBatchMaxDelayMs",
         PERSISTENCE + ":785-794; " + JSONL + ":775",
         kind="derived-rule",
-        keys=("storage/*", "pure-drt/reset-batch*"),
+        keys=("storage/*", "pure-drt/reset-batchmaxbytes-*"),
         detail="UNSUPPORTED_OP for reset",
     ),
     Cause(

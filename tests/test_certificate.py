@@ -18,6 +18,7 @@ from conformance.files.writing import check_files
 from conformance.report import Options, build_certificate, to_junit
 from conformance.runner import every_rule, hello, load_vectors, run_suite, run_vector, step_under_test
 from conformance.subject import InProcessSubject
+from conformance.targets import Target
 from reference.server import ReferenceSubject
 
 REFERENCE = "reference.server:ReferenceSubject"
@@ -190,3 +191,27 @@ def test_a_files_workload_the_subject_refuses_is_unsupported_not_failed_or_passe
     results = check_files(subject, Options(capabilities=said.capabilities, target=said.target))
     assert results and {result.outcome for result in results} == {"unsupported"}
     assert all("UNSUPPORTED_OP for flush" in result.detail for result in results)
+
+
+def test_a_format_0_target_is_handed_a_plain_log_with_its_header_line_in_format_0() -> None:
+    """D11: the suite judges a subject by its target's rules. A log handed to decode_jsonl_log
+    carries the suite's format 4 header line; a format 0 subject gets the same line in format 0,
+    and the expected answer is the specification's own answer on the text it was handed."""
+    spec = InProcessSubject(ReferenceSubject())
+    format_0, format_4 = Target(0), Target()
+    torn = [v for v in load_vectors() if v["name"].startswith("a last line without its newline")]
+    assert len(torn) == 1
+    function, given, expect = torn[0]["function"], torn[0]["input"], torn[0]["expect"]
+    assert format_4.pure_case(function, given, expect) == (given, expect)
+    handed: Any
+    expected: Any
+    handed, expected = format_0.pure_case(function, given, expect)
+    assert '"version":0' in handed["text"] and "isSeeded" not in handed["text"].split("\n")[0]
+    assert handed["text"].split("\n", 1)[1] == given["text"].split("\n", 1)[1]
+    answer = spec.request("call", function=function, input=handed)
+    assert answer.ok and answer.result == expected["result"]
+    assert expected["result"]["truncateTo"] < expect["result"]["truncateTo"]
+    # a header line the suite did not write canonically, and other functions, are handed as given
+    spaced = {"text": given["text"].replace('"version":4', '"version": 4', 1)}
+    assert format_0.call_input(function, spaced) == spaced
+    assert format_0.call_input("spec.storage.encode_segment", given) == given

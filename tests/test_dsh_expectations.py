@@ -94,3 +94,32 @@ def test_a_v0_record_dsh_s_scanner_drops_is_the_damaged_line_deviation() -> None
     for key in ("storage/a-seq-gap-in-a-stored-log-is-corruption", "pure-drt/spec-legacy-upgrade-v0-records"):
         cause = dsh_expectations.cause_of(case(key, "failed", "expected CORRUPT_LOG, got success"))
         assert cause is not None and "torn tail" in cause.reason and cause.kind == "subject-bug", key
+
+
+def test_a_placed_log_s_damaged_last_line_and_a_number_past_the_largest_double_are_their_own_deviations() -> (
+    None
+):
+    dropped = (
+        "storage/even-the-last-complete-line-must-parse",
+        "json/a-stored-line-that-begins-with-a-byte-order-mark-is-damage",
+    )
+    for key in dropped:
+        cause = dsh_expectations.cause_of(case(key, "failed", "expected CORRUPT_LOG, got success"))
+        assert cause is not None and "torn tail" in cause.reason and cause.kind == "subject-bug", key
+    key = "json/a-stored-number-past-the-largest-double-an-exponent-is-damage-never-infinity"
+    cause = dsh_expectations.cause_of(case(key, "failed", "expected CORRUPT_LOG, got success"))
+    assert cause is not None and "Infinity" in cause.reason and cause.kind == "derived-rule"
+    assert (
+        dsh_expectations.cause_of(
+            case(key, "unsupported", "UNSUPPORTED_OP for spec.framing.decode_jsonl_log")
+        )
+        is not None
+    )
+
+
+def test_a_delay_case_a_storeless_release_cannot_run_is_not_blamed_on_the_missing_byte_bound() -> None:
+    said = "the subject answered UNSUPPORTED_OP for reset"
+    delay = dsh_expectations.cause_of(case("pure-drt/reset-batchmaxdelayms-absent", "unsupported", said))
+    assert delay is not None and "no JSONL store" in delay.reason
+    size = dsh_expectations.cause_of(case("pure-drt/reset-batchmaxbytes-minus-1", "unsupported", said))
+    assert size is not None and "no byte bound" in size.reason

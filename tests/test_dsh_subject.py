@@ -214,6 +214,23 @@ def test_the_v0_upgrade_and_the_log_reader_are_dsh_s_store_reading_a_placed_log(
     answer = dsh.request("call", function="spec.framing.decode_jsonl_log", input={"text": v4})
     assert (answer.ok, answer.error_code) == (False, "UNSUPPORTED_OP")
     assert "log format v4" in str(answer.error_message)
+    # a format 0 log is read by DSH's store: its parsed header, the events, and its torn-tail cut
+    v0 = '{"type":"session","version":0,"id":"s","createdAt":0,"delegationDepth":0}\n'
+    line = '{"type":"custom/x","seq":0,"time":0,"data":{}}\n'
+    read = result(
+        dsh.request("call", function="spec.framing.decode_jsonl_log", input={"text": v0 + line + '{"ty'})
+    )
+    assert read == {
+        "headerLine": {"type": "session", "version": 0, "id": "s", "createdAt": 0, "delegationDepth": 0},
+        "records": [{"type": "custom/x", "seq": 0, "time": 0, "data": {}}],
+        "truncateTo": len(v0) + len(line),
+    }
+    whole = result(dsh.request("call", function="spec.framing.decode_jsonl_log", input={"text": v0 + line}))
+    assert whole["truncateTo"] is None
+    # a packed row comes back as the events it packs, never as its record: not answered
+    packed = '{"type":"text-chunks","seq":0,"time":0,"data":{}}\n'
+    answer = dsh.request("call", function="spec.framing.decode_jsonl_log", input={"text": v0 + packed})
+    assert (answer.ok, answer.error_code) == (False, "UNSUPPORTED_OP")
 
 
 def test_the_spill_limit_is_the_policy_s_configuration_and_nothing_without_it(dsh: StdioSubject) -> None:

@@ -351,15 +351,22 @@ export class DshSubject {
 
   /** spec.framing.decode_jsonl_log through DSH's store: DSH reads a log only as a file of its
    * store, so the text is placed as a plain log (session.jsonl) where the store looks for the
-   * session its first line names ("s" when that line names none) and read by the store's scanner
-   * (`loadStored`: scanLog, dsh-session-persistence-jsonl lib/index.js:187-313). A refusal is
-   * DSH's answer. DSH's store reads format 0 only, and under a format-0 file name, where a
-   * version-4 header is refused before any framing rule is applied (refuseForeignFormatVersion,
-   * :181-186; the spec's own decode_header_line refuses it there too): such a text, and a text
-   * DSH reads (it returns its parsed header and decoded events, never the stored lines and the
-   * cut offset the protocol's result holds), answer UNSUPPORTED_OP. */
+   * session its first line names ("s" when that line names none) and read by the store's reader
+   * (`loadStored`: readPrefix and scanLog, dsh-session-persistence-jsonl lib/index.js:187-313,
+   * :921-952). A refusal is DSH's answer. What it reads is the protocol's result as DSH gives it:
+   * the header line is DSH's parsed header (`fromHeaderLine`, :55-68) with the `type: "session"`
+   * its reader requires of every header line (`isHeaderLine`, :70-72), the records are the events
+   * it decoded, and the cut offset is its torn-tail marker's `truncateTo` (null when it keeps every
+   * byte). Two texts answer UNSUPPORTED_OP: one whose header names another format (DSH's store
+   * reads format 0 only and refuses any other before framing: refuseForeignFormatVersion,
+   * :181-186; the suite hands a format 0 subject its format 4 header lines in format 0,
+   * conformance/targets.py), and one that holds a packed row (DSH expands it into the events it
+   * packs and never returns the row: decodeStorageRecord, dsh-session lib/index.js:1029-1034). */
   async decodeJsonlLog(input) {
     const text = requiredText(input);
+    if (PACKED_ROW.test(text)) {
+      throw new UnsupportedOp("DSH's store expands a packed row into the events it packs and never returns the row, so a log that holds one cannot be given as records (dsh-session lib/index.js:1029-1034)");
+    }
     let named = {};
     try {
       named = JSON.parse(text.split("\n", 1)[0]);
@@ -368,15 +375,17 @@ export class DshSubject {
     }
     const id = typeof named?.id === "string" && named.id !== "" ? named.id : "s";
     const cwd = typeof named?.cwd === "string" && named.cwd !== "" ? named.cwd : undefined;
+    let stored;
     try {
-      await this.readStoredText(id, cwd, text, (persistence) => persistence.loadStored(id));
+      stored = await this.readStoredText(id, cwd, text, (persistence) => persistence.loadStored(id));
     } catch (error) {
       if (error?.name === "SessionFormatUnsupportedError" && /uses log format v/.test(error.message)) {
         throw new UnsupportedOp(`DSH's store reads only format ${this.dsh.session.SESSION_FORMAT_VERSION} logs and refuses this one's header before framing it (dsh-session-persistence-jsonl lib/index.js:181-195): ${error.message}`);
       }
       throw error;
     }
-    throw new UnsupportedOp("DSH's store read this log, but it returns its parsed header and decoded events, not the stored lines and cut offset of the protocol's result (dsh-session-persistence-jsonl lib/index.js:919-952)");
+    if (stored === undefined) throw new UnsupportedOp(`DSH's store found no log of session ${JSON.stringify(id)} in the placed file`);
+    return { headerLine: { type: "session", ...stored.meta }, records: stored.events, truncateTo: stored.tornMarker?.truncateTo ?? null };
   }
 
   /** `read(persistence)` on a JSONL store (plain logs) of its own whose only file is `text`, the
@@ -673,6 +682,8 @@ function count(request, key, fallback) {
 }
 
 const DAMAGE_SPOTS = ["middle", "start", "end"];
+/** A packed row's tag as the suite's logs write it (DSH's packed row types, dsh-session lib/index.js:1032). */
+const PACKED_ROW = /"type"\s*:\s*"(?:text|reasoning|tool-call)-chunks"/;
 
 /** The byte `damage` flips when no offset is given (PROTOCOL.md): in the log's second unit (line or
  * zstd frame), when a third complete unit follows it, its middle, first or last byte. */
