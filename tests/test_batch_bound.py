@@ -22,6 +22,7 @@ from reference.persistence.memory import MemoryPersistence
 from reference.persistence.powerloss import PowerLossFileSystem, SimulatedCrash, UnsyncedFile
 from reference.store import SessionStore
 from spec.codes import Code, SpecError
+from spec.format.framing import encode_lines
 from spec.log.events import Event
 from spec.log.json import FrozenDict, int_field
 from spec.projections.durability import (
@@ -105,6 +106,20 @@ def test_the_byte_bound_counts_utf8_bytes_never_characters_or_utf16_units(
     pending = apply_pending_events(BatchPolicy(None, line), NOTHING_PENDING, [event(0, 1, text)])
     assert is_batch_due(BatchPolicy(None, line), pending, 1)
     assert not is_batch_due(BatchPolicy(None, line + 1), pending, 1)
+
+
+def test_lines_a_writer_already_encoded_count_as_the_events_would() -> None:
+    """A writer that encoded its events (one line each) passes the lines: the same buffer as when
+    the rule encodes them itself; lines that are not one per event are a caller's bug."""
+    events = [event(0, 5, "é" * 40), event(1, 3, "x")]
+    lines = [encode_lines((one,)) for one in events]
+    policy = BatchPolicy(100, 1_000)
+    assert apply_pending_events(policy, NOTHING_PENDING, events, lines) == apply_pending_events(
+        policy, NOTHING_PENDING, events
+    )
+    assert apply_pending_events(policy, NOTHING_PENDING, events, lines).bytes == sum(map(len, lines))
+    with pytest.raises(ValueError):
+        apply_pending_events(policy, NOTHING_PENDING, events, lines[:1])
 
 
 @pytest.mark.parametrize(("delay", "size"), [(-1, None), (None, 1.5), ("1", None), (True, None)])

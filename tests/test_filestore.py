@@ -20,6 +20,7 @@ import pytest
 import zstandard
 from event_builders import V4_HEADER_LINE, at, user_data
 
+from reference.persistence import filestore as filestore_module
 from reference.persistence.api import OpenReport
 from reference.persistence.filestore import FileStore
 from reference.persistence.powerloss import KEEP_ALL, PowerLossFileSystem
@@ -512,6 +513,38 @@ def test_zstd_mode_writes_one_checksummed_header_frame_then_one_frame_per_flush(
         encode_lines(session.events[:3]),
         encode_lines(session.events[3:]),
     ]
+
+
+@pytest.mark.parametrize("compressed", [True, False], ids=["zstd", "plain"])
+def test_under_a_byte_bound_each_event_is_encoded_once_as_it_is_appended_and_written_as_such(
+    compressed: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The batch bound counts each appended event's line; that line is the one the flush writes
+    (the spec's bytes), never encoded a second time."""
+    encoded: list[object] = []
+    original = filestore_module.fastjson.encode_lines
+
+    def counting(records: Any) -> bytes:
+        encoded.extend(records)
+        return original(records)
+
+    monkeypatch.setattr(filestore_module.fastjson, "encode_lines", counting)
+    fs = new_fs()
+    session = store_on(fs, compressed).create("s", meta={"cwd": CWD})  # the default policy: 1 MiB
+    for turn in (1, 2):
+        completed_turn(session, turn)
+        session.flush()
+    events = [record for record in encoded if isinstance(record, dict) and "seq" in record]
+    assert events == list(session.events) and len({id(record) for record in events}) == len(events)
+    path = FileStore(ROOT, fs=fs).locate("s")
+    assert path is not None
+    data = fs.read_bytes(path)
+    if compressed:
+        frames = scan_zstd_frames(data).frames
+        data = b"".join(
+            zstandard.ZstdDecompressor().decompress(data[f.offset : f.offset + f.length]) for f in frames
+        )
+    assert data == encode_lines([encode_header_line(session.header), *session.events])
 
 
 @pytest.mark.parametrize("compressed", [True, False], ids=["zstd", "plain"])

@@ -101,9 +101,10 @@ class BufferedLogHandle:
         if self._closed:
             raise reject(Code.SESSION_CLOSED, f'session "{self._header["id"]}" is closed')
         validate_batch(len(self._events), events)
+        lines = self._encode(events)
         self._tail.extend(events)
         if self._batch is not None and events:
-            self._pending = apply_pending_events(self._batch, self._pending, events)
+            self._pending = apply_pending_events(self._batch, self._pending, events, lines)
             if is_batch_due(self._batch, self._pending, events[-1].get("time")):
                 try:
                     self.flush()
@@ -126,6 +127,12 @@ class BufferedLogHandle:
         finally:
             self._closed = True
             self._release()
+
+    def _encode(self, events: Sequence[Event]) -> Sequence[bytes] | None:
+        """A backend that stores each event as its JSONL line encodes it here, once, as it is
+        appended (and keeps it for :meth:`_write_pending`); the batch bound then counts these
+        lines instead of encoding the events again. ``None``: this backend encodes when it writes."""
+        return None
 
     def _write_pending(self, pending: Sequence[Event]) -> None:
         raise NotImplementedError

@@ -19,6 +19,7 @@ a new v4 file beside it and leaves the old file untouched.
 from __future__ import annotations
 
 import secrets
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -80,9 +81,29 @@ def _dirname(path: str) -> str:
 # --- encoding -----------------------------------------------------------------------------------
 
 
+_COMPRESSORS = threading.local()  # one compressor per thread, reused (a compressor is not thread-safe)
+
+
 def compress_frame(plaintext: bytes) -> bytes:
-    """One standard zstd frame with its content checksum."""
-    return zstandard.ZstdCompressor(level=ZSTD_LEVEL, write_checksum=True).compress(plaintext)
+    """One standard zstd frame with its content checksum (and its content size), by this thread's
+    compressor: each call is one whole frame, so reusing the compressor changes no byte."""
+    compressor = getattr(_COMPRESSORS, "compressor", None)
+    if compressor is None:
+        compressor = _COMPRESSORS.compressor = zstandard.ZstdCompressor(level=ZSTD_LEVEL, write_checksum=True)
+    frame: bytes = compressor.compress(plaintext)
+    return frame
+
+
+class EncodedBatch(tuple[Event, ...]):
+    """A batch of events with their JSONL text (``plaintext``: each event's line, encoded once as
+    it was appended): :meth:`FileStore._batch_bytes` writes that text instead of encoding again."""
+
+    plaintext: bytes
+
+    def __new__(cls, events: Sequence[Event], plaintext: bytes) -> EncodedBatch:
+        batch = super().__new__(cls, events)
+        batch.plaintext = plaintext
+        return batch
 
 
 def parse_log_bytes(data: bytes, compressed: bool) -> FramedLog:
@@ -434,8 +455,9 @@ class FileStore:
         )
 
     def _batch_bytes(self, records: Sequence[JsonValue], compressed: bool) -> bytes:
-        """Records as one batch: JSONL lines, as one zstd frame when compressed."""
-        plaintext = fastjson.encode_lines(records)
+        """Records as one batch: JSONL lines (an :class:`EncodedBatch`'s own text), as one zstd
+        frame when compressed."""
+        plaintext = records.plaintext if isinstance(records, EncodedBatch) else fastjson.encode_lines(records)
         return compress_frame(plaintext) if compressed else plaintext
 
     def _publish(self, path: str, header: FrozenDict, events: Sequence[Event]) -> None:
@@ -536,8 +558,23 @@ class FileLogHandle(BufferedLogHandle):
         self.path = path
         self._lock = lock
         self._published = published
+        self._lines: list[bytes] = []  # the JSONL lines of the events not yet written, when encoded at append
+
+    def _encode(self, events: Sequence[Event]) -> Sequence[bytes] | None:
+        """Under a byte bound every appended event is encoded anyway, to be counted: its line is
+        kept and becomes the batch's text, so no event is encoded twice (without one, a flush
+        encodes its batch at once)."""
+        if self._batch is None or self._batch.max_bytes is None:
+            return None
+        lines = [fastjson.encode_lines((event,)) for event in events]
+        self._lines += lines
+        return lines
 
     def _write_pending(self, pending: Sequence[Event]) -> None:
+        if self._lines:
+            if len(self._lines) != len(pending):
+                raise AssertionError("the kept lines are not the pending events'")
+            pending = EncodedBatch(pending, b"".join(self._lines))
         if not self._published:
             try:
                 self._store._publish(self.path, self._header, pending)
@@ -546,6 +583,7 @@ class FileLogHandle(BufferedLogHandle):
             self._published = True
         elif pending:
             self._store._append_batch(self.path, pending, self.path.endswith(".zstd"))
+        self._lines = []
 
     def _release(self) -> None:
         self._store.fs.unlock(self._lock)

@@ -16,7 +16,7 @@ because something done but not recorded is worse than nothing done.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Final, Literal
 
 from spec.codes import Code, SpecError, reject
@@ -92,19 +92,31 @@ def derive_event_bytes(event: Event) -> int:
     return len(encode_lines((event,)))
 
 
-def apply_pending_events(policy: BatchPolicy, pending: PendingBatch, events: Sequence[Event]) -> PendingBatch:
+def apply_pending_events(
+    policy: BatchPolicy,
+    pending: PendingBatch,
+    events: Sequence[Event],
+    lines: Sequence[bytes] | None = None,
+) -> PendingBatch:
     """The buffer after ``events`` join it: bytes grow by each line (when bytes are bounded) and
     the earliest time is the least ``time`` seen (an event without a safe-integer time counts as
-    none)."""
+    none). A writer that has already encoded the events passes their ``lines`` (one each, as
+    :func:`derive_event_bytes` would encode it, newline included): their lengths are counted and
+    nothing is encoded twice."""
     earliest = pending.earliest_time
     size = pending.bytes
     for event in events:
         time = event.get("time")
         if is_safe_integer(time):
             earliest = int(time) if earliest is None else min(earliest, int(time))
-        if policy.max_bytes is not None:
-            size += derive_event_bytes(event)
-    return replace(pending, bytes=size, earliest_time=earliest)
+    if policy.max_bytes is not None:
+        if lines is None:
+            size += sum(derive_event_bytes(event) for event in events)
+        else:
+            if len(lines) != len(events):
+                raise ValueError("one line per event")
+            size += sum(len(line) for line in lines)
+    return PendingBatch(bytes=size, earliest_time=earliest)
 
 
 def is_batch_due(policy: BatchPolicy, pending: PendingBatch, newest_time: object) -> bool:
