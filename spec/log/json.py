@@ -106,18 +106,70 @@ def snapshot_json(value: object) -> JsonValue | _NotJson:
     """Copy a value into frozen JSON containers, or return ``NOT_JSON`` if any part of it lies
     outside the lossless domain: only None, bool, str, safe ints, finite floats other than -0.0,
     lists and str-keyed dicts, with no container its own ancestor (D5). Shared sub-values that are
-    not cycles are copied once per occurrence."""
+    not cycles are copied once per occurrence. A value nested at most :data:`_SHALLOW_DEPTH` deep
+    (every event an agent appends) is copied by :func:`_copy_shallow`; a deeper one, or one that
+    holds a cycle, by :func:`_snapshot_deep`, which never meets the recursion limit."""
     kind = type(value)
     source: Any = value
-    root: FrozenDict | FrozenList
-    if kind is dict or kind is FrozenDict:
-        root = FrozenDict(source)
-    elif kind is list or kind is FrozenList:
-        root = FrozenList(source)
-    elif isinstance(value, (dict, list)):
+    if kind is dict or kind is FrozenDict or kind is list or kind is FrozenList:
+        try:
+            return _copy_shallow(source, _SHALLOW_DEPTH)
+        except _OutsideDomain:
+            return NOT_JSON
+        except (_TooDeep, RecursionError):
+            return _snapshot_deep(source)
+    if isinstance(value, (dict, list)):
         return NOT_JSON
+    return value if _is_json_scalar(value) else NOT_JSON
+
+
+_SHALLOW_DEPTH: Final = 64  # levels of containers the recursive copy takes; deeper: the iterative walk
+
+
+class _OutsideDomain(Exception):
+    """Some part of the value is not JSON (:func:`_copy_shallow`)."""
+
+
+class _TooDeep(Exception):
+    """The value nests deeper than the recursive copy goes (or holds a cycle)."""
+
+
+def _copy_shallow(value: Any, depth: int) -> FrozenDict | FrozenList:
+    """:func:`snapshot_json` of an exact dict or list, recursively, ``depth`` levels at most (a
+    cycle runs out of them too): raises :class:`_OutsideDomain` for a part outside the domain,
+    :class:`_TooDeep` past ``depth``."""
+    if depth == 0:
+        raise _TooDeep
+    copy: FrozenDict | FrozenList
+    children: Any
+    put: Any
+    if type(value) is dict or type(value) is FrozenDict:
+        copy = FrozenDict(value)
+        for key in copy:
+            if type(key) is not str:
+                raise _OutsideDomain
+        children, put = dict.items(copy), dict.__setitem__
     else:
-        return value if _is_json_scalar(value) else NOT_JSON
+        copy = FrozenList(value)
+        children, put = enumerate(copy), list.__setitem__
+    for place, child in children:
+        kind = type(child)
+        if kind is str or child is None or kind is bool:
+            continue
+        if kind is dict or kind is FrozenDict or kind is list or kind is FrozenList:
+            put(copy, place, _copy_shallow(child, depth - 1))
+        elif not _is_json_scalar(child):
+            raise _OutsideDomain
+    return copy
+
+
+def _snapshot_deep(value: Any) -> JsonValue | _NotJson:
+    """:func:`snapshot_json` of an exact dict or list at any depth, iteratively: each container is
+    walked with its ancestors on a path, so a cycle is found however deep it lies."""
+    source: Any = value
+    root: FrozenDict | FrozenList = (
+        FrozenDict(source) if type(value) is dict or type(value) is FrozenDict else FrozenList(source)
+    )
     # Each copy starts as a shallow copy of its source; the walk checks every key and scalar and
     # puts a copy in place of every container, so the result shares nothing mutable with ``value``.
     places = _places(root)
@@ -131,13 +183,7 @@ def snapshot_json(value: object) -> JsonValue | _NotJson:
             child_kind = type(child)
             if child_kind is str or child is None or child_kind is bool:
                 continue
-            if child_kind is int:
-                if not -MAX_SAFE_INTEGER <= child <= MAX_SAFE_INTEGER:
-                    return NOT_JSON
-            elif child_kind is float:
-                if not math.isfinite(child) or (child == 0.0 and math.copysign(1.0, child) < 0):
-                    return NOT_JSON
-            elif (
+            if (
                 child_kind is dict
                 or child_kind is FrozenDict
                 or child_kind is list
@@ -158,7 +204,7 @@ def snapshot_json(value: object) -> JsonValue | _NotJson:
                 on_path.add(id(child))
                 stack.append((child, copy, places))
                 break
-            else:
+            if not _is_json_scalar(child):
                 return NOT_JSON
         else:
             stack.pop()

@@ -168,6 +168,32 @@ def test_exotic_containers_and_invalid_children_are_not_json(value: Any) -> None
     assert snapshot_json(value) is NOT_JSON
 
 
+@pytest.mark.parametrize("depth", [1, 63, 64, 65, 200], ids=lambda depth: f"under-{depth}")
+@pytest.mark.parametrize(
+    "child",
+    [
+        pytest.param((2,), id="tuple"),
+        pytest.param({1: "a"}, id="int-key"),
+        pytest.param(DictSubclass(a=1), id="dict-subclass"),
+        pytest.param(math.nan, id="nan"),
+        pytest.param(-0.0, id="negative-zero"),
+        pytest.param(2**60, id="unsafe-int"),
+        pytest.param(len, id="function"),
+    ],
+)
+def test_a_part_outside_the_domain_is_found_at_every_depth(depth: int, child: Any) -> None:
+    """Shallow values (every event's data) and deep ones are copied by two walks: both refuse the
+    same parts, at the bottom of ``depth`` levels of lists and dicts, and copy the same values."""
+    outside: Any = [[1, "x", child]]
+    inside: Any = [[1, "x", 1.5, None, True]]
+    for level in range(depth):
+        outside = {"k": outside, "n": level} if level % 2 else [outside, level]
+        inside = {"k": inside, "n": level} if level % 2 else [inside, level]
+    assert snapshot_json(outside) is NOT_JSON
+    copy = snapshot_json(inside)
+    assert copy == inside and copy is not inside and thaw_json(copy) == inside  # type: ignore[arg-type]
+
+
 def test_a_list_containing_itself_is_not_json() -> None:
     cycle: list[Any] = [1]
     cycle.append(cycle)
