@@ -309,6 +309,25 @@ def test_the_fast_writer_writes_a_float_by_orjson_only_where_both_write_it_alike
     assert all(mine != theirs for mine, theirs in zip(spec_lines, orjson_lines))  # each case tells
 
 
+@given(number=st.floats(allow_nan=False, allow_infinity=False) | st.floats(min_value=-1e-3, max_value=1e-3))
+def test_orjson_writes_a_float_otherwise_only_below_1e_4_as_0_0000_or_a_negative_exponent(
+    number: float,
+) -> None:
+    """The rule the fast writer's float filter rests on: where orjson's text of a float differs
+    from the spec encoder's, it holds ``e-`` or ``0.0000``."""
+    if fastjson._orjson is None:
+        pytest.skip("orjson is not installed")
+    text = fastjson._orjson.dumps(number)
+    assert text == encode_json_text(number).encode() or b"e-" in text or b"0.0000" in text
+
+
+def test_a_record_whose_text_only_looks_like_a_small_float_is_still_written_by_orjson() -> None:
+    from spec.format.framing import encode_lines
+
+    records: list[Any] = [{"text": "re-use 0.00001 1e-7", "n": 1.5}, {"n": 1e-5, "s": "e-"}]
+    assert fastjson.encode_lines(records) == encode_lines(records)
+
+
 def thawed_alike(plain: Any, frozen: Any) -> bool:
     """``plain`` holds ``frozen``'s very values in plain containers (types of numbers alike)."""
     if isinstance(frozen, dict):

@@ -20,7 +20,7 @@ import pytest
 import zstandard
 from event_builders import V4_HEADER_LINE, at, user_data
 
-from reference.persistence import filestore as filestore_module
+from reference.persistence import fastjson
 from reference.persistence.api import OpenReport
 from reference.persistence.filestore import FileStore
 from reference.persistence.powerloss import KEEP_ALL, PowerLossFileSystem
@@ -522,13 +522,13 @@ def test_under_a_byte_bound_each_event_is_encoded_once_as_it_is_appended_and_wri
     """The batch bound counts each appended event's line; that line is the one the flush writes
     (the spec's bytes), never encoded a second time."""
     encoded: list[object] = []
-    original = filestore_module.fastjson.encode_lines
+    original = fastjson.encode_lines
 
     def counting(records: Any) -> bytes:
         encoded.extend(records)
         return original(records)
 
-    monkeypatch.setattr(filestore_module.fastjson, "encode_lines", counting)
+    monkeypatch.setattr(fastjson, "encode_lines", counting)
     fs = new_fs()
     session = store_on(fs, compressed).create("s", meta={"cwd": CWD})  # the default policy: 1 MiB
     for turn in (1, 2):
