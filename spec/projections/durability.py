@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Final, Literal, NamedTuple
 
 from spec.codes import Code, SpecError, reject
 from spec.format.framing import encode_lines
@@ -42,10 +42,10 @@ class BatchPolicy:
     max_bytes: int | None = DEFAULT_BATCH_MAX_BYTES
 
 
-@dataclass(frozen=True)
-class PendingBatch:
+class PendingBatch(NamedTuple):
     """The appends buffered since the last durable write: their JSONL bytes (counted only under a
-    byte bound) and the earliest ``time`` among them (``None`` when nothing is buffered)."""
+    byte bound) and the earliest ``time`` among them (``None`` when nothing is buffered). A named
+    tuple: one is made per append."""
 
     bytes: int = 0
     earliest_time: int | None = None
@@ -115,7 +115,7 @@ def apply_pending_events(
         else:
             if len(lines) != len(events):
                 raise ValueError("one line per event")
-            size += sum(len(line) for line in lines)
+            size += sum(map(len, lines))
     return PendingBatch(bytes=size, earliest_time=earliest)
 
 
