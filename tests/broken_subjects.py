@@ -669,18 +669,6 @@ class WritesHeaderTypeLast(SwapMutant):
     rule = "byte-exact writing"
 
 
-def _as_text(original: Any) -> object:
-    return lambda records: original(records).decode("utf-8")  # measured as text, not as bytes
-
-
-class CountsBatchBytesAsCharacters(SwapMutant):
-    """Measures the batch's size in characters (code points) where the bound is in bytes of UTF-8,
-    so multi-byte and astral text reach the bound late (spec.projections.durability)."""
-
-    swaps = (Swap("spec.projections.durability", "encode_lines", _as_text),)
-    rule = "is_batch_due"
-
-
 class _AgeRestartedHandle(filestore_module.FileLogHandle):
     def flush(self) -> None:
         try:
@@ -695,7 +683,13 @@ class _AgeRestartedHandle(filestore_module.FileLogHandle):
 
 class _AgeFromFailureHandle(_AgeRestartedHandle):
     def restarted(self) -> Any:
-        return dataclasses.replace(self._pending, earliest_time=self._events[-1].get("time"))
+        return self._pending._replace(earliest_time=self._events[-1].get("time"))
+
+
+class _CharacterCountingHandle(filestore_module.FileLogHandle):
+    def _encode(self, events: Any) -> Any:
+        lines = super()._encode(events)  # the lines the bound counts, measured as text, not as bytes
+        return None if lines is None else [line.decode("utf-8") for line in lines]
 
 
 def _handles_of(handle_class: type[filestore_module.FileLogHandle]) -> type[FileStore]:
@@ -727,6 +721,14 @@ class BatchAgeFromFailedAppend(MutantSubject):
     the retry waits a whole bound after the failure (D2; spec.projections.durability)."""
 
     file_store_class = _handles_of(_AgeFromFailureHandle)
+    rule = "is_batch_due"
+
+
+class CountsBatchBytesAsCharacters(MutantSubject):
+    """Measures the batch's size in characters (code points) where the bound is in bytes of UTF-8,
+    so multi-byte and astral text reach the bound late (spec.projections.durability)."""
+
+    file_store_class = _handles_of(_CharacterCountingHandle)
     rule = "is_batch_due"
 
 
