@@ -525,7 +525,7 @@ def baseline(lane: str, copy: Path, timeout: float, cases: Sequence[str]) -> Non
 
 def run_lane(path: Path, lane: str, earlier: Sequence[str], jobs: int, timeout: float,
              cases: Sequence[str], limit: int | None, rules: Sequence[str] = (),
-             select: bool = True) -> None:  # fmt: skip
+             select: bool = True, coverage_path: Path = COVERAGE) -> None:  # fmt: skip
     """Run ``lane`` on every mutant that survived all ``earlier`` lanes and has no result for it
     (only those inside the functions ``rules`` names, when it names any). The fast lane runs, for
     each mutant, only the vector cases that reach its statement (every case unless ``select``); a
@@ -553,7 +553,7 @@ def run_lane(path: Path, lane: str, earlier: Sequence[str], jobs: int, timeout: 
             return
         chosen: dict[str, list[str]] = {}
         if lane == "fast":
-            coverage = coverage_map(jobs, cases) if select else None
+            coverage = coverage_map(jobs, cases, coverage_path) if select else None
             every = [vector_key(v) for v in chosen_vectors(cases)]
             trees: dict[str, ast.Module] = {}
             for item in pending:
