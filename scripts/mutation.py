@@ -147,15 +147,16 @@ META_TABLE: Final = "CREATE TABLE IF NOT EXISTS mutation_meta (key TEXT PRIMARY 
 
 
 def open_session(path: Path, files: Sequence[str], fresh: bool) -> None:
-    """Create the session's mutants with cosmic-ray unless the database already holds them for the
-    same files (then it is resumed, its results kept)."""
+    """Create the session's mutants with cosmic-ray unless the database already holds them for
+    these files or more (then it is resumed, its results kept: a run naming one module of a
+    whole-scope session runs that module's mutants)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     wanted = json.dumps(sorted(files))
     if path.exists() and not fresh:
         with sqlite3.connect(path) as db:
             db.execute(META_TABLE)
             row = db.execute("SELECT value FROM mutation_meta WHERE key = 'files'").fetchone()
-        if row is not None and row[0] == wanted:
+        if row is not None and set(files) <= set(json.loads(row[0])):
             return
     if path.exists():
         path.unlink()
@@ -525,9 +526,11 @@ def baseline(lane: str, copy: Path, timeout: float, cases: Sequence[str]) -> Non
 
 def run_lane(path: Path, lane: str, earlier: Sequence[str], jobs: int, timeout: float,
              cases: Sequence[str], limit: int | None, rules: Sequence[str] = (),
-             select: bool = True, coverage_path: Path = COVERAGE) -> None:  # fmt: skip
+             select: bool = True, coverage_path: Path = COVERAGE,
+             modules: Sequence[str] = ()) -> None:  # fmt: skip
     """Run ``lane`` on every mutant that survived all ``earlier`` lanes and has no result for it
-    (only those inside the functions ``rules`` names, when it names any). The fast lane runs, for
+    (only those inside the functions ``rules`` names, when it names any, and of the files
+    ``modules`` names, when it names any, in their order). The fast lane runs, for
     each mutant, only the vector cases that reach its statement (every case unless ``select``); a
     mutant none reaches is recorded *unreached* (a survivor, :data:`NO_CASE`) without running."""
     rows = lane_rows(path)
@@ -544,8 +547,12 @@ def run_lane(path: Path, lane: str, earlier: Sequence[str], jobs: int, timeout: 
             item for item in items
             if item.job_id not in skipped and lane not in rows[item.job_id]
             and (not rules or item.mutations[0].definition_name in rules)
+            and (not modules or Path(item.mutations[0].module_path).as_posix() in modules)
             and all(rows[item.job_id].get(e, ("",))[0] in SURVIVING for e in earlier)
         ]  # fmt: skip
+        if modules:
+            order = {module: index for index, module in enumerate(modules)}
+            pending.sort(key=lambda i: order[Path(i.mutations[0].module_path).as_posix()])
         if limit is not None:
             pending = pending[:limit]
         if not pending:
@@ -864,7 +871,8 @@ def main(argv: Iterable[str] | None = None) -> int:
     for index, lane in enumerate(lanes):
         timeout = options.timeout or DEFAULT_TIMEOUTS[lane]
         run_lane(session, lane, lanes[:index], options.jobs, timeout, options.case, options.limit,
-                 options.rule, select=not options.all_cases)  # fmt: skip
+                 options.rule, select=not options.all_cases,
+                 modules=files if options.modules else ())  # fmt: skip
     write_report(session, options.markdown or (None if options.changed else REPORT))
     counts = Counter(final_outcome(m, read_triage()) for m in read_mutants(session))
     return 1 if counts["survived"] else 0
