@@ -459,7 +459,10 @@ def fast_worker(copy: Path, timeout: float, tasks: Any, results: Any) -> None:
     while (item := tasks.get()) is not None:
         job_id, mutation, cases = item
         started = time.monotonic()
-        result = mutate_and_certify(copy, mutation, [vectors[case] for case in cases], timeout)
+        if cases:
+            result = mutate_and_certify(copy, mutation, [vectors[case] for case in cases], timeout)
+        else:
+            result = unreached(mutation)
         results.put((job_id, result, time.monotonic() - started))
 
 
@@ -564,16 +567,12 @@ def run_lane(path: Path, lane: str, earlier: Sequence[str], jobs: int, timeout: 
             every = [vector_key(v) for v in chosen_vectors(cases)]
             trees: dict[str, ast.Module] = {}
             for item in pending:
-                mutation = item.mutations[0]
-                chosen[item.job_id] = every if coverage is None else select_cases(mutation, coverage, trees)
-                if not chosen[item.job_id]:
-                    record(path, work_db, item.job_id, lane, unreached(mutation), 0.0)
+                chosen[item.job_id] = (
+                    every if coverage is None else select_cases(item.mutations[0], coverage, trees)
+                )
             reached = len([item for item in pending if chosen[item.job_id]])
             print(f"{lane}: {len(pending) - reached} of {len(pending)} mutants reached by no case "
-                  f"(recorded unreached); {reached} to run", flush=True)  # fmt: skip
-            pending = [item for item in pending if chosen[item.job_id]]
-            if not pending:
-                return
+                  f"(recorded unreached without running); {reached} to run", flush=True)  # fmt: skip
         workers = min(jobs, len(pending))
         # one set of copies a session (two sessions may run at once)
         digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:8]
