@@ -574,9 +574,10 @@ def run_lane(path: Path, lane: str, earlier: Sequence[str], jobs: int, timeout: 
             print(f"{lane}: {len(pending) - reached} of {len(pending)} mutants reached by no case "
                   f"(recorded unreached without running); {reached} to run", flush=True)  # fmt: skip
         workers = min(jobs, len(pending))
-        # one set of copies a session (two sessions may run at once)
+        # one set of copies a run (two runs may share a session; each removes its own copies)
         digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:8]
-        copies = make_copies(workers, COPIES_DIR / f"{path.stem}-{digest}")
+        copies_dir = COPIES_DIR / f"{path.stem}-{digest}-{os.getpid()}"
+        copies = make_copies(workers, copies_dir)
         baseline(lane, copies[0], timeout, cases)
         tasks: Any = multiprocessing.Queue()
         results: Any = multiprocessing.Queue()
@@ -610,6 +611,8 @@ def run_lane(path: Path, lane: str, earlier: Sequence[str], jobs: int, timeout: 
                 process.join(timeout=1)
                 if process.is_alive():
                     process.terminate()
+                    process.join(timeout=5)
+            shutil.rmtree(copies_dir, ignore_errors=True)
         print(f"{lane}: {len(pending)} mutants in {time.monotonic() - started:.0f}s on {workers} workers")
 
 
@@ -823,6 +826,11 @@ def main(argv: Iterable[str] | None = None) -> int:
     run.add_argument("--session", type=Path, help="the session database (default under .scratch/mutation)")
     run.add_argument("--fresh", action="store_true", help="start over even if the session can be resumed")
     run.add_argument("--limit", type=int, help="run at most this many mutants per lane (a sample)")
+    run.add_argument(
+        "--again",
+        action="store_true",
+        help="judge the named modules' survivors again (after new vectors or edges)",
+    )
     run.add_argument("--rule", action="append", default=[], help="run only the mutants inside this function")
     run.add_argument("--case", action="append", default=[], help="only the suite's cases matching this glob")
     run.add_argument(
@@ -861,6 +869,8 @@ def main(argv: Iterable[str] | None = None) -> int:
     os.chdir(ROOT)
     open_session(session, files, fresh)
     skip_annotations(session)
+    if options.again:
+        print(f"judging again: {forget_survivors(session, lanes, files)} survivors' results dropped")
     if changed is not None:
         lines = changed
         keep(
@@ -875,6 +885,23 @@ def main(argv: Iterable[str] | None = None) -> int:
     write_report(session, options.markdown or (None if options.changed else REPORT))
     counts = Counter(final_outcome(m, read_triage()) for m in read_mutants(session))
     return 1 if counts["survived"] else 0
+
+
+def forget_survivors(path: Path, lanes: Sequence[str], modules: Sequence[str]) -> int:
+    """Drop the ``lanes`` results of the mutants of ``modules`` that survived them (or were
+    unreached), so that the run judges them again with the suite as it is now (new vectors, new
+    edges); returns how many results were dropped."""
+    with use_db(str(path), WorkDB.Mode.open) as work_db:
+        jobs = [item.job_id for item in work_db.work_items
+                if Path(item.mutations[0].module_path).as_posix() in modules]  # fmt: skip
+    with sqlite3.connect(path) as db:
+        before = db.total_changes
+        for lane in lanes:
+            db.executemany(
+                "DELETE FROM lane_results WHERE job_id = ? AND lane = ? AND outcome IN ('survived', 'unreached')",
+                [(job, lane) for job in jobs],
+            )
+        return db.total_changes - before
 
 
 def keep(path: Path, wanted: Callable[[MutationSpec], bool]) -> None:

@@ -17,6 +17,7 @@ from conformance.cases.build import (
     PureCase,
     as_why,
     assistant_ev,
+    assistant_msg,
     chained,
     log,
     pure,
@@ -309,6 +310,107 @@ def reporting_cases() -> Cases:
     )
 
 
+def compaction_edge_cases() -> Cases:
+    """The compaction rules at the edges their code draws (issue 26, the mutation survivors): which
+    source makes a checkpoint, a turn/end's owner, one summary per bracket, the orphan a start
+    becomes only at an end-seed, empty and non-string ids, a summary's range against its first and
+    last seqs, and a replace with nothing before it."""
+    start_k1: JsonObject = {"compactionId": "k1", "turn": None}
+    replaced: JsonObject = {"surfaceOp": replace(0, 0), "sourceEventSeqs": [0]}
+    for sentence, source in (
+        ("a command source naming the compact plugin", {"kind": "command", "plugin": "compact"}),
+        ("a plugin named after compact in sort order", {"kind": "plugin", "plugin": "compactor"}),
+        ("a plugin named before compact in sort order", {"kind": "plugin", "plugin": "auto"}),
+    ):
+        message = {**user_msg("ck"), "source": {**source, "compactionId": "k1"}}
+        yield breaks(
+            f"shadow-price: {sentence} is not a checkpoint, so its replace is only unmetered",
+            log(user_ev(), ("user/message", message, replaced)),
+        )
+    checkpoint_source = {"kind": "plugin", "plugin": "compact", "compactionId": "k1"}
+    yield breaks(
+        "shadow-price: only a user/message is a checkpoint, not an assistant message with its source",
+        log(user_ev(), ("assistant/message", {**assistant_msg("a9"), "source": checkpoint_source}, replaced)),
+    )
+    yield breaks(
+        "compaction-turn: after its turn/end no turn is open, so a start naming that turn is outside it",
+        log(T1, T1_END, ("compaction/start", {"compactionId": "k1", "turn": 1})),
+    )
+    summary: JsonObject = {**start_k1, "shadowedRange": {"start": 0, "end": 0}, "shadowedSeqs": [0],
+                           "shadowedTokenCount": 5}  # fmt: skip
+    end_k1: tuple[str, JsonObject] = ("compaction/end", start_k1)
+    yield pure(
+        "a successful compaction with its one summary has no compaction violation",
+        CHECK,
+        why=as_why(RULES["compaction-bracket"]),
+        events=log(user_ev(), ("compaction/start", start_k1), ("compaction/summary", summary), end_k1),
+    )
+    yield breaks(
+        "compaction-bracket: a second summary within one compaction is a violation",
+        log(
+            user_ev(),
+            ("compaction/start", start_k1),
+            ("compaction/summary", summary),
+            ("compaction/summary", summary),
+            end_k1,
+        ),
+    )
+    turn_start = ("compaction/start", {"compactionId": "k1", "turn": 1})
+    yield breaks(
+        "compaction-turn: a turn/end crossing an open start is reported when no end-seed follows",
+        log(T1, turn_start, T1_END),
+    )
+    yield breaks(
+        "compaction-dangling: the start an end-seed orphans is the last start, not a later message",
+        log(T1, turn_start, assistant_ev(), T1_END, ("session/end-seed", {})),
+    )
+    yield breaks(
+        "compaction-turn: a closed compaction is no orphan of a later end-seed",
+        log(
+            ("compaction/start", start_k1),
+            T1,
+            ("compaction/end", {**start_k1, "error": "x"}),
+            ("session/end-seed", {}),
+        ),
+    )
+    for sentence, compaction_id in (("an empty", ""), ("a number as a", 5)):
+        yield breaks(
+            f"compaction-bracket: {sentence} compactionId is a violation",
+            log(
+                ("compaction/start", {"compactionId": compaction_id, "turn": None}),
+                ("compaction/end", {"compactionId": compaction_id, "turn": None, "error": "x"}),
+            ),
+        )
+    for sentence, seqs, shadowed in (
+        ("an empty shadowedSeqs is reported, whatever its range", [], {"start": 0, "end": 0}),
+        ("a range matching the first and last of two seqs is clean", [0, 1], {"start": 0, "end": 1}),
+        ("a range ending before the last seq is a violation", [0, 1], {"start": 0, "end": 0}),
+    ):
+        wide = {**summary, "shadowedSeqs": seqs, "shadowedRange": shadowed}
+        yield pure(
+            f"compaction-summary: {sentence}",
+            CHECK,
+            why=as_why(RULES["compaction-summary"]),
+            events=log(
+                user_ev(), user_ev("u2"), ("compaction/start", start_k1), ("compaction/summary", wide), end_k1
+            ),
+        )
+    yield breaks(
+        "shadow-price: a replace that opens the log has nothing before it, whatever ends the log",
+        log(
+            ("user/message", user_msg("x"), replaced),
+            ("compaction/start", start_k1),
+            ("compaction/summary", summary),
+        ),
+    )
+
+
 cases: Final = chained(
-    clean_cases, core_rule_cases, turn_rule_cases, compaction_rule_cases, lineage_rule_cases, reporting_cases
+    clean_cases,
+    core_rule_cases,
+    turn_rule_cases,
+    compaction_rule_cases,
+    compaction_edge_cases,
+    lineage_rule_cases,
+    reporting_cases,
 )
