@@ -40,6 +40,7 @@ import json
 import multiprocessing
 import os
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -456,9 +457,14 @@ def fast_worker(copy: Path, timeout: float, tasks: Any, results: Any) -> None:
     """One long-lived suite process: the vectors loaded once; per mutant, a fresh subject process."""
     os.chdir(ROOT)
     vectors = {vector_key(vector): vector for vector in load_vectors()}
+    previous = ""
     while (item := tasks.get()) is not None:
         job_id, mutation, cases = item
         started = time.monotonic()
+        if not intact(copy):  # something removed part of it: judge no mutant on a broken tree
+            print(f"{copy}: damaged after job {previous}, copied again", file=sys.stderr, flush=True)
+            make_copy(copy)
+        previous = job_id
         if not cases:  # nothing run: no time spent certifying
             results.put((job_id, unreached(mutation), 0.0))
             continue
@@ -482,20 +488,28 @@ def lane_command(lane: str, copy: Path, response_timeout: float, cases: Sequence
 def make_copies(jobs: int, state: Path = COPIES_DIR) -> list[Path]:
     """One fresh copy of the tree per worker (fresh each run: a worker killed mid-mutant leaves its
     copy mutated)."""
-    copies = []
-    for index in range(jobs):
-        copy = state / f"worker-{index}"
-        shutil.rmtree(copy, ignore_errors=True)
-        for name in COPIED:
-            shutil.copytree(ROOT / name, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
-        # bytecode checked against the source's hash: a subject never runs a stale mutant (a
-        # timestamp check can miss a same-size mutant written in the same second)
-        subprocess.run(
-            [PYTHON, "-m", "compileall", "-q", "--invalidation-mode", "checked-hash", *COPIED],
-            cwd=copy, check=True, capture_output=True,
-        )  # fmt: skip
-        copies.append(copy)
-    return copies
+    return [make_copy(state / f"worker-{index}") for index in range(jobs)]
+
+
+def intact(copy: Path) -> bool:
+    """Whether ``copy`` still holds every file of the tree it was made from."""
+    return all((copy / name).is_dir() for name in COPIED) and all(
+        (copy / path.relative_to(ROOT)).is_file() for name in COPIED for path in (ROOT / name).rglob("*.py")
+    )
+
+
+def make_copy(copy: Path) -> Path:
+    """A fresh copy of the tree at ``copy``, its bytecode compiled."""
+    shutil.rmtree(copy, ignore_errors=True)
+    for name in COPIED:
+        shutil.copytree(ROOT / name, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
+    # bytecode checked against the source's hash: a subject never runs a stale mutant (a timestamp
+    # check can miss a same-size mutant written in the same second)
+    subprocess.run(
+        [PYTHON, "-m", "compileall", "-q", "--invalidation-mode", "checked-hash", *COPIED],
+        cwd=copy, check=True, capture_output=True,
+    )  # fmt: skip
+    return copy
 
 
 def subject_command(copy: Path) -> str:
@@ -811,6 +825,16 @@ def write_report(path: Path, markdown: Path | None) -> None:
 # -- the command line ---------------------------------------------------------------------------
 
 
+def stop_on_sigterm() -> None:
+    """SIGTERM ends a run as Ctrl-C does: its workers stopped, its copies removed, the results
+    recorded so far kept (the run resumes from them)."""
+
+    def stop(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+
+
 def main(argv: Iterable[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="scripts/mutation.sh", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
@@ -867,6 +891,7 @@ def main(argv: Iterable[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown lane {unknown[0]!r}; lanes: {', '.join(LANES)}")
     os.chdir(ROOT)
+    stop_on_sigterm()
     open_session(session, files, fresh)
     skip_annotations(session)
     if options.again:
