@@ -395,6 +395,77 @@ def compaction_edge_cases() -> Cases:
                 user_ev(), user_ev("u2"), ("compaction/start", start_k1), ("compaction/summary", wide), end_k1
             ),
         )
+    yield pure(
+        "compaction-checkpoint: a user source naming the compact plugin is not a checkpoint",
+        CHECK,
+        why=as_why(RULES["compaction-checkpoint"]),
+        events=log(
+            user_ev(),
+            ("user/message", {**user_msg("ck"), "source": {"kind": "user", "plugin": "compact"}}, replaced),
+        ),
+    )
+    yield pure(
+        "compaction-checkpoint: a checkpoint source on an event of an unknown type is no checkpoint",
+        CHECK,
+        why=as_why(RULES["compaction-checkpoint"]),
+        events=log(user_ev(), ("zz/custom", {**user_msg("ck"), "source": checkpoint_source}, replaced)),
+    )
+    yield breaks(
+        "compaction-turn: a start naming another turn than the open one is a violation",
+        log(T1, ("compaction/start", {"compactionId": "k1", "turn": 2})),
+    )
+    yield breaks(
+        "compaction-turn: a start is no orphan until an end-seed comes, whatever comes between",
+        log(T1, turn_start, assistant_ev(), T1_END),
+    )
+    wide_summary: JsonObject = {**summary, "shadowedRange": {"start": 0, "end": 1}, "shadowedSeqs": [0, 1]}
+    for sentence, op in (
+        ("a replace of two nodes metered by its summary's range is clean", replace(0, 1)),
+        ("a replace whose end is not its summary's range end is unmetered", replace(0, 0)),
+    ):
+        yield pure(
+            f"shadow-price: {sentence}",
+            CHECK,
+            why=as_why(RULES["shadow-price"]),
+            events=log(
+                user_ev(),
+                user_ev("u2"),
+                ("compaction/start", start_k1),
+                ("compaction/summary", wide_summary),
+                (
+                    "user/message",
+                    {**user_msg("ck"), "source": checkpoint_source},
+                    {"surfaceOp": op, "sourceEventSeqs": [0, 1]},
+                ),
+                end_k1,
+            ),
+        )
+    prune = (
+        "compaction/prune",
+        {"shadowedRange": {"start": 0, "end": 0}, "shadowedSeqs": [0], "shadowedTokenCount": 5},
+    )
+    yield breaks(
+        "shadow-price: a tool/result replace after a compaction/summary is metered by the wrong kind",
+        log(user_ev(), ("compaction/summary", summary), ("tool/result", result_msg("c1", "x"), replaced)),
+    )
+    yield breaks(
+        "shadow-price: a user/message replace after a compaction/prune is metered by the wrong kind",
+        log(user_ev(), prune, ("user/message", user_msg("x"), replaced)),
+    )
+    yield breaks(
+        "shadow-price: an event that is no metering event does not meter, whatever range it carries",
+        log(
+            user_ev(),
+            ("custom/x", {"shadowedRange": {"start": 0, "end": 0}}),
+            ("user/message", user_msg("x"), replaced),
+        ),
+    )
+    yield pure(
+        "shadow-price: a replace second in the log is metered by the first event",
+        CHECK,
+        why=as_why(RULES["shadow-price"]),
+        events=log(("compaction/summary", summary), ("user/message", user_msg("x"), replaced)),
+    )
     yield breaks(
         "shadow-price: a replace that opens the log has nothing before it, whatever ends the log",
         log(
