@@ -270,6 +270,87 @@ def lineage_rule_cases() -> Cases:
     )
 
 
+def lineage_edge_cases() -> Cases:
+    """The closers and the header's lineage at the edges their code draws (issue 26, the mutation
+    survivors): closer blocks of other lengths at other positions, the event the closers follow
+    differing from the one before it, a stray interrupted turn/end with no turn open, seedLength
+    below the log's length, an end-seed at seq 0 or only at the log's end, isSeeded as a number,
+    and a sub-agent at depth 1."""
+    later = {"time": SEED_TIME + 7}
+    for name, events in (
+        ("a turn closed right after its start", log(T1)),
+        ("a step and its turn closed", log(T1, S1)),
+        (
+            "closers after an event later than the one before it",
+            log(T1, S1, ("step/start", {"turn": 1, "step": 2}, later)),
+        ),
+        (
+            "a compaction, a step and a turn closed",
+            log(T1, S1, ("compaction/start", {"compactionId": "k1", "turn": 1})),
+        ),
+    ):
+        yield pure(
+            f"closers: {name} passes the closers rule",
+            CHECK,
+            why=as_why(RULES["closers"]),
+            events=with_closers(events),
+        )
+    interrupted = ("turn/end", {"turn": 1, "reason": {"kind": "interrupted"}})
+    yield breaks(
+        "closers: an interrupted turn/end after a closed turn is a violation",
+        log(T1, T1_END, interrupted),
+    )
+    seeded: JsonObject = {**HEADER, "parentSession": "p", "isSeeded": True}
+    end_seed: tuple[str, JsonObject] = ("session/end-seed", {})
+    yield pure(
+        "a child that appended after its seed holds more events than seedLength",
+        CHECK,
+        why=as_why(RULES["seed-length"]),
+        events=log(user_ev(), end_seed, user_ev("u2")),
+        header={**seeded, "seedLength": 2},
+    )
+    yield pure(
+        "a child whose seed was empty has its end-seed at seq 0",
+        CHECK,
+        why=as_why(RULES["end-seed"]),
+        events=log(end_seed, user_ev("u2")),
+        header={**seeded, "seedLength": 1},
+    )
+    for name, events, length in (
+        (
+            "end-seed: a seedLength of 0 needs the end-seed at seq 0, not at the log's end",
+            log(user_ev(), end_seed),
+            0,
+        ),
+        ("end-seed: a message where the end-seed should be is a violation", log(user_ev(), user_ev("u2")), 1),
+        (
+            "end-seed: an assistant message where the end-seed should be is a violation",
+            log(assistant_ev(), user_ev("u2")),
+            1,
+        ),
+        (
+            "end-seed: a seedLength equal to the log's length needs an end-seed at its end",
+            log(user_ev(), user_ev("u2")),
+            2,
+        ),
+    ):
+        yield breaks(name, events, header={**seeded, "seedLength": length})
+    yield pure(
+        "isSeeded as the number 1 promises nothing",
+        CHECK,
+        why=as_why(RULES["end-seed"]),
+        events=log(user_ev()),
+        header={**HEADER, "isSeeded": 1},
+    )
+    yield pure(
+        "a sub-agent's header at depth 1 is consistent",
+        CHECK,
+        why=as_why(RULES["delegation-depth"]),
+        events=log(user_ev()),
+        header={**HEADER, "origin": "subagent", "delegationDepth": 1},
+    )
+
+
 def reporting_cases() -> Cases:
     three_problems = log(T1_END, ("user/message", user_msg()), ("todo/write", {}))
     yield pure(
@@ -483,5 +564,6 @@ cases: Final = chained(
     compaction_rule_cases,
     compaction_edge_cases,
     lineage_rule_cases,
+    lineage_edge_cases,
     reporting_cases,
 )
