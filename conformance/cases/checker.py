@@ -107,6 +107,159 @@ def turn_rule_cases() -> Cases:
     yield breaks("turn-enclosed: todo/write happens inside a turn", log(("todo/write", {"todos": []})))
 
 
+def turn_edge_cases() -> Cases:
+    """The turn and step rules at the edges their code draws (issue 26, the mutation survivors):
+    numbering across two turns and two steps, a start while one is open, an end or a step naming
+    another turn, events naming another step, crash repair's not-started result and its near
+    misses, a result answered twice, and replaces and appends outside a turn or a step."""
+
+    def turn(number: int, end: bool = False) -> tuple[str, JsonObject]:
+        if end:
+            return ("turn/end", {"turn": number, "reason": {"kind": "completed"}})
+        return ("turn/start", {"turn": number})
+
+    def step(number: int, end: bool = False, in_turn: int = 1) -> tuple[str, JsonObject]:
+        return ("step/end" if end else "step/start", {"turn": in_turn, "step": number})
+
+    yield pure(
+        "two turns numbered 1 and 2 are clean",
+        CHECK,
+        why=as_why(RULES["turn-numbering"]),
+        events=log(turn(1), turn(1, True), turn(2), turn(2, True)),
+    )
+    yield breaks("turn-numbering: a turn number skipped is a violation", log(turn(1), turn(1, True), turn(3)))
+    yield breaks(
+        "turn-open: a turn/start inside turn 1 counts turn 1 closed, so it is turn 2",
+        log(turn(1), turn(2), turn(2, True), turn(3)),
+    )
+    yield breaks(
+        "turn-end: a turn/end naming another turn than the open one is a violation",
+        log(turn(1), turn(2, True)),
+    )
+    yield pure(
+        "two steps numbered 1 and 2 are clean",
+        CHECK,
+        why=as_why(RULES["step-numbering"]),
+        events=log(turn(1), step(1), step(1, True), step(2), step(2, True), turn(1, True)),
+    )
+    yield breaks(
+        "step-numbering: a step number skipped is a violation", log(turn(1), step(1), step(1, True), step(3))
+    )
+    yield breaks(
+        "step-open: a step/start inside step 1 counts step 1 closed, so it is step 2",
+        log(turn(1), step(1), step(2), step(2, True), step(3)),
+    )
+    yield pure(
+        "steps count from 1 again in the second turn",
+        CHECK,
+        why=as_why(RULES["step-numbering"]),
+        events=log(
+            turn(1),
+            step(1),
+            step(1, True),
+            turn(1, True),
+            turn(2),
+            step(1, in_turn=2),
+            step(1, True, 2),
+            turn(2, True),
+        ),
+    )
+    yield breaks(
+        "step-in-turn: a step naming another turn than the open one is a violation",
+        log(turn(1), step(1, in_turn=2)),
+    )
+    yield breaks(
+        "step-scoped: an assistant message naming another step than the open one is a violation",
+        log(turn(1), step(1), assistant_ev(step=2)),
+    )
+    yield breaks(
+        "step-scoped: an assistant message naming another turn than the open one is a violation",
+        log(turn(1), step(1), assistant_ev(turn=2)),
+    )
+    not_started_error: JsonObject = {"name": "ToolNotStartedError", "code": "TOOL_NOT_STARTED"}
+
+    def answer(error: JsonValue, blocks: list[JsonValue] | None = None) -> tuple[str, JsonObject, JsonObject]:
+        data = {**result_msg("zz", is_error=True), "error": error}
+        message = dict(data["message"])  # type: ignore[arg-type]
+        if blocks is not None:
+            message["content"] = blocks
+        return ("tool/result", {**data, "message": message}, APPEND)
+
+    error_block: JsonObject = {"type": "tool-result", "toolCallId": "zz", "isError": True,
+                               "content": [{"type": "text", "text": "result"}]}  # fmt: skip
+    plain_block = {**error_block, "isError": False}
+    for sentence, result in (
+        ("crash repair's not-started result answers no call", answer(not_started_error)),
+        (
+            "a result whose first block is an error, its last not, can be crash repair's",
+            answer(not_started_error, [error_block, plain_block]),
+        ),
+    ):
+        yield pure(
+            f"tool-result-pairing: {sentence}",
+            CHECK,
+            why=as_why(RULES["tool-result-pairing"]),
+            events=log(turn(1), step(1), result),
+        )
+    for sentence, result in (
+        (
+            "a result whose isError is 1, not true, is no not-started result",
+            answer(not_started_error, [{**error_block, "isError": 1}]),
+        ),
+        (
+            "a result whose first block is not an error is no not-started result",
+            answer(not_started_error, [plain_block, error_block]),
+        ),
+        (
+            "a result with another error code is no not-started result",
+            answer({**not_started_error, "code": "TOOL_OUTCOME_UNKNOWN"}),
+        ),
+        (
+            "a result with an error code sorting first is no not-started result",
+            answer({**not_started_error, "code": "TOOL_ABORTED"}),
+        ),
+        ("a result whose error is not an object is no not-started result", answer("TOOL_NOT_STARTED")),
+        ("a result with no content is no not-started result", answer(not_started_error, [])),
+    ):
+        yield breaks(f"tool-result-pairing: {sentence}", log(turn(1), step(1), result))
+    yield breaks(
+        "tool-result-pairing: a call answered twice is answered once",
+        log(turn(1), step(1), assistant_ev(calls=["c1"]), CALL, result_ev("c1"), result_ev("c1")),
+    )
+    yield pure(
+        "tool-result-pairing: an event of an unknown type naming the open step is no result",
+        CHECK,
+        why=as_why(RULES["tool-result-pairing"]),
+        events=log(turn(1), step(1), ("zz/x", {"turn": 1, "step": 1})),
+    )
+    yield breaks(
+        "turn-enclosed: a tool/result replace outside a turn is a violation",
+        log(
+            user_ev(),
+            (
+                "compaction/prune",
+                {"shadowedRange": {"start": 0, "end": 0}, "shadowedSeqs": [0], "shadowedTokenCount": 1},
+            ),
+            ("tool/result", result_msg("c1"), {"surfaceOp": replace(0, 0), "sourceEventSeqs": [0]}),
+        ),
+    )
+    yield pure(
+        "turn-enclosed: only execution records and result replaces need a turn, not an assistant replace",
+        CHECK,
+        why=as_why(RULES["turn-enclosed"]),
+        events=log(
+            user_ev(),
+            ("assistant/message", assistant_msg("a9"), {"surfaceOp": replace(0, 0), "sourceEventSeqs": [0]}),
+        ),
+    )
+    yield pure(
+        "step-scoped: an appended event of a custom type is not step-scoped",
+        CHECK,
+        why=as_why(RULES["step-scoped"]),
+        events=log(("custom/x", {}, APPEND)),
+    )
+
+
 def compaction_rule_cases() -> Cases:
     standalone = ("compaction/start", {"compactionId": "k1", "turn": None})
     yield breaks(
@@ -561,6 +714,7 @@ cases: Final = chained(
     clean_cases,
     core_rule_cases,
     turn_rule_cases,
+    turn_edge_cases,
     compaction_rule_cases,
     compaction_edge_cases,
     lineage_rule_cases,
