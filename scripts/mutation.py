@@ -829,7 +829,11 @@ def stop_on_sigterm() -> None:
     """SIGTERM ends a run as Ctrl-C does: its workers stopped, its copies removed, the results
     recorded so far kept (the run resumes from them)."""
 
+    main_process = os.getpid()
+
     def stop(signum: int, frame: object) -> None:
+        if os.getpid() != main_process:  # a worker (or a tracer) the run ends: just go
+            os._exit(128 + signum)
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, stop)
