@@ -648,6 +648,26 @@ def compaction_edge_cases() -> Cases:
         "compaction-turn: a start naming another turn than the open one is a violation",
         log(T1, ("compaction/start", {"compactionId": "k1", "turn": 2})),
     )
+    for sentence, events in (
+        (
+            "a start naming turn true is not turn 1",
+            log(T1, ("compaction/start", {"compactionId": "k1", "turn": True})),
+        ),
+        (
+            "a start naming an object as its turn never matches",
+            log(T1, ("compaction/start", {"compactionId": "k1", "turn": {}})),
+        ),
+    ):
+        yield breaks(f"compaction-turn: {sentence}", events)
+    yield pure(
+        "compaction-turn: a start naming turn true inside a turn started as true matches it",
+        CHECK,
+        why=as_why(RULES["compaction-turn"]),
+        comment="true === true in JavaScript: a strict equality, not a number check",
+        events=log(
+            ("turn/start", {"turn": True}), ("compaction/start", {"compactionId": "k1", "turn": True})
+        ),
+    )
     yield breaks(
         "compaction-turn: a start is no orphan until an end-seed comes, whatever comes between",
         log(T1, turn_start, assistant_ev(), T1_END),
