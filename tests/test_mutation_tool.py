@@ -5,6 +5,7 @@ mutant of the Postgres store, which no vector case reaches, is recorded unreache
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 from scripts import mutation
@@ -66,3 +67,21 @@ def test_a_killed_and_a_surviving_mutant_are_reported_as_such(tmp_path: Path) ->
     triaged = mutation.render(list(mutants.values()), mutation.read_triage(reviewed))
     assert "| 2 | 1 | 0 | 0 | 1 |" in triaged
     assert "a length is never negative" in triaged
+
+
+def test_a_session_is_resumed_for_fewer_files_and_again_drops_only_survivors(tmp_path: Path) -> None:
+    session = tmp_path / "session.sqlite"
+    mutation.open_session(session, [MODULE, UNREACHED[0]], fresh=True)
+    jobs = [m.job_id for m in mutation.read_mutants(session) if m.module == MODULE][:3]
+    far = next(m.job_id for m in mutation.read_mutants(session) if m.module == UNREACHED[0])
+    with sqlite3.connect(session) as db:
+        db.executemany(
+            "INSERT INTO lane_results VALUES (?, 'fast', ?, 1.0)",
+            [(jobs[0], "killed"), (jobs[1], "survived"), (jobs[2], "unreached"), (far, "survived")],
+        )
+    mutation.open_session(session, [MODULE], fresh=False)  # a part of the session: resumed, kept
+    assert len(mutation.lane_rows(session)) == 4
+    assert mutation.forget_survivors(session, ["fast"], [MODULE]) == 2
+    rows = mutation.lane_rows(session)
+    assert rows[jobs[0]]["fast"][0] == "killed" and rows[far]["fast"][0] == "survived"
+    assert jobs[1] not in rows and jobs[2] not in rows
