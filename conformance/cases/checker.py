@@ -169,6 +169,30 @@ def turn_edge_cases() -> Cases:
         log(turn(1), step(1, in_turn=2)),
     )
     yield breaks(
+        "turn-open: a turn/start inside turn 2 counts turn 2 closed, so it is turn 3",
+        log(turn(1), turn(1, True), turn(2), turn(3)),
+    )
+    yield breaks(
+        "step-open: a step/start inside step 2 counts step 2 closed, so it is step 3",
+        log(turn(1), step(1), step(1, True), step(2), step(3)),
+    )
+    yield breaks(
+        "turn-open: a turn/start inside a turn closes its open step too",
+        log(turn(1), step(1), turn(2), step(1, in_turn=2)),
+    )
+    yield breaks(
+        "step-open: a step/start inside a step drops that step's unanswered calls",
+        log(turn(1), step(1), assistant_ev(calls=["c1"]), CALL, step(2), result_ev("c1", step=2)),
+    )
+    yield breaks(
+        "turn-numbering: numbering goes on from the turn that was logged, even a wrong one",
+        log(turn(1), turn(1, True), turn(5), turn(5, True), turn(6)),
+    )
+    yield breaks(
+        "step-numbering: numbering goes on from the step that was logged, even a wrong one",
+        log(turn(1), step(1), step(1, True), step(5), step(5, True), step(6)),
+    )
+    yield breaks(
         "step-scoped: an assistant message naming another step than the open one is a violation",
         log(turn(1), step(1), assistant_ev(step=2)),
     )
