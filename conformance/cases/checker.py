@@ -681,8 +681,18 @@ def compaction_edge_cases() -> Cases:
             "a start naming an object as its turn never matches",
             log(T1, ("compaction/start", {"compactionId": "k1", "turn": {}})),
         ),
+        (
+            "a start naming turn 1.5 is not turn 1",
+            log(T1, ("compaction/start", {"compactionId": "k1", "turn": 1.5})),
+        ),
     ):
         yield breaks(f"compaction-turn: {sentence}", events)
+    yield pure(
+        "compaction-turn: a start naming turn 1.0 inside turn 1 matches it: numbers compare by value",
+        CHECK,
+        why=as_why(RULES["compaction-turn"]),
+        events=log(T1, ("compaction/start", {"compactionId": "k1", "turn": 1.0})),
+    )
     yield pure(
         "compaction-turn: a start naming turn true inside a turn started as true matches it",
         CHECK,
