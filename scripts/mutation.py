@@ -1,6 +1,7 @@
 """Mutation testing of ``spec/`` and the named parts of ``reference/`` with cosmic-ray (issue 26, item 1).
 
     python -m scripts.mutation run [MODULE ...] [--lanes fast,drt,stateful] [--jobs N] [--timeout S]
+    python -m scripts.mutation run MODULE ... --again    judge those modules' survivors again (new vectors)
     python -m scripts.mutation run --changed BASE        the fast lane on the lines a change touches
     python -m scripts.mutation report [--markdown docs/mutation.md]
 
@@ -18,7 +19,11 @@ stateful families' models, all unmutated. In process, a mutant of ``spec/`` woul
 and the models' oracle too, and could only be judged by the vectors.
 
 Lanes, cheapest first; a lane runs only the mutants every earlier lane let survive:
-  fast      every vector family (seconds a mutant)
+  fast      the vector cases that reach the mutant (about half a second a mutant): each worker is one
+            long-lived suite process that starts only the mutated subject per mutant, and runs the
+            cases a coverage map (traced once in the unmutated subject, :mod:`scripts.mutation_trace`)
+            says execute the mutant's statement; a mutant none reaches is recorded *unreached* (a
+            survivor, "no case reaches it") without running; ``--all-cases`` runs every case
   drt       pure-drt, the pure functions against the spec (about a minute)
   stateful  machine, exhaustive, files, crash (minutes)
 
