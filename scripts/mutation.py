@@ -794,17 +794,45 @@ def render(mutants: Sequence[Mutant], triage: dict[tuple[str, str, str, str], di
         "",
         "## Survivors and equivalents",
         "",
-        "| module:line | rule | operator | before | after | survived | verdict | why / what would kill it |",
+        "One row a mutated line and verdict (its mutants' operators and new lines joined); the",
+        "survivors no vector case reaches are counted per rule after it, awaiting the later lanes.",
+        "",
+        "| module:line | rule | operators | before | after | survived | verdict | why / what would kill it |",
         "|---|---|---|---|---|---|---|---|",
     ]
+    rows: dict[tuple[str, int, str, str, str, str, str], list[Mutant]] = defaultdict(list)
+    far: dict[tuple[str, str], list[Mutant]] = defaultdict(list)
     for m in mutants:
         if outcome[m.job_id] not in ("survived", "equivalent"):
             continue
         entry = review_of(m, triage) or {}
-        lines.append(
-            f"| {m.module}:{m.line} | `{m.rule}` | {m.operator} | `{cell(m.before)}` | `{cell(m.after)}` | "
-            f"{lanes_shown(m)} | {entry.get('verdict', 'untriaged')} | {cell(entry.get('reason', ''))} |"
+        if outcome[m.job_id] == "survived" and not entry and unreached_only(m):
+            far[(m.module, m.rule)].append(m)
+            continue
+        key = (
+            m.module,
+            m.line,
+            m.rule,
+            m.before,
+            lanes_shown(m),
+            entry.get("verdict", "untriaged"),
+            entry.get("reason", ""),
         )
+        rows[key].append(m)
+    for (module, line, rule, before, shown, verdict, reason), group in rows.items():
+        operators = ", ".join(dict.fromkeys(m.operator for m in group))
+        afters = " ; ".join(f"`{cell(m.after)}`" for m in group)
+        lines.append(
+            f"| {module}:{line} | `{rule}` | {operators} | `{cell(before)}` | {afters} | {shown} | {verdict} | {cell(reason)} |"
+        )
+    if far:
+        lines += ["", "### Survivors no vector case reaches (awaiting the drt and stateful lanes)", "",
+                  "| module | rule | mutants | lines | survived |", "|---|---|---:|---|---|"]  # fmt: skip
+        for (module, rule), group in far.items():
+            numbers = sorted({m.line for m in group})
+            lines.append(
+                f"| {module} | `{rule}` | {len(group)} | {', '.join(map(str, numbers))} | {lanes_shown(group[0])} |"
+            )
     return "\n".join(lines) + "\n"
 
 
