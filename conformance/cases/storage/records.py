@@ -109,6 +109,14 @@ def malformed_row_cases() -> Cases:
             {**TOOL_ROW, "data": {**tool_data, "extra": 1}},
         ),
         (
+            "a packed tool-call row without its index is malformed",
+            {**TOOL_ROW, "data": {k: v for k, v in tool_data.items() if k != "index"}},
+        ),
+        (
+            "a packed row with a non-string member is malformed even when dt fits the strings",
+            {**TEXT_ROW, "data": {**text_data, "texts": not_all_strings, "dt": []}},
+        ),
+        (
             "a packed row whose members' seqs would pass the largest safe integer is malformed",
             {**TEXT_ROW, "seq0": MAX_SAFE - 1},
         ),
