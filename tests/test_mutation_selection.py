@@ -9,6 +9,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+from cosmic_ray.work_item import MutationSpec
+
 from scripts import mutation
 from scripts.mutation_trace import LineRecorder
 
@@ -46,8 +48,8 @@ def test_a_statement_counts_as_a_whole_and_a_compound_one_by_its_header() -> Non
     assert mutation.statement_lines(tree, 19) == {19}
 
 
-def spec(module: str, line: int) -> mutation.MutationSpec:
-    return mutation.MutationSpec(
+def spec(module: str, line: int) -> MutationSpec:
+    return MutationSpec(
         module_path=Path(module), operator_name="core/NumberReplacer", occurrence=0,
         start_pos=(line, 0), end_pos=(line, 1),
     )  # fmt: skip

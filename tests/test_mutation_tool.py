@@ -8,6 +8,8 @@ import json
 import sqlite3
 from pathlib import Path
 
+from cosmic_ray.work_item import MutationSpec
+
 from scripts import mutation
 
 MODULE = "spec/log/provenance.py"
@@ -23,11 +25,11 @@ def test_a_killed_and_a_surviving_mutant_are_reported_as_such(tmp_path: Path) ->
     session = tmp_path / "session.sqlite"
     mutation.open_session(session, [MODULE, UNREACHED[0]], fresh=True)
 
-    def wanted(spec: mutation.MutationSpec) -> bool:
+    def wanted(spec: MutationSpec) -> bool:
         if Path(spec.module_path).as_posix() == UNREACHED[0]:  # if self.lock_wait_ms <= 0:
-            return (spec.definition_name, spec.operator_name) == UNREACHED[1:]
+            return bool((spec.definition_name, spec.operator_name) == UNREACHED[1:])
         # the first comparison of the line (len(raw) == 0), not the second (kind != ...)
-        return spec.definition_name == RULE and spec.start_pos[0] == LINE and spec.start_pos[1] < 20
+        return bool(spec.definition_name == RULE and spec.start_pos[0] == LINE and spec.start_pos[1] < 20)
 
     mutation.keep(
         session, lambda spec: wanted(spec) and spec.operator_name in {KILLED, EQUIVALENT, UNREACHED[2]}
