@@ -632,6 +632,7 @@ def run_lane(path: Path, lane: str, earlier: Sequence[str], jobs: int, timeout: 
                     process.terminate()
                     process.join(timeout=5)
             shutil.rmtree(copies_dir, ignore_errors=True)
+            tasks.cancel_join_thread()  # an interrupted run leaves tasks queued: do not wait to flush them
         print(f"{lane}: {len(pending)} mutants in {time.monotonic() - started:.0f}s on {workers} workers")
 
 
