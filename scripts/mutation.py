@@ -1,6 +1,7 @@
 """Mutation testing of ``spec/`` and the named parts of ``reference/`` with cosmic-ray (issue 26, item 1).
 
     python -m scripts.mutation run [MODULE ...] [--lanes fast,drt,stateful] [--jobs N] [--timeout S]
+    python -m scripts.mutation run MODULE ... --again    judge those modules' survivors again (new vectors)
     python -m scripts.mutation run --changed BASE        the fast lane on the lines a change touches
     python -m scripts.mutation report [--markdown docs/mutation.md]
 
@@ -18,7 +19,11 @@ stateful families' models, all unmutated. In process, a mutant of ``spec/`` woul
 and the models' oracle too, and could only be judged by the vectors.
 
 Lanes, cheapest first; a lane runs only the mutants every earlier lane let survive:
-  fast      every vector family (seconds a mutant)
+  fast      the vector cases that reach the mutant (about half a second a mutant): each worker is one
+            long-lived suite process that starts only the mutated subject per mutant, and runs the
+            cases a coverage map (traced once in the unmutated subject, :mod:`scripts.mutation_trace`)
+            says execute the mutant's statement; a mutant none reaches is recorded *unreached* (a
+            survivor, "no case reaches it") without running; ``--all-cases`` runs every case
   drt       pure-drt, the pure functions against the spec (about a minute)
   stateful  machine, exhaustive, files, crash (minutes)
 
@@ -33,16 +38,20 @@ from __future__ import annotations
 
 import argparse
 import ast
+import difflib
+import fnmatch
 import hashlib
 import json
 import multiprocessing
 import os
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -50,10 +59,14 @@ from pathlib import Path
 from typing import Any, Final
 
 import attrs
+import cosmic_ray.plugins
 from cosmic_ray.commands.init import init as cosmic_ray_init
-from cosmic_ray.mutating import mutate_and_test
+from cosmic_ray.mutating import mutate_and_test, mutate_code, use_mutation
 from cosmic_ray.work_db import WorkDB, use_db
 from cosmic_ray.work_item import MutationSpec, TestOutcome, WorkerOutcome, WorkItem, WorkResult
+
+from conformance.runner import hello, load_vectors, run_vector, vector_key
+from conformance.subject import StdioSubject, SubjectError
 
 ROOT: Final = Path(__file__).resolve().parent.parent
 PYTHON: Final = sys.executable
@@ -76,6 +89,11 @@ COPIES_DIR: Final = Path(tempfile.gettempdir()) / f"dsh-mutation-{ROOT.name}"  #
 EQUIVALENTS: Final = ROOT / "docs" / "mutation-equivalents.json"
 REPORT: Final = ROOT / "docs" / "mutation.md"
 OUTCOMES: Final = ("killed", "timeout", "survived", "equivalent", "incompetent", "skipped", "pending")
+COVERAGE: Final = STATE_DIR / "coverage.json"  # the fast lane's map: which vector cases reach which line
+NO_CASE: Final = "no case reaches it"  # a fast-lane survivor no vector case executes (not run)
+SURVIVING: Final = ("survived", "unreached")  # lane outcomes that send a mutant to the next lane
+RESPONSE_TIMEOUT: Final = 20.0  # seconds a mutated subject may take to answer one request
+SUBJECT_ENV: Final = {"PYTHONDONTWRITEBYTECODE": "1"}  # a mutant's bytecode is never cached
 
 
 # -- what to mutate ------------------------------------------------------------------------------
@@ -135,15 +153,16 @@ META_TABLE: Final = "CREATE TABLE IF NOT EXISTS mutation_meta (key TEXT PRIMARY 
 
 
 def open_session(path: Path, files: Sequence[str], fresh: bool) -> None:
-    """Create the session's mutants with cosmic-ray unless the database already holds them for the
-    same files (then it is resumed, its results kept)."""
+    """Create the session's mutants with cosmic-ray unless the database already holds them for
+    these files or more (then it is resumed, its results kept: a run naming one module of a
+    whole-scope session runs that module's mutants)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     wanted = json.dumps(sorted(files))
     if path.exists() and not fresh:
         with sqlite3.connect(path) as db:
             db.execute(META_TABLE)
             row = db.execute("SELECT value FROM mutation_meta WHERE key = 'files'").fetchone()
-        if row is not None and row[0] == wanted:
+        if row is not None and set(files) <= set(json.loads(row[0])):
             return
     if path.exists():
         path.unlink()
@@ -232,8 +251,230 @@ def outcome_of(result: WorkResult) -> str:
     if result.test_outcome == TestOutcome.KILLED:
         return "timeout" if result.output == "timeout" else "killed"
     if result.test_outcome == TestOutcome.SURVIVED:
-        return "survived"
+        return "unreached" if result.output == NO_CASE else "survived"
     return "incompetent"
+
+
+# -- the fast lane: which vector cases reach which line -------------------------------------------
+
+
+def code_digest() -> str:
+    """What every case's trace depends on: the code the subject runs."""
+    digest = hashlib.sha256()
+    for path in sorted([*(ROOT / "spec").rglob("*.py"), *(ROOT / "reference").rglob("*.py")]):
+        digest.update(path.relative_to(ROOT).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def vector_digest(vector: dict[str, Any]) -> str:
+    """What one case's trace depends on besides the code: its vector."""
+    return hashlib.sha256(json.dumps(vector, sort_keys=True).encode()).hexdigest()
+
+
+Lines = dict[str, list[int]]  # module -> the lines executed in it
+
+
+@dataclass(frozen=True)
+class CoverageMap:
+    """Which of the suite's vector cases (keys, in the suite's order) execute each line of the
+    scope, as traced in the unmutated stdio subject (:mod:`scripts.mutation_trace`), one fresh
+    process per case, so that no case's lines depend on the cases run before it."""
+
+    cases: tuple[str, ...]
+    lines: dict[str, dict[int, frozenset[int]]]  # module -> line -> indexes into cases
+
+    @classmethod
+    def of(cls, traced: Sequence[tuple[str, Lines]]) -> CoverageMap:
+        lines: dict[str, dict[int, set[int]]] = defaultdict(lambda: defaultdict(set))
+        for index, (_, found) in enumerate(traced):
+            for module, numbers in found.items():
+                for number in numbers:
+                    lines[module][number].add(index)
+        frozen = {
+            module: {line: frozenset(cases) for line, cases in found.items()}
+            for module, found in lines.items()
+        }
+        return cls(tuple(key for key, _ in traced), frozen)
+
+    def reaching(self, module: str, lines: Iterable[int]) -> list[str]:
+        """The cases (suite order) that execute any of ``lines`` of ``module``."""
+        hit: set[int] = set()
+        for line in lines:
+            hit |= self.lines.get(module, {}).get(line, frozenset())
+        return [self.cases[index] for index in sorted(hit)]
+
+
+def trace_case(vector: dict[str, Any]) -> tuple[str, str, Lines]:
+    """One vector case against a fresh traced subject: its key, its outcome (and why, unless it
+    passed) and the lines of the scope the subject executed, its imports included."""
+    with tempfile.TemporaryDirectory(prefix="dsh-mutation-trace-") as scratch:
+        out = Path(scratch) / "lines.json"
+        subject = StdioSubject(f"{PYTHON} -m scripts.mutation_trace {out} {' '.join(SCOPE)}", timeout=120.0)
+        try:
+            said = hello(subject)
+            result = run_vector(subject, vector, said.capabilities, said.target)
+        finally:
+            subject.close()
+        found = json.loads(out.read_text(encoding="utf-8")) if out.exists() else {}
+    outcome = result.outcome if result.outcome == "passed" else f"{result.outcome}: {result.detail}"
+    return vector_key(vector), outcome, found
+
+
+def chosen_vectors(globs: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """The suite's vector cases (its order) whose keys match ``globs`` (all of them when none)."""
+    return [
+        v for v in load_vectors() if not globs or any(fnmatch.fnmatchcase(vector_key(v), g) for g in globs)
+    ]
+
+
+def coverage_map(jobs: int, globs: Sequence[str] = (), path: Path = COVERAGE) -> CoverageMap:
+    """The map over the cases ``globs`` choose. Each case's trace is kept in ``path`` until the
+    code or its vector changes: only new and changed cases are traced (``jobs`` at a time), and
+    each must pass on the unmutated tree."""
+    code = code_digest()
+    kept: dict[str, dict[str, Any]] = {}
+    if path.exists():
+        cache = json.loads(path.read_text(encoding="utf-8"))
+        kept = cache["cases"] if cache.get("code") == code else {}
+    vectors = chosen_vectors(globs)
+    missing = [v for v in vectors if kept.get(vector_key(v), {}).get("vector") != vector_digest(v)]
+    if missing:
+        started = time.monotonic()
+        failing = []
+        with multiprocessing.Pool(jobs) as pool:
+            for done, (vector, (key, outcome, found)) in enumerate(
+                zip(missing, pool.imap(trace_case, missing), strict=True), 1
+            ):
+                if outcome != "passed":
+                    failing.append(f"{key}: {outcome}")
+                kept[key] = {"vector": vector_digest(vector), "lines": found}
+                if done % 50 == 0 or done == len(missing):
+                    print(
+                        f"coverage: {done}/{len(missing)} cases traced {time.monotonic() - started:.0f}s",
+                        flush=True,
+                    )
+        if failing:
+            raise SystemExit("the unmutated tree fails vector cases:\n" + "\n".join(failing[:10]))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(".partial")
+        partial.write_text(json.dumps({"code": code, "cases": kept}), encoding="utf-8")
+        partial.replace(path)
+    return CoverageMap.of([(vector_key(v), kept[vector_key(v)]["lines"]) for v in vectors])
+
+
+def statement_lines(tree: ast.Module, line: int) -> set[int]:
+    """The lines one of which runs whenever a mutant on ``line`` runs: those of the statement
+    holding it (of a compound statement, its header: decorators, signature, condition; of an
+    ``except`` clause, its line). A line event fires on at least one line of a statement that runs,
+    but not on every one (a constant folded across lines fires none of its own)."""
+    found = {line}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.stmt | ast.ExceptHandler):
+            continue
+        first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", []))])
+        last = node.end_lineno or node.lineno
+        inner = [child for block in ("body", "orelse", "finalbody", "handlers")
+                 for child in getattr(node, block, [])]  # fmt: skip
+        if inner:  # a compound statement: only its header, the lines before its first block
+            last = max(first, min(child.lineno for child in inner) - 1)
+        if first <= line <= last:
+            found.update(range(first, last + 1))
+    return found
+
+
+def select_cases(mutation: MutationSpec, coverage: CoverageMap, trees: dict[str, ast.Module]) -> list[str]:
+    """The vector cases that can tell ``mutation`` apart: those of the map that execute its
+    statement in the unmutated tree (any other case runs exactly as it would unmutated)."""
+    module = Path(mutation.module_path).as_posix()
+    if module not in trees:
+        trees[module] = ast.parse((ROOT / module).read_text(encoding="utf-8"))
+    return coverage.reaching(module, statement_lines(trees[module], mutation.start_pos[0]))
+
+
+def certify(copy: Path, vectors: Sequence[dict[str, Any]], timeout: float) -> tuple[TestOutcome, str]:
+    """The copy's reference, as a stdio process, against ``vectors`` run from this (unmutated)
+    process: killed at the first case that does not pass, or once ``timeout`` has passed
+    (``output`` "timeout"), survived when every case passes."""
+    subject = StdioSubject(subject_command(copy), timeout=min(RESPONSE_TIMEOUT, timeout), env=SUBJECT_ENV)
+    deadline = time.monotonic() + timeout
+    try:
+        try:
+            said = hello(subject)
+        except SubjectError as error:
+            return TestOutcome.KILLED, "timeout" if "no answer" in str(error) else f"hello: {error}"
+        for vector in vectors:
+            if time.monotonic() > deadline:
+                return TestOutcome.KILLED, "timeout"
+            result = run_vector(subject, vector, said.capabilities, said.target)
+            if result.outcome != "passed":
+                if subject.dead is not None and "no answer" in subject.dead:
+                    return TestOutcome.KILLED, "timeout"
+                return TestOutcome.KILLED, f"{vector_key(vector)}: {result.outcome}: {result.detail}"
+        return TestOutcome.SURVIVED, f"{len(vectors)} cases passed"
+    finally:
+        subject.close()
+
+
+def operator_of(mutation: MutationSpec) -> Any:
+    operator_class = cosmic_ray.plugins.get_operator(mutation.operator_name)
+    return operator_class(**(getattr(mutation, "operator_args", None) or {}))
+
+
+def mutation_diff(original: str, mutated: str, module: str) -> str:
+    """The mutant as cosmic-ray's ``mutate_and_test`` shows it (a unified diff)."""
+    lines = difflib.unified_diff(original.split("\n"), mutated.split("\n"), fromfile=f"a/{module}",
+                                 tofile=f"b/{module}", lineterm="")  # fmt: skip
+    return "\n".join(["--- mutation diff ---", *lines])
+
+
+def mutate_and_certify(
+    copy: Path, mutation: MutationSpec, vectors: Sequence[dict[str, Any]], timeout: float
+) -> WorkResult:
+    """cosmic-ray's ``mutate_and_test`` with the suite in this process instead of a command: the
+    mutant applied to the copy, :func:`certify` run, the copy restored."""
+    try:
+        path = copy / mutation.module_path
+        with use_mutation(path, operator_of(mutation), mutation.occurrence) as (original, mutated):
+            if mutated is None:
+                return WorkResult(worker_outcome=WorkerOutcome.NO_TEST)
+            outcome, output = certify(copy, vectors, timeout)
+        diff = mutation_diff(original, mutated, Path(mutation.module_path).as_posix())
+        return WorkResult(output=output, diff=diff, test_outcome=outcome, worker_outcome=WorkerOutcome.NORMAL)
+    except Exception:
+        return WorkResult(
+            output=traceback.format_exc(), test_outcome=TestOutcome.INCOMPETENT,
+            worker_outcome=WorkerOutcome.EXCEPTION,
+        )  # fmt: skip
+
+
+def unreached(mutation: MutationSpec) -> WorkResult:
+    """A fast-lane survivor no vector case executes: recorded without running (its diff made in memory)."""
+    module = Path(mutation.module_path).as_posix()
+    original = (ROOT / module).read_text(encoding="utf-8")
+    mutated = mutate_code(original, operator_of(mutation), mutation.occurrence)
+    if mutated is None:
+        return WorkResult(worker_outcome=WorkerOutcome.NO_TEST)
+    return WorkResult(output=NO_CASE, diff=mutation_diff(original, mutated, module),
+                      test_outcome=TestOutcome.SURVIVED, worker_outcome=WorkerOutcome.NORMAL)  # fmt: skip
+
+
+def fast_worker(copy: Path, timeout: float, tasks: Any, results: Any) -> None:
+    """One long-lived suite process: the vectors loaded once; per mutant, a fresh subject process."""
+    os.chdir(ROOT)
+    vectors = {vector_key(vector): vector for vector in load_vectors()}
+    previous = ""
+    while (item := tasks.get()) is not None:
+        job_id, mutation, cases = item
+        started = time.monotonic()
+        if not intact(copy):  # something removed part of it: judge no mutant on a broken tree
+            print(f"{copy}: damaged after job {previous}, copied again", file=sys.stderr, flush=True)
+            make_copy(copy)
+        previous = job_id
+        if not cases:  # nothing run: no time spent certifying
+            results.put((job_id, unreached(mutation), 0.0))
+            continue
+        result = mutate_and_certify(copy, mutation, [vectors[case] for case in cases], timeout)
+        results.put((job_id, result, time.monotonic() - started))
 
 
 # -- running ------------------------------------------------------------------------------------
@@ -241,7 +482,7 @@ def outcome_of(result: WorkResult) -> str:
 
 def lane_command(lane: str, copy: Path, response_timeout: float, cases: Sequence[str]) -> str:
     """The suite, run from the unmutated tree, certifying the copy's reference as a stdio process."""
-    subject = f"env -C {copy} {PYTHON} -m reference.server"
+    subject = subject_command(copy)
     case_options = "".join(f" --case {case}" for case in cases)
     return (
         f"{PYTHON} -m conformance --stdio '{subject}' --families {' '.join(LANES[lane])}"
@@ -252,14 +493,33 @@ def lane_command(lane: str, copy: Path, response_timeout: float, cases: Sequence
 def make_copies(jobs: int, state: Path = COPIES_DIR) -> list[Path]:
     """One fresh copy of the tree per worker (fresh each run: a worker killed mid-mutant leaves its
     copy mutated)."""
-    copies = []
-    for index in range(jobs):
-        copy = state / f"worker-{index}"
-        shutil.rmtree(copy, ignore_errors=True)
-        for name in COPIED:
-            shutil.copytree(ROOT / name, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
-        copies.append(copy)
-    return copies
+    return [make_copy(state / f"worker-{index}") for index in range(jobs)]
+
+
+def intact(copy: Path) -> bool:
+    """Whether ``copy`` still holds every file of the tree it was made from."""
+    return all((copy / name).is_dir() for name in COPIED) and all(
+        (copy / path.relative_to(ROOT)).is_file() for name in COPIED for path in (ROOT / name).rglob("*.py")
+    )
+
+
+def make_copy(copy: Path) -> Path:
+    """A fresh copy of the tree at ``copy``, its bytecode compiled."""
+    shutil.rmtree(copy, ignore_errors=True)
+    for name in COPIED:
+        shutil.copytree(ROOT / name, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
+    # bytecode checked against the source's hash: a subject never runs a stale mutant (a timestamp
+    # check can miss a same-size mutant written in the same second)
+    subprocess.run(
+        [PYTHON, "-m", "compileall", "-q", "--invalidation-mode", "checked-hash", *COPIED],
+        cwd=copy, check=True, capture_output=True,
+    )  # fmt: skip
+    return copy
+
+
+def subject_command(copy: Path) -> str:
+    """The copy's reference as a stdio process (its bytecode never written: see :func:`make_copies`)."""
+    return f"env -C {copy} PYTHONDONTWRITEBYTECODE=1 {PYTHON} -m reference.server"
 
 
 def worker(copy: Path, lane: str, timeout: float, cases: Sequence[str], tasks: Any, results: Any) -> None:
@@ -275,6 +535,11 @@ def worker(copy: Path, lane: str, timeout: float, cases: Sequence[str], tasks: A
 
 def baseline(lane: str, copy: Path, timeout: float, cases: Sequence[str]) -> None:
     """The unmutated copy must pass the lane, or every mutant would look killed."""
+    if lane == "fast":
+        outcome, output = certify(copy, chosen_vectors(cases), max(timeout, 600.0))
+        if outcome != TestOutcome.SURVIVED:
+            raise SystemExit(f"the unmutated tree fails the fast lane: {output}")
+        return
     command = lane_command(lane, copy, min(30.0, timeout), cases)
     done = subprocess.run(command, shell=True, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
     if done.returncode != 0:
@@ -282,9 +547,14 @@ def baseline(lane: str, copy: Path, timeout: float, cases: Sequence[str]) -> Non
 
 
 def run_lane(path: Path, lane: str, earlier: Sequence[str], jobs: int, timeout: float,
-             cases: Sequence[str], limit: int | None, rules: Sequence[str] = ()) -> None:  # fmt: skip
+             cases: Sequence[str], limit: int | None, rules: Sequence[str] = (),
+             select: bool = True, coverage_path: Path = COVERAGE,
+             modules: Sequence[str] = ()) -> None:  # fmt: skip
     """Run ``lane`` on every mutant that survived all ``earlier`` lanes and has no result for it
-    (only those inside the functions ``rules`` names, when it names any)."""
+    (only those inside the functions ``rules`` names, when it names any, and of the files
+    ``modules`` names, when it names any, in their order). The fast lane runs, for
+    each mutant, only the vector cases that reach its statement (every case unless ``select``); a
+    mutant none reaches is recorded *unreached* (a survivor, :data:`NO_CASE`) without running."""
     rows = lane_rows(path)
     with use_db(str(path), WorkDB.Mode.open) as work_db:
         items: list[WorkItem] = sorted(
@@ -299,26 +569,48 @@ def run_lane(path: Path, lane: str, earlier: Sequence[str], jobs: int, timeout: 
             item for item in items
             if item.job_id not in skipped and lane not in rows[item.job_id]
             and (not rules or item.mutations[0].definition_name in rules)
-            and all(rows[item.job_id].get(e, ("",))[0] == "survived" for e in earlier)
+            and (not modules or Path(item.mutations[0].module_path).as_posix() in modules)
+            and all(rows[item.job_id].get(e, ("",))[0] in SURVIVING for e in earlier)
         ]  # fmt: skip
+        if modules:
+            order = {module: index for index, module in enumerate(modules)}
+            pending.sort(key=lambda i: order[Path(i.mutations[0].module_path).as_posix()])
         if limit is not None:
             pending = pending[:limit]
         if not pending:
             print(f"{lane}: nothing to run")
             return
+        chosen: dict[str, list[str]] = {}
+        if lane == "fast":
+            coverage = coverage_map(jobs, cases, coverage_path) if select else None
+            every = [vector_key(v) for v in chosen_vectors(cases)]
+            trees: dict[str, ast.Module] = {}
+            for item in pending:
+                chosen[item.job_id] = (
+                    every if coverage is None else select_cases(item.mutations[0], coverage, trees)
+                )
+            reached = len([item for item in pending if chosen[item.job_id]])
+            print(f"{lane}: {len(pending) - reached} of {len(pending)} mutants reached by no case "
+                  f"(recorded unreached without running); {reached} to run", flush=True)  # fmt: skip
         workers = min(jobs, len(pending))
-        # one set of copies a session (two sessions may run at once)
+        # one set of copies a run (two runs may share a session; each removes its own copies)
         digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:8]
-        copies = make_copies(workers, COPIES_DIR / f"{path.stem}-{digest}")
+        copies_dir = COPIES_DIR / f"{path.stem}-{digest}-{os.getpid()}"
+        copies = make_copies(workers, copies_dir)
         baseline(lane, copies[0], timeout, cases)
         tasks: Any = multiprocessing.Queue()
         results: Any = multiprocessing.Queue()
         for item in pending:
-            tasks.put((item.job_id, item.mutations[0]))
+            if lane == "fast":
+                tasks.put((item.job_id, item.mutations[0], chosen[item.job_id]))
+            else:
+                tasks.put((item.job_id, item.mutations[0]))
         for _ in copies:
             tasks.put(None)
         processes = [
-            multiprocessing.Process(target=worker, args=(copy, lane, timeout, cases, tasks, results))
+            multiprocessing.Process(target=fast_worker, args=(copy, timeout, tasks, results))
+            if lane == "fast"
+            else multiprocessing.Process(target=worker, args=(copy, lane, timeout, cases, tasks, results))
             for copy in copies
         ]
         for process in processes:
@@ -338,6 +630,9 @@ def run_lane(path: Path, lane: str, earlier: Sequence[str], jobs: int, timeout: 
                 process.join(timeout=1)
                 if process.is_alive():
                     process.terminate()
+                    process.join(timeout=5)
+            shutil.rmtree(copies_dir, ignore_errors=True)
+            tasks.cancel_join_thread()  # an interrupted run leaves tasks queued: do not wait to flush them
         print(f"{lane}: {len(pending)} mutants in {time.monotonic() - started:.0f}s on {workers} workers")
 
 
@@ -433,14 +728,23 @@ def score(counts: Counter[str]) -> str:
 
 
 def table(title: str, groups: dict[str, Counter[str]]) -> list[str]:
-    lines = [f"| {title} | mutants | " + " | ".join(OUTCOMES) + " | score |",
-             "|---|" + "---:|" * (len(OUTCOMES) + 2)]  # fmt: skip
+    """One row a group: its mutants by outcome, how many of its survivors no vector case reaches
+    (``unreached``, counted among the survivors too) and its score."""
+    lines = [f"| {title} | mutants | " + " | ".join(OUTCOMES) + " | of which no case reaches | score |",
+             "|---|" + "---:|" * (len(OUTCOMES) + 3)]  # fmt: skip
     for name, counts in groups.items():
         cells = [counts[o] for o in OUTCOMES]
         lines.append(
-            f"| {name} | {sum(counts.values())} | " + " | ".join(map(str, cells)) + f" | {score(counts)} |"
+            f"| {name} | {sum(cells)} | "
+            + " | ".join(map(str, cells))
+            + f" | {counts['unreached']} | {score(counts)} |"
         )
     return lines
+
+
+def unreached_only(mutant: Mutant) -> bool:
+    """Whether every lane that ran on ``mutant`` found no case reaching it."""
+    return bool(mutant.lanes) and all(outcome == "unreached" for outcome, _ in mutant.lanes.values())
 
 
 def render(mutants: Sequence[Mutant], triage: dict[tuple[str, str, str, str], dict[str, str]]) -> str:
@@ -449,13 +753,18 @@ def render(mutants: Sequence[Mutant], triage: dict[tuple[str, str, str, str], di
     by_rule: dict[str, Counter[str]] = defaultdict(Counter)
     by_area: dict[str, Counter[str]] = defaultdict(Counter)
     for m in mutants:
-        by_module[m.module][outcome[m.job_id]] += 1
-        by_rule[f"{m.module}: `{m.rule}`"][outcome[m.job_id]] += 1
-        by_area[m.module.split("/")[0] + "/"][outcome[m.job_id]] += 1
+        found = [outcome[m.job_id]] + (
+            ["unreached"] if outcome[m.job_id] == "survived" and unreached_only(m) else []
+        )
+        for name in found:
+            by_module[m.module][name] += 1
+            by_rule[f"{m.module}: `{m.rule}`"][name] += 1
+            by_area[m.module.split("/")[0] + "/"][name] += 1
     seconds: dict[str, list[float]] = defaultdict(list)
     for m in mutants:
-        for lane, (_, took) in m.lanes.items():
-            seconds[lane].append(took)
+        for lane, (lane_outcome, took) in m.lanes.items():
+            if lane_outcome != "unreached":  # recorded without running
+                seconds[lane].append(took)
     lines = [
         "# Mutation report",
         "",
@@ -463,6 +772,10 @@ def render(mutants: Sequence[Mutant], triage: dict[tuple[str, str, str, str], di
         "session database; the survivors' verdicts come from the reviewed file",
         "`docs/mutation-equivalents.json`. Score: killed (or timed out) over killed, timed out and",
         "survived (equivalent and incompetent mutants left out). Do not edit by hand.",
+        "",
+        "The fast lane runs, for each mutant, the vector cases that execute its statement in the",
+        "unmutated subject (a coverage map traced once per tree); a mutant no case executes is",
+        "recorded as a survivor without running (*no case reaches it*) and goes on to the later lanes.",
         "",
         "Wall time per mutant, by lane (mean, on the run's workers): "
         + (", ".join(f"{lane} {sum(t) / len(t):.1f}s over {len(t)}" for lane, t in seconds.items()) or "-")
@@ -482,18 +795,51 @@ def render(mutants: Sequence[Mutant], triage: dict[tuple[str, str, str, str], di
         "",
         "## Survivors and equivalents",
         "",
-        "| module:line | rule | operator | before | after | survived | verdict | why / what would kill it |",
+        "One row a mutated line and verdict (its mutants' operators and new lines joined); the",
+        "survivors no vector case reaches are counted per rule after it, awaiting the later lanes.",
+        "",
+        "| module:line | rule | operators | before | after | survived | verdict | why / what would kill it |",
         "|---|---|---|---|---|---|---|---|",
     ]
+    rows: dict[tuple[str, int, str, str, str, str, str], list[Mutant]] = defaultdict(list)
+    far: dict[tuple[str, str], list[Mutant]] = defaultdict(list)
     for m in mutants:
         if outcome[m.job_id] not in ("survived", "equivalent"):
             continue
         entry = review_of(m, triage) or {}
-        lines.append(
-            f"| {m.module}:{m.line} | `{m.rule}` | {m.operator} | `{cell(m.before)}` | `{cell(m.after)}` | "
-            f"{', '.join(m.lanes)} | {entry.get('verdict', 'untriaged')} | {cell(entry.get('reason', ''))} |"
+        if outcome[m.job_id] == "survived" and not entry and unreached_only(m):
+            far[(m.module, m.rule)].append(m)
+            continue
+        key = (
+            m.module,
+            m.line,
+            m.rule,
+            m.before,
+            lanes_shown(m),
+            entry.get("verdict", "untriaged"),
+            entry.get("reason", ""),
         )
+        rows[key].append(m)
+    for (module, line, rule, before, shown, verdict, reason), group in rows.items():
+        operators = ", ".join(dict.fromkeys(m.operator for m in group))
+        afters = " ; ".join(f"`{cell(m.after)}`" for m in group)
+        lines.append(
+            f"| {module}:{line} | `{rule}` | {operators} | `{cell(before)}` | {afters} | {shown} | {verdict} | {cell(reason)} |"
+        )
+    if far:
+        lines += ["", "### Survivors no vector case reaches (awaiting the drt and stateful lanes)", "",
+                  "| module | rule | mutants | lines | survived |", "|---|---|---:|---|---|"]  # fmt: skip
+        for (module, rule), group in far.items():
+            numbers = sorted({m.line for m in group})
+            lines.append(
+                f"| {module} | `{rule}` | {len(group)} | {', '.join(map(str, numbers))} | {lanes_shown(group[0])} |"
+            )
     return "\n".join(lines) + "\n"
+
+
+def lanes_shown(mutant: Mutant) -> str:
+    return ", ".join(f"{lane} ({NO_CASE})" if outcome == "unreached" else lane
+                     for lane, (outcome, _) in mutant.lanes.items())  # fmt: skip
 
 
 def cell(text: str) -> str:
@@ -513,6 +859,20 @@ def write_report(path: Path, markdown: Path | None) -> None:
 # -- the command line ---------------------------------------------------------------------------
 
 
+def stop_on_sigterm() -> None:
+    """SIGTERM ends a run as Ctrl-C does: its workers stopped, its copies removed, the results
+    recorded so far kept (the run resumes from them)."""
+
+    main_process = os.getpid()
+
+    def stop(signum: int, frame: object) -> None:
+        if os.getpid() != main_process:  # a worker (or a tracer) the run ends: just go
+            os._exit(128 + signum)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+
+
 def main(argv: Iterable[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="scripts/mutation.sh", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
@@ -528,8 +888,18 @@ def main(argv: Iterable[str] | None = None) -> int:
     run.add_argument("--session", type=Path, help="the session database (default under .scratch/mutation)")
     run.add_argument("--fresh", action="store_true", help="start over even if the session can be resumed")
     run.add_argument("--limit", type=int, help="run at most this many mutants per lane (a sample)")
+    run.add_argument(
+        "--again",
+        action="store_true",
+        help="judge the named modules' survivors again (after new vectors or edges)",
+    )
     run.add_argument("--rule", action="append", default=[], help="run only the mutants inside this function")
     run.add_argument("--case", action="append", default=[], help="only the suite's cases matching this glob")
+    run.add_argument(
+        "--all-cases",
+        action="store_true",
+        help="fast lane: every vector case for each mutant, not only those reaching it",
+    )
     run.add_argument(
         "--markdown", type=Path, help="the report (default: docs/mutation.md; printed with --changed)"
     )
@@ -559,8 +929,11 @@ def main(argv: Iterable[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown lane {unknown[0]!r}; lanes: {', '.join(LANES)}")
     os.chdir(ROOT)
+    stop_on_sigterm()
     open_session(session, files, fresh)
     skip_annotations(session)
+    if options.again:
+        print(f"judging again: {forget_survivors(session, lanes, files)} survivors' results dropped")
     if changed is not None:
         lines = changed
         keep(
@@ -569,12 +942,29 @@ def main(argv: Iterable[str] | None = None) -> int:
         )
     for index, lane in enumerate(lanes):
         timeout = options.timeout or DEFAULT_TIMEOUTS[lane]
-        run_lane(
-            session, lane, lanes[:index], options.jobs, timeout, options.case, options.limit, options.rule
-        )
+        run_lane(session, lane, lanes[:index], options.jobs, timeout, options.case, options.limit,
+                 options.rule, select=not options.all_cases,
+                 modules=files if options.modules else ())  # fmt: skip
     write_report(session, options.markdown or (None if options.changed else REPORT))
     counts = Counter(final_outcome(m, read_triage()) for m in read_mutants(session))
     return 1 if counts["survived"] else 0
+
+
+def forget_survivors(path: Path, lanes: Sequence[str], modules: Sequence[str]) -> int:
+    """Drop the ``lanes`` results of the mutants of ``modules`` that survived them (or were
+    unreached), so that the run judges them again with the suite as it is now (new vectors, new
+    edges); returns how many results were dropped."""
+    with use_db(str(path), WorkDB.Mode.open) as work_db:
+        jobs = [item.job_id for item in work_db.work_items
+                if Path(item.mutations[0].module_path).as_posix() in modules]  # fmt: skip
+    with sqlite3.connect(path) as db:
+        before = db.total_changes
+        for lane in lanes:
+            db.executemany(
+                "DELETE FROM lane_results WHERE job_id = ? AND lane = ? AND outcome IN ('survived', 'unreached')",
+                [(job, lane) for job in jobs],
+            )
+        return db.total_changes - before
 
 
 def keep(path: Path, wanted: Callable[[MutationSpec], bool]) -> None:

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Mutation testing with cosmic-ray over spec/ and the named parts of reference/ (scripts/mutation.py):
 #     scripts/mutation.sh [MODULE ...] [--lanes fast,drt,stateful] [--jobs N] [--timeout S] [--fresh]
-#     scripts/mutation.sh --changed BASE          the fast lane on the mutants of the files changed since BASE
+#     scripts/mutation.sh --changed BASE          the fast lane on the mutants of the lines changed since BASE
+#     scripts/mutation.sh MODULE ... --again      judge those modules' survivors again (after new vectors)
 #     scripts/mutation.sh report [--markdown docs/mutation.md]
 # MODULE: a file, folder or dotted module inside the scope (default: all of it). The session
 # database (.scratch/mutation/session.sqlite) keeps every result as it comes: run the same command
 # again after an interruption and it resumes. The report per module and rule goes to docs/mutation.md.
+# The fast lane runs for each mutant only the vector cases that execute its statement (a coverage map
+# in .scratch/mutation/coverage.json, traced once per tree); --all-cases runs them all.
 # Exit status: 0 no untriaged survivor; 1 a survivor; 2 a usage error.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,10 +1,14 @@
 """The mutation tool (scripts/mutation.py, cosmic-ray) on one small spec rule: a mutant the vectors
-kill is reported killed, an equivalent one survives, and the reviewed file turns it equivalent."""
+kill is reported killed, an equivalent one survives, and the reviewed file turns it equivalent; a
+mutant of the Postgres store, which no vector case reaches, is recorded unreached without running."""
 
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
+
+from cosmic_ray.work_item import MutationSpec
 
 from scripts import mutation
 
@@ -13,21 +17,38 @@ RULE = "decode_cited_seqs"
 LINE = 38  # if len(raw) == 0 and kind != ASSISTANT_MESSAGE:
 KILLED = "core/ReplaceComparisonOperator_Eq_NotEq"  # len(raw) != 0: every non-empty citation rejected
 EQUIVALENT = "core/ReplaceComparisonOperator_Eq_LtE"  # len(raw) <= 0: a length is never negative
+UNREACHED = ("reference/persistence/postgres.py", "_take_lock", "core/ReplaceComparisonOperator_LtE_Lt")
 
 
 def test_a_killed_and_a_surviving_mutant_are_reported_as_such(tmp_path: Path) -> None:
     assert "len(raw) == 0" in (mutation.ROOT / MODULE).read_text(encoding="utf-8").splitlines()[LINE - 1]
     session = tmp_path / "session.sqlite"
-    mutation.open_session(session, [MODULE], fresh=True)
+    mutation.open_session(session, [MODULE, UNREACHED[0]], fresh=True)
 
-    def wanted(spec: mutation.MutationSpec) -> bool:
+    def wanted(spec: MutationSpec) -> bool:
+        if Path(spec.module_path).as_posix() == UNREACHED[0]:  # if self.lock_wait_ms <= 0:
+            return bool((spec.definition_name, spec.operator_name) == UNREACHED[1:])
         # the first comparison of the line (len(raw) == 0), not the second (kind != ...)
-        return spec.definition_name == RULE and spec.start_pos[0] == LINE and spec.start_pos[1] < 20
+        return bool(spec.definition_name == RULE and spec.start_pos[0] == LINE and spec.start_pos[1] < 20)
 
-    mutation.keep(session, lambda spec: wanted(spec) and spec.operator_name in {KILLED, EQUIVALENT})
-    mutation.run_lane(session, "fast", (), jobs=2, timeout=120, cases=["provenance/*"], limit=None)
+    mutation.keep(
+        session, lambda spec: wanted(spec) and spec.operator_name in {KILLED, EQUIVALENT, UNREACHED[2]}
+    )
+    mutation.run_lane(
+        session, "fast", (), jobs=2, timeout=120, cases=["provenance/*"], limit=None,
+        coverage_path=tmp_path / "coverage.json",
+    )  # fmt: skip
 
-    mutants = {m.operator: m for m in mutation.read_mutants(session)}
+    everything = mutation.read_mutants(session)
+    far = next(m for m in everything if m.module == UNREACHED[0])
+    assert far.lanes["fast"] == ("unreached", 0.0)
+    assert (far.before, far.after) == ("if self.lock_wait_ms <= 0:", "if self.lock_wait_ms < 0:")
+    assert mutation.final_outcome(far, {}) == "survived"
+    assert "fast (no case reaches it)" in mutation.render([far], {})
+    # a later lane takes it up: the drt lane's pending list holds it
+    assert mutation.lane_rows(session)[far.job_id]["fast"][0] in mutation.SURVIVING
+
+    mutants = {m.operator: m for m in everything if m.module == MODULE}
     assert set(mutants) == {KILLED.removeprefix("core/"), EQUIVALENT.removeprefix("core/")}
     killed, equivalent = mutants[KILLED.removeprefix("core/")], mutants[EQUIVALENT.removeprefix("core/")]
     assert killed.lanes["fast"][0] == "killed"
@@ -48,3 +69,21 @@ def test_a_killed_and_a_surviving_mutant_are_reported_as_such(tmp_path: Path) ->
     triaged = mutation.render(list(mutants.values()), mutation.read_triage(reviewed))
     assert "| 2 | 1 | 0 | 0 | 1 |" in triaged
     assert "a length is never negative" in triaged
+
+
+def test_a_session_is_resumed_for_fewer_files_and_again_drops_only_survivors(tmp_path: Path) -> None:
+    session = tmp_path / "session.sqlite"
+    mutation.open_session(session, [MODULE, UNREACHED[0]], fresh=True)
+    jobs = [m.job_id for m in mutation.read_mutants(session) if m.module == MODULE][:3]
+    far = next(m.job_id for m in mutation.read_mutants(session) if m.module == UNREACHED[0])
+    with sqlite3.connect(session) as db:
+        db.executemany(
+            "INSERT INTO lane_results VALUES (?, 'fast', ?, 1.0)",
+            [(jobs[0], "killed"), (jobs[1], "survived"), (jobs[2], "unreached"), (far, "survived")],
+        )
+    mutation.open_session(session, [MODULE], fresh=False)  # a part of the session: resumed, kept
+    assert len(mutation.lane_rows(session)) == 4
+    assert mutation.forget_survivors(session, ["fast"], [MODULE]) == 2
+    rows = mutation.lane_rows(session)
+    assert rows[jobs[0]]["fast"][0] == "killed" and rows[far]["fast"][0] == "survived"
+    assert jobs[1] not in rows and jobs[2] not in rows

@@ -17,6 +17,7 @@ from conformance.cases.build import (
     PureCase,
     as_why,
     assistant_ev,
+    assistant_msg,
     chained,
     log,
     pure,
@@ -104,6 +105,183 @@ def turn_rule_cases() -> Cases:
         log(T1, S1, assistant_ev(calls=["c1"]), result_ev("c1"), S1_END, T1_END),
     )
     yield breaks("turn-enclosed: todo/write happens inside a turn", log(("todo/write", {"todos": []})))
+
+
+def turn_edge_cases() -> Cases:
+    """The turn and step rules at the edges their code draws (issue 26, the mutation survivors):
+    numbering across two turns and two steps, a start while one is open, an end or a step naming
+    another turn, events naming another step, crash repair's not-started result and its near
+    misses, a result answered twice, and replaces and appends outside a turn or a step."""
+
+    def turn(number: int, end: bool = False) -> tuple[str, JsonObject]:
+        if end:
+            return ("turn/end", {"turn": number, "reason": {"kind": "completed"}})
+        return ("turn/start", {"turn": number})
+
+    def step(number: int, end: bool = False, in_turn: int = 1) -> tuple[str, JsonObject]:
+        return ("step/end" if end else "step/start", {"turn": in_turn, "step": number})
+
+    yield pure(
+        "two turns numbered 1 and 2 are clean",
+        CHECK,
+        why=as_why(RULES["turn-numbering"]),
+        events=log(turn(1), turn(1, True), turn(2), turn(2, True)),
+    )
+    yield breaks("turn-numbering: a turn number skipped is a violation", log(turn(1), turn(1, True), turn(3)))
+    yield breaks(
+        "turn-open: a turn/start inside turn 1 counts turn 1 closed, so it is turn 2",
+        log(turn(1), turn(2), turn(2, True), turn(3)),
+    )
+    yield breaks(
+        "turn-end: a turn/end naming another turn than the open one is a violation",
+        log(turn(1), turn(2, True)),
+    )
+    yield pure(
+        "two steps numbered 1 and 2 are clean",
+        CHECK,
+        why=as_why(RULES["step-numbering"]),
+        events=log(turn(1), step(1), step(1, True), step(2), step(2, True), turn(1, True)),
+    )
+    yield breaks(
+        "step-numbering: a step number skipped is a violation", log(turn(1), step(1), step(1, True), step(3))
+    )
+    yield breaks(
+        "step-open: a step/start inside step 1 counts step 1 closed, so it is step 2",
+        log(turn(1), step(1), step(2), step(2, True), step(3)),
+    )
+    yield pure(
+        "steps count from 1 again in the second turn",
+        CHECK,
+        why=as_why(RULES["step-numbering"]),
+        events=log(
+            turn(1),
+            step(1),
+            step(1, True),
+            turn(1, True),
+            turn(2),
+            step(1, in_turn=2),
+            step(1, True, 2),
+            turn(2, True),
+        ),
+    )
+    yield breaks(
+        "step-in-turn: a step naming another turn than the open one is a violation",
+        log(turn(1), step(1, in_turn=2)),
+    )
+    yield breaks(
+        "turn-open: a turn/start inside turn 2 counts turn 2 closed, so it is turn 3",
+        log(turn(1), turn(1, True), turn(2), turn(3)),
+    )
+    yield breaks(
+        "step-open: a step/start inside step 2 counts step 2 closed, so it is step 3",
+        log(turn(1), step(1), step(1, True), step(2), step(3)),
+    )
+    yield breaks(
+        "turn-open: a turn/start inside a turn closes its open step too",
+        log(turn(1), step(1), turn(2), step(1, in_turn=2)),
+    )
+    yield breaks(
+        "step-open: a step/start inside a step drops that step's unanswered calls",
+        log(turn(1), step(1), assistant_ev(calls=["c1"]), CALL, step(2), result_ev("c1", step=2)),
+    )
+    yield breaks(
+        "turn-numbering: numbering goes on from the turn that was logged, even a wrong one",
+        log(turn(1), turn(1, True), turn(5), turn(5, True), turn(6)),
+    )
+    yield breaks(
+        "step-numbering: numbering goes on from the step that was logged, even a wrong one",
+        log(turn(1), step(1), step(1, True), step(5), step(5, True), step(6)),
+    )
+    yield breaks(
+        "step-scoped: an assistant message naming another step than the open one is a violation",
+        log(turn(1), step(1), assistant_ev(step=2)),
+    )
+    yield breaks(
+        "step-scoped: an assistant message naming another turn than the open one is a violation",
+        log(turn(1), step(1), assistant_ev(turn=2)),
+    )
+    not_started_error: JsonObject = {"name": "ToolNotStartedError", "code": "TOOL_NOT_STARTED"}
+
+    def answer(error: JsonValue, blocks: list[JsonValue] | None = None) -> tuple[str, JsonObject, JsonObject]:
+        data = {**result_msg("zz", is_error=True), "error": error}
+        message = dict(data["message"])  # type: ignore[arg-type]
+        if blocks is not None:
+            message["content"] = blocks
+        return ("tool/result", {**data, "message": message}, APPEND)
+
+    error_block: JsonObject = {"type": "tool-result", "toolCallId": "zz", "isError": True,
+                               "content": [{"type": "text", "text": "result"}]}  # fmt: skip
+    plain_block = {**error_block, "isError": False}
+    for sentence, result in (
+        ("crash repair's not-started result answers no call", answer(not_started_error)),
+        (
+            "a result whose first block is an error, its last not, can be crash repair's",
+            answer(not_started_error, [error_block, plain_block]),
+        ),
+    ):
+        yield pure(
+            f"tool-result-pairing: {sentence}",
+            CHECK,
+            why=as_why(RULES["tool-result-pairing"]),
+            events=log(turn(1), step(1), result),
+        )
+    for sentence, result in (
+        (
+            "a result whose isError is 1, not true, is no not-started result",
+            answer(not_started_error, [{**error_block, "isError": 1}]),
+        ),
+        (
+            "a result whose first block is not an error is no not-started result",
+            answer(not_started_error, [plain_block, error_block]),
+        ),
+        (
+            "a result with another error code is no not-started result",
+            answer({**not_started_error, "code": "TOOL_OUTCOME_UNKNOWN"}),
+        ),
+        (
+            "a result with an error code sorting first is no not-started result",
+            answer({**not_started_error, "code": "TOOL_ABORTED"}),
+        ),
+        ("a result whose error is not an object is no not-started result", answer("TOOL_NOT_STARTED")),
+        ("a result with no content is no not-started result", answer(not_started_error, [])),
+    ):
+        yield breaks(f"tool-result-pairing: {sentence}", log(turn(1), step(1), result))
+    yield breaks(
+        "tool-result-pairing: a call answered twice is answered once",
+        log(turn(1), step(1), assistant_ev(calls=["c1"]), CALL, result_ev("c1"), result_ev("c1")),
+    )
+    yield pure(
+        "tool-result-pairing: an event of an unknown type naming the open step is no result",
+        CHECK,
+        why=as_why(RULES["tool-result-pairing"]),
+        events=log(turn(1), step(1), ("zz/x", {"turn": 1, "step": 1})),
+    )
+    yield breaks(
+        "turn-enclosed: a tool/result replace outside a turn is a violation",
+        log(
+            user_ev(),
+            (
+                "compaction/prune",
+                {"shadowedRange": {"start": 0, "end": 0}, "shadowedSeqs": [0], "shadowedTokenCount": 1},
+            ),
+            ("tool/result", result_msg("c1"), {"surfaceOp": replace(0, 0), "sourceEventSeqs": [0]}),
+        ),
+    )
+    yield pure(
+        "turn-enclosed: only execution records and result replaces need a turn, not an assistant replace",
+        CHECK,
+        why=as_why(RULES["turn-enclosed"]),
+        events=log(
+            user_ev(),
+            ("assistant/message", assistant_msg("a9"), {"surfaceOp": replace(0, 0), "sourceEventSeqs": [0]}),
+        ),
+    )
+    yield pure(
+        "step-scoped: an appended event of a custom type is not step-scoped",
+        CHECK,
+        why=as_why(RULES["step-scoped"]),
+        events=log(("custom/x", {}, APPEND)),
+    )
 
 
 def compaction_rule_cases() -> Cases:
@@ -269,6 +447,87 @@ def lineage_rule_cases() -> Cases:
     )
 
 
+def lineage_edge_cases() -> Cases:
+    """The closers and the header's lineage at the edges their code draws (issue 26, the mutation
+    survivors): closer blocks of other lengths at other positions, the event the closers follow
+    differing from the one before it, a stray interrupted turn/end with no turn open, seedLength
+    below the log's length, an end-seed at seq 0 or only at the log's end, isSeeded as a number,
+    and a sub-agent at depth 1."""
+    later = {"time": SEED_TIME + 7}
+    for name, events in (
+        ("a turn closed right after its start", log(T1)),
+        ("a step and its turn closed", log(T1, S1)),
+        (
+            "closers after an event later than the one before it",
+            log(T1, S1, ("step/start", {"turn": 1, "step": 2}, later)),
+        ),
+        (
+            "a compaction, a step and a turn closed",
+            log(T1, S1, ("compaction/start", {"compactionId": "k1", "turn": 1})),
+        ),
+    ):
+        yield pure(
+            f"closers: {name} passes the closers rule",
+            CHECK,
+            why=as_why(RULES["closers"]),
+            events=with_closers(events),
+        )
+    interrupted = ("turn/end", {"turn": 1, "reason": {"kind": "interrupted"}})
+    yield breaks(
+        "closers: an interrupted turn/end after a closed turn is a violation",
+        log(T1, T1_END, interrupted),
+    )
+    seeded: JsonObject = {**HEADER, "parentSession": "p", "isSeeded": True}
+    end_seed: tuple[str, JsonObject] = ("session/end-seed", {})
+    yield pure(
+        "a child that appended after its seed holds more events than seedLength",
+        CHECK,
+        why=as_why(RULES["seed-length"]),
+        events=log(user_ev(), end_seed, user_ev("u2")),
+        header={**seeded, "seedLength": 2},
+    )
+    yield pure(
+        "a child whose seed was empty has its end-seed at seq 0",
+        CHECK,
+        why=as_why(RULES["end-seed"]),
+        events=log(end_seed, user_ev("u2")),
+        header={**seeded, "seedLength": 1},
+    )
+    for name, events, length in (
+        (
+            "end-seed: a seedLength of 0 needs the end-seed at seq 0, not at the log's end",
+            log(user_ev(), end_seed),
+            0,
+        ),
+        ("end-seed: a message where the end-seed should be is a violation", log(user_ev(), user_ev("u2")), 1),
+        (
+            "end-seed: an assistant message where the end-seed should be is a violation",
+            log(assistant_ev(), user_ev("u2")),
+            1,
+        ),
+        (
+            "end-seed: a seedLength equal to the log's length needs an end-seed at its end",
+            log(user_ev(), user_ev("u2")),
+            2,
+        ),
+    ):
+        yield breaks(name, events, header={**seeded, "seedLength": length})
+    yield pure(
+        "isSeeded as the number 1 promises nothing",
+        CHECK,
+        why=as_why(RULES["end-seed"]),
+        events=log(user_ev()),
+        header={**HEADER, "isSeeded": 1},
+    )
+    yield pure(
+        "a sub-agent's header at depth 1 is consistent",
+        CHECK,
+        why=as_why(RULES["delegation-depth"]),
+        events=log(user_ev()),
+        header={**HEADER, "origin": "subagent", "delegationDepth": 1},
+    )
+
+
 def reporting_cases() -> Cases:
     three_problems = log(T1_END, ("user/message", user_msg()), ("todo/write", {}))
     yield pure(
@@ -309,6 +568,210 @@ def reporting_cases() -> Cases:
     )
 
 
+def compaction_edge_cases() -> Cases:
+    """The compaction rules at the edges their code draws (issue 26, the mutation survivors): which
+    source makes a checkpoint, a turn/end's owner, one summary per bracket, the orphan a start
+    becomes only at an end-seed, empty and non-string ids, a summary's range against its first and
+    last seqs, and a replace with nothing before it."""
+    start_k1: JsonObject = {"compactionId": "k1", "turn": None}
+    replaced: JsonObject = {"surfaceOp": replace(0, 0), "sourceEventSeqs": [0]}
+    for sentence, source in (
+        ("a command source naming the compact plugin", {"kind": "command", "plugin": "compact"}),
+        ("a plugin named after compact in sort order", {"kind": "plugin", "plugin": "compactor"}),
+        ("a plugin named before compact in sort order", {"kind": "plugin", "plugin": "auto"}),
+    ):
+        message = {**user_msg("ck"), "source": {**source, "compactionId": "k1"}}
+        yield breaks(
+            f"shadow-price: {sentence} is not a checkpoint, so its replace is only unmetered",
+            log(user_ev(), ("user/message", message, replaced)),
+        )
+    checkpoint_source = {"kind": "plugin", "plugin": "compact", "compactionId": "k1"}
+    yield breaks(
+        "shadow-price: only a user/message is a checkpoint, not an assistant message with its source",
+        log(user_ev(), ("assistant/message", {**assistant_msg("a9"), "source": checkpoint_source}, replaced)),
+    )
+    yield breaks(
+        "compaction-turn: after its turn/end no turn is open, so a start naming that turn is outside it",
+        log(T1, T1_END, ("compaction/start", {"compactionId": "k1", "turn": 1})),
+    )
+    summary: JsonObject = {**start_k1, "shadowedRange": {"start": 0, "end": 0}, "shadowedSeqs": [0],
+                           "shadowedTokenCount": 5}  # fmt: skip
+    end_k1: tuple[str, JsonObject] = ("compaction/end", start_k1)
+    yield pure(
+        "a successful compaction with its one summary has no compaction violation",
+        CHECK,
+        why=as_why(RULES["compaction-bracket"]),
+        events=log(user_ev(), ("compaction/start", start_k1), ("compaction/summary", summary), end_k1),
+    )
+    yield breaks(
+        "compaction-bracket: a second summary within one compaction is a violation",
+        log(
+            user_ev(),
+            ("compaction/start", start_k1),
+            ("compaction/summary", summary),
+            ("compaction/summary", summary),
+            end_k1,
+        ),
+    )
+    turn_start = ("compaction/start", {"compactionId": "k1", "turn": 1})
+    yield breaks(
+        "compaction-turn: a turn/end crossing an open start is reported when no end-seed follows",
+        log(T1, turn_start, T1_END),
+    )
+    yield breaks(
+        "compaction-dangling: the start an end-seed orphans is the last start, not a later message",
+        log(T1, turn_start, assistant_ev(), T1_END, ("session/end-seed", {})),
+    )
+    yield breaks(
+        "compaction-turn: a closed compaction is no orphan of a later end-seed",
+        log(
+            ("compaction/start", start_k1),
+            T1,
+            ("compaction/end", {**start_k1, "error": "x"}),
+            ("session/end-seed", {}),
+        ),
+    )
+    for sentence, compaction_id in (("an empty", ""), ("a number as a", 5)):
+        yield breaks(
+            f"compaction-bracket: {sentence} compactionId is a violation",
+            log(
+                ("compaction/start", {"compactionId": compaction_id, "turn": None}),
+                ("compaction/end", {"compactionId": compaction_id, "turn": None, "error": "x"}),
+            ),
+        )
+    for sentence, seqs, shadowed in (
+        ("an empty shadowedSeqs is reported, whatever its range", [], {"start": 0, "end": 0}),
+        ("a range matching the first and last of two seqs is clean", [0, 1], {"start": 0, "end": 1}),
+        ("a range ending before the last seq is a violation", [0, 1], {"start": 0, "end": 0}),
+    ):
+        wide = {**summary, "shadowedSeqs": seqs, "shadowedRange": shadowed}
+        yield pure(
+            f"compaction-summary: {sentence}",
+            CHECK,
+            why=as_why(RULES["compaction-summary"]),
+            events=log(
+                user_ev(), user_ev("u2"), ("compaction/start", start_k1), ("compaction/summary", wide), end_k1
+            ),
+        )
+    yield pure(
+        "compaction-checkpoint: a user source naming the compact plugin is not a checkpoint",
+        CHECK,
+        why=as_why(RULES["compaction-checkpoint"]),
+        events=log(
+            user_ev(),
+            ("user/message", {**user_msg("ck"), "source": {"kind": "user", "plugin": "compact"}}, replaced),
+        ),
+    )
+    yield pure(
+        "compaction-checkpoint: a checkpoint source on an event of an unknown type is no checkpoint",
+        CHECK,
+        why=as_why(RULES["compaction-checkpoint"]),
+        events=log(user_ev(), ("zz/custom", {**user_msg("ck"), "source": checkpoint_source}, replaced)),
+    )
+    yield breaks(
+        "compaction-turn: a start naming another turn than the open one is a violation",
+        log(T1, ("compaction/start", {"compactionId": "k1", "turn": 2})),
+    )
+    for sentence, events in (
+        (
+            "a start naming turn true is not turn 1",
+            log(T1, ("compaction/start", {"compactionId": "k1", "turn": True})),
+        ),
+        (
+            "a start naming an object as its turn never matches",
+            log(T1, ("compaction/start", {"compactionId": "k1", "turn": {}})),
+        ),
+        (
+            "a start naming turn 1.5 is not turn 1",
+            log(T1, ("compaction/start", {"compactionId": "k1", "turn": 1.5})),
+        ),
+    ):
+        yield breaks(f"compaction-turn: {sentence}", events)
+    yield pure(
+        "compaction-turn: a start naming turn 1.0 inside turn 1 matches it: numbers compare by value",
+        CHECK,
+        why=as_why(RULES["compaction-turn"]),
+        events=log(T1, ("compaction/start", {"compactionId": "k1", "turn": 1.0})),
+    )
+    yield pure(
+        "compaction-turn: a start naming turn true inside a turn started as true matches it",
+        CHECK,
+        why=as_why(RULES["compaction-turn"]),
+        comment="true === true in JavaScript: a strict equality, not a number check",
+        events=log(
+            ("turn/start", {"turn": True}), ("compaction/start", {"compactionId": "k1", "turn": True})
+        ),
+    )
+    yield breaks(
+        "compaction-turn: a start is no orphan until an end-seed comes, whatever comes between",
+        log(T1, turn_start, assistant_ev(), T1_END),
+    )
+    wide_summary: JsonObject = {**summary, "shadowedRange": {"start": 0, "end": 1}, "shadowedSeqs": [0, 1]}
+    for sentence, op in (
+        ("a replace of two nodes metered by its summary's range is clean", replace(0, 1)),
+        ("a replace whose end is not its summary's range end is unmetered", replace(0, 0)),
+    ):
+        yield pure(
+            f"shadow-price: {sentence}",
+            CHECK,
+            why=as_why(RULES["shadow-price"]),
+            events=log(
+                user_ev(),
+                user_ev("u2"),
+                ("compaction/start", start_k1),
+                ("compaction/summary", wide_summary),
+                (
+                    "user/message",
+                    {**user_msg("ck"), "source": checkpoint_source},
+                    {"surfaceOp": op, "sourceEventSeqs": [0, 1]},
+                ),
+                end_k1,
+            ),
+        )
+    prune = (
+        "compaction/prune",
+        {"shadowedRange": {"start": 0, "end": 0}, "shadowedSeqs": [0], "shadowedTokenCount": 5},
+    )
+    yield breaks(
+        "shadow-price: a tool/result replace after a compaction/summary is metered by the wrong kind",
+        log(user_ev(), ("compaction/summary", summary), ("tool/result", result_msg("c1", "x"), replaced)),
+    )
+    yield breaks(
+        "shadow-price: a user/message replace after a compaction/prune is metered by the wrong kind",
+        log(user_ev(), prune, ("user/message", user_msg("x"), replaced)),
+    )
+    yield breaks(
+        "shadow-price: an event that is no metering event does not meter, whatever range it carries",
+        log(
+            user_ev(),
+            ("custom/x", {"shadowedRange": {"start": 0, "end": 0}}),
+            ("user/message", user_msg("x"), replaced),
+        ),
+    )
+    yield pure(
+        "shadow-price: a replace second in the log is metered by the first event",
+        CHECK,
+        why=as_why(RULES["shadow-price"]),
+        events=log(("compaction/summary", summary), ("user/message", user_msg("x"), replaced)),
+    )
+    yield breaks(
+        "shadow-price: a replace that opens the log has nothing before it, whatever ends the log",
+        log(
+            ("user/message", user_msg("x"), replaced),
+            ("compaction/start", start_k1),
+            ("compaction/summary", summary),
+        ),
+    )
+
+
 cases: Final = chained(
-    clean_cases, core_rule_cases, turn_rule_cases, compaction_rule_cases, lineage_rule_cases, reporting_cases
+    clean_cases,
+    core_rule_cases,
+    turn_rule_cases,
+    turn_edge_cases,
+    compaction_rule_cases,
+    compaction_edge_cases,
+    lineage_rule_cases,
+    lineage_edge_cases,
+    reporting_cases,
 )

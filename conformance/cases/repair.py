@@ -95,6 +95,23 @@ def call_cases() -> Cases:
         comment="c1 started and c3 was answered: the closers are c2's, then c1's, not sorted by id",
     )
     yield pure(
+        "answering the first-sorting call leaves the others pending, in their order",
+        CLOSERS,
+        events=log(TURN_START, STEP_START, assistant_ev(calls=["c2", "c1", "c3"]), result_ev("c1")),
+    )
+    yield pure(
+        "a message holding only a tool-call block announces its call",
+        CLOSERS,
+        events=log(TURN_START, STEP_START, assistant_ev(calls=["c1"], text=None)),
+    )
+    yield pure(
+        "a call announced again after it started is pending once, as announced again",
+        CLOSERS,
+        events=log(
+            TURN_START, STEP_START, assistant_ev(calls=["c1"]), TOOL_CALL, assistant_ev("a2", calls=["c1"])
+        ),
+    )
+    yield pure(
         "a step/end forgets the calls of its step",
         CLOSERS,
         events=log(TURN_START, STEP_START, assistant_ev(calls=["c1"]), ("step/end", {"turn": 1, "step": 1})),
@@ -113,6 +130,19 @@ def compaction_cases() -> Cases:
             ("compaction/start", {"compactionId": "k1", "turn": 1, "sourceCommandId": "cmd"}),
         ),
     )
+    two = (
+        ("compaction/start", {"compactionId": "k1", "turn": None}),
+        ("compaction/start", {"compactionId": "k2", "turn": None}),
+    )
+    yield pure(
+        "two open compactions get a compaction/end each, in the order they opened", CLOSERS, events=log(*two)
+    )
+    for closed in ("k1", "k2"):
+        yield pure(
+            f"of two open compactions, the one whose compaction/end ({closed}) came stays closed",
+            CLOSERS,
+            events=log(*two, ("compaction/end", {"compactionId": closed, "turn": None, "error": "x"})),
+        )
     yield pure(
         "an open compaction outside a turn gets its compaction/end alone",
         CLOSERS,

@@ -42,6 +42,8 @@ def segment_cases() -> Cases:
         ("a non-ASCII character is escaped by its UTF-16 code unit", "caf\u00e9"),
         ("a character outside the BMP is escaped as two UTF-16 code units", "\U0001f600"),
         ("a space is escaped", "a b"),
+        ("a dash, sorting before a dot, is kept", "-"),
+        ("a dot and a dash are kept: only . and .. are escaped whole", ".-"),
     ]:
         yield pure(name, SEGMENT, id=session_id)
     yield pure("an empty session id has no path segment", SEGMENT, Code.EMPTY_PATH_SEGMENT, id="")
@@ -92,6 +94,12 @@ def header_line_cases() -> Cases:
         line=V4_LINE,
     )
     yield pure("a header line keeps unknown keys", LINE, why=LINE_RULE, line={**V4_LINE, "note": "kept"})
+    yield pure(
+        "a header line keeps unknown keys sorting after type",
+        LINE,
+        why=LINE_RULE,
+        line={**V4_LINE, "zone": "kept"},
+    )
     yield pure(
         "a header line must name the session it is read as",
         LINE,
@@ -146,6 +154,11 @@ def bad_header_line_cases() -> Cases:
             "a first line whose type is not session is not a header",
             Code.HEADER_LINE_INVALID,
             {**V4_LINE, "type": "event"},
+        ),
+        (
+            "a first line whose type sorts after session is not a header either",
+            Code.HEADER_LINE_INVALID,
+            {**V4_LINE, "type": "turn"},
         ),
         (
             "a header line without an id is not a header",

@@ -11,9 +11,10 @@ from typing import Any, Final
 from conformance.cases.build import Cases, chained, event, pure
 from conformance.cases.storage.naming import V4_LINE
 from spec.codes import Code
-from spec.log.json import JsonObject
+from spec.log.json import JsonObject, JsonValue
 
 RECORD = "spec.chunk_rows.decode_storage_record"
+MAX_SAFE: Final = 2**53 - 1  # the largest safe integer
 JSONL = "spec.framing.decode_jsonl_log"
 
 TEXT_ROW: Final[JsonObject] = {
@@ -65,6 +66,8 @@ def malformed_row_cases() -> Cases:
     tool_data = TOOL_ROW["data"]
     assert isinstance(text_data, dict) and isinstance(tool_data, dict)
     value: Any
+    not_all_strings: list[JsonValue] = ["a", 1]
+    a_string_gap: list[JsonValue] = ["x", 7]
     for name, value in [
         ("a packed row with an extra envelope key is malformed", {**TEXT_ROW, "extra": 1}),
         (
@@ -80,8 +83,67 @@ def malformed_row_cases() -> Cases:
             "a packed tool-call row whose id is not a string is malformed",
             {**TOOL_ROW, "data": {**tool_data, "id": 1}},
         ),
+        ("a packed row without time0 is malformed", {k: v for k, v in TEXT_ROW.items() if k != "time0"}),
+        (
+            "a packed row whose members are not all strings is malformed",
+            {**TEXT_ROW, "data": {**text_data, "texts": not_all_strings, "dt": [5]}},
+        ),
+        (
+            "a packed row whose dt holds a string is malformed",
+            {**TEXT_ROW, "data": {**text_data, "dt": a_string_gap}},
+        ),
+        (
+            "a packed row with more dt gaps than it needs is malformed",
+            {**TEXT_ROW, "data": {**text_data, "dt": [1, 2, 3]}},
+        ),
+        (
+            "a packed text row with an extra data key is malformed",
+            {**TEXT_ROW, "data": {**text_data, "extra": 1}},
+        ),
+        (
+            "a packed text row without its index is malformed",
+            {**TEXT_ROW, "data": {k: v for k, v in text_data.items() if k != "index"}},
+        ),
+        (
+            "a packed tool-call row with an extra data key is malformed",
+            {**TOOL_ROW, "data": {**tool_data, "extra": 1}},
+        ),
+        (
+            "a packed tool-call row without its index is malformed",
+            {**TOOL_ROW, "data": {k: v for k, v in tool_data.items() if k != "index"}},
+        ),
+        (
+            "a packed row with a non-string member is malformed even when dt fits the strings",
+            {**TEXT_ROW, "data": {**text_data, "texts": not_all_strings, "dt": []}},
+        ),
+        (
+            "a packed row whose members' seqs would pass the largest safe integer is malformed",
+            {**TEXT_ROW, "seq0": MAX_SAFE - 1},
+        ),
+        (
+            "a packed row whose members' times would pass the largest safe integer is malformed",
+            {**TEXT_ROW, "time0": MAX_SAFE - 5},
+        ),
     ]:
         yield pure(name, RECORD, Code.MALFORMED_CHUNK_ROW, why=ROW_RULE, record=value)
+    yield pure(
+        "a packed row whose last member's seq is the largest safe integer is valid",
+        RECORD,
+        why=ROW_RULE,
+        record={**TEXT_ROW, "seq0": MAX_SAFE - 2},
+    )
+    yield pure(
+        "a packed tool-call row may leave out the call's name",
+        RECORD,
+        why=ROW_RULE,
+        record={**TOOL_ROW, "data": {k: v for k, v in tool_data.items() if k != "name"}},
+    )
+    yield pure(
+        "each member's time adds its own gap: four members, three different gaps",
+        RECORD,
+        why=ROW_RULE,
+        record={**TEXT_ROW, "data": {**text_data, "texts": ["a", "b", "c", "d"], "dt": [1, 2, 4]}},
+    )
 
 
 def jsonl_cases() -> Cases:

@@ -1,0 +1,94 @@
+"""The fast lane's selection (scripts/mutation.py): a mutant runs only the vector cases that execute
+its statement in the unmutated subject; a multi-line statement or a compound statement's header
+counts as one; a mutant no case executes runs none (it is recorded unreached, never killed)."""
+
+from __future__ import annotations
+
+import ast
+import sys
+import textwrap
+from pathlib import Path
+
+from cosmic_ray.work_item import MutationSpec
+
+from scripts import mutation
+from scripts.mutation_trace import LineRecorder
+
+SOURCE = textwrap.dedent(
+    """\
+    @decorate(
+        1,
+    )
+    def f(x, y=(
+        2
+    )):
+        if (x and
+                y > 3):
+            return g(
+                x,
+                4,
+            )
+        try:
+            h()
+        except (
+            ValueError
+        ):
+            pass
+        return 5
+    """
+)
+
+
+def test_a_statement_counts_as_a_whole_and_a_compound_one_by_its_header() -> None:
+    tree = ast.parse(SOURCE)
+    assert mutation.statement_lines(tree, 11) == {9, 10, 11, 12}  # `4,` inside return g(...)
+    assert mutation.statement_lines(tree, 8) == {7, 8}  # the if's condition, not its body
+    assert mutation.statement_lines(tree, 5) == {1, 2, 3, 4, 5, 6}  # a default: decorators, signature
+    assert mutation.statement_lines(tree, 16) == {15, 16, 17}  # an except clause's type
+    assert mutation.statement_lines(tree, 19) == {19}
+
+
+def spec(module: str, line: int) -> MutationSpec:
+    return MutationSpec(
+        module_path=Path(module), operator_name="core/NumberReplacer", occurrence=0,
+        start_pos=(line, 0), end_pos=(line, 1),
+    )  # fmt: skip
+
+
+def test_a_mutant_runs_only_the_cases_that_reach_its_statement() -> None:
+    module = "spec/log/provenance.py"
+    lines = (mutation.ROOT / module).read_text(encoding="utf-8").splitlines()
+    raise_line = next(n for n, text in enumerate(lines, 1) if "raise reject(" in text)
+    argument_line = raise_line + 1  # a continuation line: no line event of its own is needed
+    assert lines[argument_line - 1].strip().startswith("Code.")
+    coverage = mutation.CoverageMap.of(
+        [
+            ("a/reaches-the-raise", {module: [raise_line]}),
+            ("b/elsewhere", {module: [raise_line + 40], "spec/log/json.py": [argument_line]}),
+            ("c/reaches-it-too", {module: [1, raise_line]}),
+        ]
+    )
+    trees: dict[str, ast.Module] = {}
+    assert mutation.select_cases(spec(module, argument_line), coverage, trees) == [
+        "a/reaches-the-raise",
+        "c/reaches-it-too",
+    ]
+    assert mutation.select_cases(spec(module, raise_line + 40), coverage, trees) == ["b/elsewhere"]
+    assert mutation.select_cases(spec(module, raise_line - 3), coverage, trees) == []  # unreached
+
+
+def test_the_recorder_sees_the_lines_a_call_runs_and_only_in_scope(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "m.py").write_text("def f(x):\n    if x:\n        return 1\n    return 2\n", encoding="utf-8")
+    namespace: dict[str, object] = {}
+    code = compile((package / "m.py").read_text(encoding="utf-8"), str(package / "m.py"), "exec")
+    recorder = LineRecorder(tmp_path, ["pkg"])
+    exec(code, namespace)
+    sys.settrace(recorder)
+    try:
+        namespace["f"](0)  # type: ignore[operator]
+        sorted([3, 1])  # outside the scope: not recorded
+    finally:
+        sys.settrace(None)
+    assert recorder.lines() == {"pkg/m.py": [1, 2, 4]}
