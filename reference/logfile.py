@@ -35,7 +35,7 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from functools import cached_property
+from functools import cached_property, partial
 from typing import BinaryIO, Final, TypeVar
 
 import zstandard
@@ -391,7 +391,7 @@ def read_clean_zstd_log(path: str, data: bytes, limits: ReadLimits) -> LogFile |
     if log is None:
         return None
     records = bulk[2] if log.format_version == LEGACY_FORMAT_VERSION else None
-    return LogFile(path, LogForm.ZSTD_FRAMES, log, lambda: _frame_places(frames, records), None)
+    return LogFile(path, LogForm.ZSTD_FRAMES, log, partial(_frame_places, frames, records), None)
 
 
 def _frame_places(

@@ -452,18 +452,19 @@ class FirstLiveSeqIsSeedLengthOnResume(MutantSubject):
 
 class _ReversedClosersStore(FileStore):
     def _open_locked(self, session_id: str, path: str, lock: Any) -> Any:
-        original = filestore_module.derive_resumed_log
+        original = filestore_module.derive_closers
 
         def reversed_closers(events: Sequence[Event]) -> tuple[Event, ...]:
-            closers = original(events)[len(events) :]
-            first = len(events)
-            return (
-                *events,
-                *(with_field(event, "seq", first + index) for index, event in enumerate(reversed(closers))),
-            )
+            return _renumbered(events, tuple(reversed(original(events))))
 
-        with swapped(filestore_module, "derive_resumed_log", reversed_closers):
+        with swapped(filestore_module, "derive_closers", reversed_closers):
             return super()._open_locked(session_id, path, lock)
+
+
+def _renumbered(events: Sequence[Event], closers: Sequence[Event]) -> tuple[Event, ...]:
+    """``closers`` numbered on from the end of ``events``, in the order given."""
+    first = len(events)
+    return tuple(with_field(event, "seq", first + index) for index, event in enumerate(closers))
 
 
 class EmitsClosersInWrongOrder(MutantSubject):
@@ -476,15 +477,13 @@ class EmitsClosersInWrongOrder(MutantSubject):
 
 class _NoCompactionEndStore(FileStore):
     def _open_locked(self, session_id: str, path: str, lock: Any) -> Any:
-        original = filestore_module.derive_resumed_log
+        original = filestore_module.derive_closers
 
         def without_compaction_end(events: Sequence[Event]) -> tuple[Event, ...]:
-            closers = original(events)[len(events) :]
-            kept = [event for event in closers if event.get("type") != COMPACTION_END]
-            first = len(events)
-            return (*events, *(with_field(event, "seq", first + index) for index, event in enumerate(kept)))
+            kept = [event for event in original(events) if event.get("type") != COMPACTION_END]
+            return _renumbered(events, kept)
 
-        with swapped(filestore_module, "derive_resumed_log", without_compaction_end):
+        with swapped(filestore_module, "derive_closers", without_compaction_end):
             return super()._open_locked(session_id, path, lock)
 
 

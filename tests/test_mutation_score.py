@@ -14,6 +14,7 @@ kill-at-random-points check, and a copy that acknowledges flush without writing 
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from dataclasses import dataclass
@@ -152,6 +153,13 @@ def test_every_swap_replaces_a_name_its_module_still_holds() -> None:
         for swap in getattr(broken, "swaps", ())
         if not hasattr(importlib.import_module(swap.module), swap.name)
     ]
+    # and every ``swapped(module, "name", ...)`` a broken store or engine makes while it runs
+    for helpers in ("tests.broken_subjects", "tests.broken_engines"):
+        module = importlib.import_module(helpers)
+        source = Path(module.__file__ or "").read_text(encoding="utf-8")
+        for alias, name in re.findall(r'swapped\((\w+), "(\w+)"', source):
+            if not hasattr(getattr(module, alias), name):
+                gone.append(f"{helpers}: {alias}.{name}")
     assert gone == []
 
 
