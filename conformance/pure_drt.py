@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, Phase, example, given, settings
 from hypothesis.reporting import with_reporter
 
 from conformance.cases.build import OK, Case, Step
-from conformance.drt_edges import ABSENT_EDGE, EDGE_INPUTS, Edge, field_edges, field_template, with_edge
+from conformance.drt_edges import EDGE_INPUTS, Edge, field_edges, field_template, with_edge
 from conformance.drt_inputs import INPUTS
 from conformance.generate_vectors import capabilities_of
 from conformance.matching import answer_fingerprint, why_not
@@ -304,16 +304,16 @@ def check_field_edge(subject: Subject, row: TypedField, edge: Edge, target: Targ
 
 
 def check_fields(subject: Subject, options: Options) -> list[CaseResult]:
-    """One case per edge of every typed field (:data:`spec.protocol.TYPED_FIELDS`), for the fields
-    whose requests need only capabilities the subject declares."""
+    """One case per edge of every typed field (:data:`spec.protocol.TYPED_FIELDS`), each run when
+    its requests, with the field at that edge, need only capabilities the subject declares."""
     target = options.target or DEFAULT_TARGET
     results: list[CaseResult] = []
     for row in TYPED_FIELDS:
-        setup, tested = field_requests(row, ABSENT_EDGE)
-        needed = set(capabilities_of(Case(row.name, "", tuple(Step(r, OK) for r in [*setup, *tested]))))
-        missing = sorted(needed - {"core"} - options.capabilities)
         for edge in field_edges(row):
             check_deadline()
+            setup, tested = field_requests(row, edge)
+            needed = set(capabilities_of(Case(row.name, "", tuple(Step(r, OK) for r in [*setup, *tested]))))
+            missing = sorted(needed - {"core"} - options.capabilities)
             if missing:
                 name, slug = field_case(row, edge)
                 detail = f"the subject does not declare {', '.join(missing)}"
