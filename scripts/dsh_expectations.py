@@ -102,7 +102,20 @@ CAUSES: tuple[Cause, ...] = (
         "for a compaction/start without its end it derives no compaction/end",
         SESSION + ":608-725 (interruptedTurnClosers)",
         kind="derived-rule",
-        keys=("repair/an-open-compaction-*",),
+        keys=(
+            "repair/an-open-compaction-*",
+            "repair/two-open-compactions-*",
+            "repair/of-two-open-compactions-*",
+        ),
+    ),
+    Cause(
+        "failed",
+        "DSH bounds a packed row's member seqs in doubles: seq0 + count - 1 rounds back down to 2^53-1 when "
+        "seq0 + count passes 2^53, so a row whose last members' seqs are not safe integers is expanded instead "
+        "of refused as malformed",
+        SESSION + ":964 (the member-seq bound)",
+        kind="subject-bug",
+        keys=("storage/a-packed-row-whose-members-seqs-would-pass-*",),
     ),
     Cause(
         "failed",
