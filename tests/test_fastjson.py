@@ -372,6 +372,59 @@ def test_the_numbers_changed_in_a_frozen_reading_are_changed_unfrozen_too() -> N
     assert type(value["b"]) is int
 
 
+@pytest.mark.parametrize("use_orjson", PARSERS)
+@pytest.mark.parametrize("depth", [1, 63, 64, 65, 66, 200])
+def test_numbers_nested_either_side_of_the_recursion_bound_are_changed_unfrozen_too(
+    depth: int, use_orjson: bool
+) -> None:
+    """settle_numbers recurses up to _RECURSIVE_DEPTH levels and walks deeper containers by a
+    stack: a big integer and a -0.0 in a dict and in a list at each depth read as in a frozen
+    reading."""
+    inner = b'{"n":[9007199254740993,-0.0],"z":-0.0,"k":1}'
+    line = b'{"a":' * depth + inner + b"}" * depth
+    listed = b"[" * depth + inner + b"]" * depth
+    for text in (line, listed):
+        frozen = fastjson.decode_lines([text], use_orjson=use_orjson)
+        plain = fastjson.decode_lines([text], use_orjson=use_orjson, frozen=False)
+        assert frozen is not None and plain is not None
+        assert thawed_alike(plain[0], frozen[0])
+        value: Any = plain[0]
+        for _ in range(depth):
+            value = value["a"] if isinstance(value, dict) else value[0]
+        assert type(value["n"][0]) is float and str(value["n"][1]) == "0.0" and str(value["z"]) == "0.0"
+        assert type(value["k"]) is int
+
+
+INVALID_UTF8 = [
+    b"\xed\xa0\x80",
+    b"\xc0\xaf",
+    b"\xff",
+    b"\xf4\x90\x80\x80",
+    b"\xe2\x82",
+    b"a\x80",
+    b"\xf8\x88\x80\x80\x80",
+]
+
+
+@pytest.mark.parametrize("use_orjson", PARSERS)
+@pytest.mark.parametrize("bad", INVALID_UTF8)
+def test_a_line_of_invalid_utf8_is_left_to_the_spec(bad: bytes, use_orjson: bool) -> None:
+    """clean_records leaves the UTF-8 check to the parser: either refuses a line that is not
+    UTF-8 (in a string, a key, or outside both), so the spec's reader names the damage."""
+    for line in (b'{"a":"' + bad + b'"}', b'{"' + bad + b'":1}', b'{"a":1}' + bad):
+        assert fastjson.decode_lines([line], use_orjson=use_orjson) is None
+        assert fastjson.decode_lines([line], use_orjson=use_orjson, frozen=False) is None
+
+
+@pytest.mark.parametrize("use_orjson", PARSERS)
+@given(raw=st.binary(min_size=1, max_size=12))
+def test_any_string_of_invalid_utf8_is_left_to_the_spec(use_orjson: bool, raw: bytes) -> None:
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        assert fastjson.decode_lines([b'{"a":"' + raw + b'"}'], use_orjson=use_orjson) is None
+
+
 def resumed_v4_session(tmp_path: Any) -> tuple[SessionStore, Any, tuple[Any, ...]]:
     """:func:`write_small_log`'s v4 log, resumed by a new store; with the events the spec's path
     reads from it."""

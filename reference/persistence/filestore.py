@@ -198,7 +198,7 @@ def clean_records(
 ) -> tuple[int, FrozenDict, list[JsonValue], list[bytes]] | None:
     """The version, header and records of a clean log, parsed in bulk: a plain log is ``data``, a
     zstd log is ``frames`` (:func:`clean_zstd_frames`; the first is the header line's, every other
-    ends with a newline); the records' UTF-8 checked at once, the lines parsed by
+    ends with a newline); the lines parsed (their UTF-8 checked too) by
     :func:`fastjson.decode_lines`, the header by the spec's rules (against ``file_name`` when
     given), with the lines themselves; a v4 log's records left plain unless ``frozen``. ``None``
     when anything there is not clean or the parser is unsure."""
@@ -217,7 +217,8 @@ def clean_records(
             header_line = decode_header_text(data[:end])
             records_text = data[end + 1 :]
         version, header = decode_header_line(header_line, session_id, file_name)
-        records_text.decode("utf-8")  # strict: a line of invalid UTF-8 is damage (the spec names it)
+        # A line of invalid UTF-8 is damage the spec names: the parser refuses it (both of
+        # fastjson.decode_lines' parsers check UTF-8 strictly), so the text is not decoded here.
         lines = records_text.split(b"\n")
         del records_text
         lines.pop()  # the text ends with a newline
