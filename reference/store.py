@@ -164,12 +164,20 @@ class SessionStore:
             try:
                 # A log read in bulk gives the events its reader judged; plain ones if it keeps
                 # their lines, which are then judged unfrozen and dropped (spec: take_seed_event).
+                # The messages its read path checked are not checked twice (spec: messages_checked).
                 if isinstance(handle, BufferedLogHandle):
                     stored, text_kept = handle.judged(), handle.text_kept
+                    checked = handle.messages_checked
                 else:
-                    stored, text_kept = handle.read(), False
+                    stored, text_kept, checked = handle.read(), False, 0
                 state = create_session_state(
-                    session_id, stored, handle.header, self._clock(), restore=True, text_kept=text_kept
+                    session_id,
+                    stored,
+                    handle.header,
+                    self._clock(),
+                    restore=True,
+                    text_kept=text_kept,
+                    messages_checked=checked,
                 )
                 handle.append(state.events[len(stored) :])
             except BaseException:

@@ -50,10 +50,12 @@ class BufferedLogHandle:
         durable: Sequence[Event],
         report: OpenReport,
         batch: BatchPolicy | None = None,
+        messages_checked: int = 0,
     ) -> None:
         if batch is not None:
             validate_batch_policy(batch)
         self._header = header
+        self._messages_checked = messages_checked
         # A log read in bulk keeps its stored lines (StoredEvents): only what follows them is a list.
         stored = durable if isinstance(durable, StoredEvents) else StoredEvents(())
         self._tail: list[Event] = list(durable[len(stored.lines) :])
@@ -83,6 +85,12 @@ class BufferedLogHandle:
         if isinstance(self._events, StoredEvents):
             return self._events.judged_events()
         return self.read()
+
+    @property
+    def messages_checked(self) -> int:
+        """How many of the first events at open a storage read path has checked the messages of
+        (spec: ``create_session_state``'s ``messages_checked``); the events after them (closers) not."""
+        return self._messages_checked
 
     @property
     def text_kept(self) -> bool:

@@ -442,7 +442,15 @@ class FileStore:
                 migrated_from_v0=True,
             )
             return FileLogHandle(
-                self, new_path, loaded.header, resumed, lock, published=True, report=report, batch=self.batch
+                self,
+                new_path,
+                loaded.header,
+                resumed,
+                lock,
+                published=True,
+                report=report,
+                batch=self.batch,
+                messages_checked=len(stored),
             )
         torn_bytes = 0
         if loaded.truncate_to is not None:
@@ -452,7 +460,15 @@ class FileStore:
             self._append_batch(path, closers, compressed_source)
         report = OpenReport(torn_bytes, len(loaded.recovered), len(closers))
         return FileLogHandle(
-            self, path, loaded.header, resumed, lock, published=True, report=report, batch=self.batch
+            self,
+            path,
+            loaded.header,
+            resumed,
+            lock,
+            published=True,
+            report=report,
+            batch=self.batch,
+            messages_checked=len(stored),  # both read paths check every stored message (load_log)
         )
 
     def _batch_bytes(self, records: Sequence[JsonValue], compressed: bool) -> bytes:
@@ -553,8 +569,9 @@ class FileLogHandle(BufferedLogHandle):
         published: bool,
         report: OpenReport,
         batch: BatchPolicy | None = None,
+        messages_checked: int = 0,
     ) -> None:
-        super().__init__(header, durable, report, batch)
+        super().__init__(header, durable, report, batch, messages_checked)
         self._store = store
         self.path = path
         self._lock = lock

@@ -43,16 +43,23 @@ ADAPTER_DEFAULT_KEYS: Final = frozenset({"reasoningEffort", "maxTokens"})
 
 
 def validate_seed_event(
-    index: int, source: object, restore: bool, shared: bool = False, text_kept: bool = False
+    index: int,
+    source: object,
+    restore: bool,
+    shared: bool = False,
+    text_kept: bool = False,
+    message_checked: bool = False,
 ) -> Event:
     """Seed entry ``index`` becomes a frozen event after, in order: the JSON snapshot (snapshot
     mode), the ownership freeze (restore mode; skipped when the caller keeps the entry's stored
     text, ``text_kept``) or nothing (a shared seed's frozen entry), the envelope check with the
-    legacy ``request/header-delta`` check first, the LLM-shape checks, the legacy ``fallback``
-    reason check, and ``seq == index`` (notes/dsh-session-core §1.3, §4.2 steps 1-4)."""
+    legacy ``request/header-delta`` check first, the LLM-shape checks (a restored entry whose
+    message the storage read path checked already, ``message_checked``, is not checked twice:
+    :func:`validate_seed_llm_shape`), the legacy ``fallback`` reason check, and ``seq == index``
+    (notes/dsh-session-core §1.3, §4.2 steps 1-4)."""
     event = take_seed_event(index, source, restore, shared, text_kept)
     validate_seed_envelope(index, event)
-    validate_seed_llm_shape(index, event)
+    validate_seed_llm_shape(index, event, restore and message_checked)
     validate_seed_request_header_reason(index, event)
     validate_seed_seq(index, event)
     return event
@@ -113,13 +120,17 @@ def validate_seed_envelope(index: int, event: Event) -> None:
         raise _invalid_envelope(index)
 
 
-def validate_seed_llm_shape(index: int, event: Event) -> None:
+def validate_seed_llm_shape(index: int, event: Event, message_checked: bool = False) -> None:
     """A seeded ``request/header`` names its provider and model; a seeded message event carries a
-    well-formed message (§1.3 step 4, §1.4)."""
+    well-formed message (§1.3 step 4, §1.4). ``message_checked``: the event was read from a stored
+    log whose read path has checked that very message by the same rule
+    (:func:`validate_message_shape`, through ``spec.format.legacy.validate_stored_events`` or
+    ``upgrade_v0_records``), which refuses the log before any seed is folded, so checking it again
+    could never fail and is skipped (issue 24: a resume judges each rule once per event)."""
     kind = event.get("type")
     if kind == REQUEST_HEADER:
         validate_request_header_shape(index, event.get("data"))
-    elif is_named(kind, MESSAGE_EVENT_TYPES):
+    elif not message_checked and is_named(kind, MESSAGE_EVENT_TYPES):
         validate_message_shape(f"seed {kind} at index {index}", event)
 
 

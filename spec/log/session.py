@@ -80,6 +80,7 @@ def create_session_state(
     restore: bool = False,
     shared: bool = False,
     text_kept: bool = False,
+    messages_checked: int = 0,
 ) -> SessionState:
     """A new session: every seed entry validated and folded in order, ``first_live_seq`` = the seed
     length, then ``session/end-seed`` appended by the store at ``time = now`` when
@@ -89,9 +90,13 @@ def create_session_state(
     and frozen in place (notes/dsh-session-core §4.2, §1.5). A ``shared`` seed is a prefix of a live
     session's log, whose frozen events the new state shares (:func:`spec.log.seed.take_seed_event`).
     With ``text_kept`` (restore mode), the caller keeps each entry's stored text and the state's
-    seed events are the judged entries unfrozen, for the caller to drop, never to hand out."""
+    seed events are the judged entries unfrozen, for the caller to drop, never to hand out.
+    ``messages_checked`` (restore mode): the first that many entries were read from a stored log
+    whose read path checked their messages' shapes already (:func:`fold_seed`)."""
     restored_header = restore_header(session_id, header) if restore else None
-    events, surface = fold_seed(seed if seed is not None else (), restore, shared, text_kept)
+    events, surface = fold_seed(
+        seed if seed is not None else (), restore, shared, text_kept, messages_checked
+    )
     frozen_header = restored_header if restored_header is not None else snapshot_header(session_id, header)
     state = SessionState(header=frozen_header, events=events, surface=surface, first_live_seq=len(events))
     if needs_end_seed(seed is not None, events):
@@ -112,16 +117,22 @@ def restore_header(session_id: str, record: object) -> FrozenDict:
 
 
 def fold_seed(
-    seed: Sequence[object], restore: bool, shared: bool = False, text_kept: bool = False
+    seed: Sequence[object],
+    restore: bool,
+    shared: bool = False,
+    text_kept: bool = False,
+    messages_checked: int = 0,
 ) -> tuple[tuple[Event, ...], Surface]:
     """Each seed entry, read once, is validated (:func:`spec.log.seed.validate_seed_event`) and then
     planned on the surface built from the entries before it; the first failure rejects the whole
-    seed (§4.2 step 2)."""
+    seed (§4.2 step 2). In restore mode the first ``messages_checked`` entries come from a stored
+    log's read path, which checked their messages already (the rest, such as crash-repair
+    closers, are checked here)."""
     events: list[Event] = []
     nodes = SurfaceNodes()
     generation = 0
     for index, source in enumerate(seed):
-        event = validate_seed_event(index, source, restore, shared, text_kept)
+        event = validate_seed_event(index, source, restore, shared, text_kept, index < messages_checked)
         plan = plan_seed_surface(index, nodes, event, events)
         events.append(event)
         if plan is not None:

@@ -446,6 +446,30 @@ def test_a_restore_that_keeps_the_text_judges_each_entry_unfrozen_with_the_same_
         assert (caught.value.code, caught.value.message) == (frozen.code, frozen.message)
 
 
+def test_a_restore_checks_no_message_its_read_path_checked_and_every_other_one() -> None:
+    """``messages_checked``: the first that many restored entries' messages were checked by the
+    storage read path and are not checked again; the entries after them (closers) are, and the
+    envelope, surface and seq rules still judge every entry."""
+    malformed = {**user(0), "data": {**user(0)["data"], "role": "system"}}
+    assert seed_error([malformed], restore_mode=True).code == Code.MESSAGE_ROLE
+    stored = header(seeded=True)
+    state = create_session_state("s", [malformed], stored, NOW, restore=True, messages_checked=1)
+    assert state.events[0]["data"]["role"] == "system"
+    for checked in (0, 1):
+        with pytest.raises(SpecError) as caught:
+            create_session_state(
+                "s", [user(0), malformed], stored, NOW, restore=True, messages_checked=checked
+            )
+        assert caught.value.code == Code.MESSAGE_ROLE
+    with pytest.raises(SpecError) as caught:  # only a restore trusts its read path
+        create_session_state("s", [malformed], None, NOW, messages_checked=1)
+    assert caught.value.code == Code.MESSAGE_ROLE
+    for broken in ([{**malformed, "extra": 1}], [{**malformed, "seq": 1}]):
+        with pytest.raises(SpecError) as caught:
+            create_session_state("s", broken, stored, NOW, restore=True, messages_checked=1)
+        assert caught.value.code in (Code.SEED_ENVELOPE_INVALID, Code.SEED_SEQ_MISMATCH)
+
+
 def test_validate_seed_event_returns_the_frozen_event() -> None:
     frozen = validate_seed_event(0, user(0), restore=False)
     with pytest.raises(TypeError):
