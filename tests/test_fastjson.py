@@ -304,6 +304,8 @@ def test_the_fast_writer_writes_a_float_by_orjson_only_where_both_write_it_alike
     unlike: list[Any] = [{"a": 0.5, "b": [2.5e-5]}, {"small": 3.5e-6}, 1e-7]
     for record in alike + unlike:
         assert fastjson.encode_lines([record]) == encode_lines([record])
+    batch: list[Any] = [{"k": "v"}, *alike, *unlike, {"s": "\ud800", "f": 1e-7}, {"k": "e-"}]
+    assert fastjson.encode_lines(batch) == encode_lines(batch)  # one batch: only its unlike lines differ
     spec_lines = [encode_json_text(record).encode() for record in unlike]
     orjson_lines = [fastjson._orjson.dumps(record) for record in unlike] if fastjson._orjson else []
     assert all(mine != theirs for mine, theirs in zip(spec_lines, orjson_lines))  # each case tells

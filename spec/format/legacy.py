@@ -47,6 +47,8 @@ MODE_SET: Final = "mode/set"
 STEERING_MESSAGE: Final = "steering/message"
 SIMPLE_END_KINDS: Final = frozenset({"completed", "blocked", "max-tokens", "interrupted"})
 FAILURE_OPTIONAL_KEYS: Final = ("status", "providerRetryAfterMs", "requestId")
+RETIRED_TYPES: Final = frozenset({REQUEST_HEADER_DELTA, MODE_SET, REQUEST_HEADER})
+"""The types of :func:`validate_no_retired_vocabulary`'s retired forms."""
 
 
 def upgrade_v0_records(
@@ -70,7 +72,8 @@ def upgrade_v0_records(
             event = upgrade_pre_identity_message(session_id, event, message_ids)
             frozen = freeze_parsed_json(event)
             assert isinstance(frozen, FrozenDict)
-            validate_message_shape(f"session event at seq {js_text(frozen['seq'])}", frozen)
+            if is_named(frozen.get("type"), MESSAGE_EVENT_TYPES):  # the others pass: no subject to name
+                validate_message_shape(f"session event at seq {js_text(frozen['seq'])}", frozen)
         except SpecError as error:
             raise reject(error.code, error.message + where(index)) from None
         message_id = _message_id_of(frozen)
@@ -166,21 +169,30 @@ def decode_v0_events(
     events: list[JsonObject] = []
     record_of: list[int] = []
     for index, record in enumerate(records):
-        where = describe_place(places[index]) if index < len(places) else f"line {index + 2}"
-        for event in decode_storage_record(record, where):
+        try:
+            decoded = decode_storage_record(record)
+        except SpecError:  # read again, naming the row's place (named only when needed: issue 24)
+            decoded = decode_storage_record(record, _record_place(places, index))
+        for event in decoded:
             if not isinstance(event, dict):
                 raise reject(
-                    Code.CORRUPT_LOG, f"corrupt session log: record at {where} is not an event object"
+                    Code.CORRUPT_LOG,
+                    f"corrupt session log: record at {_record_place(places, index)} is not an event object",
                 )
             if event.get("seq") != len(events) or type(event.get("seq")) is bool:
                 raise reject(
                     Code.CORRUPT_LOG,
-                    f"corrupt session log: seq gap in committed region at {where}: "
+                    f"corrupt session log: seq gap in committed region at {_record_place(places, index)}: "
                     f"expected seq {len(events)}, got {js_text(event.get('seq', 'undefined'))}",
                 )
             events.append(event)
             record_of.append(index)
     return events, record_of
+
+
+def _record_place(places: Sequence[LinePlace], index: int) -> str:
+    """Record ``index``'s place: its ``places`` entry, or its line counted from the header (line 1)."""
+    return describe_place(places[index]) if index < len(places) else f"line {index + 2}"
 
 
 def _event_places(places: Sequence[LinePlace], record_of: Sequence[int]) -> Callable[[int], str]:
@@ -218,8 +230,12 @@ def validate_no_retired_vocabulary(
             ),
         ),
     )
+    # Each retired form is an event of one of these types: the others are never searched (issue 24).
+    candidates = [
+        (index, event) for index, event in enumerate(events) if is_named(event.get("type"), RETIRED_TYPES)
+    ]
     for code, what, is_retired in retired:
-        for index, event in enumerate(events):
+        for index, event in candidates:
             if is_retired(event):
                 raise reject(
                     code,
