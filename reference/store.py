@@ -122,6 +122,19 @@ class SessionStore:
         ``session/end-seed`` marker unless it already ends with one. ``shared`` is for
         :meth:`fork` only: the seed is a prefix of a live session's log, whose frozen events the
         child shares instead of copying (:func:`spec.log.seed.take_seed_event`)."""
+        return self._create(session_id, seed, meta, shared, ())
+
+    def _create(
+        self,
+        session_id: str | None,
+        seed: Sequence[object] | None,
+        meta: JsonValue,
+        shared: bool,
+        kept_lines: Sequence[bytes],
+    ) -> Session:
+        """:meth:`create`; with ``kept_lines``, the stored lines of the seed's first events (a fork
+        of a session that keeps its log as lines), which the child and its handle keep in their
+        place once judged and handed to storage, as the parent does (issue 24: fork memory)."""
         stored = _StoredIds(self._persistence)
         if session_id is None:
             session_id, self._minted = mint_session_id(self._minted, self._live.keys(), stored)
@@ -130,8 +143,12 @@ class SessionStore:
         if self._persistence is not None:
             handle = self._persistence.create(state.header)
             handle.append(state.events)
+            if kept_lines and isinstance(handle, BufferedLogHandle):
+                handle.keep_lines(kept_lines)
             self._handles[session_id] = handle
-        session = Session(state, sink=handle, clock=self._clock, on_commit=self._committed)
+        session = Session(
+            state, sink=handle, clock=self._clock, on_commit=self._committed, stored_lines=kept_lines
+        )
         self._live[session_id] = session
         return session
 
@@ -144,12 +161,16 @@ class SessionStore:
         if not isinstance(source, str) and live is not source:
             raise reject(Code.SESSION_NOT_LIVE, f'session "{source_id}" is not the live store instance')
         events = live.events
+        lines: Sequence[bytes] = ()
         if isinstance(events, StoredEvents):  # a log kept as its lines: decoded once, in bulk
+            lines = events.lines
             with collector_paused():
                 events = tuple(events)
         seed = plan_fork_seed(source_id, events, boundary)
+        del events
         meta = derive_child_meta(live.header, source_id, len(seed))
-        return self.create(child_id, seed=seed, meta=meta, shared=True)
+        # The child keeps the seed's stored lines too, not the events decoded from them.
+        return self._create(child_id, seed, meta, True, lines[: len(seed)])
 
     def resume(self, session_id: str) -> Session:
         """Take over a stored log and keep appending after it: the stored events (a torn tail

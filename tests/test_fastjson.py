@@ -495,3 +495,39 @@ def test_every_run_of_a_resumed_log_reads_as_its_events_one_by_one(tmp_path: Any
     assert list(events) == one_by_one and events[::2] == tuple(one_by_one[::2])
     child = store.fork(session, child_id="child")
     assert child.events[: len(events)] == tuple(one_by_one)
+
+
+@pytest.mark.parametrize(
+    "batch", [pytest.param(filestore.DEFAULT_BATCH_POLICY, id="batched"), pytest.param(None, id="unbatched")]
+)
+@pytest.mark.parametrize("boundary", [None, 3])
+def test_a_fork_of_a_session_kept_as_lines_keeps_its_parents_lines_in_child_and_handle(
+    tmp_path: Any, batch: Any, boundary: int | None
+) -> None:
+    """Issue 24 (fork memory): the child of a resumed session keeps the parent's very line objects
+    for its seed, not the events decoded from them; it hands out fresh frozen events equal to the
+    parent's, its file reads back the same events whether the first flush came at the append (a
+    byte bound) or later (the pending events decoded again), and it goes on growing and forking."""
+    write_small_log(tmp_path, compressed=True)
+    store = SessionStore(FileStore(str(tmp_path), batch=batch))
+    parent = store.resume("s")
+    lines = parent.events.lines  # type: ignore[attr-defined]
+    child = (
+        store.fork(parent, child_id="child") if boundary is None else store.fork(parent, boundary, "child")
+    )
+    seed = len(parent.events) if boundary is None else boundary + 1
+    events = child.events
+    assert isinstance(events, fastjson.StoredEvents) and len(events.lines) == min(seed, len(lines))
+    assert all(mine is theirs for mine, theirs in zip(events.lines, lines))
+    assert events[:seed] == parent.events[:seed] and all(frozen_all_the_way_down(event) for event in events)
+    handle = store._handles["child"]
+    assert isinstance(handle._events, fastjson.StoredEvents) and handle._events.lines is events.lines  # type: ignore[attr-defined]
+    child.append("turn/start", {"turn": 9})
+    child.append("turn/end", {"turn": 9, "reason": {"kind": "completed"}})
+    grandchild = store.fork(child, child_id="grandchild")
+    expected = child.events
+    store.close_all()
+    for session_id, want in (("child", expected), ("grandchild", expected)):
+        again = SessionStore(FileStore(str(tmp_path))).resume(session_id)
+        assert again.events[: len(want)] == want
+    assert grandchild.events[: len(expected)] == expected

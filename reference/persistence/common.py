@@ -105,6 +105,15 @@ class BufferedLogHandle:
             return self._events.lines
         return ()
 
+    def keep_lines(self, lines: Sequence[bytes]) -> None:
+        """From now on the first ``len(lines)`` events are kept as ``lines``, each the stored text
+        of the very event it stands for (a fork's child: its parent's lines), and decoded when read;
+        the events are let go. Those not yet durable are decoded again to be written."""
+        if isinstance(self._events, StoredEvents) or len(lines) > len(self._tail):
+            raise ValueError("only a handle holding its events as objects keeps lines for them")
+        self._tail = self._tail[len(lines) :]
+        self._events = StoredEvents(lines, None, self._tail)
+
     def append(self, events: Sequence[Event]) -> None:
         if self._closed:
             raise reject(Code.SESSION_CLOSED, f'session "{self._header["id"]}" is closed')
