@@ -431,8 +431,8 @@ class FileStore:
         )
         if loaded.format_version == LEGACY_FORMAT_VERSION:
             # Migration: the converted log becomes a new v4 file beside the v0 one, published whole.
-            new_path = _join(_dirname(path), V4_ZSTD_NAME if self.compressed else V4_PLAIN_NAME)
-            self._publish(new_path, loaded.header, resumed)
+            written = _join(_dirname(path), V4_ZSTD_NAME if self.compressed else V4_PLAIN_NAME)
+            self._publish(written, loaded.header, resumed)
             report = OpenReport(
                 torn_bytes_dropped=0
                 if loaded.truncate_to is None
@@ -441,27 +441,17 @@ class FileStore:
                 closers_appended=len(closers),
                 migrated_from_v0=True,
             )
-            return FileLogHandle(
-                self,
-                new_path,
-                loaded.header,
-                resumed,
-                lock,
-                published=True,
-                report=report,
-                batch=self.batch,
-                messages_checked=len(stored),
-            )
-        torn_bytes = 0
-        if loaded.truncate_to is not None:
-            torn_bytes = self.fs.size(path) - loaded.truncate_to
-            self._rewrite_clean(path, loaded.truncate_to, loaded.recovered + closers, compressed_source)
-        elif closers:
-            self._append_batch(path, closers, compressed_source)
-        report = OpenReport(torn_bytes, len(loaded.recovered), len(closers))
+        else:
+            written, torn_bytes = path, 0
+            if loaded.truncate_to is not None:
+                torn_bytes = self.fs.size(path) - loaded.truncate_to
+                self._rewrite_clean(path, loaded.truncate_to, loaded.recovered + closers, compressed_source)
+            elif closers:
+                self._append_batch(path, closers, compressed_source)
+            report = OpenReport(torn_bytes, len(loaded.recovered), len(closers))
         return FileLogHandle(
             self,
-            path,
+            written,
             loaded.header,
             resumed,
             lock,
