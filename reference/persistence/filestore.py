@@ -574,7 +574,11 @@ class FileLogHandle(BufferedLogHandle):
         encodes its batch at once)."""
         if self._batch is None or self._batch.max_bytes is None:
             return None
-        lines = [fastjson.encode_lines((event,)) for event in events]
+        # Many events at once (a fork's or a seeded session's log) are encoded in one call and cut
+        # into their lines: a JSON line holds no raw line break, so each piece is one event's line.
+        lines = fastjson.encode_lines(events).splitlines(keepends=True) if len(events) > 1 else []
+        if len(lines) != len(events):
+            lines = [fastjson.encode_lines((event,)) for event in events]
         self._lines += lines
         return lines
 
