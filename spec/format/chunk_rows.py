@@ -10,7 +10,7 @@ from typing import Final
 
 from spec.codes import Code, SpecError, reject
 from spec.log.events import is_named
-from spec.log.json import JsonObject, JsonValue, is_event_seq, is_safe_integer
+from spec.log.json import FrozenDict, JsonObject, JsonValue, is_event_seq, is_safe_integer
 
 # Row tag -> the delta chunk type its members decode to.
 CHUNK_ROW_TAGS: Final = {
@@ -109,7 +109,9 @@ def _validate_run_bounds(tag: str, seq0: int, time0: int, gaps: list[int], count
 def expand_chunk_row(tag: str, row: JsonObject, members: Sequence[str]) -> list[JsonValue]:
     """Member ``k`` of a valid row is ``{type: "assistant/chunk", seq: seq0 + k, time: time0 plus
     the first k gaps, data: {turn, step, chunk}}``, the chunk carrying the row's index (and, for a
-    tool call, its id and name) and the member text (notes/dsh-persistence §3.2)."""
+    tool call, its id and name) and the member text (notes/dsh-persistence §3.2). Each event is
+    built frozen (its leaves are the row's scalars and strings), so a reader that freezes what it
+    reads finds nothing left to freeze (issue 24: a v0 log's first sight)."""
     data = row["data"]
     assert isinstance(data, dict)
     gaps = _gaps_of(data)
@@ -127,12 +129,16 @@ def expand_chunk_row(tag: str, row: JsonObject, members: Sequence[str]) -> list[
         else:
             chunk["text"] = member
         events.append(
-            {
-                "type": "assistant/chunk",
-                "seq": seq + k,
-                "time": time,
-                "data": {"turn": data["turn"], "step": data["step"], "chunk": chunk},
-            }
+            FrozenDict(
+                {
+                    "type": "assistant/chunk",
+                    "seq": seq + k,
+                    "time": time,
+                    "data": FrozenDict(
+                        {"turn": data["turn"], "step": data["step"], "chunk": FrozenDict(chunk)}
+                    ),
+                }
+            )
         )
     return events
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from spec.codes import Code, SpecError
 from spec.format.chunk_rows import decode_storage_record
-from spec.log.json import MAX_SAFE_INTEGER, JsonObject, JsonValue
+from spec.log.json import MAX_SAFE_INTEGER, FrozenDict, JsonObject, JsonValue
 
 
 def chunk_event(seq: int, time: int, chunk: JsonObject, turn: int = 1, step: int = 1) -> JsonObject:
@@ -84,6 +84,21 @@ def test_a_tool_call_row_expands_with_its_id_and_name() -> None:
         )
         for seq in (4, 5, 6)
     ]
+
+
+@pytest.mark.parametrize("tag", ["text-chunks", "tool-call-chunks"])
+def test_expanded_events_are_frozen_all_the_way_down(tag: str) -> None:
+    """A reader freezes what it reads: an expanded member is built frozen, envelope, data and chunk."""
+    payload: JsonObject = {"texts": ["a", "b"]} if tag == "text-chunks" else {"id": "c1", "args": ["a", "b"]}
+    row: JsonObject = {
+        "type": tag,
+        "seq0": 0,
+        "time0": 1,
+        "data": {"turn": 1, "step": 1, "index": 0, "dt": [0], **payload},
+    }
+    for event in decode_storage_record(row):
+        assert type(event) is FrozenDict and type(event["data"]) is FrozenDict
+        assert type(event["data"]["chunk"]) is FrozenDict
 
 
 def test_a_name_less_tool_call_row_expands_without_a_name_key() -> None:
