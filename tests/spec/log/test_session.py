@@ -454,7 +454,7 @@ def test_a_restore_checks_no_message_its_read_path_checked_and_every_other_one()
     assert seed_error([malformed], restore_mode=True).code == Code.MESSAGE_ROLE
     stored = header(seeded=True)
     state = create_session_state("s", [malformed], stored, NOW, restore=True, messages_checked=1)
-    assert state.events[0]["data"]["role"] == "system"
+    assert at(state.events[0], "data", "role") == "system"
     for checked in (0, 1):
         with pytest.raises(SpecError) as caught:
             create_session_state(
