@@ -57,8 +57,8 @@ from conformance.report import case_slug
 from conformance.spec_index import UnknownRule, rule_of, rule_path, spec_function, specification_of
 from conformance.subject import InProcessSubject
 from spec.checks.log import RULES as CHECKER_RULES
-from spec.protocol import CHECKER_RULE
 from spec.log.json import JsonObject, JsonValue
+from spec.protocol import CHECKER_RULE
 from spec.wire import WIRE_TABLE
 
 CHECK_LOG: Final = "spec.checker.check_log"
@@ -130,8 +130,9 @@ def checker_rules_of(case: PureCase, expect: JsonValue) -> list[str]:
     its why (a valid log built beside that rule's edge); a verdict that names no rule (a log
     expected valid as a whole, an error) needs every rule, ``checker-rules``."""
     rules = {rule for rule, text in CHECKER_RULES.items() if case.why == as_why(text)}
-    if isinstance(expect, dict) and expect.get("ok") is True and isinstance(expect.get("result"), list):
-        rules.update(str(found["rule"]) for found in expect["result"] if isinstance(found, dict))
+    found = expect.get("result") if isinstance(expect, dict) and expect.get("ok") is True else None
+    if isinstance(found, list):
+        rules.update(str(violation["rule"]) for violation in found if isinstance(violation, dict))
         if rules:
             return sorted(f"{CHECKER_RULE}{rule}" for rule in rules)
     return ["checker-rules"]
