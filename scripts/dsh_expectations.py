@@ -154,8 +154,8 @@ CAUSES: tuple[Cause, ...] = (
         "published package states shadow-price (the token meter folds a replace with no metering event at "
         "zero cost), closers, seed-length, end-seed or delegation-depth (the restore path checks the header's "
         "field types only), or compaction-dangling (the compaction companion lets an end-seed orphan a start)",
-        SESSION + ":1367-1391 (the seed's validation), :1115-1128 (the header's); "
-        "@deepseek-ai/dsh-session lib/invariant.js, @deepseek-ai/dsh-compaction lib/invariant.js "
+        SESSION + ":1374-1391 (the seed's validation), :1114-1128 (the header's); "
+        "@deepseek-ai/dsh-session lib/invariant.js:119-160, @deepseek-ai/dsh-compaction lib/invariant.js:56-67 "
         "(inheritedOrphanStartSeqs); " + METER + ":94-143 (foldSurfaceProjection); SPEC-DECISIONS D9",
         kind="spec-version",
         keys=("checker/*", "pure-drt/spec-checker-*"),
@@ -165,7 +165,7 @@ CAUSES: tuple[Cause, ...] = (
         "failed",
         "DSH refuses a log at its first violation (its restore path and its invariant companions throw), "
         "so it names one violation where the checker reports every one it finds",
-        SESSION + ":1367-1391; @deepseek-ai/dsh-invariants lib/index.js (fail throws InvariantError); "
+        SESSION + ":1374-1391; @deepseek-ai/dsh-invariants lib/index.js:92-94 (fail throws InvariantError); "
         "SPEC-DECISIONS D9",
         kind="decision",
         keys=(
@@ -184,8 +184,8 @@ CAUSES: tuple[Cause, ...] = (
         "failed",
         "DSH's restore path ends a log that does not end with a session/end-seed with one, so the compaction "
         "companion counts a start still open at the end a stale orphan and lets a turn/end cross it",
-        SESSION + ":1390 (the appended end-seed); @deepseek-ai/dsh-compaction lib/invariant.js "
-        "(inheritedOrphanStartSeqs, seed)",
+        SESSION + ":1391 (the appended end-seed); @deepseek-ai/dsh-compaction lib/invariant.js "
+        ":56-67, :164-182 (inheritedOrphanStartSeqs, seed)",
         kind="derived-rule",
         keys=("checker/compaction-turn-a-turn-end-crossing-an-open-start-is-reported-when-no-end-seed-*",),
     ),

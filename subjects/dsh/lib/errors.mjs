@@ -164,7 +164,7 @@ export function protocolErrorOf(error) {
 //
 // DSH publishes no whole-log checker, but it states rules about a whole log in two places, and the
 // subject claims exactly the rule ids they state: the `Session` constructor, which validates every
-// event of a seed or a restored log (dsh-session lib/index.js:1367-1391: the envelope, message
+// event of a seed or a restored log (dsh-session lib/index.js:1374-1391: the envelope, message
 // shapes, retired vocabulary, contiguous seqs, surface metadata), and, in the profile "DSH with
 // invariants", the `./invariant` companions, which validate a session's events when it is
 // announced (dsh-session lib/invariant.js: turns, steps, calls; dsh-compaction lib/invariant.js:

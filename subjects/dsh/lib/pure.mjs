@@ -238,7 +238,7 @@ export function checkerRules(dsh) {
 
 /** spec.checker.check_log as DSH judges a whole log: its first refusal, as `[{rule, seq}]`, or `[]`.
  * The events are a seed of DSH's `Session` constructor, which validates each in order and names the
- * index it refuses (dsh-session lib/index.js:1367-1391) and, as for every seed, appends a
+ * index it refuses (dsh-session lib/index.js:1374-1391) and, as for every seed, appends a
  * session/end-seed when the log does not end with one. Then, with the relational rules and the
  * profile's invariant companions, each companion's installer (what it registers with DSH's
  * invariant registry, in the order dsh.mjs plugs them, which is the order of their session/created
