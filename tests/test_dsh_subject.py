@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from conformance.subject import Response, StdioSubject
+from spec.checks.log import CORE_RULES
 from spec.log.json import JsonObject, JsonValue
 
 PROJECT = Path(__file__).resolve().parent.parent
@@ -92,15 +93,6 @@ def test_hello_names_dsh_its_version_capabilities_and_format_0_target(dsh: Stdio
     assert hello["target"] == {"format": 0, "decisions": []}
 
 
-CORE_RULES = {
-    "seq-contiguous",
-    "envelope",
-    "message-shape",
-    "surface-op",
-    "surface-replace",
-    "provenance",
-    "tool-rewrite",
-}
 TURN_1: JsonObject = {"type": "turn/start", "seq": 0, "time": 0, "data": {"turn": 1}}
 
 
@@ -116,7 +108,7 @@ def claimed_rules(subject: StdioSubject) -> set[str]:
 
 
 def test_check_log_is_dsh_s_restore_path_refusing_a_log_at_its_first_violation(dsh: StdioSubject) -> None:
-    assert claimed_rules(dsh) == CORE_RULES
+    assert claimed_rules(dsh) == CORE_RULES  # the rules a DSH session itself refuses
     assert "checker-rules" not in result(dsh.request("hello"))["capabilities"]
     gap: JsonObject = {"type": "turn/end", "seq": 3, "time": 0, "data": {"turn": 1}}
     assert check_log(dsh, TURN_1, gap) == [{"rule": "seq-contiguous", "seq": 3}]
