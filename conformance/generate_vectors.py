@@ -56,9 +56,12 @@ from conformance.oracle import SpecOracle
 from conformance.report import case_slug
 from conformance.spec_index import UnknownRule, rule_of, rule_path, spec_function, specification_of
 from conformance.subject import InProcessSubject
+from spec.checks.log import RULES as CHECKER_RULES
 from spec.log.json import JsonObject, JsonValue
+from spec.protocol import CHECKER_RULE
 from spec.wire import WIRE_TABLE
 
+CHECK_LOG: Final = "spec.checker.check_log"
 PROTOCOL_RULES: Final = {row.name: rule_of(row.function) for row in WIRE_TABLE}  # call name -> rule
 
 VECTORS_DIR: Final = Path(__file__).resolve().parent / "vectors"
@@ -96,10 +99,13 @@ CRASH_OPS: Final = frozenset({"unsynced", "crash", "arm_crash", "fail_next", "op
 # --- the oracle run and the intent checks ----------------------------------------------------------
 
 
-def capabilities_of(case: Case | PureCase) -> list[str]:
-    """What a subject must support to run the vector: the ops it sends decide."""
+def capabilities_of(case: Case | PureCase, expect: JsonValue = None) -> list[str]:
+    """What a subject must support to run the vector: the ops it sends decide, and for a checker
+    vector the rules its verdict depends on (:func:`checker_rules_of`)."""
     if isinstance(case, PureCase):
-        return ["checker-rules", "pure"] if case.function == "spec.checker.check_log" else ["pure"]
+        if case.function != CHECK_LOG:
+            return ["pure"]
+        return sorted({"pure", *checker_rules_of(case, expect)})
     needed = {"core"}
     for step in case.steps:
         op = step.request["op"]
@@ -116,6 +122,20 @@ def capabilities_of(case: Case | PureCase) -> list[str]:
         if op == "state_of_stored":
             needed.add("storage")
     return sorted(needed)
+
+
+def checker_rules_of(case: PureCase, expect: JsonValue) -> list[str]:
+    """The capabilities a checker vector needs (PROTOCOL.md, ``checker-rule:<id>``): one per rule its
+    verdict depends on, the rules of the violations it expects and the rule whose explanation is
+    its why (a valid log built beside that rule's edge); a verdict that names no rule (a log
+    expected valid as a whole, an error) needs every rule, ``checker-rules``."""
+    rules = {rule for rule, text in CHECKER_RULES.items() if case.why == as_why(text)}
+    found = expect.get("result") if isinstance(expect, dict) and expect.get("ok") is True else None
+    if isinstance(found, list):
+        rules.update(str(violation["rule"]) for violation in found if isinstance(violation, dict))
+        if rules:
+            return sorted(f"{CHECKER_RULE}{rule}" for rule in rules)
+    return ["checker-rules"]
 
 
 def expectation(ok: bool, result: JsonValue, code: str | None) -> JsonObject:
@@ -148,14 +168,16 @@ def build_vector(family: str, case: Case | PureCase) -> JsonObject:
         raise GenerationError(
             f"{where}: neither the why nor rule {rule}'s docstrings cite the rules material"
         )
-    vector["capabilities"] = list[JsonValue](capabilities_of(case))
     if isinstance(case, PureCase):
         response = oracle.request("call", function=case.function, input=case.input)
         check_intent(where, case.intent, response.ok, response.error_code)
+        expect = expectation(response.ok, response.result, response.error_code)
+        vector["capabilities"] = list[JsonValue](capabilities_of(case, _plain(expect)))
         vector["function"] = case.function
         vector["input"] = case.input
-        vector["expect"] = expectation(response.ok, response.result, response.error_code)
+        vector["expect"] = expect
         return _plain(vector)
+    vector["capabilities"] = list[JsonValue](capabilities_of(case))
     steps: list[JsonValue] = []
     for number, step in enumerate(case.steps):
         args = {key: value for key, value in step.request.items() if key != "op"}

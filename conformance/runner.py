@@ -40,7 +40,8 @@ from conformance.subject import (
     load_subject,
 )
 from conformance.targets import DEFAULT_TARGET, Target, TargetError, decode_target
-from spec.protocol import PROTOCOL_VERSION
+from spec.checks.log import RULES as CHECKER_RULES
+from spec.protocol import CHECKER_RULE, PROTOCOL_VERSION
 
 VECTORS_DIR: Final = Path(__file__).resolve().parent / "vectors"
 UNSUPPORTED_OP: Final = "UNSUPPORTED_OP"
@@ -242,7 +243,9 @@ class Hello:
 
 def hello(subject: Subject) -> Hello:
     """Ask the subject who it is. ``core`` is always assumed; a protocol 1 subject's ``pure``
-    includes the checker's rule ids (``checker-rules``); an unknown target is a SubjectError."""
+    includes the checker's rule ids (``checker-rules``), which claims every ``checker-rule:<id>``
+    (and claiming each of them is claiming ``checker-rules``); an unknown target is a
+    SubjectError."""
     response = subject.request("hello", protocol=PROTOCOL_VERSION)
     if not response.ok or not isinstance(response.result, dict):
         raise SubjectError(f"hello failed: {response.error_code}: {response.error_message}")
@@ -252,6 +255,11 @@ def hello(subject: Subject) -> Hello:
     protocol = result.get("protocol")
     version = int(protocol) if isinstance(protocol, int) and not isinstance(protocol, bool) else 1
     if version < 2 and "pure" in names:
+        names.add("checker-rules")
+    every_rule = {f"{CHECKER_RULE}{rule}" for rule in CHECKER_RULES}
+    if "checker-rules" in names:
+        names |= every_rule
+    elif every_rule <= names:
         names.add("checker-rules")
     try:
         target = decode_target(result)

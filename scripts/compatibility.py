@@ -36,6 +36,8 @@ from conformance.expectations import TODO, entry_for, group_deviations
 from conformance.report import KINDS, Deviation, summarize_deviations
 from conformance.spec_index import UnknownRule, specification_of
 from scripts.dsh_expectations import cause_of, explainer
+from spec.checks.log import RULES as CHECKER_RULES
+from spec.protocol import CHECKER_RULE
 
 ROOT: Final = Path(__file__).resolve().parent.parent
 
@@ -207,9 +209,19 @@ def render_releases(summary: Mapping[str, Any]) -> list[str]:
         share = f"{judged_cases} of {total} ({percent_down(judged_cases, total)})"
         counts = summarize_deviations("", deviations_of(run["deviations"])).removeprefix(": ")
         lines.append(
-            f"| {release} | {profile} | {', '.join(subject.get('capabilities', []))} | {share} | {counts} |"
+            f"| {release} | {profile} | {shown_capabilities(subject.get('capabilities', []))} | {share} | {counts} |"
         )
     return [*lines, ""]
+
+
+def shown_capabilities(capabilities: Sequence[str]) -> str:
+    """A subject's capabilities as the table shows them: its single checker rules
+    (``checker-rule:<id>``, PROTOCOL.md) counted, not listed, out of every rule id."""
+    rules = [name for name in capabilities if name.startswith(CHECKER_RULE)]
+    shown = [name for name in capabilities if not name.startswith(CHECKER_RULE)]
+    if rules:
+        shown.append(f"checker rules ({len(rules)} of {len(CHECKER_RULES)})")
+    return ", ".join(shown)
 
 
 def table_head(releases: Mapping[str, Any], first: str = "family") -> list[str]:

@@ -146,11 +146,48 @@ CAUSES: tuple[Cause, ...] = (
     ),
     Cause(
         "unsupported",
-        "DSH ships no whole-log checker, so it cannot answer in this project's rule ids",
-        "@deepseek-ai/dsh-invariants lib/index.js:123 (exports only InvariantError and InvariantRegistry: "
-        "runtime checks, no whole-log checker); no other published package exports one; SPEC-DECISIONS D9",
+        "DSH states some of the checker's rules, not all: its restore path (the Session constructor, which "
+        "validates every event of a seed or a stored log) states seq-contiguous, envelope, message-shape, "
+        "surface-op, surface-replace, provenance and tool-rewrite, and the invariant companions (loaded only "
+        "in the profile with invariants) the turn, step, call and compaction rules; a vector whose verdict "
+        "depends on another rule (or on every rule: a log judged valid as a whole) is not answered. No "
+        "published package states shadow-price (the token meter folds a replace with no metering event at "
+        "zero cost), closers, seed-length, end-seed or delegation-depth (the restore path checks the header's "
+        "field types only), or compaction-dangling (the compaction companion lets an end-seed orphan a start)",
+        SESSION + ":1374-1391 (the seed's validation), :1114-1128 (the header's); "
+        "@deepseek-ai/dsh-session lib/invariant.js:119-160, @deepseek-ai/dsh-compaction lib/invariant.js:56-67 "
+        "(inheritedOrphanStartSeqs); " + METER + ":94-143 (foldSurfaceProjection); SPEC-DECISIONS D9",
         kind="spec-version",
         keys=("checker/*", "pure-drt/spec-checker-*"),
+        detail="does not declare checker-rule",
+    ),
+    Cause(
+        "failed",
+        "DSH refuses a log at its first violation (its restore path and its invariant companions throw), "
+        "so it names one violation where the checker reports every one it finds",
+        SESSION + ":1374-1391; @deepseek-ai/dsh-invariants lib/index.js:92-94 (fail throws InvariantError); "
+        "SPEC-DECISIONS D9",
+        kind="decision",
+        keys=(
+            "checker/compaction-bracket-a-number-as-a-compactionid-is-a-violation",
+            "checker/compaction-bracket-an-empty-compactionid-is-a-violation",
+            "checker/compaction-bracket-an-empty-sourcecommandid-is-a-violation",
+            "checker/compaction-checkpoint-a-checkpoint-replace-belongs-to-an-open-compaction",
+            "checker/compaction-turn-a-closed-compaction-is-no-orphan-of-a-later-end-seed",
+            "checker/compaction-turn-a-start-is-no-orphan-until-an-end-seed-comes-*",
+            "checker/every-problem-is-reported-not-only-the-first",
+            "checker/step-open-a-step-start-inside-a-step-drops-that-step-s-unanswered-calls",
+            "checker/turn-enclosed-a-tool-result-replace-outside-a-turn-is-a-violation",
+        ),
+    ),
+    Cause(
+        "failed",
+        "DSH's restore path ends a log that does not end with a session/end-seed with one, so the compaction "
+        "companion counts a start still open at the end a stale orphan and lets a turn/end cross it",
+        SESSION + ":1391 (the appended end-seed); @deepseek-ai/dsh-compaction lib/invariant.js "
+        ":56-67, :164-182 (inheritedOrphanStartSeqs, seed)",
+        kind="derived-rule",
+        keys=("checker/compaction-turn-a-turn-end-crossing-an-open-start-is-reported-when-no-end-seed-*",),
     ),
     Cause(
         "not run",

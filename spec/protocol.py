@@ -14,6 +14,11 @@ FIRST_PROTOCOL_VERSION: Final = 1
 Its ``hello`` answers only ``{protocol, name, capabilities}``: the subject claims format 4, and its
 ``pure`` includes ``checker-rules``. The suite's spec oracle still answers ``hello`` that way."""
 
+CHECKER_RULE: Final = "checker-rule:"
+"""The prefix of a per-rule checker capability: ``checker-rule:<id>`` claims that ``check_log``
+reports exactly the violations of rule ``<id>`` (PROTOCOL.md, "Hello"). ``checker-rules`` claims
+every rule id, and so every ``checker-rule:<id>``."""
+
 STORE_ROOT_ENV: Final = "CONFORMANCE_STORE_ROOT"
 """Set for a stdio subject whose file store should live in that existing directory (the kill
 check, the trace and files families): ``reset`` with storage ``"file"`` empties it, and a restarted
@@ -93,6 +98,7 @@ in PROTOCOL.md says its type is. Which value of the type an op accepts is its ru
 (``conformance.drt_edges``) put every field at every edge of its type."""
 
 __all__ = [
+    "CHECKER_RULE",
     "FIRST_PROTOCOL_VERSION",
     "PROTOCOL_VERSION",
     "STORE_ROOT_ENV",

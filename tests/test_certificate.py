@@ -20,6 +20,7 @@ from conformance.runner import every_rule, hello, load_vectors, run_suite, run_v
 from conformance.subject import InProcessSubject
 from conformance.targets import Target
 from reference.server import ReferenceSubject
+from spec.checks.log import RULES
 
 REFERENCE = "reference.server:ReferenceSubject"
 STATEFUL = ("machine", "exhaustive")
@@ -215,3 +216,36 @@ def test_a_format_0_target_is_handed_a_plain_log_with_its_header_line_in_format_
     spaced = {"text": given["text"].replace('"version":4', '"version": 4', 1)}
     assert format_0.call_input(function, spaced) == spaced
     assert format_0.call_input("spec.storage.encode_segment", given) == given
+
+
+class ChecksTurnOpening(ReferenceSubject):
+    """The reference, claiming one checker rule of all: turn-open (PROTOCOL.md, ``checker-rule:<id>``)."""
+
+    capabilities = ("core", "pure", "checker-rule:turn-open")
+
+
+def test_a_subject_claiming_one_checker_rule_is_judged_on_the_vectors_whose_verdict_needs_only_it() -> None:
+    """A checker vector needs the rules of the violations it expects and the rule its why explains;
+    a log valid as a whole needs every rule. ``checker-rules`` claims every ``checker-rule:<id>``,
+    and the other way round."""
+    subject = InProcessSubject(ChecksTurnOpening())
+    said = hello(subject)
+    assert "checker-rules" not in said.capabilities
+    checker = [vector for vector in load_vectors() if vector["family"] == "checker"]
+    judged = {vector["name"]: run_vector(subject, vector, said.capabilities).outcome for vector in checker}
+    needs_turn_open = {
+        vector["name"]
+        for vector in checker
+        if set(vector["capabilities"]) == {"pure", "checker-rule:turn-open"}
+    }
+    assert needs_turn_open and all(judged[name] == "passed" for name in needs_turn_open)
+    assert {outcome for name, outcome in judged.items() if name not in needs_turn_open} == {"unsupported"}
+    assert judged["a well-formed log has no violations"] == "unsupported"
+    assert judged["every problem is reported, not only the first"] == "unsupported"
+    reference = hello(InProcessSubject(ReferenceSubject()))
+    assert {"checker-rule:turn-open", "checker-rule:shadow-price"} <= reference.capabilities
+
+    class ChecksEveryRule(ReferenceSubject):
+        capabilities = ("core", "pure", *sorted(f"checker-rule:{rule}" for rule in RULES))
+
+    assert "checker-rules" in hello(InProcessSubject(ChecksEveryRule())).capabilities

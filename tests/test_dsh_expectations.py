@@ -23,7 +23,8 @@ def test_an_engine_op_a_release_has_no_package_for_is_explained_as_unsupported_i
 
 
 def test_a_failure_is_never_explained_by_a_cause_of_another_status() -> None:
-    entries, problems = dsh_expectations.explain([case("checker/x", "failed", "got INTERNAL")])
+    said = "got INTERNAL: the subject does not declare checker-rule:closers"
+    entries, problems = dsh_expectations.explain([case("checker/x", "failed", said)])
     assert entries == [] and problems == ["checker/x ended failed, its causes say unsupported"]
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from conformance.subject import Response, StdioSubject
+from spec.checks.log import CORE_RULES
 from spec.log.json import JsonObject, JsonValue
 
 PROJECT = Path(__file__).resolve().parent.parent
@@ -92,6 +93,55 @@ def test_hello_names_dsh_its_version_capabilities_and_format_0_target(dsh: Stdio
     assert hello["target"] == {"format": 0, "decisions": []}
 
 
+TURN_1: JsonObject = {"type": "turn/start", "seq": 0, "time": 0, "data": {"turn": 1}}
+
+
+def check_log(subject: StdioSubject, *events: JsonObject, **more: JsonValue) -> Any:
+    return result(
+        subject.request("call", function="spec.checker.check_log", input={"events": list(events), **more})
+    )
+
+
+def claimed_rules(subject: StdioSubject) -> set[str]:
+    said = result(subject.request("hello"))["capabilities"]
+    return {name.removeprefix("checker-rule:") for name in said if name.startswith("checker-rule:")}
+
+
+def test_check_log_is_dsh_s_restore_path_refusing_a_log_at_its_first_violation(dsh: StdioSubject) -> None:
+    assert claimed_rules(dsh) == CORE_RULES  # the rules a DSH session itself refuses
+    assert "checker-rules" not in result(dsh.request("hello"))["capabilities"]
+    gap: JsonObject = {"type": "turn/end", "seq": 3, "time": 0, "data": {"turn": 1}}
+    assert check_log(dsh, TURN_1, gap) == [{"rule": "seq-contiguous", "seq": 3}]
+    unmarked: JsonObject = {"type": "user/message", "seq": 1, "time": 0, "data": HELLO}
+    assert check_log(dsh, TURN_1, unmarked) == [{"rule": "surface-op", "seq": 1}]
+    # as shipped, DSH loads no invariant companion: a turn rule is not its to state
+    assert check_log(dsh, {**TURN_1, "data": {"turn": 2}}) == []
+
+
+def test_with_invariants_check_log_adds_the_companions_rules_at_the_event_they_refuse() -> None:
+    subject = start("--invariants")
+    try:
+        assert "turn-numbering" in claimed_rules(subject) and "compaction-bracket" in claimed_rules(subject)
+        assert not {"shadow-price", "closers", "compaction-dangling", "end-seed"} & claimed_rules(subject)
+        assert check_log(subject, {**TURN_1, "data": {"turn": 2}}) == [{"rule": "turn-numbering", "seq": 0}]
+        assert check_log(subject, {**TURN_1, "data": {"turn": 2}}, relational=False) == []
+        # the compaction companion reads the whole log first (which starts an end-seed orphans):
+        # the refused event is the one its loop was at, not the end of a prefix
+        crossing: list[JsonObject] = [
+            {"type": "compaction/start", "seq": 0, "time": 0, "data": {"compactionId": "k1", "turn": None}},
+            {**TURN_1, "seq": 1},
+            {
+                "type": "compaction/end",
+                "seq": 2,
+                "time": 0,
+                "data": {"compactionId": "k1", "turn": None, "error": "x"},
+            },
+        ]
+        assert check_log(subject, *crossing) == [{"rule": "compaction-turn", "seq": 1}]
+    finally:
+        subject.close()
+
+
 def test_a_create_append_state_round_trip_goes_through_dsh(dsh: StdioSubject) -> None:
     assert result(dsh.request("clock", now=1_000)) == 1_000
     created = result(dsh.request("create", id="s", meta={"cwd": "/work"}))
@@ -112,7 +162,7 @@ def test_a_dsh_rejection_answers_the_code_of_its_rule(dsh: StdioSubject) -> None
 
 
 def test_a_function_dsh_does_not_export_is_unsupported(dsh: StdioSubject) -> None:
-    answer = dsh.request("call", function="spec.checker.check_log", input={"events": []})
+    answer = dsh.request("call", function="spec.storage.decode_header_line", input={"line": {}})
     assert (answer.ok, answer.error_code) == (False, "UNSUPPORTED_OP")
     assert (
         result(dsh.request("call", function="spec.storage.encode_segment", input={"id": "a/b"})) == "a~002Fb"

@@ -44,7 +44,8 @@ const INVARIANT_COMPANIONS = ["@deepseek-ai/dsh-session/invariant", "@deepseek-a
 
 /** The profile "DSH with invariants": `SessionStore` plugged together with DSH's invariant registry
  * (`@deepseek-ai/dsh-invariants`, enabled) and the companions above, as DSH's README composes them;
- * a violated invariant throws DSH's `InvariantError` before the event is committed. */
+ * a violated invariant throws DSH's `InvariantError` before the event is committed. Also returns the
+ * companions and `InvariantError`, which the subject's check_log drives on a whole log (pure.mjs). */
 async function withInvariants(modulesRoot, session) {
   const registry = await importFrom(modulesRoot, "@deepseek-ai/dsh-invariants");
   if (registry === undefined) throw new Error(`@deepseek-ai/dsh-invariants is not installed in ${modulesRoot}`);
@@ -61,7 +62,7 @@ async function withInvariants(modulesRoot, session) {
       for (const companion of companions) await ctx.plugin(companion);
     },
   };
-  return { ...session, SessionStore };
+  return { session: { ...session, SessionStore }, companions, InvariantError: registry.InvariantError };
 }
 
 /** The DSH modules the subject drives, and the installed dsh-session version; with `invariants`,
@@ -87,7 +88,12 @@ export async function loadDsh(modulesRoot, { invariants = false } = {}) {
     spillPolicy: await importFrom(modulesRoot, "@deepseek-ai/dsh-spill-policy"),
     spill: await importFrom(modulesRoot, "@deepseek-ai/dsh-spill"),
   };
-  if (invariants) modules.session = await withInvariants(modulesRoot, modules.session);
+  if (invariants) {
+    const loaded = await withInvariants(modulesRoot, modules.session);
+    modules.session = loaded.session;
+    modules.companions = loaded.companions;
+    modules.InvariantError = loaded.InvariantError;
+  }
   modules.invariants = invariants;
   modules.shadowPrice = await contextBreakdownProjection(modules.cordis, modules.tokenMeter);
   return modules;

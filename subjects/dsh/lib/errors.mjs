@@ -159,3 +159,73 @@ export function protocolErrorOf(error) {
   const code = codeOfMessage(message);
   return code === undefined ? { code: "INTERNAL", message: `${error?.name ?? "Error"}: ${message}` } : { code, message };
 }
+
+// --- the checker's rule ids (conformance/PROTOCOL.md, capability `checker-rule:<id>`) ---
+//
+// DSH publishes no whole-log checker, but it states rules about a whole log in two places, and the
+// subject claims exactly the rule ids they state: the `Session` constructor, which validates every
+// event of a seed or a restored log (dsh-session lib/index.js:1374-1391: the envelope, message
+// shapes, retired vocabulary, contiguous seqs, surface metadata), and, in the profile "DSH with
+// invariants", the `./invariant` companions, which validate a session's events when it is
+// announced (dsh-session lib/invariant.js: turns, steps, calls; dsh-compaction lib/invariant.js:
+// brackets, owners, summaries, checkpoints). What DSH does not state (shadow prices, closers,
+// lineage, a start left dangling) is not claimed.
+
+/** The rule ids DSH's restore path states: a violation throws in the Session constructor. */
+export const RESTORE_RULES = ["seq-contiguous", "envelope", "message-shape", "surface-op", "surface-replace", "provenance", "tool-rewrite"];
+
+/** The rule ids the session and compaction invariant companions state. */
+export const COMPANION_RULES = [
+  "turn-numbering", "turn-open", "turn-end", "step-open", "step-in-turn", "step-numbering", "step-scoped", "tool-result-pairing", "turn-enclosed",
+  "compaction-bracket", "compaction-turn", "compaction-summary", "compaction-checkpoint",
+];
+
+/** A restore-path code (codeOfMessage) to the rule id it states. */
+const RESTORE_RULE_OF_CODE = {
+  SEED_NOT_JSON: "envelope", SEED_ENVELOPE_INVALID: "envelope", LEGACY_HEADER_DELTA: "envelope", LEGACY_FALLBACK_REASON: "envelope",
+  SEED_SEQ_MISMATCH: "seq-contiguous", SEQ_NOT_CONTIGUOUS: "seq-contiguous",
+  REQUEST_HEADER_PROVIDER_MODEL: "message-shape", MESSAGE_UNIDENTIFIED: "message-shape", MESSAGE_ROLE: "message-shape",
+  MESSAGE_SOURCE: "message-shape", MESSAGE_CONTENT: "message-shape", MESSAGE_MODEL_SOURCE: "message-shape",
+  MESSAGE_TOOL_SOURCE: "message-shape", MESSAGE_TOOL_BLOCK: "message-shape", MESSAGE_TOOL_CALL_ID_MISMATCH: "message-shape",
+  SURFACE_OP_ON_LOG_ONLY: "surface-op", PROVENANCE_ON_LOG_ONLY: "surface-op", SURFACE_OP_MISSING: "surface-op",
+  REPLACE_OP_INVALID: "surface-op", SURFACE_OP_INVALID: "surface-op",
+  PROVENANCE_NOT_ARRAY: "provenance", PROVENANCE_EMPTY: "provenance", PROVENANCE_NOT_SEQ: "provenance", PROVENANCE_DUPLICATE: "provenance",
+  PROVENANCE_NOT_EARLIER: "provenance", PROVENANCE_MISSING_SHADOWED: "provenance",
+  REPLACE_START_NOT_FOUND: "surface-replace", REPLACE_END_NOT_FOUND: "surface-replace", REPLACE_INVERTED: "surface-replace",
+  TOOL_REWRITE_NOT_ONE_NODE: "tool-rewrite", TOOL_REWRITE_NOT_A_RESULT: "tool-rewrite", TOOL_REWRITE_CHANGES_MORE_THAN_CONTENT: "tool-rewrite",
+};
+
+/** [package, pattern, rule]: a companion's InvariantError message to the rule it states; the
+ * first row that matches wins. */
+const COMPANION_RULE_OF_MESSAGE = [
+  ["@deepseek-ai/dsh-session", /^seq must strictly increase/, "seq-contiguous"],
+  ["@deepseek-ai/dsh-session", /^turn\/start \S+ while turn \S+ is still open/, "turn-open"],
+  ["@deepseek-ai/dsh-session", /^turn\/start expected turn/, "turn-numbering"],
+  ["@deepseek-ai/dsh-session", /^turn\/end \S+ does not match open turn/, "turn-end"],
+  ["@deepseek-ai/dsh-session", /^(turn\/end|step\/start) \S+ while step \S+ is still open/, "step-open"],
+  ["@deepseek-ai/dsh-session", /^step\/start in turn \S+ but open turn is/, "step-in-turn"],
+  ["@deepseek-ai/dsh-session", /^step\/start expected step/, "step-numbering"],
+  ["@deepseek-ai/dsh-session", /^\S+ names turn \S+\/step \S+ but open is/, "step-scoped"],
+  ["@deepseek-ai/dsh-session", /^tool\/result for .* with no prior tool\/call in this step/, "tool-result-pairing"],
+  ["@deepseek-ai/dsh-session", /appended outside any open turn/, "turn-enclosed"],
+  ["@deepseek-ai/dsh-compaction", /^compaction checkpoint /, "compaction-checkpoint"],
+  ["@deepseek-ai/dsh-compaction", /^turn\/(start|end) cannot cross an open/, "compaction-turn"],
+  ["@deepseek-ai/dsh-compaction", /^compaction\/\S+ (is standalone but turn|for turn .* appended outside any open turn|names turn)/, "compaction-turn"],
+  ["@deepseek-ai/dsh-compaction", /^compaction\/end owner /, "compaction-turn"],
+  ["@deepseek-ai/dsh-compaction", /^compaction\/summary (shadowedSeqs|shadowedRange|shadowedTokenCount) /, "compaction-summary"],
+  ["@deepseek-ai/dsh-compaction", /^compaction\//, "compaction-bracket"],
+  ["@deepseek-ai/dsh-compaction", /^successful compaction\/end requires/, "compaction-bracket"],
+];
+
+/** The rule id a refusal of a whole log states: a restore-path error's (through its code) or an
+ * InvariantError's; a refusal no row names is `dsh:<its message>`, which no rule id equals, so
+ * the case fails and shows it. */
+export function checkerRuleOf(error) {
+  const message = error instanceof Error ? error.message : String(error);
+  if (error?.name === "InvariantError") {
+    const inner = message.replace(/^invariant violated by "[^"]*": /, "");
+    for (const [owner, pattern, rule] of COMPANION_RULE_OF_MESSAGE) if (owner === error.packageName && pattern.test(inner)) return rule;
+    return `dsh:${message}`;
+  }
+  return RESTORE_RULE_OF_CODE[codeOfMessage(message)] ?? `dsh:${message}`;
+}

@@ -3,6 +3,8 @@
 // as the protocol says), calls DSH's function and writes its result in the protocol's JSON form.
 // A function DSH does not export is absent here, so `call` answers UNSUPPORTED_OP for it.
 
+import { checkerRuleOf, COMPANION_RULES, RESTORE_RULES } from "./errors.mjs";
+
 export class BadRequest extends Error {
   constructor(message) {
     super(message);
@@ -145,6 +147,9 @@ export function pureFunctions(dsh) {
       return [before(prefix(1), seqs[0]), ...seqs.map((seq, index) => after(prefix(index + 1), seq))];
     };
   }
+  if (session !== undefined && dsh.cordis !== undefined) {
+    table["spec.checker.check_log"] = (input) => checkLog(dsh, input);
+  }
   if (session !== undefined && dsh.tokenMeter !== undefined) {
     table["spec.tokens.price_surface"] = (input) => priceSurface(dsh, input);
   }
@@ -222,4 +227,60 @@ function priceSurface(dsh, input) {
     const message = dsh.session.deriveEventMessage(event);
     return [seq, message === null ? 0 : meter.estimateMessage(message)];
   });
+}
+
+/** The checker rule ids the subject claims (capabilities `checker-rule:<id>`): those DSH's restore
+ * path states, and with its invariant companions loaded theirs (errors.mjs). */
+export function checkerRules(dsh) {
+  if (dsh.session === undefined || dsh.cordis === undefined) return [];
+  return dsh.invariants ? [...RESTORE_RULES, ...COMPANION_RULES] : RESTORE_RULES;
+}
+
+/** spec.checker.check_log as DSH judges a whole log: its first refusal, as `[{rule, seq}]`, or `[]`.
+ * The events are a seed of DSH's `Session` constructor, which validates each in order and names the
+ * index it refuses (dsh-session lib/index.js:1374-1391) and, as for every seed, appends a
+ * session/end-seed when the log does not end with one. Then, with the relational rules and the
+ * profile's invariant companions, each companion's installer (what it registers with DSH's
+ * invariant registry, in the order dsh.mjs plugs them, which is the order of their session/created
+ * listeners) seeds its trace from that session's events, as it does when DSH announces a restored
+ * session (dsh-session lib/invariant.js `seedSession`, dsh-compaction lib/invariant.js `seed`), and
+ * fails with DSH's `InvariantError`; the refused event is the one its loop was reading. DSH stops
+ * at its first refusal, so at most one violation is reported. The header and formatVersion are not
+ * read: no rule DSH states depends on them. */
+async function checkLog(dsh, input) {
+  const log = events(input);
+  const seqOf = (event) => (Number.isSafeInteger(event?.seq) ? event.seq : null);
+  let session;
+  try {
+    session = dsh.session.Session.create("check", structuredClone(log));
+  } catch (error) {
+    const index = /at index (\d+)/.exec(error instanceof Error ? error.message : "");
+    return [{ rule: checkerRuleOf(error), seq: index === null ? null : seqOf(log[Number(index[1])]) }];
+  }
+  if (!dsh.invariants || input.relational === false) return [];
+  for (const companion of dsh.companions) {
+    const installers = [];
+    await companion.apply({ invariants: { register: (packageName, install) => installers.push({ packageName, install }) } });
+    for (const { packageName, install } of installers) {
+      let reading; // the event the companion's loop reads when it fails
+      const view = {
+        id: session.id,
+        get events() {
+          return (function* () {
+            for (const event of session.events) yield (reading = event);
+          })();
+        },
+      };
+      const fail = (message) => {
+        throw new dsh.InvariantError(packageName, message);
+      };
+      try {
+        install({ sessions: { list: () => [view] }, on: () => () => {} }, fail);
+      } catch (error) {
+        if (!(error instanceof dsh.InvariantError)) throw error;
+        return [{ rule: checkerRuleOf(error), seq: seqOf(reading) }];
+      }
+    }
+  }
+  return [];
 }

@@ -37,7 +37,7 @@ import { protocolErrorOf } from "./errors.mjs";
 import { DshEngine, projectionChanges } from "./engine.mjs";
 import { DshCompaction } from "./compaction.mjs";
 import { DshSpill } from "./spill.mjs";
-import { BadRequest, pureFunctions, UnsupportedOp, validatedConfig } from "./pure.mjs";
+import { BadRequest, checkerRules, pureFunctions, UnsupportedOp, validatedConfig } from "./pure.mjs";
 
 export { UnsupportedOp };
 class Crashed extends Error {}
@@ -80,6 +80,7 @@ export class DshSubject {
     if (this.dsh.jsonl !== undefined && this.seam !== undefined) capabilities.push("crash-seam");
     if (this.dsh.jsonl !== undefined) capabilities.push("batch-policy", "import", "export");
     if (Object.keys(this.pure).length > 0) capabilities.push("pure");
+    capabilities.push(...checkerRules(this.dsh).map((rule) => `checker-rule:${rule}`));
     return [...capabilities, ...this.engine.capabilities, ...this.compaction.capabilities, ...this.spill.capabilities];
   }
 
