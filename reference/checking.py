@@ -116,8 +116,13 @@ def check_log_file(path: str, core_only: bool = False) -> CheckedLog:
         file = read_log_file(path)
     except (InputError, SpecError) as error:
         return CheckedLog(path, None, error, (), core_only)
+    events = file.events
     found = check_log(
-        file.events, file.log.header, relational=not core_only, format_version=file.log.format_version
+        events,
+        file.log.header,
+        relational=not core_only,
+        format_version=file.log.format_version,
+        messages_checked=len(events),  # read_log_file's read path checked every message (load_log)
     )
     violations = tuple(violation for violation in found if violation.rule not in LEGACY_RULES)
     legacy = tuple(violation for violation in found if violation.rule in LEGACY_RULES)
@@ -130,7 +135,11 @@ def check_paths(paths: Sequence[str], core_only: bool = False) -> Iterator[Outco
         found = False
         for log_path in find_logs([path]):
             found = True
-            with collector_paused():  # a log read to be checked holds no reference cycles
+            # A log read to be checked holds no reference cycles. What is alive when the pause ends
+            # (the outcome the caller still holds) is moved out of the collector's sight (keep):
+            # otherwise the first collection after it traverses every object of the log for
+            # nothing (0.1-0.2 s at 100k events); the log is still freed when the outcome is dropped.
+            with collector_paused(keep=True):
                 yield check_log_file(log_path, core_only)
         if not found:
             yield NoLogs(path)

@@ -29,7 +29,7 @@ from typing import Final
 from spec.checks.compaction import check_compaction, check_shadow_price
 from spec.checks.lineage import check_closers, check_header_lineage
 from spec.checks.turns import check_turn_structure
-from spec.checks.violation import Violation, violation_seq
+from spec.checks.violation import Violation
 from spec.codes import Code, SpecError
 from spec.format.json_text import encode_json_text
 from spec.log.events import Event
@@ -158,6 +158,7 @@ def check_log(
     header: JsonObject | None = None,
     relational: bool = True,
     format_version: int = HEADER_FORMAT_VERSION,
+    messages_checked: int = 0,
 ) -> tuple[Violation, ...]:
     """Every violation in the log, ordered by seq (log-wide ones first) (SPEC-DECISIONS D9).
     The core rules (:data:`CORE_RULES`, what a DSH session itself refuses) are always checked.
@@ -165,8 +166,10 @@ def check_log(
     companions or does not check at all; given a ``header`` it also ties the header's lineage to the
     log. ``relational=False`` answers "would DSH load this log?", the default "is it well formed?".
     ``format_version`` is the format the log was stored in: for a DSH v0 log (0) what DSH 0.1 left
-    and the rules now forbid is reported under :data:`LEGACY_RULES`."""
-    found = list(check_core(events))
+    and the rules now forbid is reported under :data:`LEGACY_RULES`. ``messages_checked``: the
+    first that many events come from a stored log whose read path checked their messages by the
+    same rule (:func:`check_core`)."""
+    found = list(check_core(events, messages_checked))
     if relational:
         found += check_turn_structure(events)
         found += check_compaction(events, legacy=format_version == LEGACY_FORMAT_VERSION)
@@ -180,29 +183,34 @@ def check_log(
 # --- core ----------------------------------------------------------------------------------------
 
 
-def check_core(events: Sequence[Event]) -> Iterator[Violation]:
+def check_core(events: Sequence[Event], messages_checked: int = 0) -> Iterator[Violation]:
     """Replay the log the way a restore does: each event's seq follows the one before it, its
     envelope and message are checked, then its surface effect is planned against the surface so far
     and applied; a refused event changes nothing (notes/dsh-session-core §4.2, §11.2). After a gap
     the count resumes from the event's own seq, so a gap is one violation, not one per later event.
     An event without a usable seq is replayed one past the event before it, but each of its
     violations points where every family's do (:func:`spec.checks.violation.violation_seq`: its
-    position), so one event's violations are never reported at two seqs."""
+    position), so one event's violations are never reported at two seqs. ``messages_checked``: the
+    first that many events were read from a stored log whose read path checked each message by the
+    same rule (``spec.format.legacy.validate_stored_events``, ``upgrade_v0_records``) and refuses the
+    log otherwise, so their message shape is not checked twice (as a restore's
+    ``create_session_state``); every other rule is still judged on every event."""
     nodes = SurfaceNodes()
     by_seq: dict[int, Event] = {}
     length = 0  # one past the largest seq read so far
     expected = 0
     for position, event in enumerate(events):
         seq = event.get("seq")
-        at = violation_seq(event, position)
-        if seq != expected or not is_event_seq(seq):
+        # Judged once per event: at is violation_seq(event, position).
+        usable, at = (True, int(seq)) if is_event_seq(seq) else (False, position)
+        if seq != expected or not usable:
             yield Violation(
                 "seq-contiguous",
                 at,
                 f"session event seq {js_text(seq)} is not contiguous; expected {expected}",
             )
         placed = at
-        if not is_event_seq(seq):
+        if not usable:
             placed = expected
             event = {**event, "seq": placed}
         try:
@@ -211,7 +219,7 @@ def check_core(events: Sequence[Event]) -> Iterator[Violation]:
         except SpecError as error:
             yield Violation("envelope", at, str(error))
         try:
-            validate_seed_llm_shape(placed, event)
+            validate_seed_llm_shape(placed, event, position < messages_checked)
         except SpecError as error:
             yield Violation("message-shape", at, str(error))
         try:

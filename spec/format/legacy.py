@@ -248,8 +248,10 @@ def upgrade_turn_start(session_id: str, event: JsonObject) -> JsonObject:
     """A ``turn/start`` whose data has a ``trigger`` must be exactly ``{turn, trigger}`` with
     ``turn`` a safe integer >= 1 and ``trigger`` an object with a non-empty string ``kind``; the
     trigger is dropped (notes/dsh-persistence §3.6)."""
+    if event.get("type") != TURN_START:
+        return event
     data = _record(event.get("data"))
-    if event.get("type") != TURN_START or data is None or "trigger" not in data:
+    if data is None or "trigger" not in data:
         return event
     trigger = _record(data["trigger"])
     if (
@@ -274,8 +276,10 @@ def upgrade_turn_end(session_id: str, event: JsonObject) -> JsonObject:
     with a ``step`` and a ``failure`` (or a ``message`` and optional ``code``) becomes ``error``
     with that failure (``code`` defaulting to ``UNKNOWN``). Other kinds pass unchanged
     (notes/dsh-persistence §3.6)."""
+    if event.get("type") != TURN_END:
+        return event
     data = _record(event.get("data"))
-    if event.get("type") != TURN_END or data is None:
+    if data is None:
         return event
     reason = _record(data.get("reason"))
     if (

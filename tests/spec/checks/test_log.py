@@ -337,6 +337,21 @@ def test_the_core_check_alone_ignores_relational_rules() -> None:
     assert check_log(log(turn_start(3), request_context(), turn_end(9)), relational=False) == ()
 
 
+def test_the_checker_checks_no_message_its_read_path_checked_and_every_other_one() -> None:
+    """``messages_checked``: the first that many events' messages were checked by the stored log's
+    read path and are not checked again; the events after them are, and every other rule still
+    judges every event."""
+    build, _, _ = BREAKS["message-shape"]
+    malformed = build()
+    assert rules_at(check_log(malformed, relational=False)) == [("message-shape", 0)]
+    assert check_log(malformed, relational=False, messages_checked=1) == ()
+    two = [*log(user("a")), {**malformed[0], "seq": 1}]
+    for checked in (0, 1):
+        assert rules_at(check_log(two, relational=False, messages_checked=checked)) == [("message-shape", 1)]
+    enveloped = [{**malformed[0], "extra": 1}]
+    assert rules_at(check_log(enveloped, relational=False, messages_checked=1)) == [("envelope", 0)]
+
+
 def test_a_violation_names_the_broken_rule_in_its_message() -> None:
     (violation,) = check_log(log(turn_start(1), turn_end(2)))
     assert violation == Violation("turn-end", 1, "turn/end 2 does not match open turn 1")
