@@ -24,8 +24,13 @@ Lanes, cheapest first; a lane runs only the mutants every earlier lane let survi
             cases a coverage map (traced once in the unmutated subject, :mod:`scripts.mutation_trace`)
             says execute the mutant's statement; a mutant none reaches is recorded *unreached* (a
             survivor, "no case reaches it") without running; ``--all-cases`` runs every case
-  drt       pure-drt, the pure functions against the spec (about a minute)
-  stateful  machine, exhaustive, files, crash (minutes)
+  drt       pure-drt, the pure functions against the spec
+  stateful  machine, exhaustive, files, crash
+The later lanes are selective too: their units (each part of a split family, each whole family,
+:func:`conformance.runner.plan_units`) are traced once per tree in a subject whose every process
+appends the lines it runs (``coverage-LANE.json``, with each unit's verdict on the unmutated tree),
+and a mutant runs only the units that execute its statement, cheapest first, each on a fresh
+mutated subject; it is killed when a unit's verdict differs from the unmutated one.
 
 A mutant is *killed* when the suite exits non-zero (a failing case, or a subject that does not
 start), *timeout* when the lane outlives ``--timeout``, *survived* otherwise; a survivor listed in
@@ -40,6 +45,7 @@ import argparse
 import ast
 import difflib
 import fnmatch
+import functools
 import hashlib
 import json
 import multiprocessing
@@ -58,15 +64,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-import attrs
 import cosmic_ray.plugins
 from cosmic_ray.commands.init import init as cosmic_ray_init
-from cosmic_ray.mutating import mutate_and_test, mutate_code, use_mutation
+from cosmic_ray.mutating import mutate_code, use_mutation
 from cosmic_ray.work_db import WorkDB, use_db
 from cosmic_ray.work_item import MutationSpec, TestOutcome, WorkerOutcome, WorkItem, WorkResult
 
-from conformance.runner import hello, load_vectors, run_vector, vector_key
+from conformance.report import CaseResult, Options
+from conformance.runner import Unit, hello, load_vectors, plan_units, run_vector, unit_alone, vector_key
 from conformance.subject import StdioSubject, SubjectError
+from scripts.mutation_trace import read_appended
 
 ROOT: Final = Path(__file__).resolve().parent.parent
 PYTHON: Final = sys.executable
@@ -90,6 +97,9 @@ EQUIVALENTS: Final = ROOT / "docs" / "mutation-equivalents.json"
 REPORT: Final = ROOT / "docs" / "mutation.md"
 OUTCOMES: Final = ("killed", "timeout", "survived", "equivalent", "incompetent", "skipped", "pending")
 COVERAGE: Final = STATE_DIR / "coverage.json"  # the fast lane's map: which vector cases reach which line
+UNIT_COVERAGE: Final = (
+    STATE_DIR / "coverage-{lane}.json"
+)  # a later lane's map: which of its units reach which line
 NO_CASE: Final = "no case reaches it"  # a fast-lane survivor no vector case executes (not run)
 SURVIVING: Final = ("survived", "unreached")  # lane outcomes that send a mutant to the next lane
 RESPONSE_TIMEOUT: Final = 20.0  # seconds a mutated subject may take to answer one request
@@ -427,17 +437,18 @@ def mutation_diff(original: str, mutated: str, module: str) -> str:
     return "\n".join(["--- mutation diff ---", *lines])
 
 
-def mutate_and_certify(
-    copy: Path, mutation: MutationSpec, vectors: Sequence[dict[str, Any]], timeout: float
+def mutate_and_run(
+    copy: Path, mutation: MutationSpec, judge: Callable[[], tuple[TestOutcome, str]]
 ) -> WorkResult:
     """cosmic-ray's ``mutate_and_test`` with the suite in this process instead of a command: the
-    mutant applied to the copy, :func:`certify` run, the copy restored."""
+    mutant applied to the copy, ``judge`` run (:func:`certify`, :func:`certify_units`), the copy
+    restored."""
     try:
         path = copy / mutation.module_path
         with use_mutation(path, operator_of(mutation), mutation.occurrence) as (original, mutated):
             if mutated is None:
                 return WorkResult(worker_outcome=WorkerOutcome.NO_TEST)
-            outcome, output = certify(copy, vectors, timeout)
+            outcome, output = judge()
         diff = mutation_diff(original, mutated, Path(mutation.module_path).as_posix())
         return WorkResult(output=output, diff=diff, test_outcome=outcome, worker_outcome=WorkerOutcome.NORMAL)
     except Exception:
@@ -473,21 +484,163 @@ def fast_worker(copy: Path, timeout: float, tasks: Any, results: Any) -> None:
         if not cases:  # nothing run: no time spent certifying
             results.put((job_id, unreached(mutation), 0.0))
             continue
-        result = mutate_and_certify(copy, mutation, [vectors[case] for case in cases], timeout)
+        chosen = [vectors[case] for case in cases]
+        result = mutate_and_run(copy, mutation, functools.partial(certify, copy, chosen, timeout))
+        results.put((job_id, result, time.monotonic() - started))
+
+
+# -- the later lanes: which units of the stateful families reach which line -----------------------
+
+
+def unit_key(unit: Unit) -> str:
+    """A stateful unit's name in a coverage map: its family and part (``exhaustive#3``)."""
+    return f"{unit.family}#{unit.part}"
+
+
+def lane_units(lane: str, said: Any) -> list[Unit]:
+    """The units a later lane runs against a subject that said ``said`` to hello: each part of its
+    split families, each of its whole ones (a vector family of the same name, like files, left to
+    the fast lane)."""
+    options = lane_options(lane, said)
+    return [unit for unit in plan_units(options) if unit.part >= 0]
+
+
+def lane_options(lane: str, said: Any, deadline: float | None = None) -> Options:
+    return Options(families=frozenset(LANES[lane]), capabilities=said.capabilities, target=said.target,
+                   deadline=deadline)  # fmt: skip
+
+
+def verdict(results: Sequence[CaseResult]) -> list[str]:
+    """What a unit's run came to, to compare with the unmutated tree's: its cases' outcomes, counted
+    (a unit alone may fail a check of the whole family, a coverage minimum, on the unmutated tree
+    too; what tells a mutant apart is a change)."""
+    counts = Counter(result.outcome for result in results)
+    return [f"{outcome}: {count}" for outcome, count in sorted(counts.items())]
+
+
+def trace_unit(task: tuple[str, str]) -> tuple[str, list[str], float, Lines]:
+    """One stateful unit against a fresh traced subject (every process it starts, restarts after a
+    SIGKILL included, appending its lines to one file): its key, verdict, seconds and lines."""
+    lane, key = task
+    with tempfile.TemporaryDirectory(prefix="dsh-mutation-trace-") as scratch:
+        out = Path(scratch) / "lines.txt"
+        command = f"{PYTHON} -m scripts.mutation_trace --append {out} {' '.join(SCOPE)}"
+        subject = StdioSubject(command, timeout=600.0)
+        started = time.monotonic()
+        try:
+            said = hello(subject)
+            unit = next(u for u in lane_units(lane, said) if unit_key(u) == key)
+            results = unit_alone(subject, lane_options(lane, said), unit)
+        finally:
+            subject.close()
+        seconds = time.monotonic() - started
+        found = read_appended(out)
+    return key, verdict(results), seconds, found
+
+
+@dataclass(frozen=True)
+class UnitMap:
+    """A later lane's coverage map (:class:`CoverageMap` over its units, cheapest first), with each
+    unit's verdict on the unmutated tree and the seconds it took traced."""
+
+    coverage: CoverageMap
+    verdicts: dict[str, list[str]]
+    seconds: dict[str, float]
+
+
+def unit_map(lane: str, jobs: int, path: Path | None = None) -> UnitMap:
+    """The map of ``lane``'s units, traced (``jobs`` at a time) unless ``path`` holds it for this
+    tree: the code the subject runs and the suite's own (the units are code, not data)."""
+    path = path or Path(str(UNIT_COVERAGE).format(lane=lane))
+    digest = hashlib.sha256(code_digest().encode())
+    for file in sorted((ROOT / "conformance").rglob("*.py")):
+        digest.update(file.relative_to(ROOT).as_posix().encode() + b"\0" + file.read_bytes() + b"\0")
+    code = digest.hexdigest()
+    if path.exists():
+        cache = json.loads(path.read_text(encoding="utf-8"))
+        if cache.get("code") == code:
+            return unit_map_of(cache["units"])
+    subject = StdioSubject(f"{PYTHON} -m reference.server", timeout=60.0)
+    try:
+        keys = [unit_key(unit) for unit in lane_units(lane, hello(subject))]
+    finally:
+        subject.close()
+    started = time.monotonic()
+    units: dict[str, dict[str, Any]] = {}
+    with multiprocessing.Pool(jobs) as pool:
+        for key, said, seconds, found in pool.imap_unordered(trace_unit, [(lane, key) for key in keys]):
+            units[key] = {"verdict": said, "seconds": seconds, "lines": found}
+            print(f"coverage ({lane}): {len(units)}/{len(keys)} units traced, {key} {seconds:.0f}s "
+                  f"{said} ({time.monotonic() - started:.0f}s)", flush=True)  # fmt: skip
+    ordered = {key: units[key] for key in keys}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".partial")
+    partial.write_text(json.dumps({"code": code, "units": ordered}), encoding="utf-8")
+    partial.replace(path)
+    return unit_map_of(ordered)
+
+
+def unit_map_of(units: dict[str, dict[str, Any]]) -> UnitMap:
+    cheapest = sorted(units, key=lambda key: units[key]["seconds"])
+    return UnitMap(
+        CoverageMap.of([(key, units[key]["lines"]) for key in cheapest]),
+        {key: units[key]["verdict"] for key in cheapest},
+        {key: units[key]["seconds"] for key in cheapest},
+    )
+
+
+def certify_units(
+    copy: Path, lane: str, keys: Sequence[str], verdicts: dict[str, list[str]], timeout: float
+) -> tuple[TestOutcome, str]:
+    """The copy's reference, as a stdio process (a fresh one per unit, as traced), through the
+    units ``keys`` (cheapest first) run from this unmutated process: killed at the first whose
+    verdict is not the unmutated tree's, or once ``timeout`` has passed; survived otherwise."""
+    deadline = time.monotonic() + timeout
+    for key in keys:
+        subject = StdioSubject(subject_command(copy), timeout=min(RESPONSE_TIMEOUT, timeout), env=SUBJECT_ENV)
+        try:
+            try:
+                said = hello(subject)
+            except SubjectError as error:
+                return TestOutcome.KILLED, "timeout" if "no answer" in str(error) else f"hello: {error}"
+            unit = next((u for u in lane_units(lane, said) if unit_key(u) == key), None)
+            if unit is None:
+                return TestOutcome.KILLED, f"{key}: the subject's hello plans no such unit"
+            results = unit_alone(subject, lane_options(lane, said, deadline), unit)
+            if time.monotonic() > deadline:
+                return TestOutcome.KILLED, "timeout"
+            found = verdict(results)
+            if found != verdicts[key]:
+                if subject.dead is not None and "no answer" in subject.dead:
+                    return TestOutcome.KILLED, "timeout"
+                failing = next((r for r in results if r.outcome != "passed"), None)
+                why = f"{failing.name}: {failing.detail[:300]}" if failing is not None else ""
+                return TestOutcome.KILLED, f"{key}: {found} (unmutated {verdicts[key]}) {why}"
+        finally:
+            subject.close()
+    return TestOutcome.SURVIVED, f"{len(keys)} units agreed"
+
+
+def unit_worker(copy: Path, lane: str, timeout: float, verdicts: dict[str, list[str]], tasks: Any,
+                results: Any) -> None:  # fmt: skip
+    """A later lane's long-lived suite process: per mutant, the units that reach it, each on a fresh
+    mutated subject process."""
+    os.chdir(ROOT)
+    while (item := tasks.get()) is not None:
+        job_id, mutation, keys = item
+        started = time.monotonic()
+        if not intact(copy):
+            make_copy(copy)
+        if not keys:
+            results.put((job_id, unreached(mutation), 0.0))
+            continue
+        result = mutate_and_run(
+            copy, mutation, functools.partial(certify_units, copy, lane, keys, verdicts, timeout)
+        )
         results.put((job_id, result, time.monotonic() - started))
 
 
 # -- running ------------------------------------------------------------------------------------
-
-
-def lane_command(lane: str, copy: Path, response_timeout: float, cases: Sequence[str]) -> str:
-    """The suite, run from the unmutated tree, certifying the copy's reference as a stdio process."""
-    subject = subject_command(copy)
-    case_options = "".join(f" --case {case}" for case in cases)
-    return (
-        f"{PYTHON} -m conformance --stdio '{subject}' --families {' '.join(LANES[lane])}"
-        f" --timeout {response_timeout:g} --junit {copy}/junit.xml{case_options}"
-    )
 
 
 def make_copies(jobs: int, state: Path = COPIES_DIR) -> list[Path]:
@@ -522,39 +675,25 @@ def subject_command(copy: Path) -> str:
     return f"env -C {copy} PYTHONDONTWRITEBYTECODE=1 {PYTHON} -m reference.server"
 
 
-def worker(copy: Path, lane: str, timeout: float, cases: Sequence[str], tasks: Any, results: Any) -> None:
-    os.chdir(ROOT)
-    command = lane_command(lane, copy, min(30.0, timeout), cases)
-    while (item := tasks.get()) is not None:
-        job_id, mutation = item
-        started = time.monotonic()
-        mutated = attrs.evolve(mutation, module_path=copy / mutation.module_path)
-        result = mutate_and_test([mutated], command, timeout)
-        results.put((job_id, result, time.monotonic() - started))
-
-
-def baseline(lane: str, copy: Path, timeout: float, cases: Sequence[str]) -> None:
-    """The unmutated copy must pass the lane, or every mutant would look killed."""
-    if lane == "fast":
-        outcome, output = certify(copy, chosen_vectors(cases), max(timeout, 600.0))
-        if outcome != TestOutcome.SURVIVED:
-            raise SystemExit(f"the unmutated tree fails the fast lane: {output}")
-        return
-    command = lane_command(lane, copy, min(30.0, timeout), cases)
-    done = subprocess.run(command, shell=True, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
-    if done.returncode != 0:
-        raise SystemExit(f"the unmutated tree fails the {lane} lane:\n{done.stdout[-3000:]}")
+def baseline(copy: Path, timeout: float, cases: Sequence[str]) -> None:
+    """The unmutated copy must pass the fast lane, or every mutant would look killed (a later
+    lane's baseline is each unit's verdict, traced with its map)."""
+    outcome, output = certify(copy, chosen_vectors(cases), max(timeout, 600.0))
+    if outcome != TestOutcome.SURVIVED:
+        raise SystemExit(f"the unmutated tree fails the fast lane: {output}")
 
 
 def run_lane(path: Path, lane: str, earlier: Sequence[str], jobs: int, timeout: float,
              cases: Sequence[str], limit: int | None, rules: Sequence[str] = (),
              select: bool = True, coverage_path: Path = COVERAGE,
-             modules: Sequence[str] = ()) -> None:  # fmt: skip
+             modules: Sequence[str] = (), unit_coverage: Path | None = None) -> None:  # fmt: skip
     """Run ``lane`` on every mutant that survived all ``earlier`` lanes and has no result for it
     (only those inside the functions ``rules`` names, when it names any, and of the files
     ``modules`` names, when it names any, in their order). The fast lane runs, for
     each mutant, only the vector cases that reach its statement (every case unless ``select``); a
-    mutant none reaches is recorded *unreached* (a survivor, :data:`NO_CASE`) without running."""
+    mutant none reaches is recorded *unreached* (a survivor, :data:`NO_CASE`) without running. The
+    later lanes do the same with their units (:func:`unit_map`; ``cases`` globs over unit keys,
+    like ``exhaustive#*``)."""
     rows = lane_rows(path)
     with use_db(str(path), WorkDB.Mode.open) as work_db:
         items: list[WorkItem] = sorted(
@@ -581,36 +720,45 @@ def run_lane(path: Path, lane: str, earlier: Sequence[str], jobs: int, timeout: 
             print(f"{lane}: nothing to run")
             return
         chosen: dict[str, list[str]] = {}
+        units = None
         if lane == "fast":
             coverage = coverage_map(jobs, cases, coverage_path) if select else None
             every = [vector_key(v) for v in chosen_vectors(cases)]
-            trees: dict[str, ast.Module] = {}
-            for item in pending:
-                chosen[item.job_id] = (
-                    every if coverage is None else select_cases(item.mutations[0], coverage, trees)
-                )
-            reached = len([item for item in pending if chosen[item.job_id]])
-            print(f"{lane}: {len(pending) - reached} of {len(pending)} mutants reached by no case "
-                  f"(recorded unreached without running); {reached} to run", flush=True)  # fmt: skip
+        else:  # the lane's units, cheapest first (its map traced once per tree)
+            units = unit_map(lane, jobs, unit_coverage)
+            coverage = units.coverage if select else None
+            every = list(units.coverage.cases)
+        trees: dict[str, ast.Module] = {}
+        for item in pending:
+            chosen[item.job_id] = (
+                every if coverage is None else select_cases(item.mutations[0], coverage, trees)
+            )
+            if units is not None and cases:
+                chosen[item.job_id] = [
+                    k for k in chosen[item.job_id] if any(fnmatch.fnmatchcase(k, g) for g in cases)
+                ]
+        reached = len([item for item in pending if chosen[item.job_id]])
+        print(f"{lane}: {len(pending) - reached} of {len(pending)} mutants reached by no case "
+              f"(recorded unreached without running); {reached} to run", flush=True)  # fmt: skip
         workers = min(jobs, len(pending))
         # one set of copies a run (two runs may share a session; each removes its own copies)
         digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:8]
         copies_dir = COPIES_DIR / f"{path.stem}-{digest}-{os.getpid()}"
         copies = make_copies(workers, copies_dir)
-        baseline(lane, copies[0], timeout, cases)
+        if units is None:
+            baseline(copies[0], timeout, cases)
         tasks: Any = multiprocessing.Queue()
         results: Any = multiprocessing.Queue()
         for item in pending:
-            if lane == "fast":
-                tasks.put((item.job_id, item.mutations[0], chosen[item.job_id]))
-            else:
-                tasks.put((item.job_id, item.mutations[0]))
+            tasks.put((item.job_id, item.mutations[0], chosen[item.job_id]))
         for _ in copies:
             tasks.put(None)
         processes = [
             multiprocessing.Process(target=fast_worker, args=(copy, timeout, tasks, results))
-            if lane == "fast"
-            else multiprocessing.Process(target=worker, args=(copy, lane, timeout, cases, tasks, results))
+            if units is None
+            else multiprocessing.Process(
+                target=unit_worker, args=(copy, lane, timeout, units.verdicts, tasks, results)
+            )
             for copy in copies
         ]
         for process in processes:
