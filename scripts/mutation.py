@@ -552,10 +552,7 @@ def unit_map(lane: str, jobs: int, path: Path | None = None) -> UnitMap:
     """The map of ``lane``'s units, traced (``jobs`` at a time) unless ``path`` holds it for this
     tree: the code the subject runs and the suite's own (the units are code, not data)."""
     path = path or Path(str(UNIT_COVERAGE).format(lane=lane))
-    digest = hashlib.sha256(code_digest().encode())
-    for file in sorted((ROOT / "conformance").rglob("*.py")):
-        digest.update(file.relative_to(ROOT).as_posix().encode() + b"\0" + file.read_bytes() + b"\0")
-    code = digest.hexdigest()
+    code = suite_digest()
     if path.exists():
         cache = json.loads(path.read_text(encoding="utf-8"))
         if cache.get("code") == code:
@@ -578,6 +575,14 @@ def unit_map(lane: str, jobs: int, path: Path | None = None) -> UnitMap:
     partial.write_text(json.dumps({"code": code, "units": ordered}), encoding="utf-8")
     partial.replace(path)
     return unit_map_of(ordered)
+
+
+def suite_digest() -> str:
+    """What a unit's trace depends on: the code the subject runs and the suite's own."""
+    digest = hashlib.sha256(code_digest().encode())
+    for file in sorted((ROOT / "conformance").rglob("*.py")):
+        digest.update(file.relative_to(ROOT).as_posix().encode() + b"\0" + file.read_bytes() + b"\0")
+    return digest.hexdigest()
 
 
 def unit_map_of(units: dict[str, dict[str, Any]]) -> UnitMap:

@@ -5,14 +5,16 @@ counts as one; a mutant no case executes runs none (it is recorded unreached, ne
 from __future__ import annotations
 
 import ast
+import os
 import sys
 import textwrap
 from pathlib import Path
 
 from cosmic_ray.work_item import MutationSpec
 
+from conformance.report import CaseResult
 from scripts import mutation
-from scripts.mutation_trace import LineRecorder
+from scripts.mutation_trace import LineRecorder, read_appended
 
 SOURCE = textwrap.dedent(
     """\
@@ -92,3 +94,40 @@ def test_the_recorder_sees_the_lines_a_call_runs_and_only_in_scope(tmp_path: Pat
     finally:
         sys.settrace(None)
     assert recorder.lines() == {"pkg/m.py": [1, 2, 4]}
+
+
+def test_an_appending_recorder_writes_each_line_once_and_its_reader_reads_them(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "m.py").write_text("def f(x):\n    if x:\n        return 1\n    return 2\n", encoding="utf-8")
+    namespace: dict[str, object] = {}
+    code = compile((package / "m.py").read_text(encoding="utf-8"), str(package / "m.py"), "exec")
+    out = tmp_path / "lines.txt"
+    sink = os.open(out, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    recorder = LineRecorder(tmp_path, ["pkg"], sink)
+    exec(code, namespace)
+    sys.settrace(recorder)
+    try:
+        namespace["f"](0)  # type: ignore[operator]
+        namespace["f"](0)  # type: ignore[operator]  # nothing new: nothing more written
+    finally:
+        sys.settrace(None)
+        os.close(sink)
+    assert out.read_text(encoding="utf-8").splitlines() == ["pkg/m.py\t1", "pkg/m.py\t2", "pkg/m.py\t4"]
+    assert read_appended(out) == recorder.lines() == {"pkg/m.py": [1, 2, 4]}
+
+
+def test_a_unit_map_runs_the_cheapest_units_first_and_a_verdict_counts_outcomes() -> None:
+    units = mutation.unit_map_of(
+        {
+            "machine#0": {"verdict": ["passed: 1"], "seconds": 30.0, "lines": {"spec/a.py": [3]}},
+            "files#0": {"verdict": ["passed: 9"], "seconds": 2.0, "lines": {"spec/a.py": [3, 4]}},
+        }
+    )
+    assert units.coverage.reaching("spec/a.py", [3]) == ["files#0", "machine#0"]
+    assert units.coverage.reaching("spec/a.py", [4]) == ["files#0"]
+    results = [
+        CaseResult("f", name, outcome, "")
+        for name, outcome in (("a", "passed"), ("b", "failed"), ("c", "passed"))
+    ]
+    assert mutation.verdict(results) == ["failed: 1", "passed: 2"]
