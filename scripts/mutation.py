@@ -97,9 +97,8 @@ EQUIVALENTS: Final = ROOT / "docs" / "mutation-equivalents.json"
 REPORT: Final = ROOT / "docs" / "mutation.md"
 OUTCOMES: Final = ("killed", "timeout", "survived", "equivalent", "incompetent", "skipped", "pending")
 COVERAGE: Final = STATE_DIR / "coverage.json"  # the fast lane's map: which vector cases reach which line
-UNIT_COVERAGE: Final = (
-    STATE_DIR / "coverage-{lane}.json"
-)  # a later lane's map: which of its units reach which line
+UNIT_COVERAGE: Final = STATE_DIR / "coverage-{lane}.json"  # a later lane's map of its units
+DEFAULT_BACKEND: Final = "simulated"  # the stdio subject's storage (reference.server --backend)
 NO_CASE: Final = "no case reaches it"  # a fast-lane survivor no vector case executes (not run)
 SURVIVING: Final = ("survived", "unreached")  # lane outcomes that send a mutant to the next lane
 RESPONSE_TIMEOUT: Final = 20.0  # seconds a mutated subject may take to answer one request
@@ -314,12 +313,12 @@ class CoverageMap:
         return [self.cases[index] for index in sorted(hit)]
 
 
-def trace_case(vector: dict[str, Any]) -> tuple[str, str, Lines]:
+def trace_case(vector: dict[str, Any], backend: str = DEFAULT_BACKEND) -> tuple[str, str, Lines]:
     """One vector case against a fresh traced subject: its key, its outcome (and why, unless it
     passed) and the lines of the scope the subject executed, its imports included."""
     with tempfile.TemporaryDirectory(prefix="dsh-mutation-trace-") as scratch:
         out = Path(scratch) / "lines.json"
-        subject = StdioSubject(f"{PYTHON} -m scripts.mutation_trace {out} {' '.join(SCOPE)}", timeout=120.0)
+        subject = StdioSubject(traced_command(out, backend), timeout=120.0)
         try:
             said = hello(subject)
             result = run_vector(subject, vector, said.capabilities, said.target)
@@ -337,7 +336,9 @@ def chosen_vectors(globs: Sequence[str] = ()) -> list[dict[str, Any]]:
     ]
 
 
-def coverage_map(jobs: int, globs: Sequence[str] = (), path: Path = COVERAGE) -> CoverageMap:
+def coverage_map(
+    jobs: int, globs: Sequence[str] = (), path: Path = COVERAGE, backend: str = DEFAULT_BACKEND
+) -> CoverageMap:
     """The map over the cases ``globs`` choose. Each case's trace is kept in ``path`` until the
     code or its vector changes: only new and changed cases are traced (``jobs`` at a time), and
     each must pass on the unmutated tree."""
@@ -353,9 +354,12 @@ def coverage_map(jobs: int, globs: Sequence[str] = (), path: Path = COVERAGE) ->
         failing = []
         with multiprocessing.Pool(jobs) as pool:
             for done, (vector, (key, outcome, found)) in enumerate(
-                zip(missing, pool.imap(trace_case, missing), strict=True), 1
+                zip(missing, pool.imap(functools.partial(trace_case, backend=backend), missing), strict=True),
+                1,
             ):
-                if outcome != "passed":
+                if outcome.startswith("unsupported"):  # a capability the backend lacks: it reaches nothing
+                    found = {}
+                elif outcome != "passed":
                     failing.append(f"{key}: {outcome}")
                 kept[key] = {"vector": vector_digest(vector), "lines": found}
                 if done % 50 == 0 or done == len(missing):
@@ -401,11 +405,15 @@ def select_cases(mutation: MutationSpec, coverage: CoverageMap, trees: dict[str,
     return coverage.reaching(module, statement_lines(trees[module], mutation.start_pos[0]))
 
 
-def certify(copy: Path, vectors: Sequence[dict[str, Any]], timeout: float) -> tuple[TestOutcome, str]:
+def certify(
+    copy: Path, vectors: Sequence[dict[str, Any]], timeout: float, backend: str = DEFAULT_BACKEND
+) -> tuple[TestOutcome, str]:
     """The copy's reference, as a stdio process, against ``vectors`` run from this (unmutated)
     process: killed at the first case that does not pass, or once ``timeout`` has passed
     (``output`` "timeout"), survived when every case passes."""
-    subject = StdioSubject(subject_command(copy), timeout=min(RESPONSE_TIMEOUT, timeout), env=SUBJECT_ENV)
+    subject = StdioSubject(
+        subject_command(copy, backend), timeout=min(RESPONSE_TIMEOUT, timeout), env=SUBJECT_ENV
+    )
     deadline = time.monotonic() + timeout
     try:
         try:
@@ -416,6 +424,8 @@ def certify(copy: Path, vectors: Sequence[dict[str, Any]], timeout: float) -> tu
             if time.monotonic() > deadline:
                 return TestOutcome.KILLED, "timeout"
             result = run_vector(subject, vector, said.capabilities, said.target)
+            if result.outcome == "unsupported":  # ruled out by hello's capabilities (outside the scope)
+                continue
             if result.outcome != "passed":
                 if subject.dead is not None and "no answer" in subject.dead:
                     return TestOutcome.KILLED, "timeout"
@@ -469,7 +479,7 @@ def unreached(mutation: MutationSpec) -> WorkResult:
                       test_outcome=TestOutcome.SURVIVED, worker_outcome=WorkerOutcome.NORMAL)  # fmt: skip
 
 
-def fast_worker(copy: Path, timeout: float, tasks: Any, results: Any) -> None:
+def fast_worker(copy: Path, timeout: float, backend: str, tasks: Any, results: Any) -> None:
     """One long-lived suite process: the vectors loaded once; per mutant, a fresh subject process."""
     os.chdir(ROOT)
     vectors = {vector_key(vector): vector for vector in load_vectors()}
@@ -485,7 +495,7 @@ def fast_worker(copy: Path, timeout: float, tasks: Any, results: Any) -> None:
             results.put((job_id, unreached(mutation), 0.0))
             continue
         chosen = [vectors[case] for case in cases]
-        result = mutate_and_run(copy, mutation, functools.partial(certify, copy, chosen, timeout))
+        result = mutate_and_run(copy, mutation, functools.partial(certify, copy, chosen, timeout, backend))
         results.put((job_id, result, time.monotonic() - started))
 
 
@@ -518,14 +528,13 @@ def verdict(results: Sequence[CaseResult]) -> list[str]:
     return [f"{outcome}: {count}" for outcome, count in sorted(counts.items())]
 
 
-def trace_unit(task: tuple[str, str]) -> tuple[str, list[str], float, Lines]:
+def trace_unit(task: tuple[str, str], backend: str = DEFAULT_BACKEND) -> tuple[str, list[str], float, Lines]:
     """One stateful unit against a fresh traced subject (every process it starts, restarts after a
     SIGKILL included, appending its lines to one file): its key, verdict, seconds and lines."""
     lane, key = task
     with tempfile.TemporaryDirectory(prefix="dsh-mutation-trace-") as scratch:
         out = Path(scratch) / "lines.txt"
-        command = f"{PYTHON} -m scripts.mutation_trace --append {out} {' '.join(SCOPE)}"
-        subject = StdioSubject(command, timeout=600.0)
+        subject = StdioSubject(traced_command(out, backend, append=True), timeout=600.0)
         started = time.monotonic()
         try:
             said = hello(subject)
@@ -548,16 +557,16 @@ class UnitMap:
     seconds: dict[str, float]
 
 
-def unit_map(lane: str, jobs: int, path: Path | None = None) -> UnitMap:
+def unit_map(lane: str, jobs: int, path: Path | None = None, backend: str = DEFAULT_BACKEND) -> UnitMap:
     """The map of ``lane``'s units, traced (``jobs`` at a time) unless ``path`` holds it for this
     tree: the code the subject runs and the suite's own (the units are code, not data)."""
-    path = path or Path(str(UNIT_COVERAGE).format(lane=lane))
+    path = path or with_backend(Path(str(UNIT_COVERAGE).format(lane=lane)), backend)
     code = suite_digest()
     if path.exists():
         cache = json.loads(path.read_text(encoding="utf-8"))
         if cache.get("code") == code:
             return unit_map_of(cache["units"])
-    subject = StdioSubject(f"{PYTHON} -m reference.server", timeout=60.0)
+    subject = StdioSubject(f"{PYTHON} -m reference.server --backend {backend}", timeout=60.0)
     try:
         keys = [unit_key(unit) for unit in lane_units(lane, hello(subject))]
     finally:
@@ -565,7 +574,9 @@ def unit_map(lane: str, jobs: int, path: Path | None = None) -> UnitMap:
     started = time.monotonic()
     units: dict[str, dict[str, Any]] = {}
     with multiprocessing.Pool(jobs) as pool:
-        for key, said, seconds, found in pool.imap_unordered(trace_unit, [(lane, key) for key in keys]):
+        for key, said, seconds, found in pool.imap_unordered(
+            functools.partial(trace_unit, backend=backend), [(lane, key) for key in keys]
+        ):
             units[key] = {"verdict": said, "seconds": seconds, "lines": found}
             print(f"coverage ({lane}): {len(units)}/{len(keys)} units traced, {key} {seconds:.0f}s "
                   f"{said} ({time.monotonic() - started:.0f}s)", flush=True)  # fmt: skip
@@ -595,14 +606,21 @@ def unit_map_of(units: dict[str, dict[str, Any]]) -> UnitMap:
 
 
 def certify_units(
-    copy: Path, lane: str, keys: Sequence[str], verdicts: dict[str, list[str]], timeout: float
+    copy: Path,
+    lane: str,
+    keys: Sequence[str],
+    verdicts: dict[str, list[str]],
+    timeout: float,
+    backend: str = DEFAULT_BACKEND,
 ) -> tuple[TestOutcome, str]:
     """The copy's reference, as a stdio process (a fresh one per unit, as traced), through the
     units ``keys`` (cheapest first) run from this unmutated process: killed at the first whose
     verdict is not the unmutated tree's, or once ``timeout`` has passed; survived otherwise."""
     deadline = time.monotonic() + timeout
     for key in keys:
-        subject = StdioSubject(subject_command(copy), timeout=min(RESPONSE_TIMEOUT, timeout), env=SUBJECT_ENV)
+        subject = StdioSubject(
+            subject_command(copy, backend), timeout=min(RESPONSE_TIMEOUT, timeout), env=SUBJECT_ENV
+        )
         try:
             try:
                 said = hello(subject)
@@ -626,7 +644,7 @@ def certify_units(
     return TestOutcome.SURVIVED, f"{len(keys)} units agreed"
 
 
-def unit_worker(copy: Path, lane: str, timeout: float, verdicts: dict[str, list[str]], tasks: Any,
+def unit_worker(copy: Path, lane: str, timeout: float, backend: str, verdicts: dict[str, list[str]], tasks: Any,
                 results: Any) -> None:  # fmt: skip
     """A later lane's long-lived suite process: per mutant, the units that reach it, each on a fresh
     mutated subject process."""
@@ -640,7 +658,7 @@ def unit_worker(copy: Path, lane: str, timeout: float, verdicts: dict[str, list[
             results.put((job_id, unreached(mutation), 0.0))
             continue
         result = mutate_and_run(
-            copy, mutation, functools.partial(certify_units, copy, lane, keys, verdicts, timeout)
+            copy, mutation, functools.partial(certify_units, copy, lane, keys, verdicts, timeout, backend)
         )
         results.put((job_id, result, time.monotonic() - started))
 
@@ -675,15 +693,27 @@ def make_copy(copy: Path) -> Path:
     return copy
 
 
-def subject_command(copy: Path) -> str:
-    """The copy's reference as a stdio process (its bytecode never written: see :func:`make_copies`)."""
-    return f"env -C {copy} PYTHONDONTWRITEBYTECODE=1 {PYTHON} -m reference.server"
+def subject_command(copy: Path, backend: str = DEFAULT_BACKEND) -> str:
+    """The copy's reference as a stdio process on ``backend`` (its bytecode never written: see
+    :func:`make_copies`)."""
+    return f"env -C {copy} PYTHONDONTWRITEBYTECODE=1 {PYTHON} -m reference.server --backend {backend}"
 
 
-def baseline(copy: Path, timeout: float, cases: Sequence[str]) -> None:
+def traced_command(out: Path, backend: str, append: bool = False) -> str:
+    """The unmutated reference on ``backend``, traced into ``out`` (:mod:`scripts.mutation_trace`)."""
+    flag = " --append" if append else ""
+    return f"{PYTHON} -m scripts.mutation_trace{flag} --backend {backend} {out} {' '.join(SCOPE)}"
+
+
+def with_backend(path: Path, backend: str) -> Path:
+    """A coverage map's file for ``backend`` (the default backend's keeps its plain name)."""
+    return path if backend == DEFAULT_BACKEND else path.with_name(f"{path.stem}-{backend}{path.suffix}")
+
+
+def baseline(copy: Path, timeout: float, cases: Sequence[str], backend: str = DEFAULT_BACKEND) -> None:
     """The unmutated copy must pass the fast lane, or every mutant would look killed (a later
     lane's baseline is each unit's verdict, traced with its map)."""
-    outcome, output = certify(copy, chosen_vectors(cases), max(timeout, 600.0))
+    outcome, output = certify(copy, chosen_vectors(cases), max(timeout, 600.0), backend)
     if outcome != TestOutcome.SURVIVED:
         raise SystemExit(f"the unmutated tree fails the fast lane: {output}")
 
@@ -691,7 +721,8 @@ def baseline(copy: Path, timeout: float, cases: Sequence[str]) -> None:
 def run_lane(path: Path, lane: str, earlier: Sequence[str], jobs: int, timeout: float,
              cases: Sequence[str], limit: int | None, rules: Sequence[str] = (),
              select: bool = True, coverage_path: Path = COVERAGE,
-             modules: Sequence[str] = (), unit_coverage: Path | None = None) -> None:  # fmt: skip
+             modules: Sequence[str] = (), unit_coverage: Path | None = None,
+             backend: str = DEFAULT_BACKEND) -> None:  # fmt: skip
     """Run ``lane`` on every mutant that survived all ``earlier`` lanes and has no result for it
     (only those inside the functions ``rules`` names, when it names any, and of the files
     ``modules`` names, when it names any, in their order). The fast lane runs, for
@@ -727,10 +758,12 @@ def run_lane(path: Path, lane: str, earlier: Sequence[str], jobs: int, timeout: 
         chosen: dict[str, list[str]] = {}
         units = None
         if lane == "fast":
-            coverage = coverage_map(jobs, cases, coverage_path) if select else None
+            coverage = (
+                coverage_map(jobs, cases, with_backend(coverage_path, backend), backend) if select else None
+            )
             every = [vector_key(v) for v in chosen_vectors(cases)]
         else:  # the lane's units, cheapest first (its map traced once per tree)
-            units = unit_map(lane, jobs, unit_coverage)
+            units = unit_map(lane, jobs, unit_coverage, backend)
             coverage = units.coverage if select else None
             every = list(units.coverage.cases)
         trees: dict[str, ast.Module] = {}
@@ -751,7 +784,7 @@ def run_lane(path: Path, lane: str, earlier: Sequence[str], jobs: int, timeout: 
         copies_dir = COPIES_DIR / f"{path.stem}-{digest}-{os.getpid()}"
         copies = make_copies(workers, copies_dir)
         if units is None:
-            baseline(copies[0], timeout, cases)
+            baseline(copies[0], timeout, cases, backend)
         tasks: Any = multiprocessing.Queue()
         results: Any = multiprocessing.Queue()
         for item in pending:
@@ -759,10 +792,10 @@ def run_lane(path: Path, lane: str, earlier: Sequence[str], jobs: int, timeout: 
         for _ in copies:
             tasks.put(None)
         processes = [
-            multiprocessing.Process(target=fast_worker, args=(copy, timeout, tasks, results))
+            multiprocessing.Process(target=fast_worker, args=(copy, timeout, backend, tasks, results))
             if units is None
             else multiprocessing.Process(
-                target=unit_worker, args=(copy, lane, timeout, units.verdicts, tasks, results)
+                target=unit_worker, args=(copy, lane, timeout, backend, units.verdicts, tasks, results)
             )
             for copy in copies
         ]
@@ -1046,6 +1079,12 @@ def main(argv: Iterable[str] | None = None) -> int:
         action="store_true",
         help="judge the named modules' survivors again (after new vectors or edges)",
     )
+    run.add_argument(
+        "--backend",
+        choices=("simulated", "sqlite", "postgres"),
+        default=DEFAULT_BACKEND,
+        help="the mutated subject's storage (reference.server --backend): sqlite reaches the database store",
+    )
     run.add_argument("--rule", action="append", default=[], help="run only the mutants inside this function")
     run.add_argument("--case", action="append", default=[], help="only the suite's cases matching this glob")
     run.add_argument(
@@ -1097,7 +1136,7 @@ def main(argv: Iterable[str] | None = None) -> int:
         timeout = options.timeout or DEFAULT_TIMEOUTS[lane]
         run_lane(session, lane, lanes[:index], options.jobs, timeout, options.case, options.limit,
                  options.rule, select=not options.all_cases,
-                 modules=files if options.modules else ())  # fmt: skip
+                 modules=files if options.modules else (), backend=options.backend)  # fmt: skip
     write_report(session, options.markdown or (None if options.changed else REPORT))
     counts = Counter(final_outcome(m, read_triage()) for m in read_mutants(session))
     return 1 if counts["survived"] else 0

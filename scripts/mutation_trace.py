@@ -1,9 +1,8 @@
 """The reference's stdio server, traced (the coverage maps of :mod:`scripts.mutation`'s lanes).
 
-    python -m scripts.mutation_trace OUT SCOPE...
-    python -m scripts.mutation_trace --append OUT SCOPE...
+    python -m scripts.mutation_trace [--append] [--backend NAME] OUT SCOPE...
 
-serves the protocol exactly as ``python -m reference.server`` does, while recording every line of
+serves the protocol exactly as ``python -m reference.server [--backend NAME]`` does, while recording every line of
 the files under the ``SCOPE`` paths (relative to the root) that it executes, imports included; when
 stdin closes it writes them to ``OUT`` as JSON (``{"spec/x.py": [lines]}``). With ``--append``
 each line is appended to ``OUT`` (``path<TAB>line``) the first time it runs instead: a stateful
@@ -87,8 +86,12 @@ def read_appended(path: Path) -> dict[str, list[int]]:
 
 
 def main(argv: Sequence[str]) -> None:
-    append = bool(argv) and argv[0] == "--append"
-    out, *scope = argv[1:] if append else argv
+    rest = list(argv)
+    append = rest[:1] == ["--append"]
+    del rest[: int(append)]
+    backend = rest[1] if rest[:1] == ["--backend"] else None
+    del rest[: 2 * (backend is not None)]
+    out, *scope = rest
     sink = os.open(out, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644) if append else None
     recorder = LineRecorder(ROOT, scope, sink)
     sys.settrace(recorder)
@@ -96,7 +99,7 @@ def main(argv: Sequence[str]) -> None:
     try:
         from reference.server import main as serve
 
-        serve([])
+        serve([] if backend is None else ["--backend", backend])
     finally:
         sys.settrace(None)
         threading.settrace(None)
