@@ -131,3 +131,17 @@ def test_a_unit_map_runs_the_cheapest_units_first_and_a_verdict_counts_outcomes(
         for name, outcome in (("a", "passed"), ("b", "failed"), ("c", "passed"))
     ]
     assert mutation.verdict(results) == ["failed: 1", "passed: 2"]
+
+
+def test_a_backend_has_its_own_map_where_a_case_its_hello_rules_out_reaches_nothing(tmp_path: Path) -> None:
+    assert mutation.with_backend(tmp_path / "coverage.json", "sqlite") == tmp_path / "coverage-sqlite.json"
+    assert (
+        mutation.with_backend(tmp_path / "coverage.json", mutation.DEFAULT_BACKEND)
+        == tmp_path / "coverage.json"
+    )
+    assert mutation.subject_command(tmp_path, "sqlite").endswith("-m reference.server --backend sqlite")
+    ruled_out = "storage/a-batch-bound-must-be-a-non-negative-integer"  # needs batch-policy
+    coverage = mutation.coverage_map(1, [ruled_out], tmp_path / "coverage-sqlite.json", "sqlite")
+    assert coverage.cases == (ruled_out,) and coverage.lines == {}
+    simulated = mutation.coverage_map(1, [ruled_out], tmp_path / "coverage.json")
+    assert simulated.reaching("reference/persistence/common.py", range(1, 200)) == [ruled_out]
