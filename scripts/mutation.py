@@ -103,6 +103,7 @@ NO_CASE: Final = "no case reaches it"  # a fast-lane survivor no vector case exe
 SURVIVING: Final = ("survived", "unreached")  # lane outcomes that send a mutant to the next lane
 RESPONSE_TIMEOUT: Final = 20.0  # seconds a mutated subject may take to answer one request
 SUBJECT_ENV: Final = {"PYTHONDONTWRITEBYTECODE": "1"}  # a mutant's bytecode is never cached
+LOCK_WAIT: Final = 120.0  # seconds to wait for a session database another run is writing
 
 
 # -- what to mutate ------------------------------------------------------------------------------
@@ -168,7 +169,7 @@ def open_session(path: Path, files: Sequence[str], fresh: bool) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     wanted = json.dumps(sorted(files))
     if path.exists() and not fresh:
-        with sqlite3.connect(path) as db:
+        with sqlite3.connect(path, timeout=LOCK_WAIT) as db:
             db.execute(META_TABLE)
             row = db.execute("SELECT value FROM mutation_meta WHERE key = 'files'").fetchone()
         if row is not None and set(files) <= set(json.loads(row[0])):
@@ -177,7 +178,7 @@ def open_session(path: Path, files: Sequence[str], fresh: bool) -> None:
         path.unlink()
     with use_db(str(path), WorkDB.Mode.create) as work_db:
         cosmic_ray_init([Path(file) for file in files], work_db, {})
-    with sqlite3.connect(path) as db:
+    with sqlite3.connect(path, timeout=LOCK_WAIT) as db:
         db.execute(META_TABLE)
         db.execute(LANE_TABLE)
         db.execute("INSERT OR REPLACE INTO mutation_meta VALUES ('files', ?)", (wanted,))
@@ -222,14 +223,14 @@ def skip_annotations(path: Path) -> None:
                 skipped,
                 WorkResult(output="inside a postponed annotation", worker_outcome=WorkerOutcome.SKIPPED),
             )
-    with sqlite3.connect(path) as db:
+    with sqlite3.connect(path, timeout=LOCK_WAIT) as db:
         db.execute(LANE_TABLE)
         db.executemany("DELETE FROM lane_results WHERE job_id = ?", [(job_id,) for job_id in skipped])
 
 
 def lane_rows(path: Path) -> dict[str, dict[str, tuple[str, float]]]:
     """``job id -> lane -> (outcome, seconds)``."""
-    with sqlite3.connect(path) as db:
+    with sqlite3.connect(path, timeout=LOCK_WAIT) as db:
         db.execute(LANE_TABLE)
         rows = db.execute("SELECT job_id, lane, outcome, seconds FROM lane_results").fetchall()
     found: dict[str, dict[str, tuple[str, float]]] = defaultdict(dict)
@@ -243,7 +244,7 @@ def record(path: Path, work_db: WorkDB, job_id: str, lane: str, result: WorkResu
     shows) and in the lane table (every lane's)."""
     outcome = outcome_of(result)
     work_db.set_result(job_id, result)
-    with sqlite3.connect(path) as db:
+    with sqlite3.connect(path, timeout=LOCK_WAIT) as db:
         db.execute(
             "INSERT OR REPLACE INTO lane_results VALUES (?, ?, ?, ?)", (job_id, lane, outcome, seconds)
         )
@@ -1149,7 +1150,7 @@ def forget_survivors(path: Path, lanes: Sequence[str], modules: Sequence[str]) -
     with use_db(str(path), WorkDB.Mode.open) as work_db:
         jobs = [item.job_id for item in work_db.work_items
                 if Path(item.mutations[0].module_path).as_posix() in modules]  # fmt: skip
-    with sqlite3.connect(path) as db:
+    with sqlite3.connect(path, timeout=LOCK_WAIT) as db:
         before = db.total_changes
         for lane in lanes:
             db.executemany(
@@ -1163,7 +1164,7 @@ def keep(path: Path, wanted: Callable[[MutationSpec], bool]) -> None:
     """Drop the session's mutants ``wanted`` says no to (a focused run)."""
     with use_db(str(path), WorkDB.Mode.open) as work_db:
         dropped = [(item.job_id,) for item in work_db.work_items if not wanted(item.mutations[0])]
-    with sqlite3.connect(path) as db:
+    with sqlite3.connect(path, timeout=LOCK_WAIT) as db:
         for table in ("work_results", "mutation_specs", "work_items", "lane_results"):
             db.executemany(f"DELETE FROM {table} WHERE job_id = ?", dropped)
 
