@@ -963,6 +963,9 @@ def render(mutants: Sequence[Mutant], triage: dict[tuple[str, str, str, str], di
         "The fast lane runs, for each mutant, the vector cases that execute its statement in the",
         "unmutated subject (a coverage map traced once per tree); a mutant no case executes is",
         "recorded as a survivor without running (*no case reaches it*) and goes on to the later lanes.",
+        "The drt and stateful lanes run, likewise, only the units of their families (a part of a split",
+        "family, or a whole one) that execute the mutant's statement; `--backend sqlite` judges the",
+        "database store's mutants with the reference on SQLite.",
         "",
         "Wall time per mutant, by lane (mean, on the run's workers): "
         + (", ".join(f"{lane} {sum(t) / len(t):.1f}s over {len(t)}" for lane, t in seconds.items()) or "-")
