@@ -415,6 +415,19 @@ def run_unit(
     return _guarded(unit.family, lambda: split.run(subject, options, unit.part))
 
 
+def unit_alone(
+    subject: Subject, options: Options, unit: Unit, checks: Mapping[str, CheckFn] = STATEFUL_FAMILIES
+) -> list[CaseResult]:
+    """A stateful unit run on its own (as mutation testing runs only the units that reach a
+    mutant): its part on ``subject``, then its family's cases made from that one piece, under the
+    options' deadline."""
+    deadline = RUN_DEADLINE.set(options.deadline)
+    try:
+        return _finish(unit.family, subject, options, [run_unit(subject, options, unit, checks)], checks)
+    finally:
+        RUN_DEADLINE.reset(deadline)
+
+
 def _by_family(
     units: Sequence[Unit], done: Iterator[tuple[Unit, Any]]
 ) -> Iterator[tuple[str, bool, list[Any]]]:

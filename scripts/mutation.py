@@ -24,8 +24,13 @@ Lanes, cheapest first; a lane runs only the mutants every earlier lane let survi
             cases a coverage map (traced once in the unmutated subject, :mod:`scripts.mutation_trace`)
             says execute the mutant's statement; a mutant none reaches is recorded *unreached* (a
             survivor, "no case reaches it") without running; ``--all-cases`` runs every case
-  drt       pure-drt, the pure functions against the spec (about a minute)
-  stateful  machine, exhaustive, files, crash (minutes)
+  drt       pure-drt, the pure functions against the spec
+  stateful  machine, exhaustive, files, crash
+The later lanes are selective too: their units (each part of a split family, each whole family,
+:func:`conformance.runner.plan_units`) are traced once per tree in a subject whose every process
+appends the lines it runs (``coverage-LANE.json``, with each unit's verdict on the unmutated tree),
+and a mutant runs only the units that execute its statement, cheapest first, each on a fresh
+mutated subject; it is killed when a unit's verdict differs from the unmutated one.
 
 A mutant is *killed* when the suite exits non-zero (a failing case, or a subject that does not
 start), *timeout* when the lane outlives ``--timeout``, *survived* otherwise; a survivor listed in
@@ -40,6 +45,7 @@ import argparse
 import ast
 import difflib
 import fnmatch
+import functools
 import hashlib
 import json
 import multiprocessing
@@ -58,15 +64,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-import attrs
 import cosmic_ray.plugins
 from cosmic_ray.commands.init import init as cosmic_ray_init
-from cosmic_ray.mutating import mutate_and_test, mutate_code, use_mutation
+from cosmic_ray.mutating import mutate_code, use_mutation
 from cosmic_ray.work_db import WorkDB, use_db
 from cosmic_ray.work_item import MutationSpec, TestOutcome, WorkerOutcome, WorkItem, WorkResult
 
-from conformance.runner import hello, load_vectors, run_vector, vector_key
+from conformance.report import CaseResult, Options
+from conformance.runner import Unit, hello, load_vectors, plan_units, run_vector, unit_alone, vector_key
 from conformance.subject import StdioSubject, SubjectError
+from scripts.mutation_trace import read_appended
 
 ROOT: Final = Path(__file__).resolve().parent.parent
 PYTHON: Final = sys.executable
@@ -90,10 +97,13 @@ EQUIVALENTS: Final = ROOT / "docs" / "mutation-equivalents.json"
 REPORT: Final = ROOT / "docs" / "mutation.md"
 OUTCOMES: Final = ("killed", "timeout", "survived", "equivalent", "incompetent", "skipped", "pending")
 COVERAGE: Final = STATE_DIR / "coverage.json"  # the fast lane's map: which vector cases reach which line
+UNIT_COVERAGE: Final = STATE_DIR / "coverage-{lane}.json"  # a later lane's map of its units
+DEFAULT_BACKEND: Final = "simulated"  # the stdio subject's storage (reference.server --backend)
 NO_CASE: Final = "no case reaches it"  # a fast-lane survivor no vector case executes (not run)
 SURVIVING: Final = ("survived", "unreached")  # lane outcomes that send a mutant to the next lane
 RESPONSE_TIMEOUT: Final = 20.0  # seconds a mutated subject may take to answer one request
 SUBJECT_ENV: Final = {"PYTHONDONTWRITEBYTECODE": "1"}  # a mutant's bytecode is never cached
+LOCK_WAIT: Final = 120.0  # seconds to wait for a session database another run is writing
 
 
 # -- what to mutate ------------------------------------------------------------------------------
@@ -159,7 +169,7 @@ def open_session(path: Path, files: Sequence[str], fresh: bool) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     wanted = json.dumps(sorted(files))
     if path.exists() and not fresh:
-        with sqlite3.connect(path) as db:
+        with sqlite3.connect(path, timeout=LOCK_WAIT) as db:
             db.execute(META_TABLE)
             row = db.execute("SELECT value FROM mutation_meta WHERE key = 'files'").fetchone()
         if row is not None and set(files) <= set(json.loads(row[0])):
@@ -168,7 +178,7 @@ def open_session(path: Path, files: Sequence[str], fresh: bool) -> None:
         path.unlink()
     with use_db(str(path), WorkDB.Mode.create) as work_db:
         cosmic_ray_init([Path(file) for file in files], work_db, {})
-    with sqlite3.connect(path) as db:
+    with sqlite3.connect(path, timeout=LOCK_WAIT) as db:
         db.execute(META_TABLE)
         db.execute(LANE_TABLE)
         db.execute("INSERT OR REPLACE INTO mutation_meta VALUES ('files', ?)", (wanted,))
@@ -213,14 +223,14 @@ def skip_annotations(path: Path) -> None:
                 skipped,
                 WorkResult(output="inside a postponed annotation", worker_outcome=WorkerOutcome.SKIPPED),
             )
-    with sqlite3.connect(path) as db:
+    with sqlite3.connect(path, timeout=LOCK_WAIT) as db:
         db.execute(LANE_TABLE)
         db.executemany("DELETE FROM lane_results WHERE job_id = ?", [(job_id,) for job_id in skipped])
 
 
 def lane_rows(path: Path) -> dict[str, dict[str, tuple[str, float]]]:
     """``job id -> lane -> (outcome, seconds)``."""
-    with sqlite3.connect(path) as db:
+    with sqlite3.connect(path, timeout=LOCK_WAIT) as db:
         db.execute(LANE_TABLE)
         rows = db.execute("SELECT job_id, lane, outcome, seconds FROM lane_results").fetchall()
     found: dict[str, dict[str, tuple[str, float]]] = defaultdict(dict)
@@ -234,7 +244,7 @@ def record(path: Path, work_db: WorkDB, job_id: str, lane: str, result: WorkResu
     shows) and in the lane table (every lane's)."""
     outcome = outcome_of(result)
     work_db.set_result(job_id, result)
-    with sqlite3.connect(path) as db:
+    with sqlite3.connect(path, timeout=LOCK_WAIT) as db:
         db.execute(
             "INSERT OR REPLACE INTO lane_results VALUES (?, ?, ?, ?)", (job_id, lane, outcome, seconds)
         )
@@ -304,12 +314,12 @@ class CoverageMap:
         return [self.cases[index] for index in sorted(hit)]
 
 
-def trace_case(vector: dict[str, Any]) -> tuple[str, str, Lines]:
+def trace_case(vector: dict[str, Any], backend: str = DEFAULT_BACKEND) -> tuple[str, str, Lines]:
     """One vector case against a fresh traced subject: its key, its outcome (and why, unless it
     passed) and the lines of the scope the subject executed, its imports included."""
     with tempfile.TemporaryDirectory(prefix="dsh-mutation-trace-") as scratch:
         out = Path(scratch) / "lines.json"
-        subject = StdioSubject(f"{PYTHON} -m scripts.mutation_trace {out} {' '.join(SCOPE)}", timeout=120.0)
+        subject = StdioSubject(traced_command(out, backend), timeout=120.0)
         try:
             said = hello(subject)
             result = run_vector(subject, vector, said.capabilities, said.target)
@@ -327,7 +337,9 @@ def chosen_vectors(globs: Sequence[str] = ()) -> list[dict[str, Any]]:
     ]
 
 
-def coverage_map(jobs: int, globs: Sequence[str] = (), path: Path = COVERAGE) -> CoverageMap:
+def coverage_map(
+    jobs: int, globs: Sequence[str] = (), path: Path = COVERAGE, backend: str = DEFAULT_BACKEND
+) -> CoverageMap:
     """The map over the cases ``globs`` choose. Each case's trace is kept in ``path`` until the
     code or its vector changes: only new and changed cases are traced (``jobs`` at a time), and
     each must pass on the unmutated tree."""
@@ -343,9 +355,12 @@ def coverage_map(jobs: int, globs: Sequence[str] = (), path: Path = COVERAGE) ->
         failing = []
         with multiprocessing.Pool(jobs) as pool:
             for done, (vector, (key, outcome, found)) in enumerate(
-                zip(missing, pool.imap(trace_case, missing), strict=True), 1
+                zip(missing, pool.imap(functools.partial(trace_case, backend=backend), missing), strict=True),
+                1,
             ):
-                if outcome != "passed":
+                if outcome.startswith("unsupported"):  # a capability the backend lacks: it reaches nothing
+                    found = {}
+                elif outcome != "passed":
                     failing.append(f"{key}: {outcome}")
                 kept[key] = {"vector": vector_digest(vector), "lines": found}
                 if done % 50 == 0 or done == len(missing):
@@ -391,11 +406,15 @@ def select_cases(mutation: MutationSpec, coverage: CoverageMap, trees: dict[str,
     return coverage.reaching(module, statement_lines(trees[module], mutation.start_pos[0]))
 
 
-def certify(copy: Path, vectors: Sequence[dict[str, Any]], timeout: float) -> tuple[TestOutcome, str]:
+def certify(
+    copy: Path, vectors: Sequence[dict[str, Any]], timeout: float, backend: str = DEFAULT_BACKEND
+) -> tuple[TestOutcome, str]:
     """The copy's reference, as a stdio process, against ``vectors`` run from this (unmutated)
     process: killed at the first case that does not pass, or once ``timeout`` has passed
     (``output`` "timeout"), survived when every case passes."""
-    subject = StdioSubject(subject_command(copy), timeout=min(RESPONSE_TIMEOUT, timeout), env=SUBJECT_ENV)
+    subject = StdioSubject(
+        subject_command(copy, backend), timeout=min(RESPONSE_TIMEOUT, timeout), env=SUBJECT_ENV
+    )
     deadline = time.monotonic() + timeout
     try:
         try:
@@ -406,6 +425,8 @@ def certify(copy: Path, vectors: Sequence[dict[str, Any]], timeout: float) -> tu
             if time.monotonic() > deadline:
                 return TestOutcome.KILLED, "timeout"
             result = run_vector(subject, vector, said.capabilities, said.target)
+            if result.outcome == "unsupported":  # ruled out by hello's capabilities (outside the scope)
+                continue
             if result.outcome != "passed":
                 if subject.dead is not None and "no answer" in subject.dead:
                     return TestOutcome.KILLED, "timeout"
@@ -427,17 +448,18 @@ def mutation_diff(original: str, mutated: str, module: str) -> str:
     return "\n".join(["--- mutation diff ---", *lines])
 
 
-def mutate_and_certify(
-    copy: Path, mutation: MutationSpec, vectors: Sequence[dict[str, Any]], timeout: float
+def mutate_and_run(
+    copy: Path, mutation: MutationSpec, judge: Callable[[], tuple[TestOutcome, str]]
 ) -> WorkResult:
     """cosmic-ray's ``mutate_and_test`` with the suite in this process instead of a command: the
-    mutant applied to the copy, :func:`certify` run, the copy restored."""
+    mutant applied to the copy, ``judge`` run (:func:`certify`, :func:`certify_units`), the copy
+    restored."""
     try:
         path = copy / mutation.module_path
         with use_mutation(path, operator_of(mutation), mutation.occurrence) as (original, mutated):
             if mutated is None:
                 return WorkResult(worker_outcome=WorkerOutcome.NO_TEST)
-            outcome, output = certify(copy, vectors, timeout)
+            outcome, output = judge()
         diff = mutation_diff(original, mutated, Path(mutation.module_path).as_posix())
         return WorkResult(output=output, diff=diff, test_outcome=outcome, worker_outcome=WorkerOutcome.NORMAL)
     except Exception:
@@ -458,7 +480,7 @@ def unreached(mutation: MutationSpec) -> WorkResult:
                       test_outcome=TestOutcome.SURVIVED, worker_outcome=WorkerOutcome.NORMAL)  # fmt: skip
 
 
-def fast_worker(copy: Path, timeout: float, tasks: Any, results: Any) -> None:
+def fast_worker(copy: Path, timeout: float, backend: str, tasks: Any, results: Any) -> None:
     """One long-lived suite process: the vectors loaded once; per mutant, a fresh subject process."""
     os.chdir(ROOT)
     vectors = {vector_key(vector): vector for vector in load_vectors()}
@@ -473,21 +495,176 @@ def fast_worker(copy: Path, timeout: float, tasks: Any, results: Any) -> None:
         if not cases:  # nothing run: no time spent certifying
             results.put((job_id, unreached(mutation), 0.0))
             continue
-        result = mutate_and_certify(copy, mutation, [vectors[case] for case in cases], timeout)
+        chosen = [vectors[case] for case in cases]
+        result = mutate_and_run(copy, mutation, functools.partial(certify, copy, chosen, timeout, backend))
+        results.put((job_id, result, time.monotonic() - started))
+
+
+# -- the later lanes: which units of the stateful families reach which line -----------------------
+
+
+def unit_key(unit: Unit) -> str:
+    """A stateful unit's name in a coverage map: its family and part (``exhaustive#3``)."""
+    return f"{unit.family}#{unit.part}"
+
+
+def lane_units(lane: str, said: Any) -> list[Unit]:
+    """The units a later lane runs against a subject that said ``said`` to hello: each part of its
+    split families, each of its whole ones (a vector family of the same name, like files, left to
+    the fast lane)."""
+    options = lane_options(lane, said)
+    return [unit for unit in plan_units(options) if unit.part >= 0]
+
+
+def lane_options(lane: str, said: Any, deadline: float | None = None) -> Options:
+    return Options(families=frozenset(LANES[lane]), capabilities=said.capabilities, target=said.target,
+                   deadline=deadline)  # fmt: skip
+
+
+def verdict(results: Sequence[CaseResult]) -> list[str]:
+    """What a unit's run came to, to compare with the unmutated tree's: its cases' outcomes, counted
+    (a unit alone may fail a check of the whole family, a coverage minimum, on the unmutated tree
+    too; what tells a mutant apart is a change)."""
+    counts = Counter(result.outcome for result in results)
+    return [f"{outcome}: {count}" for outcome, count in sorted(counts.items())]
+
+
+def trace_unit(task: tuple[str, str], backend: str = DEFAULT_BACKEND) -> tuple[str, list[str], float, Lines]:
+    """One stateful unit against a fresh traced subject (every process it starts, restarts after a
+    SIGKILL included, appending its lines to one file): its key, verdict, seconds and lines."""
+    lane, key = task
+    with tempfile.TemporaryDirectory(prefix="dsh-mutation-trace-") as scratch:
+        out = Path(scratch) / "lines.txt"
+        subject = StdioSubject(traced_command(out, backend, append=True), timeout=600.0)
+        started = time.monotonic()
+        try:
+            said = hello(subject)
+            unit = next(u for u in lane_units(lane, said) if unit_key(u) == key)
+            results = unit_alone(subject, lane_options(lane, said), unit)
+        finally:
+            subject.close()
+        seconds = time.monotonic() - started
+        found = read_appended(out)
+    return key, verdict(results), seconds, found
+
+
+@dataclass(frozen=True)
+class UnitMap:
+    """A later lane's coverage map (:class:`CoverageMap` over its units, cheapest first), with each
+    unit's verdict on the unmutated tree and the seconds it took traced."""
+
+    coverage: CoverageMap
+    verdicts: dict[str, list[str]]
+    seconds: dict[str, float]
+
+
+def unit_map(lane: str, jobs: int, path: Path | None = None, backend: str = DEFAULT_BACKEND) -> UnitMap:
+    """The map of ``lane``'s units, traced (``jobs`` at a time) unless ``path`` holds it for this
+    tree: the code the subject runs and the suite's own (the units are code, not data)."""
+    path = path or with_backend(Path(str(UNIT_COVERAGE).format(lane=lane)), backend)
+    code = suite_digest()
+    if path.exists():
+        cache = json.loads(path.read_text(encoding="utf-8"))
+        if cache.get("code") == code:
+            return unit_map_of(cache["units"])
+    subject = StdioSubject(f"{PYTHON} -m reference.server --backend {backend}", timeout=60.0)
+    try:
+        keys = [unit_key(unit) for unit in lane_units(lane, hello(subject))]
+    finally:
+        subject.close()
+    started = time.monotonic()
+    units: dict[str, dict[str, Any]] = {}
+    with multiprocessing.Pool(jobs) as pool:
+        for key, said, seconds, found in pool.imap_unordered(
+            functools.partial(trace_unit, backend=backend), [(lane, key) for key in keys]
+        ):
+            units[key] = {"verdict": said, "seconds": seconds, "lines": found}
+            print(f"coverage ({lane}): {len(units)}/{len(keys)} units traced, {key} {seconds:.0f}s "
+                  f"{said} ({time.monotonic() - started:.0f}s)", flush=True)  # fmt: skip
+    ordered = {key: units[key] for key in keys}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".partial")
+    partial.write_text(json.dumps({"code": code, "units": ordered}), encoding="utf-8")
+    partial.replace(path)
+    return unit_map_of(ordered)
+
+
+def suite_digest() -> str:
+    """What a unit's trace depends on: the code the subject runs and the suite's own."""
+    digest = hashlib.sha256(code_digest().encode())
+    for file in sorted((ROOT / "conformance").rglob("*.py")):
+        digest.update(file.relative_to(ROOT).as_posix().encode() + b"\0" + file.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def unit_map_of(units: dict[str, dict[str, Any]]) -> UnitMap:
+    cheapest = sorted(units, key=lambda key: units[key]["seconds"])
+    return UnitMap(
+        CoverageMap.of([(key, units[key]["lines"]) for key in cheapest]),
+        {key: units[key]["verdict"] for key in cheapest},
+        {key: units[key]["seconds"] for key in cheapest},
+    )
+
+
+def certify_units(
+    copy: Path,
+    lane: str,
+    keys: Sequence[str],
+    verdicts: dict[str, list[str]],
+    timeout: float,
+    backend: str = DEFAULT_BACKEND,
+) -> tuple[TestOutcome, str]:
+    """The copy's reference, as a stdio process (a fresh one per unit, as traced), through the
+    units ``keys`` (cheapest first) run from this unmutated process: killed at the first whose
+    verdict is not the unmutated tree's, or once ``timeout`` has passed; survived otherwise."""
+    deadline = time.monotonic() + timeout
+    for key in keys:
+        subject = StdioSubject(
+            subject_command(copy, backend), timeout=min(RESPONSE_TIMEOUT, timeout), env=SUBJECT_ENV
+        )
+        try:
+            try:
+                said = hello(subject)
+            except SubjectError as error:
+                return TestOutcome.KILLED, "timeout" if "no answer" in str(error) else f"hello: {error}"
+            unit = next((u for u in lane_units(lane, said) if unit_key(u) == key), None)
+            if unit is None:
+                return TestOutcome.KILLED, f"{key}: the subject's hello plans no such unit"
+            results = unit_alone(subject, lane_options(lane, said, deadline), unit)
+            if time.monotonic() > deadline:
+                return TestOutcome.KILLED, "timeout"
+            found = verdict(results)
+            if found != verdicts[key]:
+                if subject.dead is not None and "no answer" in subject.dead:
+                    return TestOutcome.KILLED, "timeout"
+                failing = next((r for r in results if r.outcome != "passed"), None)
+                why = f"{failing.name}: {failing.detail[:300]}" if failing is not None else ""
+                return TestOutcome.KILLED, f"{key}: {found} (unmutated {verdicts[key]}) {why}"
+        finally:
+            subject.close()
+    return TestOutcome.SURVIVED, f"{len(keys)} units agreed"
+
+
+def unit_worker(copy: Path, lane: str, timeout: float, backend: str, verdicts: dict[str, list[str]], tasks: Any,
+                results: Any) -> None:  # fmt: skip
+    """A later lane's long-lived suite process: per mutant, the units that reach it, each on a fresh
+    mutated subject process."""
+    os.chdir(ROOT)
+    while (item := tasks.get()) is not None:
+        job_id, mutation, keys = item
+        started = time.monotonic()
+        if not intact(copy):
+            make_copy(copy)
+        if not keys:
+            results.put((job_id, unreached(mutation), 0.0))
+            continue
+        result = mutate_and_run(
+            copy, mutation, functools.partial(certify_units, copy, lane, keys, verdicts, timeout, backend)
+        )
         results.put((job_id, result, time.monotonic() - started))
 
 
 # -- running ------------------------------------------------------------------------------------
-
-
-def lane_command(lane: str, copy: Path, response_timeout: float, cases: Sequence[str]) -> str:
-    """The suite, run from the unmutated tree, certifying the copy's reference as a stdio process."""
-    subject = subject_command(copy)
-    case_options = "".join(f" --case {case}" for case in cases)
-    return (
-        f"{PYTHON} -m conformance --stdio '{subject}' --families {' '.join(LANES[lane])}"
-        f" --timeout {response_timeout:g} --junit {copy}/junit.xml{case_options}"
-    )
 
 
 def make_copies(jobs: int, state: Path = COPIES_DIR) -> list[Path]:
@@ -517,44 +694,43 @@ def make_copy(copy: Path) -> Path:
     return copy
 
 
-def subject_command(copy: Path) -> str:
-    """The copy's reference as a stdio process (its bytecode never written: see :func:`make_copies`)."""
-    return f"env -C {copy} PYTHONDONTWRITEBYTECODE=1 {PYTHON} -m reference.server"
+def subject_command(copy: Path, backend: str = DEFAULT_BACKEND) -> str:
+    """The copy's reference as a stdio process on ``backend`` (its bytecode never written: see
+    :func:`make_copies`)."""
+    return f"env -C {copy} PYTHONDONTWRITEBYTECODE=1 {PYTHON} -m reference.server --backend {backend}"
 
 
-def worker(copy: Path, lane: str, timeout: float, cases: Sequence[str], tasks: Any, results: Any) -> None:
-    os.chdir(ROOT)
-    command = lane_command(lane, copy, min(30.0, timeout), cases)
-    while (item := tasks.get()) is not None:
-        job_id, mutation = item
-        started = time.monotonic()
-        mutated = attrs.evolve(mutation, module_path=copy / mutation.module_path)
-        result = mutate_and_test([mutated], command, timeout)
-        results.put((job_id, result, time.monotonic() - started))
+def traced_command(out: Path, backend: str, append: bool = False) -> str:
+    """The unmutated reference on ``backend``, traced into ``out`` (:mod:`scripts.mutation_trace`)."""
+    flag = " --append" if append else ""
+    return f"{PYTHON} -m scripts.mutation_trace{flag} --backend {backend} {out} {' '.join(SCOPE)}"
 
 
-def baseline(lane: str, copy: Path, timeout: float, cases: Sequence[str]) -> None:
-    """The unmutated copy must pass the lane, or every mutant would look killed."""
-    if lane == "fast":
-        outcome, output = certify(copy, chosen_vectors(cases), max(timeout, 600.0))
-        if outcome != TestOutcome.SURVIVED:
-            raise SystemExit(f"the unmutated tree fails the fast lane: {output}")
-        return
-    command = lane_command(lane, copy, min(30.0, timeout), cases)
-    done = subprocess.run(command, shell=True, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
-    if done.returncode != 0:
-        raise SystemExit(f"the unmutated tree fails the {lane} lane:\n{done.stdout[-3000:]}")
+def with_backend(path: Path, backend: str) -> Path:
+    """A coverage map's file for ``backend`` (the default backend's keeps its plain name)."""
+    return path if backend == DEFAULT_BACKEND else path.with_name(f"{path.stem}-{backend}{path.suffix}")
+
+
+def baseline(copy: Path, timeout: float, cases: Sequence[str], backend: str = DEFAULT_BACKEND) -> None:
+    """The unmutated copy must pass the fast lane, or every mutant would look killed (a later
+    lane's baseline is each unit's verdict, traced with its map)."""
+    outcome, output = certify(copy, chosen_vectors(cases), max(timeout, 600.0), backend)
+    if outcome != TestOutcome.SURVIVED:
+        raise SystemExit(f"the unmutated tree fails the fast lane: {output}")
 
 
 def run_lane(path: Path, lane: str, earlier: Sequence[str], jobs: int, timeout: float,
              cases: Sequence[str], limit: int | None, rules: Sequence[str] = (),
              select: bool = True, coverage_path: Path = COVERAGE,
-             modules: Sequence[str] = ()) -> None:  # fmt: skip
+             modules: Sequence[str] = (), unit_coverage: Path | None = None,
+             backend: str = DEFAULT_BACKEND) -> None:  # fmt: skip
     """Run ``lane`` on every mutant that survived all ``earlier`` lanes and has no result for it
     (only those inside the functions ``rules`` names, when it names any, and of the files
     ``modules`` names, when it names any, in their order). The fast lane runs, for
     each mutant, only the vector cases that reach its statement (every case unless ``select``); a
-    mutant none reaches is recorded *unreached* (a survivor, :data:`NO_CASE`) without running."""
+    mutant none reaches is recorded *unreached* (a survivor, :data:`NO_CASE`) without running. The
+    later lanes do the same with their units (:func:`unit_map`; ``cases`` globs over unit keys,
+    like ``exhaustive#*``)."""
     rows = lane_rows(path)
     with use_db(str(path), WorkDB.Mode.open) as work_db:
         items: list[WorkItem] = sorted(
@@ -581,36 +757,47 @@ def run_lane(path: Path, lane: str, earlier: Sequence[str], jobs: int, timeout: 
             print(f"{lane}: nothing to run")
             return
         chosen: dict[str, list[str]] = {}
+        units = None
         if lane == "fast":
-            coverage = coverage_map(jobs, cases, coverage_path) if select else None
+            coverage = (
+                coverage_map(jobs, cases, with_backend(coverage_path, backend), backend) if select else None
+            )
             every = [vector_key(v) for v in chosen_vectors(cases)]
-            trees: dict[str, ast.Module] = {}
-            for item in pending:
-                chosen[item.job_id] = (
-                    every if coverage is None else select_cases(item.mutations[0], coverage, trees)
-                )
-            reached = len([item for item in pending if chosen[item.job_id]])
-            print(f"{lane}: {len(pending) - reached} of {len(pending)} mutants reached by no case "
-                  f"(recorded unreached without running); {reached} to run", flush=True)  # fmt: skip
+        else:  # the lane's units, cheapest first (its map traced once per tree)
+            units = unit_map(lane, jobs, unit_coverage, backend)
+            coverage = units.coverage if select else None
+            every = list(units.coverage.cases)
+        trees: dict[str, ast.Module] = {}
+        for item in pending:
+            chosen[item.job_id] = (
+                every if coverage is None else select_cases(item.mutations[0], coverage, trees)
+            )
+            if units is not None and cases:
+                chosen[item.job_id] = [
+                    k for k in chosen[item.job_id] if any(fnmatch.fnmatchcase(k, g) for g in cases)
+                ]
+        reached = len([item for item in pending if chosen[item.job_id]])
+        print(f"{lane}: {len(pending) - reached} of {len(pending)} mutants reached by no case "
+              f"(recorded unreached without running); {reached} to run", flush=True)  # fmt: skip
         workers = min(jobs, len(pending))
         # one set of copies a run (two runs may share a session; each removes its own copies)
         digest = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:8]
         copies_dir = COPIES_DIR / f"{path.stem}-{digest}-{os.getpid()}"
         copies = make_copies(workers, copies_dir)
-        baseline(lane, copies[0], timeout, cases)
+        if units is None:
+            baseline(copies[0], timeout, cases, backend)
         tasks: Any = multiprocessing.Queue()
         results: Any = multiprocessing.Queue()
         for item in pending:
-            if lane == "fast":
-                tasks.put((item.job_id, item.mutations[0], chosen[item.job_id]))
-            else:
-                tasks.put((item.job_id, item.mutations[0]))
+            tasks.put((item.job_id, item.mutations[0], chosen[item.job_id]))
         for _ in copies:
             tasks.put(None)
         processes = [
-            multiprocessing.Process(target=fast_worker, args=(copy, timeout, tasks, results))
-            if lane == "fast"
-            else multiprocessing.Process(target=worker, args=(copy, lane, timeout, cases, tasks, results))
+            multiprocessing.Process(target=fast_worker, args=(copy, timeout, backend, tasks, results))
+            if units is None
+            else multiprocessing.Process(
+                target=unit_worker, args=(copy, lane, timeout, backend, units.verdicts, tasks, results)
+            )
             for copy in copies
         ]
         for process in processes:
@@ -776,6 +963,9 @@ def render(mutants: Sequence[Mutant], triage: dict[tuple[str, str, str, str], di
         "The fast lane runs, for each mutant, the vector cases that execute its statement in the",
         "unmutated subject (a coverage map traced once per tree); a mutant no case executes is",
         "recorded as a survivor without running (*no case reaches it*) and goes on to the later lanes.",
+        "The drt and stateful lanes run, likewise, only the units of their families (a part of a split",
+        "family, or a whole one) that execute the mutant's statement; `--backend sqlite` judges the",
+        "database store's mutants with the reference on SQLite.",
         "",
         "Wall time per mutant, by lane (mean, on the run's workers): "
         + (", ".join(f"{lane} {sum(t) / len(t):.1f}s over {len(t)}" for lane, t in seconds.items()) or "-")
@@ -893,6 +1083,12 @@ def main(argv: Iterable[str] | None = None) -> int:
         action="store_true",
         help="judge the named modules' survivors again (after new vectors or edges)",
     )
+    run.add_argument(
+        "--backend",
+        choices=("simulated", "sqlite", "postgres"),
+        default=DEFAULT_BACKEND,
+        help="the mutated subject's storage (reference.server --backend): sqlite reaches the database store",
+    )
     run.add_argument("--rule", action="append", default=[], help="run only the mutants inside this function")
     run.add_argument("--case", action="append", default=[], help="only the suite's cases matching this glob")
     run.add_argument(
@@ -944,7 +1140,7 @@ def main(argv: Iterable[str] | None = None) -> int:
         timeout = options.timeout or DEFAULT_TIMEOUTS[lane]
         run_lane(session, lane, lanes[:index], options.jobs, timeout, options.case, options.limit,
                  options.rule, select=not options.all_cases,
-                 modules=files if options.modules else ())  # fmt: skip
+                 modules=files if options.modules else (), backend=options.backend)  # fmt: skip
     write_report(session, options.markdown or (None if options.changed else REPORT))
     counts = Counter(final_outcome(m, read_triage()) for m in read_mutants(session))
     return 1 if counts["survived"] else 0
@@ -957,7 +1153,7 @@ def forget_survivors(path: Path, lanes: Sequence[str], modules: Sequence[str]) -
     with use_db(str(path), WorkDB.Mode.open) as work_db:
         jobs = [item.job_id for item in work_db.work_items
                 if Path(item.mutations[0].module_path).as_posix() in modules]  # fmt: skip
-    with sqlite3.connect(path) as db:
+    with sqlite3.connect(path, timeout=LOCK_WAIT) as db:
         before = db.total_changes
         for lane in lanes:
             db.executemany(
@@ -971,7 +1167,7 @@ def keep(path: Path, wanted: Callable[[MutationSpec], bool]) -> None:
     """Drop the session's mutants ``wanted`` says no to (a focused run)."""
     with use_db(str(path), WorkDB.Mode.open) as work_db:
         dropped = [(item.job_id,) for item in work_db.work_items if not wanted(item.mutations[0])]
-    with sqlite3.connect(path) as db:
+    with sqlite3.connect(path, timeout=LOCK_WAIT) as db:
         for table in ("work_results", "mutation_specs", "work_items", "lane_results"):
             db.executemany(f"DELETE FROM {table} WHERE job_id = ?", dropped)
 

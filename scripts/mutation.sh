@@ -8,7 +8,9 @@
 # database (.scratch/mutation/session.sqlite) keeps every result as it comes: run the same command
 # again after an interruption and it resumes. The report per module and rule goes to docs/mutation.md.
 # The fast lane runs for each mutant only the vector cases that execute its statement (a coverage map
-# in .scratch/mutation/coverage.json, traced once per tree); --all-cases runs them all.
+# in .scratch/mutation/coverage.json, traced once per tree); the drt and stateful lanes likewise run
+# only the units of their families (a split family's part, a whole family) that execute it
+# (.scratch/mutation/coverage-LANE.json); --all-cases runs them all.
 # Exit status: 0 no untriaged survivor; 1 a survivor; 2 a usage error.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -5,14 +5,16 @@ counts as one; a mutant no case executes runs none (it is recorded unreached, ne
 from __future__ import annotations
 
 import ast
+import os
 import sys
 import textwrap
 from pathlib import Path
 
 from cosmic_ray.work_item import MutationSpec
 
+from conformance.report import CaseResult
 from scripts import mutation
-from scripts.mutation_trace import LineRecorder
+from scripts.mutation_trace import LineRecorder, read_appended
 
 SOURCE = textwrap.dedent(
     """\
@@ -77,18 +79,66 @@ def test_a_mutant_runs_only_the_cases_that_reach_its_statement() -> None:
     assert mutation.select_cases(spec(module, raise_line - 3), coverage, trees) == []  # unreached
 
 
-def test_the_recorder_sees_the_lines_a_call_runs_and_only_in_scope(tmp_path: Path) -> None:
+def traced(tmp_path: Path, recorder: LineRecorder, calls: int) -> None:
+    """``f(0)`` of a module ``pkg/m.py`` under ``tmp_path``, called ``calls`` times under ``recorder``
+    (and a call outside the scope)."""
     package = tmp_path / "pkg"
     package.mkdir()
     (package / "m.py").write_text("def f(x):\n    if x:\n        return 1\n    return 2\n", encoding="utf-8")
     namespace: dict[str, object] = {}
-    code = compile((package / "m.py").read_text(encoding="utf-8"), str(package / "m.py"), "exec")
-    recorder = LineRecorder(tmp_path, ["pkg"])
-    exec(code, namespace)
+    exec(compile((package / "m.py").read_text(encoding="utf-8"), str(package / "m.py"), "exec"), namespace)
     sys.settrace(recorder)
     try:
-        namespace["f"](0)  # type: ignore[operator]
+        for _ in range(calls):
+            namespace["f"](0)  # type: ignore[operator]
         sorted([3, 1])  # outside the scope: not recorded
     finally:
         sys.settrace(None)
+
+
+def test_the_recorder_sees_the_lines_a_call_runs_and_only_in_scope(tmp_path: Path) -> None:
+    recorder = LineRecorder(tmp_path, ["pkg"])
+    traced(tmp_path, recorder, 1)
     assert recorder.lines() == {"pkg/m.py": [1, 2, 4]}
+
+
+def test_an_appending_recorder_writes_each_line_once_and_its_reader_reads_them(tmp_path: Path) -> None:
+    out = tmp_path / "lines.txt"
+    sink = os.open(out, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    try:
+        traced(tmp_path, recorder := LineRecorder(tmp_path, ["pkg"], sink), 2)  # the second: nothing new
+    finally:
+        os.close(sink)
+    assert out.read_text(encoding="utf-8").splitlines() == ["pkg/m.py\t1", "pkg/m.py\t2", "pkg/m.py\t4"]
+    assert read_appended(out) == recorder.lines() == {"pkg/m.py": [1, 2, 4]}
+
+
+def test_a_unit_map_runs_the_cheapest_units_first_and_a_verdict_counts_outcomes() -> None:
+    units = mutation.unit_map_of(
+        {
+            "machine#0": {"verdict": ["passed: 1"], "seconds": 30.0, "lines": {"spec/a.py": [3]}},
+            "files#0": {"verdict": ["passed: 9"], "seconds": 2.0, "lines": {"spec/a.py": [3, 4]}},
+        }
+    )
+    assert units.coverage.reaching("spec/a.py", [3]) == ["files#0", "machine#0"]
+    assert units.coverage.reaching("spec/a.py", [4]) == ["files#0"]
+    results = [
+        CaseResult("f", "a", "passed", ""),
+        CaseResult("f", "b", "failed", ""),
+        CaseResult("f", "c", "passed", ""),
+    ]
+    assert mutation.verdict(results) == ["failed: 1", "passed: 2"]
+
+
+def test_a_backend_has_its_own_map_where_a_case_its_hello_rules_out_reaches_nothing(tmp_path: Path) -> None:
+    assert mutation.with_backend(tmp_path / "coverage.json", "sqlite") == tmp_path / "coverage-sqlite.json"
+    assert (
+        mutation.with_backend(tmp_path / "coverage.json", mutation.DEFAULT_BACKEND)
+        == tmp_path / "coverage.json"
+    )
+    assert mutation.subject_command(tmp_path, "sqlite").endswith("-m reference.server --backend sqlite")
+    ruled_out = "storage/a-batch-bound-must-be-a-non-negative-integer"  # needs batch-policy
+    coverage = mutation.coverage_map(1, [ruled_out], tmp_path / "coverage-sqlite.json", "sqlite")
+    assert coverage.cases == (ruled_out,) and coverage.lines == {}
+    simulated = mutation.coverage_map(1, [ruled_out], tmp_path / "coverage.json")
+    assert simulated.reaching("reference/persistence/common.py", range(1, 200)) == [ruled_out]

@@ -87,3 +87,31 @@ def test_a_session_is_resumed_for_fewer_files_and_again_drops_only_survivors(tmp
     rows = mutation.lane_rows(session)
     assert rows[jobs[0]]["fast"][0] == "killed" and rows[far]["fast"][0] == "survived"
     assert jobs[1] not in rows and jobs[2] not in rows
+
+
+def test_a_later_lane_runs_only_the_units_that_reach_a_mutant(tmp_path: Path) -> None:
+    """The drt lane with a map of one traced unit (pure-drt's encode_project_key part): a mutant of
+    that function runs the unit on a mutated subject and is killed; a mutant the unit never
+    executes is recorded unreached without running."""
+    naming = "spec/format/naming.py"
+    line = 72  # if cwd == "": made != every cwd but the empty one is refused
+    assert 'if cwd == "":' in (mutation.ROOT / naming).read_text(encoding="utf-8").splitlines()[line - 1]
+    key, said, seconds, found = mutation.trace_unit(("drt", "pure-drt#12"))
+    assert line in found[naming] and UNREACHED[0] not in found
+    assert said == ["passed: 1"]
+    units = {key: {"verdict": said, "seconds": seconds, "lines": found}}
+    coverage = tmp_path / "coverage-drt.json"
+    coverage.write_text(json.dumps({"code": mutation.suite_digest(), "units": units}), encoding="utf-8")
+    session = tmp_path / "session.sqlite"
+    mutation.open_session(session, [naming, UNREACHED[0]], fresh=True)
+    mutation.keep(
+        session,
+        lambda spec: (
+            (Path(spec.module_path).as_posix(), spec.definition_name, spec.operator_name) == UNREACHED
+            or (spec.start_pos[0] == line and spec.operator_name == "core/ReplaceComparisonOperator_Eq_NotEq")
+        ),
+    )
+    mutation.run_lane(session, "drt", (), jobs=1, timeout=300, cases=[], limit=None, unit_coverage=coverage)
+    lanes = {m.module: m.lanes["drt"] for m in mutation.read_mutants(session)}
+    assert lanes[naming][0] == "killed"
+    assert lanes[UNREACHED[0]] == ("unreached", 0.0)
