@@ -359,33 +359,27 @@ def settle_numbers(value: Any) -> JsonValue:
     """:func:`freeze_checked` without the freezing: freshly parsed JSON's numbers given the spec
     reader's values in place, its containers left plain (no copies; a container holding a number
     to change is walked twice, once to find it and once to change it). Containers nested at most
-    :data:`_RECURSIVE_DEPTH` levels are walked by recursion, a dict's and a list's each by a loop
-    of its own (a fifth faster than one stack for all: issue 24, resume); deeper ones by
-    :func:`_settle_walk`'s stack."""
-    kind = type(value)
-    if kind is dict:
-        _settle_dict(value, 0)
-    elif kind is list:
-        _settle_list(value, 0)
-    else:
-        return _checked_scalar(value)
-    settled: JsonValue = value
-    return settled
+    :data:`_RECURSIVE_DEPTH` levels are walked by recursion (a fifth faster than a stack: issue 24,
+    resume); deeper ones by :func:`_settle_walk`'s stack."""
+    if type(value) is dict or type(value) is list:
+        _settle(value, 0)
+        settled: JsonValue = value
+        return settled
+    return _checked_scalar(value)
 
 
 _RECURSIVE_DEPTH: Final = 64  # containers nested deeper are settled by _settle_walk's stack
 
 
-def _settle_dict(container: dict[str, Any], depth: int) -> None:
+def _settle(container: Any, depth: int) -> None:
+    is_dict = type(container) is dict
     changes = False
-    for child in container.values():
+    for child in container.values() if is_dict else container:
         kind = type(child)
         if kind is str:
             continue
-        if kind is dict:
-            _settle_dict(child, depth + 1) if depth < _RECURSIVE_DEPTH else _settle_walk(child)
-        elif kind is list:
-            _settle_list(child, depth + 1) if depth < _RECURSIVE_DEPTH else _settle_walk(child)
+        if kind is dict or kind is list:
+            _settle(child, depth + 1) if depth < _RECURSIVE_DEPTH else _settle_walk(child)
         elif kind is int:
             if child > MAX_SAFE_INTEGER or child < -MAX_SAFE_INTEGER:
                 changes = True
@@ -395,33 +389,7 @@ def _settle_dict(container: dict[str, Any], depth: int) -> None:
             if child == 0.0:
                 changes = True
     if changes:
-        for key, child in list(container.items()):
-            if type(child) is int or type(child) is float:
-                container[key] = _checked_scalar(child)
-
-
-def _settle_list(container: list[Any], depth: int) -> None:
-    changes = False
-    for child in container:
-        kind = type(child)
-        if kind is str:
-            continue
-        if kind is dict:
-            _settle_dict(child, depth + 1) if depth < _RECURSIVE_DEPTH else _settle_walk(child)
-        elif kind is list:
-            _settle_list(child, depth + 1) if depth < _RECURSIVE_DEPTH else _settle_walk(child)
-        elif kind is int:
-            if child > MAX_SAFE_INTEGER or child < -MAX_SAFE_INTEGER:
-                changes = True
-        elif kind is float:
-            if not -_UNSURE_MAGNITUDE < child < _UNSURE_MAGNITUDE:
-                raise _Unsure
-            if child == 0.0:
-                changes = True
-    if changes:
-        for index, child in enumerate(container):
-            if type(child) is int or type(child) is float:
-                container[index] = _checked_scalar(child)
+        _settle_in_place(container, is_dict)
 
 
 def _settle_walk(value: dict[str, Any] | list[Any]) -> None:
@@ -445,9 +413,14 @@ def _settle_walk(value: dict[str, Any] | list[Any]) -> None:
                     raise _Unsure
                 changes = changes or child == 0.0
         if changes:
-            for where, child in list(container.items() if is_dict else enumerate(container)):
-                if type(child) is int or type(child) is float:
-                    container[where] = _checked_scalar(child)
+            _settle_in_place(container, is_dict)
+
+
+def _settle_in_place(container: Any, is_dict: bool) -> None:
+    places = container.items() if is_dict else enumerate(container)
+    for where, child in list(places):
+        if type(child) is int or type(child) is float:
+            container[where] = _checked_scalar(child)
 
 
 def _checked_scalar(value: JsonValue) -> JsonValue:
