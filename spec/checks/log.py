@@ -29,7 +29,7 @@ from typing import Final
 from spec.checks.compaction import check_compaction, check_shadow_price
 from spec.checks.lineage import check_closers, check_header_lineage
 from spec.checks.turns import check_turn_structure
-from spec.checks.violation import Violation
+from spec.checks.violation import Violation, violation_seq
 from spec.codes import Code, SpecError
 from spec.format.json_text import encode_json_text
 from spec.log.events import Event
@@ -201,8 +201,8 @@ def check_core(events: Sequence[Event], messages_checked: int = 0) -> Iterator[V
     expected = 0
     for position, event in enumerate(events):
         seq = event.get("seq")
-        # Judged once per event: at is violation_seq(event, position).
-        usable, at = (True, int(seq)) if is_event_seq(seq) else (False, position)
+        usable = is_event_seq(seq)
+        at = violation_seq(event, position)
         if seq != expected or not usable:
             yield Violation(
                 "seq-contiguous",
