@@ -197,7 +197,7 @@ def check_core(events: Sequence[Event], messages_checked: int = 0) -> Iterator[V
     ``create_session_state``); every other rule is still judged on every event."""
     nodes = SurfaceNodes()
     by_seq: dict[int, Event] = {}
-    length = 0  # one past the largest seq read so far
+    read = _EventsBySeq(by_seq)  # one view, kept up to date: not one built per event (issue 24)
     expected = 0
     for position, event in enumerate(events):
         seq = event.get("seq")
@@ -223,14 +223,15 @@ def check_core(events: Sequence[Event], messages_checked: int = 0) -> Iterator[V
         except SpecError as error:
             yield Violation("message-shape", at, str(error))
         try:
-            plan = plan_surface_event(nodes, event, placed, _EventsBySeq(by_seq, length))
+            plan = plan_surface_event(nodes, event, placed, read)
         except SpecError as error:
             yield Violation(SURFACE_RULE_OF_CODE.get(error.code, "surface-op"), at, str(error))
         else:
             if plan is not None:
                 splice_plan(nodes, plan)
         by_seq[placed] = event
-        length = max(length, placed + 1)
+        if placed >= read.length:
+            read.length = placed + 1
         expected = placed + 1
 
 
@@ -261,14 +262,15 @@ def check_session_copy(
 
 class _EventsBySeq(Sequence[Event]):
     """The events read so far, indexed by seq (a seq never read gives an empty event), so that the
-    surface rules look shadowed nodes up correctly even in a log with gaps."""
+    surface rules look shadowed nodes up correctly even in a log with gaps. ``length`` is one past
+    the largest seq read so far; the replay moves it on as it reads."""
 
-    def __init__(self, by_seq: Mapping[int, Event], length: int) -> None:
+    def __init__(self, by_seq: Mapping[int, Event]) -> None:
         self._by_seq = by_seq
-        self._length = length
+        self.length = 0
 
     def __len__(self) -> int:
-        return self._length
+        return self.length
 
     def __getitem__(self, seq: int) -> Event:  # type: ignore[override]
         return self._by_seq.get(seq, {})

@@ -109,7 +109,7 @@ def is_named(value: object, names: Collection[str]) -> bool:
 def is_surface_eligible_type(event_type: object) -> bool:
     """Exactly three types can join the surface: user/message, assistant/message, tool/result
     (notes/dsh-session-core §2.1)."""
-    return is_named(event_type, SURFACE_EVENT_TYPES)
+    return isinstance(event_type, str) and event_type in SURFACE_EVENT_TYPES  # is_named, inlined: per event
 
 
 def is_surface_event(event: Event) -> bool:

@@ -104,14 +104,15 @@ def validate_seed_envelope(index: int, event: Event) -> None:
     """A seed event is not the retired ``request/header-delta``; its keys are envelope keys only;
     ``type`` is a string, ``seq`` an event seq, ``time`` a safe integer (negative allowed),
     ``data`` present (``null`` allowed) and ``ignorable``, if present, exactly ``true`` (§1.3)."""
-    if event.get("type") == REQUEST_HEADER_DELTA:
+    kind = event.get("type")
+    if kind == REQUEST_HEADER_DELTA:
         raise reject(
             Code.LEGACY_HEADER_DELTA,
             f"seed event at index {index} uses unsupported legacy request/header-delta format",
         )
     if (
         not ENVELOPE_KEYS.issuperset(event)
-        or not isinstance(event.get("type"), str)
+        or not isinstance(kind, str)
         or not is_event_seq(event.get("seq"))
         or not is_safe_integer(event.get("time"))
         or "data" not in event
