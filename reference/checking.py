@@ -113,7 +113,7 @@ Outcome = CheckedLog | NoLogs
 def check_log_file(path: str, core_only: bool = False) -> CheckedLog:
     """Read one log file and check it against every rule (the core rules alone with ``core_only``)."""
     try:
-        file = read_log_file(path)
+        file = read_log_file(path, checked_only=True)  # the events are checked, never handed out
     except (InputError, SpecError) as error:
         return CheckedLog(path, None, error, (), core_only)
     events = file.events

@@ -337,13 +337,14 @@ def probe_head(file: BinaryIO, file_name: str) -> None:
         load_framed_log(None, decode_jsonl_log(head[: cut + 1]), file_name)
 
 
-def read_log_file(path: str, limits: ReadLimits | None = None) -> LogFile:
+def read_log_file(path: str, limits: ReadLimits | None = None, checked_only: bool = False) -> LogFile:
     """Read the log at ``path``: :class:`InputError` when the file cannot be read or passes a
     reading limit (``limits``, by default :meth:`ReadLimits.from_environment`),
     :class:`spec.codes.SpecError` (with the file line and byte where it can say) when its bytes
     are not a valid log. A plain log is streamed (:func:`read_jsonl_file`): what is held is the
     records read and one line; a zstd log is read whole, its plaintext bounded first, a clean one
-    in bulk (:func:`read_clean_zstd_log`)."""
+    in bulk (:func:`read_clean_zstd_log`). ``checked_only``: the caller only checks the events and
+    hands none out, so a v0 log read in bulk leaves them unfrozen (:func:`judge_clean_records`)."""
     limits = limits or ReadLimits.from_environment()
 
     def read(file: BinaryIO) -> LogFile | tuple[LogForm, FramedLog]:
@@ -352,7 +353,8 @@ def read_log_file(path: str, limits: ReadLimits | None = None) -> LogFile:
         file.seek(0)
         if is_zstd_data(magic):
             data = file.read()
-            return read_clean_zstd_log(path, data, limits) or frame_log_bytes(data, limits, path)
+            clean = read_clean_zstd_log(path, data, limits, checked_only)
+            return clean or frame_log_bytes(data, limits, path)
         return LogForm.JSONL, read_jsonl_file(file, limits, path)
 
     with open_log(path) as file:
@@ -371,7 +373,9 @@ def read_log_file(path: str, limits: ReadLimits | None = None) -> LogFile:
     return LogFile(path, form, log, places, framed.torn_place)
 
 
-def read_clean_zstd_log(path: str, data: bytes, limits: ReadLimits) -> LogFile | None:
+def read_clean_zstd_log(
+    path: str, data: bytes, limits: ReadLimits, checked_only: bool = False
+) -> LogFile | None:
     """A clean zstd log in the writer's form (the first frame exactly the header line, every frame
     whole, every line valid) read in bulk, within ``limits`` as :func:`frame_log_bytes` bounds it:
     the frames inflated at once (:func:`clean_zstd_frames`), the records parsed by the bulk parser
@@ -384,10 +388,10 @@ def read_clean_zstd_log(path: str, data: bytes, limits: ReadLimits) -> LogFile |
         return None
     for offset, plaintext in frames:
         check_line_lengths(plaintext, limits.max_line_bytes, f"{path} (zstd frame at byte {offset})")
-    bulk = clean_records(None, data, frames, os.path.basename(path))
+    bulk = clean_records(None, data, frames, os.path.basename(path), checked_only=checked_only)
     if bulk is None:
         return None
-    log = judge_clean_records(*bulk)
+    log = judge_clean_records(*bulk, checked_only=checked_only)
     if log is None:
         return None
     records = bulk[2] if log.format_version == LEGACY_FORMAT_VERSION else None

@@ -264,6 +264,26 @@ def test_a_clean_zstd_log_file_read_in_bulk_is_the_file_the_spec_reader_gives(
     assert fast.log.format_version == slow.log.format_version == version
 
 
+def test_a_v0_log_read_only_to_be_checked_gives_the_same_events_unfrozen(tmp_path: Path) -> None:
+    """``dsh-session check`` reads a v0 log's events unfrozen (it hands none out, issue 24): the
+    same events as the frozen reading, those the bulk parser gave left plain, and the same findings."""
+    from reference import logfile
+    from reference.checking import check_log_file
+    from spec.checks.log import check_log
+
+    path = tmp_path / "session.jsonl.zstd"
+    path.write_bytes(v0_bytes(V0_RECORDS, True))
+    frozen = logfile.read_log_file(str(path))
+    checked = logfile.read_log_file(str(path), checked_only=True)
+    assert same_json(thaw_json(list(checked.events)), thaw_json(list(frozen.events)))
+    assert len(checked.events) == 7
+    assert all(type(event) is FrozenDict for event in frozen.events)
+    assert type(checked.events[2]) is dict and type(checked.events[1]["data"]) is dict
+    found = check_log_file(str(path))
+    assert found.error is None
+    assert found.violations + found.legacy == check_log(frozen.events, frozen.log.header, format_version=0)
+
+
 encoded_values = st.recursive(
     st.none()
     | st.booleans()

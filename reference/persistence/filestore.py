@@ -195,13 +195,15 @@ def clean_records(
     frames: list[tuple[int, bytes]] | None,
     file_name: str | None = None,
     frozen: bool = True,
+    checked_only: bool = False,
 ) -> tuple[int, FrozenDict, list[JsonValue], list[bytes]] | None:
     """The version, header and records of a clean log, parsed in bulk: a plain log is ``data``, a
     zstd log is ``frames`` (:func:`clean_zstd_frames`; the first is the header line's, every other
     ends with a newline); the lines parsed (their UTF-8 checked too) by
     :func:`fastjson.decode_lines`, the header by the spec's rules (against ``file_name`` when
-    given), with the lines themselves; a v4 log's records left plain unless ``frozen``. ``None``
-    when anything there is not clean or the parser is unsure."""
+    given), with the lines themselves; a v4 log's records left plain unless ``frozen``, a v0 log's
+    frozen unless ``checked_only`` (a caller that hands no event out, :func:`judge_clean_records`).
+    ``None`` when anything there is not clean or the parser is unsure."""
     try:
         if frames is not None:
             body = [plaintext for _, plaintext in frames[1:]]
@@ -222,25 +224,33 @@ def clean_records(
         lines = records_text.split(b"\n")
         del records_text
         lines.pop()  # the text ends with a newline
-        records = fastjson.decode_lines(lines, frozen=frozen or version == LEGACY_FORMAT_VERSION)
+        legacy = version == LEGACY_FORMAT_VERSION
+        records = fastjson.decode_lines(lines, frozen=not checked_only if legacy else frozen)
     except (SpecError, ValueError):
         return None
     return None if records is None else (version, header, records, lines)
 
 
 def judge_clean_records(
-    version: int, header: FrozenDict, records: list[JsonValue], lines: list[bytes]
+    version: int,
+    header: FrozenDict,
+    records: list[JsonValue],
+    lines: list[bytes],
+    checked_only: bool = False,
 ) -> LoadedLog | None:
     """The spec's rules on records parsed in bulk from ``lines``: a v4 log's seqs must run 0, 1,
     2... and its messages be well formed (:func:`validate_stored_events`), and its events are kept
     as those lines (:class:`fastjson.StoredEvents`, the judged events, frozen or plain as parsed,
     held until the session settles them); a v0 log's records go through the whole legacy read path
     (:func:`upgrade_v0_records`: rows expanded, seqs, retired vocabulary, conversions, shapes, known
-    types). ``None`` when a rule refuses (the spec's path names it)."""
+    types), its events frozen unless ``checked_only`` (a checker, which hands none out: the records
+    parsed plain by :func:`clean_records` stay plain, so no event is copied to be frozen). ``None``
+    when a rule refuses (the spec's path names it)."""
     try:
         if version == LEGACY_FORMAT_VERSION:
             with fastjson.collector_paused():
-                return LoadedLog(version, header, upgrade_v0_records(str(header["id"]), records), (), None)
+                upgraded = upgrade_v0_records(str(header["id"]), records, frozen=not checked_only)
+                return LoadedLog(version, header, upgraded, (), None)
         events: list[Event] = []
         frozen = not records or type(records[0]) is FrozenDict
         kind = FrozenDict if frozen else dict

@@ -54,13 +54,15 @@ CONVERTED_TYPES: Final = frozenset({TURN_START, TURN_END, STEERING_MESSAGE, *MES
 
 
 def upgrade_v0_records(
-    session_id: str, records: Sequence[JsonValue], places: Sequence[LinePlace] = ()
+    session_id: str, records: Sequence[JsonValue], places: Sequence[LinePlace] = (), frozen: bool = True
 ) -> tuple[Event, ...]:
     """The stored records of a v0 log (the lines after its header, parsed) become frozen events:
     rows expanded and seqs checked (:func:`decode_v0_events`), retired vocabulary refused, each
     event converted and its message shape checked in log order, then unknown types refused
     (notes/dsh-persistence §3.5, §3.6). ``places`` (one per record, from the framing) puts the
-    file line and byte of the offending record into every refusal."""
+    file line and byte of the offending record into every refusal. Not ``frozen``: for a caller
+    that only judges the events and hands none out (a checker), each event is left as parsed and
+    converted, unfrozen (freezing changes no value, so every verdict is the same; issue 24)."""
     events, record_of = decode_v0_events(records, places)
     where = _event_places(places, record_of)
     validate_no_retired_vocabulary(session_id, events, where)
@@ -70,25 +72,24 @@ def upgrade_v0_records(
         kind = event.get("type")
         # An event of no converted type passes every conversion and the shape rule unchanged, so
         # they are not asked (issue 24: a first sight reads every event once).
-        if not (isinstance(kind, str) and kind in CONVERTED_TYPES):
-            frozen = freeze_parsed_json(event)
-            assert isinstance(frozen, FrozenDict)
-        else:
+        if isinstance(kind, str) and kind in CONVERTED_TYPES:
             try:
                 event = upgrade_turn_start(session_id, event)
                 event = upgrade_turn_end(session_id, event)
                 event = upgrade_steering_message(session_id, event)
                 event = upgrade_pre_identity_message(session_id, event, message_ids)
-                frozen = freeze_parsed_json(event)
-                assert isinstance(frozen, FrozenDict)
-                if is_named(frozen.get("type"), MESSAGE_EVENT_TYPES):  # the others pass: no subject to name
-                    validate_message_shape(f"session event at seq {js_text(frozen['seq'])}", frozen)
+                if is_named(event.get("type"), MESSAGE_EVENT_TYPES):  # the others pass: no subject to name
+                    validate_message_shape(f"session event at seq {js_text(event['seq'])}", event)
             except SpecError as error:
                 raise reject(error.code, error.message + where(index)) from None
-        message_id = _message_id_of(frozen)
+        if frozen:
+            taken = freeze_parsed_json(event)
+            assert isinstance(taken, FrozenDict)
+            event = taken
+        message_id = _message_id_of(event)
         if message_id is not None:
             message_ids[len(upgraded)] = message_id  # decode_v0_events made position and seq equal
-        upgraded.append(frozen)
+        upgraded.append(event)
     validate_known_event_types(session_id, upgraded, where)
     return tuple(upgraded)
 

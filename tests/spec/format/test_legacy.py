@@ -423,6 +423,46 @@ def test_upgraded_events_are_frozen_all_the_way_down() -> None:
         event["data"]["turn"] = 2
 
 
+MIXED_V0: list[JsonValue] = [
+    ev(0, "turn/start", {"turn": 1, "trigger": {"kind": "message"}}),
+    ev(
+        1,
+        "user/message",
+        {"content": [{"type": "text", "text": "hi"}], "source": {"kind": "user"}},
+        surfaceOp="append",
+    ),
+    ev(2, "steering/message", {"turn": 1, "content": [], "source": {"kind": "user"}}, surfaceOp="append"),
+    ev(3, "step/start", {"turn": 1, "step": 1}),
+    {
+        "type": "text-chunks",
+        "seq0": 4,
+        "time0": 14,
+        "data": {"turn": 1, "step": 1, "index": 0, "dt": [1], "texts": ["a", "b"]},
+    },
+    ev(6, "plugin/note", {"n": [1, {"m": 2}]}, ignorable=True),
+    ev(7, "turn/end", {"turn": 1, "reason": {"kind": "disposed"}}),
+]
+
+
+def test_events_left_unfrozen_are_the_frozen_ones_as_plain_values() -> None:
+    """``frozen=False`` (a checker, which hands no event out) changes no value and no verdict."""
+    frozen = upgrade_v0_records(SID, MIXED_V0)
+    plain = upgrade_v0_records(SID, MIXED_V0, frozen=False)
+    assert plain == frozen and len(plain) == 8
+    assert all(type(event) is FrozenDict for event in frozen)
+    assert [type(event) for event in plain] == [dict, dict, dict, dict, FrozenDict, FrozenDict, dict, dict]
+    assert type(plain[6]["data"]) is dict  # the row's chunk events are built frozen either way
+    refused: list[list[JsonValue]] = [
+        [ev(0, "mode/set", {})],
+        [ev(0, "plugin/x", None)],
+        [ev(0, "tool/result", {"message": {}})],
+    ]
+    for bad in refused:
+        with pytest.raises(SpecError) as unfrozen:
+            upgrade_v0_records(SID, bad, frozen=False)
+        assert (unfrozen.value.code, unfrozen.value.message) == (refusal(bad).code, refusal(bad).message)
+
+
 def test_the_callers_records_are_not_changed() -> None:
     record = ev(0, "turn/start", {"turn": 1, "trigger": {"kind": "message"}})
     upgrade_v0_records(SID, [record])
