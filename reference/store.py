@@ -61,6 +61,8 @@ class SessionStore:
         return dispose
 
     def _committed(self, session: Session, event: Event) -> None:
+        if not self._listeners:  # nobody listens (the common case): no copy of the list per append
+            return
         for listener in list(self._listeners):
             try:
                 listener.committed(session, event)

@@ -265,6 +265,13 @@ def encode_lines(records: Sequence[JsonValue]) -> bytes:
     if _orjson is None:
         return framing.encode_lines(records)
     dumps, newline = _orjson.dumps, _orjson.OPT_APPEND_NEWLINE
+    if len(records) == 1:  # one appended event, encoded as it is appended: its line as orjson writes it
+        try:
+            line: bytes = dumps(records[0], option=newline)
+        except (TypeError, ValueError):
+            line = b""
+        if line and b"e-" not in line and b"0.0000" not in line:
+            return line
     out = bytearray()  # each orjson result is dropped at once: held together, their spare capacity adds up
     for record in records:
         try:

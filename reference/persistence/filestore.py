@@ -22,7 +22,7 @@ import secrets
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, cast
 
 import zstandard
 
@@ -251,13 +251,16 @@ def judge_clean_records(
             with fastjson.collector_paused():
                 upgraded = upgrade_v0_records(str(header["id"]), records, frozen=not checked_only)
                 return LoadedLog(version, header, upgraded, (), None)
-        events: list[Event] = []
         frozen = not records or type(records[0]) is FrozenDict
         kind = FrozenDict if frozen else dict
         for seq, record in enumerate(records):
-            if type(record) is not kind or record.get("seq") != seq or type(record["seq"]) is not int:
+            if (
+                type(record) is not kind
+                or type(stored_seq := record.get("seq")) is not int
+                or stored_seq != seq
+            ):
                 return None
-            events.append(record)
+        events = cast(list[Event], records)  # each an event object: checked just above
         validate_stored_events(str(header["id"]), events)
     except SpecError:
         return None

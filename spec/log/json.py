@@ -146,16 +146,16 @@ def _copy_shallow(value: Any, depth: int) -> FrozenDict | FrozenList:
     copy: FrozenDict | FrozenList
     children: Any
     put: Any
-    if type(value) is dict or type(value) is FrozenDict:
+    is_dict = type(value) is dict or type(value) is FrozenDict
+    if is_dict:
         copy = FrozenDict(value)
-        for key in copy:
-            if type(key) is not str:
-                raise _OutsideDomain
         children, put = dict.items(copy), dict.__setitem__
     else:
         copy = FrozenList(value)
         children, put = enumerate(copy), list.__setitem__
     for place, child in children:
+        if is_dict and type(place) is not str:  # a key outside the domain (one walk for keys and values)
+            raise _OutsideDomain
         kind = type(child)
         if kind is str or child is None or kind is bool:
             continue
