@@ -129,12 +129,13 @@ def fold_seed(
     log's read path, which checked their messages already (the rest, such as crash-repair
     closers, are checked here)."""
     events: list[Event] = []
+    keep = events.append
     nodes = SurfaceNodes()
     generation = 0
     for index, source in enumerate(seed):
         event = validate_seed_event(index, source, restore, shared, text_kept, index < messages_checked)
         plan = plan_seed_surface(index, nodes, event, events)
-        events.append(event)
+        keep(event)
         if plan is not None:
             splice_plan(nodes, plan)
             generation += 1 if isinstance(plan, ReplacePlan) else 0

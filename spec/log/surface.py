@@ -163,7 +163,8 @@ def plan_surface_event(
     tool/result replace obeys the rewrite rule. ``events[s - base_seq]`` is the log event at seq
     ``s`` (notes/dsh-session-core §3.3)."""
     seq = event.get("seq")
-    if not is_event_seq(seq) or seq != expected_seq:
+    # An int equal to the expected seq (nearly every event) is an event seq: decided without a call.
+    if not (type(seq) is int and seq == expected_seq) and not (is_event_seq(seq) and seq == expected_seq):
         raise reject(
             Code.SEQ_NOT_CONTIGUOUS,
             f"session event seq {js_text(seq)} is not contiguous; expected {expected_seq}",

@@ -93,6 +93,13 @@ def test_invalid_source_event_references_are_rejected(events: list[dict[str, Any
     assert fold_code(events) == code
 
 
+def test_a_seq_is_the_expected_one_by_value_as_an_event_seq() -> None:
+    """An integral float is that seq (D5); a boolean never is one, though ``True == 1``."""
+    assert fold_surface([user(0), {**user(1), "seq": 1.0}]).nodes == (0, 1)
+    assert fold_code([user(0), {**user(1), "seq": True}]) == Code.SEQ_NOT_CONTIGUOUS
+    assert fold_code([user(0), {**user(1), "seq": 1.5}]) == Code.SEQ_NOT_CONTIGUOUS
+
+
 def test_a_gap_names_the_seq_it_expected() -> None:
     assert fold_error([user(0), user(2)]).message == "session event seq 2 is not contiguous; expected 1"
 
