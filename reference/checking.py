@@ -29,7 +29,6 @@ from reference.exits import (
 )
 from reference.logfile import InputError, LogFile, LogForm, find_logs, read_log_file
 from reference.persistence.fastjson import collector_paused
-from reference.rule_catalog import rule_catalog
 from spec.checks.log import CORE_RULES, LEGACY_RULES, check_log
 from spec.checks.violation import Violation
 from spec.codes import SpecError
@@ -322,6 +321,8 @@ def render_sarif(outcomes: Iterable[Outcome], out: TextIO) -> int:
 
 
 def sarif_log(outcomes: Sequence[Outcome]) -> dict[str, object]:
+    from reference.rule_catalog import rule_catalog  # read from the spec's text: only SARIF needs it
+
     rules: list[dict[str, object]] = [
         {
             "id": entry.rule_id,

@@ -18,7 +18,6 @@ a new v4 file beside it and leaves the old file untouched.
 
 from __future__ import annotations
 
-import secrets
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -63,6 +62,14 @@ from spec.projections.durability import BatchPolicy, validate_batch_policy
 DEFAULT_BATCH_POLICY: Final = BatchPolicy()  # 200 ms, 1 MiB: spec.projections.durability's defaults
 LOCK_NAME = "session.lock"
 ZSTD_LEVEL = 3  # zstd's default level, as DSH uses
+
+
+def _random_token() -> str:
+    """Six random bytes in hex, a temp file's name part (``secrets`` imported when first written,
+    not by every reader of this module: ``dsh-session check`` starts faster, issue 24)."""
+    import secrets
+
+    return secrets.token_hex(6)
 
 
 def _join(*parts: str) -> str:
@@ -278,7 +285,7 @@ class FileStore:
         root: str,
         fs: FileSystem | None = None,
         compressed: bool = True,
-        temp_token: Callable[[], str] = lambda: secrets.token_hex(6),
+        temp_token: Callable[[], str] = _random_token,
         batch: BatchPolicy | None = DEFAULT_BATCH_POLICY,
     ) -> None:
         if batch is not None:
