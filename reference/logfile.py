@@ -171,6 +171,7 @@ def read_or_fail(path: str, read: Callable[[], T]) -> T:
 
 MIB: Final = 1 << 20
 PROBE_BYTES: Final = 64 * 1024  # the head of a plain log read by the spec's rules before the rest
+ONE_PASS_BYTES: Final = 64 * MIB  # a zstd log's plaintext read in bulk without being counted first
 
 
 CHUNK_BYTES: Final = MIB  # a plain log is read this much at a time
@@ -382,8 +383,12 @@ def read_clean_zstd_log(
     and judged by the spec's rules (:func:`judge_clean_records`), each record's place counted from
     the frames. The same :class:`LogFile` the spec's reader gives, or ``None`` when the log is
     anything else or the bulk path is unsure: the spec's reader then decides and names the damage."""
-    check_decompressed_size(data, limits.max_decompressed_bytes, path)
-    frames = clean_zstd_frames(data)
+    # One pass for a log whose plaintext is within ONE_PASS_BYTES (and the limit); a larger one
+    # (or a damaged one) has its plaintext counted first, so nothing past the limit is ever held.
+    frames = clean_zstd_frames(data, min(limits.max_decompressed_bytes, ONE_PASS_BYTES))
+    if frames is None:
+        check_decompressed_size(data, limits.max_decompressed_bytes, path)
+        frames = clean_zstd_frames(data)
     if frames is None or not is_header_frame(DecodedFrame(*frames[0])):
         return None
     for offset, plaintext in frames:

@@ -264,6 +264,49 @@ def test_a_clean_zstd_log_file_read_in_bulk_is_the_file_the_spec_reader_gives(
     assert fast.log.format_version == slow.log.format_version == version
 
 
+@pytest.mark.parametrize("declared", [False, True])
+def test_frames_inflated_within_a_hold_are_the_frames_or_nothing_past_it(declared: bool) -> None:
+    """``clean_zstd_frames(data, hold)``: the same frames while the plaintext is within ``hold``,
+    ``None`` once it would pass it (a frame with or without its content size in its header)."""
+    import zstandard
+
+    from spec.format.framing import encode_lines
+
+    if declared:
+        compressor = zstandard.ZstdCompressor(write_checksum=True)
+        data = b"".join(compressor.compress(encode_lines(part)) for part in ([V0_HEADER], V0_RECORDS))
+    else:
+        data = v0_bytes(V0_RECORDS, True)
+    whole = filestore.clean_zstd_frames(data)
+    assert whole is not None and len(whole) == 2
+    size = sum(len(plaintext) for _, plaintext in whole)
+    assert filestore.clean_zstd_frames(data, size) == whole
+    assert filestore.clean_zstd_frames(data, size - 1) is None
+    assert filestore.clean_zstd_frames(data, len(whole[0][1]) - 1) is None
+
+
+def test_a_zstd_log_past_the_one_pass_is_counted_then_still_read_in_bulk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A log whose plaintext passes what one pass holds is counted first (the size limit) and
+    then read in bulk all the same; past the limit it is refused as before."""
+    from reference import logfile
+
+    path = tmp_path / "session.jsonl.zstd"
+    path.write_bytes(v0_bytes(V0_RECORDS, True))
+    monkeypatch.setattr(logfile, "ONE_PASS_BYTES", 10)
+    counted: list[int] = []
+    count = logfile.check_decompressed_size
+    monkeypatch.setattr(logfile, "check_decompressed_size", lambda *args: counted.append(1) or count(*args))
+    read = logfile.read_clean_zstd_log(str(path), path.read_bytes(), logfile.ReadLimits())
+    assert read is not None and len(read.events) == 7 and counted == [1]
+    with pytest.raises(logfile.InputError) as refused:
+        logfile.read_clean_zstd_log(
+            str(path), path.read_bytes(), logfile.ReadLimits(max_decompressed_bytes=100)
+        )
+    assert refused.value.code is logfile.InputCode.DECOMPRESSED_TOO_LARGE
+
+
 def test_a_v0_log_read_only_to_be_checked_gives_the_same_events_unfrozen(tmp_path: Path) -> None:
     """``dsh-session check`` reads a v0 log's events unfrozen (it hands none out, issue 24): the
     same events as the frozen reading, those the bulk parser gave left plain, and the same findings."""

@@ -170,10 +170,13 @@ def load_clean_log(
     return None if bulk is None else judge_clean_records(*bulk)
 
 
-def clean_zstd_frames(data: bytes) -> list[tuple[int, bytes]] | None:
+def clean_zstd_frames(data: bytes, hold: int | None = None) -> list[tuple[int, bytes]] | None:
     """Each frame of a zstd log whose frames are all whole, as its file offset and plaintext
     (skippable frames left out), inflated by one decompressor; ``None`` when a frame is torn or
-    damaged, or there is none."""
+    damaged, or there is none. With ``hold`` (bytes of plaintext), ``None`` too as soon as the
+    plaintext would pass it, having held little more (:func:`_inflate_held`): a reader with a size
+    limit reads a log within ``hold`` in this one pass, and counts only a larger one first (issue
+    24: ``dsh-session check`` inflated every log twice)."""
     try:
         scan = scan_zstd_frames(data)
         if scan.torn_offset is not None:
@@ -184,6 +187,13 @@ def clean_zstd_frames(data: bytes) -> list[tuple[int, bytes]] | None:
             if frame.skippable:
                 continue
             piece = data[frame.offset : frame.offset + frame.length]
+            if hold is not None:
+                held = _inflate_held(decompressor, piece, hold)
+                if held is None:
+                    return None
+                hold -= len(held)
+                frames.append((frame.offset, held))
+                continue
             try:
                 frames.append((frame.offset, decompressor.decompress(piece)))
             except zstandard.ZstdError:  # no content size in its header, as DSH's writer leaves it
@@ -194,6 +204,32 @@ def clean_zstd_frames(data: bytes) -> list[tuple[int, bytes]] | None:
     except (SpecError, zstandard.ZstdError, ValueError):
         return None
     return frames or None
+
+
+_SLICE: Final = 1024  # compressed bytes inflated at a time: zstd makes at most ~32 MiB of them
+
+
+def _inflate_held(decompressor: zstandard.ZstdDecompressor, piece: bytes, hold: int) -> bytes | None:
+    """One whole frame's plaintext, or ``None`` when it is more than ``hold`` bytes or not one whole
+    frame: a frame that declares its content size is refused before it is inflated, one that does
+    not (as DSH writes them) is inflated a small slice at a time and given up as soon as it passes
+    ``hold``, so a bomb is never held whole. Damage raises ``zstandard.ZstdError``."""
+    declared = zstandard.frame_content_size(piece)
+    if declared > hold:
+        return None
+    if declared > 0:
+        plaintext: bytes = decompressor.decompress(piece)
+        return plaintext
+    stream = decompressor.decompressobj()
+    parts: list[bytes] = []
+    size = 0
+    for start in range(0, len(piece), _SLICE):
+        part = stream.decompress(piece[start : start + _SLICE])
+        size += len(part)
+        if size > hold:
+            return None
+        parts.append(part)
+    return b"".join(parts) if stream.eof and not stream.unused_data else None
 
 
 def clean_records(
