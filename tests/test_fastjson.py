@@ -297,9 +297,18 @@ def test_a_zstd_log_past_the_one_pass_is_counted_then_still_read_in_bulk(
     monkeypatch.setattr(logfile, "ONE_PASS_BYTES", 10)
     counted: list[int] = []
     count = logfile.check_decompressed_size
-    monkeypatch.setattr(logfile, "check_decompressed_size", lambda *args: counted.append(1) or count(*args))
+
+    def counting(data: bytes, limit: int, where: str) -> None:
+        counted.append(limit)
+        count(data, limit, where)
+
+    monkeypatch.setattr(logfile, "check_decompressed_size", counting)
     read = logfile.read_clean_zstd_log(str(path), path.read_bytes(), logfile.ReadLimits())
-    assert read is not None and len(read.events) == 7 and counted == [1]
+    assert (
+        read is not None
+        and len(read.events) == 7
+        and counted == [logfile.ReadLimits().max_decompressed_bytes]
+    )
     with pytest.raises(logfile.InputError) as refused:
         logfile.read_clean_zstd_log(
             str(path), path.read_bytes(), logfile.ReadLimits(max_decompressed_bytes=100)
