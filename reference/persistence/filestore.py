@@ -632,7 +632,10 @@ class FileLogHandle(BufferedLogHandle):
             return None
         # Many events at once (a fork's or a seeded session's log) are encoded in one call and cut
         # into their lines: a JSON line holds no raw line break, so each piece is one event's line.
-        lines = fastjson.encode_lines(events).splitlines(keepends=True) if len(events) > 1 else []
+        if len(events) == 1:  # one appended event (the common case): its line
+            lines: list[bytes] = [fastjson.encode_lines(events)]
+        else:
+            lines = fastjson.encode_lines(events).splitlines(keepends=True)
         if len(lines) != len(events):
             lines = [fastjson.encode_lines((event,)) for event in events]
         self._lines += lines

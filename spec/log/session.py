@@ -200,8 +200,9 @@ def plan_event(
     validate_writer_of_closer(kind, frozen_data, writer)
     validate_request_header_vocabulary(kind, frozen_data)
     metadata = snapshot_surface_metadata(kind, surface_op, source_event_seqs)
-    event = FrozenDict({"type": kind, "seq": len(events), "time": time, "data": frozen_data, **metadata})
-    return event, plan_surface_event(nodes, event, len(events), events)
+    seq = len(events)
+    event = FrozenDict(type=kind, seq=seq, time=time, data=frozen_data, **metadata)
+    return event, plan_surface_event(nodes, event, seq, events)
 
 
 def validate_event_type(event_type: object) -> str:
@@ -236,9 +237,14 @@ def validate_request_header_vocabulary(kind: str, data: JsonValue) -> None:
         )
 
 
+_NO_METADATA: Final = FrozenDict()
+
+
 def snapshot_surface_metadata(kind: str, surface_op: object, source_event_seqs: object) -> FrozenDict:
     """The passed surface keys, ``sourceEventSeqs`` then ``surfaceOp`` (a passed ``None`` is kept,
     to be rejected by the surface rules), copied into the lossless JSON domain (§5.1 steps 1, 4)."""
+    if source_event_seqs is ABSENT and surface_op is ABSENT:
+        return _NO_METADATA  # a log-only event's (most events): nothing to copy
     metadata: dict[str, object] = {}
     if source_event_seqs is not ABSENT:
         metadata["sourceEventSeqs"] = source_event_seqs
