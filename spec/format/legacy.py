@@ -79,7 +79,7 @@ def upgrade_v0_records(
                 event = upgrade_steering_message(session_id, event)
                 event = upgrade_pre_identity_message(session_id, event, message_ids)
                 if is_named(event.get("type"), MESSAGE_EVENT_TYPES):  # the others pass: no subject to name
-                    validate_message_shape(f"session event at seq {js_text(event['seq'])}", event)
+                    validate_stored_message(event)
             except SpecError as error:
                 raise reject(error.code, error.message + where(index)) from None
         if frozen:
@@ -109,9 +109,20 @@ def validate_stored_events(
         if not (isinstance(kind, str) and kind in MESSAGE_EVENT_TYPES):  # the shape rule passes the others
             continue  # (is_named, inlined: it runs on every stored event)
         try:
-            validate_message_shape(f"session event at seq {js_text(event.get('seq'))}", event)
+            validate_stored_message(event)
         except SpecError as error:
             raise reject(error.code, error.message + where(index)) from None
+
+
+def validate_stored_message(event: Event) -> None:
+    """A stored message event's message is well formed (:func:`spec.log.seed.validate_message_shape`),
+    a refusal naming it ``session event at seq N``: the name is written only for a refusal (issue
+    24: a read path checks every message of a log)."""
+    try:
+        validate_message_shape("", event)
+    except SpecError:
+        validate_message_shape(f"session event at seq {js_text(event.get('seq'))}", event)
+        raise  # not reached: the same rule refuses the same event again, named
 
 
 @dataclass(frozen=True)
