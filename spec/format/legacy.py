@@ -201,7 +201,8 @@ def decode_v0_events(
                     Code.CORRUPT_LOG,
                     f"corrupt session log: record at {_record_place(places, index)} is not an event object",
                 )
-            if event.get("seq") != len(events) or type(event.get("seq")) is bool:
+            seq = event.get("seq")
+            if seq != len(events) or type(seq) is bool:
                 raise reject(
                     Code.CORRUPT_LOG,
                     f"corrupt session log: seq gap in committed region at {_record_place(places, index)}: "
