@@ -194,13 +194,16 @@ def clean_zstd_frames(data: bytes, hold: int | None = None) -> list[tuple[int, b
                 hold -= len(held)
                 frames.append((frame.offset, held))
                 continue
-            try:
+            if zstandard.frame_content_size(piece) > 0:
                 frames.append((frame.offset, decompressor.decompress(piece)))
-            except zstandard.ZstdError:  # no content size in its header, as DSH's writer leaves it
-                plaintext, whole = inflate_zstd(piece)
-                if not whole:
-                    return None
-                frames.append((frame.offset, plaintext))
+                continue
+            # No content size in its header, as DSH's writer leaves it: a stream of the same
+            # decompressor (not a failed one-shot call and a new decompressor per frame: issue 24).
+            stream = decompressor.decompressobj()
+            plaintext = stream.decompress(piece)
+            if not stream.eof or stream.unused_data:
+                return None
+            frames.append((frame.offset, plaintext))
     except (SpecError, zstandard.ZstdError, ValueError):
         return None
     return frames or None
