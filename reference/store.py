@@ -11,7 +11,6 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from reference.persistence.api import LogHandle, PersistenceService
-from reference.persistence.common import BufferedLogHandle
 from reference.persistence.fastjson import StoredEvents, collector_paused, release_free_memory
 from reference.session import Clock, Session, wall_clock_ms
 from spec.codes import Code, reject
@@ -143,7 +142,7 @@ class SessionStore:
         if self._persistence is not None:
             handle = self._persistence.create(state.header)
             handle.append(state.events)
-            if kept_lines and isinstance(handle, BufferedLogHandle):
+            if kept_lines:
                 handle.keep_lines(kept_lines)
             self._handles[session_id] = handle
         session = Session(
@@ -186,11 +185,7 @@ class SessionStore:
                 # A log read in bulk gives the events its reader judged; plain ones if it keeps
                 # their lines, which are then judged unfrozen and dropped (spec: take_seed_event).
                 # The messages its read path checked are not checked twice (spec: messages_checked).
-                if isinstance(handle, BufferedLogHandle):
-                    stored, text_kept = handle.judged(), handle.text_kept
-                    checked = handle.messages_checked
-                else:
-                    stored, text_kept, checked = handle.read(), False, 0
+                stored, text_kept, checked = handle.judged()
                 state = create_session_state(
                     session_id,
                     stored,
@@ -206,7 +201,7 @@ class SessionStore:
                 raise
             del stored
             # A log read in bulk is kept as its stored lines, in the session and the handle alike.
-            lines = handle.settle() if isinstance(handle, BufferedLogHandle) else ()
+            lines = handle.settle()
             session = Session(
                 state, sink=handle, clock=self._clock, on_commit=self._committed, stored_lines=lines
             )

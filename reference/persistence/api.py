@@ -69,6 +69,19 @@ class LogHandle(Protocol):
         """Flush, then release the writer lock. Closing twice is harmless."""
         ...
 
+    # A log kept as its stored lines (issue 24): see reference.persistence.common.BufferedLogHandle.
+    def judged(self) -> tuple[tuple[Event, ...], bool, int]:
+        """The log at open as a resume folds it: its events, ``text_kept``, ``messages_checked``."""
+        ...
+
+    def settle(self) -> Sequence[bytes]:
+        """The stored lines the log at open was read from, from now on decoded when read."""
+        ...
+
+    def keep_lines(self, lines: Sequence[bytes]) -> None:
+        """Keep the first ``len(lines)`` events as these stored lines, decoded when read."""
+        ...
+
 
 class PersistenceService(Protocol):
     def create(self, header: FrozenDict) -> LogHandle:
