@@ -17,7 +17,7 @@ from spec.log.events import Event, Message, derive_event_message
 from spec.log.json import FrozenDict
 from spec.log.nodes import SurfaceNodes
 from spec.log.session import ABSENT, SessionState, plan_event
-from spec.log.surface import ReplacePlan, splice_plan
+from spec.log.surface import ReplacePlan, SurfacePlan, splice_plan
 from spec.log.writers import CALLER, Writer
 
 Clock = Callable[[], int]
@@ -138,9 +138,14 @@ class Session:
         as the ``CALLER``, and never writes what only the store writes (``session/end-seed``, repair
         closers: ``spec.log.writers``); the compaction engine (``reference.shrink.compaction``)
         appends as ``COMPACTION_ENGINE``, which may write the compaction bracket's own events."""
-        event, plan = plan_event(
-            self._nodes, self._log, event_type, data, surface_op, source_event_seqs, self._clock(), writer
+        return self._commit(
+            *plan_event(
+                self._nodes, self._log, event_type, data, surface_op, source_event_seqs, self._clock(), writer
+            )
         )
+
+    def _commit(self, event: Event, plan: SurfacePlan) -> Event:
+        """A planned append made: to the sink, the log, the surface, then the store is told."""
         if self._sink is not None:
             self._sink.append((event,))
         self._tail.append(event)

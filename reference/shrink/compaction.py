@@ -298,7 +298,7 @@ def perform_on_session(session: Session, effect: Effect) -> object:
         return session
     if isinstance(effect, Append):
         return session.append(
-            effect.event_type, effect.data, effect.surface_op, effect.source_event_seqs, effect.writer
+            effect.event_type, effect.data, effect.surface_op, effect.source_event_seqs, writer=effect.writer
         )
     if isinstance(effect, Flush):
         session.flush()

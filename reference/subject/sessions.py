@@ -54,7 +54,7 @@ class SessionOps(SubjectBase):
             args.optional("data"),
             args.optional("surfaceOp"),
             args.optional("sourceEventSeqs"),
-            COMPACTION_ENGINE if engine else CALLER,
+            writer=COMPACTION_ENGINE if engine else CALLER,
         )
 
     def op_engine_append(self, args: Args) -> JsonValue:
