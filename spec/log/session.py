@@ -159,22 +159,6 @@ def validate_new_session_id(live_ids: Collection[str], session_id: str) -> None:
 # --- append (§5) -------------------------------------------------------------------------------
 
 
-def plan_append(
-    state: SessionState,
-    event_type: object,
-    data: object,
-    surface_op: object = ABSENT,
-    source_event_seqs: object = ABSENT,
-    time: int = 0,
-    writer: Writer = CALLER,
-) -> tuple[Event, SurfacePlan]:
-    """Decide an append to ``state`` without changing it: :func:`plan_event` on the session's
-    surface nodes and log (§5.1)."""
-    return plan_event(
-        state.surface.nodes, state.events, event_type, data, surface_op, source_event_seqs, time, writer
-    )
-
-
 def plan_event(
     nodes: Sequence[int],
     events: Sequence[Event],
@@ -254,7 +238,8 @@ def snapshot_surface_metadata(kind: str, surface_op: object, source_event_seqs: 
 
 def apply_append(state: SessionState, event: Event, plan: SurfacePlan) -> SessionState:
     """Commit a planned append: the event joins the log and the plan is applied to the surface. The
-    plan must come from :func:`plan_append` on this same state (§5.1 step 9, §3.8)."""
+    plan must come from :func:`plan_event` on this same state's surface nodes and log (§5.1 step 9,
+    §3.8)."""
     return SessionState(
         header=state.header,
         events=(*state.events, event),
@@ -274,7 +259,9 @@ def append_event(
 ) -> tuple[SessionState, Event]:
     """Plan, then commit: a rejected append raises and ``state`` is untouched, so a failed append
     consumes no seq (§5.1 atomicity)."""
-    event, plan = plan_append(state, event_type, data, surface_op, source_event_seqs, time, writer)
+    event, plan = plan_event(
+        state.surface.nodes, state.events, event_type, data, surface_op, source_event_seqs, time, writer
+    )
     return apply_append(state, event, plan), event
 
 

@@ -32,7 +32,6 @@ from spec.log.session import (
     apply_append,
     create_session_state,
     derive_session_messages,
-    plan_append,
     plan_event,
     plan_session_id,
     validate_new_session_id,
@@ -670,21 +669,14 @@ def test_a_rejected_append_leaves_the_state_equal_and_consumes_no_seq() -> None:
 
 def test_planning_an_append_changes_nothing_and_applying_it_equals_appending() -> None:
     state, _ = append_event(create(), "user/message", user_data("u0"), "append")
-    planned, plan = plan_append(state, "user/message", user_data("u1"), replace(0, 0), [0], time=3)
+    planned, plan = plan_event(
+        state.surface.nodes, state.events, "user/message", user_data("u1"), replace(0, 0), [0], time=3
+    )
     assert len(state.events) == 1
     assert (
         apply_append(state, planned, plan)
         == append_event(state, "user/message", user_data("u1"), replace(0, 0), [0], time=3)[0]
     )
-
-
-def test_plan_event_on_plain_sequences_agrees_with_plan_append() -> None:
-    state, _ = append_event(create(), "user/message", user_data("u0"), "append")
-    by_state = plan_append(state, "assistant/message", assistant_data(), "append", time=2)
-    plain = plan_event(
-        list(state.surface.nodes), list(state.events), "assistant/message", assistant_data(), "append", time=2
-    )
-    assert by_state == plain
 
 
 def test_an_appended_event_is_a_detached_snapshot() -> None:
