@@ -511,19 +511,19 @@ class ReportsTornTailAsCorrupt(MutantSubject):
     rule = "D3.5"
 
 
-def _parse_as_far_as_it_reads(data: bytes, compressed: bool) -> Any:
+def _parse_as_far_as_it_reads(data: bytes, compressed: bool, inflate: Any) -> Any:
     """The reference's parse, but a log that does not read is cut back to its longest prefix that
     does, as if everything from the damage on were a torn tail."""
     parse = _STRICT_PARSE
     try:
-        return parse(data, compressed)
+        return parse(data, compressed, inflate)
     except SpecError as error:
         if error.code != Code.CORRUPT_LOG:
             raise
         failure = error
     for end in range(len(data) - 1, 0, -1):
         try:
-            stored = parse(data[:end], compressed)
+            stored = parse(data[:end], compressed, inflate)
         except SpecError:
             continue
         cut = end if stored.truncate_to is None else min(end, stored.truncate_to)
@@ -531,16 +531,16 @@ def _parse_as_far_as_it_reads(data: bytes, compressed: bool) -> Any:
     raise failure
 
 
-_STRICT_PARSE = filestore_module.parse_log_bytes
+_STRICT_PARSE = filestore_module.decode_log_bytes
 
 
 class _DamageCutOffStore(FileStore):
     def read(self, session_id: str) -> Any:
-        with swapped(filestore_module, "parse_log_bytes", _parse_as_far_as_it_reads):
+        with swapped(filestore_module, "decode_log_bytes", _parse_as_far_as_it_reads):
             return super().read(session_id)
 
     def _open_locked(self, session_id: str, path: str, lock: Any) -> Any:
-        with swapped(filestore_module, "parse_log_bytes", _parse_as_far_as_it_reads):
+        with swapped(filestore_module, "decode_log_bytes", _parse_as_far_as_it_reads):
             return super()._open_locked(session_id, path, lock)
 
 
