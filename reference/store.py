@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from reference.persistence.api import LogHandle, PersistenceService
 from reference.persistence.fastjson import StoredEvents, collector_paused, release_free_memory
@@ -21,6 +21,7 @@ from spec.log.json import JsonValue
 from spec.log.session import ABSENT, create_session_state
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 class SessionListener(Protocol):
@@ -30,6 +31,17 @@ class SessionListener(Protocol):
     def committed(self, session: Session, event: Event) -> None: ...
 
     def closing(self, session: Session) -> None: ...
+
+
+def listen(listeners: list[T], listener: T) -> Callable[[], None]:
+    """``listener`` joins ``listeners``; the disposer returned takes it out again (twice: no-op)."""
+    listeners.append(listener)
+
+    def dispose() -> None:
+        if listener in listeners:
+            listeners.remove(listener)
+
+    return dispose
 
 
 class SessionStore:
@@ -51,13 +63,7 @@ class SessionStore:
         """Tell ``listener`` of every event any live session commits from now on, and of every
         close; returns the disposer. A listener that raises is logged and never fails the append
         that told it (the event is committed already)."""
-        self._listeners.append(listener)
-
-        def dispose() -> None:
-            if listener in self._listeners:
-                self._listeners.remove(listener)
-
-        return dispose
+        return listen(self._listeners, listener)
 
     def _committed(self, session: Session, event: Event) -> None:
         for listener in list(self._listeners):
