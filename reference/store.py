@@ -191,16 +191,8 @@ class SessionStore:
                 # A log read in bulk gives the events its reader judged; plain ones if it keeps
                 # their lines, which are then judged unfrozen and dropped (spec: take_seed_event).
                 # The messages its read path checked are not checked twice (spec: messages_checked).
-                stored, text_kept, checked = handle.judged()
-                state = create_session_state(
-                    session_id,
-                    stored,
-                    handle.header,
-                    self._clock(),
-                    restore=True,
-                    text_kept=text_kept,
-                    messages_checked=checked,
-                )
+                stored, mode, checked = handle.judged()
+                state = create_session_state(session_id, stored, handle.header, self._clock(), mode, checked)
                 handle.append(state.events[len(stored) :])
             except BaseException:
                 handle.close()

@@ -14,6 +14,7 @@ from typing import Protocol
 
 from spec.log.events import Event
 from spec.log.json import FrozenDict
+from spec.log.seed import SeedMode
 
 
 @dataclass(frozen=True)
@@ -70,8 +71,8 @@ class LogHandle(Protocol):
         ...
 
     # A log kept as its stored lines (issue 24): see reference.persistence.common.BufferedLogHandle.
-    def judged(self) -> tuple[tuple[Event, ...], bool, int]:
-        """The log at open as a resume folds it: its events, ``text_kept``, ``messages_checked``."""
+    def judged(self) -> tuple[tuple[Event, ...], SeedMode, int]:
+        """The log at open as a resume folds it: its events, seed mode and ``messages_checked``."""
         ...
 
     def settle(self) -> Sequence[bytes]:
