@@ -230,10 +230,11 @@ function priceSurface(dsh, input) {
 }
 
 /** The checker rule ids the subject claims (capabilities `checker-rule:<id>`): those DSH's restore
- * path states, and with its invariant companions loaded theirs (errors.mjs). */
+ * path states and those its published invariant companions state, in both profiles (errors.mjs);
+ * whether the companions run is check_log's business, not the claim's. */
 export function checkerRules(dsh) {
   if (dsh.session === undefined || dsh.cordis === undefined) return [];
-  return dsh.invariants ? [...RESTORE_RULES, ...COMPANION_RULES] : RESTORE_RULES;
+  return [...RESTORE_RULES, ...COMPANION_RULES];
 }
 
 /** spec.checker.check_log as DSH judges a whole log: its first refusal, as `[{rule, seq}]`, or `[]`.
