@@ -124,3 +124,35 @@ def test_a_delay_case_a_storeless_release_cannot_run_is_not_blamed_on_the_missin
     assert delay is not None and "no JSONL store" in delay.reason
     size = dsh_expectations.cause_of(case("pure-drt/reset-batchmaxbytes-minus-1", "unsupported", said))
     assert size is not None and "no byte bound" in size.reason
+
+
+def test_as_shipped_dsh_is_judged_on_the_companions_rules_and_fails_them_as_a_decision() -> None:
+    """DSH as shipped claims the rules its published invariant companions state, as the profile with
+    invariants does, so both leave the same checker vectors unanswered; a companion-rule vector it
+    accepts is a decision deviation of that profile alone."""
+    folder = dsh_expectations.ROOT / "conformance" / "expectations"
+
+    def unanswered(name: str) -> set[str]:
+        file = load_expectations(folder / name)
+        return {
+            e.case for e in file.expectations if e.case.startswith("checker/") and e.status == "unsupported"
+        }
+
+    assert unanswered("dsh-0.1.0-rc.8.json") == unanswered("dsh-0.1.0-rc.8-invariants.json")
+    shipped = {e.case: e for e in load_expectations(folder / "dsh-0.1.0-rc.8.json").expectations}
+    turns = shipped["checker/turn-numbering-turns-count-from-1"]
+    assert (turns.status, turns.kind) == ("failed", "decision") and "as shipped" in turns.cause
+    said = 'call spec.checker.check_log: result differs at $: expected [{"rule": "compaction-turn", "seq": 2}], got []'
+    crossing = case(
+        "checker/compaction-turn-a-turn-end-crossing-an-open-start-is-reported-when-no-end-seed-x",
+        "failed",
+        said,
+    )
+    as_shipped, with_invariants = (
+        dsh_expectations.cause_of(crossing),
+        dsh_expectations.cause_of(crossing, True),
+    )
+    assert as_shipped is not None and as_shipped.kind == "decision" and "as shipped" in as_shipped.reason
+    assert with_invariants is not None and with_invariants.kind == "derived-rule"
+    assert dsh_expectations.is_invariants(folder / "dsh-0.1.0-rc.8-invariants-kill.json")
+    assert not dsh_expectations.is_invariants(folder / "dsh-0.1.0-rc.8-kill.json")
