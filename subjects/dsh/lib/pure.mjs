@@ -241,7 +241,8 @@ export function checkerRules(dsh) {
  * The events are a seed of DSH's `Session` constructor, which validates each in order and names the
  * index it refuses (dsh-session lib/index.js:1374-1391) and, as for every seed, appends a
  * session/end-seed when the log does not end with one. Then, with the relational rules and the
- * profile's invariant companions, each companion's installer (what it registers with DSH's
+ * profile's invariant companions (as shipped none runs, though their rules are claimed: DSH's
+ * default composition is the constructor alone), each companion's installer (what it registers with DSH's
  * invariant registry, in the order dsh.mjs plugs them, which is the order of their session/created
  * listeners) seeds its trace from that session's events, as it does when DSH announces a restored
  * session (dsh-session lib/invariant.js `seedSession`, dsh-compaction lib/invariant.js `seed`), and
