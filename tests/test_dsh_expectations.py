@@ -10,6 +10,7 @@ from conformance.crash_rules import check_d3_1_header, check_d3_2_prefix
 from conformance.expectations import load_expectations
 from conformance.report import KINDS, CaseResult, encode_results
 from scripts import dsh_expectations
+from spec.log.json import JsonObject
 
 
 def case(key: str, outcome: str, detail: str = "", rule: str = "") -> dict[str, str]:
@@ -48,12 +49,12 @@ def test_the_json_run_is_utf_8_and_keeps_a_lone_surrogate_as_an_escape() -> None
 
 
 def test_the_crash_checks_read_an_integral_float_as_the_integer_it_is() -> None:
-    appended = [{"type": "turn/start", "seq": 0, "time": 0, "data": {"turn": 1.0}}]
+    appended: list[JsonObject] = [{"type": "turn/start", "seq": 0, "time": 0, "data": {"turn": 1.0}}]
     assert (
         check_d3_2_prefix([{"type": "turn/start", "seq": 0, "time": 0, "data": {"turn": 1}}], appended) == ()
     )
     assert check_d3_2_prefix([{"type": "turn/start", "seq": 0, "time": 0, "data": {"turn": 2}}], appended)
-    header = {"version": 4, "id": "s", "createdAt": 7.0, "delegationDepth": 0, "isSeeded": False}
+    header: JsonObject = {"version": 4, "id": "s", "createdAt": 7.0, "delegationDepth": 0, "isSeeded": False}
     assert check_d3_1_header(True, {**header, "createdAt": 7}, header, True) == ()
     assert check_d3_1_header(True, {**header, "createdAt": 8}, header, True)
 
