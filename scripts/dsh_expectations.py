@@ -7,7 +7,9 @@
 generic one ``--write-expectations`` writes (:func:`conformance.expectations.write_expectations`:
 each case that did not pass, with its fingerprint), its cause, kind and source filled in from
 :data:`CAUSES`, the hand-written list of what DSH does, where, and what kind of deviation it is
-(``subjects/dsh/FINDINGS.md`` has the evidence). A case no cause explains, or one whose outcome differs from its cause's status,
+(``subjects/dsh/FINDINGS.md`` has the evidence). A cause may hold in one profile only: the profile
+is read from ``OUT.json``'s name (``dsh-<V>-invariants[-kill].json`` is "DSH with invariants", any
+other "DSH as shipped"). A case no cause explains, or one whose outcome differs from its cause's status,
 is refused: the script prints it and exits 1, so a new deviation is never written down without a
 reason. Re-run it when the suite gains cases, and review the diff:
 
