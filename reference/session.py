@@ -17,8 +17,8 @@ from spec.log.events import Event, Message, derive_event_message
 from spec.log.json import FrozenDict
 from spec.log.nodes import SurfaceNodes
 from spec.log.session import ABSENT, SessionState, plan_event
-from spec.log.surface import ReplacePlan, splice_plan
-from spec.log.writers import CALLER, COMPACTION_ENGINE, Writer
+from spec.log.surface import ReplacePlan, SurfacePlan, splice_plan
+from spec.log.writers import CALLER, Writer
 
 Clock = Callable[[], int]
 
@@ -132,29 +132,20 @@ class Session:
         data: object,
         surface_op: object = ABSENT,
         source_event_seqs: object = ABSENT,
+        writer: Writer = CALLER,
     ) -> Event:
-        """Validate the event through the spec, hand it to the sink, then commit it. A caller never
-        writes what only the store writes (``session/end-seed``, the compaction bracket, repair
-        closers: ``spec.log.writers``)."""
-        return self._commit(CALLER, event_type, data, surface_op, source_event_seqs)
-
-    def append_engine_event(
-        self,
-        event_type: object,
-        data: object,
-        surface_op: object = ABSENT,
-        source_event_seqs: object = ABSENT,
-    ) -> Event:
-        """The compaction engine's path (``reference.shrink.compaction``): as :meth:`append`, and the
-        compaction bracket's own events are allowed. Hosts append through :meth:`append`."""
-        return self._commit(COMPACTION_ENGINE, event_type, data, surface_op, source_event_seqs)
-
-    def _commit(
-        self, writer: Writer, event_type: object, data: object, surface_op: object, source_event_seqs: object
-    ) -> Event:
-        event, plan = plan_event(
-            self._nodes, self._log, event_type, data, surface_op, source_event_seqs, self._clock(), writer
+        """Validate the event through the spec, hand it to the sink, then commit it. A host appends
+        as the ``CALLER``, and never writes what only the store writes (``session/end-seed``, repair
+        closers: ``spec.log.writers``); the compaction engine (``reference.shrink.compaction``)
+        appends as ``COMPACTION_ENGINE``, which may write the compaction bracket's own events."""
+        return self._commit(
+            *plan_event(
+                self._nodes, self._log, event_type, data, surface_op, source_event_seqs, self._clock(), writer
+            )
         )
+
+    def _commit(self, event: Event, plan: SurfacePlan) -> Event:
+        """A planned append made: to the sink, the log, the surface, then the store is told."""
         if self._sink is not None:
             self._sink.append((event,))
         self._tail.append(event)

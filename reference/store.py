@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from reference.persistence.api import LogHandle, PersistenceService
-from reference.persistence.common import BufferedLogHandle
 from reference.persistence.fastjson import StoredEvents, collector_paused, release_free_memory
 from reference.session import Clock, Session, wall_clock_ms
 from spec.codes import Code, reject
@@ -22,6 +21,7 @@ from spec.log.json import JsonValue
 from spec.log.session import ABSENT, create_session_state
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 class SessionListener(Protocol):
@@ -31,6 +31,17 @@ class SessionListener(Protocol):
     def committed(self, session: Session, event: Event) -> None: ...
 
     def closing(self, session: Session) -> None: ...
+
+
+def listen(listeners: list[T], listener: T) -> Callable[[], None]:
+    """``listener`` joins ``listeners``; the disposer returned takes it out again (twice: no-op)."""
+    listeners.append(listener)
+
+    def dispose() -> None:
+        if listener in listeners:
+            listeners.remove(listener)
+
+    return dispose
 
 
 class SessionStore:
@@ -52,13 +63,7 @@ class SessionStore:
         """Tell ``listener`` of every event any live session commits from now on, and of every
         close; returns the disposer. A listener that raises is logged and never fails the append
         that told it (the event is committed already)."""
-        self._listeners.append(listener)
-
-        def dispose() -> None:
-            if listener in self._listeners:
-                self._listeners.remove(listener)
-
-        return dispose
+        return listen(self._listeners, listener)
 
     def _committed(self, session: Session, event: Event) -> None:
         if not self._listeners:  # nobody listens (the common case): no copy of the list per append
@@ -145,7 +150,7 @@ class SessionStore:
         if self._persistence is not None:
             handle = self._persistence.create(state.header)
             handle.append(state.events)
-            if kept_lines and isinstance(handle, BufferedLogHandle):
+            if kept_lines:
                 handle.keep_lines(kept_lines)
             self._handles[session_id] = handle
         session = Session(
@@ -188,27 +193,15 @@ class SessionStore:
                 # A log read in bulk gives the events its reader judged; plain ones if it keeps
                 # their lines, which are then judged unfrozen and dropped (spec: take_seed_event).
                 # The messages its read path checked are not checked twice (spec: messages_checked).
-                if isinstance(handle, BufferedLogHandle):
-                    stored, text_kept = handle.judged(), handle.text_kept
-                    checked = handle.messages_checked
-                else:
-                    stored, text_kept, checked = handle.read(), False, 0
-                state = create_session_state(
-                    session_id,
-                    stored,
-                    handle.header,
-                    self._clock(),
-                    restore=True,
-                    text_kept=text_kept,
-                    messages_checked=checked,
-                )
+                stored, mode, checked = handle.judged()
+                state = create_session_state(session_id, stored, handle.header, self._clock(), mode, checked)
                 handle.append(state.events[len(stored) :])
             except BaseException:
                 handle.close()
                 raise
             del stored
             # A log read in bulk is kept as its stored lines, in the session and the handle alike.
-            lines = handle.settle() if isinstance(handle, BufferedLogHandle) else ()
+            lines = handle.settle()
             session = Session(
                 state, sink=handle, clock=self._clock, on_commit=self._committed, stored_lines=lines
             )

@@ -7,7 +7,9 @@
 generic one ``--write-expectations`` writes (:func:`conformance.expectations.write_expectations`:
 each case that did not pass, with its fingerprint), its cause, kind and source filled in from
 :data:`CAUSES`, the hand-written list of what DSH does, where, and what kind of deviation it is
-(``subjects/dsh/FINDINGS.md`` has the evidence). A case no cause explains, or one whose outcome differs from its cause's status,
+(``subjects/dsh/FINDINGS.md`` has the evidence). A cause may hold in one profile only: the profile
+is read from ``OUT.json``'s name (``dsh-<V>-invariants[-kill].json`` is "DSH with invariants", any
+other "DSH as shipped"). A case no cause explains, or one whose outcome differs from its cause's status,
 is refused: the script prints it and exits 1, so a new deviation is never written down without a
 reason. Re-run it when the suite gains cases, and review the diff:
 
@@ -25,7 +27,7 @@ import argparse
 import fnmatch
 import json
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -77,12 +79,15 @@ class Cause:
     keys: tuple[str, ...] = ()
     rules: tuple[str, ...] = ()
     detail: str | tuple[str, ...] = ""
+    invariants: bool | None = None  # the profile it holds in: as shipped (False), with invariants, or both
 
     @property
     def statuses(self) -> tuple[str, ...]:
         return (self.status,) if isinstance(self.status, str) else self.status
 
-    def explains(self, case: Mapping[str, Any]) -> bool:
+    def explains(self, case: Mapping[str, Any], invariants: bool = False) -> bool:
+        if self.invariants is not None and self.invariants != invariants:
+            return False
         key, rule = str(case["key"]), str(case.get("rule", ""))
         said = str(case.get("detail", ""))
         details = (self.detail,) if isinstance(self.detail, str) else self.detail
@@ -148,18 +153,33 @@ CAUSES: tuple[Cause, ...] = (
         "unsupported",
         "DSH states some of the checker's rules, not all: its restore path (the Session constructor, which "
         "validates every event of a seed or a stored log) states seq-contiguous, envelope, message-shape, "
-        "surface-op, surface-replace, provenance and tool-rewrite, and the invariant companions (loaded only "
-        "in the profile with invariants) the turn, step, call and compaction rules; a vector whose verdict "
-        "depends on another rule (or on every rule: a log judged valid as a whole) is not answered. No "
-        "published package states shadow-price (the token meter folds a replace with no metering event at "
-        "zero cost), closers, seed-length, end-seed or delegation-depth (the restore path checks the header's "
-        "field types only), or compaction-dangling (the compaction companion lets an end-seed orphan a start)",
+        "surface-op, surface-replace, provenance and tool-rewrite, and the invariant companions every release "
+        "publishes the turn, step, call and compaction rules; a vector whose verdict depends on another rule "
+        "(or on every rule: a log judged valid as a whole) is not answered. No published package states "
+        "shadow-price (the token meter folds a replace with no metering event at zero cost), closers, "
+        "seed-length, end-seed or delegation-depth (the restore path checks the header's field types only), "
+        "or compaction-dangling (the compaction companion lets an end-seed orphan a start)",
         SESSION + ":1374-1391 (the seed's validation), :1114-1128 (the header's); "
         "@deepseek-ai/dsh-session lib/invariant.js:119-160, @deepseek-ai/dsh-compaction lib/invariant.js:56-67 "
         "(inheritedOrphanStartSeqs); " + METER + ":94-143 (foldSurfaceProjection); SPEC-DECISIONS D9",
         kind="spec-version",
         keys=("checker/*", "pure-drt/spec-checker-*"),
         detail="does not declare checker-rule",
+    ),
+    Cause(
+        "failed",
+        "DSH as shipped runs none of the invariant companions that state the turn, step, call and compaction "
+        "rules: they are optional subpaths (./invariant) that no package root loads, so its default "
+        "composition checks a whole log with the Session constructor alone, which accepts a log that breaks "
+        "only a companion's rule (and stops at its own first refusal); the profile with invariants runs them",
+        "@deepseek-ai/dsh-session README.md:7 (the optional companion), lib/index.js:1-4 (the root imports no "
+        "./invariant), package.json:21-24 (its own export); @deepseek-ai/dsh-invariants README.md:48 (the "
+        "root entrypoint of each owner remains independent of diagnostics), :69 (compositions add companions "
+        "explicitly); @deepseek-ai/dsh-compaction lib/index.js:1",
+        kind="decision",
+        keys=("checker/*",),
+        detail="call spec.checker.check_log: result differs",
+        invariants=False,
     ),
     Cause(
         "failed",
@@ -179,6 +199,7 @@ CAUSES: tuple[Cause, ...] = (
             "checker/step-open-a-step-start-inside-a-step-drops-that-step-s-unanswered-calls",
             "checker/turn-enclosed-a-tool-result-replace-outside-a-turn-is-a-violation",
         ),
+        invariants=True,
     ),
     Cause(
         "failed",
@@ -188,6 +209,7 @@ CAUSES: tuple[Cause, ...] = (
         ":56-67, :164-182 (inheritedOrphanStartSeqs, seed)",
         kind="derived-rule",
         keys=("checker/compaction-turn-a-turn-end-crossing-an-open-start-is-reported-when-no-end-seed-*",),
+        invariants=True,
     ),
     Cause(
         "not run",
@@ -754,19 +776,22 @@ CAUSES = (
 )
 
 
-def cause_of(case: Mapping[str, Any]) -> Cause | None:
-    """The first cause that explains the case with the case's own outcome, or ``None``."""
-    return next((c for c in CAUSES if case["outcome"] in c.statuses and c.explains(case)), None)
+def cause_of(case: Mapping[str, Any], invariants: bool = False) -> Cause | None:
+    """The first cause that explains the case with the case's own outcome in the profile (as shipped,
+    or with invariants), or ``None``."""
+    return next((c for c in CAUSES if case["outcome"] in c.statuses and c.explains(case, invariants)), None)
 
 
-def explain(cases: Sequence[Mapping[str, Any]]) -> tuple[list[Expectation], list[str]]:
+def explain(
+    cases: Sequence[Mapping[str, Any]], invariants: bool = False
+) -> tuple[list[Expectation], list[str]]:
     """The expectation entries for the cases that did not pass (cause, kind and source from
     :data:`CAUSES`, the fingerprint from the run), and the problems (unexplained cases, or a cause
     whose status is not the case's outcome)."""
     problems: list[str] = []
     for case in cases:
-        causes = [cause for cause in CAUSES if cause.explains(case)]
-        if case["outcome"] == "passed" or cause_of(case) is not None:
+        causes = [cause for cause in CAUSES if cause.explains(case, invariants)]
+        if case["outcome"] == "passed" or cause_of(case, invariants) is not None:
             continue
         if causes:
             said = " or ".join(sorted({status for cause in causes for status in cause.statuses}))
@@ -775,14 +800,25 @@ def explain(cases: Sequence[Mapping[str, Any]]) -> tuple[list[Expectation], list
             problems.append(
                 f"no cause explains {case['key']} ({case['outcome']}): {str(case['detail'])[:200]}"
             )
-    written = write_expectations("dsh", "", cases, explainer)
+    written = write_expectations("dsh", "", cases, explainer_for(invariants))
     return [entry for entry in written.expectations if not entry.todo], problems
 
 
-def explainer(case: Mapping[str, Any]) -> tuple[str, str, str] | None:
-    """:func:`cause_of` as :func:`conformance.expectations.write_expectations` asks for it."""
-    cause = cause_of(case)
-    return None if cause is None else (cause.reason, cause.kind, cause.source)
+def explainer_for(invariants: bool) -> Callable[[Mapping[str, Any]], tuple[str, str, str] | None]:
+    """:func:`cause_of` in one profile, as :func:`conformance.expectations.write_expectations` asks
+    for it."""
+
+    def explainer(case: Mapping[str, Any]) -> tuple[str, str, str] | None:
+        cause = cause_of(case, invariants)
+        return None if cause is None else (cause.reason, cause.kind, cause.source)
+
+    return explainer
+
+
+def is_invariants(expectations: Path) -> bool:
+    """Whether an expectation file is of the profile "DSH with invariants", as its name says
+    (``dsh-<VERSION>-invariants[-kill].json``, the name ``certify-dsh.sh --invariants`` reads)."""
+    return expectations.name.removesuffix(".json").removesuffix("-kill").endswith("-invariants")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -791,12 +827,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("out", type=Path, help="the expectation file to write")
     args = parser.parse_args(argv)
     run = json.loads(args.run.read_text(encoding="utf-8"))
-    _, problems = explain(run["cases"])
+    invariants = is_invariants(args.out)
+    _, problems = explain(run["cases"], invariants)
     if problems:
         print("\n".join(problems), file=sys.stderr)
         return 1
     subject = run["subject"]
-    written = write_expectations(str(subject["name"]), str(subject["version"]), run["cases"], explainer)
+    written = write_expectations(
+        str(subject["name"]), str(subject["version"]), run["cases"], explainer_for(invariants)
+    )
     args.out.write_text(encode_expectations(written), encoding="utf-8")
     print(f"wrote {args.out}: {len(written.expectations)} expected deviations of {len(run['cases'])} cases")
     return 0

@@ -330,6 +330,12 @@ def trace_case(vector: dict[str, Any], backend: str = DEFAULT_BACKEND) -> tuple[
     return vector_key(vector), outcome, found
 
 
+@functools.cache
+def vectors_by_key() -> dict[str, dict[str, Any]]:
+    """The suite's vector cases by key, loaded once a process."""
+    return {vector_key(vector): vector for vector in load_vectors()}
+
+
 def chosen_vectors(globs: Sequence[str] = ()) -> list[dict[str, Any]]:
     """The suite's vector cases (its order) whose keys match ``globs`` (all of them when none)."""
     return [
@@ -370,10 +376,7 @@ def coverage_map(
                     )
         if failing:
             raise SystemExit("the unmutated tree fails vector cases:\n" + "\n".join(failing[:10]))
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(".partial")
-        partial.write_text(json.dumps({"code": code, "cases": kept}), encoding="utf-8")
-        partial.replace(path)
+        save_map(path, {"code": code, "cases": kept})
     return CoverageMap.of([(vector_key(v), kept[vector_key(v)]["lines"]) for v in vectors])
 
 
@@ -407,11 +410,11 @@ def select_cases(mutation: MutationSpec, coverage: CoverageMap, trees: dict[str,
 
 
 def certify(
-    copy: Path, vectors: Sequence[dict[str, Any]], timeout: float, backend: str = DEFAULT_BACKEND
+    copy: Path, keys: Sequence[str], timeout: float, backend: str = DEFAULT_BACKEND
 ) -> tuple[TestOutcome, str]:
-    """The copy's reference, as a stdio process, against ``vectors`` run from this (unmutated)
-    process: killed at the first case that does not pass, or once ``timeout`` has passed
-    (``output`` "timeout"), survived when every case passes."""
+    """The copy's reference, as a stdio process, against the vector cases ``keys`` run from this
+    (unmutated) process: killed at the first case that does not pass, or once ``timeout`` has
+    passed (``output`` "timeout"), survived when every case passes."""
     subject = StdioSubject(
         subject_command(copy, backend), timeout=min(RESPONSE_TIMEOUT, timeout), env=SUBJECT_ENV
     )
@@ -421,17 +424,17 @@ def certify(
             said = hello(subject)
         except SubjectError as error:
             return TestOutcome.KILLED, "timeout" if "no answer" in str(error) else f"hello: {error}"
-        for vector in vectors:
+        for key in keys:
             if time.monotonic() > deadline:
                 return TestOutcome.KILLED, "timeout"
-            result = run_vector(subject, vector, said.capabilities, said.target)
+            result = run_vector(subject, vectors_by_key()[key], said.capabilities, said.target)
             if result.outcome == "unsupported":  # ruled out by hello's capabilities (outside the scope)
                 continue
             if result.outcome != "passed":
                 if subject.dead is not None and "no answer" in subject.dead:
                     return TestOutcome.KILLED, "timeout"
-                return TestOutcome.KILLED, f"{vector_key(vector)}: {result.outcome}: {result.detail}"
-        return TestOutcome.SURVIVED, f"{len(vectors)} cases passed"
+                return TestOutcome.KILLED, f"{key}: {result.outcome}: {result.detail}"
+        return TestOutcome.SURVIVED, f"{len(keys)} cases passed"
     finally:
         subject.close()
 
@@ -480,23 +483,24 @@ def unreached(mutation: MutationSpec) -> WorkResult:
                       test_outcome=TestOutcome.SURVIVED, worker_outcome=WorkerOutcome.NORMAL)  # fmt: skip
 
 
-def fast_worker(copy: Path, timeout: float, backend: str, tasks: Any, results: Any) -> None:
-    """One long-lived suite process: the vectors loaded once; per mutant, a fresh subject process."""
+def worker(copy: Path, judge: Callable[[Path, Sequence[str]], tuple[TestOutcome, str]], tasks: Any,
+           results: Any) -> None:  # fmt: skip
+    """One long-lived suite process: per mutant, ``judge`` (:func:`certify` in the fast lane,
+    :func:`certify_units` in a later one) with the copy mutated, over the cases or units that reach
+    the mutant (none: recorded unreached without running), each on a fresh subject process."""
     os.chdir(ROOT)
-    vectors = {vector_key(vector): vector for vector in load_vectors()}
     previous = ""
     while (item := tasks.get()) is not None:
-        job_id, mutation, cases = item
+        job_id, mutation, keys = item
         started = time.monotonic()
         if not intact(copy):  # something removed part of it: judge no mutant on a broken tree
             print(f"{copy}: damaged after job {previous}, copied again", file=sys.stderr, flush=True)
             make_copy(copy)
         previous = job_id
-        if not cases:  # nothing run: no time spent certifying
+        if not keys:  # nothing run: no time spent certifying
             results.put((job_id, unreached(mutation), 0.0))
             continue
-        chosen = [vectors[case] for case in cases]
-        result = mutate_and_run(copy, mutation, functools.partial(certify, copy, chosen, timeout, backend))
+        result = mutate_and_run(copy, mutation, functools.partial(judge, copy, keys))
         results.put((job_id, result, time.monotonic() - started))
 
 
@@ -582,11 +586,16 @@ def unit_map(lane: str, jobs: int, path: Path | None = None, backend: str = DEFA
             print(f"coverage ({lane}): {len(units)}/{len(keys)} units traced, {key} {seconds:.0f}s "
                   f"{said} ({time.monotonic() - started:.0f}s)", flush=True)  # fmt: skip
     ordered = {key: units[key] for key in keys}
+    save_map(path, {"code": code, "units": ordered})
+    return unit_map_of(ordered)
+
+
+def save_map(path: Path, traced: dict[str, Any]) -> None:
+    """A coverage map's file, written whole or not at all."""
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(".partial")
-    partial.write_text(json.dumps({"code": code, "units": ordered}), encoding="utf-8")
+    partial.write_text(json.dumps(traced), encoding="utf-8")
     partial.replace(path)
-    return unit_map_of(ordered)
 
 
 def suite_digest() -> str:
@@ -608,8 +617,8 @@ def unit_map_of(units: dict[str, dict[str, Any]]) -> UnitMap:
 
 def certify_units(
     copy: Path,
-    lane: str,
     keys: Sequence[str],
+    lane: str,
     verdicts: dict[str, list[str]],
     timeout: float,
     backend: str = DEFAULT_BACKEND,
@@ -643,25 +652,6 @@ def certify_units(
         finally:
             subject.close()
     return TestOutcome.SURVIVED, f"{len(keys)} units agreed"
-
-
-def unit_worker(copy: Path, lane: str, timeout: float, backend: str, verdicts: dict[str, list[str]], tasks: Any,
-                results: Any) -> None:  # fmt: skip
-    """A later lane's long-lived suite process: per mutant, the units that reach it, each on a fresh
-    mutated subject process."""
-    os.chdir(ROOT)
-    while (item := tasks.get()) is not None:
-        job_id, mutation, keys = item
-        started = time.monotonic()
-        if not intact(copy):
-            make_copy(copy)
-        if not keys:
-            results.put((job_id, unreached(mutation), 0.0))
-            continue
-        result = mutate_and_run(
-            copy, mutation, functools.partial(certify_units, copy, lane, keys, verdicts, timeout, backend)
-        )
-        results.put((job_id, result, time.monotonic() - started))
 
 
 # -- running ------------------------------------------------------------------------------------
@@ -714,7 +704,9 @@ def with_backend(path: Path, backend: str) -> Path:
 def baseline(copy: Path, timeout: float, cases: Sequence[str], backend: str = DEFAULT_BACKEND) -> None:
     """The unmutated copy must pass the fast lane, or every mutant would look killed (a later
     lane's baseline is each unit's verdict, traced with its map)."""
-    outcome, output = certify(copy, chosen_vectors(cases), max(timeout, 600.0), backend)
+    outcome, output = certify(
+        copy, [vector_key(v) for v in chosen_vectors(cases)], max(timeout, 600.0), backend
+    )
     if outcome != TestOutcome.SURVIVED:
         raise SystemExit(f"the unmutated tree fails the fast lane: {output}")
 
@@ -792,13 +784,15 @@ def run_lane(path: Path, lane: str, earlier: Sequence[str], jobs: int, timeout: 
             tasks.put((item.job_id, item.mutations[0], chosen[item.job_id]))
         for _ in copies:
             tasks.put(None)
-        processes = [
-            multiprocessing.Process(target=fast_worker, args=(copy, timeout, backend, tasks, results))
+        judge = (
+            functools.partial(certify, timeout=timeout, backend=backend)
             if units is None
-            else multiprocessing.Process(
-                target=unit_worker, args=(copy, lane, timeout, backend, units.verdicts, tasks, results)
+            else functools.partial(
+                certify_units, lane=lane, verdicts=units.verdicts, timeout=timeout, backend=backend
             )
-            for copy in copies
+        )
+        processes = [
+            multiprocessing.Process(target=worker, args=(copy, judge, tasks, results)) for copy in copies
         ]
         for process in processes:
             process.start()

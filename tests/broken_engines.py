@@ -31,6 +31,7 @@ from reference.shrink.spill import MemorySpillStore
 from spec.codes import SpecError
 from spec.log.events import COMPACTION_END, Event
 from spec.log.json import JsonValue, thaw_json
+from spec.log.writers import CALLER, COMPACTION_ENGINE, Writer
 from spec.projections.durability import Moment
 from spec.projections.units import ProjectionCell, ProjectionUnit
 from spec.shrink.compaction import CompactionRegion, plan_compaction_region
@@ -48,7 +49,9 @@ class _SessionView:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._session, name)
 
-    def append_engine_event(self, event_type: object, data: object, *rest: object) -> Event:
+    def append(self, event_type: object, data: Any, *ops: object, writer: Writer = CALLER) -> Event:
+        if writer != COMPACTION_ENGINE:
+            return self._session.append(event_type, data, *ops, writer=writer)
         return self._engine_append(self._session, event_type, data)
 
 
@@ -56,7 +59,7 @@ class _ViewEngine(CompactionEngine):
     """An engine whose transactions see the session through :class:`_SessionView`."""
 
     def engine_append(self, session: Session, event_type: object, data: Any) -> Event:
-        return session.append_engine_event(event_type, data)
+        return session.append(event_type, data, writer=COMPACTION_ENGINE)
 
     def run(self, session: Session, plan: Any, signal: AbortSignal | None = None) -> Any:
         view: Any = _SessionView(session, self.engine_append)
@@ -78,7 +81,7 @@ class _OpenOnTimeoutEngine(_ViewEngine):
     def engine_append(self, session: Session, event_type: object, data: Any) -> Event:
         if event_type == COMPACTION_END and "timed out" in str(data.get("error", "")):
             return session.events[-1]  # the failed attempt's close is never written
-        return session.append_engine_event(event_type, data)
+        return session.append(event_type, data, writer=COMPACTION_ENGINE)
 
 
 class LeavesBracketOpenOnTimeout(BrokenEngine):
@@ -94,9 +97,9 @@ class LeavesBracketOpenOnTimeout(BrokenEngine):
 
 class _SecondEndEngine(_ViewEngine):
     def engine_append(self, session: Session, event_type: object, data: Any) -> Event:
-        event = session.append_engine_event(event_type, data)
+        event = session.append(event_type, data, writer=COMPACTION_ENGINE)
         if event_type == COMPACTION_END and "error" not in data:
-            session.append_engine_event(event_type, data)
+            session.append(event_type, data, writer=COMPACTION_ENGINE)
         return event
 
 

@@ -39,8 +39,8 @@ from spec.lineage.fork import derive_child_meta, plan_fork_seed, validate_fork_r
 from spec.log.events import ASSISTANT_MESSAGE, COMPACTION_END, END_SEED, Event, Message, derive_event_message
 from spec.log.json import FrozenDict, JsonObject, JsonValue, is_event_seq, snapshot_json
 from spec.log.session import ABSENT, plan_event
-from spec.log.surface import ReplaceOp, ReplacePlan, SurfacePlan, plan_replace, splice_plan
-from spec.log.writers import STORE
+from spec.log.surface import ReplaceOp, SurfacePlan, plan_replace
+from spec.log.writers import CALLER, STORE, Writer
 from spec.projections.units import derive_cache_identity
 
 # --- plumbing -------------------------------------------------------------------------------------
@@ -73,27 +73,13 @@ def with_field(event: Event, key: str, value: object) -> Event:
 
 
 class PlannedSession(Session):
-    """The reference session with its planning step and its replace counter as override points."""
+    """The reference session with its planning step (for a caller's appends) as an override point."""
 
-    generation_step: ClassVar[int] = 1
-
-    def append(
-        self,
-        event_type: object,
-        data: object,
-        surface_op: object = ABSENT,
-        source_event_seqs: object = ABSENT,
-    ) -> Event:
-        event, plan = self.plan(event_type, data, surface_op, source_event_seqs)
-        if self._sink is not None:
-            self._sink.append((event,))
-        self._log.append(event)
-        if plan is not None:
-            splice_plan(self._nodes, plan)
-            if isinstance(plan, ReplacePlan):
-                self._generation += self.generation_step
-            self._surface_snapshot = None
-        return event
+    def append(self, event_type: object, data: object, *ops: object, writer: Writer = CALLER) -> Event:
+        if writer != CALLER:
+            return super().append(event_type, data, *ops, writer=writer)
+        surface_op, source_event_seqs = (*ops, ABSENT, ABSENT)[:2]
+        return self._commit(*self.plan(event_type, data, surface_op, source_event_seqs))
 
     def plan(
         self, event_type: object, data: object, surface_op: object, source_event_seqs: object
@@ -283,7 +269,11 @@ class RewriteMayChangeIsError(MutantSubject):
 
 
 class _FrozenGenerationSession(PlannedSession):
-    generation_step = 0
+    def _commit(self, event: Event, plan: SurfacePlan) -> Event:
+        generation = self._generation
+        committed = super()._commit(event, plan)
+        self._generation = generation
+        return committed
 
 
 class ReplaceGenerationNotIncremented(MutantSubject):
@@ -521,19 +511,19 @@ class ReportsTornTailAsCorrupt(MutantSubject):
     rule = "D3.5"
 
 
-def _parse_as_far_as_it_reads(data: bytes, compressed: bool) -> Any:
+def _parse_as_far_as_it_reads(data: bytes, compressed: bool, inflate: Any) -> Any:
     """The reference's parse, but a log that does not read is cut back to its longest prefix that
     does, as if everything from the damage on were a torn tail."""
     parse = _STRICT_PARSE
     try:
-        return parse(data, compressed)
+        return parse(data, compressed, inflate)
     except SpecError as error:
         if error.code != Code.CORRUPT_LOG:
             raise
         failure = error
     for end in range(len(data) - 1, 0, -1):
         try:
-            stored = parse(data[:end], compressed)
+            stored = parse(data[:end], compressed, inflate)
         except SpecError:
             continue
         cut = end if stored.truncate_to is None else min(end, stored.truncate_to)
@@ -541,16 +531,16 @@ def _parse_as_far_as_it_reads(data: bytes, compressed: bool) -> Any:
     raise failure
 
 
-_STRICT_PARSE = filestore_module.parse_log_bytes
+_STRICT_PARSE = filestore_module.decode_log_bytes
 
 
 class _DamageCutOffStore(FileStore):
     def read(self, session_id: str) -> Any:
-        with swapped(filestore_module, "parse_log_bytes", _parse_as_far_as_it_reads):
+        with swapped(filestore_module, "decode_log_bytes", _parse_as_far_as_it_reads):
             return super().read(session_id)
 
     def _open_locked(self, session_id: str, path: str, lock: Any) -> Any:
-        with swapped(filestore_module, "parse_log_bytes", _parse_as_far_as_it_reads):
+        with swapped(filestore_module, "decode_log_bytes", _parse_as_far_as_it_reads):
             return super()._open_locked(session_id, path, lock)
 
 

@@ -29,6 +29,7 @@ from spec.lineage.repair import derive_closers
 from spec.log.events import COMPACTION_END, END_SEED, TOOL_RESULT, Event
 from spec.log.json import FrozenDict
 from spec.log.surface import fold_surface
+from spec.log.writers import COMPACTION_ENGINE
 
 REOPENS: Counter[str] = Counter()  # reopens actually run (equal inputs reuse an earlier outcome)
 
@@ -143,10 +144,10 @@ def realistic_workload(journal: Journal) -> None:
 
     main.append("turn/start", {"turn": 2})
     main.append("user/message", user_data("u2", "Summarise, then read b.txt."), "append")
-    main.append_engine_event("compaction/start", {"compactionId": "k1", "turn": 2})
+    main.append("compaction/start", {"compactionId": "k1", "turn": 2}, writer=COMPACTION_ENGINE)
     journal.flush(main)
     shadowed = list(main.surface.nodes[:-1])
-    main.append_engine_event(
+    main.append(
         "compaction/summary",
         {
             "compactionId": "k1",
@@ -157,6 +158,7 @@ def realistic_workload(journal: Journal) -> None:
             "provider": "p",
             "model": "m",
         },
+        writer=COMPACTION_ENGINE,
     )
     checkpoint = user_data("ck1", "Summary: 3 words.", kind="plugin")
     checkpoint["source"] = {"kind": "plugin", "plugin": "compact", "compactionId": "k1"}

@@ -45,6 +45,7 @@ from spec.lineage.repair import fold_repair_scan
 from spec.log.events import COMPACTION_END, COMPACTION_START, COMPACTION_SUMMARY, Event, Message
 from spec.log.json import FrozenList
 from spec.log.surface import derive_messages, fold_surface
+from spec.log.writers import COMPACTION_ENGINE
 from spec.shrink.bracket import (
     Stage,
     classify_manual_failure,
@@ -193,7 +194,7 @@ def test_a_pre_aborted_signal_stops_a_manual_compaction_before_anything_is_writt
 def test_a_live_unmatched_start_makes_compaction_busy_without_summarizing() -> None:
     session = new_session()
     long_conversation(session, turns=3)
-    session.append_engine_event(COMPACTION_START, {"compactionId": "other", "turn": None})
+    session.append(COMPACTION_START, {"compactionId": "other", "turn": None}, writer=COMPACTION_ENGINE)
     summarizer = ScriptedSummarizer()
     mark = session.seq
     with pytest.raises(SpecError) as caught:
@@ -206,7 +207,7 @@ def test_a_live_unmatched_start_makes_compaction_busy_without_summarizing() -> N
 def test_an_unmatched_start_before_a_newer_end_seed_is_a_stale_orphan_that_does_not_block() -> None:
     parent = new_session("parent")
     long_conversation(parent, turns=3)
-    parent.append_engine_event(COMPACTION_START, {"compactionId": "orphan", "turn": None})
+    parent.append(COMPACTION_START, {"compactionId": "orphan", "turn": None}, writer=COMPACTION_ENGINE)
     # What a DSH v0 resume leaves (it never closes a bracket): the start, then an end-seed.
     marker = {"type": "session/end-seed", "seq": parent.seq, "time": 2, "data": {}}
     child = SessionStore(clock=lambda: 5).create(
@@ -781,7 +782,7 @@ def test_pressure_needs_the_context_window() -> None:
 
 def test_pressure_checks_the_lock_before_anything_else() -> None:
     session = pressured_session()
-    session.append_engine_event(COMPACTION_START, {"compactionId": "x", "turn": 4})
+    session.append(COMPACTION_START, {"compactionId": "x", "turn": 4}, writer=COMPACTION_ENGINE)
     with pytest.raises(SpecError) as caught:
         engine().compact_if_needed(session, "pressure")
     assert caught.value.code == Code.COMPACTION_BUSY

@@ -72,7 +72,7 @@ def predicted_session(source: Path) -> SessionState:
     session_id = str(header["id"])
     events = upgrade_v0_records(session_id, log.records)
     stored = events + derive_closers(events)
-    return create_session_state(session_id, stored, header, RESUMED_AT, restore=True)
+    return create_session_state(session_id, stored, header, RESUMED_AT, mode="restore")
 
 
 def store_at(root: Path, compressed: bool) -> SessionStore:

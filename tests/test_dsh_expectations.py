@@ -10,6 +10,7 @@ from conformance.crash_rules import check_d3_1_header, check_d3_2_prefix
 from conformance.expectations import load_expectations
 from conformance.report import KINDS, CaseResult, encode_results
 from scripts import dsh_expectations
+from spec.log.json import JsonObject
 
 
 def case(key: str, outcome: str, detail: str = "", rule: str = "") -> dict[str, str]:
@@ -48,12 +49,12 @@ def test_the_json_run_is_utf_8_and_keeps_a_lone_surrogate_as_an_escape() -> None
 
 
 def test_the_crash_checks_read_an_integral_float_as_the_integer_it_is() -> None:
-    appended = [{"type": "turn/start", "seq": 0, "time": 0, "data": {"turn": 1.0}}]
+    appended: list[JsonObject] = [{"type": "turn/start", "seq": 0, "time": 0, "data": {"turn": 1.0}}]
     assert (
         check_d3_2_prefix([{"type": "turn/start", "seq": 0, "time": 0, "data": {"turn": 1}}], appended) == ()
     )
     assert check_d3_2_prefix([{"type": "turn/start", "seq": 0, "time": 0, "data": {"turn": 2}}], appended)
-    header = {"version": 4, "id": "s", "createdAt": 7.0, "delegationDepth": 0, "isSeeded": False}
+    header: JsonObject = {"version": 4, "id": "s", "createdAt": 7.0, "delegationDepth": 0, "isSeeded": False}
     assert check_d3_1_header(True, {**header, "createdAt": 7}, header, True) == ()
     assert check_d3_1_header(True, {**header, "createdAt": 8}, header, True)
 
@@ -124,3 +125,35 @@ def test_a_delay_case_a_storeless_release_cannot_run_is_not_blamed_on_the_missin
     assert delay is not None and "no JSONL store" in delay.reason
     size = dsh_expectations.cause_of(case("pure-drt/reset-batchmaxbytes-minus-1", "unsupported", said))
     assert size is not None and "no byte bound" in size.reason
+
+
+def test_as_shipped_dsh_is_judged_on_the_companions_rules_and_fails_them_as_a_decision() -> None:
+    """DSH as shipped claims the rules its published invariant companions state, as the profile with
+    invariants does, so both leave the same checker vectors unanswered; a companion-rule vector it
+    accepts is a decision deviation of that profile alone."""
+    folder = dsh_expectations.ROOT / "conformance" / "expectations"
+
+    def unanswered(name: str) -> set[str]:
+        file = load_expectations(folder / name)
+        return {
+            e.case for e in file.expectations if e.case.startswith("checker/") and e.status == "unsupported"
+        }
+
+    assert unanswered("dsh-0.1.0-rc.8.json") == unanswered("dsh-0.1.0-rc.8-invariants.json")
+    shipped = {e.case: e for e in load_expectations(folder / "dsh-0.1.0-rc.8.json").expectations}
+    turns = shipped["checker/turn-numbering-turns-count-from-1"]
+    assert (turns.status, turns.kind) == ("failed", "decision") and "as shipped" in turns.cause
+    said = 'call spec.checker.check_log: result differs at $: expected [{"rule": "compaction-turn", "seq": 2}], got []'
+    crossing = case(
+        "checker/compaction-turn-a-turn-end-crossing-an-open-start-is-reported-when-no-end-seed-x",
+        "failed",
+        said,
+    )
+    as_shipped, with_invariants = (
+        dsh_expectations.cause_of(crossing),
+        dsh_expectations.cause_of(crossing, True),
+    )
+    assert as_shipped is not None and as_shipped.kind == "decision" and "as shipped" in as_shipped.reason
+    assert with_invariants is not None and with_invariants.kind == "derived-rule"
+    assert dsh_expectations.is_invariants(folder / "dsh-0.1.0-rc.8-invariants-kill.json")
+    assert not dsh_expectations.is_invariants(folder / "dsh-0.1.0-rc.8-kill.json")

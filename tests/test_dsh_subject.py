@@ -107,21 +107,32 @@ def claimed_rules(subject: StdioSubject) -> set[str]:
     return {name.removeprefix("checker-rule:") for name in said if name.startswith("checker-rule:")}
 
 
+# the rules DSH's published invariant companions state (dsh-session and dsh-compaction ./invariant)
+COMPANION_RULES = {
+    *("turn-numbering", "turn-open", "turn-end", "step-open", "step-in-turn", "step-numbering"),
+    *("step-scoped", "tool-result-pairing", "turn-enclosed", "compaction-bracket", "compaction-turn"),
+    *("compaction-summary", "compaction-checkpoint"),
+}
+
+
 def test_check_log_is_dsh_s_restore_path_refusing_a_log_at_its_first_violation(dsh: StdioSubject) -> None:
-    assert claimed_rules(dsh) == CORE_RULES  # the rules a DSH session itself refuses
+    # as shipped, DSH is judged on every rule it publishes a check for: the rules a DSH session
+    # itself refuses and its companions' rules, though its default composition runs no companion
+    assert claimed_rules(dsh) == CORE_RULES | COMPANION_RULES
     assert "checker-rules" not in result(dsh.request("hello"))["capabilities"]
     gap: JsonObject = {"type": "turn/end", "seq": 3, "time": 0, "data": {"turn": 1}}
     assert check_log(dsh, TURN_1, gap) == [{"rule": "seq-contiguous", "seq": 3}]
     unmarked: JsonObject = {"type": "user/message", "seq": 1, "time": 0, "data": HELLO}
     assert check_log(dsh, TURN_1, unmarked) == [{"rule": "surface-op", "seq": 1}]
-    # as shipped, DSH loads no invariant companion: a turn rule is not its to state
+    # as shipped, DSH loads no invariant companion: a log breaking a turn rule is accepted (the
+    # case is judged, and fails)
     assert check_log(dsh, {**TURN_1, "data": {"turn": 2}}) == []
 
 
 def test_with_invariants_check_log_adds_the_companions_rules_at_the_event_they_refuse() -> None:
     subject = start("--invariants")
     try:
-        assert "turn-numbering" in claimed_rules(subject) and "compaction-bracket" in claimed_rules(subject)
+        assert claimed_rules(subject) == CORE_RULES | COMPANION_RULES  # the same claim as shipped
         assert not {"shadow-price", "closers", "compaction-dangling", "end-seed"} & claimed_rules(subject)
         assert check_log(subject, {**TURN_1, "data": {"turn": 2}}) == [{"rule": "turn-numbering", "seq": 0}]
         assert check_log(subject, {**TURN_1, "data": {"turn": 2}}, relational=False) == []

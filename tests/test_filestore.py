@@ -277,7 +277,7 @@ def test_a_frame_missing_only_its_checksum_gives_back_every_line_re_framed_with_
     assert handle.read() == session.events + handle.read()[len(session.events) :]
     assert [e["type"] for e in handle.read()[len(session.events) :]] == ["step/end", "turn/end"]
     # Every stored event (recovered ones too) had its message checked by the read path; no closer.
-    assert handle.messages_checked == len(session.events) == len(handle.read()) - 2
+    assert handle.judged()[2] == len(session.events) == len(handle.read()) - 2
     repaired = torn.read_bytes(path)
     assert repaired[: last.offset] == data[: last.offset]
     assert scan_zstd_frames(repaired).torn_offset is None

@@ -35,6 +35,7 @@ from event_builders import user_data
 
 from reference.persistence.powerloss import CrashPlan, PowerLossFileSystem, SimulatedCrash
 from reference.store import SessionStore
+from spec.log.writers import COMPACTION_ENGINE
 
 # --- the enumeration ---------------------------------------------------------------------------
 
@@ -112,7 +113,7 @@ def session_with_tool_output(output_lines: int) -> Callable[[Journal], None]:
         session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
         journal.flush(session)
         session.append("turn/start", {"turn": 2})
-        session.append_engine_event("compaction/start", {"compactionId": "k2", "turn": 2})
+        session.append("compaction/start", {"compactionId": "k2", "turn": 2}, writer=COMPACTION_ENGINE)
         session.append("user/message", user_data("u2", "Now all of them."), "append")
         journal.flush(session)
         session.append("step/start", {"turn": 2, "step": 1})
@@ -182,7 +183,7 @@ def short_open_turn(journal: Journal) -> None:
     session.append("turn/start", {"turn": 1})
     session.append("user/message", user_data("u1", "Read a.txt."), "append")
     journal.flush(session)
-    session.append_engine_event("compaction/start", {"compactionId": "k1", "turn": 1})
+    session.append("compaction/start", {"compactionId": "k1", "turn": 1}, writer=COMPACTION_ENGINE)
     tool_round(session, 1, 1, "c1", "", answered=False)
     journal.flush(session)
 

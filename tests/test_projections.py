@@ -38,6 +38,7 @@ from spec.codes import Code, SpecError
 from spec.format.json_text import encode_json_text
 from spec.log.events import Event
 from spec.log.json import JsonValue, int_field
+from spec.log.writers import COMPACTION_ENGINE
 from spec.projections.units import (
     CACHE_FORMAT,
     ProjectionCell,
@@ -544,8 +545,8 @@ def test_on_changed_hears_only_the_events_that_changed_a_state() -> None:
     projections.on_changed(lambda session, key, value, seq: heard.append((key, seq)))
     session = store.create("s")
     session.append("turn/start", {"turn": 1})
-    session.append_engine_event("compaction/start", {"compactionId": "k", "turn": 1})
-    session.append_engine_event("compaction/end", {"compactionId": "k", "turn": 1, "error": "x"})
+    session.append("compaction/start", {"compactionId": "k", "turn": 1}, writer=COMPACTION_ENGINE)
+    session.append("compaction/end", {"compactionId": "k", "turn": 1, "error": "x"}, writer=COMPACTION_ENGINE)
     session.append("compaction/prune", {"shadowedTokenCount": 3})
     session.append("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
     assert heard == [("sessionDigest", 3)]

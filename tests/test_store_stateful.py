@@ -33,6 +33,7 @@ from spec.lineage.fork import plan_fork_seed
 from spec.lineage.repair import derive_closers, fold_repair_scan
 from spec.log.events import END_SEED, Event
 from spec.log.surface import fold_surface
+from spec.log.writers import COMPACTION_ENGINE
 
 SESSION_IDS = ("alpha", "beta", "gamma", "delta")
 EVENT_KINDS = (
@@ -142,7 +143,7 @@ class StoreOnFlakyPower(RuleBasedStateMachine):
                 kind, {"turn": turn, "step": step, "chunk": {"type": "text-delta", "index": 0, "text": text}}
             )
         elif kind in ("compaction/start", "compaction/end"):
-            session.append_engine_event(kind, {"compactionId": f"k{turn}", "turn": turn})
+            session.append(kind, {"compactionId": f"k{turn}", "turn": turn}, writer=COMPACTION_ENGINE)
         elif kind == "turn/end":
             session.append(kind, {"turn": turn, "reason": {"kind": "completed"}})
         elif kind in ("turn/start", "step/start", "step/end"):

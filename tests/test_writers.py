@@ -74,7 +74,7 @@ def test_session_append_refuses_the_bracket_and_the_engine_path_takes_it() -> No
     with pytest.raises(SpecError) as caught:
         session.append("compaction/start", START)
     assert caught.value.code == Code.STORE_ONLY_EVENT and session.seq == 0
-    session.append_engine_event("compaction/start", START)
+    session.append("compaction/start", START, writer=COMPACTION_ENGINE)
     assert session.events[-1]["type"] == "compaction/start"
 
 
@@ -124,7 +124,7 @@ def test_a_seed_that_would_get_the_marker_may_not_end_inside_a_bracket() -> None
 def test_a_resume_of_a_log_left_inside_a_bracket_closes_it_before_its_end_seed() -> None:
     store = SessionStore(MemoryPersistence(batch=None), clock=lambda: 1)
     session = store.create("s")
-    session.append_engine_event("compaction/start", START)
+    session.append("compaction/start", START, writer=COMPACTION_ENGINE)
     store.close("s")
     resumed = store.resume("s")
     assert [e["type"] for e in resumed.events] == ["compaction/start", "compaction/end", "session/end-seed"]

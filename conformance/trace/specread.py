@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from conformance.trace.persistence import Tree
 from conformance.zstd_frames import inflate_zstd
 from spec.codes import SpecError
-from spec.format.framing import FramedLog, decode_jsonl_log, decode_zstd_frames, decode_zstd_log
+from spec.format.framing import decode_log_bytes
 from spec.format.legacy import decode_stored_log
 from spec.format.naming import LOG_NAMES, derive_session_relpath
 from spec.log.events import Event
@@ -73,24 +73,15 @@ def read_log_file(session_id: str, path: str, data: bytes) -> SpecView:
     log by its header line (which must agree with the file's name), compressed when the name ends
     in ``.zstd``."""
     try:
-        stored = decode_log_bytes(data, path.endswith(".zstd"))
+        stored = decode_log_bytes(data, path.endswith(".zstd"), inflate_zstd)
         log = decode_stored_log(session_id, stored, path.rsplit("/", 1)[-1])
     except SpecError as error:
         return SpecView(path, code=str(error.code), message=error.message)
     return SpecView(path, log.header, log.events + log.recovered, stored.truncate_to is not None)
 
 
-def decode_log_bytes(data: bytes, compressed: bool) -> FramedLog:
-    """The spec's framing over a log's bytes; complete zstd frames must decompress and match their
-    checksums (a failure is a corrupt log naming the frame's offset)."""
-    if not compressed:
-        return decode_jsonl_log(data)
-    return decode_zstd_log(*decode_zstd_frames(data, inflate_zstd))
-
-
 __all__ = [
     "SpecView",
-    "decode_log_bytes",
     "locate_log",
     "read_log_file",
     "read_with_spec",

@@ -14,6 +14,7 @@ from typing import Protocol
 
 from spec.log.events import Event
 from spec.log.json import FrozenDict
+from spec.log.seed import SeedMode
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,19 @@ class LogHandle(Protocol):
 
     def close(self) -> None:
         """Flush, then release the writer lock. Closing twice is harmless."""
+        ...
+
+    # A log kept as its stored lines (issue 24): see reference.persistence.common.BufferedLogHandle.
+    def judged(self) -> tuple[tuple[Event, ...], SeedMode, int]:
+        """The log at open as a resume folds it: its events, seed mode and ``messages_checked``."""
+        ...
+
+    def settle(self) -> Sequence[bytes]:
+        """The stored lines the log at open was read from, from now on decoded when read."""
+        ...
+
+    def keep_lines(self, lines: Sequence[bytes]) -> None:
+        """Keep the first ``len(lines)`` events as these stored lines, decoded when read."""
         ...
 
 

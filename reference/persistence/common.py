@@ -10,6 +10,7 @@ from reference.persistence.fastjson import StoredEvents
 from spec.codes import Code, SpecError, reject
 from spec.log.events import Event
 from spec.log.json import FrozenDict
+from spec.log.seed import SeedMode
 from spec.projections.durability import (
     NOTHING_PENDING,
     BatchPolicy,
@@ -78,23 +79,17 @@ class BufferedLogHandle:
     def read(self) -> tuple[Event, ...]:
         return tuple(self._events)
 
-    def judged(self) -> tuple[Event, ...]:
-        """:meth:`read` for the resume that folds the log at open as its seed: a log read in bulk
-        gives the very events its reader judged (plain ones when it keeps their text:
-        :attr:`StoredEvents.text_kept`), to be judged again, then dropped by :meth:`settle`."""
+    def judged(self) -> tuple[tuple[Event, ...], SeedMode, int]:
+        """The log at open for the resume that folds it as its seed, with ``create_session_state``'s
+        ``mode`` and ``messages_checked``: a log read in bulk gives the very events its reader
+        judged (plain ones when it keeps their text, ``restore-kept``:
+        :attr:`StoredEvents.text_kept`), to be judged again, then dropped by :meth:`settle`; the
+        first ``messages_checked`` events had their messages checked by a storage read path, those
+        after them (closers) not."""
         if isinstance(self._events, StoredEvents):
-            return self._events.judged_events()
-        return self.read()
-
-    @property
-    def messages_checked(self) -> int:
-        """How many of the first events at open a storage read path has checked the messages of
-        (spec: ``create_session_state``'s ``messages_checked``); the events after them (closers) not."""
-        return self._messages_checked
-
-    @property
-    def text_kept(self) -> bool:
-        return isinstance(self._events, StoredEvents) and self._events.text_kept
+            kept = self._events.text_kept
+            return self._events.judged_events(), "restore-kept" if kept else "restore", self._messages_checked
+        return self.read(), "restore", self._messages_checked
 
     def settle(self) -> Sequence[bytes]:
         """The stored lines the log at open was read from (none unless read in bulk), whose events

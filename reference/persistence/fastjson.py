@@ -365,18 +365,21 @@ def settle_numbers(value: Any) -> JsonValue:
     reader's values in place, its containers left plain (no copies; a container holding a number
     to change is walked twice, once to find it and once to change it). Containers nested at most
     :data:`_RECURSIVE_DEPTH` levels are walked by recursion (a fifth faster than a stack: issue 24,
-    resume); deeper ones by :func:`_settle_walk`'s stack."""
+    resume); deeper ones are left on a stack, each settled by the same walk from there."""
     if type(value) is dict or type(value) is list:
-        _settle(value, 0)
+        deep: list[Any] = []
+        _settle(value, 0, deep)
+        while deep:
+            _settle(deep.pop(), _RECURSIVE_DEPTH, deep)
         settled: JsonValue = value
         return settled
     return _checked_scalar(value)
 
 
-_RECURSIVE_DEPTH: Final = 64  # containers nested deeper are settled by _settle_walk's stack
+_RECURSIVE_DEPTH: Final = 64  # containers nested deeper wait on settle_numbers' stack
 
 
-def _settle(container: Any, depth: int) -> None:
+def _settle(container: Any, depth: int, deep: list[Any]) -> None:
     is_dict = type(container) is dict
     changes = False
     for child in container.values() if is_dict else container:
@@ -384,7 +387,7 @@ def _settle(container: Any, depth: int) -> None:
         if kind is str:
             continue
         if kind is dict or kind is list:
-            _settle(child, depth + 1) if depth < _RECURSIVE_DEPTH else _settle_walk(child)
+            _settle(child, depth + 1, deep) if depth < _RECURSIVE_DEPTH else deep.append(child)
         elif kind is int:
             if child > MAX_SAFE_INTEGER or child < -MAX_SAFE_INTEGER:
                 changes = True
@@ -395,30 +398,6 @@ def _settle(container: Any, depth: int) -> None:
                 changes = True
     if changes:
         _settle_in_place(container, is_dict)
-
-
-def _settle_walk(value: dict[str, Any] | list[Any]) -> None:
-    """:func:`settle_numbers` on a deeply nested container, by a stack instead of recursion."""
-    stack: list[Any] = [value]
-    pop, push = stack.pop, stack.append
-    while stack:
-        container = pop()
-        is_dict = type(container) is dict
-        changes = False
-        for child in container.values() if is_dict else container:
-            kind = type(child)
-            if kind is str:
-                continue
-            if kind is dict or kind is list:
-                push(child)
-            elif kind is int:
-                changes = changes or not -MAX_SAFE_INTEGER <= child <= MAX_SAFE_INTEGER
-            elif kind is float:
-                if not -_UNSURE_MAGNITUDE < child < _UNSURE_MAGNITUDE:
-                    raise _Unsure
-                changes = changes or child == 0.0
-        if changes:
-            _settle_in_place(container, is_dict)
 
 
 def _settle_in_place(container: Any, is_dict: bool) -> None:

@@ -35,9 +35,8 @@ from spec.format.framing import (
     DecodedFrame,
     FramedLog,
     decode_header_text,
-    decode_jsonl_log,
+    decode_log_bytes,
     decode_zstd_frame,
-    decode_zstd_frames,
     decode_zstd_log,
     scan_zstd_frames,
 )
@@ -113,13 +112,6 @@ class EncodedBatch(tuple[Event, ...]):
         return batch
 
 
-def parse_log_bytes(data: bytes, compressed: bool) -> FramedLog:
-    """Apply the spec's framing rules to a log's bytes (zstd frames, or plain lines)."""
-    if not compressed:
-        return decode_jsonl_log(data)
-    return decode_zstd_log(*decode_zstd_frames(data, inflate_zstd))
-
-
 @dataclass(frozen=True)
 class LoadedLog:
     """A parsed log: header, committed events, events recovered from a torn frame, and the offset
@@ -143,7 +135,7 @@ def load_log(
     fast = load_clean_log(session_id, data, compressed, file_name, frozen)
     if fast is not None:
         return fast
-    return load_framed_log(session_id, parse_log_bytes(data, compressed), file_name)
+    return load_framed_log(session_id, decode_log_bytes(data, compressed, inflate_zstd), file_name)
 
 
 def load_framed_log(session_id: str | None, stored: FramedLog, file_name: str | None = None) -> LoadedLog:

@@ -26,7 +26,7 @@ from reference.persistence.api import PersistenceService
 from reference.persistence.filestore import FileStore
 from reference.persistence.fs import FileSystem
 from reference.session import Session
-from reference.store import SessionStore
+from reference.store import SessionStore, listen
 from spec.codes import Code, reject
 from spec.format.json_text import decode_json_text, encode_json_text
 from spec.log.events import TURN_END, Event
@@ -271,13 +271,7 @@ class Projections:
     def on_changed(self, listener: ChangeListener) -> Callable[[], None]:
         """Tell ``listener`` of every pushed event that changed a unit's state; returns the
         disposer."""
-        self._listeners.append(listener)
-
-        def dispose() -> None:
-            if listener in self._listeners:
-                self._listeners.remove(listener)
-
-        return dispose
+        return listen(self._listeners, listener)
 
     def close(self) -> None:
         """Stop listening to the store (the registry's own disposal)."""

@@ -37,7 +37,6 @@ from reference.session import Session
 from spec.codes import Code, reject
 from spec.log.events import Message
 from spec.log.json import FrozenDict, FrozenList, JsonValue, snapshot_json
-from spec.log.writers import COMPACTION_ENGINE
 from spec.shrink import engine as plans
 from spec.shrink.bracket import (
     CompactionResult,
@@ -298,8 +297,9 @@ def perform_on_session(session: Session, effect: Effect) -> object:
     if isinstance(effect, Observe):
         return session
     if isinstance(effect, Append):
-        append = session.append_engine_event if effect.writer == COMPACTION_ENGINE else session.append
-        return append(effect.event_type, effect.data, effect.surface_op, effect.source_event_seqs)
+        return session.append(
+            effect.event_type, effect.data, effect.surface_op, effect.source_event_seqs, writer=effect.writer
+        )
     if isinstance(effect, Flush):
         session.flush()
         return None

@@ -10,6 +10,7 @@ from typing import ClassVar, Final
 from reference.subject.base import SubjectBase
 from reference.subject.requests import Args, BadRequest, UnsupportedOp
 from spec.log.json import JsonValue, is_safe_integer
+from spec.log.writers import CALLER, COMPACTION_ENGINE
 from spec.protocol import PROTOCOL_VERSION
 from spec.wire import WIRE_FUNCTIONS, WireFunction, WireInputError
 
@@ -48,12 +49,12 @@ class SessionOps(SubjectBase):
 
     def op_append(self, args: Args, engine: bool = False) -> JsonValue:
         session = self.live(args.session_id())
-        append = session.append_engine_event if engine else session.append
-        return append(
+        return session.append(
             args.optional("type"),
             args.optional("data"),
             args.optional("surfaceOp"),
             args.optional("sourceEventSeqs"),
+            writer=COMPACTION_ENGINE if engine else CALLER,
         )
 
     def op_engine_append(self, args: Args) -> JsonValue:

@@ -408,6 +408,16 @@ def decode_zstd_log(frames: Sequence[DecodedFrame], torn: DecodedFrame | None) -
     )
 
 
+def decode_log_bytes(data: bytes, compressed: bool, inflate: Inflate) -> FramedLog:
+    """A store's log file by the framing rules: plain lines (:func:`decode_jsonl_log`), or, when
+    ``compressed``, the writer's zstd frames (:func:`decode_zstd_log`), each complete frame
+    decompressed by ``inflate`` and matched against its checksum (:func:`decode_zstd_frames`); a
+    failure is a corrupt log naming the frame's offset (notes/dsh-persistence §4.4)."""
+    if not compressed:
+        return decode_jsonl_log(data)
+    return decode_zstd_log(*decode_zstd_frames(data, inflate))
+
+
 def is_header_frame(frame: DecodedFrame) -> bool:
     """Whether a frame's plaintext is exactly one line: a writer's first frame, the header line
     alone (notes/dsh-persistence §4.4)."""

@@ -46,7 +46,7 @@ def plan_create(
     an id a stored log already holds (notes §4.6; a store without persistence passes no stored ids)."""
     validate_new_session_id(live_ids, session_id)
     header = plan_header_record(session_id, meta, now, is_seeded=seed is not None)
-    state = create_session_state(session_id, seed, header, now, shared=shared)
+    state = create_session_state(session_id, seed, header, now, "shared" if shared else "snapshot")
     if session_id in stored_ids:
         raise reject(Code.SESSION_ALREADY_EXISTS, f'session "{session_id}" already exists on storage')
     return state
@@ -73,4 +73,4 @@ def derive_resumed_state(
     """The session a resume of the stored ``events`` hands back: the log and its closers restored
     as the seed, then ``session/end-seed`` unless that log already ends with one
     (notes/dsh-session-core §4.4, §8; SPEC-DECISIONS D3 item 6)."""
-    return create_session_state(session_id, derive_resumed_log(events), header, now, restore=True)
+    return create_session_state(session_id, derive_resumed_log(events), header, now, "restore")

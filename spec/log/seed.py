@@ -10,7 +10,7 @@ message shape (§5.4); that asymmetry is DSH's and is kept (§14.1).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Final
+from typing import Final, Literal, TypeAlias
 
 from spec.codes import Code, SpecError, reject
 from spec.log.events import (
@@ -41,38 +41,36 @@ from spec.log.unclosed import find_active_compaction
 MESSAGE_EVENT_TYPES: Final = frozenset({USER_MESSAGE, ASSISTANT_MESSAGE, TOOL_RESULT})
 ADAPTER_DEFAULT_KEYS: Final = frozenset({"reasoningEffort", "maxTokens"})
 
+SeedMode: TypeAlias = Literal["snapshot", "shared", "restore", "restore-kept"]
+"""How a seed's entries are taken (:func:`take_seed_event`): ``snapshot``, copied into the lossless
+JSON domain; ``shared``, a prefix of a live session's log (a fork's seed); ``restore``, freshly
+parsed JSON frozen in place; ``restore-kept``, a restore whose caller keeps each entry's stored
+text."""
+RESTORE_MODES: Final = frozenset({"restore", "restore-kept"})
 
-def validate_seed_event(
-    index: int,
-    source: object,
-    restore: bool,
-    shared: bool = False,
-    text_kept: bool = False,
-    message_checked: bool = False,
-) -> Event:
+
+def validate_seed_event(index: int, source: object, mode: SeedMode, message_checked: bool = False) -> Event:
     """Seed entry ``index`` becomes a frozen event after, in order: the JSON snapshot (snapshot
     mode), the ownership freeze (restore mode; skipped when the caller keeps the entry's stored
-    text, ``text_kept``) or nothing (a shared seed's frozen entry), the envelope check with the
+    text, ``restore-kept``) or nothing (a shared seed's frozen entry), the envelope check with the
     legacy ``request/header-delta`` check first, the LLM-shape checks (a restored entry whose
     message the storage read path checked already, ``message_checked``, is not checked twice:
     :func:`validate_seed_llm_shape`), the legacy ``fallback`` reason check, and ``seq == index``
     (notes/dsh-session-core §1.3, §4.2 steps 1-4)."""
-    event = take_seed_event(index, source, restore, shared, text_kept)
+    event = take_seed_event(index, source, mode)
     validate_seed_envelope(index, event)
-    validate_seed_llm_shape(index, event, restore and message_checked)
+    validate_seed_llm_shape(index, event, message_checked and mode in RESTORE_MODES)
     validate_seed_request_header_reason(index, event)
     validate_seed_seq(index, event)
     return event
 
 
-def take_seed_event(
-    index: int, source: object, restore: bool, shared: bool = False, text_kept: bool = False
-) -> Event:
+def take_seed_event(index: int, source: object, mode: SeedMode) -> Event:
     """Snapshot mode copies the entry into the lossless JSON domain; restore mode takes ownership of
     freshly parsed JSON and freezes it in place, with no JSON check (§4.2 step 1, §14.2). Either
     way the entry must be an object: ``None``, a scalar or an array is an invalid envelope (§14.16).
 
-    A restore whose caller keeps each entry's stored text (``text_kept``) judges the parsed entry
+    A restore whose caller keeps each entry's stored text (``restore-kept``) judges the parsed entry
     as it is, unfrozen: the caller drops it once judged and hands out only fresh frozen readings of
     that text, so no judged entry is ever held by anyone (D6 holds: what is handed out is frozen;
     the verdict is the same, since freezing changes no value).
@@ -82,12 +80,12 @@ def take_seed_event(
     it, so a frozen entry is taken as it is and the child holds the parent's very objects, which
     nobody can change (D6 asks that what is handed out cannot change, not that it be a copy). Any
     other entry of a shared seed is snapshotted as in snapshot mode."""
-    if shared and not restore and type(source) is FrozenDict:
+    if mode == "shared" and type(source) is FrozenDict:
         return source
-    if restore:
+    if mode in RESTORE_MODES:
         if not isinstance(source, dict):
             raise _invalid_envelope(index)
-        if text_kept:
+        if mode == "restore-kept":
             return source
         frozen = freeze_parsed_json(source)
         assert isinstance(frozen, FrozenDict)

@@ -20,6 +20,8 @@ from spec.log.header import snapshot_header, validate_header
 from spec.log.json import NOT_JSON, FrozenDict, JsonValue, freeze_parsed_json, snapshot_json
 from spec.log.nodes import SurfaceNodes
 from spec.log.seed import (
+    RESTORE_MODES,
+    SeedMode,
     needs_end_seed,
     plan_seed_surface,
     validate_end_seed_outside_open_compaction,
@@ -77,9 +79,7 @@ def create_session_state(
     seed: Sequence[object] | None,
     header: object,
     now: int,
-    restore: bool = False,
-    shared: bool = False,
-    text_kept: bool = False,
+    mode: SeedMode = "snapshot",
     messages_checked: int = 0,
 ) -> SessionState:
     """A new session: every seed entry validated and folded in order, ``first_live_seq`` = the seed
@@ -87,16 +87,15 @@ def create_session_state(
     :func:`needs_end_seed` says so — never inside an open compaction bracket
     (:func:`spec.log.seed.validate_end_seed_outside_open_compaction`). In snapshot mode the
     header is copied and validated after the seed; in restore mode it is validated before the seed
-    and frozen in place (notes/dsh-session-core §4.2, §1.5). A ``shared`` seed is a prefix of a live
-    session's log, whose frozen events the new state shares (:func:`spec.log.seed.take_seed_event`).
-    With ``text_kept`` (restore mode), the caller keeps each entry's stored text and the state's
-    seed events are the judged entries unfrozen, for the caller to drop, never to hand out.
+    and frozen in place (notes/dsh-session-core §4.2, §1.5); ``mode`` says how the entries are
+    taken (:data:`spec.log.seed.SeedMode`). A ``shared`` seed is a prefix of a live session's log,
+    whose frozen events the new state shares (:func:`spec.log.seed.take_seed_event`). In
+    ``restore-kept`` mode the caller keeps each entry's stored text and the state's seed events
+    are the judged entries unfrozen, for the caller to drop, never to hand out.
     ``messages_checked`` (restore mode): the first that many entries were read from a stored log
     whose read path checked their messages' shapes already (:func:`fold_seed`)."""
-    restored_header = restore_header(session_id, header) if restore else None
-    events, surface = fold_seed(
-        seed if seed is not None else (), restore, shared, text_kept, messages_checked
-    )
+    restored_header = restore_header(session_id, header) if mode in RESTORE_MODES else None
+    events, surface = fold_seed(seed if seed is not None else (), mode, messages_checked)
     frozen_header = restored_header if restored_header is not None else snapshot_header(session_id, header)
     state = SessionState(header=frozen_header, events=events, surface=surface, first_live_seq=len(events))
     if needs_end_seed(seed is not None, events):
@@ -117,11 +116,7 @@ def restore_header(session_id: str, record: object) -> FrozenDict:
 
 
 def fold_seed(
-    seed: Sequence[object],
-    restore: bool,
-    shared: bool = False,
-    text_kept: bool = False,
-    messages_checked: int = 0,
+    seed: Sequence[object], mode: SeedMode = "snapshot", messages_checked: int = 0
 ) -> tuple[tuple[Event, ...], Surface]:
     """Each seed entry, read once, is validated (:func:`spec.log.seed.validate_seed_event`) and then
     planned on the surface built from the entries before it; the first failure rejects the whole
@@ -133,7 +128,7 @@ def fold_seed(
     nodes = SurfaceNodes()
     generation = 0
     for index, source in enumerate(seed):
-        event = validate_seed_event(index, source, restore, shared, text_kept, index < messages_checked)
+        event = validate_seed_event(index, source, mode, index < messages_checked)
         plan = plan_seed_surface(index, nodes, event, events)
         keep(event)
         if plan is not None:
@@ -158,22 +153,6 @@ def validate_new_session_id(live_ids: Collection[str], session_id: str) -> None:
 
 
 # --- append (§5) -------------------------------------------------------------------------------
-
-
-def plan_append(
-    state: SessionState,
-    event_type: object,
-    data: object,
-    surface_op: object = ABSENT,
-    source_event_seqs: object = ABSENT,
-    time: int = 0,
-    writer: Writer = CALLER,
-) -> tuple[Event, SurfacePlan]:
-    """Decide an append to ``state`` without changing it: :func:`plan_event` on the session's
-    surface nodes and log (§5.1)."""
-    return plan_event(
-        state.surface.nodes, state.events, event_type, data, surface_op, source_event_seqs, time, writer
-    )
 
 
 def plan_event(
@@ -261,7 +240,8 @@ def snapshot_surface_metadata(kind: str, surface_op: object, source_event_seqs: 
 
 def apply_append(state: SessionState, event: Event, plan: SurfacePlan) -> SessionState:
     """Commit a planned append: the event joins the log and the plan is applied to the surface. The
-    plan must come from :func:`plan_append` on this same state (§5.1 step 9, §3.8)."""
+    plan must come from :func:`plan_event` on this same state's surface nodes and log (§5.1 step 9,
+    §3.8)."""
     return SessionState(
         header=state.header,
         events=(*state.events, event),
@@ -281,7 +261,9 @@ def append_event(
 ) -> tuple[SessionState, Event]:
     """Plan, then commit: a rejected append raises and ``state`` is untouched, so a failed append
     consumes no seq (§5.1 atomicity)."""
-    event, plan = plan_append(state, event_type, data, surface_op, source_event_seqs, time, writer)
+    event, plan = plan_event(
+        state.surface.nodes, state.events, event_type, data, surface_op, source_event_seqs, time, writer
+    )
     return apply_append(state, event, plan), event
 
 

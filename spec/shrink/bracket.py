@@ -71,7 +71,7 @@ def derive_compaction_lifecycle(
     if source_command_id is not None:
         lifecycle["sourceCommandId"] = source_command_id
     lifecycle["turn"] = turn
-    return _frozen_object(lifecycle)
+    return snapshot_compaction_data(lifecycle)
 
 
 def derive_compaction_end(lifecycle: Mapping[str, JsonValue], error: str | None = None) -> FrozenDict:
@@ -80,7 +80,7 @@ def derive_compaction_end(lifecycle: Mapping[str, JsonValue], error: str | None 
     data = dict(lifecycle)
     if error is not None:
         data["error"] = error
-    return _frozen_object(data)
+    return snapshot_compaction_data(data)
 
 
 # --- how a transaction ends (notes §4.5 steps 7-12, §9.1) ------------------------------------------
@@ -188,7 +188,9 @@ def derive_manual_outcome(
     return None
 
 
-def _frozen_object(value: Mapping[str, JsonValue]) -> FrozenDict:
+def snapshot_compaction_data(value: Mapping[str, JsonValue]) -> FrozenDict:
+    """The data a compaction appends (its bracket, summary, prune metering, replacement and surface
+    op) is an object in the lossless JSON domain, frozen; else ``DATA_NOT_JSON``."""
     frozen = snapshot_json(dict(value))
     if not isinstance(frozen, FrozenDict):
         raise reject(Code.DATA_NOT_JSON, "compaction data is outside the lossless JSON domain")

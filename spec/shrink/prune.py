@@ -17,6 +17,7 @@ from typing import Final
 from spec.codes import Code, reject
 from spec.log.events import TOOL_RESULT, Event, event_data
 from spec.log.json import FrozenDict, FrozenList, JsonValue, is_safe_integer, js_text, snapshot_json
+from spec.shrink.bracket import snapshot_compaction_data
 from spec.shrink.tokens import estimate_message
 
 PRUNE_MARKER: Final = "\n\n[... tool result middle pruned ...]\n\n"
@@ -296,16 +297,10 @@ def _plan_one(
     return PrunePlan(
         original_seq=seq,
         call_id=source.get("callId") if isinstance(source, dict) else None,
-        prune_data=_frozen_object(metering),
-        replacement_data=_frozen_object(replacement),
-        surface_op=_frozen_object({"op": "replace", "start": seq, "end": seq}),
+        prune_data=snapshot_compaction_data(metering),
+        replacement_data=snapshot_compaction_data(replacement),
+        surface_op=snapshot_compaction_data({"op": "replace", "start": seq, "end": seq}),
         source_event_seqs=FrozenList([seq]),
         chars_before=derive_text_code_points(inner),
         chars_after=derive_text_code_points(pruned),
     )
-
-
-def _frozen_object(value: dict[str, JsonValue]) -> FrozenDict:
-    frozen = snapshot_json(value)
-    assert isinstance(frozen, FrozenDict)
-    return frozen

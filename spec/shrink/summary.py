@@ -16,6 +16,7 @@ from typing import Final
 from spec.codes import Code, reject
 from spec.log.events import Event, Message, derive_event_message
 from spec.log.json import FrozenDict, FrozenList, JsonValue, snapshot_json
+from spec.shrink.bracket import snapshot_compaction_data
 from spec.shrink.compaction import CompactionRegion
 from spec.shrink.tokens import PricedNode, estimate_message
 
@@ -42,7 +43,7 @@ def derive_checkpoint_source(compaction_id: str, source_command_id: str | None =
     }
     if source_command_id is not None:
         source["sourceCommandId"] = source_command_id
-    return _frozen_object(source)
+    return snapshot_compaction_data(source)
 
 
 def is_compact_checkpoint_source(source: JsonValue) -> bool:
@@ -96,7 +97,7 @@ def derive_checkpoint_message(
         "content": frame_summary(summary),
         "source": derive_checkpoint_source(compaction_id, source_command_id),
     }
-    return _frozen_object(message)
+    return snapshot_compaction_data(message)
 
 
 def is_summary_smaller(checkpoint_message: JsonValue, shadowed_token_count: int) -> bool:
@@ -196,21 +197,14 @@ def plan_summary_replacement(
         message_id, output.summary, str(compaction_id), command if isinstance(command, str) else None
     )
     return SummaryReplacementPlan(
-        summary_data=_frozen_object(data),
+        summary_data=snapshot_compaction_data(data),
         checkpoint_data=checkpoint,
-        surface_op=_frozen_object({"op": "replace", "start": region.start, "end": region.end}),
+        surface_op=snapshot_compaction_data({"op": "replace", "start": region.start, "end": region.end}),
         source_event_seqs=_frozen_list([start_seq, summary_seq, *region.shadowed]),
     )
 
 
 # --- helpers ----------------------------------------------------------------------------------------
-
-
-def _frozen_object(value: Mapping[str, JsonValue]) -> FrozenDict:
-    frozen = snapshot_json(dict(value))
-    if not isinstance(frozen, FrozenDict):
-        raise reject(Code.DATA_NOT_JSON, "compaction data is outside the lossless JSON domain")
-    return frozen
 
 
 def _frozen_list(value: Sequence[JsonValue]) -> FrozenList:

@@ -163,13 +163,16 @@ export function protocolErrorOf(error) {
 // --- the checker's rule ids (conformance/PROTOCOL.md, capability `checker-rule:<id>`) ---
 //
 // DSH publishes no whole-log checker, but it states rules about a whole log in two places, and the
-// subject claims exactly the rule ids they state: the `Session` constructor, which validates every
-// event of a seed or a restored log (dsh-session lib/index.js:1374-1391: the envelope, message
-// shapes, retired vocabulary, contiguous seqs, surface metadata), and, in the profile "DSH with
-// invariants", the `./invariant` companions, which validate a session's events when it is
-// announced (dsh-session lib/invariant.js: turns, steps, calls; dsh-compaction lib/invariant.js:
-// brackets, owners, summaries, checkpoints). What DSH does not state (shadow prices, closers,
-// lineage, a start left dangling) is not claimed.
+// subject claims exactly the rule ids they state, in both profiles: the `Session` constructor, which
+// validates every event of a seed or a restored log (dsh-session lib/index.js:1374-1391: the
+// envelope, message shapes, retired vocabulary, contiguous seqs, surface metadata), and the
+// `./invariant` companions every release publishes beside its root (dsh-session lib/invariant.js:
+// turns, steps, calls; dsh-compaction lib/invariant.js: brackets, owners, summaries, checkpoints).
+// A rule DSH publishes a check for is a rule DSH states, as a browser is judged on every feature it
+// ships; as shipped, no package root loads a companion (dsh-invariants README.md:48), so check_log
+// answers what that default runs, the constructor alone, and a log that breaks a companion's rule
+// passes it: a deviation of the profile, not an unanswered case. What no published package states
+// (shadow prices, closers, lineage, a start left dangling) is not claimed.
 
 /** The rule ids DSH's restore path states: a violation throws in the Session constructor. */
 export const RESTORE_RULES = ["seq-contiguous", "envelope", "message-shape", "surface-op", "surface-replace", "provenance", "tool-rewrite"];

@@ -230,17 +230,19 @@ function priceSurface(dsh, input) {
 }
 
 /** The checker rule ids the subject claims (capabilities `checker-rule:<id>`): those DSH's restore
- * path states, and with its invariant companions loaded theirs (errors.mjs). */
+ * path states and those its published invariant companions state, in both profiles (errors.mjs);
+ * whether the companions run is check_log's business, not the claim's. */
 export function checkerRules(dsh) {
   if (dsh.session === undefined || dsh.cordis === undefined) return [];
-  return dsh.invariants ? [...RESTORE_RULES, ...COMPANION_RULES] : RESTORE_RULES;
+  return [...RESTORE_RULES, ...COMPANION_RULES];
 }
 
 /** spec.checker.check_log as DSH judges a whole log: its first refusal, as `[{rule, seq}]`, or `[]`.
  * The events are a seed of DSH's `Session` constructor, which validates each in order and names the
  * index it refuses (dsh-session lib/index.js:1374-1391) and, as for every seed, appends a
  * session/end-seed when the log does not end with one. Then, with the relational rules and the
- * profile's invariant companions, each companion's installer (what it registers with DSH's
+ * profile's invariant companions (as shipped none runs, though their rules are claimed: DSH's
+ * default composition is the constructor alone), each companion's installer (what it registers with DSH's
  * invariant registry, in the order dsh.mjs plugs them, which is the order of their session/created
  * listeners) seeds its trace from that session's events, as it does when DSH announces a restored
  * session (dsh-session lib/invariant.js `seedSession`, dsh-compaction lib/invariant.js `seed`), and

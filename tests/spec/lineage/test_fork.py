@@ -78,21 +78,21 @@ def test_a_shared_seed_gives_the_child_the_parent_s_very_frozen_events() -> None
     nothing can change, so sharing is safe; the seed's checks still run on every event."""
     source = live(CLOSED_TURN)
     seed = plan_fork_seed("src", source.events)
-    child = create_session_state("child", seed, build_header("child", {}, NOW, True), NOW, shared=True)
+    child = create_session_state("child", seed, build_header("child", {}, NOW, True), NOW, mode="shared")
     assert all(mine is theirs for mine, theirs in zip(child.events, source.events))
     assert child.events[:4] == source.events and child.events[4]["type"] == "session/end-seed"
     with pytest.raises(TypeError):
         at(child.events[1], "data")["content"] = []
     with pytest.raises(SpecError) as refused:
         create_session_state(
-            "child", [user(0), assistant(0)], build_header("child", {}, NOW, True), NOW, shared=True
+            "child", [user(0), assistant(0)], build_header("child", {}, NOW, True), NOW, mode="shared"
         )
     assert refused.value.code == Code.SEED_SEQ_MISMATCH
 
 
 def test_a_shared_seed_still_copies_an_entry_that_is_not_a_frozen_event() -> None:
     plain = {**user(0)}
-    child = create_session_state("child", [plain], build_header("child", {}, NOW, True), NOW, shared=True)
+    child = create_session_state("child", [plain], build_header("child", {}, NOW, True), NOW, mode="shared")
     assert child.events[0] == plain and child.events[0] is not plain
     with pytest.raises(TypeError):
         at(child.events[0], "data")["content"] = []

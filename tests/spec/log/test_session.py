@@ -32,7 +32,6 @@ from spec.log.session import (
     apply_append,
     create_session_state,
     derive_session_messages,
-    plan_append,
     plan_event,
     plan_session_id,
     validate_new_session_id,
@@ -51,7 +50,7 @@ def create(seed: list[Any] | None = None, session_id: str = "s") -> SessionState
 
 def restore(seed: list[Any], record: Any = None) -> SessionState:
     stored = thaw_json(header(seeded=True)) if record is None else record
-    return create_session_state("s", seed, stored, NOW, restore=True)
+    return create_session_state("s", seed, stored, NOW, mode="restore")
 
 
 def seed_error(seed: list[Any], restore_mode: bool = False) -> SpecError:
@@ -436,13 +435,13 @@ def test_restore_mode_rejects_a_null_entry_as_an_invalid_envelope() -> None:
 
 def test_a_restore_that_keeps_the_text_judges_each_entry_unfrozen_with_the_same_verdicts() -> None:
     entry = user(0)
-    kept = validate_seed_event(0, entry, restore=True, text_kept=True)
+    kept = validate_seed_event(0, entry, mode="restore-kept")
     assert kept is entry and type(kept["data"]) is dict  # judged as it is: never frozen, never copied
     for broken in ([None], [{**user(0), "extra": 1}], [user(1)], [{**user(0), "surfaceOp": "bad"}]):
         frozen = seed_error(thaw_json(broken), restore_mode=True)  # type: ignore[arg-type]
         stored = thaw_json(header(seeded=True))
         with pytest.raises(SpecError) as caught:
-            create_session_state("s", thaw_json(broken), stored, NOW, restore=True, text_kept=True)  # type: ignore[arg-type]
+            create_session_state("s", thaw_json(broken), stored, NOW, mode="restore-kept")  # type: ignore[arg-type]
         assert (caught.value.code, caught.value.message) == (frozen.code, frozen.message)
 
 
@@ -453,12 +452,12 @@ def test_a_restore_checks_no_message_its_read_path_checked_and_every_other_one()
     malformed = {**user(0), "data": {**user(0)["data"], "role": "system"}}
     assert seed_error([malformed], restore_mode=True).code == Code.MESSAGE_ROLE
     stored = header(seeded=True)
-    state = create_session_state("s", [malformed], stored, NOW, restore=True, messages_checked=1)
+    state = create_session_state("s", [malformed], stored, NOW, mode="restore", messages_checked=1)
     assert at(state.events[0], "data", "role") == "system"
     for checked in (0, 1):
         with pytest.raises(SpecError) as caught:
             create_session_state(
-                "s", [user(0), malformed], stored, NOW, restore=True, messages_checked=checked
+                "s", [user(0), malformed], stored, NOW, mode="restore", messages_checked=checked
             )
         assert caught.value.code == Code.MESSAGE_ROLE
     with pytest.raises(SpecError) as caught:  # only a restore trusts its read path
@@ -466,12 +465,12 @@ def test_a_restore_checks_no_message_its_read_path_checked_and_every_other_one()
     assert caught.value.code == Code.MESSAGE_ROLE
     for broken in ([{**malformed, "extra": 1}], [{**malformed, "seq": 1}]):
         with pytest.raises(SpecError) as caught:
-            create_session_state("s", broken, stored, NOW, restore=True, messages_checked=1)
+            create_session_state("s", broken, stored, NOW, mode="restore", messages_checked=1)
         assert caught.value.code in (Code.SEED_ENVELOPE_INVALID, Code.SEED_SEQ_MISMATCH)
 
 
 def test_validate_seed_event_returns_the_frozen_event() -> None:
-    frozen = validate_seed_event(0, user(0), restore=False)
+    frozen = validate_seed_event(0, user(0), "snapshot")
     with pytest.raises(TypeError):
         frozen["seq"] = 1
 
@@ -670,21 +669,14 @@ def test_a_rejected_append_leaves_the_state_equal_and_consumes_no_seq() -> None:
 
 def test_planning_an_append_changes_nothing_and_applying_it_equals_appending() -> None:
     state, _ = append_event(create(), "user/message", user_data("u0"), "append")
-    planned, plan = plan_append(state, "user/message", user_data("u1"), replace(0, 0), [0], time=3)
+    planned, plan = plan_event(
+        state.surface.nodes, state.events, "user/message", user_data("u1"), replace(0, 0), [0], time=3
+    )
     assert len(state.events) == 1
     assert (
         apply_append(state, planned, plan)
         == append_event(state, "user/message", user_data("u1"), replace(0, 0), [0], time=3)[0]
     )
-
-
-def test_plan_event_on_plain_sequences_agrees_with_plan_append() -> None:
-    state, _ = append_event(create(), "user/message", user_data("u0"), "append")
-    by_state = plan_append(state, "assistant/message", assistant_data(), "append", time=2)
-    plain = plan_event(
-        list(state.surface.nodes), list(state.events), "assistant/message", assistant_data(), "append", time=2
-    )
-    assert by_state == plain
 
 
 def test_an_appended_event_is_a_detached_snapshot() -> None:
