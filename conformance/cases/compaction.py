@@ -228,6 +228,29 @@ def _lock_and_owner() -> Cases:
         "no rule of this specification leaves one, and the checker reports it as compaction-dangling",
     )
     yield case(
+        "a lock opened after the newest end-seed is live and refuses a compaction",
+        LOCK,
+        [
+            ok("create", id="s", seed=seeded[:-2]),
+            ok("engine_append", id="s", type="compaction/start", data={"compactionId": "k0", "turn": None}),
+            fails(Code.COMPACTION_BUSY, "compact", id="s", attempt=attempt("k1")),
+            state_step(),
+        ],
+        comment="the seed's end-seed marker is older than the start: only a newer end-seed makes a lock stale",
+    )
+    yield case(
+        "a lock opened before the open turn began still refuses an automatic compaction",
+        LOCK,
+        [
+            *history(2),
+            ok("engine_append", id="s", type="compaction/start", data={"compactionId": "k0", "turn": None}),
+            *open_turn(3),
+            fails(Code.COMPACTION_BUSY, "compact_region", id="s", start=1, end=9, attempt=attempt("k1")),
+            state_step(),
+        ],
+        comment="the newest turn event is newer than the start: the scan for the lock reads past it",
+    )
+    yield case(
         "a manual compaction inside an open turn is refused as busy",
         OWNER,
         [
