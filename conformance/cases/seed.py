@@ -219,6 +219,11 @@ def request_header_cases() -> Cases:
             },
         ),
         (
+            "an adapterDefaults marker of 1 is not true",
+            Code.REQUEST_HEADER_ADAPTER_DEFAULTS,
+            {"header": {"config": {**config, "maxTokens": 9}, "adapterDefaults": {"maxTokens": 1}}},
+        ),
+        (
             "adapterDefaults must be an object",
             Code.REQUEST_HEADER_ADAPTER_DEFAULTS,
             {"header": {"config": config, "adapterDefaults": []}},
