@@ -22,7 +22,7 @@ from conformance.cases.build import (
 from conformance.cases.files.v0 import PRE_IDENTITY_RESULT
 from spec.codes import Code
 from spec.format.json_text import encode_json_text as encode
-from spec.log.json import JsonValue
+from spec.log.json import JsonObject, JsonValue
 
 UPGRADE = "spec.legacy.upgrade_v0_records"
 
@@ -105,9 +105,9 @@ def conversion_cases() -> Cases:
 
 def turn_end_reason_cases() -> Cases:
     """Every v0 turn/end reason form, each turn its own: kept, mapped, or refused."""
-    failure = {"message": "boom", "code": "E"}
-    full = {**failure, "status": 503, "providerRetryAfterMs": 1.5, "requestId": "r1"}
-    accepted = [
+    failure: JsonObject = {"message": "boom", "code": "E"}
+    full: JsonObject = {**failure, "status": 503, "providerRetryAfterMs": 1.5, "requestId": "r1"}
+    accepted: list[JsonObject] = [
         {"kind": "error", "step": 0, "failure": failure},
         {"kind": "error", "step": 2, "failure": full},
         {"kind": "error", "step": 1, "message": "boom", "code": "E"},
@@ -130,7 +130,7 @@ def turn_end_reason_cases() -> Cases:
         records=log(*records),
         comment="in order: " + "; ".join(encode(reason) for reason in accepted),
     )
-    refused = {
+    refused: dict[str, JsonObject] = {
         "a negative step": {"kind": "error", "step": -1, "failure": failure},
         "a fractional step": {"kind": "error", "step": 1.5, "failure": failure},
         "a step given as a string": {"kind": "error", "step": "1", "failure": failure},
