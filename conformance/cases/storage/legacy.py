@@ -195,6 +195,69 @@ def turn_end_reason_cases() -> Cases:
         )
 
 
+def legacy_form_cases() -> Cases:
+    """The legacy forms beside the turn/end reasons, each read from a v0 log as its rule says."""
+    header = {"header": {"config": {"provider": "p", "model": "m"}}}
+    text: JsonValue = [{"type": "text", "text": "hi"}]
+    converted = log(
+        ("turn/start", {"turn": 1, "trigger": {"kind": "user"}}),
+        ("request/header", {**header, "reason": "change"}),
+        ("request/header", {**header, "reason": "auto"}),
+        ("steering/message", {"turn": 1, "message": user_msg("u9", "wait")}, APPEND),
+        ("user/message", {"content": text, "source": {"kind": "user"}}, APPEND),
+        (
+            "assistant/message",
+            {"turn": 1, "step": 1, "content": text, "provenance": {"provider": "p", "model": "m"}},
+            APPEND,
+        ),
+        ("turn/end", {"turn": 1, "reason": {"kind": "completed"}}),
+    )
+    yield pure(
+        "a v0 log's legacy forms are read: a trigger dropped, request/headers of other reasons kept, a "
+        "wrapped steering message unwrapped, messages from before message identity given ids",
+        UPGRADE,
+        sessionId="old",
+        records=converted,
+        comment="the request/header reasons sort before and after fallback; the assistant message keeps its "
+        "turn and step beside the message its content and provenance become",
+    )
+    steering: JsonObject = {"turn": 1, "content": text, "source": {"kind": "user"}}
+    malformed: dict[Code, dict[str, tuple[str, JsonObject]]] = {
+        Code.LEGACY_MALFORMED_TURN_START: {
+            "a trigger whose kind is empty": ("turn/start", {"turn": 1, "trigger": {"kind": ""}}),
+            "a trigger whose kind is not a string": ("turn/start", {"turn": 1, "trigger": {"kind": 5}}),
+            "a trigger that is not an object": ("turn/start", {"turn": 1, "trigger": "user"}),
+            "a trigger and turn 0": ("turn/start", {"turn": 0, "trigger": {"kind": "user"}}),
+            "a trigger and a fractional turn": ("turn/start", {"turn": 1.5, "trigger": {"kind": "user"}}),
+        },
+        Code.LEGACY_MALFORMED_MESSAGE: {
+            "a wrapped message and a turn given as a string": (
+                "steering/message",
+                {"turn": "1", "message": user_msg("u9")},
+            ),
+            "a wrapped message and a key of its own": (
+                "steering/message",
+                {"turn": 1, "message": user_msg("u9"), "extra": 1},
+            ),
+            "content and source and a key of its own": ("steering/message", {**steering, "extra": 1}),
+            "content and source and no turn": (
+                "steering/message",
+                {"content": text, "source": {"kind": "user"}},
+            ),
+        },
+    }
+    for code, forms in malformed.items():
+        for what, (kind, data) in forms.items():
+            yield pure(
+                f"a v0 {kind} with {what} is malformed",
+                UPGRADE,
+                code,
+                why=REFUSALS[code],
+                sessionId="old",
+                records=log(("turn/start", {"turn": 1}), (kind, data)),
+            )
+
+
 def kept_cases() -> Cases:
     turn_start = ("turn/start", {"turn": 1, "trigger": {"kind": "user"}})
     current = log(turn_start, user_ev(), ("turn/end", {"turn": 1, "reason": {"kind": "completed"}}))
@@ -262,4 +325,4 @@ def refused_cases() -> Cases:
         yield pure(name, UPGRADE, code, why=REFUSALS[code], sessionId="old", records=records)
 
 
-cases: Final = chained(conversion_cases, turn_end_reason_cases, kept_cases, refused_cases)
+cases: Final = chained(conversion_cases, turn_end_reason_cases, legacy_form_cases, kept_cases, refused_cases)
