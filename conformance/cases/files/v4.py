@@ -227,26 +227,23 @@ def frame_form_sets() -> Iterator[FileSet]:
     descriptor = base + 4
     first_block = base + HEADER_BYTES
     refused = {
-        "a reserved descriptor bit (bit 3)": data[:descriptor]
+        "a last frame cut short after a reserved descriptor bit (bit 3)": data[:descriptor]
         + bytes([data[descriptor] | 0x08])
         + data[descriptor + 1 : descriptor + 6],
-        "the unused descriptor bit (bit 4)": data[:descriptor]
+        "a last frame cut short after the unused descriptor bit (bit 4)": data[:descriptor]
         + bytes([data[descriptor] | 0x10])
         + data[descriptor + 1 : descriptor + 6],
-        "a block of the reserved type": data[:first_block]
+        "a last frame cut short after a block of the reserved type": data[:first_block]
         + bytes([data[first_block] | 0b110])
         + data[first_block + 1 : first_block + 10],
     }
-    for what, broken in refused.items():
-        yield FileSet(
-            f"a compressed v4 log whose last frame, cut short, has {what} is corrupt, not torn",
-            FRAME_RULE,
-            v4_files(broken, True),
-            True,
-            Code.CORRUPT_LOG,
-            why="a frame is refused at the first header field a reader cannot accept, before it asks whether "
-            "the data holds the rest of the frame (notes/dsh-persistence §4.3)",
-        )
+    yield from corrupt_sets(
+        True,
+        FRAME_RULE,
+        refused,
+        why="a frame is refused at the first header field a reader cannot accept, before it asks whether "
+        "the data holds the rest of the frame (notes/dsh-persistence §4.3)",
+    )
     yield FileSet(
         "four bytes after the last frame that are the zstd magic with its last byte raised are bad magic",
         SCAN_RULE,
@@ -280,7 +277,9 @@ def flip(data: bytes, offset: int) -> bytes:
     return data[:offset] + bytes([data[offset] ^ 0xFF]) + data[offset + 1 :]
 
 
-def corrupt_sets(compressed: bool, rule: str, damaged: dict[str, bytes]) -> Iterator[FileSet]:
+def corrupt_sets(
+    compressed: bool, rule: str, damaged: dict[str, bytes], why: str | None = None
+) -> Iterator[FileSet]:
     """Each log of ``damaged`` (keyed by what is wrong with it): corrupt, not torn."""
     form = "compressed" if compressed else "plain"
     for what, broken in damaged.items():
@@ -290,6 +289,7 @@ def corrupt_sets(compressed: bool, rule: str, damaged: dict[str, bytes]) -> Iter
             v4_files(broken, compressed),
             compressed,
             Code.CORRUPT_LOG,
+            why=why,
         )
 
 
