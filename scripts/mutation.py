@@ -50,6 +50,7 @@ import hashlib
 import json
 import multiprocessing
 import os
+import queue
 import shutil
 import signal
 import sqlite3
@@ -867,7 +868,7 @@ def run_lane(path: Path, lane: str, earlier: Sequence[str], jobs: int, timeout: 
         counts: Counter[str] = Counter()
         try:
             for done in range(1, len(pending) + 1):
-                job_id, result, seconds = results.get()
+                job_id, result, seconds = next_result(results, processes, lane)
                 counts[record(path, work_db, job_id, lane, result, seconds)] += 1
                 print(
                     f"{lane}: {done}/{len(pending)} {dict(counts)} {time.monotonic() - started:.0f}s",
@@ -882,6 +883,22 @@ def run_lane(path: Path, lane: str, earlier: Sequence[str], jobs: int, timeout: 
             shutil.rmtree(copies_dir, ignore_errors=True)
             tasks.cancel_join_thread()  # an interrupted run leaves tasks queued: do not wait to flush them
         print(f"{lane}: {len(pending)} mutants in {time.monotonic() - started:.0f}s on {workers} workers")
+
+
+def next_result(results: Any, processes: Sequence[Any], lane: str, wait: float = 5.0) -> Any:
+    """The next result a worker sends. A worker that dies (an exit code other than 0, or every
+    worker gone with results still owed) would leave the run waiting for ever: it stops instead,
+    and the same command resumes it (the dead worker's mutant has no result, so it runs again)."""
+    while True:
+        try:
+            return results.get(timeout=wait)
+        except queue.Empty:
+            dead = [process.exitcode for process in processes if process.exitcode not in (None, 0)]
+            if dead or not any(process.is_alive() for process in processes):
+                raise SystemExit(
+                    f"{lane}: a worker stopped (exit codes {dead or 'all 0'}) with results still owed; "
+                    "run the same command again to resume"
+                ) from None
 
 
 # -- the report ---------------------------------------------------------------------------------

@@ -5,9 +5,12 @@ mutant of the Postgres store, which no vector case reaches, is recorded unreache
 from __future__ import annotations
 
 import json
+import multiprocessing
 import sqlite3
 from pathlib import Path
+from typing import Any
 
+import pytest
 from cosmic_ray.work_item import MutationSpec
 
 from scripts import mutation
@@ -153,3 +156,21 @@ def test_a_later_lane_runs_only_the_units_that_reach_a_mutant(tmp_path: Path) ->
     lanes = {m.module: m.lanes["drt"] for m in mutation.read_mutants(session)}
     assert lanes[naming][0] == "killed"
     assert lanes[UNREACHED[0]] == ("unreached", 0.0)
+
+
+def test_a_dead_worker_stops_the_run_instead_of_leaving_it_waiting() -> None:
+    class Process:
+        def __init__(self, exitcode: int | None) -> None:
+            self.exitcode = exitcode
+
+        def is_alive(self) -> bool:
+            return self.exitcode is None
+
+    results: Any = multiprocessing.Queue()
+    results.put(("job", "result", 1.0))
+    # a result already sent is taken, whatever became of its worker
+    assert mutation.next_result(results, [Process(1)], "fast", wait=0.1) == ("job", "result", 1.0)
+    with pytest.raises(SystemExit, match="run the same command again"):
+        mutation.next_result(results, [Process(None), Process(-9)], "fast", wait=0.1)
+    with pytest.raises(SystemExit, match="all 0"):
+        mutation.next_result(results, [Process(0), Process(0)], "fast", wait=0.1)
