@@ -7,20 +7,27 @@ carries its content size and its content checksum (the low 32 bits of XXH64, see
 frames do (notes/dsh-persistence §4.2). :func:`xxh64` is the hash, written out from its
 specification. :func:`inflate_zstd` reads a frame back with the zstd library, for the suite and
 the reference alike (spec/ imports no zstd).
+
+:func:`encode_frame` writes the other forms a reader meets, for the files vectors that pin how a
+frame is measured: a window descriptor, content sizes of 0-8 bytes, a zero dictionary id, no
+checksum, RLE blocks and compressed blocks (raw literals, no sequences); and
+:func:`encode_skippable_frame` a skippable frame.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Final
 
 import zstandard
 
 ZSTD_MAGIC: Final = b"\x28\xb5\x2f\xfd"
-# Frame header descriptor: a 4-byte Frame_Content_Size (flag 2), Single_Segment, Content_Checksum.
-DESCRIPTOR: Final = (2 << 6) | (1 << 5) | (1 << 2)
 MAX_BLOCK: Final = 128 * 1024  # bytes: Block_Maximum_Size
 RAW_BLOCK: Final = 0
+RLE_BLOCK: Final = 1
+COMPRESSED_BLOCK: Final = 2
+SKIPPABLE_MAGIC: Final = b"\x50\x2a\x4d\x18"  # 0x184D2A50, the first of the 16 skippable magics
 
 _MASK: Final = (1 << 64) - 1
 _P1: Final = 0x9E3779B185EBCA87
@@ -79,30 +86,98 @@ def xxh64(data: bytes, seed: int = 0) -> int:
     return digest ^ (digest >> 32)
 
 
-def encode_raw_frame(content: bytes, block_ends: Sequence[int] = ()) -> bytes:
-    """One zstd frame holding ``content`` in raw blocks, with its size and checksum. The blocks end
-    at ``block_ends`` (offsets into ``content``) and wherever a block would pass 128 KiB; an empty
-    content is one empty block."""
+@dataclass(frozen=True)
+class FrameHeader:
+    """How a frame's header is written (RFC 8878 §3.1.1.1): ``window`` a Window_Descriptor byte
+    (1 KiB) instead of Single_Segment; ``size_bytes`` the Frame_Content_Size field's width (0 only
+    with a window, 1 only without; 2 holds the size less 256); ``dictionary_bytes`` a zero
+    Dictionary_ID in 0, 1, 2 or 4 bytes (no dictionary); ``checksum`` the Content_Checksum."""
+
+    checksum: bool = True
+    window: bool = False
+    size_bytes: int = 4
+    dictionary_bytes: int = 0
+
+    def encode(self, size: int) -> bytes:
+        size_flag = {0: 0, 1: 0, 2: 1, 4: 2, 8: 3}[self.size_bytes]
+        if (self.size_bytes == 0) != self.window and self.size_bytes in (0, 1):
+            raise ValueError("a 0-byte content size needs a window; a 1-byte one needs a single segment")
+        descriptor = (
+            size_flag << 6
+            | (0 if self.window else 1 << 5)
+            | int(self.checksum) << 2
+            | {0: 0, 1: 1, 2: 2, 4: 3}[self.dictionary_bytes]
+        )
+        field = 0 if self.size_bytes == 0 else size - 256 if self.size_bytes == 2 else size
+        return (
+            ZSTD_MAGIC
+            + bytes([descriptor])
+            + (b"\x00" if self.window else b"")
+            + bytes(self.dictionary_bytes)
+            + field.to_bytes(self.size_bytes, "little")
+        )
+
+
+SINGLE_SEGMENT: Final = FrameHeader()  # a 4-byte Frame_Content_Size, Single_Segment, Content_Checksum
+
+
+def encode_frame(blocks: Sequence[tuple[int, bytes]], header: FrameHeader = SINGLE_SEGMENT) -> bytes:
+    """One zstd frame of ``blocks``, each a block type and the content it gives: ``RAW_BLOCK``
+    stored, ``RLE_BLOCK`` a run of one byte (stored once), ``COMPRESSED_BLOCK`` raw literals and no
+    sequences (the simplest compressed block every decoder reads)."""
+    body = []
+    for index, (kind, content) in enumerate(blocks):
+        if kind == RLE_BLOCK:
+            if not content or content != content[:1] * len(content):
+                raise ValueError("an RLE block is a run of one byte")
+            payload, size = content[:1], len(content)
+        elif kind == COMPRESSED_BLOCK:
+            if len(content) >= 1 << 12:
+                raise ValueError("a 2-byte raw literals header holds less than 4 KiB")
+            literals = bytes([(len(content) & 15) << 4 | 0b0100, len(content) >> 4])
+            payload = literals + content + b"\x00"  # Number_of_Sequences 0
+            size = len(payload)
+        else:
+            payload, size = content, len(content)
+        body.append(_block_header(size, kind, last=index == len(blocks) - 1) + payload)
+    content = b"".join(content for _, content in blocks)
+    checksum = (xxh64(content) & 0xFFFFFFFF).to_bytes(4, "little") if header.checksum else b""
+    return header.encode(len(content)) + b"".join(body) + checksum
+
+
+def encode_raw_frame(
+    content: bytes, block_ends: Sequence[int] = (), header: FrameHeader = SINGLE_SEGMENT
+) -> bytes:
+    """One zstd frame holding ``content`` in raw blocks, with its size and checksum (by default:
+    ``header`` says). The blocks end at ``block_ends`` (offsets into ``content``) and wherever a
+    block would pass 128 KiB; an empty content is one empty block."""
     if len(content) >= 1 << 32:
         raise ValueError("a frame with a 4-byte content size holds less than 4 GiB")
     ends = sorted({end for end in block_ends if 0 < end < len(content)} | {len(content)})
-    blocks: list[bytes] = []
+    blocks: list[tuple[int, bytes]] = []
     start = 0
     for end in ends:
         while end - start > MAX_BLOCK:
-            blocks.append(content[start : start + MAX_BLOCK])
+            blocks.append((RAW_BLOCK, content[start : start + MAX_BLOCK]))
             start += MAX_BLOCK
-        blocks.append(content[start:end])
+        blocks.append((RAW_BLOCK, content[start:end]))
         start = end
-    body = b"".join(
-        _block_header(len(block), last=index == len(blocks) - 1) + block for index, block in enumerate(blocks)
+    return encode_frame(blocks, header)
+
+
+def encode_skippable_frame(payload: bytes, magic: int = 0) -> bytes:
+    """A skippable frame: its magic (0x184D2A50 plus ``magic``, 0 to 15), its payload's size in 4
+    bytes, the payload (RFC 8878 §3.1.2)."""
+    return (
+        bytes([SKIPPABLE_MAGIC[0] | magic])
+        + SKIPPABLE_MAGIC[1:]
+        + len(payload).to_bytes(4, "little")
+        + payload
     )
-    checksum = (xxh64(content) & 0xFFFFFFFF).to_bytes(4, "little")
-    return ZSTD_MAGIC + bytes([DESCRIPTOR]) + len(content).to_bytes(4, "little") + body + checksum
 
 
-def _block_header(size: int, last: bool) -> bytes:
-    return (int(last) | RAW_BLOCK << 1 | size << 3).to_bytes(3, "little")
+def _block_header(size: int, kind: int, last: bool) -> bytes:
+    return (int(last) | kind << 1 | size << 3).to_bytes(3, "little")
 
 
 def inflate_zstd(data: bytes) -> tuple[bytes, bool]:
@@ -119,4 +194,17 @@ HEADER_BYTES: Final = 4 + 1 + 4  # magic, descriptor, content size: where a fram
 BLOCK_HEADER_BYTES: Final = 3
 
 
-__all__ = ["BLOCK_HEADER_BYTES", "HEADER_BYTES", "encode_raw_frame", "inflate_zstd", "xxh64"]
+__all__ = [
+    "BLOCK_HEADER_BYTES",
+    "COMPRESSED_BLOCK",
+    "HEADER_BYTES",
+    "RAW_BLOCK",
+    "RLE_BLOCK",
+    "SINGLE_SEGMENT",
+    "FrameHeader",
+    "encode_frame",
+    "encode_raw_frame",
+    "encode_skippable_frame",
+    "inflate_zstd",
+    "xxh64",
+]

@@ -50,6 +50,7 @@ import hashlib
 import json
 import multiprocessing
 import os
+import queue
 import shutil
 import signal
 import sqlite3
@@ -65,6 +66,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import cosmic_ray.plugins
+from cosmic_ray.commands.init import _all_work_items
 from cosmic_ray.commands.init import init as cosmic_ray_init
 from cosmic_ray.mutating import mutate_code, use_mutation
 from cosmic_ray.work_db import WorkDB, use_db
@@ -165,7 +167,8 @@ META_TABLE: Final = "CREATE TABLE IF NOT EXISTS mutation_meta (key TEXT PRIMARY 
 def open_session(path: Path, files: Sequence[str], fresh: bool) -> None:
     """Create the session's mutants with cosmic-ray unless the database already holds them for
     these files or more (then it is resumed, its results kept: a run naming one module of a
-    whole-scope session runs that module's mutants)."""
+    whole-scope session runs that module's mutants; a module edited since is made again,
+    :func:`refresh_changed`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     wanted = json.dumps(sorted(files))
     if path.exists() and not fresh:
@@ -173,6 +176,8 @@ def open_session(path: Path, files: Sequence[str], fresh: bool) -> None:
             db.execute(META_TABLE)
             row = db.execute("SELECT value FROM mutation_meta WHERE key = 'files'").fetchone()
         if row is not None and set(files) <= set(json.loads(row[0])):
+            for module in refresh_changed(path, files):
+                print(f"{module} changed since the session made its mutants: made again, to be judged")
             return
     if path.exists():
         path.unlink()
@@ -182,6 +187,63 @@ def open_session(path: Path, files: Sequence[str], fresh: bool) -> None:
         db.execute(META_TABLE)
         db.execute(LANE_TABLE)
         db.execute("INSERT OR REPLACE INTO mutation_meta VALUES ('files', ?)", (wanted,))
+    record_sources(path, files)
+
+
+def source_digests(files: Sequence[str]) -> dict[str, str]:
+    return {file: hashlib.sha256((ROOT / file).read_bytes()).hexdigest() for file in files}
+
+
+def record_sources(path: Path, files: Sequence[str]) -> None:
+    """Record the digest of each of ``files`` as the session's mutants of it were made from."""
+    with sqlite3.connect(path, timeout=LOCK_WAIT) as db:
+        row = db.execute("SELECT value FROM mutation_meta WHERE key = 'sources'").fetchone()
+        known = {**(json.loads(row[0]) if row is not None else {}), **source_digests(files)}
+        db.execute("INSERT OR REPLACE INTO mutation_meta VALUES ('sources', ?)", (json.dumps(known),))
+
+
+def mutant_places(items: Iterable[WorkItem]) -> set[tuple[str, int, tuple[int, int], tuple[int, int], str]]:
+    """What makes a module's mutants the same set: each one's operator, occurrence, span and rule."""
+    places = set()
+    for item in items:
+        mutation = item.mutations[0]
+        places.add((
+            mutation.operator_name, mutation.occurrence, tuple(mutation.start_pos), tuple(mutation.end_pos),
+            mutation.definition_name or "",
+        ))  # fmt: skip
+    return places
+
+
+def refresh_changed(path: Path, files: Sequence[str]) -> list[str]:
+    """Make again the mutants of each of ``files`` whose source changed since the session made
+    them (its digest differs from the recorded one, or none is recorded) and whose mutants now
+    differ: cosmic-ray applies a mutant by its operator's occurrence in the module, so a recorded
+    mutant of an edited module mutates another place than the line and rule it names, and the
+    fast lane would choose its cases by the wrong line. Their results go with them; the new
+    mutants are pending. Returns the modules whose mutants were made again."""
+    digests = source_digests(files)
+    with sqlite3.connect(path, timeout=LOCK_WAIT) as db:
+        row = db.execute("SELECT value FROM mutation_meta WHERE key = 'sources'").fetchone()
+    known = json.loads(row[0]) if row is not None else {}
+    changed = [file for file in files if known.get(file) != digests[file]]
+    remade: list[str] = []
+    if changed:
+        with use_db(str(path), WorkDB.Mode.open) as work_db:
+            recorded: dict[str, list[WorkItem]] = defaultdict(list)
+            for item in work_db.work_items:
+                recorded[Path(item.mutations[0].module_path).as_posix()].append(item)
+            for module in changed:
+                fresh = list(_all_work_items([Path(module)], {}))
+                if mutant_places(fresh) == mutant_places(recorded[module]):
+                    continue
+                stale = [(item.job_id,) for item in recorded[module]]
+                with sqlite3.connect(path, timeout=LOCK_WAIT) as db:
+                    for table in ("work_results", "mutation_specs", "work_items", "lane_results"):
+                        db.executemany(f"DELETE FROM {table} WHERE job_id = ?", stale)
+                work_db.add_work_items(fresh)
+                remade.append(module)
+    record_sources(path, files)
+    return remade
 
 
 def annotation_spans(module: Path) -> list[tuple[tuple[int, int], tuple[int, int]]]:
@@ -800,7 +862,7 @@ def run_lane(path: Path, lane: str, earlier: Sequence[str], jobs: int, timeout: 
         counts: Counter[str] = Counter()
         try:
             for done in range(1, len(pending) + 1):
-                job_id, result, seconds = results.get()
+                job_id, result, seconds = next_result(results, processes, lane)
                 counts[record(path, work_db, job_id, lane, result, seconds)] += 1
                 print(
                     f"{lane}: {done}/{len(pending)} {dict(counts)} {time.monotonic() - started:.0f}s",
@@ -815,6 +877,22 @@ def run_lane(path: Path, lane: str, earlier: Sequence[str], jobs: int, timeout: 
             shutil.rmtree(copies_dir, ignore_errors=True)
             tasks.cancel_join_thread()  # an interrupted run leaves tasks queued: do not wait to flush them
         print(f"{lane}: {len(pending)} mutants in {time.monotonic() - started:.0f}s on {workers} workers")
+
+
+def next_result(results: Any, processes: Sequence[Any], lane: str, wait: float = 5.0) -> Any:
+    """The next result a worker sends. A worker that dies (an exit code other than 0, or every
+    worker gone with results still owed) would leave the run waiting for ever: it stops instead,
+    and the same command resumes it (the dead worker's mutant has no result, so it runs again)."""
+    while True:
+        try:
+            return results.get(timeout=wait)
+        except queue.Empty:
+            dead = [process.exitcode for process in processes if process.exitcode not in (None, 0)]
+            if dead or not any(process.is_alive() for process in processes):
+                raise SystemExit(
+                    f"{lane}: a worker stopped (exit codes {dead or 'all 0'}) with results still owed; "
+                    "run the same command again to resume"
+                ) from None
 
 
 # -- the report ---------------------------------------------------------------------------------

@@ -5,9 +5,12 @@ mutant of the Postgres store, which no vector case reaches, is recorded unreache
 from __future__ import annotations
 
 import json
+import multiprocessing
 import sqlite3
 from pathlib import Path
+from typing import Any
 
+import pytest
 from cosmic_ray.work_item import MutationSpec
 
 from scripts import mutation
@@ -89,6 +92,44 @@ def test_a_session_is_resumed_for_fewer_files_and_again_drops_only_survivors(tmp
     assert jobs[1] not in rows and jobs[2] not in rows
 
 
+def test_a_module_changed_since_the_session_made_its_mutants_has_them_made_again(tmp_path: Path) -> None:
+    session = tmp_path / "session.sqlite"
+    mutation.open_session(session, [MODULE, UNREACHED[0]], fresh=True)
+    made = {m.job_id: m for m in mutation.read_mutants(session)}
+    with sqlite3.connect(session) as db:
+        db.executemany(
+            "INSERT INTO lane_results VALUES (?, 'fast', 'survived', 1.0)", [(job,) for job in made]
+        )
+        # the session as made from an older text of MODULE, one line shorter above every mutant;
+        # the other module's recorded digest differs too, but its mutants are the same
+        db.execute(
+            "UPDATE mutation_specs SET start_pos_row = start_pos_row - 1, end_pos_row = end_pos_row - 1 "
+            "WHERE module_path = ?",
+            (MODULE,),
+        )
+        old = {MODULE: "an older text", UNREACHED[0]: "another older text"}
+        db.execute("UPDATE mutation_meta SET value = ? WHERE key = 'sources'", (json.dumps(old),))
+    mutation.open_session(session, [MODULE, UNREACHED[0]], fresh=False)
+
+    now = mutation.read_mutants(session)
+    remade = [m for m in now if m.module == MODULE]
+    assert len(remade) == len([m for m in made.values() if m.module == MODULE])
+    assert not {m.job_id for m in remade} & set(made)  # new mutants, at the lines the module has now
+    assert {(m.operator, m.line) for m in remade} == {
+        (m.operator, m.line) for m in made.values() if m.module == MODULE
+    }
+    assert all(not m.lanes for m in remade)  # pending: judged again
+    kept = [m for m in now if m.module == UNREACHED[0]]
+    assert kept and all(m.job_id in made and m.lanes["fast"][0] == "survived" for m in kept)
+    with sqlite3.connect(session) as db:
+        sources = json.loads(
+            db.execute("SELECT value FROM mutation_meta WHERE key = 'sources'").fetchone()[0]
+        )
+    assert sources == mutation.source_digests([MODULE, UNREACHED[0]])
+    mutation.open_session(session, [MODULE], fresh=False)  # nothing changed since: nothing made again
+    assert {m.job_id for m in mutation.read_mutants(session)} == {m.job_id for m in now}
+
+
 def test_a_later_lane_runs_only_the_units_that_reach_a_mutant(tmp_path: Path) -> None:
     """The drt lane with a map of one traced unit (pure-drt's encode_project_key part): a mutant of
     that function runs the unit on a mutated subject and is killed; a mutant the unit never
@@ -115,3 +156,21 @@ def test_a_later_lane_runs_only_the_units_that_reach_a_mutant(tmp_path: Path) ->
     lanes = {m.module: m.lanes["drt"] for m in mutation.read_mutants(session)}
     assert lanes[naming][0] == "killed"
     assert lanes[UNREACHED[0]] == ("unreached", 0.0)
+
+
+def test_a_dead_worker_stops_the_run_instead_of_leaving_it_waiting() -> None:
+    class Process:
+        def __init__(self, exitcode: int | None) -> None:
+            self.exitcode = exitcode
+
+        def is_alive(self) -> bool:
+            return self.exitcode is None
+
+    results: Any = multiprocessing.Queue()
+    results.put(("job", "result", 1.0))
+    # a result already sent is taken, whatever became of its worker
+    assert mutation.next_result(results, [Process(1)], "fast", wait=0.1) == ("job", "result", 1.0)
+    with pytest.raises(SystemExit, match="run the same command again"):
+        mutation.next_result(results, [Process(None), Process(-9)], "fast", wait=0.1)
+    with pytest.raises(SystemExit, match="all 0"):
+        mutation.next_result(results, [Process(0), Process(0)], "fast", wait=0.1)

@@ -228,6 +228,29 @@ def _lock_and_owner() -> Cases:
         "no rule of this specification leaves one, and the checker reports it as compaction-dangling",
     )
     yield case(
+        "a lock opened after the newest end-seed is live and refuses a compaction",
+        LOCK,
+        [
+            ok("create", id="s", seed=seeded[:-2]),
+            ok("engine_append", id="s", type="compaction/start", data={"compactionId": "k0", "turn": None}),
+            fails(Code.COMPACTION_BUSY, "compact", id="s", attempt=attempt("k1")),
+            state_step(),
+        ],
+        comment="the seed's end-seed marker is older than the start: only a newer end-seed makes a lock stale",
+    )
+    yield case(
+        "a lock opened before the open turn began still refuses an automatic compaction",
+        LOCK,
+        [
+            *history(2),
+            ok("engine_append", id="s", type="compaction/start", data={"compactionId": "k0", "turn": None}),
+            *open_turn(3),
+            fails(Code.COMPACTION_BUSY, "compact_region", id="s", start=1, end=9, attempt=attempt("k1")),
+            state_step(),
+        ],
+        comment="the newest turn event is newer than the start: the scan for the lock reads past it",
+    )
+    yield case(
         "a manual compaction inside an open turn is refused as busy",
         OWNER,
         [
@@ -510,6 +533,94 @@ def _pressure() -> Cases:
                 attempts=two,
             ),
         ],
+    )
+    refused = {
+        "both retention forms": {"retainRatio": 0.1, "retainTokens": 10},
+        "a retain ratio equal to the threshold ratio": {"thresholdRatio": 0.5, "retainRatio": 0.5},
+        "a retain ratio above the threshold ratio": {"thresholdRatio": 0.5, "retainRatio": 0.6},
+        "a threshold ratio of 0": {"thresholdRatio": 0},
+        "a threshold ratio above 1": {"thresholdRatio": 1.01},
+        "a retain ratio of 0": {"retainRatio": 0},
+        "a negative retain token count": {"retainTokens": -1},
+        "a fractional retain token count": {"retainTokens": 1.5},
+        "a retain token count given as a string": {"retainTokens": "10"},
+        "a retain token count at the threshold": {"retainTokens": 80000},
+        "a retain token count above the threshold": {"retainTokens": 90000},
+        "a threshold ratio given as a string": {"thresholdRatio": "0.5"},
+        "a summarization provider without a model": {"summarizationProvider": "p"},
+        "a summarization model without a provider": {"summarizationModel": "m"},
+        "a summarization provider that is not a string": {
+            "summarizationProvider": 1,
+            "summarizationModel": "m",
+        },
+        "a summarization model that is not a string": {
+            "summarizationProvider": "p",
+            "summarizationModel": None,
+        },
+        "a max token count of 0": {"maxTokens": 0},
+        "a fractional max token count": {"maxTokens": 1.5},
+        "a negative compaction retry count": {"compactionRetries": -1},
+        "a fractional compaction retry count": {"compactionRetries": 0.5},
+        "a negative overflow retry count": {"maxOverflowRetries": -1},
+    }
+    yield case(
+        "a policy outside its bounds is refused, field by field",
+        "validate_compaction_policy",
+        [
+            *setup,
+            *(
+                fails(
+                    Code.COMPACTION_CONFIG_INVALID,
+                    "compact_if_needed",
+                    id="s",
+                    contextWindow=100000,
+                    policy=policy,
+                    attempts=two,
+                )
+                for policy in refused.values()
+            ),
+            fails(
+                Code.COMPACTION_CONFIG_INVALID, "compact_if_needed", id="s", contextWindow=1.5, attempts=two
+            ),
+        ],
+        comment="in order: " + "; ".join(refused) + "; then a fractional context window",
+    )
+    accepted = {
+        "a threshold ratio of 1": {"thresholdRatio": 1},
+        "a retain ratio just below the threshold ratio": {"thresholdRatio": 0.5, "retainRatio": 0.49},
+        "no retained tokens": {"retainTokens": 0},
+        "a retain token count just below the threshold": {"retainTokens": 79999},
+        "a summarization provider and model together": {
+            "summarizationProvider": "p",
+            "summarizationModel": "m",
+        },
+        "a max token count of 1": {"maxTokens": 1},
+        "no retries": {"compactionRetries": 0, "maxOverflowRetries": 0},
+    }
+    yield case(
+        "a policy at its bounds is accepted, field by field",
+        "validate_compaction_policy",
+        [
+            *setup,
+            *(
+                ok("compact_if_needed", id="s", contextWindow=100000, policy=policy, attempts=two)
+                for policy in accepted.values()
+            ),
+            fails(
+                Code.COMPACTION_SUMMARY_NOT_SMALLER,
+                "compact_if_needed",
+                id="s",
+                contextWindow=1,
+                policy={"thresholdRatio": 1, "retainTokens": 0},
+                attempts=two,
+            ),
+            state_step(),
+        ],
+        comment="in order: "
+        + "; ".join(accepted)
+        + "; the window of 100,000 tokens puts the threshold at 80,000: "
+        "no policy here compacts; then the smallest context window (a threshold of 1 token, 0 kept) is "
+        "accepted, and pressure runs: no summary is smaller than 1 token",
     )
     yield case(
         "pressure still above the threshold after its last attempt is refused, its compactions kept",

@@ -79,6 +79,29 @@ def value_cases() -> Cases:
         "the values where JSON libraries differ most",
     )
 
+    yield case(
+        "data nested 100 levels deep is kept exactly",
+        RULE,
+        [
+            ok("create", id="s"),
+            append_step(
+                "custom/deep", nested(100, {"k": [True, None, "s", 1.5, -(2**53 - 1), [], {}], "": {}})
+            ),
+            append_step("custom/deep", nested(99, [[{"a": {"b": [None]}}], "y"])),
+            state(),
+        ],
+        why="D6: deep JSON never meets a recursion limit; what is committed is exactly what was sent (D5)",
+        comment="alternately an object and an array at each level, as an agent's nested tool arguments are",
+    )
+
+
+def nested(depth: int, bottom: object) -> object:
+    """``bottom`` inside ``depth`` containers, an object and an array by turns, each with a sibling."""
+    value = bottom
+    for level in range(depth):
+        value = {"level": level, "inner": value} if level % 2 else [level, value, "x"]
+    return value
+
 
 def stored(data_text: str, prefix: str = "") -> str:
     """A plain log: the header line and one event whose ``data`` is the raw JSON text given."""

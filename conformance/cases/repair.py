@@ -165,6 +165,37 @@ def compaction_cases() -> Cases:
         events=log(("compaction/start", {"compactionId": "k1", "turn": None}), ("session/end-seed", {})),
         comment="it was left open by an earlier lifecycle (a seed or a resume), which the marker ends",
     )
+    ended: tuple[str, dict[str, object]] = ("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
+    second: tuple[str, dict[str, object]] = ("turn/start", {"turn": 2})
+    yield pure(
+        "a compaction opened between turns and still open is closed before the open turn's end",
+        CLOSERS,
+        events=log(TURN_START, ended, ("compaction/start", {"compactionId": "k1", "turn": None}), second),
+        comment="a turn boundary sets the open turn afresh, but a compaction reaches across it",
+    )
+    yield pure(
+        "a compaction opened and closed in earlier turns stays closed",
+        CLOSERS,
+        events=log(
+            ("compaction/start", {"compactionId": "k1", "turn": None}),
+            TURN_START,
+            ("compaction/end", {"compactionId": "k1", "turn": None}),
+            ended,
+            second,
+        ),
+    )
+    yield pure(
+        "a session/end-seed turns before the log's end orphans the compactions opened before it, not after",
+        CLOSERS,
+        events=log(
+            ("compaction/start", {"compactionId": "k1", "turn": None}),
+            ("session/end-seed", {}),
+            ("compaction/start", {"compactionId": "k2", "turn": None}),
+            TURN_START,
+            ended,
+            second,
+        ),
+    )
 
 
 def closed_inside_a_turn() -> list[Step]:

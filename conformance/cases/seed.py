@@ -113,6 +113,23 @@ def envelope_cases() -> Cases:
         ENVELOPE,
         [ok("create", id="s", seed=[{"type": "custom/x", "seq": 0, "time": -5, "data": None}])],
     )
+    extremes = (-(2**53 - 1), 2**53 - 1, 5.0, 9007199254740991.0)
+    yield case(
+        "a seed event's time may be any safe integer, the smallest and largest included, or an integral float",
+        ENVELOPE,
+        [
+            ok(
+                "create",
+                id="s",
+                seed=[
+                    {"type": "custom/x", "seq": seq, "time": time, "data": None}
+                    for seq, time in enumerate(extremes)
+                ],
+            )
+        ],
+        why="a safe integer field is an int with |n| <= 2**53 - 1, and an integral float counts as that integer "
+        "(SPEC-DECISIONS D5)",
+    )
     base = event(0, "custom/x", {})
     entry: Any
     for name, entry in [
@@ -143,6 +160,13 @@ def order_cases() -> Cases:
         Code.SEED_SEQ_MISMATCH,
         SEQ,
         [event(0, "custom/x", {}), event(2, "custom/x", {})],
+    )
+    yield refused(
+        "a seed event may not repeat the seq before it",
+        Code.SEED_SEQ_MISMATCH,
+        SEQ,
+        [event(0, "custom/x", {}), event(1, "custom/x", {}), event(1, "custom/x", {})],
+        comment="entry 2 has seq 1: below its index, as a duplicated line would be",
     )
     yield refused(
         "the first failing seed entry decides the error",
@@ -217,6 +241,11 @@ def request_header_cases() -> Cases:
                     "adapterDefaults": {"reasoningEffort": False},
                 }
             },
+        ),
+        (
+            "an adapterDefaults marker of 1 is not true",
+            Code.REQUEST_HEADER_ADAPTER_DEFAULTS,
+            {"header": {"config": {**config, "maxTokens": 9}, "adapterDefaults": {"maxTokens": 1}}},
         ),
         (
             "adapterDefaults must be an object",

@@ -312,6 +312,20 @@ def writer_cases() -> Cases:
                 append_result("c1"),
             ],
         )
+    closer_like = {"reason": {"kind": "interrupted"}, "error": {"name": "E", "code": "TOOL_NOT_STARTED"}}
+    yield case(
+        "an event of another type carrying a closer's reason or error code is appended: only the type makes a closer",
+        WRITER_CLOSER,
+        [
+            ok("create", id="s"),
+            append_step("a/custom", closer_like),
+            append_step("z/custom", closer_like),
+            append_step("tp/custom", closer_like),
+            state(),
+        ],
+        comment="the types sort before, after and between turn/end and tool/result: a closer is a turn/end "
+        "or a tool/result by type, not by what its data says",
+    )
 
 
 def clock_cases() -> Cases:

@@ -16,6 +16,9 @@ for an implementer's own tests.
   frame cut in its magic, its header, a block, after some blocks, in its checksum; 1-3 stray
   bytes): dropped, the complete lines of a torn frame kept, and the file cut back so that what
   ``resume`` appends reads back (D3 item 4).
+- **frame forms** every zstd decoder reads (no checksum, a window descriptor, content sizes of
+  0 to 8 bytes, zero dictionary ids, RLE, compressed and empty blocks, skippable frames anywhere):
+  each read whole; a last frame cut short after a reserved bit or block type is corrupt, not torn.
 - **damaged middles** (a complemented byte, invalid UTF-8, an empty line, a wrong checksum, bad
   magic, a frame that ends inside a line, a seq gap): ``CORRUPT_LOG`` for ``read`` and
   ``resume``, the id still taken, nothing cut (D3 item 5).
@@ -35,6 +38,7 @@ from conformance.cases.build import NOW, OK, Case, Cases, Step, fails, ok
 from conformance.cases.files.logs import FileSet
 from conformance.cases.files.v0 import v0_sets
 from conformance.cases.files.v4 import (
+    frame_form_sets,
     layout_sets,
     line_end_sets,
     plain_damaged_sets,
@@ -54,6 +58,7 @@ def file_sets() -> Iterator[FileSet]:
     yield from line_end_sets()
     yield from plain_torn_sets()
     yield from zstd_torn_sets()
+    yield from frame_form_sets()
     yield from plain_damaged_sets()
     yield from zstd_damaged_sets()
     yield from v0_sets()

@@ -3,7 +3,7 @@ specification's own encoders (one line per record; one raw-block zstd frame per 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -87,14 +87,20 @@ def plain_log(header_line: JsonValue, writes: Writes) -> bytes:
     return line(header_line) + b"".join(line(record) for batch in writes for record in batch)
 
 
-def zstd_log(header_line: JsonValue, writes: Writes) -> bytes:
-    """Frame 0 the header line, then one frame per write, one raw block per line."""
-    frames = [encode_raw_frame(line(header_line))]
-    for batch in writes:
-        texts = [line(record) for record in batch]
-        ends = [sum(len(text) for text in texts[: count + 1]) for count in range(len(texts))]
-        frames.append(encode_raw_frame(b"".join(texts), ends))
-    return b"".join(frames)
+Frame = Callable[[int, Sequence[bytes]], bytes]  # a frame's index in the log and its lines -> its bytes
+
+
+def raw_frame(index: int, texts: Sequence[bytes]) -> bytes:
+    """A frame of one raw block per line, with its 4-byte content size and its checksum."""
+    ends = [sum(len(text) for text in texts[: count + 1]) for count in range(len(texts))]
+    return encode_raw_frame(b"".join(texts), ends)
+
+
+def zstd_log(header_line: JsonValue, writes: Writes, frame: Frame = raw_frame) -> bytes:
+    """Frame 0 the header line, then one frame per write, each made by ``frame`` (by default one
+    raw block per line)."""
+    batches = [[line(header_line)], *([line(record) for record in batch] for batch in writes)]
+    return b"".join(frame(index, texts) for index, texts in enumerate(batches))
 
 
 def v4_files(data: bytes, compressed: bool, session_id: str = SESSION) -> dict[str, bytes]:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import re
+from collections.abc import Callable, Iterator, Sequence
 
 from conformance.cases.files.logs import (
     CHECKSUM_BYTES,
@@ -11,14 +12,30 @@ from conformance.cases.files.logs import (
     SEQ_RULE,
     ZSTD_RULE,
     FileSet,
+    Frame,
     form,
     line,
+    raw_frame,
     v4_files,
+    v4_header,
     v4_log,
     v4_writes,
+    zstd_log,
 )
-from conformance.zstd_frames import BLOCK_HEADER_BYTES, HEADER_BYTES, encode_raw_frame
+from conformance.zstd_frames import (
+    BLOCK_HEADER_BYTES,
+    COMPRESSED_BLOCK,
+    HEADER_BYTES,
+    RAW_BLOCK,
+    RLE_BLOCK,
+    ZSTD_MAGIC,
+    FrameHeader,
+    encode_frame,
+    encode_raw_frame,
+    encode_skippable_frame,
+)
 from spec.codes import Code
+from spec.format.naming import encode_header_line
 
 # --- v4 logs, whole and torn ---------------------------------------------------------------------
 
@@ -101,6 +118,157 @@ def zstd_torn_sets() -> Iterator[FileSet]:
     )
 
 
+# --- the frame forms a reader meets (RFC 8878 §3.1; notes/dsh-persistence §4.3) -----------------
+
+FRAME_RULE = "measure_zstd_frame"
+
+
+def framed(header: Callable[[int, int], FrameHeader]) -> Frame:
+    """Frames of one raw block per line whose header ``header`` picks from the frame's index and
+    its content's length."""
+
+    def frame(index: int, texts: Sequence[bytes]) -> bytes:
+        content = b"".join(texts)
+        ends = [sum(len(text) for text in texts[: count + 1]) for count in range(len(texts))]
+        return encode_raw_frame(content, ends, header(index, len(content)))
+
+    return frame
+
+
+def mixed_blocks(index: int, texts: Sequence[bytes]) -> bytes:
+    """A write's frame whose first line holds an RLE block (its first run of one byte), whose
+    last line is a compressed block (raw literals, no sequences), and whose blocks end with an
+    empty raw one; the header line's frame stays one raw block."""
+    if index == 0:
+        return raw_frame(index, texts)
+    first, *rest = texts
+    run = re.search(rb"(.)\1+", first)
+    assert run is not None, "every event line has a run of one byte (its time's zeros)"
+    blocks = [
+        (RAW_BLOCK, first[: run.start()]),
+        (RLE_BLOCK, run.group()),
+        (RAW_BLOCK, first[run.end() :]),
+        *((RAW_BLOCK, text) for text in rest[:-1]),
+        *((COMPRESSED_BLOCK, text) for text in rest[-1:]),
+        (RAW_BLOCK, b""),
+    ]
+    return encode_frame(blocks)
+
+
+def frame_form_sets() -> Iterator[FileSet]:
+    """Every frame header and block form zstd allows reads whole: the scan measures each frame
+    from its header (notes/dsh-persistence §4.3), whatever its writer chose."""
+    forms: dict[str, Frame] = {
+        "without content checksums": framed(lambda _, __: FrameHeader(checksum=False)),
+        "with a window descriptor and no content size": framed(
+            lambda _, __: FrameHeader(window=True, size_bytes=0)
+        ),
+        "with a window descriptor and an eight-byte content size": framed(
+            lambda _, __: FrameHeader(window=True, size_bytes=8)
+        ),
+        "with one-byte content sizes below 256 bytes and two-byte ones above": framed(
+            lambda _, size: FrameHeader(size_bytes=1 if size < 256 else 2)
+        ),
+        "with zero dictionary ids of one, two and four bytes": framed(
+            lambda index, _: FrameHeader(dictionary_bytes=(1, 2, 4)[index % 3])
+        ),
+        "with RLE, compressed and empty blocks": mixed_blocks,
+        "without checksums whose last block is empty": lambda _, texts: encode_frame(
+            [*((RAW_BLOCK, text) for text in texts), (RAW_BLOCK, b"")], FrameHeader(checksum=False)
+        ),
+    }
+    for what, frame in forms.items():
+        yield FileSet(
+            f"a compressed v4 log of frames {what} reads whole",
+            FRAME_RULE,
+            v4_files(zstd_log(encode_header_line(v4_header()), v4_writes(), frame), True),
+            True,
+        )
+    header_line = encode_header_line(v4_header())
+    frames = [raw_frame(0, [line(header_line)])]
+    frames += [
+        raw_frame(index, [line(record) for record in batch]) for index, batch in enumerate(v4_writes(), 1)
+    ]
+    yield FileSet(
+        "skippable frames before the header frame, between frames and after the last one are skipped",
+        FRAME_RULE,
+        v4_files(
+            encode_skippable_frame(b"first")
+            + frames[0]
+            + encode_skippable_frame(b"")
+            + frames[1]
+            + encode_skippable_frame(b"between", magic=15)
+            + b"".join(frames[2:])
+            + encode_skippable_frame(b"after"),
+            True,
+        ),
+        True,
+        why="RFC 8878 §3.1.2: a skippable frame is its magic (0x184D2A50 to 0x184D2A5F), a 4-byte size and "
+        "that many bytes, and readers skip it; DSH refuses one, this project's reader skips it",
+        comment="the skippable frames use the first and the last of the 16 magics; one holds nothing",
+    )
+    data = v4_log(True)
+    skippable = encode_skippable_frame(b"after")
+    for where, cut in {"in its size": 6, "in its content": len(skippable) - 2}.items():
+        yield FileSet(
+            f"a skippable frame cut {where} after the last frame is a torn tail",
+            FRAME_RULE,
+            v4_files(data + skippable[:cut], True),
+            True,
+        )
+    yield FileSet(
+        "the magic number alone after the last frame is a torn tail",
+        FRAME_RULE,
+        v4_files(data + ZSTD_MAGIC, True),
+        True,
+    )
+    writes = v4_writes()
+    base = len(v4_log(True, writes[:2]))  # where the last write's frame starts
+    descriptor = base + 4
+    first_block = base + HEADER_BYTES
+    refused = {
+        "a last frame cut short after a reserved descriptor bit (bit 3)": data[:descriptor]
+        + bytes([data[descriptor] | 0x08])
+        + data[descriptor + 1 : descriptor + 6],
+        "a last frame cut short after the unused descriptor bit (bit 4)": data[:descriptor]
+        + bytes([data[descriptor] | 0x10])
+        + data[descriptor + 1 : descriptor + 6],
+        "a last frame cut short after a block of the reserved type": data[:first_block]
+        + bytes([data[first_block] | 0b110])
+        + data[first_block + 1 : first_block + 10],
+    }
+    yield from corrupt_sets(
+        True,
+        FRAME_RULE,
+        refused,
+        why="a frame is refused at the first header field a reader cannot accept, before it asks whether "
+        "the data holds the rest of the frame (notes/dsh-persistence §4.3)",
+    )
+    yield FileSet(
+        "four bytes after the last frame that are the zstd magic with its last byte raised are bad magic",
+        SCAN_RULE,
+        v4_files(data + ZSTD_MAGIC[:3] + b"\xfe", True),
+        True,
+        Code.CORRUPT_LOG,
+    )
+    second = len(v4_log(True, writes[:1]))
+    block = second + HEADER_BYTES
+    overlong = (
+        data[:block]
+        + (int.from_bytes(data[block : block + 3], "little") | 0xFFFF << 8).to_bytes(3, "little")
+        + data[block + 3 :]
+    )
+    yield FileSet(
+        "a compressed v4 log whose middle frame's block runs past the end of the data is corrupt, not torn",
+        "validate_nothing_complete_after",
+        v4_files(overlong, True),
+        True,
+        Code.CORRUPT_LOG,
+        comment="the second write's frame says its first block holds about 2 MiB; the last write's frame still "
+        "follows it whole",
+    )
+
+
 # --- damaged middles ---------------------------------------------------------------------------------
 
 
@@ -109,7 +277,9 @@ def flip(data: bytes, offset: int) -> bytes:
     return data[:offset] + bytes([data[offset] ^ 0xFF]) + data[offset + 1 :]
 
 
-def corrupt_sets(compressed: bool, rule: str, damaged: dict[str, bytes]) -> Iterator[FileSet]:
+def corrupt_sets(
+    compressed: bool, rule: str, damaged: dict[str, bytes], why: str | None = None
+) -> Iterator[FileSet]:
     """Each log of ``damaged`` (keyed by what is wrong with it): corrupt, not torn."""
     form = "compressed" if compressed else "plain"
     for what, broken in damaged.items():
@@ -119,6 +289,7 @@ def corrupt_sets(compressed: bool, rule: str, damaged: dict[str, bytes]) -> Iter
             v4_files(broken, compressed),
             compressed,
             Code.CORRUPT_LOG,
+            why=why,
         )
 
 

@@ -21,7 +21,8 @@ from conformance.cases.build import (
 )
 from conformance.cases.files.v0 import PRE_IDENTITY_RESULT
 from spec.codes import Code
-from spec.log.json import JsonValue
+from spec.format.json_text import encode_json_text as encode
+from spec.log.json import JsonObject, JsonValue
 
 UPGRADE = "spec.legacy.upgrade_v0_records"
 
@@ -102,6 +103,161 @@ def conversion_cases() -> Cases:
     )
 
 
+def turn_end_reason_cases() -> Cases:
+    """Every v0 turn/end reason form, each turn its own: kept, mapped, or refused."""
+    failure: JsonObject = {"message": "boom", "code": "E"}
+    full: JsonObject = {**failure, "status": 503, "providerRetryAfterMs": 1.5, "requestId": "r1"}
+    accepted: list[JsonObject] = [
+        {"kind": "error", "step": 0, "failure": failure},
+        {"kind": "error", "step": 2, "failure": full},
+        {"kind": "error", "step": 1, "message": "boom", "code": "E"},
+        {"kind": "error", "step": 1, "message": "boom"},
+        {"kind": "error", "error": failure},
+        {"kind": "aborted"},
+        {"kind": "aborted", "reason": {"kind": "user"}},
+        {"kind": "max-tokens"},
+        {"kind": "blocked"},
+        {"kind": "custom-kind", "detail": 1},
+    ]
+    records: list[tuple[str, dict[str, object]]] = []
+    for turn, reason in enumerate(accepted, 1):
+        records += [("turn/start", {"turn": turn}), ("turn/end", {"turn": turn, "reason": reason})]
+    yield pure(
+        "every v0 turn/end reason form is kept or mapped: failures with their optional fields, messages "
+        "with and without a code, aborted with and without a cause, unknown kinds as they are",
+        UPGRADE,
+        sessionId="old",
+        records=log(*records),
+        comment="in order: " + "; ".join(encode(reason) for reason in accepted),
+    )
+    refused: dict[str, JsonObject] = {
+        "a negative step": {"kind": "error", "step": -1, "failure": failure},
+        "a fractional step": {"kind": "error", "step": 1.5, "failure": failure},
+        "a step given as a string": {"kind": "error", "step": "1", "failure": failure},
+        "no step": {"kind": "error", "failure": failure},
+        "a failure without a code": {"kind": "error", "step": 1, "failure": {"message": "boom"}},
+        "a failure whose code is not a string": {
+            "kind": "error",
+            "step": 1,
+            "failure": {"message": "m", "code": 5},
+        },
+        "a failure whose message is not a string": {
+            "kind": "error",
+            "step": 1,
+            "failure": {"message": 5, "code": "E"},
+        },
+        "a failure with a key of its own": {"kind": "error", "step": 1, "failure": {**failure, "extra": 1}},
+        "a failure whose status is not a number": {
+            "kind": "error",
+            "step": 1,
+            "failure": {**failure, "status": "503"},
+        },
+        "a failure whose retry delay is not a number": {
+            "kind": "error",
+            "step": 1,
+            "failure": {**failure, "providerRetryAfterMs": True},
+        },
+        "a failure whose request id is not a string": {
+            "kind": "error",
+            "step": 1,
+            "failure": {**failure, "requestId": 7},
+        },
+        "a failure and a message both": {"kind": "error", "step": 1, "failure": failure, "message": "boom"},
+        "a message that is not a string": {"kind": "error", "step": 1, "message": 5},
+        "a message with a code that is not a string": {"kind": "error", "step": 1, "message": "m", "code": 5},
+        "a message with a key of its own": {"kind": "error", "step": 1, "message": "m", "extra": 1},
+        "disposed with a key of its own": {"kind": "disposed", "why": "x"},
+        "aborted without a cause but with a key of its own": {"kind": "aborted", "why": "x"},
+        "a kind that is not a string": {"kind": 5},
+    }
+    for what, reason in refused.items():
+        yield pure(
+            f"a v0 turn/end error reason with {what} is malformed"
+            if reason.get("kind") == "error"
+            else f"a v0 turn/end reason, {what}, is malformed",
+            UPGRADE,
+            Code.LEGACY_MALFORMED_TURN_END,
+            why=REFUSALS[Code.LEGACY_MALFORMED_TURN_END],
+            sessionId="old",
+            records=log(("turn/start", {"turn": 1}), ("turn/end", {"turn": 1, "reason": reason})),
+        )
+    for what, data in {
+        "turn 0": {"turn": 0, "reason": {"kind": "completed"}},
+        "a key besides turn and reason": {"turn": 1, "reason": {"kind": "completed"}, "extra": 1},
+    }.items():
+        yield pure(
+            f"a v0 turn/end with {what} is malformed",
+            UPGRADE,
+            Code.LEGACY_MALFORMED_TURN_END,
+            why=REFUSALS[Code.LEGACY_MALFORMED_TURN_END],
+            sessionId="old",
+            records=log(("turn/start", {"turn": 1}), ("turn/end", data)),
+        )
+
+
+def legacy_form_cases() -> Cases:
+    """The legacy forms beside the turn/end reasons, each read from a v0 log as its rule says."""
+    header = {"header": {"config": {"provider": "p", "model": "m"}}}
+    text: JsonValue = [{"type": "text", "text": "hi"}]
+    converted = log(
+        ("turn/start", {"turn": 1, "trigger": {"kind": "user"}}),
+        ("request/header", {**header, "reason": "change"}),
+        ("request/header", {**header, "reason": "auto"}),
+        ("steering/message", {"turn": 1, "message": user_msg("u9", "wait")}, APPEND),
+        ("user/message", {"content": text, "source": {"kind": "user"}}, APPEND),
+        (
+            "assistant/message",
+            {"turn": 1, "step": 1, "content": text, "provenance": {"provider": "p", "model": "m"}},
+            APPEND,
+        ),
+        ("turn/end", {"turn": 1, "reason": {"kind": "completed"}}),
+    )
+    yield pure(
+        "a v0 log's legacy forms are read: a trigger dropped, request/headers of other reasons kept, a "
+        "wrapped steering message unwrapped, messages from before message identity given ids",
+        UPGRADE,
+        sessionId="old",
+        records=converted,
+        comment="the request/header reasons sort before and after fallback; the assistant message keeps its "
+        "turn and step beside the message its content and provenance become",
+    )
+    steering: JsonObject = {"turn": 1, "content": text, "source": {"kind": "user"}}
+    malformed: dict[Code, dict[str, tuple[str, JsonObject]]] = {
+        Code.LEGACY_MALFORMED_TURN_START: {
+            "a trigger whose kind is empty": ("turn/start", {"turn": 1, "trigger": {"kind": ""}}),
+            "a trigger whose kind is not a string": ("turn/start", {"turn": 1, "trigger": {"kind": 5}}),
+            "a trigger that is not an object": ("turn/start", {"turn": 1, "trigger": "user"}),
+            "a trigger and turn 0": ("turn/start", {"turn": 0, "trigger": {"kind": "user"}}),
+            "a trigger and a fractional turn": ("turn/start", {"turn": 1.5, "trigger": {"kind": "user"}}),
+        },
+        Code.LEGACY_MALFORMED_MESSAGE: {
+            "a wrapped message and a turn given as a string": (
+                "steering/message",
+                {"turn": "1", "message": user_msg("u9")},
+            ),
+            "a wrapped message and a key of its own": (
+                "steering/message",
+                {"turn": 1, "message": user_msg("u9"), "extra": 1},
+            ),
+            "content and source and a key of its own": ("steering/message", {**steering, "extra": 1}),
+            "content and source and no turn": (
+                "steering/message",
+                {"content": text, "source": {"kind": "user"}},
+            ),
+        },
+    }
+    for code, forms in malformed.items():
+        for what, (kind, data) in forms.items():
+            yield pure(
+                f"a v0 {kind} with {what} is malformed",
+                UPGRADE,
+                code,
+                why=REFUSALS[code],
+                sessionId="old",
+                records=log(("turn/start", {"turn": 1}), (kind, data)),
+            )
+
+
 def kept_cases() -> Cases:
     turn_start = ("turn/start", {"turn": 1, "trigger": {"kind": "user"}})
     current = log(turn_start, user_ev(), ("turn/end", {"turn": 1, "reason": {"kind": "completed"}}))
@@ -169,4 +325,4 @@ def refused_cases() -> Cases:
         yield pure(name, UPGRADE, code, why=REFUSALS[code], sessionId="old", records=records)
 
 
-cases: Final = chained(conversion_cases, kept_cases, refused_cases)
+cases: Final = chained(conversion_cases, turn_end_reason_cases, legacy_form_cases, kept_cases, refused_cases)
