@@ -111,6 +111,8 @@ CAUSES: tuple[Cause, ...] = (
             "repair/an-open-compaction-*",
             "repair/two-open-compactions-*",
             "repair/of-two-open-compactions-*",
+            "repair/a-compaction-opened-between-turns-and-still-open-*",
+            "repair/a-session-end-seed-turns-before-the-log-s-end-orphans-*",
         ),
     ),
     Cause(
