@@ -115,6 +115,7 @@ RULES: Final = (
             "validate_pressure_relieved",
             "resolve_compact_spec",
             "resolve_target_policy",
+            "validate_compaction_policy",
         ),
         f"{MACHINE}: `compact_if_needed` with drawn windows",
     ),
