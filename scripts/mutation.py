@@ -236,10 +236,7 @@ def refresh_changed(path: Path, files: Sequence[str]) -> list[str]:
                 fresh = list(_all_work_items([Path(module)], {}))
                 if mutant_places(fresh) == mutant_places(recorded[module]):
                     continue
-                stale = [(item.job_id,) for item in recorded[module]]
-                with sqlite3.connect(path, timeout=LOCK_WAIT) as db:
-                    for table in ("work_results", "mutation_specs", "work_items", "lane_results"):
-                        db.executemany(f"DELETE FROM {table} WHERE job_id = ?", stale)
+                drop_jobs(path, [item.job_id for item in recorded[module]])
                 work_db.add_work_items(fresh)
                 remade.append(module)
     record_sources(path, files)
@@ -1238,10 +1235,15 @@ def forget_survivors(path: Path, lanes: Sequence[str], modules: Sequence[str]) -
 def keep(path: Path, wanted: Callable[[MutationSpec], bool]) -> None:
     """Drop the session's mutants ``wanted`` says no to (a focused run)."""
     with use_db(str(path), WorkDB.Mode.open) as work_db:
-        dropped = [(item.job_id,) for item in work_db.work_items if not wanted(item.mutations[0])]
+        dropped = [item.job_id for item in work_db.work_items if not wanted(item.mutations[0])]
+    drop_jobs(path, dropped)
+
+
+def drop_jobs(path: Path, job_ids: Sequence[str]) -> None:
+    """Remove these mutants from the session: each one's item, spec and every lane's result."""
     with sqlite3.connect(path, timeout=LOCK_WAIT) as db:
         for table in ("work_results", "mutation_specs", "work_items", "lane_results"):
-            db.executemany(f"DELETE FROM {table} WHERE job_id = ?", dropped)
+            db.executemany(f"DELETE FROM {table} WHERE job_id = ?", [(job_id,) for job_id in job_ids])
 
 
 if __name__ == "__main__":
