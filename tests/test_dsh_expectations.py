@@ -157,3 +157,13 @@ def test_as_shipped_dsh_is_judged_on_the_companions_rules_and_fails_them_as_a_de
     assert with_invariants is not None and with_invariants.kind == "derived-rule"
     assert dsh_expectations.is_invariants(folder / "dsh-0.1.0-rc.8-invariants-kill.json")
     assert not dsh_expectations.is_invariants(folder / "dsh-0.1.0-rc.8-kill.json")
+
+
+def test_as_shipped_a_failure_on_a_rule_the_restore_path_states_is_no_companion_decision() -> None:
+    """The as-shipped decision covers the companions' rules only: DSH failing a vector of a rule its
+    own restore path states (here envelope) is a new deviation, refused until someone explains it."""
+    said = (
+        'call spec.checker.check_log: result differs at $: expected [{"rule": "envelope", "seq": 0}], got []'
+    )
+    _, problems = dsh_expectations.explain([case("checker/envelope-a-new-edge", "failed", said)])
+    assert problems == [f"no cause explains checker/envelope-a-new-edge (failed): {said}"]
