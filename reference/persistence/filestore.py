@@ -166,7 +166,7 @@ def clean_zstd_frames(data: bytes, hold: int | None = None) -> list[tuple[int, b
     """Each frame of a zstd log whose frames are all whole, as its file offset and plaintext
     (skippable frames left out), inflated by one decompressor; ``None`` when a frame is torn or
     damaged, or there is none. With ``hold`` (bytes of plaintext), ``None`` too as soon as the
-    plaintext would pass it, having held little more (:func:`_inflate_held`): a reader with a size
+    plaintext would pass it, having held little more (:func:`_inflate_frame`): a reader with a size
     limit reads a log within ``hold`` in this one pass, and counts only a larger one first (issue
     24: ``dsh-session check`` inflated every log twice)."""
     try:
@@ -179,22 +179,11 @@ def clean_zstd_frames(data: bytes, hold: int | None = None) -> list[tuple[int, b
             if frame.skippable:
                 continue
             piece = data[frame.offset : frame.offset + frame.length]
-            if hold is not None:
-                held = _inflate_held(decompressor, piece, hold)
-                if held is None:
-                    return None
-                hold -= len(held)
-                frames.append((frame.offset, held))
-                continue
-            if zstandard.frame_content_size(piece) > 0:
-                frames.append((frame.offset, decompressor.decompress(piece)))
-                continue
-            # No content size in its header, as DSH's writer leaves it: a stream of the same
-            # decompressor (not a failed one-shot call and a new decompressor per frame: issue 24).
-            stream = decompressor.decompressobj()
-            plaintext = stream.decompress(piece)
-            if not stream.eof or stream.unused_data:
+            plaintext = _inflate_frame(decompressor, piece, hold)
+            if plaintext is None:
                 return None
+            if hold is not None:
+                hold -= len(plaintext)
             frames.append((frame.offset, plaintext))
     except (SpecError, zstandard.ZstdError, ValueError):
         return None
@@ -204,18 +193,23 @@ def clean_zstd_frames(data: bytes, hold: int | None = None) -> list[tuple[int, b
 _SLICE: Final = 1024  # compressed bytes inflated at a time: zstd makes at most ~32 MiB of them
 
 
-def _inflate_held(decompressor: zstandard.ZstdDecompressor, piece: bytes, hold: int) -> bytes | None:
-    """One whole frame's plaintext, or ``None`` when it is more than ``hold`` bytes or not one whole
-    frame: a frame that declares its content size is refused before it is inflated, one that does
-    not (as DSH writes them) is inflated a small slice at a time and given up as soon as it passes
-    ``hold``, so a bomb is never held whole. Damage raises ``zstandard.ZstdError``."""
+def _inflate_frame(decompressor: zstandard.ZstdDecompressor, piece: bytes, hold: int | None) -> bytes | None:
+    """One whole frame's plaintext, or ``None`` when it is not one whole frame or, with ``hold``,
+    more than ``hold`` bytes. A frame that declares its content size is inflated in one call (or
+    refused before it is, past ``hold``); one that does not, as DSH's writer leaves it, through a
+    stream of the same decompressor (not a failed one-shot call and a new decompressor per frame:
+    issue 24), with ``hold`` a small slice at a time, given up as soon as it passes ``hold`` so a
+    bomb is never held whole. Damage raises ``zstandard.ZstdError``."""
     declared = zstandard.frame_content_size(piece)
-    if declared > hold:
+    if hold is not None and declared > hold:
         return None
     if declared > 0:
         plaintext: bytes = decompressor.decompress(piece)
         return plaintext
     stream = decompressor.decompressobj()
+    if hold is None:
+        plaintext = stream.decompress(piece)
+        return plaintext if stream.eof and not stream.unused_data else None
     parts: list[bytes] = []
     size = 0
     for start in range(0, len(piece), _SLICE):
