@@ -359,7 +359,10 @@ CAUSES: tuple[Cause, ...] = (
         UNPUBLISHED,
         PERSISTENCE + ":808-816, :831, :1277",
         kind="decision",
-        keys=("exhaustive/diverges-resume-expected-ok-got-session-not-found",),
+        keys=(
+            "exhaustive/diverges-resume-expected-ok-got-session-not-found",
+            "exhaustive/diverges-read-expected-ok-got-session-not-found",
+        ),
     ),
     Cause(
         "failed",
@@ -423,14 +426,6 @@ CAUSES: tuple[Cause, ...] = (
         JSONL + ":84-85, :145-146",
         kind="robustness",
         keys=("pure-drt/spec-storage-derive-session-relpath",),
-    ),
-    Cause(
-        "failed",
-        UNPUBLISHED,
-        PERSISTENCE + ":808-816, :831, :1277",
-        kind="decision",
-        keys=("files/layout",),
-        detail="session 'z': no log at",
     ),
     Cause(
         "failed",
@@ -617,14 +612,7 @@ CAUSES: tuple[Cause, ...] = (
         GENERATED,
         GENERATED_SOURCE,
         kind="subject-bug",
-        keys=("machine/agrees", "exhaustive/agrees"),
-    ),
-    Cause(
-        "failed",
-        GENERATED,
-        GENERATED_SOURCE,
-        kind="subject-bug",
-        keys=("machine/diverges-*",),
+        keys=("machine/agrees", "exhaustive/agrees", "machine/diverges-*"),
     ),
     Cause(
         "failed",
@@ -633,13 +621,6 @@ CAUSES: tuple[Cause, ...] = (
         kind="decision",
         keys=("files/layout",),
         detail="no log at",
-    ),
-    Cause(
-        "failed",
-        UNPUBLISHED,
-        PERSISTENCE + ":808-816, :831, :1277",
-        kind="decision",
-        keys=("exhaustive/diverges-read-expected-ok-got-session-not-found",),
     ),
 )
 
