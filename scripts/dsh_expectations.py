@@ -658,20 +658,6 @@ CAUSES += (
     ),
     Cause(
         "unsupported",
-        "the subject before stop 29 answered engine_append with UNSUPPORTED_OP (runs stored from it; the "
-        "subject now appends the bracket through DSH's own append, the path its compaction engine uses)",
-        "subjects/dsh/lib/subject.mjs (before stop 29); " + SESSION + ":1444",
-        kind="harness",
-        keys=(
-            "session/the-compaction-engine-writes-its-bracket-through-its-own-path",
-            "fork/a-fork-without-a-boundary-of-a-log-that-ends-inside-a-compaction-is-rejected",
-            "repair/*-resuming-a-log-left-inside-a-compaction-closes-it-before-the-end-seed*",
-            "pure-drt/engine-append-*",
-            "repair/file-storage-resuming-a-log-left-inside-a-compaction-*",
-        ),
-    ),
-    Cause(
-        "unsupported",
         "no tool-result pruner pairs with this release: its only 0.1 release needs dsh-session 0.1.0-rc.8 or "
         "later, so the subject declares no prune",
         ONLY_AT_RC8,
