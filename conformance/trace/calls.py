@@ -281,12 +281,10 @@ class _Translator:
     def on_write(self, call: Syscall) -> None:
         target = call.args[0]
         written = call.value or 0
+        data = (
+            decode_string(call.args[1]) if call.name in ("write", "pwrite64") else decode_iovec(call.args[1])
+        )
         if decode_decoration(target) == self.pipe:
-            data = (
-                decode_string(call.args[1])
-                if call.name in ("write", "pwrite64")
-                else decode_iovec(call.args[1])
-            )
             if data is not None:
                 done = bisect.bisect_left(self.ends, call.entry)
                 self.acks.extend(done for _ in range(data[:written].count(b"\n")))
@@ -294,9 +292,6 @@ class _Translator:
         inode = self.fd_inode(target)
         if inode is None:
             return
-        data = (
-            decode_string(call.args[1]) if call.name in ("write", "pwrite64") else decode_iovec(call.args[1])
-        )
         if data is None or len(data) < written:
             self.refuse(call, "the written bytes were not printed whole")
             return
