@@ -5,6 +5,9 @@ writable when a detail quotes a lone surrogate, and the crash checks compare num
 from __future__ import annotations
 
 import json
+from pathlib import Path
+
+import pytest
 
 from conformance.crash_rules import check_d3_1_header, check_d3_2_prefix
 from conformance.expectations import load_expectations
@@ -167,3 +170,17 @@ def test_as_shipped_a_failure_on_a_rule_the_restore_path_states_is_no_companion_
     )
     _, problems = dsh_expectations.explain([case("checker/envelope-a-new-edge", "failed", said)])
     assert problems == [f"no cause explains checker/envelope-a-new-edge (failed): {said}"]
+
+
+def test_the_causes_file_names_its_texts_and_refuses_a_misspelt_field(tmp_path: Path) -> None:
+    names, causes = dsh_expectations.load_causes()
+    assert causes == dsh_expectations.CAUSES and "{" not in "".join(c.reason + c.source for c in causes)
+    assert causes[7].reason == names["UNPUBLISHED"]
+    wrong = tmp_path / "causes.toml"
+    wrong.write_text(
+        '[names]\nA = "a"\n[[cause]]\nstatus = "failed"\nreason = "{A}"\nsource = "s"\nkind = "decision"\n'
+        'key = ["*"]\n',
+        encoding="utf-8",
+    )
+    with pytest.raises(ValueError, match="unknown fields"):
+        dsh_expectations.load_causes(wrong)
