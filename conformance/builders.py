@@ -28,6 +28,7 @@ from spec.protocol import Request
 PROVIDER: Final = "suite"
 MODEL: Final = "model-1"
 ABSENT_FLAG: Final = "absent"  # a tool result block's isError left out (not null, not false)
+START_TIME: Final = 1_000  # ms: the clock every stateful run (machine, crash, modelcheck, ...) starts at
 
 
 def user_message(

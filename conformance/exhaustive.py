@@ -49,7 +49,6 @@ from spec.protocol import Request
 
 SESSION: Final = "s"
 CHILD: Final = "f"
-START_TIME: Final = 1_000  # ms
 MINIMUM_COVERAGE: Final = 10  # driven transitions per letter (the reference: see docs/choices.md)
 # Sequence length per profile name: ci reaches 5 since replays are pipelined, and thorough stays at 5
 # (6 would cost about eight times 5 again); --exhaustive-depth N overrides both, and scripts/certify-dsh.sh
@@ -305,7 +304,7 @@ class _Cursor:
             self.requests += self.driver.requests
             self.driver = self._fresh()
             self.driver.queue("reset", storage=self.storage)
-            self.driver.queue("clock", now=START_TIME)
+            self.driver.queue("clock", now=build.START_TIME)
             self.driver.queue("create", id=SESSION)
             rest = path
         for index in rest:

@@ -67,7 +67,6 @@ from spec.log.unclosed import derive_compaction_entry_state
 from spec.protocol import Request
 
 STORAGE: Final = "file"
-START_TIME: Final = 1_000  # ms
 TICK: Final = 1_000  # ms
 MAX_SESSIONS: Final = 2
 FORK_BOUNDARIES: Final = 6
@@ -197,7 +196,7 @@ def _renamed(text: str, now: int | None = None) -> tuple[str, dict[str, int]]:
         mapping[token] = name(kind, counts[kind])
         counts[kind] += 1
     values = sorted({*times.values(), *(() if now is None else (now,))})
-    rank = {value: str(START_TIME + TICK * index) for index, value in enumerate(values)}
+    rank = {value: str(build.START_TIME + TICK * index) for index, value in enumerate(values)}
     for token, value in times.items():
         mapping[token] = token[: token.index(":") + 1] + rank[value]
     pieces[1::2] = map(mapping.__getitem__, tokens)
@@ -402,7 +401,7 @@ ALPHABET: Final = _alphabet()
 ACTION_INDEX: Final = {action.name: index for index, action in enumerate(ALPHABET)}
 INITIAL_REQUESTS: Final[tuple[Request, ...]] = (
     ("reset", {"storage": STORAGE}),
-    ("clock", {"now": START_TIME}),
+    ("clock", {"now": build.START_TIME}),
     ("create", {"id": name("s", 0)}),
 )
 
@@ -506,7 +505,7 @@ def check_live(session_id: str, state: SessionState, checked: int = 0) -> tuple[
             continue
         meta = derive_child_meta(state.header, session_id, len(seed))
         try:
-            plan_create(name("s", 999), (session_id,), (), list(seed), meta, START_TIME, shared=True)
+            plan_create(name("s", 999), (session_id,), (), list(seed), meta, build.START_TIME, shared=True)
         except SpecError as error:
             fork = ("fork", {"source": session_id, "boundary": boundary, "child": name("s", 999)})
             found.append(

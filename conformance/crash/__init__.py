@@ -42,7 +42,6 @@ from conformance.crash.points import (
     run_crash_checks,
 )
 from conformance.crash.workloads import (
-    START_TIME,
     compaction_workload,
     crash_workloads,
     standard_workload,
@@ -51,7 +50,6 @@ from spec.protocol import STORE_ROOT_ENV
 
 __all__ = [
     "FAIL_FAST",
-    "START_TIME",
     "STORE_ROOT_ENV",
     "SUBJECT_ARGUMENT",
     "check_crash",

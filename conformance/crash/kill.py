@@ -15,8 +15,8 @@ from typing import Any, Final
 
 from conformance import builders as build
 from conformance import strategies as values
+from conformance.builders import START_TIME
 from conformance.crash.outcome import CRASH_REACHED, CrashCase, CrashOutcome, mark_reached
-from conformance.crash.workloads import START_TIME
 from conformance.crash_rules import (
     check_d3_1_header,
     check_d3_2_prefix,

@@ -9,6 +9,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from conformance.builders import START_TIME
 from conformance.crash.outcome import (
     CRASH_BYTE_CUTS,
     CRASH_REACHED,
@@ -21,7 +22,6 @@ from conformance.crash.outcome import (
     record_outcome,
 )
 from conformance.crash.workloads import (
-    START_TIME,
     WORKLOAD_BYTE_CUTS,
     WORKLOAD_FORMATS,
     WORKLOAD_RESETS,

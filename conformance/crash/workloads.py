@@ -12,8 +12,6 @@ from conformance.builders import append_request as append
 from spec.log.events import ASSISTANT_MESSAGE, STEP_START, TOOL_CALL, TOOL_RESULT
 from spec.protocol import Request
 
-START_TIME: Final = 1_000  # ms
-
 
 def standard_workload() -> tuple[Request, ...]:
     """A session that is published, grows across several flushes and is left inside an open turn

@@ -69,7 +69,6 @@ from spec.protocol import STORE_ROOT_ENV, Request
 FAMILY: Final = "files"
 ZSTD_BINARY: Final = "/usr/bin/zstd"  # the standard zstd command-line tool
 CHECKSUM_FLAG: Final = 0x04  # Content_Checksum_flag of a frame header descriptor
-START_TIME: Final = 1_000  # ms
 
 CHECKS: Final = {
     "layout": "every log lies where SPEC-DECISIONS D1 puts it, under its target's file name, and no log elsewhere",
@@ -139,7 +138,7 @@ class Written:
 def run_workload(driver: Driver, compressed: bool) -> Written:
     """The workload in one form, beside the model; each request that made events durable is a write."""
     driver.step("reset", storage="file", compressed=compressed)
-    driver.step("clock", now=START_TIME)
+    driver.step("clock", now=build.START_TIME)
     written = Written(compressed, driver.model)
     for op, args in writing_workload():
         before = driver.model.stored

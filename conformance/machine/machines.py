@@ -52,7 +52,6 @@ from conformance.machine.variants import (
     POOL,
     REPLACE_VARIANTS,
     REWRITE_VARIANTS,
-    START_TIME,
     TEXTS,
     boundary_for,
     derive_announced_calls,
@@ -168,7 +167,7 @@ class SessionMachine(RuleBasedStateMachine):
         self.diverged = False
         self.driver = Driver(run.subject, target=run.target)
         self.do("reset", storage=self.storage)
-        self.do("clock", now=START_TIME)
+        self.do("clock", now=build.START_TIME)
         self.steps.clear()  # every replay starts so (conformance.machine.replay.replay_program)
 
     def teardown(self) -> None:

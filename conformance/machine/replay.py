@@ -24,9 +24,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Final
 
+from conformance.builders import START_TIME
 from conformance.crash.family import FAIL_FAST, subject_argument
 from conformance.driver import Driver, Mismatch, Unsupported, describe_request
-from conformance.machine.variants import START_TIME
 from conformance.report import CaseResult, Options, case_slug
 from conformance.subject import Subject
 from conformance.targets import DEFAULT_TARGET, Target

@@ -33,7 +33,6 @@ from spec.log.session import ABSENT
 
 Args = dict[str, object]
 
-START_TIME: Final = 1_000  # ms: the clock every run starts at
 POOL: Final = ("s0", "s1", "s2")  # the names sessions are created under: few, so that they collide
 MISSING_IDS: Final = ("ghost", "s3")  # names no rule ever creates: a request naming one must miss
 TEXTS: Final = values.WORKLOAD_TEXTS  # one of each edge: astral, line breakers, a lone surrogate
@@ -252,7 +251,7 @@ def seed_prefix(events: Sequence[Event], length: int, end_seed: bool) -> list[Js
     ``end_seed`` asks for one and the prefix does not already end with one."""
     prefix: list[JsonValue] = [thaw_json(event) for event in events[:length]]
     if end_seed and (not events[:length] or events[length - 1].get("type") != END_SEED):
-        prefix.append({"type": END_SEED, "seq": len(prefix), "time": START_TIME, "data": {}})
+        prefix.append({"type": END_SEED, "seq": len(prefix), "time": build.START_TIME, "data": {}})
     return prefix
 
 

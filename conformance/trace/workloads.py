@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Final
 
 from conformance import builders as build
-from conformance.crash import START_TIME, standard_workload
+from conformance.builders import START_TIME
+from conformance.crash import standard_workload
 from conformance.model import DurableLog, ModelStore
 from conformance.trace.persistence import EMPTY_TREE, Call, Cut, Disk, Tree, Write
 from spec.protocol import Request
