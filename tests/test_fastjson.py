@@ -531,6 +531,33 @@ def test_a_resumed_v4_log_is_kept_as_its_lines_and_every_read_is_a_fresh_frozen_
     assert events == tuple(events) and events != tuple(events)[:-1] and events == list(events)
 
 
+def test_a_v0_log_resumed_on_first_sight_is_kept_as_the_lines_of_its_v4_file(tmp_path: Any) -> None:
+    """A v0 log read in bulk is converted unfrozen and kept as the lines the migration writes
+    (issue 24): every read is a fresh frozen event, the events are the spec path's reading of the
+    v0 log with their closers and end-seed, and the lines are the v4 file's records."""
+    store = SessionStore(FileStore(str(tmp_path)))
+    store.create("old", meta={"cwd": test_filestore.CWD})
+    store.close("old")
+    located = FileStore(str(tmp_path)).locate("old")
+    assert located is not None
+    Path(located).unlink()
+    v0_path = Path(located).parent / "session.jsonl.zstd"
+    v0_path.write_bytes(v0_bytes(V0_RECORDS, True))
+    slow = load_log("old", v0_path.read_bytes(), True, v0_path.name)
+    session = SessionStore(FileStore(str(tmp_path))).resume("old")
+    events = session.events
+    assert isinstance(events, fastjson.StoredEvents) and len(events.lines) > len(slow.events)
+    assert len(events) == len(events.lines) + 1  # the closers are written too, the end-seed after
+    assert same_json(list(events[: len(slow.events)]), list(slow.events))
+    assert events[-1]["type"] == "session/end-seed"
+    first, again = events[6], events[6]
+    assert first == again and first is not again and frozen_all_the_way_down(first)
+    assert all(frozen_all_the_way_down(event) for event in events)
+    written = FileStore(str(tmp_path)).read("old")
+    lines = len(events.lines)
+    assert written.format_version == 4 and same_json(list(written.events)[:lines], list(events)[:lines])
+
+
 def test_a_snapshot_of_a_resumed_log_never_grows_and_appends_go_on_after_the_lines(tmp_path: Any) -> None:
     store, session, stored = resumed_v4_session(tmp_path)
     before = session.events

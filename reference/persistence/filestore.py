@@ -122,6 +122,7 @@ class LoadedLog:
     events: Sequence[Event]  # a tuple, or the stored lines of a log read in bulk (StoredEvents)
     recovered: tuple[Event, ...]
     truncate_to: int | None
+    plain: bool = False  # a v0 log read in bulk unfrozen: its events kept only as encoded lines
 
 
 def load_log(
@@ -234,7 +235,8 @@ def clean_records(
     ends with a newline); the lines parsed (their UTF-8 checked too) by
     :func:`fastjson.decode_lines`, the header by the spec's rules (against ``file_name`` when
     given), with the lines themselves; a v4 log's records left plain unless ``frozen``, a v0 log's
-    frozen unless ``checked_only`` (a caller that hands no event out, :func:`judge_clean_records`).
+    plain too unless ``frozen`` and not ``checked_only`` (a caller that hands no event out,
+    :func:`judge_clean_records`).
     ``None`` when anything there is not clean or the parser is unsure."""
     try:
         if frames is not None:
@@ -257,7 +259,7 @@ def clean_records(
         del records_text
         lines.pop()  # the text ends with a newline
         legacy = version == LEGACY_FORMAT_VERSION
-        records = fastjson.decode_lines(lines, frozen=not checked_only if legacy else frozen)
+        records = fastjson.decode_lines(lines, frozen=frozen and not checked_only if legacy else frozen)
     except (SpecError, ValueError):
         return None
     return None if records is None else (version, header, records, lines)
@@ -275,14 +277,16 @@ def judge_clean_records(
     as those lines (:class:`fastjson.StoredEvents`, the judged events, frozen or plain as parsed,
     held until the session settles them); a v0 log's records go through the whole legacy read path
     (:func:`upgrade_v0_records`: rows expanded, seqs, retired vocabulary, conversions, shapes, known
-    types), its events frozen unless ``checked_only`` (a checker, which hands none out: the records
-    parsed plain by :func:`clean_records` stay plain, so no event is copied to be frozen). ``None``
-    when a rule refuses (the spec's path names it)."""
+    types), its events frozen as its records were parsed (plain ones, :attr:`LoadedLog.plain`, for
+    a checker, which hands none out, and for a resume, which keeps them only as the lines it
+    writes: :meth:`FileStore._open_locked`; no event is copied to be frozen). ``None`` when a rule
+    refuses (the spec's path names it)."""
     try:
         if version == LEGACY_FORMAT_VERSION:
+            plain = bool(records) and type(records[0]) is not FrozenDict and not checked_only
             with fastjson.collector_paused():
-                upgraded = upgrade_v0_records(str(header["id"]), records, frozen=not checked_only)
-                return LoadedLog(version, header, upgraded, (), None)
+                upgraded = upgrade_v0_records(str(header["id"]), records, frozen=not (plain or checked_only))
+                return LoadedLog(version, header, upgraded, (), None, plain)
         frozen = not records or type(records[0]) is FrozenDict
         kind = FrozenDict if frozen else dict
         for seq, record in enumerate(records):
@@ -297,6 +301,19 @@ def judge_clean_records(
     except SpecError:
         return None
     return LoadedLog(version, header, fastjson.StoredEvents(lines, events, frozen=frozen), (), None)
+
+
+def _kept_as_written(events: Sequence[Event]) -> tuple[fastjson.StoredEvents, EncodedBatch]:
+    """Judged plain events (a v0 log read in bulk and converted, then its closers) as the batch
+    that writes them, encoded once, and as the lines of that very text, which hold them from now
+    on: the plain events are the judged ones, for the resume to fold and drop
+    (:class:`fastjson.StoredEvents`)."""
+    text = fastjson.encode_lines(events)
+    lines = text.split(b"\n")
+    lines.pop()  # the text ends with a newline; a JSON line holds no raw one
+    if len(lines) != len(events):  # pragma: no cover - encode_lines writes one line per event
+        raise AssertionError("one line per event")
+    return fastjson.StoredEvents(lines, events, frozen=False), EncodedBatch(events, text)
 
 
 # --- the service --------------------------------------------------------------------------------
@@ -477,7 +494,13 @@ class FileStore:
         if loaded.format_version == LEGACY_FORMAT_VERSION:
             # Migration: the converted log becomes a new v4 file beside the v0 one, published whole.
             written = _join(_dirname(path), V4_ZSTD_NAME if self.compressed else V4_PLAIN_NAME)
-            self._publish(written, loaded.header, resumed)
+            if loaded.plain:
+                # Read in bulk unfrozen: the events are kept as the lines written for them, as a v4
+                # log read in bulk is, and never handed out (issue 24: a v0 log's first sight).
+                resumed, batch = _kept_as_written(resumed)
+                self._publish(written, loaded.header, batch)
+            else:
+                self._publish(written, loaded.header, resumed)
             report = OpenReport(
                 torn_bytes_dropped=0
                 if loaded.truncate_to is None
