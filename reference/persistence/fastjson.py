@@ -22,8 +22,9 @@ import gc
 import importlib
 import json
 import sys
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from functools import partial
 from typing import Any, Final, NoReturn, overload
 
 from spec.format import framing
@@ -93,14 +94,21 @@ def release_free_memory() -> None:
 
 
 def decode_lines(
-    lines: Sequence[bytes], use_orjson: bool = True, frozen: bool = True
+    lines: Sequence[bytes],
+    use_orjson: bool = True,
+    frozen: bool = True,
+    small_floats: list[float] | None = None,
 ) -> list[JsonValue] | None:
     """Each line (UTF-8 already validated by the caller) as frozen JSON with the spec reader's
     values, or ``None`` when some line needs the spec's reader. Not ``frozen``: the same values in
-    plain containers, for a caller that judges them, drops them and keeps the lines."""
+    plain containers, for a caller that judges them, drops them and keeps the lines. Every float
+    the values hold that :func:`encode_lines` may have orjson write otherwise (non-zero, below
+    :data:`SMALL_FLOAT` in magnitude) is appended to ``small_floats`` when given: the walk that
+    settles the numbers meets every float anyway (issue 24: a v0 log's migration)."""
     values: list[JsonValue] = []
     append = values.append
-    settle = freeze_checked if frozen else settle_numbers
+    small = [] if small_floats is None else small_floats
+    settle = partial(freeze_checked if frozen else settle_numbers, small=small)
     try:
         with collector_paused():
             if use_orjson and _orjson is not None and not frozen:
@@ -110,11 +118,11 @@ def decode_lines(
                 deep: list[Any] = []
                 for index, value in enumerate(values):
                     if type(value) is dict:
-                        _settle(value, 0, deep)
+                        _settle(value, 0, deep, small)
                     else:
-                        values[index] = settle_numbers(value)
+                        values[index] = settle(value)
                 while deep:
-                    _settle(deep.pop(), _RECURSIVE_DEPTH, deep)
+                    _settle(deep.pop(), _RECURSIVE_DEPTH, deep, small)
             elif use_orjson and _orjson is not None:
                 loads = _orjson.loads
                 for line in lines:
@@ -260,7 +268,7 @@ class StoredEvents(Sequence[Event]):
         return f"StoredEvents({len(self)} events, {len(self._lines)} stored as lines)"
 
 
-def encode_lines(records: Sequence[JsonValue]) -> bytes:
+def encode_lines(records: Sequence[JsonValue], small_floats: Collection[float] | None = None) -> bytes:
     """:func:`spec.format.framing.encode_lines`'s very bytes, faster: a record is written by orjson
     when each of its floats is, alone, written alike by orjson and the spec's encoder: orjson's text
     for a float-free JSON value is the spec encoder's (compact, keys in order, non-ASCII raw, the
@@ -273,7 +281,11 @@ def encode_lines(records: Sequence[JsonValue]) -> bytes:
     writes as ``0.0000...`` or with a negative exponent (``tests/test_fastjson.py`` checks it
     property-wise), so a text holding neither has no float to compare (issue 24: the walk was a
     fifth of a flush's encoding). Both are searched for once in the whole text, and line by line
-    only when found (issue 24: a search per record was two fifths of a v0 migration's encoding)."""
+    only when found (issue 24: a search per record was two fifths of a v0 migration's encoding).
+    ``small_floats``, when given, holds every float of the records below :data:`SMALL_FLOAT` in
+    magnitude (a superset will do: the walk that read them met each, :func:`decode_lines`): none
+    means no float to compare, and the text is not searched (issue 24: the two searches were a
+    third of a v0 migration's encoding)."""
     if _orjson is None:
         return framing.encode_lines(records)
     dumps, newline = _orjson.dumps, _orjson.OPT_APPEND_NEWLINE
@@ -290,6 +302,8 @@ def encode_lines(records: Sequence[JsonValue]) -> bytes:
             out += dumps(record, option=newline)  # the line break written by orjson: one copy less
         except (TypeError, ValueError):  # orjson.JSONEncodeError is a TypeError
             out += encode_json_text(record).encode("utf-8") + b"\n"
+    if small_floats is not None and not small_floats:  # the caller met every float: none is small
+        return bytes(out)
     if b"e-" not in out and b"0.0000" not in out:  # one search of the whole text, not one a record
         return bytes(out)
     # Rare: a line may hold a float orjson writes otherwise; such a record the spec encodes (a line
@@ -325,17 +339,24 @@ def _floats_in(value: JsonValue) -> list[float]:
     return floats
 
 
-def freeze_checked(value: Any) -> JsonValue:
+SMALL_FLOAT: Final = 1e-4  # orjson writes a float alike with the spec's encoder unless it is smaller
+
+
+def freeze_checked(value: Any, small: list[float] | None = None) -> JsonValue:
     """Freshly parsed JSON (nobody else holds it) frozen in one pass over its containers, each
-    number given the spec reader's value; raises :class:`_Unsure` for a float it cannot vouch for."""
+    number given the spec reader's value; raises :class:`_Unsure` for a float it cannot vouch for.
+    Each non-zero float below :data:`SMALL_FLOAT` in magnitude is appended to ``small`` (when
+    given)."""
     kind = type(value)
     root: FrozenDict | FrozenList
+    if small is None:
+        small = []
     if kind is dict:
         root = FrozenDict(value)
     elif kind is list:
         root = FrozenList(value)
     else:
-        return _checked_scalar(value)
+        return _checked_scalar(value, small)
     stack: list[Any] = [root]
     pop, push = stack.pop, stack.append
     children: Iterable[tuple[Any, Any]]
@@ -369,29 +390,34 @@ def freeze_checked(value: Any) -> JsonValue:
                     put(container, where, 0.0)
                 elif not -_UNSURE_MAGNITUDE < child < _UNSURE_MAGNITUDE:
                     raise _Unsure
+                elif -SMALL_FLOAT < child < SMALL_FLOAT:
+                    small.append(child)
     return root
 
 
-def settle_numbers(value: Any) -> JsonValue:
+def settle_numbers(value: Any, small: list[float] | None = None) -> JsonValue:
     """:func:`freeze_checked` without the freezing: freshly parsed JSON's numbers given the spec
     reader's values in place, its containers left plain (no copies; a container holding a number
-    to change is walked twice, once to find it and once to change it). Containers nested at most
-    :data:`_RECURSIVE_DEPTH` levels are walked by recursion (a fifth faster than a stack: issue 24,
-    resume); deeper ones are left on a stack, each settled by the same walk from there."""
+    to change is walked twice, once to find it and once to change it), its small floats appended
+    to ``small`` likewise. Containers nested at most :data:`_RECURSIVE_DEPTH` levels are walked by
+    recursion (a fifth faster than a stack: issue 24, resume); deeper ones are left on a stack,
+    each settled by the same walk from there."""
+    if small is None:
+        small = []
     if type(value) is dict or type(value) is list:
         deep: list[Any] = []
-        _settle(value, 0, deep)
+        _settle(value, 0, deep, small)
         while deep:
-            _settle(deep.pop(), _RECURSIVE_DEPTH, deep)
+            _settle(deep.pop(), _RECURSIVE_DEPTH, deep, small)
         settled: JsonValue = value
         return settled
-    return _checked_scalar(value)
+    return _checked_scalar(value, small)
 
 
 _RECURSIVE_DEPTH: Final = 64  # containers nested deeper wait on settle_numbers' stack
 
 
-def _settle(container: Any, depth: int, deep: list[Any]) -> None:
+def _settle(container: Any, depth: int, deep: list[Any], small: list[float]) -> None:
     is_dict = type(container) is dict
     changes = False
     for child in container.values() if is_dict else container:
@@ -402,12 +428,14 @@ def _settle(container: Any, depth: int, deep: list[Any]) -> None:
             if child > MAX_SAFE_INTEGER or child < -MAX_SAFE_INTEGER:
                 changes = True
         elif kind is dict or kind is list:
-            _settle(child, depth + 1, deep) if depth < _RECURSIVE_DEPTH else deep.append(child)
+            _settle(child, depth + 1, deep, small) if depth < _RECURSIVE_DEPTH else deep.append(child)
         elif kind is float:
             if not -_UNSURE_MAGNITUDE < child < _UNSURE_MAGNITUDE:
                 raise _Unsure
             if child == 0.0:
                 changes = True
+            elif -SMALL_FLOAT < child < SMALL_FLOAT:
+                small.append(child)
     if changes:
         _settle_in_place(container, is_dict)
 
@@ -419,7 +447,7 @@ def _settle_in_place(container: Any, is_dict: bool) -> None:
             container[where] = _checked_scalar(child)
 
 
-def _checked_scalar(value: JsonValue) -> JsonValue:
+def _checked_scalar(value: JsonValue, small: list[float] | None = None) -> JsonValue:
     if type(value) is int and not -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
         return float(value)
     if type(value) is float:
@@ -427,4 +455,6 @@ def _checked_scalar(value: JsonValue) -> JsonValue:
             return 0.0
         if not -_UNSURE_MAGNITUDE < value < _UNSURE_MAGNITUDE:
             raise _Unsure
+        if small is not None and -SMALL_FLOAT < value < SMALL_FLOAT:
+            small.append(value)
     return value

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final, cast
 
 import zstandard
@@ -123,6 +123,7 @@ class LoadedLog:
     recovered: tuple[Event, ...]
     truncate_to: int | None
     plain: bool = False  # a v0 log read in bulk unfrozen: its events kept only as encoded lines
+    small_floats: tuple[float, ...] | None = None  # read in bulk: its floats below 1e-4 (encode_lines)
 
 
 def load_log(
@@ -159,8 +160,10 @@ def load_clean_log(
         frames = clean_zstd_frames(data)
         if frames is None:
             return None
-    bulk = clean_records(session_id, data, frames, file_name, frozen)
-    return None if bulk is None else judge_clean_records(*bulk)
+    small_floats: list[float] = []
+    bulk = clean_records(session_id, data, frames, file_name, frozen, small_floats=small_floats)
+    loaded = None if bulk is None else judge_clean_records(*bulk)
+    return None if loaded is None else replace(loaded, small_floats=tuple(small_floats))
 
 
 def clean_zstd_frames(data: bytes, hold: int | None = None) -> list[tuple[int, bytes]] | None:
@@ -229,6 +232,7 @@ def clean_records(
     file_name: str | None = None,
     frozen: bool = True,
     checked_only: bool = False,
+    small_floats: list[float] | None = None,
 ) -> tuple[int, FrozenDict, list[JsonValue], list[bytes]] | None:
     """The version, header and records of a clean log, parsed in bulk: a plain log is ``data``, a
     zstd log is ``frames`` (:func:`clean_zstd_frames`; the first is the header line's, every other
@@ -236,8 +240,9 @@ def clean_records(
     :func:`fastjson.decode_lines`, the header by the spec's rules (against ``file_name`` when
     given), with the lines themselves; a v4 log's records left plain unless ``frozen``, a v0 log's
     plain too unless ``frozen`` and not ``checked_only`` (a caller that hands no event out,
-    :func:`judge_clean_records`).
-    ``None`` when anything there is not clean or the parser is unsure."""
+    :func:`judge_clean_records`); the floats below 1e-4 in magnitude appended to ``small_floats``
+    (:func:`fastjson.decode_lines`). ``None`` when anything there is not clean or the parser is
+    unsure."""
     try:
         if frames is not None:
             body = [plaintext for _, plaintext in frames[1:]]
@@ -259,7 +264,9 @@ def clean_records(
         del records_text
         lines.pop()  # the text ends with a newline
         legacy = version == LEGACY_FORMAT_VERSION
-        records = fastjson.decode_lines(lines, frozen=frozen and not checked_only if legacy else frozen)
+        records = fastjson.decode_lines(
+            lines, frozen=frozen and not checked_only if legacy else frozen, small_floats=small_floats
+        )
     except (SpecError, ValueError):
         return None
     return None if records is None else (version, header, records, lines)
@@ -303,12 +310,17 @@ def judge_clean_records(
     return LoadedLog(version, header, fastjson.StoredEvents(lines, events, frozen=frozen), (), None)
 
 
-def _kept_as_written(events: Sequence[Event]) -> tuple[fastjson.StoredEvents, EncodedBatch]:
+def _kept_as_written(
+    events: Sequence[Event], small_floats: tuple[float, ...] | None
+) -> tuple[fastjson.StoredEvents, EncodedBatch]:
     """Judged plain events (a v0 log read in bulk and converted, then its closers) as the batch
     that writes them, encoded once, and as the lines of that very text, which hold them from now
     on: the plain events are the judged ones, for the resume to fold and drop
-    (:class:`fastjson.StoredEvents`)."""
-    text = fastjson.encode_lines(events)
+    (:class:`fastjson.StoredEvents`). ``small_floats`` are those the read met
+    (:attr:`LoadedLog.small_floats`): the conversions and the closers make no float of their own
+    (a packed row's seqs and times are ints, a closer takes the last event's time), so they are
+    every small float of ``events``."""
+    text = fastjson.encode_lines(events, small_floats)
     lines = text.split(b"\n")
     lines.pop()  # the text ends with a newline; a JSON line holds no raw one
     if len(lines) != len(events):  # pragma: no cover - encode_lines writes one line per event
@@ -497,7 +509,7 @@ class FileStore:
             if loaded.plain:
                 # Read in bulk unfrozen: the events are kept as the lines written for them, as a v4
                 # log read in bulk is, and never handed out (issue 24: a v0 log's first sight).
-                resumed, batch = _kept_as_written(resumed)
+                resumed, batch = _kept_as_written(resumed, loaded.small_floats)
                 self._publish(written, loaded.header, batch)
             else:
                 self._publish(written, loaded.header, resumed)
