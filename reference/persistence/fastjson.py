@@ -93,6 +93,15 @@ def release_free_memory() -> None:
         _TRIM[0](0)
 
 
+def release_in_order(values: list[Any]) -> None:
+    """Let ``values``' items go first to last, each freed then if nothing else holds it. A parsed
+    log's objects were made in that order, and freeing them in it touches memory the way it was
+    laid out: a tuple or list being freed lets its items go last to first, which took half as
+    long again for a resume's 100k judged events (issue 24: 56 against 35 ms)."""
+    for index in range(len(values)):
+        values[index] = None
+
+
 def decode_lines(
     lines: Sequence[bytes],
     use_orjson: bool = True,
