@@ -687,3 +687,15 @@ def test_released_values_are_freed_first_to_last() -> None:
     kept = values[3]
     fastjson.release_in_order(values)
     assert values == [None] * 5 and freed == [0, 1, 2, 4] and kept.number == 3
+
+
+@pytest.mark.parametrize("use_orjson", PARSERS)
+@pytest.mark.parametrize("frozen", [True, False])
+def test_numbered_lines_are_objects_whose_seq_is_their_place(use_orjson: bool, frozen: bool) -> None:
+    """``decode_lines(..., numbered=True)`` (a v4 log's records, issue 24): every parser path
+    refuses a record that is not an object whose seq is the int of its place."""
+    good = [b'{"seq":0}', b'{"seq":1,"data":[1.5]}']
+    assert fastjson.decode_lines(good, use_orjson, frozen, numbered=True) is not None
+    for bad in (b'{"seq":2}', b'{"seq":1.0}', b'{"seq":true}', b"[1]", b"1", b'{"n":1}'):
+        assert fastjson.decode_lines([good[0], bad], use_orjson, frozen, numbered=True) is None
+        assert fastjson.decode_lines([good[0], bad], use_orjson, frozen) is not None

@@ -107,13 +107,16 @@ def decode_lines(
     use_orjson: bool = True,
     frozen: bool = True,
     small_floats: list[float] | None = None,
+    numbered: bool = False,
 ) -> list[JsonValue] | None:
     """Each line (UTF-8 already validated by the caller) as frozen JSON with the spec reader's
     values, or ``None`` when some line needs the spec's reader. Not ``frozen``: the same values in
     plain containers, for a caller that judges them, drops them and keeps the lines. Every float
     the values hold that :func:`encode_lines` may have orjson write otherwise (non-zero, below
     :data:`SMALL_FLOAT` in magnitude) is appended to ``small_floats`` when given: the walk that
-    settles the numbers meets every float anyway (issue 24: a v0 log's migration)."""
+    settles the numbers meets every float anyway (issue 24: a v0 log's migration). ``numbered``
+    (a v4 log's records): ``None`` too unless each value is an object whose ``seq`` is the int of
+    its place, asked as each object is settled (issue 24: a pass of its own over a resumed log)."""
     values: list[JsonValue] = []
     append = values.append
     small = [] if small_floats is None else small_floats
@@ -128,6 +131,10 @@ def decode_lines(
                 for index, value in enumerate(values):
                     if type(value) is dict:
                         _settle(value, 0, deep, small)
+                        if numbered and (type(seq := value.get("seq")) is not int or seq != index):
+                            return None
+                    elif numbered:
+                        return None
                     else:
                         values[index] = settle(value)
                 while deep:
@@ -144,8 +151,14 @@ def decode_lines(
                     if end != len(text):
                         return None
                     append(settle(value))
+            if numbered and not frozen and _orjson is not None and use_orjson:
+                return values  # asked above, object by object
     except (_Unsure, ValueError, StopIteration, RecursionError, TypeError):
         return None
+    if numbered:
+        for index, value in enumerate(values):
+            if not isinstance(value, dict) or type(seq := value.get("seq")) is not int or seq != index:
+                return None
     return values
 
 

@@ -241,8 +241,9 @@ def clean_records(
     given), with the lines themselves; a v4 log's records left plain unless ``frozen``, a v0 log's
     plain too unless ``frozen`` and not ``checked_only`` (a caller that hands no event out,
     :func:`judge_clean_records`); the floats below 1e-4 in magnitude appended to ``small_floats``
-    (:func:`fastjson.decode_lines`). ``None`` when anything there is not clean or the parser is
-    unsure."""
+    (:func:`fastjson.decode_lines`). ``None`` when anything there is not clean, the parser is
+    unsure, or a v4 log's record is not an object whose ``seq`` is its place (counted from 0: the
+    spec's path then names the gap, as :func:`spec.format.legacy.decode_v4_events` does)."""
     try:
         if frames is not None:
             body = [plaintext for _, plaintext in frames[1:]]
@@ -265,7 +266,10 @@ def clean_records(
         lines.pop()  # the text ends with a newline
         legacy = version == LEGACY_FORMAT_VERSION
         records = fastjson.decode_lines(
-            lines, frozen=frozen and not checked_only if legacy else frozen, small_floats=small_floats
+            lines,
+            frozen=frozen and not checked_only if legacy else frozen,
+            small_floats=small_floats,
+            numbered=not legacy,  # a v4 record is one event, whose seq is its place
         )
     except (SpecError, ValueError):
         return None
@@ -279,8 +283,9 @@ def judge_clean_records(
     lines: list[bytes],
     checked_only: bool = False,
 ) -> LoadedLog | None:
-    """The spec's rules on records parsed in bulk from ``lines``: a v4 log's seqs must run 0, 1,
-    2... and its messages be well formed (:func:`validate_stored_events`), and its events are kept
+    """The spec's rules on records parsed in bulk from ``lines`` (by :func:`clean_records`, which
+    refuses a v4 log whose seqs do not run 0, 1, 2...): a v4 log's messages must be well formed
+    (:func:`validate_stored_events`), and its events are kept
     as those lines (:class:`fastjson.StoredEvents`, the judged events, frozen or plain as parsed,
     held until the session settles them); a v0 log's records go through the whole legacy read path
     (:func:`upgrade_v0_records`: rows expanded, seqs, retired vocabulary, conversions, shapes, known
@@ -295,15 +300,7 @@ def judge_clean_records(
                 upgraded = upgrade_v0_records(str(header["id"]), records, frozen=not (plain or checked_only))
                 return LoadedLog(version, header, upgraded, (), None, plain)
         frozen = not records or type(records[0]) is FrozenDict
-        kind = FrozenDict if frozen else dict
-        for seq, record in enumerate(records):
-            if (
-                type(record) is not kind
-                or type(stored_seq := record.get("seq")) is not int
-                or stored_seq != seq
-            ):
-                return None
-        events = cast(list[Event], records)  # each an event object: checked just above
+        events = cast(list[Event], records)  # each an event object numbered by its place: clean_records
         validate_stored_events(str(header["id"]), events)
     except SpecError:
         return None
