@@ -94,12 +94,12 @@ def release_free_memory() -> None:
 
 
 def release_in_order(values: list[Any]) -> None:
-    """Let ``values``' items go first to last, each freed then if nothing else holds it. A parsed
-    log's objects were made in that order, and freeing them in it touches memory the way it was
-    laid out: a tuple or list being freed lets its items go last to first, which took half as
-    long again for a resume's 100k judged events (issue 24: 56 against 35 ms)."""
-    for index in range(len(values)):
-        values[index] = None
+    """Let ``values``' items go first to last, each freed then if nothing else holds it (the list is
+    left empty). A parsed log's objects were made in that order, and freeing them in it touches
+    memory the way it was laid out: a tuple or list being freed lets its items go last to first,
+    which took half as long again for a resume's 100k judged events (issue 24: 56 against 35 ms)."""
+    values.reverse()
+    values.clear()  # a list clears last to first: reversed, its items go in their first order
 
 
 def decode_lines(
