@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Final, Literal, TypeAlias
 
 from spec.codes import Code, SpecError, reject  # noqa: F401 - SpecError is named by the contracts
-from spec.log.events import SURFACE_EVENT_TYPES, Event, Message, derive_event_message
+from spec.log.events import Event, Message, derive_event_message, is_surface_eligible_type
 from spec.log.json import is_event_seq, js_text
 from spec.log.nodes import SurfaceNodes
 from spec.log.provenance import validate_provenance
@@ -88,7 +88,7 @@ def read_surface_op(event: Event) -> SurfaceOp | None:
     (``None``). A surface-eligible event must carry ``"append"`` or an object with exactly the keys
     ``op: "replace"``, ``start`` and ``end``, both event seqs (notes/dsh-session-core §3.4)."""
     kind = event.get("type")
-    if not (isinstance(kind, str) and kind in SURFACE_EVENT_TYPES):  # is_surface_eligible_type, inlined
+    if not is_surface_eligible_type(kind):
         if "surfaceOp" in event:
             raise reject(
                 Code.SURFACE_OP_ON_LOG_ONLY,
