@@ -24,7 +24,6 @@ import json
 import sys
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from functools import partial
 from typing import Any, Final, NoReturn, overload
 
 from spec.format import framing
@@ -120,7 +119,7 @@ def decode_lines(
     values: list[JsonValue] = []
     append = values.append
     small = [] if small_floats is None else small_floats
-    settle = partial(freeze_checked if frozen else settle_numbers, small=small)
+    settle = freeze_checked if frozen else settle_numbers
     try:
         with collector_paused():
             if use_orjson and _orjson is not None and not frozen:
@@ -136,13 +135,13 @@ def decode_lines(
                     elif numbered:
                         return None
                     else:
-                        values[index] = settle(value)
+                        values[index] = settle(value, small)
                 while deep:
                     _settle(deep.pop(), _RECURSIVE_DEPTH, deep, small)
             elif use_orjson and _orjson is not None:
                 loads = _orjson.loads
                 for line in lines:
-                    append(settle(loads(line)))
+                    append(settle(loads(line), small))
             else:
                 scan = _STDLIB_SCAN
                 for line in lines:
@@ -150,7 +149,7 @@ def decode_lines(
                     value, end = scan(text, 0)
                     if end != len(text):
                         return None
-                    append(settle(value))
+                    append(settle(value, small))
             if numbered and not frozen and _orjson is not None and use_orjson:
                 return values  # asked above, object by object
     except (_Unsure, ValueError, StopIteration, RecursionError, TypeError):
