@@ -11,7 +11,12 @@ from collections.abc import Callable, Sequence
 from typing import Protocol, TypeVar
 
 from reference.persistence.api import LogHandle, PersistenceService
-from reference.persistence.fastjson import StoredEvents, collector_paused, release_free_memory
+from reference.persistence.fastjson import (
+    StoredEvents,
+    collector_paused,
+    release_free_memory,
+    release_in_order,
+)
 from reference.session import Clock, Session, wall_clock_ms
 from spec.codes import Code, reject
 from spec.lineage.fork import derive_child_meta, plan_fork_seed, validate_fork_request
@@ -205,7 +210,9 @@ class SessionStore:
             session = Session(
                 state, sink=handle, clock=self._clock, on_commit=self._committed, stored_lines=lines
             )
+            judged = list(state.events)  # the judged events, now held by this list alone...
             del state
+            release_in_order(judged)  # ...let go in the order they were made
         release_free_memory()  # what reading the log freed, back to the system
         self._live[session_id] = session
         self._handles[session_id] = handle

@@ -63,3 +63,19 @@ def test_the_closers_count_is_the_length_of_the_closers_derived(events: list[dic
     scan = plain_fold(events)
     if scan.open_turn is not None and events:
         assert count_closers(scan) == len(derive_closers_after(scan, events[-1], len(events)))
+
+
+def test_an_end_seed_after_the_last_turn_boundary_forgets_the_compactions_before_it() -> None:
+    """The scan skips the compactions before the last boundary only when an end-seed after it
+    forgets them (issue 24); one before the boundary does not, so what it leaves open is read."""
+    kinds = ["compaction/start", "session/end-seed", "compaction/start", "turn/start", "step/start"]
+    events: list[dict[str, Any]] = [
+        {"type": kind, "seq": seq, "time": 5, "data": {"turn": 1, "step": 1, "compactionId": f"k{seq}"}}
+        for seq, kind in enumerate(kinds)
+    ]
+    open_before = fold_repair_scan(events)
+    assert open_before == plain_fold(events) and [
+        start["compactionId"] for start in open_before.open_compactions
+    ] == ["k2"]
+    events.append({"type": "session/end-seed", "seq": 5, "time": 5, "data": {}})
+    assert fold_repair_scan(events) == plain_fold(events) and fold_repair_scan(events).open_compactions == ()

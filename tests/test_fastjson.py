@@ -531,6 +531,72 @@ def test_a_resumed_v4_log_is_kept_as_its_lines_and_every_read_is_a_fresh_frozen_
     assert events == tuple(events) and events != tuple(events)[:-1] and events == list(events)
 
 
+def v0_session(tmp_path: Any, records: list[Any]) -> Path:
+    """A store under ``tmp_path`` holding session ``old`` as DSH's v0 log of ``records`` only."""
+    store = SessionStore(FileStore(str(tmp_path)))
+    store.create("old", meta={"cwd": test_filestore.CWD})
+    store.close("old")
+    located = FileStore(str(tmp_path)).locate("old")
+    assert located is not None
+    Path(located).unlink()
+    v0_path = Path(located).parent / "session.jsonl.zstd"
+    v0_path.write_bytes(v0_bytes(records, True))
+    return v0_path
+
+
+def test_a_v0_log_resumed_on_first_sight_is_kept_as_the_lines_of_its_v4_file(tmp_path: Any) -> None:
+    """A v0 log read in bulk is converted unfrozen and kept as the lines the migration writes
+    (issue 24): every read is a fresh frozen event, the events are the spec path's reading of the
+    v0 log with their closers and end-seed, and the lines are the v4 file's records."""
+    v0_path = v0_session(tmp_path, V0_RECORDS)
+    slow = load_log("old", v0_path.read_bytes(), True, v0_path.name)
+    session = SessionStore(FileStore(str(tmp_path))).resume("old")
+    events = session.events
+    assert isinstance(events, fastjson.StoredEvents) and len(events.lines) > len(slow.events)
+    assert len(events) == len(events.lines) + 1  # the closers are written too, the end-seed after
+    assert same_json(list(events[: len(slow.events)]), list(slow.events))
+    assert events[-1]["type"] == "session/end-seed"
+    first, again = events[6], events[6]
+    assert first == again and first is not again and frozen_all_the_way_down(first)
+    assert all(frozen_all_the_way_down(event) for event in events)
+    written = FileStore(str(tmp_path)).read("old")
+    lines = len(events.lines)
+    assert written.format_version == 4 and same_json(list(written.events)[:lines], list(events)[:lines])
+
+
+SMALL = [1e-5, -3e-7, 9.9e-5, 0.5, 1e-4, 0.0]  # the first three are written otherwise by orjson
+
+
+def test_a_v0_log_holding_small_floats_migrates_to_the_spec_encoders_lines(tmp_path: Any) -> None:
+    """The migration's encoding skips the search for floats orjson writes otherwise only when
+    the read met none (issue 24); with some, every line is still the spec encoder's."""
+    records = [
+        *V0_RECORDS[:-1],
+        {"type": "x/y", "seq": 6, "time": 16, "data": {"n": SMALL}, "ignorable": True},
+    ]
+    v0_session(tmp_path, records)
+    store = SessionStore(FileStore(str(tmp_path)))
+    store.resume("old")
+    store.close("old")
+    located = FileStore(str(tmp_path)).locate("old")
+    assert located is not None and located.endswith(".v4.jsonl.zstd")
+    frames = filestore.clean_zstd_frames(Path(located).read_bytes())
+    assert frames is not None
+    lines = b"".join(plaintext for _, plaintext in frames[1:]).split(b"\n")[:-1]
+    assert any(b"1e-05" in line for line in lines)
+    assert all(line == encode_json_text(decode_json_text(line)).encode() for line in lines)
+
+
+@pytest.mark.parametrize("use_orjson", PARSERS)
+@pytest.mark.parametrize("frozen", [True, False])
+def test_the_floats_orjson_may_write_otherwise_are_met_by_the_read(use_orjson: bool, frozen: bool) -> None:
+    met: list[float] = []
+    lines = [b'{"a":[' + b",".join(encode_json_text(x).encode() for x in SMALL) + b'],"b":-2e-6}', b"7e-6"]
+    assert fastjson.decode_lines(lines, use_orjson, frozen, met) is not None
+    assert sorted(met) == sorted([*SMALL[:3], -2e-6, 7e-6])
+    assert fastjson.encode_lines([{"a": 1.5}], ()) == b'{"a":1.5}\n'
+
+
 def test_a_snapshot_of_a_resumed_log_never_grows_and_appends_go_on_after_the_lines(tmp_path: Any) -> None:
     store, session, stored = resumed_v4_session(tmp_path)
     before = session.events
@@ -603,3 +669,33 @@ def test_a_fork_of_a_session_kept_as_lines_keeps_its_parents_lines_in_child_and_
         again = SessionStore(FileStore(str(tmp_path))).resume(session_id)
         assert again.events[: len(want)] == want
     assert grandchild.events[: len(expected)] == expected
+
+
+def test_released_values_are_freed_first_to_last() -> None:
+    """``release_in_order``: each item is let go in list order, freed then when nothing else
+    holds it (a resume's judged events, issue 24); one held elsewhere lives on."""
+    freed: list[int] = []
+
+    class Noted:
+        def __init__(self, number: int) -> None:
+            self.number = number
+
+        def __del__(self) -> None:
+            freed.append(self.number)
+
+    values: list[Any] = [Noted(number) for number in range(5)]
+    kept = values[3]
+    fastjson.release_in_order(values)
+    assert values == [] and freed == [0, 1, 2, 4] and kept.number == 3
+
+
+@pytest.mark.parametrize("use_orjson", PARSERS)
+@pytest.mark.parametrize("frozen", [True, False])
+def test_numbered_lines_are_objects_whose_seq_is_their_place(use_orjson: bool, frozen: bool) -> None:
+    """``decode_lines(..., numbered=True)`` (a v4 log's records, issue 24): every parser path
+    refuses a record that is not an object whose seq is the int of its place."""
+    good = [b'{"seq":0}', b'{"seq":1,"data":[1.5]}']
+    assert fastjson.decode_lines(good, use_orjson, frozen, numbered=True) is not None
+    for bad in (b'{"seq":2}', b'{"seq":1.0}', b'{"seq":true}', b"[1]", b"1", b'{"n":1}'):
+        assert fastjson.decode_lines([good[0], bad], use_orjson, frozen, numbered=True) is None
+        assert fastjson.decode_lines([good[0], bad], use_orjson, frozen) is not None

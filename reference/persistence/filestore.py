@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final, cast
 
 import zstandard
@@ -122,6 +122,8 @@ class LoadedLog:
     events: Sequence[Event]  # a tuple, or the stored lines of a log read in bulk (StoredEvents)
     recovered: tuple[Event, ...]
     truncate_to: int | None
+    plain: bool = False  # a v0 log read in bulk unfrozen: its events kept only as encoded lines
+    small_floats: tuple[float, ...] | None = None  # read in bulk: its floats below 1e-4 (encode_lines)
 
 
 def load_log(
@@ -158,8 +160,10 @@ def load_clean_log(
         frames = clean_zstd_frames(data)
         if frames is None:
             return None
-    bulk = clean_records(session_id, data, frames, file_name, frozen)
-    return None if bulk is None else judge_clean_records(*bulk)
+    small_floats: list[float] = []
+    bulk = clean_records(session_id, data, frames, file_name, frozen, small_floats=small_floats)
+    loaded = None if bulk is None else judge_clean_records(*bulk)
+    return None if loaded is None else replace(loaded, small_floats=tuple(small_floats))
 
 
 def clean_zstd_frames(data: bytes, hold: int | None = None) -> list[tuple[int, bytes]] | None:
@@ -228,14 +232,18 @@ def clean_records(
     file_name: str | None = None,
     frozen: bool = True,
     checked_only: bool = False,
+    small_floats: list[float] | None = None,
 ) -> tuple[int, FrozenDict, list[JsonValue], list[bytes]] | None:
     """The version, header and records of a clean log, parsed in bulk: a plain log is ``data``, a
     zstd log is ``frames`` (:func:`clean_zstd_frames`; the first is the header line's, every other
     ends with a newline); the lines parsed (their UTF-8 checked too) by
     :func:`fastjson.decode_lines`, the header by the spec's rules (against ``file_name`` when
     given), with the lines themselves; a v4 log's records left plain unless ``frozen``, a v0 log's
-    frozen unless ``checked_only`` (a caller that hands no event out, :func:`judge_clean_records`).
-    ``None`` when anything there is not clean or the parser is unsure."""
+    plain too unless ``frozen`` and not ``checked_only`` (a caller that hands no event out,
+    :func:`judge_clean_records`); the floats below 1e-4 in magnitude appended to ``small_floats``
+    (:func:`fastjson.decode_lines`). ``None`` when anything there is not clean, the parser is
+    unsure, or a v4 log's record is not an object whose ``seq`` is its place (counted from 0: the
+    spec's path then names the gap, as :func:`spec.format.legacy.decode_v4_events` does)."""
     try:
         if frames is not None:
             body = [plaintext for _, plaintext in frames[1:]]
@@ -257,7 +265,12 @@ def clean_records(
         del records_text
         lines.pop()  # the text ends with a newline
         legacy = version == LEGACY_FORMAT_VERSION
-        records = fastjson.decode_lines(lines, frozen=not checked_only if legacy else frozen)
+        records = fastjson.decode_lines(
+            lines,
+            frozen=frozen and not checked_only if legacy else frozen,
+            small_floats=small_floats,
+            numbered=not legacy,  # a v4 record is one event, whose seq is its place
+        )
     except (SpecError, ValueError):
         return None
     return None if records is None else (version, header, records, lines)
@@ -270,33 +283,46 @@ def judge_clean_records(
     lines: list[bytes],
     checked_only: bool = False,
 ) -> LoadedLog | None:
-    """The spec's rules on records parsed in bulk from ``lines``: a v4 log's seqs must run 0, 1,
-    2... and its messages be well formed (:func:`validate_stored_events`), and its events are kept
+    """The spec's rules on records parsed in bulk from ``lines`` (by :func:`clean_records`, which
+    refuses a v4 log whose seqs do not run 0, 1, 2...): a v4 log's messages must be well formed
+    (:func:`validate_stored_events`), and its events are kept
     as those lines (:class:`fastjson.StoredEvents`, the judged events, frozen or plain as parsed,
     held until the session settles them); a v0 log's records go through the whole legacy read path
     (:func:`upgrade_v0_records`: rows expanded, seqs, retired vocabulary, conversions, shapes, known
-    types), its events frozen unless ``checked_only`` (a checker, which hands none out: the records
-    parsed plain by :func:`clean_records` stay plain, so no event is copied to be frozen). ``None``
-    when a rule refuses (the spec's path names it)."""
+    types), its events frozen as its records were parsed (plain ones, :attr:`LoadedLog.plain`, for
+    a checker, which hands none out, and for a resume, which keeps them only as the lines it
+    writes: :meth:`FileStore._open_locked`; no event is copied to be frozen). ``None`` when a rule
+    refuses (the spec's path names it)."""
     try:
         if version == LEGACY_FORMAT_VERSION:
+            plain = bool(records) and type(records[0]) is not FrozenDict and not checked_only
             with fastjson.collector_paused():
-                upgraded = upgrade_v0_records(str(header["id"]), records, frozen=not checked_only)
-                return LoadedLog(version, header, upgraded, (), None)
+                upgraded = upgrade_v0_records(str(header["id"]), records, frozen=not (plain or checked_only))
+                return LoadedLog(version, header, upgraded, (), None, plain)
         frozen = not records or type(records[0]) is FrozenDict
-        kind = FrozenDict if frozen else dict
-        for seq, record in enumerate(records):
-            if (
-                type(record) is not kind
-                or type(stored_seq := record.get("seq")) is not int
-                or stored_seq != seq
-            ):
-                return None
-        events = cast(list[Event], records)  # each an event object: checked just above
+        events = cast(list[Event], records)  # each an event object numbered by its place: clean_records
         validate_stored_events(str(header["id"]), events)
     except SpecError:
         return None
     return LoadedLog(version, header, fastjson.StoredEvents(lines, events, frozen=frozen), (), None)
+
+
+def _kept_as_written(
+    events: Sequence[Event], small_floats: tuple[float, ...] | None
+) -> tuple[fastjson.StoredEvents, EncodedBatch]:
+    """Judged plain events (a v0 log read in bulk and converted, then its closers) as the batch
+    that writes them, encoded once, and as the lines of that very text, which hold them from now
+    on: the plain events are the judged ones, for the resume to fold and drop
+    (:class:`fastjson.StoredEvents`). ``small_floats`` are those the read met
+    (:attr:`LoadedLog.small_floats`): the conversions and the closers make no float of their own
+    (a packed row's seqs and times are ints, a closer takes the last event's time), so they are
+    every small float of ``events``."""
+    text = fastjson.encode_lines(events, small_floats)
+    lines = text.split(b"\n")
+    lines.pop()  # the text ends with a newline; a JSON line holds no raw one
+    if len(lines) != len(events):  # pragma: no cover - encode_lines writes one line per event
+        raise AssertionError("one line per event")
+    return fastjson.StoredEvents(lines, events, frozen=False), EncodedBatch(events, text)
 
 
 # --- the service --------------------------------------------------------------------------------
@@ -477,7 +503,13 @@ class FileStore:
         if loaded.format_version == LEGACY_FORMAT_VERSION:
             # Migration: the converted log becomes a new v4 file beside the v0 one, published whole.
             written = _join(_dirname(path), V4_ZSTD_NAME if self.compressed else V4_PLAIN_NAME)
-            self._publish(written, loaded.header, resumed)
+            if loaded.plain:
+                # Read in bulk unfrozen: the events are kept as the lines written for them, as a v4
+                # log read in bulk is, and never handed out (issue 24: a v0 log's first sight).
+                resumed, batch = _kept_as_written(resumed, loaded.small_floats)
+                self._publish(written, loaded.header, batch)
+            else:
+                self._publish(written, loaded.header, resumed)
             report = OpenReport(
                 torn_bytes_dropped=0
                 if loaded.truncate_to is None

@@ -173,18 +173,22 @@ def apply_repair_scan(scan: RepairScan, event: Event) -> RepairScan:
 def fold_repair_scan(events: Sequence[Event]) -> RepairScan:
     """Read a whole log with :func:`apply_repair_scan`, from nothing open. A turn boundary sets the
     open turn, step and calls afresh and only the compaction events reach across it, so up to the
-    last boundary only those are read (the same scan, without walking every turn)."""
+    last boundary only those are read (the same scan, without walking every turn); and a
+    ``session/end-seed`` after the last boundary forgets every compaction open before it, so then
+    none before the boundary is read at all (issue 24: a resumed log ends with its end-seed)."""
     last_boundary = next(
         (at for at in range(len(events) - 1, -1, -1) if events[at].get("type") in (TURN_START, TURN_END)),
         -1,
     )
+    tail = events[last_boundary + 1 :]
     scan = RepairScan()
-    for event in events[: last_boundary + 1]:
-        if event.get("type") in (COMPACTION_START, COMPACTION_END, END_SEED):
-            scan = apply_repair_scan(scan, event)
+    if not any(event.get("type") == END_SEED for event in tail):
+        for event in events[: last_boundary + 1]:
+            if event.get("type") in (COMPACTION_START, COMPACTION_END, END_SEED):
+                scan = apply_repair_scan(scan, event)
     if last_boundary >= 0:
         scan = apply_repair_scan(scan, events[last_boundary])
-    for event in events[last_boundary + 1 :]:
+    for event in tail:
         scan = apply_repair_scan(scan, event)
     return scan
 

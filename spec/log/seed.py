@@ -26,6 +26,7 @@ from spec.log.events import (
     is_named,
 )
 from spec.log.json import (
+    MAX_SAFE_INTEGER,
     NOT_JSON,
     FrozenDict,
     JsonValue,
@@ -108,11 +109,15 @@ def validate_seed_envelope(index: int, event: Event) -> None:
             Code.LEGACY_HEADER_DELTA,
             f"seed event at index {index} uses unsupported legacy request/header-delta format",
         )
+    seq, time = event.get("seq"), event.get("time")
     if (
         not ENVELOPE_KEYS.issuperset(event)
         or not isinstance(kind, str)
-        or not is_event_seq(event.get("seq"))
-        or not is_safe_integer(event.get("time"))
+        # An int in range (nearly every seq and time) decided without a call (issue 24: per event).
+        or not ((type(seq) is int and 0 <= seq <= MAX_SAFE_INTEGER) or is_event_seq(seq))
+        or not (
+            (type(time) is int and -MAX_SAFE_INTEGER <= time <= MAX_SAFE_INTEGER) or is_safe_integer(time)
+        )
         or "data" not in event
         or ("ignorable" in event and event["ignorable"] is not True)
     ):
@@ -213,8 +218,10 @@ def validate_tool_result_message(
 def validate_seed_request_header_reason(index: int, event: Event) -> None:
     """A seeded ``request/header`` whose data has ``reason: "fallback"`` is retired vocabulary
     (§1.3, checked after the envelope and LLM-shape checks)."""
+    if event.get("type") != REQUEST_HEADER:  # the type first: nearly no event is one
+        return
     data = event.get("data")
-    if event.get("type") == REQUEST_HEADER and isinstance(data, dict) and data.get("reason") == "fallback":
+    if isinstance(data, dict) and data.get("reason") == "fallback":
         raise reject(
             Code.LEGACY_FALLBACK_REASON,
             f'seed event at index {index} uses unsupported legacy request/header reason "fallback"',
