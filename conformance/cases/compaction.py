@@ -101,6 +101,13 @@ def _manual() -> Cases:
         comment="one surface node is the newest unit itself: there is no span before it",
     )
     yield case(
+        "manual compaction of a surface that is one tool call and its result has nothing to compact",
+        SELECT,
+        [ok("create", id="s"), turn(1), *tool_steps(1, "c1"), turn_end(1), compact("k1"), state_step()],
+        comment="the newest node is the result; the cut before it splits it from its call, so the cut moves "
+        "head-ward to the head itself and no span is left before it: null, nothing written",
+    )
+    yield case(
         "a manual compaction flushes once its bracket is closed",
         "should_flush_after_close",
         [*history(2), compact("k1"), ok("read", id="s")],
@@ -398,6 +405,31 @@ def _failure_paths() -> Cases:
             state_step(),
         ],
     )
+    yield case(
+        "a span whose end is replaced while the summarizer runs fails a manual compaction, naming its end",
+        STABLE,
+        [
+            *history(2),
+            fails(
+                Code.COMPACTION_SURFACE_CHANGED,
+                "compact",
+                id="s",
+                attempt=attempt(
+                    "k1",
+                    text="Short.",
+                    append={
+                        "type": "user/message",
+                        "data": user_msg("u9", "edited"),
+                        "surfaceOp": replace(7, 7),
+                        "sourceEventSeqs": [7],
+                    },
+                ),
+            ),
+            state_step(),
+        ],
+        comment="the span is seqs 1 to 7; once 7 is shadowed the region's end is not on the surface, and the "
+        "compaction/end's error names the end seq as the cause",
+    )
 
 
 def _automatic() -> Cases:
@@ -541,6 +573,7 @@ def _pressure() -> Cases:
         "a threshold ratio of 0": {"thresholdRatio": 0},
         "a threshold ratio above 1": {"thresholdRatio": 1.01},
         "a retain ratio of 0": {"retainRatio": 0},
+        "a negative retain ratio": {"thresholdRatio": 0.5, "retainRatio": -0.1},
         "a negative retain token count": {"retainTokens": -1},
         "a fractional retain token count": {"retainTokens": 1.5},
         "a retain token count given as a string": {"retainTokens": "10"},
@@ -582,8 +615,35 @@ def _pressure() -> Cases:
             fails(
                 Code.COMPACTION_CONFIG_INVALID, "compact_if_needed", id="s", contextWindow=1.5, attempts=two
             ),
+            fails(
+                Code.COMPACTION_CONFIG_INVALID,
+                "compact_if_needed",
+                id="s",
+                contextWindow=2**53,
+                attempts=two,
+            ),
         ],
-        comment="in order: " + "; ".join(refused) + "; then a fractional context window",
+        comment="in order: "
+        + "; ".join(refused)
+        + "; then a fractional context window, and one past the safe integers (2^53)",
+    )
+    yield case(
+        "a retain ratio at or above the threshold ratio is refused by the policy itself, with no window",
+        "validate_compaction_policy",
+        [
+            *setup,
+            *(
+                fails(
+                    Code.COMPACTION_CONFIG_INVALID, "compact_if_needed", id="s", policy=policy, attempts=two
+                )
+                for policy in (
+                    {"thresholdRatio": 0.5, "retainRatio": 0.5},
+                    {"thresholdRatio": 0.5, "retainRatio": 0.6},
+                )
+            ),
+        ],
+        comment="the policy is judged before the window is looked for: without one, a policy that passed "
+        "would be refused for want of capacity (COMPACTION_NO_CAPACITY) instead",
     )
     accepted = {
         "a threshold ratio of 1": {"thresholdRatio": 1},
@@ -695,9 +755,10 @@ def _pressure() -> Cases:
     )
 
 
-def _context_tokens(steps: Sequence[Step], session: str = "s") -> int:
-    """What the spec estimates the next request of ``session`` costs once ``steps`` have run (the
-    quantity pressure compares with its threshold)."""
+def _measured(steps: Sequence[Step], session: str = "s") -> tuple[tuple[int, ...], int]:
+    """What the spec prices each surface node of ``session`` at once ``steps`` have run (surface
+    order), and what it estimates the next request costs (the quantity pressure compares with its
+    threshold)."""
     oracle = SpecOracle()
     for step in (*start(), *steps):
         oracle.handle(step.request)
@@ -705,7 +766,8 @@ def _context_tokens(steps: Sequence[Step], session: str = "s") -> int:
     assert isinstance(state, dict) and isinstance(state["events"], list) and isinstance(state["nodes"], list)
     events = [event for event in state["events"] if isinstance(event, dict)]
     nodes = [seq for seq in state["nodes"] if isinstance(seq, int)]
-    return derive_context_tokens(events, price_surface(nodes, events))
+    priced = price_surface(nodes, events)
+    return tuple(price for _, price in priced), derive_context_tokens(events, priced)
 
 
 def _pressure_boundary() -> Cases:
@@ -713,7 +775,7 @@ def _pressure_boundary() -> Cases:
     exactly the threshold compacts, one token below it does nothing. The threshold is
     ``floor(contextWindow × thresholdRatio)``, set here to the context's own estimate, or one more."""
     setup = [*history(2), *open_turn(3)]
-    tokens = _context_tokens(setup)
+    tokens = _measured(setup)[1]
     two = [attempt("k1"), attempt("k2")]
     for ratio, per_token in ((1, 1), (0.5, 2)):
         policy = {"thresholdRatio": ratio, "retainRatio": 0.1}
@@ -737,6 +799,85 @@ def _pressure_boundary() -> Cases:
             )
 
 
+def _retained_tail() -> Cases:
+    """Which tail pressure keeps (``select_compactable_range``): walking from the newest node, nodes
+    are kept until their prices reach ``retainTokens`` (inclusive), and the rest before them is the
+    span. The threshold is set to the context's own estimate (``thresholdRatio`` 1), so pressure
+    compacts once."""
+    setup = [*history(2), *open_turn(3)]
+    prices, tokens = _measured(setup)
+    newest = prices[-1]
+    for retain, name in (
+        (newest, "a tail priced exactly at retainTokens is enough: only the newest node is kept"),
+        (newest + 1, "one token more than the newest node's price keeps the node before it too"),
+    ):
+        yield case(
+            name,
+            SELECT,
+            [
+                *setup,
+                ok(
+                    "compact_if_needed",
+                    id="s",
+                    contextWindow=tokens,
+                    policy={"thresholdRatio": 1, "retainTokens": retain},
+                    attempts=[attempt("k1"), attempt("k2")],
+                ),
+                state_step(),
+            ],
+            comment=f"the surface's nodes are priced {list(prices)} (newest last) and retainTokens is {retain}",
+        )
+    base = request_header()["header"]
+    assert isinstance(base, dict)
+    system = "You are a careful engineer. Read before you write. " * 24
+    prompted = [
+        *setup,
+        append_step("request/header", {"header": {**base, "system": system}, "reason": "initial"}),
+    ]
+    prices, tokens = _measured(prompted)
+    retain = sum(prices) + 1
+    assert retain < tokens and retain <= sum(prices) + prices[-1]
+    yield case(
+        "a retained tail larger than the whole surface leaves nothing to compact: pressure answers null",
+        SELECT,
+        [
+            *prompted,
+            ok(
+                "compact_if_needed",
+                id="s",
+                contextWindow=tokens,
+                policy={"thresholdRatio": 1, "retainTokens": retain},
+                attempts=[attempt("k1"), attempt("k2")],
+            ),
+            state_step(),
+        ],
+        comment=f"the request's system prompt holds the context at {tokens} tokens, the threshold; the surface "
+        f"is priced {sum(prices)} in all and retainTokens is {retain}: every node is kept, no span is left, and "
+        "pressure writes nothing",
+    )
+    short = [*history(2), turn(3), append_user("u3", "s", "and then?")]
+    prices, tokens = _measured(short)
+    retain = tokens * 16 // 100
+    assert sum(prices[-2:]) < retain <= sum(prices[-3:])
+    yield case(
+        "without a configured retention pressure keeps 16% of the window: here the newest three nodes",
+        "derive_retain_ratio",
+        [
+            *short,
+            ok(
+                "compact_if_needed",
+                id="s",
+                contextWindow=tokens,
+                policy={"thresholdRatio": 1},
+                attempts=[attempt("k1"), attempt("k2")],
+            ),
+            state_step(),
+        ],
+        comment=f"a window of {tokens} tokens retains floor({tokens} x 0.16) = {retain}; the nodes are priced "
+        f"{list(prices)} (newest last), so the tail reaches it only with the third newest node",
+    )
+
+
 def _pressure_counts_the_request() -> Cases:
     """Pressure measures what the next request costs (``derive_context_tokens``): the latest
     request/header's system prompt and tools fill the window too, though they are on no surface.
@@ -751,7 +892,7 @@ def _pressure_counts_the_request() -> Cases:
         assert isinstance(base, dict)
         header: JsonObject = {"header": {**base, **extra}}
         setup = [*history(2), *open_turn(3), append_step("request/header", {**header, "reason": "initial"})]
-        tokens = _context_tokens(setup)
+        tokens = _measured(setup)[1]
         yield case(
             f"pressure counts the latest request's {name}, which sits on no surface",
             "derive_context_tokens",
@@ -779,5 +920,6 @@ cases: Final = chained(
     _automatic,
     _pressure,
     _pressure_boundary,
+    _retained_tail,
     _pressure_counts_the_request,
 )
