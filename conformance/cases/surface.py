@@ -250,6 +250,33 @@ def fold_cases() -> Cases:
             ("user/message", user_msg("sum"), {"surfaceOp": replace(0, 1), "sourceEventSeqs": [0, 1]}),
         ),
     )
+    many = [user_ev(f"u{seq}", "m") for seq in range(300)]
+    yield pure(
+        "a surface of hundreds of nodes folds in order through replaces deep inside it",
+        FOLD,
+        events=log(
+            *many,
+            (
+                "user/message",
+                user_msg("s1", "sum"),
+                {"surfaceOp": replace(260, 270), "sourceEventSeqs": list(range(260, 271))},
+            ),
+            (
+                "user/message",
+                user_msg("s2", "sum"),
+                {"surfaceOp": replace(250, 300), "sourceEventSeqs": [*range(250, 260), 300]},
+            ),
+            user_ev("after"),
+            (
+                "user/message",
+                user_msg("s3", "sum"),
+                {"surfaceOp": replace(299, 302), "sourceEventSeqs": [299, 302]},
+            ),
+        ),
+        comment="300 appended nodes, then a replace of seqs 260..270, one of 250 up to that replacement (now "
+        "at position 250), an append, and a replace from the 300th node to the newest: positions past the "
+        "first few hundred are looked up, spliced and listed like the first ones",
+    )
     yield pure(
         "a log whose seqs skip a number does not fold",
         FOLD,
