@@ -48,7 +48,7 @@ from conformance.oracle import SpecOracle
 from spec.codes import Code
 from spec.log.json import JsonObject, JsonValue
 from spec.shrink.pressure import derive_context_tokens
-from spec.shrink.tokens import price_surface
+from spec.shrink.tokens import estimate_json, estimate_text, price_surface
 
 BRACKET = "derive_compaction_end"
 SELECT = "select_compactable_range"
@@ -880,11 +880,16 @@ def _retained_tail() -> Cases:
 
 def _pressure_counts_the_request() -> Cases:
     """Pressure measures what the next request costs (``derive_context_tokens``): the latest
-    request/header's system prompt and tools fill the window too, though they are on no surface.
-    The threshold is set to that whole estimate: a meter that leaves them out stays below it."""
-    tools: list[JsonValue] = [{"name": f"tool{n}", "description": "reads a file " * 8} for n in range(4)]
+    request/header's system prompt and tools fill the window too, though they are on no surface,
+    each at its estimate plus 4. The threshold is set to that whole estimate (pressure compacts), or
+    one token above it (it waits): a meter that leaves them out, or prices them otherwise, falls on
+    the other side of one of the two. Each text's estimate has its 4s bit set, so that adding the 4
+    is not the same as setting that bit."""
+    tools: list[JsonValue] = [{"name": f"tool{n}", "description": "reads a file " * 10} for n in range(4)]
+    system = "You are a careful engineer. Read before you write. " * 13
+    assert estimate_text(system) & 4 and estimate_json(tools) & 4
     extras: tuple[tuple[str, JsonObject], ...] = (
-        ("system prompt", {"system": "You are a careful engineer. Read before you write. " * 12}),
+        ("system prompt", {"system": system}),
         ("tools", {"tools": tools}),
     )
     for name, extra in extras:
@@ -893,23 +898,35 @@ def _pressure_counts_the_request() -> Cases:
         header: JsonObject = {"header": {**base, **extra}}
         setup = [*history(2), *open_turn(3), append_step("request/header", {**header, "reason": "initial"})]
         tokens = _measured(setup)[1]
-        yield case(
-            f"pressure counts the latest request's {name}, which sits on no surface",
-            "derive_context_tokens",
-            [
-                *setup,
-                ok(
-                    "compact_if_needed",
-                    id="s",
-                    contextWindow=tokens,
-                    policy={"thresholdRatio": 1, "retainRatio": 0.1},
-                    attempts=[attempt("k1"), attempt("k2")],
+        for above, (title, outcome) in enumerate(
+            (
+                (
+                    f"pressure counts the latest request's {name}, which sits on no surface",
+                    "so pressure compacts",
                 ),
-                state_step(),
-            ],
-            comment=f"the context, the request's {name} included, is estimated at {tokens} tokens: the "
-            "threshold, so pressure compacts",
-        )
+                (
+                    f"one token below the threshold with the latest request's {name}, pressure waits",
+                    "so it waits",
+                ),
+            )
+        ):
+            yield case(
+                title,
+                "derive_context_tokens",
+                [
+                    *setup,
+                    ok(
+                        "compact_if_needed",
+                        id="s",
+                        contextWindow=tokens + above,
+                        policy={"thresholdRatio": 1, "retainRatio": 0.1},
+                        attempts=[attempt("k1"), attempt("k2")],
+                    ),
+                    state_step(),
+                ],
+                comment=f"the context, the request's {name} included, is estimated at {tokens} tokens and the "
+                f"threshold is {tokens + above}: {outcome}",
+            )
 
 
 cases: Final = chained(
