@@ -20,6 +20,7 @@ from conformance.cases.build import (
     append_step,
     append_user,
     assistant_ev,
+    assistant_msg,
     case,
     chained,
     event,
@@ -36,11 +37,14 @@ from conformance.cases.build import (
 )
 from conformance.cases.engine_build import (
     LONG,
+    answer,
     attempt,
+    closed_turn,
     compact,
     first_question,
     history,
     state_step,
+    step_close,
     step_open,
     tool_steps,
 )
@@ -99,6 +103,23 @@ def _manual() -> Cases:
             state_step(),
         ],
         comment="one surface node is the newest unit itself: there is no span before it",
+    )
+    yield case(
+        "manual compaction keeps the newest node even when it costs nothing",
+        SELECT,
+        [
+            *history(2),
+            turn(3),
+            append_user("u3", "s", LONG),
+            step_open(3),
+            append_step("assistant/message", assistant_msg("a3-1", None, (), 3, 1), surfaceOp="append"),
+            step_close(3),
+            turn_end(3),
+            compact("k1"),
+            state_step(),
+        ],
+        comment="the newest node is an empty assistant message, priced 0: keeping 0 tokens is already reached "
+        "with it, so the span ends at the question before it",
     )
     yield case(
         "manual compaction of a surface that is one tool call and its result has nothing to compact",
@@ -878,6 +899,49 @@ def _retained_tail() -> Cases:
     )
 
 
+def _pressure_reads_the_newest_header() -> Cases:
+    """Pressure prices the newest request/header wherever it stands in the log: followed by a
+    step/start or by an assistant message (events that sort after and before it), or as the log's
+    very first event. The threshold is the whole estimate, system prompt included, so a meter that
+    misses the header stays below it and writes nothing."""
+    base = request_header()["header"]
+    assert isinstance(base, dict)
+    header = append_step(
+        "request/header",
+        {
+            "header": {**base, "system": "You are a careful engineer. Read before you write. " * 13},
+            "reason": "initial",
+        },
+    )
+    setups = (
+        ("followed by a step/start", [*history(2), *open_turn(3), header, step_open(3)]),
+        ("followed by an assistant message", [*history(2), *open_turn(3), step_open(3), header, answer(3)]),
+        (
+            "as the log's first event",
+            [ok("create", id="s"), header, *closed_turn(1), *closed_turn(2), *open_turn(3)],
+        ),
+    )
+    for where, setup in setups:
+        tokens = _measured(setup)[1]
+        yield case(
+            f"pressure counts the newest request/header {where}",
+            "derive_request_header",
+            [
+                *setup,
+                ok(
+                    "compact_if_needed",
+                    id="s",
+                    contextWindow=tokens,
+                    policy={"thresholdRatio": 1, "retainRatio": 0.1},
+                    attempts=[attempt("k1"), attempt("k2")],
+                ),
+                state_step(),
+            ],
+            comment=f"the context, the header's system prompt included, is estimated at {tokens} tokens: the "
+            "threshold, so pressure compacts",
+        )
+
+
 def _pressure_counts_the_request() -> Cases:
     """Pressure measures what the next request costs (``derive_context_tokens``): the latest
     request/header's system prompt and tools fill the window too, though they are on no surface,
@@ -938,5 +1002,6 @@ cases: Final = chained(
     _pressure,
     _pressure_boundary,
     _retained_tail,
+    _pressure_reads_the_newest_header,
     _pressure_counts_the_request,
 )
