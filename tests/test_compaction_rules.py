@@ -27,7 +27,6 @@ from spec.shrink.compaction import (
     CompactionRegion,
     CompactSpec,
     derive_retain_ratio,
-    is_surface_stable,
     plan_compaction_region,
     resolve_compact_spec,
     resolve_target_policy,
@@ -649,7 +648,7 @@ def prepared() -> tuple[Log, CompactionRegion, tuple[tuple[int, int], ...]]:
 def test_a_log_only_append_keeps_the_surface_stable(automatic: bool) -> None:
     log, region, before = prepared()
     log.add("request/header", {})
-    assert is_surface_stable(before, log.priced, region, automatic, log.events)
+    validate_surface_stable(before, log.priced, region, automatic, log.events)  # raises if unstable
 
 
 def test_an_append_anywhere_breaks_an_automatic_compaction() -> None:
@@ -663,7 +662,7 @@ def test_an_append_anywhere_breaks_an_automatic_compaction() -> None:
 def test_an_append_outside_the_span_keeps_a_manual_compaction_stable() -> None:
     log, region, before = prepared()
     log.user("injected")
-    assert is_surface_stable(before, log.priced, region, False, log.events)
+    validate_surface_stable(before, log.priced, region, False, log.events)  # raises if unstable
 
 
 def test_a_replaced_span_edge_is_no_longer_a_valid_manual_target() -> None:

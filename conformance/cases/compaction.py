@@ -105,6 +105,13 @@ def _manual() -> Cases:
         comment="one surface node is the newest unit itself: there is no span before it",
     )
     yield case(
+        "manual compaction of four nodes before a turn's lone question replaces all four",
+        STABLE,
+        [*history(2), turn(3), append_user("u3", "s", LONG), turn_end(3), compact("k1"), state_step()],
+        comment="the third turn ended on its question: that node is the newest unit, and the span before it is "
+        "the four nodes of the first two turns, each priced as it was when the summary was asked for",
+    )
+    yield case(
         "manual compaction keeps the newest node even when it costs nothing",
         SELECT,
         [
@@ -425,6 +432,31 @@ def _failure_paths() -> Cases:
             ),
             state_step(),
         ],
+    )
+    yield case(
+        "a node inside the span replaced while the summarizer runs fails a manual compaction: the span changed",
+        STABLE,
+        [
+            *history(2),
+            fails(
+                Code.COMPACTION_SURFACE_CHANGED,
+                "compact",
+                id="s",
+                attempt=attempt(
+                    "k1",
+                    text="Short.",
+                    append={
+                        "type": "user/message",
+                        "data": user_msg("u9", "edited"),
+                        "surfaceOp": replace(3, 3),
+                        "sourceEventSeqs": [3],
+                    },
+                ),
+            ),
+            state_step(),
+        ],
+        comment="the span is seqs 1, 3 and 7; its start and end are still on the surface, but what lies between "
+        "them is not what the summary was written from",
     )
     yield case(
         "a span whose end is replaced while the summarizer runs fails a manual compaction, naming its end",

@@ -157,6 +157,21 @@ def claim_cases() -> Cases:
         claim=None,
         event=broken,
     )
+    for name, data in (
+        ("whose shadowedRange is not an object", {"shadowedRange": [2, 2], "shadowedTokenCount": 30}),
+        (
+            "whose shadowedTokenCount is not an integer",
+            {"shadowedRange": {"start": 2, "end": 2}, "shadowedTokenCount": 1.5},
+        ),
+    ):
+        yield pure(
+            f"a metering event {name} arms nothing",
+            FOLD,
+            why="only a metering event whose shadowedRange is a pair of seqs and whose shadowedTokenCount is a safe "
+            "integer arms a claim",
+            claim=None,
+            event=event(5, "compaction/summary", data),
+        )
     yield pure(
         "any other log-only event lets the claim expire",
         FOLD,
@@ -196,6 +211,15 @@ def replace_cases() -> Cases:
         Code.TOKEN_SHADOW_PRICE_MISMATCH,
         why="a replace over a range other than the armed claim's is a corrupt metering",
         claim={**CLAIM, "start": 1},
+        event=REPLACING,
+    )
+    yield pure(
+        "a replace over a range before the claim's is rejected too",
+        FOLD,
+        Code.TOKEN_SHADOW_PRICE_MISMATCH,
+        why="a replace over a range other than the armed claim's is a corrupt metering",
+        comment="the claim covers seq 3, the replace seq 2",
+        claim={**CLAIM, "start": 3, "end": 3},
         event=REPLACING,
     )
 
