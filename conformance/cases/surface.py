@@ -286,6 +286,26 @@ def fold_cases() -> Cases:
     yield pure(
         "a log must start at seq 0", FOLD, Code.SEQ_NOT_CONTIGUOUS, events=with_seq(log(user_ev()), 0, 1)
     )
+    yield pure(
+        "a log whose seq repeats does not fold",
+        FOLD,
+        Code.SEQ_NOT_CONTIGUOUS,
+        events=with_seq(log(user_ev(), assistant_ev(), user_ev("u2")), 2, 1),
+        comment="the third event says it is seq 1 again",
+    )
+    yield pure(
+        "a seq written as an integral float is that seq",
+        FOLD,
+        events=with_seq(log(user_ev(), assistant_ev()), 1, 1.0),
+        comment="1.0 is the number 1 (D5): the log folds",
+    )
+    yield pure(
+        "a seq of true is not seq 1",
+        FOLD,
+        Code.SEQ_NOT_CONTIGUOUS,
+        events=with_seq(log(user_ev(), assistant_ev()), 1, True),
+        comment="a boolean is no number, though Python's True == 1",
+    )
 
 
 cases: Final = chained(replace_cases, replace_rule_cases, log_only_cases, surface_op_cases, fold_cases)
