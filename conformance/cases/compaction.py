@@ -410,79 +410,45 @@ def _failure_paths() -> Cases:
         ],
         comment="the message appended while the summary was written stays after the checkpoint",
     )
-    yield case(
-        "a span rewritten while the summarizer runs fails a manual compaction, bracket closed",
-        STABLE,
-        [
-            *history(2),
-            fails(
-                Code.COMPACTION_SURFACE_CHANGED,
-                "compact",
-                id="s",
-                attempt=attempt(
-                    "k1",
-                    text="Short.",
-                    append={
-                        "type": "user/message",
-                        "data": user_msg("u9", "edited"),
-                        "surfaceOp": replace(1, 1),
-                        "sourceEventSeqs": [1],
-                    },
+    for name, shadowed, comment in (
+        ("a span rewritten while the summarizer runs fails a manual compaction, bracket closed", 1, None),
+        (
+            "a node inside the span replaced while the summarizer runs fails a manual compaction: the span changed",
+            3,
+            "the span is seqs 1, 3 and 7; its start and end are still on the surface, but what lies between "
+            "them is not what the summary was written from",
+        ),
+        (
+            "a span whose end is replaced while the summarizer runs fails a manual compaction, naming its end",
+            7,
+            "the span is seqs 1 to 7; once 7 is shadowed the region's end is not on the surface, and the "
+            "compaction/end's error names the end seq as the cause",
+        ),
+    ):
+        yield case(
+            name,
+            STABLE,
+            [
+                *history(2),
+                fails(
+                    Code.COMPACTION_SURFACE_CHANGED,
+                    "compact",
+                    id="s",
+                    attempt=attempt(
+                        "k1",
+                        text="Short.",
+                        append={
+                            "type": "user/message",
+                            "data": user_msg("u9", "edited"),
+                            "surfaceOp": replace(shadowed, shadowed),
+                            "sourceEventSeqs": [shadowed],
+                        },
+                    ),
                 ),
-            ),
-            state_step(),
-        ],
-    )
-    yield case(
-        "a node inside the span replaced while the summarizer runs fails a manual compaction: the span changed",
-        STABLE,
-        [
-            *history(2),
-            fails(
-                Code.COMPACTION_SURFACE_CHANGED,
-                "compact",
-                id="s",
-                attempt=attempt(
-                    "k1",
-                    text="Short.",
-                    append={
-                        "type": "user/message",
-                        "data": user_msg("u9", "edited"),
-                        "surfaceOp": replace(3, 3),
-                        "sourceEventSeqs": [3],
-                    },
-                ),
-            ),
-            state_step(),
-        ],
-        comment="the span is seqs 1, 3 and 7; its start and end are still on the surface, but what lies between "
-        "them is not what the summary was written from",
-    )
-    yield case(
-        "a span whose end is replaced while the summarizer runs fails a manual compaction, naming its end",
-        STABLE,
-        [
-            *history(2),
-            fails(
-                Code.COMPACTION_SURFACE_CHANGED,
-                "compact",
-                id="s",
-                attempt=attempt(
-                    "k1",
-                    text="Short.",
-                    append={
-                        "type": "user/message",
-                        "data": user_msg("u9", "edited"),
-                        "surfaceOp": replace(7, 7),
-                        "sourceEventSeqs": [7],
-                    },
-                ),
-            ),
-            state_step(),
-        ],
-        comment="the span is seqs 1 to 7; once 7 is shadowed the region's end is not on the surface, and the "
-        "compaction/end's error names the end seq as the cause",
-    )
+                state_step(),
+            ],
+            comment=comment,
+        )
 
 
 def _automatic() -> Cases:
