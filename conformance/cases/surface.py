@@ -223,6 +223,10 @@ def malformed_replace_cases() -> Cases:
         ("a replace op without end is malformed", {"op": "replace", "start": 0}),
         ("a replace op with an extra key is malformed", {**replace(0, 0), "why": "x"}),
         ("a replace op whose op is not 'replace' is malformed", {"op": "swap", "start": 0, "end": 0}),
+        (
+            "a replace op whose op sorts before 'replace' is malformed too",
+            {"op": "append", "start": 0, "end": 0},
+        ),
         ("a replace op with a negative start is malformed", replace(-1, 0)),
         ("a replace op whose start is a string is malformed", {"op": "replace", "start": "0", "end": 0}),
         ("a replace op with a fractional end is malformed", {"op": "replace", "start": 0, "end": 0.5}),
