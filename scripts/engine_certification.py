@@ -111,9 +111,11 @@ RULES: Final = (
         (
             "is_under_pressure",
             "derive_context_tokens",
+            "derive_request_header",
             "validate_context_capacity",
             "validate_pressure_relieved",
             "resolve_compact_spec",
+            "derive_retain_ratio",
             "resolve_target_policy",
             "validate_compaction_policy",
         ),

@@ -11,6 +11,7 @@ from event_builders import EventLog
 from hypothesis import given
 from hypothesis import strategies as st
 
+from spec.checks.compaction import is_compact_checkpoint
 from spec.codes import Code, SpecError
 from spec.log.json import FrozenList
 from spec.log.surface import derive_messages, fold_surface
@@ -27,7 +28,6 @@ from spec.shrink.compaction import (
     CompactionRegion,
     CompactSpec,
     derive_retain_ratio,
-    is_surface_stable,
     plan_compaction_region,
     resolve_compact_spec,
     resolve_target_policy,
@@ -51,8 +51,6 @@ from spec.shrink.summary import (
     derive_summarization_messages,
     derive_summary_blocks,
     frame_summary,
-    is_compact_checkpoint_source,
-    is_summary_smaller,
     plan_summary_replacement,
     validate_summary_smaller,
 )
@@ -495,7 +493,7 @@ def test_a_checkpoint_source_omits_a_missing_command() -> None:
     ],
 )
 def test_a_checkpoint_source_is_recognised_by_kind_and_plugin_only(source: Any, expected: bool) -> None:
-    assert is_compact_checkpoint_source(source) is expected
+    assert is_compact_checkpoint({"source": source}) is expected
 
 
 def test_a_summary_is_framed_by_the_preamble_and_tags() -> None:
@@ -541,7 +539,7 @@ def test_output_without_non_whitespace_text_is_refused(output: list[Any]) -> Non
 def test_a_summary_must_cost_less_than_what_it_shadows() -> None:
     checkpoint = derive_checkpoint_message("m", [text("S")], "k")
     price = estimate_content(checkpoint["content"]) + 4
-    assert is_summary_smaller(checkpoint, price + 1) and not is_summary_smaller(checkpoint, price)
+    validate_summary_smaller(checkpoint, price + 1)  # one token more than the checkpoint: accepted
     with pytest.raises(SpecError) as caught:
         validate_summary_smaller(checkpoint, price)
     assert caught.value.code == Code.COMPACTION_SUMMARY_NOT_SMALLER
@@ -649,7 +647,7 @@ def prepared() -> tuple[Log, CompactionRegion, tuple[tuple[int, int], ...]]:
 def test_a_log_only_append_keeps_the_surface_stable(automatic: bool) -> None:
     log, region, before = prepared()
     log.add("request/header", {})
-    assert is_surface_stable(before, log.priced, region, automatic, log.events)
+    validate_surface_stable(before, log.priced, region, automatic, log.events)  # raises if unstable
 
 
 def test_an_append_anywhere_breaks_an_automatic_compaction() -> None:
@@ -663,7 +661,7 @@ def test_an_append_anywhere_breaks_an_automatic_compaction() -> None:
 def test_an_append_outside_the_span_keeps_a_manual_compaction_stable() -> None:
     log, region, before = prepared()
     log.user("injected")
-    assert is_surface_stable(before, log.priced, region, False, log.events)
+    validate_surface_stable(before, log.priced, region, False, log.events)  # raises if unstable
 
 
 def test_a_replaced_span_edge_is_no_longer_a_valid_manual_target() -> None:

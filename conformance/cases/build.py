@@ -208,7 +208,7 @@ def log(*entries: tuple[Any, ...]) -> list[JsonValue]:
     return events
 
 
-def with_seq(events: list[JsonValue], index: int, seq: int) -> list[JsonValue]:
+def with_seq(events: list[JsonValue], index: int, seq: JsonValue) -> list[JsonValue]:
     """``events`` with the one at ``index`` renumbered ``seq`` (to break contiguity on purpose)."""
     entry = events[index]
     assert isinstance(entry, dict)

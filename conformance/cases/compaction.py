@@ -20,6 +20,7 @@ from conformance.cases.build import (
     append_step,
     append_user,
     assistant_ev,
+    assistant_msg,
     case,
     chained,
     event,
@@ -36,11 +37,14 @@ from conformance.cases.build import (
 )
 from conformance.cases.engine_build import (
     LONG,
+    answer,
     attempt,
+    closed_turn,
     compact,
     first_question,
     history,
     state_step,
+    step_close,
     step_open,
     tool_steps,
 )
@@ -48,7 +52,7 @@ from conformance.oracle import SpecOracle
 from spec.codes import Code
 from spec.log.json import JsonObject, JsonValue
 from spec.shrink.pressure import derive_context_tokens
-from spec.shrink.tokens import price_surface
+from spec.shrink.tokens import estimate_json, estimate_text, price_surface
 
 BRACKET = "derive_compaction_end"
 SELECT = "select_compactable_range"
@@ -99,6 +103,37 @@ def _manual() -> Cases:
             state_step(),
         ],
         comment="one surface node is the newest unit itself: there is no span before it",
+    )
+    yield case(
+        "manual compaction of four nodes before a turn's lone question replaces all four",
+        STABLE,
+        [*history(2), turn(3), append_user("u3", "s", LONG), turn_end(3), compact("k1"), state_step()],
+        comment="the third turn ended on its question: that node is the newest unit, and the span before it is "
+        "the four nodes of the first two turns, each priced as it was when the summary was asked for",
+    )
+    yield case(
+        "manual compaction keeps the newest node even when it costs nothing",
+        SELECT,
+        [
+            *history(2),
+            turn(3),
+            append_user("u3", "s", LONG),
+            step_open(3),
+            append_step("assistant/message", assistant_msg("a3-1", None, (), 3, 1), surfaceOp="append"),
+            step_close(3),
+            turn_end(3),
+            compact("k1"),
+            state_step(),
+        ],
+        comment="the newest node is an empty assistant message, priced 0: keeping 0 tokens is already reached "
+        "with it, so the span ends at the question before it",
+    )
+    yield case(
+        "manual compaction of a surface that is one tool call and its result has nothing to compact",
+        SELECT,
+        [ok("create", id="s"), turn(1), *tool_steps(1, "c1"), turn_end(1), compact("k1"), state_step()],
+        comment="the newest node is the result; the cut before it splits it from its call, so the cut moves "
+        "head-ward to the head itself and no span is left before it: null, nothing written",
     )
     yield case(
         "a manual compaction flushes once its bracket is closed",
@@ -375,29 +410,45 @@ def _failure_paths() -> Cases:
         ],
         comment="the message appended while the summary was written stays after the checkpoint",
     )
-    yield case(
-        "a span rewritten while the summarizer runs fails a manual compaction, bracket closed",
-        STABLE,
-        [
-            *history(2),
-            fails(
-                Code.COMPACTION_SURFACE_CHANGED,
-                "compact",
-                id="s",
-                attempt=attempt(
-                    "k1",
-                    text="Short.",
-                    append={
-                        "type": "user/message",
-                        "data": user_msg("u9", "edited"),
-                        "surfaceOp": replace(1, 1),
-                        "sourceEventSeqs": [1],
-                    },
+    for name, shadowed, comment in (
+        ("a span rewritten while the summarizer runs fails a manual compaction, bracket closed", 1, None),
+        (
+            "a node inside the span replaced while the summarizer runs fails a manual compaction: the span changed",
+            3,
+            "the span is seqs 1, 3 and 7; its start and end are still on the surface, but what lies between "
+            "them is not what the summary was written from",
+        ),
+        (
+            "a span whose end is replaced while the summarizer runs fails a manual compaction, naming its end",
+            7,
+            "the span is seqs 1 to 7; once 7 is shadowed the region's end is not on the surface, and the "
+            "compaction/end's error names the end seq as the cause",
+        ),
+    ):
+        yield case(
+            name,
+            STABLE,
+            [
+                *history(2),
+                fails(
+                    Code.COMPACTION_SURFACE_CHANGED,
+                    "compact",
+                    id="s",
+                    attempt=attempt(
+                        "k1",
+                        text="Short.",
+                        append={
+                            "type": "user/message",
+                            "data": user_msg("u9", "edited"),
+                            "surfaceOp": replace(shadowed, shadowed),
+                            "sourceEventSeqs": [shadowed],
+                        },
+                    ),
                 ),
-            ),
-            state_step(),
-        ],
-    )
+                state_step(),
+            ],
+            comment=comment,
+        )
 
 
 def _automatic() -> Cases:
@@ -541,6 +592,7 @@ def _pressure() -> Cases:
         "a threshold ratio of 0": {"thresholdRatio": 0},
         "a threshold ratio above 1": {"thresholdRatio": 1.01},
         "a retain ratio of 0": {"retainRatio": 0},
+        "a negative retain ratio": {"thresholdRatio": 0.5, "retainRatio": -0.1},
         "a negative retain token count": {"retainTokens": -1},
         "a fractional retain token count": {"retainTokens": 1.5},
         "a retain token count given as a string": {"retainTokens": "10"},
@@ -582,8 +634,35 @@ def _pressure() -> Cases:
             fails(
                 Code.COMPACTION_CONFIG_INVALID, "compact_if_needed", id="s", contextWindow=1.5, attempts=two
             ),
+            fails(
+                Code.COMPACTION_CONFIG_INVALID,
+                "compact_if_needed",
+                id="s",
+                contextWindow=2**53,
+                attempts=two,
+            ),
         ],
-        comment="in order: " + "; ".join(refused) + "; then a fractional context window",
+        comment="in order: "
+        + "; ".join(refused)
+        + "; then a fractional context window, and one past the safe integers (2^53)",
+    )
+    yield case(
+        "a retain ratio at or above the threshold ratio is refused by the policy itself, with no window",
+        "validate_compaction_policy",
+        [
+            *setup,
+            *(
+                fails(
+                    Code.COMPACTION_CONFIG_INVALID, "compact_if_needed", id="s", policy=policy, attempts=two
+                )
+                for policy in (
+                    {"thresholdRatio": 0.5, "retainRatio": 0.5},
+                    {"thresholdRatio": 0.5, "retainRatio": 0.6},
+                )
+            ),
+        ],
+        comment="the policy is judged before the window is looked for: without one, a policy that passed "
+        "would be refused for want of capacity (COMPACTION_NO_CAPACITY) instead",
     )
     accepted = {
         "a threshold ratio of 1": {"thresholdRatio": 1},
@@ -695,9 +774,10 @@ def _pressure() -> Cases:
     )
 
 
-def _context_tokens(steps: Sequence[Step], session: str = "s") -> int:
-    """What the spec estimates the next request of ``session`` costs once ``steps`` have run (the
-    quantity pressure compares with its threshold)."""
+def _measured(steps: Sequence[Step], session: str = "s") -> tuple[tuple[int, ...], int]:
+    """What the spec prices each surface node of ``session`` at once ``steps`` have run (surface
+    order), and what it estimates the next request costs (the quantity pressure compares with its
+    threshold)."""
     oracle = SpecOracle()
     for step in (*start(), *steps):
         oracle.handle(step.request)
@@ -705,7 +785,8 @@ def _context_tokens(steps: Sequence[Step], session: str = "s") -> int:
     assert isinstance(state, dict) and isinstance(state["events"], list) and isinstance(state["nodes"], list)
     events = [event for event in state["events"] if isinstance(event, dict)]
     nodes = [seq for seq in state["nodes"] if isinstance(seq, int)]
-    return derive_context_tokens(events, price_surface(nodes, events))
+    priced = price_surface(nodes, events)
+    return tuple(price for _, price in priced), derive_context_tokens(events, priced)
 
 
 def _pressure_boundary() -> Cases:
@@ -713,7 +794,7 @@ def _pressure_boundary() -> Cases:
     exactly the threshold compacts, one token below it does nothing. The threshold is
     ``floor(contextWindow × thresholdRatio)``, set here to the context's own estimate, or one more."""
     setup = [*history(2), *open_turn(3)]
-    tokens = _context_tokens(setup)
+    tokens = _measured(setup)[1]
     two = [attempt("k1"), attempt("k2")]
     for ratio, per_token in ((1, 1), (0.5, 2)):
         policy = {"thresholdRatio": ratio, "retainRatio": 0.1}
@@ -737,24 +818,112 @@ def _pressure_boundary() -> Cases:
             )
 
 
-def _pressure_counts_the_request() -> Cases:
-    """Pressure measures what the next request costs (``derive_context_tokens``): the latest
-    request/header's system prompt and tools fill the window too, though they are on no surface.
-    The threshold is set to that whole estimate: a meter that leaves them out stays below it."""
-    tools: list[JsonValue] = [{"name": f"tool{n}", "description": "reads a file " * 8} for n in range(4)]
-    extras: tuple[tuple[str, JsonObject], ...] = (
-        ("system prompt", {"system": "You are a careful engineer. Read before you write. " * 12}),
-        ("tools", {"tools": tools}),
-    )
-    for name, extra in extras:
-        base = request_header()["header"]
-        assert isinstance(base, dict)
-        header: JsonObject = {"header": {**base, **extra}}
-        setup = [*history(2), *open_turn(3), append_step("request/header", {**header, "reason": "initial"})]
-        tokens = _context_tokens(setup)
+def _retained_tail() -> Cases:
+    """Which tail pressure keeps (``select_compactable_range``): walking from the newest node, nodes
+    are kept until their prices reach ``retainTokens`` (inclusive), and the rest before them is the
+    span. The threshold is set to the context's own estimate (``thresholdRatio`` 1), so pressure
+    compacts once."""
+    setup = [*history(2), *open_turn(3)]
+    prices, tokens = _measured(setup)
+    newest = prices[-1]
+    for retain, name in (
+        (newest, "a tail priced exactly at retainTokens is enough: only the newest node is kept"),
+        (newest + 1, "one token more than the newest node's price keeps the node before it too"),
+    ):
         yield case(
-            f"pressure counts the latest request's {name}, which sits on no surface",
-            "derive_context_tokens",
+            name,
+            SELECT,
+            [
+                *setup,
+                ok(
+                    "compact_if_needed",
+                    id="s",
+                    contextWindow=tokens,
+                    policy={"thresholdRatio": 1, "retainTokens": retain},
+                    attempts=[attempt("k1"), attempt("k2")],
+                ),
+                state_step(),
+            ],
+            comment=f"the surface's nodes are priced {list(prices)} (newest last) and retainTokens is {retain}",
+        )
+    base = request_header()["header"]
+    assert isinstance(base, dict)
+    system = "You are a careful engineer. Read before you write. " * 24
+    prompted = [
+        *setup,
+        append_step("request/header", {"header": {**base, "system": system}, "reason": "initial"}),
+    ]
+    prices, tokens = _measured(prompted)
+    retain = sum(prices) + 1
+    assert retain < tokens and retain <= sum(prices) + prices[-1]
+    yield case(
+        "a retained tail larger than the whole surface leaves nothing to compact: pressure answers null",
+        SELECT,
+        [
+            *prompted,
+            ok(
+                "compact_if_needed",
+                id="s",
+                contextWindow=tokens,
+                policy={"thresholdRatio": 1, "retainTokens": retain},
+                attempts=[attempt("k1"), attempt("k2")],
+            ),
+            state_step(),
+        ],
+        comment=f"the request's system prompt holds the context at {tokens} tokens, the threshold; the surface "
+        f"is priced {sum(prices)} in all and retainTokens is {retain}: every node is kept, no span is left, and "
+        "pressure writes nothing",
+    )
+    short = [*history(2), turn(3), append_user("u3", "s", "and then?")]
+    prices, tokens = _measured(short)
+    retain = tokens * 16 // 100
+    assert sum(prices[-2:]) < retain <= sum(prices[-3:])
+    yield case(
+        "without a configured retention pressure keeps 16% of the window: here the newest three nodes",
+        "derive_retain_ratio",
+        [
+            *short,
+            ok(
+                "compact_if_needed",
+                id="s",
+                contextWindow=tokens,
+                policy={"thresholdRatio": 1},
+                attempts=[attempt("k1"), attempt("k2")],
+            ),
+            state_step(),
+        ],
+        comment=f"a window of {tokens} tokens retains floor({tokens} x 0.16) = {retain}; the nodes are priced "
+        f"{list(prices)} (newest last), so the tail reaches it only with the third newest node",
+    )
+
+
+def _pressure_reads_the_newest_header() -> Cases:
+    """Pressure prices the newest request/header wherever it stands in the log: followed by a
+    step/start or by an assistant message (events that sort after and before it), or as the log's
+    very first event. The threshold is the whole estimate, system prompt included, so a meter that
+    misses the header stays below it and writes nothing."""
+    base = request_header()["header"]
+    assert isinstance(base, dict)
+    header = append_step(
+        "request/header",
+        {
+            "header": {**base, "system": "You are a careful engineer. Read before you write. " * 13},
+            "reason": "initial",
+        },
+    )
+    setups = (
+        ("followed by a step/start", [*history(2), *open_turn(3), header, step_open(3)]),
+        ("followed by an assistant message", [*history(2), *open_turn(3), step_open(3), header, answer(3)]),
+        (
+            "as the log's first event",
+            [ok("create", id="s"), header, *closed_turn(1), *closed_turn(2), *open_turn(3)],
+        ),
+    )
+    for where, setup in setups:
+        tokens = _measured(setup)[1]
+        yield case(
+            f"pressure counts the newest request/header {where}",
+            "derive_request_header",
             [
                 *setup,
                 ok(
@@ -766,9 +935,60 @@ def _pressure_counts_the_request() -> Cases:
                 ),
                 state_step(),
             ],
-            comment=f"the context, the request's {name} included, is estimated at {tokens} tokens: the "
+            comment=f"the context, the header's system prompt included, is estimated at {tokens} tokens: the "
             "threshold, so pressure compacts",
         )
+
+
+def _pressure_counts_the_request() -> Cases:
+    """Pressure measures what the next request costs (``derive_context_tokens``): the latest
+    request/header's system prompt and tools fill the window too, though they are on no surface,
+    each at its estimate plus 4. The threshold is set to that whole estimate (pressure compacts), or
+    one token above it (it waits): a meter that leaves them out, or prices them otherwise, falls on
+    the other side of one of the two. Each text's estimate has its 4s bit set, so that adding the 4
+    is not the same as setting that bit."""
+    tools: list[JsonValue] = [{"name": f"tool{n}", "description": "reads a file " * 10} for n in range(4)]
+    system = "You are a careful engineer. Read before you write. " * 13
+    assert estimate_text(system) & 4 and estimate_json(tools) & 4
+    extras: tuple[tuple[str, JsonObject], ...] = (
+        ("system prompt", {"system": system}),
+        ("tools", {"tools": tools}),
+    )
+    for name, extra in extras:
+        base = request_header()["header"]
+        assert isinstance(base, dict)
+        header: JsonObject = {"header": {**base, **extra}}
+        setup = [*history(2), *open_turn(3), append_step("request/header", {**header, "reason": "initial"})]
+        tokens = _measured(setup)[1]
+        for above, (title, outcome) in enumerate(
+            (
+                (
+                    f"pressure counts the latest request's {name}, which sits on no surface",
+                    "so pressure compacts",
+                ),
+                (
+                    f"one token below the threshold with the latest request's {name}, pressure waits",
+                    "so it waits",
+                ),
+            )
+        ):
+            yield case(
+                title,
+                "derive_context_tokens",
+                [
+                    *setup,
+                    ok(
+                        "compact_if_needed",
+                        id="s",
+                        contextWindow=tokens + above,
+                        policy={"thresholdRatio": 1, "retainRatio": 0.1},
+                        attempts=[attempt("k1"), attempt("k2")],
+                    ),
+                    state_step(),
+                ],
+                comment=f"the context, the request's {name} included, is estimated at {tokens} tokens and the "
+                f"threshold is {tokens + above}: {outcome}",
+            )
 
 
 cases: Final = chained(
@@ -779,5 +999,7 @@ cases: Final = chained(
     _automatic,
     _pressure,
     _pressure_boundary,
+    _retained_tail,
+    _pressure_reads_the_newest_header,
     _pressure_counts_the_request,
 )

@@ -69,6 +69,22 @@ def cases() -> Cases:
         [*overflowing(), ok("overflow", id="s", code="RATE_LIMITED", attempt=attempt("k1")), state_step()],
     )
     yield case(
+        "a failure coded CONTEXT_WINDOW_EXCEEDED by the caller is recovered like the default",
+        ALLOWED,
+        [
+            *overflowing(),
+            ok("overflow", id="s", code="CONTEXT_WINDOW_EXCEEDED", attempt=attempt("k1")),
+            state_step(),
+        ],
+        comment="the code is compared by its text, whatever object carries it",
+    )
+    yield case(
+        "a failure whose code sorts before CONTEXT_WINDOW_EXCEEDED is not recovered either",
+        ALLOWED,
+        [*overflowing(), ok("overflow", id="s", code="AUTH_FAILED", attempt=attempt("k1")), state_step()],
+        comment="only the canonical code is an overflow: not a code that merely sorts near it",
+    )
+    yield case(
         "maxOverflowRetries 0 turns recovery off",
         ALLOWED,
         [

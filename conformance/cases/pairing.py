@@ -78,6 +78,14 @@ def cut_cases() -> Cases:
 
 def counting_cases() -> Cases:
     yield pure(
+        "a node that is neither an assistant message nor a tool result opens and closes nothing",
+        CUTS,
+        why=BALANCE,
+        comment="seq 0 is a step/start and seq 1 a custom event, named as nodes on purpose: both are neutral",
+        nodes=[0, 1, 2],
+        events=log(("step/start", {"turn": 1, "step": 1}), ("custom/x", {}), user_ev()),
+    )
+    yield pure(
         "balance counts over the surface, not the log: shadowed nodes do not count",
         CUTS,
         why=BALANCE,
@@ -133,6 +141,30 @@ def corrupt_cases() -> Cases:
         events=with_seq(log(user_ev(), user_ev("u2")), 1, 5),
     )
     yield pure(
+        "a surface node must name the event with that seq, not one that says it is earlier",
+        CUTS,
+        Code.PAIRING_SURFACE_CORRUPT,
+        why=names_an_event,
+        comment="the event at index 1 says it is seq 0",
+        nodes=[1],
+        events=with_seq(log(user_ev(), user_ev("u2")), 1, 0),
+    )
+    yield pure(
+        "a surface node one past the log's last event names no event",
+        CUTS,
+        Code.PAIRING_SURFACE_CORRUPT,
+        why=names_an_event,
+        nodes=[0, 1],
+        events=log(user_ev()),
+    )
+    yield pure(
+        "a surface node deep in a long log names its event like the first ones",
+        CUTS,
+        why=names_an_event,
+        nodes=[0, 299],
+        events=log(*(user_ev(f"u{seq}", "m") for seq in range(300))),
+    )
+    yield pure(
         "a tool/result before any open call is an orphan",
         CUTS,
         Code.PAIRING_ORPHAN_RESULT,
@@ -143,6 +175,22 @@ def corrupt_cases() -> Cases:
 
 
 def query_cases() -> Cases:
+    yield pure(
+        "the cut before the first node is balanced",
+        BEFORE,
+        why=BALANCE,
+        nodes=NODES,
+        events=EVENTS,
+        seq=0,
+    )
+    yield pure(
+        "the cut after the last node is balanced once every call is answered",
+        AFTER,
+        why=BALANCE,
+        nodes=NODES,
+        events=EVENTS,
+        seq=4,
+    )
     yield pure(
         "a balance query must name a seq on the surface",
         BEFORE,

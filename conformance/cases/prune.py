@@ -10,7 +10,18 @@ from __future__ import annotations
 
 from typing import Final
 
-from conformance.cases.build import APPEND, Cases, assistant_ev, chained, log, pure, result_ev, user_ev
+from conformance.cases.build import (
+    APPEND,
+    Cases,
+    assistant_ev,
+    assistant_msg,
+    chained,
+    log,
+    pure,
+    result_ev,
+    user_ev,
+    user_msg,
+)
 from spec.codes import Code
 from spec.log.json import JsonObject, JsonValue
 
@@ -41,6 +52,13 @@ def config_cases() -> Cases:
         comment="10 + 39 + 10 = 59",
         config={"thresholdChars": 59, "headChars": 10, "tailChars": 10},
     )
+    yield pure(
+        "a marker alone may fill the threshold: no head, no tail",
+        DECODE,
+        why=FITS,
+        comment="0 + 39 + 0 = 39",
+        config={"thresholdChars": 39, "headChars": 0, "tailChars": 0},
+    )
 
 
 def bad_config_cases() -> Cases:
@@ -57,6 +75,12 @@ def bad_config_cases() -> Cases:
         ),
         ("a small threshold with the default head and tail is rejected", {"thresholdChars": 100}, FITS),
         ("a configuration that is not an object is rejected", [], None),
+        ("a thresholdChars that is a string is rejected", {"thresholdChars": "100"}, FITS),
+        (
+            "head, marker and tail one over the threshold are rejected, whatever their bits",
+            {"thresholdChars": 43, "headChars": 2, "tailChars": 3},
+            FITS,
+        ),
     ]:
         yield pure(name, DECODE, Code.PRUNE_CONFIG_INVALID, why=why, config=config)
 
@@ -100,6 +124,31 @@ def content_cases() -> Cases:
         CONTENT,
         comment="61 code points (122 UTF-16 units): just over the threshold of 60",
         blocks=[{"type": "text", "text": "\U0001d11e" * 61}],
+        config=SMALL,
+    )
+
+
+def unmeasured_cases() -> Cases:
+    """Only ``{type: "text", text: <string>}`` blocks are measured: a block of another type is kept
+    and counts 0 code points, whatever text it carries (notes §6.2)."""
+    yield pure(
+        "blocks of other types are not measured, even when they carry a text",
+        CONTENT,
+        comment="the text block holds 50 code points against a threshold of 60; the image and the unknown "
+        "block carry 100 each, and a bare string is no block: nothing is oversized, nothing is pruned",
+        blocks=[
+            {"type": "text", "text": DIGITS[:50]},
+            {"type": "image", "text": DIGITS},
+            {"type": "zzz", "text": DIGITS},
+            "a bare string",
+        ],
+        config=SMALL,
+    )
+    yield pure(
+        "a block of another type counts nothing toward the threshold, not less than nothing",
+        CONTENT,
+        comment="the text block holds 61 code points against a threshold of 60: over it, with or without the image",
+        blocks=[{"type": "text", "text": DIGITS[:61]}, {"type": "image", "data": "AA=="}],
         config=SMALL,
     )
 
@@ -187,6 +236,74 @@ def session_pass_cases() -> Cases:
         events=log(("tool/result", odd, APPEND)),
         config=SMALL,
     )
+    looks_like_a_result: JsonValue = [
+        {
+            "type": "tool-result",
+            "toolCallId": "c1",
+            "isError": False,
+            "content": [{"type": "text", "text": DIGITS}],
+        }
+    ]
+    calling = assistant_msg()
+    calling_message = calling["message"]
+    assert isinstance(calling_message, dict)
+    yield pure(
+        "only tool/result events are pruned, even when another message holds a tool-result block",
+        EVENTS,
+        comment="the assistant and the user message each hold an oversized tool-result block: neither is a "
+        "tool/result event, so neither is a candidate",
+        nodes=[1, 2],
+        events=log(
+            ("turn/start", {"turn": 1}),
+            (
+                "assistant/message",
+                {**calling, "message": {**calling_message, "content": looks_like_a_result}},
+                APPEND,
+            ),
+            ("user/message", {**user_msg(), "content": looks_like_a_result}, APPEND),
+        ),
+        config=SMALL,
+    )
+    yield pure(
+        "a node one past the log, or further, or before it, names no tool/result and is skipped",
+        EVENTS,
+        nodes=[1, 5, -1],
+        events=log(result_ev("c1", DIGITS)),
+        config=SMALL,
+    )
+    yield pure(
+        "a tool/result at seq 0 is a candidate like any other",
+        EVENTS,
+        nodes=[0],
+        events=log(result_ev("c1", DIGITS)),
+        config=SMALL,
+    )
+    shapeless: JsonValue = {
+        "turn": 1,
+        "step": 1,
+        "message": {
+            "id": "r2",
+            "role": "user",
+            "source": {"kind": "tool", "callId": "c2"},
+            "content": {"0": "x"},
+        },
+    }
+    yield pure(
+        "skipped candidates do not end the pass: the results after them are still pruned",
+        EVENTS,
+        comment="seq 2 is small, seq 3's content is not an array and seq 4's first entry is not a block: each "
+        "is skipped, and the oversized seq 5 is pruned",
+        nodes=[2, 3, 4, 5],
+        events=log(
+            ("turn/start", {"turn": 1}),
+            assistant_ev(calls=["c1", "c2", "c3", "c4"]),
+            result_ev("c1", "small"),
+            ("tool/result", shapeless, APPEND),
+            ("tool/result", odd, APPEND),
+            result_ev("c4", DIGITS),
+        ),
+        config=SMALL,
+    )
     yield pure(
         "the session pass validates its configuration",
         EVENTS,
@@ -199,5 +316,5 @@ def session_pass_cases() -> Cases:
 
 
 cases: Final = chained(
-    config_cases, bad_config_cases, content_cases, refused_content_cases, session_pass_cases
+    config_cases, bad_config_cases, content_cases, unmeasured_cases, refused_content_cases, session_pass_cases
 )

@@ -28,7 +28,8 @@ from conformance.cases.build import (
 )
 from spec.codes import Code
 from spec.log.json import JsonValue
-from spec.shrink.tokens import estimate_content
+from spec.shrink.spill import SPILL_SEPARATOR, derive_spill_notice, derive_spill_preview
+from spec.shrink.tokens import BLOCK_OVERHEAD, CHARS_PER_TOKEN, estimate_content, utf16_length
 from spec.wire_engine import with_tool_result_content
 
 LIMIT = "spec.spill.plan_max_inline_tokens"
@@ -190,6 +191,65 @@ def engine_cases() -> Cases:
     )
 
 
+def _locator(tool: str) -> str:
+    """Where the memory store puts the first text saved for session s by a ``tool`` call."""
+    return LOCATOR_1.replace("-grep.txt", f"-{tool}.txt")
+
+
+def _reserve(tool: str, total: int) -> int:
+    """The UTF-16 units a preview of a ``total``-unit text spilled by ``tool`` leaves for the
+    notice and the blank line before it."""
+    return utf16_length(derive_spill_notice(total, _locator(tool))) + len(SPILL_SEPARATOR)
+
+
+def preview_cases() -> Cases:
+    """What a spilled result's preview holds, at its edges: a tool named after ``read`` in the
+    alphabet spills like any other; a limit that leaves room for the notice and not one unit more
+    logs the notice alone; a notice whose length is odd in its twos place still reserves the blank
+    line; U+FFFF is one unit of the budget and U+10000 two; a block that is not a text block keeps the
+    result whole even when it carries a ``text``."""
+    text = "x" * 4000
+    tool = next(
+        name for name in ("search", "shell", "write", "websearch") if _reserve(name, len(text)) % 4 == 0
+    )
+    limit = _reserve(tool, len(text)) // CHARS_PER_TOKEN + BLOCK_OVERHEAD
+    assert derive_spill_preview(text, limit, _locator(tool)) == derive_spill_notice(len(text), _locator(tool))
+    yield case(
+        "a limit with room for the notice and not one unit more logs the notice alone",
+        PREVIEW,
+        [*open_call(), _spill(text, tool, maxInlineTokens=limit), ok("spill_read", locator=_locator(tool))],
+        comment=f"at {limit} tokens the text block holds {CHARS_PER_TOKEN * (limit - BLOCK_OVERHEAD)} units: "
+        f"exactly the notice and the blank line before a preview; a one-unit preview would break the limit",
+    )
+    odd = next(
+        name for name in ("search", "shell", "write", "websearch") if _reserve(name, len(text)) & 2 == 0
+    )
+    assert (_reserve(odd, len(text)) - len(SPILL_SEPARATOR)) & 2
+    yield case(
+        "a tool named after read in the alphabet spills too, its preview sized around the notice",
+        CANDIDATE,
+        [*open_call(), _spill(text, odd, maxInlineTokens=200), ok("spill_read", locator=_locator(odd))],
+        comment="only the read tool itself is exempt; the notice here is "
+        f"{_reserve(odd, len(text)) - len(SPILL_SEPARATOR)} units long, the blank line 2 more",
+    )
+    yield case(
+        "a spill's preview counts U+FFFF as one unit and U+10000 as two",
+        PREVIEW,
+        [*open_call(), _spill("\uffff\U00010000" * 1000, maxInlineTokens=200)],
+        comment="the head and the tail are cut by UTF-16 units, and only a code point above U+FFFF takes two",
+    )
+    for kind in ("reasoning", "thinking"):
+        yield case(
+            f"a result with a {kind} block that carries a text never spills",
+            "derive_spill_text",
+            [
+                *open_call(),
+                _spill_blocks([{"type": "text", "text": "x" * 4000}, {"type": kind, "text": "y" * 100}]),
+            ],
+            comment="only text blocks are joined: any other block keeps the result whole, a text field or not",
+        )
+
+
 def _text_of(tokens: int, char: str) -> str:
     """The longest run of ``char`` whose result content the spec estimates at ``tokens``."""
     text = ""
@@ -219,4 +279,4 @@ def boundary_cases() -> Cases:
         )
 
 
-cases: Final = chained(pure_cases, engine_cases, boundary_cases)
+cases: Final = chained(pure_cases, engine_cases, preview_cases, boundary_cases)

@@ -223,6 +223,10 @@ def malformed_replace_cases() -> Cases:
         ("a replace op without end is malformed", {"op": "replace", "start": 0}),
         ("a replace op with an extra key is malformed", {**replace(0, 0), "why": "x"}),
         ("a replace op whose op is not 'replace' is malformed", {"op": "swap", "start": 0, "end": 0}),
+        (
+            "a replace op whose op sorts before 'replace' is malformed too",
+            {"op": "append", "start": 0, "end": 0},
+        ),
         ("a replace op with a negative start is malformed", replace(-1, 0)),
         ("a replace op whose start is a string is malformed", {"op": "replace", "start": "0", "end": 0}),
         ("a replace op with a fractional end is malformed", {"op": "replace", "start": 0, "end": 0.5}),
@@ -250,6 +254,33 @@ def fold_cases() -> Cases:
             ("user/message", user_msg("sum"), {"surfaceOp": replace(0, 1), "sourceEventSeqs": [0, 1]}),
         ),
     )
+    many = [user_ev(f"u{seq}", "m") for seq in range(300)]
+    yield pure(
+        "a surface of hundreds of nodes folds in order through replaces deep inside it",
+        FOLD,
+        events=log(
+            *many,
+            (
+                "user/message",
+                user_msg("s1", "sum"),
+                {"surfaceOp": replace(260, 270), "sourceEventSeqs": list(range(260, 271))},
+            ),
+            (
+                "user/message",
+                user_msg("s2", "sum"),
+                {"surfaceOp": replace(250, 300), "sourceEventSeqs": [*range(250, 260), 300]},
+            ),
+            user_ev("after"),
+            (
+                "user/message",
+                user_msg("s3", "sum"),
+                {"surfaceOp": replace(299, 302), "sourceEventSeqs": [299, 302]},
+            ),
+        ),
+        comment="300 appended nodes, then a replace of seqs 260..270, one of 250 up to that replacement (now "
+        "at position 250), an append, and a replace from the 300th node to the newest: positions past the "
+        "first few hundred are looked up, spliced and listed like the first ones",
+    )
     yield pure(
         "a log whose seqs skip a number does not fold",
         FOLD,
@@ -258,6 +289,26 @@ def fold_cases() -> Cases:
     )
     yield pure(
         "a log must start at seq 0", FOLD, Code.SEQ_NOT_CONTIGUOUS, events=with_seq(log(user_ev()), 0, 1)
+    )
+    yield pure(
+        "a log whose seq repeats does not fold",
+        FOLD,
+        Code.SEQ_NOT_CONTIGUOUS,
+        events=with_seq(log(user_ev(), assistant_ev(), user_ev("u2")), 2, 1),
+        comment="the third event says it is seq 1 again",
+    )
+    yield pure(
+        "a seq written as an integral float is that seq",
+        FOLD,
+        events=with_seq(log(user_ev(), assistant_ev()), 1, 1.0),
+        comment="1.0 is the number 1 (D5): the log folds",
+    )
+    yield pure(
+        "a seq of true is not seq 1",
+        FOLD,
+        Code.SEQ_NOT_CONTIGUOUS,
+        events=with_seq(log(user_ev(), assistant_ev()), 1, True),
+        comment="a boolean is no number, though Python's True == 1",
     )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Final
 
 from conformance.cases.build import (
+    APPEND,
     Cases,
     assistant_ev,
     chained,
@@ -22,9 +23,10 @@ from conformance.cases.build import (
     result_msg,
     user_ev,
     user_msg,
+    with_seq,
 )
 from spec.codes import Code
-from spec.log.json import JsonObject
+from spec.log.json import JsonObject, JsonValue
 
 PRICE = "spec.tokens.price_surface"
 FOLD = "spec.tokens.fold_shadow_price"
@@ -63,6 +65,79 @@ def price_cases() -> Cases:
         nodes=[0, 9],
         events=events,
     )
+    yield pure(
+        "a node one past the log's last event names no event and cannot be priced",
+        PRICE,
+        Code.TOKEN_SURFACE_CORRUPT,
+        why="every surface node names the log event with that seq",
+        nodes=[0, 4],
+        events=events,
+    )
+    for said, where in ((0, "an earlier"), (5, "a later")):
+        yield pure(
+            f"a node whose event says it is {where} seq cannot be priced",
+            PRICE,
+            Code.TOKEN_SURFACE_CORRUPT,
+            why="every surface node names the log event with that seq",
+            comment=f"the event at index 1 says it is seq {said}",
+            nodes=[1],
+            events=with_seq(events, 1, said),
+        )
+    yield pure(
+        "a node deep in a long log is priced like the first ones",
+        PRICE,
+        nodes=[0, 299],
+        events=log(*(user_ev(f"u{seq}", "m") for seq in range(300))),
+        comment="seqs past the first few hundred name their events as the small ones do",
+    )
+    blocks: tuple[tuple[str, JsonValue], ...] = (
+        ("four U+FFFF characters: one UTF-16 unit each", {"type": "text", "text": "\uffff" * 4}),
+        ("four U+10000 characters: two UTF-16 units each", {"type": "text", "text": "\U00010000" * 4}),
+        (
+            "a tool call: its name and its arguments, each rounded up",
+            {"type": "tool-call", "id": "c1", "name": "read_file", "arguments": "{}"},
+        ),
+        (
+            "a tool call whose arguments are not a string: its JSON",
+            {"type": "tool-call", "id": "c2", "name": "read", "arguments": {"path": "a"}},
+        ),
+        (
+            "an image with a call's name and arguments: its JSON",
+            {"type": "image", "name": "read", "arguments": "{}"},
+        ),
+        (
+            "an unknown block with a call's name and arguments: its JSON",
+            {"type": "zzz", "name": "read", "arguments": "{}"},
+        ),
+        ("an image with a text: its JSON", {"type": "image", "text": "hello there"}),
+        (
+            "an image with inner content: its JSON",
+            {"type": "image", "content": [{"type": "text", "text": "hello there"}]},
+        ),
+        (
+            "an unknown block with inner content: its JSON",
+            {"type": "zzz", "content": [{"type": "text", "text": "hello there"}]},
+        ),
+        (
+            "a tool result whose content is not an array: its JSON",
+            {"type": "tool-result", "content": "hello there"},
+        ),
+    )
+    yield pure(
+        "each block is priced by the rule of its type, and a block of another shape by its JSON text",
+        PRICE,
+        why="a text or reasoning block costs its text, a tool-call its name and arguments each rounded up, a "
+        "tool-result its inner content, any other block (or one whose fields have other types) its JSON text; "
+        "each plus 4 (notes/dsh-compaction-projection §3)",
+        comment="node by node: " + "; ".join(name for name, _ in blocks),
+        nodes=list(range(len(blocks))),
+        events=log(
+            *(
+                ("user/message", {**user_msg(f"u{n}"), "content": [block]}, APPEND)
+                for n, (_, block) in enumerate(blocks)
+            )
+        ),
+    )
 
 
 def claim_cases() -> Cases:
@@ -82,6 +157,21 @@ def claim_cases() -> Cases:
         claim=None,
         event=broken,
     )
+    for name, data in (
+        ("whose shadowedRange is not an object", {"shadowedRange": [2, 2], "shadowedTokenCount": 30}),
+        (
+            "whose shadowedTokenCount is not an integer",
+            {"shadowedRange": {"start": 2, "end": 2}, "shadowedTokenCount": 1.5},
+        ),
+    ):
+        yield pure(
+            f"a metering event {name} arms nothing",
+            FOLD,
+            why="only a metering event whose shadowedRange is a pair of seqs and whose shadowedTokenCount is a safe "
+            "integer arms a claim",
+            claim=None,
+            event=event(5, "compaction/summary", data),
+        )
     yield pure(
         "any other log-only event lets the claim expire",
         FOLD,
@@ -121,6 +211,15 @@ def replace_cases() -> Cases:
         Code.TOKEN_SHADOW_PRICE_MISMATCH,
         why="a replace over a range other than the armed claim's is a corrupt metering",
         claim={**CLAIM, "start": 1},
+        event=REPLACING,
+    )
+    yield pure(
+        "a replace over a range before the claim's is rejected too",
+        FOLD,
+        Code.TOKEN_SHADOW_PRICE_MISMATCH,
+        why="a replace over a range other than the armed claim's is a corrupt metering",
+        comment="the claim covers seq 3, the replace seq 2",
+        claim={**CLAIM, "start": 3, "end": 3},
         event=REPLACING,
     )
 

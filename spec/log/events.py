@@ -117,16 +117,6 @@ def is_surface_event(event: Event) -> bool:
     return is_surface_eligible_type(event.get("type")) and "surfaceOp" in event
 
 
-def is_append_surface_event(event: Event) -> bool:
-    """A surface event that joined by ``append``: the source of a human transcript (§3.11)."""
-    return is_surface_event(event) and event["surfaceOp"] == "append"
-
-
-def is_replacement_surface_event(event: Event) -> bool:
-    """A surface event that joined by ``replace`` (§3.11)."""
-    return is_surface_event(event) and event["surfaceOp"] != "append"
-
-
 def derive_event_message(event: Event) -> Message | None:
     """The message one event shows the model: a user/message's data, an assistant/message's or
     tool/result's ``data.message``; nothing for an assistant/message with empty content (it only

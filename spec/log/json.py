@@ -222,11 +222,6 @@ def _places(copy: FrozenDict | FrozenList) -> Any:
     return enumerate(copy)
 
 
-def is_json_value(value: object) -> bool:
-    """True when :func:`snapshot_json` would accept the value."""
-    return snapshot_json(value) is not NOT_JSON
-
-
 def freeze_parsed_json(value: JsonValue) -> JsonValue:
     """Take ownership of freshly parsed JSON (plain dicts and lists nobody else holds) and
     return it frozen, touching each container once (D6: restore takes ownership, no second

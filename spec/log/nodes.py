@@ -53,7 +53,7 @@ class SurfaceNodes(Sequence[int]):
         if slot is None:
             raise ValueError(f"{seq!r} is not on the surface")
         position = self._live_before(slot)
-        if position < start or (stop is not None and position >= stop):
+        if position not in range(len(self))[start:stop]:  # a list's ``start``/``stop``, negatives included
             raise ValueError(f"{seq!r} is not in the range searched")
         return position
 
@@ -64,30 +64,19 @@ class SurfaceNodes(Sequence[int]):
     def __getitem__(self, index: slice) -> tuple[int, ...]: ...
 
     def __getitem__(self, index: int | slice) -> int | tuple[int, ...]:
-        if isinstance(index, slice):
-            start, stop, step = index.indices(len(self))
-            if step != 1:
-                return tuple(self)[index]
-            if stop <= start:
-                return ()
-            slot = self._slot_at(start)
-            taken = [self._seqs[slot]]
-            for _ in range(stop - start - 1):
+        positions = range(len(self))[index]  # a list's indexing: negatives, IndexError, slices
+        if isinstance(positions, int):
+            return self._seqs[self._slot_at(positions)]
+        if positions.step != 1:
+            return tuple(self)[index]
+        taken: list[int] = []
+        if positions:
+            slot = self._slot_at(positions.start)
+            taken.append(self._seqs[slot])
+            for _ in positions[1:]:
                 slot = self._live_from(slot + 1)
                 taken.append(self._seqs[slot])
-            return tuple(taken)
-        length = len(self)
-        position = index + length if index < 0 else index
-        if not 0 <= position < length:
-            raise IndexError("surface node index out of range")
-        return self._seqs[self._slot_at(position)]
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, SurfaceNodes):
-            return list(self) == list(other)
-        if isinstance(other, (list, tuple)):
-            return list(self) == list(other)
-        return NotImplemented
+        return tuple(taken)
 
     __hash__ = None  # type: ignore[assignment]  # mutable, like a list
 

@@ -292,18 +292,3 @@ def validate_surface_stable(
             Code.COMPACTION_SURFACE_CHANGED,
             "compaction: the selected span was rewritten during summarization",
         )
-
-
-def is_surface_stable(
-    before: Sequence[PricedNode],
-    after: Sequence[PricedNode],
-    span: CompactionRegion,
-    automatic: bool,
-    events: Sequence[Event],
-) -> bool:
-    """Would :func:`validate_surface_stable` accept (notes §4.7)?"""
-    try:
-        validate_surface_stable(before, after, span, automatic, events)
-    except SpecError:
-        return False
-    return True

@@ -46,16 +46,6 @@ def derive_checkpoint_source(compaction_id: str, source_command_id: str | None =
     return snapshot_compaction_data(source)
 
 
-def is_compact_checkpoint_source(source: JsonValue) -> bool:
-    """A message source marks a compaction checkpoint when its kind is ``plugin`` and its plugin
-    is ``compact``; nothing else is checked, so any backend is recognised (notes §4.3)."""
-    return (
-        isinstance(source, dict)
-        and source.get("kind") == "plugin"
-        and source.get("plugin") == CHECKPOINT_PLUGIN
-    )
-
-
 def derive_summary_blocks(output: Sequence[JsonValue]) -> FrozenList:
     """What a summarizer's output contributes: its top-level ``text`` blocks only (reasoning and
     tool calls are dropped). An image anywhere, even nested in a tool result, is refused, and so is
@@ -98,12 +88,6 @@ def derive_checkpoint_message(
         "source": derive_checkpoint_source(compaction_id, source_command_id),
     }
     return snapshot_compaction_data(message)
-
-
-def is_summary_smaller(checkpoint_message: JsonValue, shadowed_token_count: int) -> bool:
-    """A checkpoint is worth landing only if its estimated price is below that of the nodes it
-    shadows (notes §4.5 step 6.2)."""
-    return estimate_message(checkpoint_message) < shadowed_token_count
 
 
 def validate_summary_smaller(checkpoint_message: JsonValue, shadowed_token_count: int) -> None:

@@ -21,8 +21,6 @@ from event_builders import (
 
 from spec.codes import Code, SpecError
 from spec.log.events import (
-    is_append_surface_event,
-    is_replacement_surface_event,
     is_surface_eligible_type,
     is_surface_event,
 )
@@ -423,18 +421,6 @@ def test_an_eligible_event_without_its_marker_is_not_a_surface_event_until_marke
     markerless = event(0, "user/message", user_data())
     assert not is_surface_event(markerless)
     assert is_surface_event({**markerless, "surfaceOp": "append"})
-
-
-def test_the_marker_splits_append_origin_from_replacement_events() -> None:
-    appended, replacing = user(0), user(1, "s", replace(0, 0), [0])
-    assert (is_append_surface_event(appended), is_replacement_surface_event(appended)) == (True, False)
-    assert (is_append_surface_event(replacing), is_replacement_surface_event(replacing)) == (False, True)
-
-
-@pytest.mark.parametrize("candidate", [turn_start(0), event(0, "user/message", user_data())])
-def test_log_only_and_markerless_events_fail_both_marker_guards(candidate: dict[str, Any]) -> None:
-    assert not is_append_surface_event(candidate)
-    assert not is_replacement_surface_event(candidate)
 
 
 def test_replace_generation_counts_replaces() -> None:
