@@ -621,32 +621,40 @@ class UnitMap:
     seconds: dict[str, float]
 
 
-def unit_map(lane: str, jobs: int, path: Path | None = None, backend: str = DEFAULT_BACKEND) -> UnitMap:
-    """The map of ``lane``'s units, traced (``jobs`` at a time) unless ``path`` holds it for this
-    tree: the code the subject runs and the suite's own (the units are code, not data)."""
+def unit_map(
+    lane: str, jobs: int, path: Path | None = None, backend: str = DEFAULT_BACKEND, globs: Sequence[str] = ()
+) -> UnitMap:
+    """The map of ``lane``'s units that ``globs`` choose (all of them when none), each traced
+    (``jobs`` at a time) unless ``path`` holds it for this tree: the code the subject runs and the
+    suite's own (the units are code, not data). The units traced before for the same tree are kept,
+    so a run naming a few units (``--case crash#*``) traces only those, and a later one the rest."""
     path = path or with_backend(Path(str(UNIT_COVERAGE).format(lane=lane)), backend)
     code = suite_digest()
+    units: dict[str, dict[str, Any]] = {}
     if path.exists():
         cache = json.loads(path.read_text(encoding="utf-8"))
-        if cache.get("code") == code:
-            return unit_map_of(cache["units"])
+        units = cache["units"] if cache.get("code") == code else {}
     subject = StdioSubject(f"{PYTHON} -m reference.server --backend {backend}", timeout=60.0)
     try:
         keys = [unit_key(unit) for unit in lane_units(lane, hello(subject))]
     finally:
         subject.close()
-    started = time.monotonic()
-    units: dict[str, dict[str, Any]] = {}
-    with multiprocessing.Pool(jobs) as pool:
-        for key, said, seconds, found in pool.imap_unordered(
-            functools.partial(trace_unit, backend=backend), [(lane, key) for key in keys]
-        ):
-            units[key] = {"verdict": said, "seconds": seconds, "lines": found}
-            print(f"coverage ({lane}): {len(units)}/{len(keys)} units traced, {key} {seconds:.0f}s "
-                  f"{said} ({time.monotonic() - started:.0f}s)", flush=True)  # fmt: skip
-    ordered = {key: units[key] for key in keys}
-    save_map(path, {"code": code, "units": ordered})
-    return unit_map_of(ordered)
+    keys = [key for key in keys if not globs or any(fnmatch.fnmatchcase(key, glob) for glob in globs)]
+    missing = [key for key in keys if key not in units]
+    if missing:
+        started = time.monotonic()
+        with multiprocessing.Pool(jobs) as pool:
+            for done, (key, said, seconds, found) in enumerate(
+                pool.imap_unordered(
+                    functools.partial(trace_unit, backend=backend), [(lane, k) for k in missing]
+                ),
+                1,
+            ):
+                units[key] = {"verdict": said, "seconds": seconds, "lines": found}
+                print(f"coverage ({lane}): {done}/{len(missing)} units traced, {key} {seconds:.0f}s "
+                      f"{said} ({time.monotonic() - started:.0f}s)", flush=True)  # fmt: skip
+                save_map(path, {"code": code, "units": units})  # a unit traced is kept, even if the run stops
+    return unit_map_of({key: units[key] for key in keys})
 
 
 def save_map(path: Path, traced: dict[str, Any]) -> None:
@@ -815,7 +823,7 @@ def run_lane(path: Path, lane: str, earlier: Sequence[str], jobs: int, timeout: 
             )
             every = [vector_key(v) for v in chosen_vectors(cases)]
         else:  # the lane's units, cheapest first (its map traced once per tree)
-            units = unit_map(lane, jobs, unit_coverage, backend)
+            units = unit_map(lane, jobs, unit_coverage, backend, cases)
             coverage = units.coverage if select else None
             every = list(units.coverage.cases)
         trees: dict[str, ast.Module] = {}
