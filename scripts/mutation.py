@@ -826,6 +826,8 @@ def run_lane(path: Path, lane: str, earlier: Sequence[str], jobs: int, timeout: 
             units = unit_map(lane, jobs, unit_coverage, backend, cases)
             coverage = units.coverage if select else None
             every = list(units.coverage.cases)
+        if cases and not every:  # else every mutant would be recorded unreached without running
+            raise SystemExit(f"{lane}: --case {' '.join(cases)} chooses none of this lane's cases or units")
         trees: dict[str, ast.Module] = {}
         for item in pending:
             chosen[item.job_id] = (
