@@ -76,6 +76,7 @@ from conformance.report import CaseResult, Options
 from conformance.runner import Unit, hello, load_vectors, plan_units, run_vector, unit_alone, vector_key
 from conformance.subject import StdioSubject, SubjectError
 from scripts.mutation_trace import read_appended
+from spec.protocol import STORE_ROOT_ENV
 
 ROOT: Final = Path(__file__).resolve().parent.parent
 PYTHON: Final = sys.executable
@@ -101,6 +102,10 @@ OUTCOMES: Final = ("killed", "timeout", "survived", "equivalent", "incompetent",
 COVERAGE: Final = STATE_DIR / "coverage.json"  # the fast lane's map: which vector cases reach which line
 UNIT_COVERAGE: Final = STATE_DIR / "coverage-{lane}.json"  # a later lane's map of its units
 DEFAULT_BACKEND: Final = "simulated"  # the stdio subject's storage (reference.server --backend)
+# the file store on a real directory (reference.directory: the server's default backend with
+# CONFORMANCE_STORE_ROOT set), which reaches the real filesystem seam (reference/persistence/fs.py)
+DIRECTORY_BACKEND: Final = "directory"
+BACKENDS: Final = ("simulated", "sqlite", "postgres", DIRECTORY_BACKEND)
 NO_CASE: Final = "no case reaches it"  # a fast-lane survivor no vector case executes (not run)
 SURVIVING: Final = ("survived", "unreached")  # lane outcomes that send a mutant to the next lane
 RESPONSE_TIMEOUT: Final = 20.0  # seconds a mutated subject may take to answer one request
@@ -634,11 +639,12 @@ def unit_map(
     if path.exists():
         cache = json.loads(path.read_text(encoding="utf-8"))
         units = cache["units"] if cache.get("code") == code else {}
-    subject = StdioSubject(f"{PYTHON} -m reference.server --backend {backend}", timeout=60.0)
-    try:
-        keys = [unit_key(unit) for unit in lane_units(lane, hello(subject))]
-    finally:
-        subject.close()
+    with tempfile.TemporaryDirectory(prefix="dsh-mutation-hello-") as scratch:
+        subject = StdioSubject(server_command(backend, Path(scratch)), timeout=60.0)
+        try:
+            keys = [unit_key(unit) for unit in lane_units(lane, hello(subject))]
+        finally:
+            subject.close()
     keys = [key for key in keys if not globs or any(fnmatch.fnmatchcase(key, glob) for glob in globs)]
     missing = [key for key in keys if key not in units]
     if missing:
@@ -754,13 +760,25 @@ def make_copy(copy: Path) -> Path:
 def subject_command(copy: Path, backend: str = DEFAULT_BACKEND) -> str:
     """The copy's reference as a stdio process on ``backend`` (its bytecode never written: see
     :func:`make_copies`)."""
-    return f"env -C {copy} PYTHONDONTWRITEBYTECODE=1 {PYTHON} -m reference.server --backend {backend}"
+    return f"env -C {copy} PYTHONDONTWRITEBYTECODE=1 {server_command(backend, copy)}"
 
 
 def traced_command(out: Path, backend: str, append: bool = False) -> str:
     """The unmutated reference on ``backend``, traced into ``out`` (:mod:`scripts.mutation_trace`)."""
     flag = " --append" if append else ""
-    return f"{PYTHON} -m scripts.mutation_trace{flag} --backend {backend} {out} {' '.join(SCOPE)}"
+    return server_command(backend, out.parent, f"scripts.mutation_trace{flag}", f" {out} {' '.join(SCOPE)}")
+
+
+def server_command(backend: str, scratch: Path, module: str = "reference.server", rest: str = "") -> str:
+    """``module`` serving the protocol on ``backend``; the directory backend is the server's default
+    one on a fresh, empty ``scratch/store`` (``CONFORMANCE_STORE_ROOT``), made here: every subject
+    process starts on an empty directory, as every one on the simulated filesystem starts empty."""
+    if backend != DIRECTORY_BACKEND:
+        return f"{PYTHON} -m {module} --backend {backend}{rest}"
+    store = scratch / "store"
+    shutil.rmtree(store, ignore_errors=True)
+    store.mkdir(parents=True)
+    return f"env {STORE_ROOT_ENV}={store} {PYTHON} -m {module} --backend {DEFAULT_BACKEND}{rest}"
 
 
 def with_backend(path: Path, backend: str) -> Path:
@@ -1164,9 +1182,10 @@ def main(argv: Iterable[str] | None = None) -> int:
     )
     run.add_argument(
         "--backend",
-        choices=("simulated", "sqlite", "postgres"),
+        choices=BACKENDS,
         default=DEFAULT_BACKEND,
-        help="the mutated subject's storage (reference.server --backend): sqlite reaches the database store",
+        help="the mutated subject's storage (reference.server --backend; directory: the file store on a "
+        "real directory, $CONFORMANCE_STORE_ROOT): sqlite reaches the database store, directory the real filesystem",
     )
     run.add_argument("--rule", action="append", default=[], help="run only the mutants inside this function")
     run.add_argument("--case", action="append", default=[], help="only the suite's cases matching this glob")

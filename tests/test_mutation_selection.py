@@ -161,3 +161,23 @@ def test_a_unit_map_traces_only_the_units_its_globs_choose_and_keeps_those_trace
     assert set(json.loads(path.read_text(encoding="utf-8"))["units"]) == {"machine#0", "files#0"}
     machine = mutation.unit_map("stateful", 1, path, globs=["machine#*"])
     assert machine.verdicts == {"machine#0": ["passed: 99"]}
+
+
+def test_the_directory_backend_serves_the_file_store_on_a_fresh_real_directory(tmp_path: Path) -> None:
+    """``--backend directory``: each subject process gets an empty ``store`` directory as its
+    ``CONFORMANCE_STORE_ROOT``, and a stored session's case reaches the real filesystem seam."""
+    (tmp_path / "store").mkdir()
+    (tmp_path / "store" / "left-over").write_text("x", encoding="utf-8")
+    command = mutation.subject_command(tmp_path, mutation.DIRECTORY_BACKEND)
+    assert f"CONFORMANCE_STORE_ROOT={tmp_path / 'store'} " in command
+    assert command.endswith("-m reference.server --backend simulated")
+    assert list((tmp_path / "store").iterdir()) == []
+    case = "files/a-compressed-dsh-v0-child-of-an-empty-seed-seedlength-0-reads-as-seeded"  # file storage
+    coverage = mutation.coverage_map(
+        1, [case], tmp_path / "coverage-directory.json", mutation.DIRECTORY_BACKEND
+    )
+    write_new = range(164, 173)  # RealFileSystem.write_new's body
+    assert "def write_new" in (mutation.ROOT / "reference/persistence/fs.py").read_text().splitlines()[162]
+    assert coverage.reaching("reference/persistence/fs.py", write_new) == [case]
+    simulated = mutation.coverage_map(1, [case], tmp_path / "coverage.json")
+    assert simulated.reaching("reference/persistence/fs.py", write_new) == []
