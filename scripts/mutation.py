@@ -1061,8 +1061,10 @@ def render(mutants: Sequence[Mutant], triage: dict[tuple[str, str, str, str], di
         "unmutated subject (a coverage map traced once per tree); a mutant no case executes is",
         "recorded as a survivor without running (*no case reaches it*) and goes on to the later lanes.",
         "The drt and stateful lanes run, likewise, only the units of their families (a part of a split",
-        "family, or a whole one) that execute the mutant's statement; `--backend sqlite` judges the",
-        "database store's mutants with the reference on SQLite.",
+        "family, or a whole one) that execute the mutant's statement. `--backend sqlite` and",
+        "`--backend postgres` judge the database stores' mutants with the reference on that database,",
+        "`--backend directory` the real filesystem's (reference/persistence/fs.py) with its file store",
+        "on a real directory.",
         "",
         "Wall time per mutant, by lane (mean, on the run's workers): "
         + (", ".join(f"{lane} {sum(t) / len(t):.1f}s over {len(t)}" for lane, t in seconds.items()) or "-")
