@@ -76,6 +76,7 @@ from conformance.report import CaseResult, Options
 from conformance.runner import Unit, hello, load_vectors, plan_units, run_vector, unit_alone, vector_key
 from conformance.subject import StdioSubject, SubjectError
 from scripts.mutation_trace import read_appended
+from spec.protocol import STORE_ROOT_ENV
 
 ROOT: Final = Path(__file__).resolve().parent.parent
 PYTHON: Final = sys.executable
@@ -101,6 +102,10 @@ OUTCOMES: Final = ("killed", "timeout", "survived", "equivalent", "incompetent",
 COVERAGE: Final = STATE_DIR / "coverage.json"  # the fast lane's map: which vector cases reach which line
 UNIT_COVERAGE: Final = STATE_DIR / "coverage-{lane}.json"  # a later lane's map of its units
 DEFAULT_BACKEND: Final = "simulated"  # the stdio subject's storage (reference.server --backend)
+# the file store on a real directory (reference.directory: the server's default backend with
+# CONFORMANCE_STORE_ROOT set), which reaches the real filesystem seam (reference/persistence/fs.py)
+DIRECTORY_BACKEND: Final = "directory"
+BACKENDS: Final = ("simulated", "sqlite", "postgres", DIRECTORY_BACKEND)
 NO_CASE: Final = "no case reaches it"  # a fast-lane survivor no vector case executes (not run)
 SURVIVING: Final = ("survived", "unreached")  # lane outcomes that send a mutant to the next lane
 RESPONSE_TIMEOUT: Final = 20.0  # seconds a mutated subject may take to answer one request
@@ -621,32 +626,41 @@ class UnitMap:
     seconds: dict[str, float]
 
 
-def unit_map(lane: str, jobs: int, path: Path | None = None, backend: str = DEFAULT_BACKEND) -> UnitMap:
-    """The map of ``lane``'s units, traced (``jobs`` at a time) unless ``path`` holds it for this
-    tree: the code the subject runs and the suite's own (the units are code, not data)."""
+def unit_map(
+    lane: str, jobs: int, path: Path | None = None, backend: str = DEFAULT_BACKEND, globs: Sequence[str] = ()
+) -> UnitMap:
+    """The map of ``lane``'s units that ``globs`` choose (all of them when none), each traced
+    (``jobs`` at a time) unless ``path`` holds it for this tree: the code the subject runs and the
+    suite's own (the units are code, not data). The units traced before for the same tree are kept,
+    so a run naming a few units (``--case crash#*``) traces only those, and a later one the rest."""
     path = path or with_backend(Path(str(UNIT_COVERAGE).format(lane=lane)), backend)
     code = suite_digest()
+    units: dict[str, dict[str, Any]] = {}
     if path.exists():
         cache = json.loads(path.read_text(encoding="utf-8"))
-        if cache.get("code") == code:
-            return unit_map_of(cache["units"])
-    subject = StdioSubject(f"{PYTHON} -m reference.server --backend {backend}", timeout=60.0)
-    try:
-        keys = [unit_key(unit) for unit in lane_units(lane, hello(subject))]
-    finally:
-        subject.close()
-    started = time.monotonic()
-    units: dict[str, dict[str, Any]] = {}
-    with multiprocessing.Pool(jobs) as pool:
-        for key, said, seconds, found in pool.imap_unordered(
-            functools.partial(trace_unit, backend=backend), [(lane, key) for key in keys]
-        ):
-            units[key] = {"verdict": said, "seconds": seconds, "lines": found}
-            print(f"coverage ({lane}): {len(units)}/{len(keys)} units traced, {key} {seconds:.0f}s "
-                  f"{said} ({time.monotonic() - started:.0f}s)", flush=True)  # fmt: skip
-    ordered = {key: units[key] for key in keys}
-    save_map(path, {"code": code, "units": ordered})
-    return unit_map_of(ordered)
+        units = cache["units"] if cache.get("code") == code else {}
+    with tempfile.TemporaryDirectory(prefix="dsh-mutation-hello-") as scratch:
+        subject = StdioSubject(server_command(backend, Path(scratch)), timeout=60.0)
+        try:
+            keys = [unit_key(unit) for unit in lane_units(lane, hello(subject))]
+        finally:
+            subject.close()
+    keys = [key for key in keys if not globs or any(fnmatch.fnmatchcase(key, glob) for glob in globs)]
+    missing = [key for key in keys if key not in units]
+    if missing:
+        started = time.monotonic()
+        with multiprocessing.Pool(jobs) as pool:
+            for done, (key, said, seconds, found) in enumerate(
+                pool.imap_unordered(
+                    functools.partial(trace_unit, backend=backend), [(lane, k) for k in missing]
+                ),
+                1,
+            ):
+                units[key] = {"verdict": said, "seconds": seconds, "lines": found}
+                print(f"coverage ({lane}): {done}/{len(missing)} units traced, {key} {seconds:.0f}s "
+                      f"{said} ({time.monotonic() - started:.0f}s)", flush=True)  # fmt: skip
+                save_map(path, {"code": code, "units": units})  # a unit traced is kept, even if the run stops
+    return unit_map_of({key: units[key] for key in keys})
 
 
 def save_map(path: Path, traced: dict[str, Any]) -> None:
@@ -746,13 +760,25 @@ def make_copy(copy: Path) -> Path:
 def subject_command(copy: Path, backend: str = DEFAULT_BACKEND) -> str:
     """The copy's reference as a stdio process on ``backend`` (its bytecode never written: see
     :func:`make_copies`)."""
-    return f"env -C {copy} PYTHONDONTWRITEBYTECODE=1 {PYTHON} -m reference.server --backend {backend}"
+    return f"env -C {copy} PYTHONDONTWRITEBYTECODE=1 {server_command(backend, copy)}"
 
 
 def traced_command(out: Path, backend: str, append: bool = False) -> str:
     """The unmutated reference on ``backend``, traced into ``out`` (:mod:`scripts.mutation_trace`)."""
     flag = " --append" if append else ""
-    return f"{PYTHON} -m scripts.mutation_trace{flag} --backend {backend} {out} {' '.join(SCOPE)}"
+    return server_command(backend, out.parent, f"scripts.mutation_trace{flag}", f" {out} {' '.join(SCOPE)}")
+
+
+def server_command(backend: str, scratch: Path, module: str = "reference.server", rest: str = "") -> str:
+    """``module`` serving the protocol on ``backend``; the directory backend is the server's default
+    one on a fresh, empty ``scratch/store`` (``CONFORMANCE_STORE_ROOT``), made here: every subject
+    process starts on an empty directory, as every one on the simulated filesystem starts empty."""
+    if backend != DIRECTORY_BACKEND:
+        return f"{PYTHON} -m {module} --backend {backend}{rest}"
+    store = scratch / "store"
+    shutil.rmtree(store, ignore_errors=True)
+    store.mkdir(parents=True)
+    return f"env {STORE_ROOT_ENV}={store} {PYTHON} -m {module} --backend {DEFAULT_BACKEND}{rest}"
 
 
 def with_backend(path: Path, backend: str) -> Path:
@@ -815,9 +841,11 @@ def run_lane(path: Path, lane: str, earlier: Sequence[str], jobs: int, timeout: 
             )
             every = [vector_key(v) for v in chosen_vectors(cases)]
         else:  # the lane's units, cheapest first (its map traced once per tree)
-            units = unit_map(lane, jobs, unit_coverage, backend)
+            units = unit_map(lane, jobs, unit_coverage, backend, cases)
             coverage = units.coverage if select else None
             every = list(units.coverage.cases)
+        if cases and not every:  # else every mutant would be recorded unreached without running
+            raise SystemExit(f"{lane}: --case {' '.join(cases)} chooses none of this lane's cases or units")
         trees: dict[str, ast.Module] = {}
         for item in pending:
             chosen[item.job_id] = (
@@ -1033,8 +1061,10 @@ def render(mutants: Sequence[Mutant], triage: dict[tuple[str, str, str, str], di
         "unmutated subject (a coverage map traced once per tree); a mutant no case executes is",
         "recorded as a survivor without running (*no case reaches it*) and goes on to the later lanes.",
         "The drt and stateful lanes run, likewise, only the units of their families (a part of a split",
-        "family, or a whole one) that execute the mutant's statement; `--backend sqlite` judges the",
-        "database store's mutants with the reference on SQLite.",
+        "family, or a whole one) that execute the mutant's statement. `--backend sqlite` and",
+        "`--backend postgres` judge the database stores' mutants with the reference on that database,",
+        "`--backend directory` the real filesystem's (reference/persistence/fs.py) with its file store",
+        "on a real directory.",
         "",
         "Wall time per mutant, by lane (mean, on the run's workers): "
         + (", ".join(f"{lane} {sum(t) / len(t):.1f}s over {len(t)}" for lane, t in seconds.items()) or "-")
@@ -1154,9 +1184,10 @@ def main(argv: Iterable[str] | None = None) -> int:
     )
     run.add_argument(
         "--backend",
-        choices=("simulated", "sqlite", "postgres"),
+        choices=BACKENDS,
         default=DEFAULT_BACKEND,
-        help="the mutated subject's storage (reference.server --backend): sqlite reaches the database store",
+        help="the mutated subject's storage (reference.server --backend; directory: the file store on a "
+        "real directory, $CONFORMANCE_STORE_ROOT): sqlite reaches the database store, directory the real filesystem",
     )
     run.add_argument("--rule", action="append", default=[], help="run only the mutants inside this function")
     run.add_argument("--case", action="append", default=[], help="only the suite's cases matching this glob")

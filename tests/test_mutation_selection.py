@@ -5,6 +5,7 @@ counts as one; a mutant no case executes runs none (it is recorded unreached, ne
 from __future__ import annotations
 
 import ast
+import json
 import os
 import sys
 import textwrap
@@ -142,3 +143,41 @@ def test_a_backend_has_its_own_map_where_a_case_its_hello_rules_out_reaches_noth
     assert coverage.cases == (ruled_out,) and coverage.lines == {}
     simulated = mutation.coverage_map(1, [ruled_out], tmp_path / "coverage.json")
     assert simulated.reaching("reference/persistence/common.py", range(1, 200)) == [ruled_out]
+
+
+def test_a_unit_map_traces_only_the_units_its_globs_choose_and_keeps_those_traced_before(
+    tmp_path: Path,
+) -> None:
+    """A later lane run with ``--case files#*`` traces the files unit alone, not the whole lane; a
+    unit the map already holds for this tree is kept as it was (never traced again)."""
+    path = tmp_path / "coverage-stateful.json"
+    kept = {"verdict": ["passed: 99"], "seconds": 1.0, "lines": {"spec/a.py": [1]}}
+    path.write_text(
+        json.dumps({"code": mutation.suite_digest(), "units": {"machine#0": kept}}), encoding="utf-8"
+    )
+    files = mutation.unit_map("stateful", 1, path, globs=["files#*"])
+    assert files.coverage.cases == ("files#0",)
+    assert files.verdicts["files#0"] == ["passed: 7"]
+    assert set(json.loads(path.read_text(encoding="utf-8"))["units"]) == {"machine#0", "files#0"}
+    machine = mutation.unit_map("stateful", 1, path, globs=["machine#*"])
+    assert machine.verdicts == {"machine#0": ["passed: 99"]}
+
+
+def test_the_directory_backend_serves_the_file_store_on_a_fresh_real_directory(tmp_path: Path) -> None:
+    """``--backend directory``: each subject process gets an empty ``store`` directory as its
+    ``CONFORMANCE_STORE_ROOT``, and a stored session's case reaches the real filesystem seam."""
+    (tmp_path / "store").mkdir()
+    (tmp_path / "store" / "left-over").write_text("x", encoding="utf-8")
+    command = mutation.subject_command(tmp_path, mutation.DIRECTORY_BACKEND)
+    assert f"CONFORMANCE_STORE_ROOT={tmp_path / 'store'} " in command
+    assert command.endswith("-m reference.server --backend simulated")
+    assert list((tmp_path / "store").iterdir()) == []
+    case = "files/a-compressed-dsh-v0-child-of-an-empty-seed-seedlength-0-reads-as-seeded"  # file storage
+    coverage = mutation.coverage_map(
+        1, [case], tmp_path / "coverage-directory.json", mutation.DIRECTORY_BACKEND
+    )
+    write_new = range(164, 173)  # RealFileSystem.write_new's body
+    assert "def write_new" in (mutation.ROOT / "reference/persistence/fs.py").read_text().splitlines()[162]
+    assert coverage.reaching("reference/persistence/fs.py", write_new) == [case]
+    simulated = mutation.coverage_map(1, [case], tmp_path / "coverage.json")
+    assert simulated.reaching("reference/persistence/fs.py", write_new) == []

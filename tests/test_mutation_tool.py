@@ -174,3 +174,16 @@ def test_a_dead_worker_stops_the_run_instead_of_leaving_it_waiting() -> None:
         mutation.next_result(results, [Process(None), Process(-9)], "fast", wait=0.1)
     with pytest.raises(SystemExit, match="all 0"):
         mutation.next_result(results, [Process(0), Process(0)], "fast", wait=0.1)
+
+
+def test_a_case_glob_choosing_none_of_a_lanes_cases_stops_the_run_instead_of_recording_unreached(
+    tmp_path: Path,
+) -> None:
+    """``--lanes fast,stateful --case crash#*``: the glob names stateful units, no vector case; the
+    fast lane must refuse rather than record every pending mutant unreached without running it."""
+    session = tmp_path / "session.sqlite"
+    mutation.open_session(session, [MODULE], fresh=True)
+    mutation.keep(session, lambda spec: spec.start_pos[0] == LINE and spec.operator_name == KILLED)
+    with pytest.raises(SystemExit, match="chooses none"):
+        mutation.run_lane(session, "fast", (), jobs=1, timeout=60, cases=["crash#*"], limit=None)
+    assert mutation.lane_rows(session) == {}
