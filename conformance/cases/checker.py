@@ -122,6 +122,22 @@ def turn_edge_cases() -> Cases:
     def step(number: int, end: bool = False, in_turn: int = 1) -> tuple[str, JsonObject]:
         return ("step/end" if end else "step/start", {"turn": in_turn, "step": number})
 
+    yield breaks(
+        "turn-numbering: a turn/start whose number is not an integer, with no turn open, leaves the count at 1",
+        log(
+            ("turn/start", {"turn": "x"}),
+            ("turn/end", {"turn": "x", "reason": {"kind": "completed"}}),
+            turn(2),
+        ),
+        comment="closing the unnumbered turn counts it: the next turn is 2, and only the unnumbered one is wrong",
+    )
+    yield pure(
+        "turn-enclosed: an assistant/message replace outside any turn is no execution record",
+        CHECK,
+        why=as_why(RULES["turn-enclosed"]),
+        events=log(user_ev(), ("assistant/message", assistant_msg("a9"), {"surfaceOp": replace(0, 0)})),
+        comment="only a replacing tool/result and the execution records must be inside a turn",
+    )
     paired: tuple[str, JsonObject, JsonObject] = ("tool/result", result_msg("c1"), APPEND)
     carrying: JsonObject = {"turn": 1, "step": 1, "message": {"source": {"kind": "tool", "callId": "c1"}}}
     yield pure(
@@ -497,6 +513,20 @@ def lineage_edge_cases() -> Cases:
         (
             "a compaction, a step and a turn closed",
             log(T1, S1, ("compaction/start", {"compactionId": "k1", "turn": 1})),
+        ),
+        (
+            "a compaction and its turn closed, no step open",
+            log(T1, ("compaction/start", {"compactionId": "k1", "turn": 1})),
+        ),
+        (
+            "two calls, their step and their turn closed",
+            log(
+                T1,
+                S1,
+                assistant_ev(calls=["c1", "c2"]),
+                CALL,
+                ("tool/call", {"turn": 1, "step": 1, "callId": "c2", "name": "read"}),
+            ),
         ),
     ):
         yield pure(
