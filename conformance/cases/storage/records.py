@@ -296,6 +296,26 @@ def compressed_cases() -> Cases:
         **frames(torn=h + r0 + r1[:3]),
     )
     yield pure(
+        "a writer's zstd log whose torn last frame holds no whole line names its torn tail at the frame's start",
+        COMPRESSED,
+        why=FRAMES_RULE,
+        **frames(h, r0, torn=r1[:5]),
+    )
+    yield pure(
+        "a zstd log compressed whole recovers a line whose newline is in the torn frame",
+        COMPRESSED,
+        why=FRAMES_RULE,
+        comment="the complete frames end one byte short of the line's end (at an odd offset, 269): the line "
+        "is not committed",
+        **frames(h + r0, r1 + r2[:-1], torn="\n" + r3),
+    )
+    yield pure(
+        "a zstd log compressed whole places a line at the frame holding its first byte, even that frame's last",
+        COMPRESSED,
+        why=FRAMES_RULE,
+        **frames(h + r0[:1], r0[1:] + r1),
+    )
+    yield pure(
         "a zstd log of no frames is corrupt",
         COMPRESSED,
         Code.CORRUPT_LOG,
