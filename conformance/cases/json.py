@@ -159,6 +159,13 @@ def text_cases() -> Cases:
         text=stored("[1e-400,-1e-400]"),
     )
     yield pure(
+        "a stored negative zero reads as 0, and only it: -1.0 stays -1",
+        JSONL,
+        why=TEXT_RULE,
+        comment="-0 has no place in the domain (D5); the other negative numbers keep their sign",
+        text=stored("[-0.0,-0,-1.0,-1e0,-0.5]"),
+    )
+    yield pure(
         "a stored number with more digits than a double holds reads as the nearest double",
         JSONL,
         why=TEXT_RULE,
