@@ -4,6 +4,7 @@ and inputs from the whole JSON value domain otherwise (:mod:`conformance.strateg
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Mapping
 from typing import Final
 
@@ -219,6 +220,30 @@ def jsonl_texts(draw: st.DrawFn) -> str:
 
 
 @st.composite
+def compressed_frames(draw: st.DrawFn) -> JsonObject:
+    """A zstd log's frames as a reader has them decompressed: a plain log's text cut into frames,
+    at line ends (the writer's frame per flush: the header line alone first) or anywhere (a log
+    compressed whole by a tool), empty frames among them, and perhaps the last one torn."""
+    text = draw(jsonl_texts())
+    if draw(st.booleans()):  # the writer's form: the header line, then whole lines per frame
+        lines = text.splitlines(keepends=True)
+        cuts = [0, *(i for i in range(1, len(lines)) if i == 1 or draw(st.booleans())), len(lines)]
+        pieces = ["".join(lines[a:b]) for a, b in itertools.pairwise(cuts)]
+    else:
+        cuts = sorted(set(draw(st.lists(st.integers(0, len(text)), max_size=4))))
+        bounds = [0, *cuts, len(text)]
+        pieces = [text[a:b] for a, b in itertools.pairwise(bounds)]
+    frames: list[JsonValue] = []
+    offset = draw(st.integers(0, 3))
+    for piece in pieces:
+        frames.append({"offset": offset, "text": piece})
+        offset += len(piece.encode("utf-8", "surrogatepass")) // 2 + 9  # a frame is smaller, never empty
+    torn_last = draw(st.booleans())
+    torn = frames.pop() if frames and torn_last else None
+    return {"frames": frames, "torn": torn}
+
+
+@st.composite
 def v0_records(draw: st.DrawFn) -> list[JsonValue]:
     """Records after a v0 header: events in the current and the legacy vocabulary (steering
     messages, messages from before identity, legacy turn/end reasons), chunk rows, unknown types."""
@@ -362,6 +387,7 @@ INPUTS: Final[Mapping[str, Callable[[], Inputs]]] = {
     "spec.framing.decode_jsonl_log": lambda: either(
         st.builds(lambda text: {"text": text}, jsonl_texts()), "text"
     ),
+    "spec.framing.decode_compressed_log": lambda: either(compressed_frames(), "frames", "torn"),
     "spec.legacy.upgrade_v0_records": lambda: either(
         st.fixed_dictionaries({"sessionId": values.identifiers(), "records": v0_records()}),
         "sessionId",

@@ -41,7 +41,7 @@ from conformance.subject import (
 )
 from conformance.targets import DEFAULT_TARGET, Target, TargetError, decode_target
 from spec.checks.log import RULES as CHECKER_RULES
-from spec.protocol import CHECKER_RULE, PROTOCOL_VERSION
+from spec.protocol import CHECKER_RULE, FIRST_PROTOCOL_VERSION, PROTOCOL_VERSION
 
 VECTORS_DIR: Final = Path(__file__).resolve().parent / "vectors"
 UNSUPPORTED_OP: Final = "UNSUPPORTED_OP"
@@ -244,8 +244,8 @@ class Hello:
 def hello(subject: Subject) -> Hello:
     """Ask the subject who it is. ``core`` is always assumed; a protocol 1 subject's ``pure``
     includes the checker's rule ids (``checker-rules``), which claims every ``checker-rule:<id>``
-    (and claiming each of them is claiming ``checker-rules``); an unknown target is a
-    SubjectError."""
+    (and claiming each of them is claiming ``checker-rules``); a protocol this suite does not speak
+    (none said is 1) and an unknown target are a SubjectError."""
     response = subject.request("hello", protocol=PROTOCOL_VERSION)
     if not response.ok or not isinstance(response.result, dict):
         raise SubjectError(f"hello failed: {response.error_code}: {response.error_message}")
@@ -254,6 +254,11 @@ def hello(subject: Subject) -> Hello:
     names = {str(c) for c in declared} if isinstance(declared, list) else set()
     protocol = result.get("protocol")
     version = int(protocol) if isinstance(protocol, int) and not isinstance(protocol, bool) else 1
+    if not FIRST_PROTOCOL_VERSION <= version <= PROTOCOL_VERSION:
+        raise SubjectError(
+            f"hello: the subject speaks protocol {version}; this suite speaks {FIRST_PROTOCOL_VERSION} "
+            f"to {PROTOCOL_VERSION} (PROTOCOL.md, Hello)"
+        )
     if version < 2 and "pure" in names:
         names.add("checker-rules")
     every_rule = {f"{CHECKER_RULE}{rule}" for rule in CHECKER_RULES}

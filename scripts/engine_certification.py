@@ -146,8 +146,15 @@ RULES: Final = (
         f"{MACHINE}: `snapshot` after every step",
     ),
     Rule(
-        "the cache may be stale but never wrong: a row is caught up from the log, one of another version or lifecycle is dropped",
-        ("decode_cache_row", "derive_cache_identity"),
+        "the cache may be stale but never wrong: a row is caught up from the log, one of another version or "
+        "lifecycle, a malformed record, a cursor outside the log or a state its schema refuses is dropped",
+        (
+            "decode_cache_row",
+            "decode_cache_rows",
+            "derive_cache_identity",
+            "is_ledger_v1_state",
+            "is_ledger_v2_state",
+        ),
         f"{MACHINE}: `power_cut_after_flush` and the cache read after every power cut (`state_of_stored`)",
         "CacheAnswersFromStaleRow",
     ),

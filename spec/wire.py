@@ -26,7 +26,7 @@ from typing import Final, TypeAlias
 
 from spec.checks.log import check_log
 from spec.format.chunk_rows import decode_storage_record
-from spec.format.framing import decode_jsonl_log
+from spec.format.framing import DecodedFrame, FramedLog, LinePlace, decode_compressed_log, decode_jsonl_log
 from spec.format.legacy import upgrade_v0_records
 from spec.format.naming import decode_header_line, derive_session_relpath, encode_project_key, encode_segment
 from spec.lineage.repair import derive_closers
@@ -208,16 +208,49 @@ def _decode_header_line(inputs: Inputs) -> JsonValue:
     return {"version": version, "header": header}
 
 
-def _decode_jsonl_log(inputs: Inputs) -> JsonValue:
+def decode_utf8(inputs: Inputs, key: str, what: str | None = None) -> bytes:
+    """``inputs[key]``, a string, as the UTF-8 bytes it stands for (a lone surrogate has none)."""
     try:
-        data = decode_string(inputs, "text").encode("utf-8")
+        return decode_string(inputs, key).encode("utf-8")
     except UnicodeEncodeError:
-        raise WireInputError("input 'text' must be UTF-8 text (it holds a lone surrogate)") from None
-    stored = decode_jsonl_log(data)
+        raise WireInputError(
+            f"input {what or repr(key)} must be UTF-8 text (it holds a lone surrogate)"
+        ) from None
+
+
+def decode_frame(raw: JsonValue, what: str) -> DecodedFrame:
+    """A decompressed frame: ``{offset, text}``, its file offset and its plaintext as UTF-8 text."""
+    if not isinstance(raw, dict):
+        raise WireInputError(f"{what} must be an object")
+    return DecodedFrame(
+        decode_integer(raw.get("offset"), f"{what}.offset"), decode_utf8(raw, "text", f"{what}.text")
+    )
+
+
+def encode_place(place: LinePlace | None) -> JsonValue:
+    return None if place is None else {"line": place.line, "byte": place.byte, "frame": place.frame}
+
+
+def _decode_jsonl_log(inputs: Inputs) -> JsonValue:
+    stored = decode_jsonl_log(decode_utf8(inputs, "text"))
     return {
         "headerLine": stored.header_line,
         "records": list(stored.records),
         "truncateTo": stored.truncate_to,
+    }
+
+
+def _decode_compressed_log(inputs: Inputs) -> JsonValue:
+    frames = [decode_frame(raw, "every frame") for raw in decode_array(inputs, "frames")]
+    torn = None if inputs.get("torn") is None else decode_frame(inputs.get("torn"), "torn")
+    stored: FramedLog = decode_compressed_log(frames, torn)
+    return {
+        "headerLine": stored.header_line,
+        "records": list(stored.records),
+        "recovered": list(stored.recovered),
+        "truncateTo": stored.truncate_to,
+        "places": [encode_place(place) for place in stored.places],
+        "tornPlace": encode_place(stored.torn_place),
     }
 
 
@@ -365,6 +398,13 @@ WIRE_TABLE: Final[tuple[WireRow, ...]] = (
         _decode_jsonl_log,
         "`text` (the log's bytes as UTF-8 text)",
         '`{"headerLine", "records", "truncateTo"}`',
+    ),
+    WireRow(
+        "spec.framing.decode_compressed_log",
+        decode_compressed_log,
+        _decode_compressed_log,
+        '`frames` (`[{"offset", "text"}, …]`: each complete frame\'s file offset and plaintext, as UTF-8 text), `torn` (null, or the torn final frame\'s `{"offset", "text"}`: the plaintext of its whole blocks)',
+        '`{"headerLine", "records", "recovered", "truncateTo", "places": [{"line", "byte", "frame"}, …], "tornPlace"}`: each record\'s place (committed, then recovered) and where a dropped torn tail starts (null: none), `byte` in the decompressed text',
     ),
     WireRow(
         "spec.legacy.upgrade_v0_records",

@@ -15,8 +15,8 @@ import pytest
 from conformance.__main__ import main
 from conformance.families import STATEFUL_FAMILIES
 from conformance.report import CaseResult, Options
-from conformance.runner import run_suite, run_vectors
-from conformance.subject import InProcessSubject, StdioSubject, Subject
+from conformance.runner import hello, run_suite, run_vectors
+from conformance.subject import InProcessSubject, StdioSubject, Subject, SubjectError
 from reference.server import ReferenceSubject
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,6 +33,22 @@ class AnswersOkToEverything:
                 "result": {"protocol": 1, "name": "broken", "capabilities": ["core"]},
             }
         return {"rid": request["rid"], "ok": True, "result": None}
+
+
+class SpeaksAnotherProtocol(AnswersOkToEverything):
+    """A subject whose hello names a protocol newer than the suite's."""
+
+    def handle(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        response = super().handle(request)
+        if request["op"] == "hello":
+            response["result"] = {**response["result"], "protocol": 3}
+        return response
+
+
+def test_a_subject_speaking_a_protocol_the_suite_does_not_is_refused_at_hello() -> None:
+    assert hello(InProcessSubject(AnswersOkToEverything())).protocol == 1
+    with pytest.raises(SubjectError, match="speaks protocol 3"):
+        hello(InProcessSubject(SpeaksAnotherProtocol()))
 
 
 def failures(results: list[CaseResult]) -> list[str]:

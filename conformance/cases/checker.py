@@ -19,6 +19,7 @@ from conformance.cases.build import (
     assistant_ev,
     assistant_msg,
     chained,
+    event,
     log,
     pure,
     replace,
@@ -121,6 +122,54 @@ def turn_edge_cases() -> Cases:
     def step(number: int, end: bool = False, in_turn: int = 1) -> tuple[str, JsonObject]:
         return ("step/end" if end else "step/start", {"turn": in_turn, "step": number})
 
+    yield breaks(
+        "turn-numbering: a turn/start whose number is not an integer, with no turn open, leaves the count at 1",
+        log(
+            ("turn/start", {"turn": "x"}),
+            ("turn/end", {"turn": "x", "reason": {"kind": "completed"}}),
+            turn(2),
+        ),
+        comment="closing the unnumbered turn counts it: the next turn is 2, and only the unnumbered one is wrong",
+    )
+    yield pure(
+        "turn-enclosed: an assistant/message replace outside any turn is no execution record",
+        CHECK,
+        why=as_why(RULES["turn-enclosed"]),
+        events=log(user_ev(), ("assistant/message", assistant_msg("a9"), {"surfaceOp": replace(0, 0)})),
+        comment="only a replacing tool/result and the execution records must be inside a turn",
+    )
+    paired: tuple[str, JsonObject, JsonObject] = ("tool/result", result_msg("c1"), APPEND)
+    carrying: JsonObject = {"turn": 1, "step": 1, "message": {"source": {"kind": "tool", "callId": "c1"}}}
+    yield pure(
+        "tool-result-pairing: a call logged twice is pending, so its result pairs",
+        CHECK,
+        why=as_why(RULES["tool-result-pairing"]),
+        events=log(T1, S1, CALL, CALL, paired),
+        comment="the pending calls are a set: a second tool/call does not take the first one back",
+    )
+    yield breaks(
+        "tool-result-pairing: a result for a call never logged, appended twice, is a violation each time",
+        log(T1, S1, ("tool/result", result_msg("c2"), APPEND), ("tool/result", result_msg("c2"), APPEND)),
+        comment="an unpaired result answers nothing: it leaves no call behind for the next one",
+    )
+    yield breaks(
+        "tool-result-pairing: an event of another type naming a callId logs no call",
+        log(T1, S1, ("custom/x", {"turn": 1, "step": 1, "callId": "c1"}), paired),
+    )
+    for other in ("custom/x", "x/event"):
+        yield pure(
+            f"tool-result-pairing: an appended {other} carrying a tool message's callId answers no call",
+            CHECK,
+            why=as_why(RULES["tool-result-pairing"]),
+            events=log(T1, S1, CALL, (other, carrying, APPEND), paired),
+            comment="only an appended tool/result answers its call (types sorting before and after it)",
+        )
+    yield pure(
+        "tool-result-pairing: a replacing tool/result answers no call, so a later appended one pairs",
+        CHECK,
+        why=as_why(RULES["tool-result-pairing"]),
+        events=log(T1, S1, CALL, ("tool/result", result_msg("c1"), {"surfaceOp": replace(0, 0)}), paired),
+    )
     yield pure(
         "two turns numbered 1 and 2 are clean",
         CHECK,
@@ -465,6 +514,20 @@ def lineage_edge_cases() -> Cases:
             "a compaction, a step and a turn closed",
             log(T1, S1, ("compaction/start", {"compactionId": "k1", "turn": 1})),
         ),
+        (
+            "a compaction and its turn closed, no step open",
+            log(T1, ("compaction/start", {"compactionId": "k1", "turn": 1})),
+        ),
+        (
+            "two calls, their step and their turn closed",
+            log(
+                T1,
+                S1,
+                assistant_ev(calls=["c1", "c2"]),
+                CALL,
+                ("tool/call", {"turn": 1, "step": 1, "callId": "c2", "name": "read"}),
+            ),
+        ),
     ):
         yield pure(
             f"closers: {name} passes the closers rule",
@@ -472,6 +535,19 @@ def lineage_edge_cases() -> Cases:
             why=as_why(RULES["closers"]),
             events=with_closers(events),
         )
+    unnumbered = log(T1, S1, user_ev(), assistant_ev(calls=["c1"]), ("custom/x", {}), CALL)
+    last = unnumbered[-1]
+    assert isinstance(last, dict)
+    unnumbered[-1] = {key: value for key, value in last.items() if key != "seq"}
+    repaired = with_closers(unnumbered)
+    yield pure(
+        "closers: a block after an event with no seq starts one past that event's position, "
+        "and the log goes on after it",
+        CHECK,
+        why=as_why(RULES["closers"]),
+        comment="only seq-contiguous is broken; the closers at 6-8 are repair's, and turn 2 follows them",
+        events=[*repaired, event(len(repaired), "turn/start", {"turn": 2})],
+    )
     interrupted = ("turn/end", {"turn": 1, "reason": {"kind": "interrupted"}})
     yield breaks(
         "closers: an interrupted turn/end after a closed turn is a violation",
@@ -762,6 +838,17 @@ def compaction_edge_cases() -> Cases:
             ("compaction/summary", summary),
         ),
     )
+
+    for owner, open_turn in ((True, False), (False, True)):
+        yield breaks(
+            f"compaction-turn: a start naming turn {str(owner).lower()} is outside the open turn "
+            f"{str(open_turn).lower()}",
+            log(
+                ("turn/start", {"turn": open_turn}),
+                ("compaction/start", {"compactionId": "k1", "turn": owner}),
+            ),
+            comment="JavaScript's ===: true and false are two values; no ordering makes them equal",
+        )
 
 
 cases: Final = chained(

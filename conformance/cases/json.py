@@ -15,6 +15,7 @@ be said in a vector's text: the files family places them.
 from __future__ import annotations
 
 import json
+from typing import Final
 
 from conformance.cases.build import Cases, append_step, case, fails, ok, pure, state
 from conformance.cases.storage.naming import V4_LINE
@@ -109,6 +110,34 @@ def stored(data_text: str, prefix: str = "") -> str:
     return f'{head}\n{prefix}{{"type":"custom/x","seq":0,"time":0,"data":{data_text}}}\n'
 
 
+DEEP: Final = (
+    1_500  # levels: past CPython's default recursion limit (1,000), where the reader turns iterative
+)
+
+
+def deep_text(bottom: str, depth: int = DEEP) -> str:
+    """Raw JSON text: ``bottom`` (itself raw text) inside ``depth`` containers, an array at most
+    levels and an object of two keys at every fifth, spaced unevenly so that its tokens start at
+    odd and even offsets alike."""
+    text = bottom
+    for level in range(depth):
+        pad = " " * (level % 3)
+        text = f'{{"level" :{pad}{level},"inner":{text} }}' if level % 5 == 0 else f"[{pad}{text},{level}]"
+    return text
+
+
+# every kind of token the iterative reader reads, at eight offsets in turn (a token's end is
+# computed from its start: a mistake there shows only at some offsets)
+DEEP_BOTTOM: Final = (
+    "["
+    + ",".join(
+        " " * pad + '{}, { },null,true,false,1.5,2e1,-0,"s\\u00e9",{"a":[ ],"b" :null, "c":{"d":[]}}'
+        for pad in range(8)
+    )
+    + "]"
+)
+
+
 def text_cases() -> Cases:
     for what, number in (
         ("an exponent", "1e999999"),
@@ -128,6 +157,13 @@ def text_cases() -> Cases:
         JSONL,
         why=TEXT_RULE,
         text=stored("[1e-400,-1e-400]"),
+    )
+    yield pure(
+        "a stored negative zero reads as 0, and only it: -1.0 stays -1",
+        JSONL,
+        why=TEXT_RULE,
+        comment="-0 has no place in the domain (D5); the other negative numbers keep their sign",
+        text=stored("[-0.0,-0,-1.0,-1e0,-0.5]"),
     )
     yield pure(
         "a stored number with more digits than a double holds reads as the nearest double",
@@ -150,6 +186,25 @@ def text_cases() -> Cases:
         Code.HEADER_LINE_INVALID,
         why=TEXT_RULE,
         text="\ufeff" + stored("{}"),
+    )
+    # A vector cannot hold a value nested this deep (its own JSON tools recurse), so the deep text
+    # is a header line and the answer a code: the header must read whole for the reader to reach
+    # the damaged record after it (CORRUPT_LOG); a header read wrong is HEADER_LINE_INVALID.
+    yield pure(
+        "a header line nested past the recursion limit reads whole, every kind of token at its depth",
+        JSONL,
+        Code.CORRUPT_LOG,
+        why=TEXT_RULE,
+        comment="D6: nesting has no limit but the text's length; empty containers, literals, fractions, "
+        "exponents, escapes and whitespace 1,500 levels deep; the record after it is damaged",
+        text=f"{deep_text(DEEP_BOTTOM)}\nnot json\n",
+    )
+    yield pure(
+        "a header line nested past the recursion limit with data after its value is not a header",
+        JSONL,
+        Code.HEADER_LINE_INVALID,
+        why=TEXT_RULE,
+        text=f"{deep_text('[]')} x\nnot json\n",
     )
     yield pure(
         "a digit outside ASCII is not a JSON digit",

@@ -41,7 +41,7 @@ from conformance.cases.files.logs import CWD, SESSION, line, plain_log, v4_files
 from conformance.files.reader import encode_files
 from spec.codes import Code
 from spec.format.naming import encode_header_line
-from spec.log.json import JsonValue
+from spec.log.json import JsonObject, JsonValue
 from spec.projections.units import encode_cache_record
 
 CHANGES = "spec.projection.derive_projection_changes"
@@ -250,20 +250,124 @@ def engine_cases() -> Cases:
 CACHE_FILE: Final = "projections.json"  # where the reference keeps a session's cache record
 
 
-def _another_lifecycle(**moved: JsonValue) -> list[Step]:
-    """A stored log of session ``r`` (one turn, seqs 0-8) beside a cache record written for another
-    lifecycle of the same id (the header's ``moved`` fields differ) whose ledger row, at seq 8,
-    counts 5 turns: a reader that takes that row answers 5, a full replay 1."""
+LYING_ROW: Final[JsonObject] = {
+    "ver": 1,
+    "seq": 8,
+    "val": {"turns": 5},
+}  # a full replay of the log counts 1 turn
+
+
+def _planted(record: JsonValue, state_version: int = 1) -> list[Step]:
+    """A stored log of session ``r`` (one turn, seqs 0-8) beside ``record`` as its cache record,
+    and the turn ledger registered at ``state_version``: a reader that takes a row the rules refuse
+    answers what the row says, a full replay 1 turn."""
     files = v4_files(plain_log(encode_header_line(v4_header()), v4_writes()), False)
     (log_path,) = files
-    other = {**v4_header(), **moved}
-    record = encode_cache_record(other, {"turnLedger": {"ver": 1, "seq": 8, "val": {"turns": 5}}})
     files[f"{log_path.rsplit('/', 1)[0]}/{CACHE_FILE}"] = line(record)
     return [
         ok("reset", storage="file", compressed=False, files=encode_files(files)),
         ok("clock", now=NOW),
-        ok("project", **LEDGER),
+        ok("project", **LEDGER)
+        if state_version == 1
+        else ok("project", stateVersion=state_version, **LEDGER),
     ]
+
+
+def _another_lifecycle(**moved: JsonValue) -> list[Step]:
+    """A record written for another lifecycle of the same id (the header's ``moved`` fields
+    differ) whose ledger row, at seq 8, counts 5 turns."""
+    return _planted(encode_cache_record({**v4_header(), **moved}, {"turnLedger": LYING_ROW}))
+
+
+def _own_record(row: JsonValue, state_version: int = 1, **fields: JsonValue) -> list[Step]:
+    """A record of this very lifecycle holding ``row`` as the ledger's, its own ``fields`` changed."""
+    record = {**encode_cache_record(v4_header(), {"turnLedger": row}), **fields}
+    return _planted(record, state_version)
+
+
+def refused_cache_cases() -> Cases:
+    """A cache is never trusted over the log (``decode_cache_rows``, ``decode_cache_row``): a record
+    of this lifecycle that is malformed, of another format or version, or a row of another
+    stateVersion, with a cursor outside the log or a state its unit's schema refuses, is dropped
+    and the unit refolds, whatever the row says (5 turns, against the log's 1). A subject that
+    keeps no such file reads the log alone: the state is a full replay either way."""
+    records: list[tuple[str, str, list[Step]]] = [
+        ("a cache record that is not an object", "decode_cache_rows", _planted([LYING_ROW])),
+        ("a cache record of another format", "decode_cache_rows", _own_record(LYING_ROW, format="dsh-cache")),
+        ("a cache record of an older version", "decode_cache_rows", _own_record(LYING_ROW, version=0)),
+        ("a cache record of a newer version", "decode_cache_rows", _own_record(LYING_ROW, version=2)),
+        (
+            "a cache record whose version is true, not 1",
+            "decode_cache_rows",
+            _own_record(LYING_ROW, version=True),
+        ),
+        (
+            "a cache record whose rows are not an object",
+            "decode_cache_rows",
+            _own_record(LYING_ROW, rows=[LYING_ROW]),
+        ),
+        ("a cache row without its state", "decode_cache_row", _own_record({"ver": 1, "seq": 8})),
+        ("a cache row of an older stateVersion", "decode_cache_row", _own_record({**LYING_ROW, "ver": 0})),
+        ("a cache row of a newer stateVersion", "decode_cache_row", _own_record({**LYING_ROW, "ver": 2})),
+        (
+            "a cache row whose stateVersion is not an integer",
+            "decode_cache_row",
+            _own_record({**LYING_ROW, "ver": "1"}),
+        ),
+        (
+            "a cache row whose cursor is past the log's last event",
+            "decode_cache_row",
+            _own_record({**LYING_ROW, "seq": 9}),
+        ),
+        (
+            "a cache row whose cursor is before the first event",
+            "decode_cache_row",
+            _own_record({**LYING_ROW, "seq": -2}),
+        ),
+        (
+            "a cache row whose cursor is not an integer",
+            "decode_cache_row",
+            _own_record({**LYING_ROW, "seq": "8"}),
+        ),
+        (
+            "a cache row whose state has a key its schema lacks",
+            "is_ledger_v1_state",
+            _own_record({**LYING_ROW, "val": {"turns": 5, "steps": 0}}),
+        ),
+        (
+            "a cache row whose state has a count that is not an integer",
+            "is_ledger_v1_state",
+            _own_record({**LYING_ROW, "val": {"turns": "5"}}),
+        ),
+        ("a cache row whose state is empty", "is_ledger_v1_state", _own_record({**LYING_ROW, "val": {}})),
+        (
+            "a stateVersion 2 cache row whose state lacks its step count",
+            "is_ledger_v2_state",
+            _own_record({"ver": 2, "seq": 8, "val": {"turns": 5}}, 2),
+        ),
+        (
+            "a stateVersion 2 cache row whose state has a key its schema lacks",
+            "is_ledger_v2_state",
+            _own_record({"ver": 2, "seq": 8, "val": {"turns": 5, "steps": 1, "tools": 0}}, 2),
+        ),
+        (
+            "a stateVersion 2 cache row whose turn count is not an integer",
+            "is_ledger_v2_state",
+            _own_record({"ver": 2, "seq": 8, "val": {"turns": "5", "steps": 1}}, 2),
+        ),
+        (
+            "a stateVersion 2 cache row whose step count is not an integer",
+            "is_ledger_v2_state",
+            _own_record({"ver": 2, "seq": 8, "val": {"turns": 5, "steps": -1}}, 2),
+        ),
+    ]
+    for what, rule, steps in records:
+        yield case(
+            f"a stored state ignores {what}",
+            rule,
+            [*steps, ok("state_of_stored", id=SESSION, **LEDGER)],
+            storage="file",
+        )
 
 
 def lifecycle_cases() -> Cases:
@@ -288,4 +392,4 @@ def lifecycle_cases() -> Cases:
     )
 
 
-cases: Final = chained(pure_cases, engine_cases, lifecycle_cases)
+cases: Final = chained(pure_cases, engine_cases, lifecycle_cases, refused_cache_cases)

@@ -141,21 +141,6 @@ def is_batch_due(policy: BatchPolicy, pending: PendingBatch, newest_time: object
     )
 
 
-def is_within_loss_bound(policy: BatchPolicy, lost: Sequence[Event], newest_time: int) -> bool:
-    """What a crash lost of the appends that had returned is within the bound: fewer than
-    ``max_bytes`` bytes in all, and each event less than ``max_delay_ms`` older than the newest
-    appended event's time (the suite's and the tests' statement of :func:`is_batch_due`'s bound)."""
-    if policy.max_bytes is not None and sum(derive_event_bytes(event) for event in lost) >= policy.max_bytes:
-        return False
-    if policy.max_delay_ms is None:
-        return True
-    for event in lost:
-        time = event.get("time")
-        if is_safe_integer(time) and newest_time - int(time) >= policy.max_delay_ms:
-            return False
-    return True
-
-
 # --- durability checkpoints (seed 002; notes/dsh-compaction-projection §11.5 item 2) --------------
 
 Moment = Literal["model-request", "tool", "pre-step"]

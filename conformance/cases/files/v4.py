@@ -110,6 +110,32 @@ def zstd_torn_sets() -> Iterator[FileSet]:
             comment=f"the file is cut at byte {cut} of {len(data)}; the last frame starts at byte {last}, "
             "one raw block per line",
         )
+    after_block = data[:first_block]  # the last frame, cut after its first block
+    following = encode_raw_frame(line(writes[2][1]))  # a whole frame of the last write's second line
+    for what, tail, detail in (
+        (
+            "the magic of a frame that does not complete",
+            ZSTD_MAGIC + b"\x00",
+            "a frame starting after a torn one that does not reach the end proves nothing: still torn",
+        ),
+        (
+            "a whole frame and then bytes that start no frame",
+            following + b"\x00\x01\x02\x03",
+            "the run of frames after the torn one stops at bad magic, so it does not reach the end: still torn",
+        ),
+        (
+            "two frame magics, neither starting frames that reach the end",
+            ZSTD_MAGIC + b"\x00" + ZSTD_MAGIC + b"\x00\x00",
+            "every later magic is tried, and none starts a run of whole frames to the end",
+        ),
+    ):
+        yield FileSet(
+            f"a compressed v4 log whose torn last frame is followed by {what} is read and resumed",
+            "validate_nothing_complete_after",
+            v4_files(after_block + tail, True),
+            True,
+            comment=detail,
+        )
     yield FileSet(
         "up to three stray bytes after the last frame are a torn tail",
         SCAN_RULE,

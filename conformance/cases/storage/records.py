@@ -191,4 +191,151 @@ def jsonl_cases() -> Cases:
     )
 
 
-cases: Final = chained(chunk_row_cases, malformed_row_cases, jsonl_cases)
+# --- a zstd log's decompressed frames (spec.framing.decode_compressed_log) -----------------------
+
+COMPRESSED = "spec.framing.decode_compressed_log"
+FRAMES_RULE: Final = (
+    "a writer's zstd log is the header line alone in its first frame and whole lines in every later "
+    "one; a log compressed whole by a tool is the plain log its joined plaintexts are; a torn final "
+    "frame is cut off and its complete lines recovered (SPEC-DECISIONS D3 items 4-5; docs/choices.md, "
+    '"Reading logs as users have them")'
+)
+FRAME_OFFSETS: Final = (0, 41, 113, 170, 262, 301)  # where each frame starts in the file (compressed)
+
+
+def compressed_lines() -> list[str]:
+    """The header line and five records of different lengths, each with its newline."""
+    head = json.dumps(V4_LINE, separators=(",", ":"))
+    records = [
+        json.dumps(event(n, "custom/x", {"k": "v" * (3 * n + 1)}), separators=(",", ":")) for n in range(5)
+    ]
+    return [f"{line}\n" for line in (head, *records)]
+
+
+def frames(*texts: str, torn: str | None = None) -> dict[str, Any]:
+    """The ``call`` input: each text a complete frame's plaintext at the next file offset, ``torn``
+    the last one's when it is torn."""
+    placed = [{"offset": FRAME_OFFSETS[n], "text": text} for n, text in enumerate(texts)]
+    last = None if torn is None else {"offset": FRAME_OFFSETS[len(texts)], "text": torn}
+    return {"frames": placed, "torn": last}
+
+
+def compressed_cases() -> Cases:
+    h, r0, r1, r2, r3, r4 = compressed_lines()
+    yield pure(
+        "a writer's zstd log reads each frame's lines as records, each at its line, byte and frame",
+        COMPRESSED,
+        why=FRAMES_RULE,
+        comment="the byte is the line's offset in the decompressed text; frames of one, two and three lines",
+        **frames(h, r0 + r1, r2, r3 + r4),
+    )
+    yield pure(
+        "a writer's zstd log with a torn last frame recovers its whole lines and names its torn tail",
+        COMPRESSED,
+        why=FRAMES_RULE,
+        comment="the file is cut back to the torn frame's offset; its whole lines must be written again",
+        **frames(h, r0 + r1, torn=r2 + r3 + r4[:9]),
+    )
+    yield pure(
+        "a writer's zstd log whose torn last frame ends a line recovers it with no torn tail",
+        COMPRESSED,
+        why=FRAMES_RULE,
+        **frames(h, r0, torn=r1 + r2),
+    )
+    yield pure(
+        "a writer's complete frame that does not end a line is a corrupt log",
+        COMPRESSED,
+        Code.CORRUPT_LOG,
+        why=FRAMES_RULE,
+        comment="a crash tears only the last frame; a complete frame holds whole lines",
+        **frames(h, r0 + r1[:7], r2),
+    )
+    yield pure(
+        "a writer's complete frame holding a line that does not parse is a corrupt log",
+        COMPRESSED,
+        Code.CORRUPT_LOG,
+        why=FRAMES_RULE,
+        **frames(h, r0, "{oops\n" + r1),
+    )
+    yield pure(
+        "a zstd log compressed whole reads as the plain log of its joined frames, each line at its frame",
+        COMPRESSED,
+        why=FRAMES_RULE,
+        comment="frames cut inside lines, an empty one among them (it holds no line, even the one "
+        "starting where it is); a line is placed at the frame holding its first byte",
+        **frames(h + r0[:5], r0[5:] + r1, "", r2 + r3[:4], r3[4:] + r4),
+    )
+    yield pure(
+        "a zstd log compressed whole whose first frame ends a line after the header reads whole",
+        COMPRESSED,
+        why=FRAMES_RULE,
+        comment="a first frame of two whole lines is not the writer's form (the header line alone)",
+        **frames(h + r0, r1 + r2),
+    )
+    yield pure(
+        "a zstd log compressed whole with a torn last frame keeps the lines it completes and recovers the rest",
+        COMPRESSED,
+        why=FRAMES_RULE,
+        comment="a line that ends exactly where the complete frames end is committed; one that ends in "
+        "the torn frame is recovered; the bytes after its last newline are the torn tail",
+        **frames(h + r0[:9], r0[9:] + r1, torn=r2 + r3 + r4[:6]),
+    )
+    yield pure(
+        "a zstd log compressed whole whose text ends inside a line drops that tail, with no frame torn",
+        COMPRESSED,
+        why=FRAMES_RULE,
+        comment="the torn tail is of the plain text that was compressed: nothing in the file is cut",
+        **frames(h[:20], h[20:] + r0 + r1[:4]),
+    )
+    yield pure(
+        "a zstd log whose only frame is torn is corrupt: no complete frame holds its header line",
+        COMPRESSED,
+        Code.CORRUPT_LOG,
+        why=FRAMES_RULE,
+        comment="the header frame is the log's first write; torn, the session was never durably created",
+        **frames(torn=h + r0 + r1[:3]),
+    )
+    yield pure(
+        "a writer's zstd log whose torn last frame holds no whole line names its torn tail at the frame's start",
+        COMPRESSED,
+        why=FRAMES_RULE,
+        **frames(h, r0, torn=r1[:5]),
+    )
+    yield pure(
+        "a zstd log compressed whole recovers a line whose newline is in the torn frame",
+        COMPRESSED,
+        why=FRAMES_RULE,
+        comment="the complete frames end one byte short of the line's end (at an odd offset, 269): the line "
+        "is not committed",
+        **frames(h + r0, r1 + r2[:-1], torn="\n" + r3),
+    )
+    yield pure(
+        "a zstd log compressed whole places a line at the frame holding its first byte, even that frame's last",
+        COMPRESSED,
+        why=FRAMES_RULE,
+        **frames(h + r0[:1], r0[1:] + r1),
+    )
+    yield pure(
+        "a zstd log of no frames is corrupt",
+        COMPRESSED,
+        Code.CORRUPT_LOG,
+        why="a log holds at least its header line",
+        **frames(),
+    )
+    yield pure(
+        "a zstd log compressed whole that holds no complete line is corrupt",
+        COMPRESSED,
+        Code.CORRUPT_LOG,
+        why="a log holds at least its header line",
+        **frames("", h[:30]),
+    )
+    yield pure(
+        "a zstd log compressed whole whose header line is not JSON is not a header",
+        COMPRESSED,
+        Code.HEADER_LINE_INVALID,
+        why="a log's first line is its header line, a JSON object",
+        **frames("not json\n" + r0, r1),
+    )
+
+
+cases: Final = chained(chunk_row_cases, malformed_row_cases, jsonl_cases, compressed_cases)
