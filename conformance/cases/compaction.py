@@ -789,6 +789,22 @@ def _measured(steps: Sequence[Step], session: str = "s") -> tuple[tuple[int, ...
     return tuple(price for _, price in priced), derive_context_tokens(events, priced)
 
 
+def _pressed(setup: Sequence[Step], window: int, policy: JsonObject) -> list[Step]:
+    """``setup``, then pressure (``compact_if_needed`` with two summaries ready) at ``window``
+    tokens under ``policy``, then the session's state."""
+    return [
+        *setup,
+        ok(
+            "compact_if_needed",
+            id="s",
+            contextWindow=window,
+            policy=policy,
+            attempts=[attempt("k1"), attempt("k2")],
+        ),
+        state_step(),
+    ]
+
+
 def _pressure_boundary() -> Cases:
     """Pressure is inclusive (``is_under_pressure``: tokens >= threshold): a context estimated at
     exactly the threshold compacts, one token below it does nothing. The threshold is
@@ -833,17 +849,7 @@ def _retained_tail() -> Cases:
         yield case(
             name,
             SELECT,
-            [
-                *setup,
-                ok(
-                    "compact_if_needed",
-                    id="s",
-                    contextWindow=tokens,
-                    policy={"thresholdRatio": 1, "retainTokens": retain},
-                    attempts=[attempt("k1"), attempt("k2")],
-                ),
-                state_step(),
-            ],
+            _pressed(setup, tokens, {"thresholdRatio": 1, "retainTokens": retain}),
             comment=f"the surface's nodes are priced {list(prices)} (newest last) and retainTokens is {retain}",
         )
     base = request_header()["header"]
@@ -859,17 +865,7 @@ def _retained_tail() -> Cases:
     yield case(
         "a retained tail larger than the whole surface leaves nothing to compact: pressure answers null",
         SELECT,
-        [
-            *prompted,
-            ok(
-                "compact_if_needed",
-                id="s",
-                contextWindow=tokens,
-                policy={"thresholdRatio": 1, "retainTokens": retain},
-                attempts=[attempt("k1"), attempt("k2")],
-            ),
-            state_step(),
-        ],
+        _pressed(prompted, tokens, {"thresholdRatio": 1, "retainTokens": retain}),
         comment=f"the request's system prompt holds the context at {tokens} tokens, the threshold; the surface "
         f"is priced {sum(prices)} in all and retainTokens is {retain}: every node is kept, no span is left, and "
         "pressure writes nothing",
@@ -881,17 +877,7 @@ def _retained_tail() -> Cases:
     yield case(
         "without a configured retention pressure keeps 16% of the window: here the newest three nodes",
         "derive_retain_ratio",
-        [
-            *short,
-            ok(
-                "compact_if_needed",
-                id="s",
-                contextWindow=tokens,
-                policy={"thresholdRatio": 1},
-                attempts=[attempt("k1"), attempt("k2")],
-            ),
-            state_step(),
-        ],
+        _pressed(short, tokens, {"thresholdRatio": 1}),
         comment=f"a window of {tokens} tokens retains floor({tokens} x 0.16) = {retain}; the nodes are priced "
         f"{list(prices)} (newest last), so the tail reaches it only with the third newest node",
     )
@@ -924,17 +910,7 @@ def _pressure_reads_the_newest_header() -> Cases:
         yield case(
             f"pressure counts the newest request/header {where}",
             "derive_request_header",
-            [
-                *setup,
-                ok(
-                    "compact_if_needed",
-                    id="s",
-                    contextWindow=tokens,
-                    policy={"thresholdRatio": 1, "retainRatio": 0.1},
-                    attempts=[attempt("k1"), attempt("k2")],
-                ),
-                state_step(),
-            ],
+            _pressed(setup, tokens, {"thresholdRatio": 1, "retainRatio": 0.1}),
             comment=f"the context, the header's system prompt included, is estimated at {tokens} tokens: the "
             "threshold, so pressure compacts",
         )
@@ -975,17 +951,7 @@ def _pressure_counts_the_request() -> Cases:
             yield case(
                 title,
                 "derive_context_tokens",
-                [
-                    *setup,
-                    ok(
-                        "compact_if_needed",
-                        id="s",
-                        contextWindow=tokens + above,
-                        policy={"thresholdRatio": 1, "retainRatio": 0.1},
-                        attempts=[attempt("k1"), attempt("k2")],
-                    ),
-                    state_step(),
-                ],
+                _pressed(setup, tokens + above, {"thresholdRatio": 1, "retainRatio": 0.1}),
                 comment=f"the context, the request's {name} included, is estimated at {tokens} tokens and the "
                 f"threshold is {tokens + above}: {outcome}",
             )
