@@ -13,6 +13,7 @@ from typing import Final
 
 from conformance.cases.build import (
     APPEND,
+    OK,
     Cases,
     assistant_ev,
     chained,
@@ -122,48 +123,48 @@ def counting_cases() -> Cases:
 
 
 def corrupt_cases() -> Cases:
-    names_an_event = "every surface node names the log event with that seq"
-    yield pure(
-        "a surface node must name an event of the log",
-        CUTS,
-        Code.PAIRING_SURFACE_CORRUPT,
-        why=names_an_event,
-        nodes=[0, 7],
-        events=log(user_ev()),
-    )
-    yield pure(
-        "a surface node must name the event with that seq",
-        CUTS,
-        Code.PAIRING_SURFACE_CORRUPT,
-        why=names_an_event,
-        comment="the event at index 1 says it is seq 5",
-        nodes=[0, 1],
-        events=with_seq(log(user_ev(), user_ev("u2")), 1, 5),
-    )
-    yield pure(
-        "a surface node must name the event with that seq, not one that says it is earlier",
-        CUTS,
-        Code.PAIRING_SURFACE_CORRUPT,
-        why=names_an_event,
-        comment="the event at index 1 says it is seq 0",
-        nodes=[1],
-        events=with_seq(log(user_ev(), user_ev("u2")), 1, 0),
-    )
-    yield pure(
-        "a surface node one past the log's last event names no event",
-        CUTS,
-        Code.PAIRING_SURFACE_CORRUPT,
-        why=names_an_event,
-        nodes=[0, 1],
-        events=log(user_ev()),
-    )
-    yield pure(
-        "a surface node deep in a long log names its event like the first ones",
-        CUTS,
-        why=names_an_event,
-        nodes=[0, 299],
-        events=log(*(user_ev(f"u{seq}", "m") for seq in range(300))),
-    )
+    corrupt = Code.PAIRING_SURFACE_CORRUPT
+    two = log(user_ev(), user_ev("u2"))
+    for name, intent, comment, nodes, events in (
+        ("a surface node must name an event of the log", corrupt, None, [0, 7], log(user_ev())),
+        (
+            "a surface node must name the event with that seq",
+            corrupt,
+            "the event at index 1 says it is seq 5",
+            [0, 1],
+            with_seq(two, 1, 5),
+        ),
+        (
+            "a surface node must name the event with that seq, not one that says it is earlier",
+            corrupt,
+            "the event at index 1 says it is seq 0",
+            [1],
+            with_seq(two, 1, 0),
+        ),
+        (
+            "a surface node one past the log's last event names no event",
+            corrupt,
+            None,
+            [0, 1],
+            log(user_ev()),
+        ),
+        (
+            "a surface node deep in a long log names its event like the first ones",
+            OK,
+            None,
+            [0, 299],
+            log(*(user_ev(f"u{seq}", "m") for seq in range(300))),
+        ),
+    ):
+        yield pure(
+            name,
+            CUTS,
+            intent,
+            why="every surface node names the log event with that seq",
+            comment=comment,
+            nodes=nodes,
+            events=events,
+        )
     yield pure(
         "a tool/result before any open call is an orphan",
         CUTS,
