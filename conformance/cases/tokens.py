@@ -57,31 +57,27 @@ def price_cases() -> Cases:
         nodes=[0, 1, 2, 3],
         events=events,
     )
-    yield pure(
-        "a node that names no event of the log cannot be priced",
-        PRICE,
-        Code.TOKEN_SURFACE_CORRUPT,
-        why="every surface node names the log event with that seq",
-        nodes=[0, 9],
-        events=events,
-    )
-    yield pure(
-        "a node one past the log's last event names no event and cannot be priced",
-        PRICE,
-        Code.TOKEN_SURFACE_CORRUPT,
-        why="every surface node names the log event with that seq",
-        nodes=[0, 4],
-        events=events,
-    )
-    for said, where in ((0, "an earlier"), (5, "a later")):
+    for name, comment, nodes, corrupted in (
+        ("a node that names no event of the log cannot be priced", None, [0, 9], events),
+        ("a node one past the log's last event names no event and cannot be priced", None, [0, 4], events),
+        *(
+            (
+                f"a node whose event says it is {where} seq cannot be priced",
+                f"the event at index 1 says it is seq {said}",
+                [1],
+                with_seq(events, 1, said),
+            )
+            for said, where in ((0, "an earlier"), (5, "a later"))
+        ),
+    ):
         yield pure(
-            f"a node whose event says it is {where} seq cannot be priced",
+            name,
             PRICE,
             Code.TOKEN_SURFACE_CORRUPT,
             why="every surface node names the log event with that seq",
-            comment=f"the event at index 1 says it is seq {said}",
-            nodes=[1],
-            events=with_seq(events, 1, said),
+            comment=comment,
+            nodes=nodes,
+            events=corrupted,
         )
     yield pure(
         "a node deep in a long log is priced like the first ones",
