@@ -171,10 +171,15 @@ def assistant_msg(
 
 
 def result_msg(
-    call: str = "c1", text: str = "result", turn: int = 1, step: int = 1, is_error: bool = False
+    call: str = "c1",
+    text: str = "result",
+    turn: int = 1,
+    step: int = 1,
+    is_error: bool = False,
+    more: Sequence[JsonValue] = (),
 ) -> JsonObject:
-    """A tool/result's data answering ``call``."""
-    return payloads.tool_result(call, text, is_error, turn, step)
+    """A tool/result's data answering ``call``: its block holds ``text``, then the ``more`` blocks."""
+    return payloads.tool_result(call, text, is_error, turn, step, more)
 
 
 def rewritten(data: JsonObject, text: str) -> JsonObject:

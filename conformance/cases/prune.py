@@ -19,6 +19,7 @@ from conformance.cases.build import (
     log,
     pure,
     result_ev,
+    result_msg,
     user_ev,
     user_msg,
 )
@@ -37,28 +38,38 @@ FITS: Final = (
 )
 
 
+def _result_holding(message_id: str, call: str, content: JsonValue) -> JsonObject:
+    """A tool/result's data answering ``call`` whose message content is ``content`` as given, a
+    block list or not (for the candidates the session pass skips)."""
+    source: JsonObject = {"kind": "tool", "callId": call}
+    message: JsonObject = {"id": message_id, "role": "user", "source": source, "content": content}
+    return {"turn": 1, "step": 1, "message": message}
+
+
 def config_cases() -> Cases:
-    yield pure("a null configuration takes the defaults", DECODE, config=None)
-    yield pure("missing keys take their defaults", DECODE, config={"tailChars": 100})
-    yield pure(
-        "a key whose value is null takes its default",
-        DECODE,
-        config={"thresholdChars": None, "tailChars": 100},
-    )
-    yield pure(
-        "head, marker and tail may exactly fill the threshold",
-        DECODE,
-        why=FITS,
-        comment="10 + 39 + 10 = 59",
-        config={"thresholdChars": 59, "headChars": 10, "tailChars": 10},
-    )
-    yield pure(
-        "a marker alone may fill the threshold: no head, no tail",
-        DECODE,
-        why=FITS,
-        comment="0 + 39 + 0 = 39",
-        config={"thresholdChars": 39, "headChars": 0, "tailChars": 0},
-    )
+    for name, why, comment, config in (
+        ("a null configuration takes the defaults", None, None, None),
+        ("missing keys take their defaults", None, None, {"tailChars": 100}),
+        (
+            "a key whose value is null takes its default",
+            None,
+            None,
+            {"thresholdChars": None, "tailChars": 100},
+        ),
+        (
+            "head, marker and tail may exactly fill the threshold",
+            FITS,
+            "10 + 39 + 10 = 59",
+            {"thresholdChars": 59, "headChars": 10, "tailChars": 10},
+        ),
+        (
+            "a marker alone may fill the threshold: no head, no tail",
+            FITS,
+            "0 + 39 + 0 = 39",
+            {"thresholdChars": 39, "headChars": 0, "tailChars": 0},
+        ),
+    ):
+        yield pure(name, DECODE, why=why, comment=comment, config=config)
 
 
 def bad_config_cases() -> Cases:
@@ -199,17 +210,7 @@ def session_pass_cases() -> Cases:
         config=SMALL,
     )
     yield pure("nothing is planned when every result is small", EVENTS, nodes=[1, 3], events=big, config=None)
-    halves: JsonValue = [{"type": "text", "text": DIGITS[:40]}, {"type": "text", "text": DIGITS[40:80]}]
-    split: JsonObject = {
-        "turn": 1,
-        "step": 1,
-        "message": {
-            "id": "r-c1",
-            "role": "user",
-            "source": {"kind": "tool", "callId": "c1"},
-            "content": [{"type": "tool-result", "toolCallId": "c1", "isError": False, "content": halves}],
-        },
-    }
+    split = result_msg("c1", DIGITS[:40], more=[{"type": "text", "text": DIGITS[40:80]}])
     yield pure(
         "a tool/result is measured by all its text blocks: two within the threshold, together over it",
         EVENTS,
@@ -218,16 +219,7 @@ def session_pass_cases() -> Cases:
         events=log(("turn/start", {"turn": 1}), assistant_ev(calls=["c1"]), ("tool/result", split, APPEND)),
         config=SMALL,
     )
-    odd: JsonValue = {
-        "turn": 1,
-        "step": 1,
-        "message": {
-            "id": "r",
-            "role": "user",
-            "source": {"kind": "tool", "callId": "c1"},
-            "content": ["not a block"],
-        },
-    }
+    odd = _result_holding("r", "c1", ["not a block"])
     yield pure(
         "a tool/result whose first content entry is not a block is skipped",
         EVENTS,
@@ -264,30 +256,15 @@ def session_pass_cases() -> Cases:
         ),
         config=SMALL,
     )
-    yield pure(
-        "a node one past the log, or further, or before it, names no tool/result and is skipped",
-        EVENTS,
-        nodes=[1, 5, -1],
-        events=log(result_ev("c1", DIGITS)),
-        config=SMALL,
-    )
-    yield pure(
-        "a tool/result at seq 0 is a candidate like any other",
-        EVENTS,
-        nodes=[0],
-        events=log(result_ev("c1", DIGITS)),
-        config=SMALL,
-    )
-    shapeless: JsonValue = {
-        "turn": 1,
-        "step": 1,
-        "message": {
-            "id": "r2",
-            "role": "user",
-            "source": {"kind": "tool", "callId": "c2"},
-            "content": {"0": "x"},
-        },
-    }
+    for name, nodes in (
+        (
+            "a node one past the log, or further, or before it, names no tool/result and is skipped",
+            [1, 5, -1],
+        ),
+        ("a tool/result at seq 0 is a candidate like any other", [0]),
+    ):
+        yield pure(name, EVENTS, nodes=nodes, events=log(result_ev("c1", DIGITS)), config=SMALL)
+    shapeless = _result_holding("r2", "c2", {"0": "x"})
     yield pure(
         "skipped candidates do not end the pass: the results after them are still pruned",
         EVENTS,
