@@ -58,14 +58,17 @@ def call_answered(
     return append_step("tool/result", result_msg(call, text, n, step, is_error), session, surfaceOp="append")
 
 
+def answered_step(n: int, step: int = 1, session: str = "s") -> list[Step]:
+    """Inside turn ``n``: a ``step`` whose assistant message answers in text, calling no tool."""
+    return [step_open(n, step, session), answer(n, step, session), step_close(n, step, session)]
+
+
 def closed_turn(n: int, session: str = "s", text: str = LONG) -> list[Step]:
     """Turn ``n``: a long question and one step that answers it."""
     return [
         turn(n, session),
         append_user(f"u{n}", session, text),
-        step_open(n, 1, session),
-        answer(n, 1, session),
-        step_close(n, 1, session),
+        *answered_step(n, 1, session),
         turn_end(n, session),
     ]
 

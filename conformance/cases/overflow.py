@@ -13,13 +13,11 @@ from __future__ import annotations
 from conformance.cases.build import Cases, Step, append_user, case, ok, turn, turn_end
 from conformance.cases.engine_build import (
     LONG,
-    answer,
+    answered_step,
     attempt,
     first_question,
     history,
     state_step,
-    step_close,
-    step_open,
     tool_steps,
 )
 
@@ -56,9 +54,7 @@ def cases() -> Cases:
         [
             *overflowing(),
             ok("overflow", id="s", attempt=attempt("k1")),
-            step_open(3),
-            answer(3),
-            step_close(3),
+            *answered_step(3),
             ok("overflow_reset", id="s"),
             ok("overflow", id="s", attempt=attempt("k2")),
         ],
@@ -141,9 +137,7 @@ def cases() -> Cases:
     spent_then_resumed = [
         *overflowing(),
         ok("overflow", id="s", attempt=attempt("k1")),
-        step_open(3),
-        answer(3),
-        step_close(3),
+        *answered_step(3),
         turn_end(3),
         ok("close", id="s"),
         ok("resume", id="s"),

@@ -29,11 +29,10 @@ from conformance.cases.build import (
 )
 from conformance.cases.engine_build import (
     LONG,
-    answer,
+    answered_step,
     attempt,
     closed_turn,
     history,
-    step_close,
     step_open,
     tool_steps,
 )
@@ -186,9 +185,7 @@ def engine_cases() -> Cases:
         [
             *crash_setup,
             turn(2),
-            step_open(2),
-            answer(2),
-            step_close(2),
+            *answered_step(2),
             ok("flush", id="s"),
             ok("crash"),
             ok("state_of_stored", id="s", **LEDGER),
