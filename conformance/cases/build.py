@@ -177,9 +177,11 @@ def result_msg(
     step: int = 1,
     is_error: bool = False,
     more: Sequence[JsonValue] = (),
+    after: Sequence[JsonValue] = (),
 ) -> JsonObject:
-    """A tool/result's data answering ``call``: its block holds ``text``, then the ``more`` blocks."""
-    return payloads.tool_result(call, text, is_error, turn, step, more)
+    """A tool/result's data answering ``call``: its block holds ``text``, then the ``more`` blocks;
+    ``after`` are message blocks after the tool-result block."""
+    return payloads.tool_result(call, text, is_error, turn, step, more, after)
 
 
 def rewritten(data: JsonObject, text: str) -> JsonObject:

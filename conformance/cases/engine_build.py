@@ -23,7 +23,7 @@ from conformance.cases.build import (
     turn,
     turn_end,
 )
-from spec.log.json import JsonObject
+from spec.log.json import JsonObject, JsonValue
 
 LONG: Final = (
     "The earlier work read the parser, ran the failing tests and wrote down what each one showed. " * 7
@@ -53,9 +53,17 @@ def call_started(call: str, n: int, step: int = 1, session: str = "s") -> Step:
 
 
 def call_answered(
-    call: str, n: int, step: int = 1, session: str = "s", text: str = TOOL_OUTPUT, is_error: bool = False
+    call: str,
+    n: int,
+    step: int = 1,
+    session: str = "s",
+    text: str = TOOL_OUTPUT,
+    is_error: bool = False,
+    after: Sequence[JsonValue] = (),
 ) -> Step:
-    return append_step("tool/result", result_msg(call, text, n, step, is_error), session, surfaceOp="append")
+    """The tool/result answering ``call``; ``after`` are message blocks after its tool-result block."""
+    data = result_msg(call, text, n, step, is_error, after=after)
+    return append_step("tool/result", data, session, surfaceOp="append")
 
 
 def answered_step(n: int, step: int = 1, session: str = "s") -> list[Step]:
@@ -87,15 +95,14 @@ def first_question(text: str = LONG) -> list[Step]:
     return [ok("create", id="s"), turn(1), append_user("u1", "s", text)]
 
 
-def tool_steps(
-    n: int, call: str, session: str = "s", text: str = TOOL_OUTPUT, is_error: bool = False, step: int = 1
-) -> list[Step]:
-    """Inside turn ``n``: a ``step`` whose assistant message calls ``call`` and whose result answers it."""
+def tool_steps(n: int, call: str, step: int = 1, session: str = "s", **result: Any) -> list[Step]:
+    """Inside turn ``n``: a ``step`` whose assistant message calls ``call`` and whose result answers it
+    (``result`` is :func:`call_answered`'s ``text``, ``is_error`` and ``after``)."""
     return [
         step_open(n, step, session),
         answer(n, step, session, text=None, calls=(call,)),
         call_started(call, n, step, session),
-        call_answered(call, n, step, session, text, is_error),
+        call_answered(call, n, step, session, **result),
         step_close(n, step, session),
     ]
 

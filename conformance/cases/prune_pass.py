@@ -25,14 +25,10 @@ from conformance.cases.build import (
 )
 from conformance.cases.engine_build import (
     TOOL_OUTPUT,
-    answer,
     attempt,
-    call_started,
     first_question,
     history,
     state_step,
-    step_close,
-    step_open,
     tool_steps,
 )
 from spec.codes import Code
@@ -145,11 +141,7 @@ def carried_cases() -> Cases:
     trailing: list[JsonValue] = [{"type": "text", "text": "(the output was long)"}]
     with_note = [
         *first_question("grep the tests"),
-        step_open(1),
-        answer(1, text=None, calls=("c1",)),
-        call_started("c1", 1),
-        append_step("tool/result", tool_result("c1", TOOL_OUTPUT, after=trailing), surfaceOp="append"),
-        step_close(1),
+        *tool_steps(1, "c1", after=trailing),
     ]
     yield from _by_both_passes(
         "replaces a result by its tool-result block alone: blocks after it are not carried",
