@@ -26,7 +26,6 @@ from spec.log.events import (
     is_named,
 )
 from spec.log.json import (
-    MAX_SAFE_INTEGER,
     NOT_JSON,
     FrozenDict,
     JsonValue,
@@ -113,11 +112,8 @@ def validate_seed_envelope(index: int, event: Event) -> None:
     if (
         not ENVELOPE_KEYS.issuperset(event)
         or not isinstance(kind, str)
-        # An int in range (nearly every seq and time) decided without a call (issue 24: per event).
-        or not ((type(seq) is int and 0 <= seq <= MAX_SAFE_INTEGER) or is_event_seq(seq))
-        or not (
-            (type(time) is int and -MAX_SAFE_INTEGER <= time <= MAX_SAFE_INTEGER) or is_safe_integer(time)
-        )
+        or not is_event_seq(seq)
+        or not is_safe_integer(time)
         or "data" not in event
         or ("ignorable" in event and event["ignorable"] is not True)
     ):
