@@ -120,9 +120,10 @@ def decode_lines(
     append = values.append
     small = [] if small_floats is None else small_floats
     settle = freeze_checked if frozen else settle_numbers
+    in_one_loop = use_orjson and _orjson is not None and not frozen  # asks the seqs as it settles
     try:
         with collector_paused():
-            if use_orjson and _orjson is not None and not frozen:
+            if in_one_loop:
                 # Parsed in one C loop, then settled in place: an object (every event) is walked
                 # directly, its deeper containers after all of them (issue 24: resume).
                 values = list(map(_orjson.loads, lines))
@@ -150,11 +151,9 @@ def decode_lines(
                     if end != len(text):
                         return None
                     append(settle(value, small))
-            if numbered and not frozen and _orjson is not None and use_orjson:
-                return values  # asked above, object by object
     except (_Unsure, ValueError, StopIteration, RecursionError, TypeError):
         return None
-    if numbered:
+    if numbered and not in_one_loop:
         for index, value in enumerate(values):
             if not isinstance(value, dict) or type(seq := value.get("seq")) is not int or seq != index:
                 return None
