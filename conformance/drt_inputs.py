@@ -388,6 +388,7 @@ INPUTS: Final[Mapping[str, Callable[[], Inputs]]] = {
         st.builds(lambda text: {"text": text}, jsonl_texts()), "text"
     ),
     "spec.framing.decode_compressed_log": lambda: either(compressed_frames(), "frames", "torn"),
+    "spec.framing.place_compressed_log": lambda: either(compressed_frames(), "frames", "torn"),
     "spec.legacy.upgrade_v0_records": lambda: either(
         st.fixed_dictionaries({"sessionId": values.identifiers(), "records": v0_records()}),
         "sessionId",

@@ -14,7 +14,10 @@ target the suite adjusts what it expects, never what it checks:
   header is handed over with that header in format 0 (the same line without ``isSeeded``, version
   0): framing and the stored lines' JSON do not depend on the header's format, and a format 0
   reader refuses a format 4 header before it frames anything. The expected header line is that
-  format 0 line and the expected cut offset moves by the header's change in length.
+  format 0 line and the expected cut offset moves by the header's change in length. A zstd log's
+  decompressed frames (``spec.framing.decode_compressed_log``, ``place_compressed_log``) are
+  handed over the same way, the header line rewritten across the frames that hold it: the cut is
+  a frame's file offset and does not move, each place's byte in the decompressed text does.
 
 A subject judged by a target is judged by nothing it did not claim.
 """
@@ -38,6 +41,10 @@ FORMAT_4_FUNCTIONS: Final = frozenset({"spec.header.validate_header", "spec.stor
 STATE_OPS: Final = frozenset({"create", "fork", "state", "resume"})
 # The pure function that reads a whole plain log, header line first.
 FRAMED_LOG_FUNCTION: Final = "spec.framing.decode_jsonl_log"
+# The pure functions that read a zstd log's decompressed frames, header line first.
+FRAMES_FUNCTIONS: Final = frozenset(
+    {"spec.framing.decode_compressed_log", "spec.framing.place_compressed_log"}
+)
 V0_NAMES: Final = {V4_ZSTD_NAME: V0_ZSTD_NAME, V4_PLAIN_NAME: V0_PLAIN_NAME}
 
 
@@ -64,15 +71,16 @@ class Target:
 
     def call_input(self, function: str, call: JsonObject) -> JsonObject:
         """The input of a ``call`` of ``function`` as this target is handed it: for a format 0
-        target, :func:`spec.framing.decode_jsonl_log`'s text with its first line in format 0 when
-        that line is a format 4 header as the suite writes it (compact JSON, ``\\n`` or ``\\r\\n``
-        ended); anything else unchanged."""
+        target, :func:`spec.framing.decode_jsonl_log`'s text (or a zstd log's frames, joined) with
+        its first line in format 0 when that line is a format 4 header as the suite writes it
+        (compact JSON, ``\\n`` or ``\\r\\n`` ended); anything else unchanged."""
         return self._framed_log(function, call)[0]
 
     def pure_case(self, function: str, call: JsonObject, expect: JsonObject) -> tuple[JsonObject, JsonObject]:
         """A pure vector's input and expectation as this target is judged by them:
         :meth:`call_input`, and for a log whose header line it rewrote, the expected header line is
-        the rewritten one and the expected cut offset moves by the line's change in length."""
+        the rewritten one, the expected cut offset of a plain log and each place's byte in a zstd
+        log's decompressed text move by the line's change in length."""
         handed, header_line, shift = self._framed_log(function, call)
         found = expect.get("result")
         if header_line is None or not isinstance(found, dict):
@@ -81,33 +89,88 @@ class Target:
         if "headerLine" in result:
             result["headerLine"] = header_line
         cut = result.get("truncateTo")
-        if isinstance(cut, int) and not isinstance(cut, bool):
+        if function == FRAMED_LOG_FUNCTION and isinstance(cut, int) and not isinstance(cut, bool):
             result["truncateTo"] = cut + shift
+        places = result.get("places")
+        if isinstance(places, list):
+            result["places"] = [_moved(place, shift) for place in places]
+        if "tornPlace" in result:
+            result["tornPlace"] = _moved(result["tornPlace"], shift)
         return handed, {**expect, "result": result}
 
     def _framed_log(self, function: str, call: JsonObject) -> tuple[JsonObject, JsonObject | None, int]:
         """:meth:`call_input`'s input, the rewritten header line (``None`` when nothing was
         rewritten) and how many bytes longer the text became."""
-        if self.format == HEADER_FORMAT_VERSION or function != FRAMED_LOG_FUNCTION:
+        if self.format == HEADER_FORMAT_VERSION:
+            return call, None, 0
+        if function in FRAMES_FUNCTIONS:
+            return self._framed_frames(call)
+        if function != FRAMED_LOG_FUNCTION:
             return call, None, 0
         text = call.get("text")
-        if not isinstance(text, str) or "\n" not in text:
+        rewritten = self._header_rewrite(text)
+        if not isinstance(text, str) or rewritten is None:
             return call, None, 0
-        first, rest = text.split("\n", 1)
-        line, end = (first[:-1], "\r") if first.endswith("\r") else (first, "")
+        old_end, new_line, header = rewritten
+        shift = len(new_line.encode("utf-8")) - len(text[:old_end].encode("utf-8"))
+        return {**call, "text": new_line + text[old_end:]}, header, shift
+
+    def _framed_frames(self, call: JsonObject) -> tuple[JsonObject, JsonObject | None, int]:
+        """:meth:`_framed_log` for a zstd log's frames (``frames``, then ``torn``): the header line
+        rewritten in the frames' joined text, and each frame boundary inside it kept where the
+        line is unchanged, moved with the text after the change."""
+        frames, torn = call.get("frames"), call.get("torn")
+        if not isinstance(frames, list):
+            return call, None, 0
+        units = [*frames, *([] if torn is None else [torn])]
+        if not all(isinstance(unit, dict) and isinstance(unit.get("text"), str) for unit in units):
+            return call, None, 0
+        texts = [str(unit["text"]) for unit in units if isinstance(unit, dict)]
+        joined = "".join(texts)
+        rewritten = self._header_rewrite(joined)
+        if rewritten is None:
+            return call, None, 0
+        old_end, new_line, header = rewritten
+        same = next(
+            (n for n, (a, b) in enumerate(zip(joined, new_line, strict=False)) if a != b),
+            min(old_end, len(new_line)),
+        )
+        moved = len(new_line) - old_end
+        text = new_line + joined[old_end:]
+        bounds: list[int] = []
+        start = 0
+        for part in texts:
+            start += len(part)
+            bounds.append(start if start <= same else max(same, start + moved))
+        parts = [text[begin:end] for begin, end in zip([0, *bounds[:-1]], bounds, strict=True)]
+        handed: list[JsonValue] = [
+            {**unit, "text": part} for unit, part in zip(units, parts, strict=True) if isinstance(unit, dict)
+        ]
+        shift = len(new_line.encode("utf-8")) - len(joined[:old_end].encode("utf-8"))
+        result: JsonObject = {**call, "frames": handed[: len(frames)]}
+        if torn is not None:
+            result["torn"] = handed[-1]
+        return result, header, shift
+
+    def _header_rewrite(self, text: JsonValue) -> tuple[int, str, JsonObject] | None:
+        """For a text whose first line is a format 4 header as the suite writes it (compact JSON,
+        ``\n`` or ``\r\n`` ended): where that line's JSON ends, the line in this target's format
+        and its header; ``None`` for any other text."""
+        if not isinstance(text, str) or "\n" not in text:
+            return None
+        first = text.split("\n", 1)[0]
+        line = first[:-1] if first.endswith("\r") else first
         try:
             header = decode_json_text(line)
         except ValueError:
-            return call, None, 0
+            return None
         if not isinstance(header, dict) or header.get("version") != HEADER_FORMAT_VERSION:
-            return call, None, 0
+            return None
         if encode_json_text(header) != line:
-            return call, None, 0
+            return None
         rewritten: JsonObject = {key: value for key, value in header.items() if key != "isSeeded"}
         rewritten["version"] = self.format
-        new_line = encode_json_text(rewritten)
-        shift = len(new_line.encode("utf-8")) - len(line.encode("utf-8"))
-        return {**call, "text": f"{new_line}{end}\n{rest}"}, rewritten, shift
+        return len(line), encode_json_text(rewritten), rewritten
 
     def header(self, expected: JsonValue, actual: JsonValue) -> JsonValue:
         """The header this target expects where format 4 expects ``expected`` (``actual`` is what
@@ -139,6 +202,14 @@ class Target:
             return expected
         shown = actual.get("header") if isinstance(actual, dict) else None
         return {**expected, "header": self.header(expected["header"], shown)}
+
+
+def _moved(place: JsonValue, shift: int) -> JsonValue:
+    """A place ``{line, byte, frame}`` whose byte is ``shift`` bytes later; anything else as is."""
+    byte = place.get("byte") if isinstance(place, dict) else None
+    if not isinstance(place, dict) or not isinstance(byte, int) or isinstance(byte, bool):
+        return place
+    return {**place, "byte": byte + shift}
 
 
 DEFAULT_TARGET: Final = Target()

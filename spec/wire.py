@@ -26,7 +26,14 @@ from typing import Final, TypeAlias
 
 from spec.checks.log import check_log
 from spec.format.chunk_rows import decode_storage_record
-from spec.format.framing import DecodedFrame, FramedLog, LinePlace, decode_compressed_log, decode_jsonl_log
+from spec.format.framing import (
+    DecodedFrame,
+    FramedLog,
+    LinePlace,
+    decode_compressed_log,
+    decode_jsonl_log,
+    place_compressed_log,
+)
 from spec.format.legacy import upgrade_v0_records
 from spec.format.naming import decode_header_line, derive_session_relpath, encode_project_key, encode_segment
 from spec.lineage.repair import derive_closers
@@ -240,18 +247,26 @@ def _decode_jsonl_log(inputs: Inputs) -> JsonValue:
     }
 
 
-def _decode_compressed_log(inputs: Inputs) -> JsonValue:
+def decode_frames(inputs: Inputs) -> tuple[list[DecodedFrame], DecodedFrame | None]:
+    """A zstd log's ``frames`` and ``torn`` final frame (null: none), each ``{offset, text}``."""
     frames = [decode_frame(raw, "every frame") for raw in decode_array(inputs, "frames")]
     torn = None if inputs.get("torn") is None else decode_frame(inputs.get("torn"), "torn")
-    stored: FramedLog = decode_compressed_log(frames, torn)
+    return frames, torn
+
+
+def _decode_compressed_log(inputs: Inputs) -> JsonValue:
+    stored: FramedLog = decode_compressed_log(*decode_frames(inputs))
     return {
         "headerLine": stored.header_line,
         "records": list(stored.records),
         "recovered": list(stored.recovered),
         "truncateTo": stored.truncate_to,
-        "places": [encode_place(place) for place in stored.places],
-        "tornPlace": encode_place(stored.torn_place),
     }
+
+
+def _place_compressed_log(inputs: Inputs) -> JsonValue:
+    places, torn_place = place_compressed_log(*decode_frames(inputs))
+    return {"places": [encode_place(place) for place in places], "tornPlace": encode_place(torn_place)}
 
 
 def _plan_max_inline_tokens(inputs: Inputs) -> JsonValue:
@@ -404,7 +419,14 @@ WIRE_TABLE: Final[tuple[WireRow, ...]] = (
         decode_compressed_log,
         _decode_compressed_log,
         '`frames` (`[{"offset", "text"}, …]`: each complete frame\'s file offset and plaintext, as UTF-8 text), `torn` (null, or the torn final frame\'s `{"offset", "text"}`: the plaintext of its whole blocks)',
-        '`{"headerLine", "records", "recovered", "truncateTo", "places": [{"line", "byte", "frame"}, …], "tornPlace"}`: each record\'s place (committed, then recovered) and where a dropped torn tail starts (null: none), `byte` in the decompressed text',
+        '`{"headerLine", "records", "recovered", "truncateTo"}`: the committed records, the records recovered from a torn final frame, and the file offset it is cut at (null: none)',
+    ),
+    WireRow(
+        "spec.framing.place_compressed_log",
+        place_compressed_log,
+        _place_compressed_log,
+        "as `spec.framing.decode_compressed_log`",
+        '`{"places": [{"line", "byte", "frame"}, …], "tornPlace"}`: each record\'s place (committed, then recovered) and where a dropped torn tail starts (null: none), `byte` in the decompressed text',
     ),
     WireRow(
         "spec.legacy.upgrade_v0_records",

@@ -218,6 +218,45 @@ def test_a_format_0_target_is_handed_a_plain_log_with_its_header_line_in_format_
     assert format_0.call_input("spec.storage.encode_segment", given) == given
 
 
+def test_a_format_0_target_is_handed_a_zstd_logs_frames_with_their_header_line_in_format_0() -> None:
+    """D11, for a zstd log's decompressed frames (decode_compressed_log, place_compressed_log):
+    the header line is rewritten across the frames that hold it, and the expected answer is the
+    specification's own answer on the frames handed over (the cut, a frame's file offset, stays;
+    each place's byte moves)."""
+    spec = InProcessSubject(ReferenceSubject())
+    format_0 = Target(0)
+    framed = [
+        v
+        for v in load_vectors()
+        if v.get("function") in {"spec.framing.decode_compressed_log", "spec.framing.place_compressed_log"}
+        and v["expect"]["ok"]
+    ]
+    assert len(framed) >= 20
+    split_header = 0
+    for vector in framed:
+        function, given, expect = vector["function"], vector["input"], vector["expect"]
+        handed: Any
+        expected: Any
+        handed, expected = format_0.pure_case(function, given, expect)
+        texts = [
+            frame["text"] for frame in [*handed["frames"], *([handed["torn"]] if handed["torn"] else [])]
+        ]
+        first = "".join(texts).split("\n", 1)[0]
+        assert '"version":0' in first and "isSeeded" not in first, vector["name"]
+        split_header += "\n" not in texts[0]
+        assert [f["offset"] for f in handed["frames"]] == [f["offset"] for f in given["frames"]]
+        answer = spec.request("call", function=function, input=handed)
+        assert answer.ok and answer.result == expected["result"], vector["name"]
+        if function.endswith("decode_compressed_log"):
+            assert expected["result"]["truncateTo"] == expect["result"]["truncateTo"]
+        else:
+            moved = [p["byte"] for p in expected["result"]["places"]]
+            assert moved and all(
+                a < b for a, b in zip(moved, (p["byte"] for p in expect["result"]["places"]))
+            )
+    assert split_header >= 2  # frames cut inside the header line are rewritten too
+
+
 class ChecksTurnOpening(ReferenceSubject):
     """The reference, claiming one checker rule of all: turn-open (PROTOCOL.md, ``checker-rule:<id>``)."""
 

@@ -470,6 +470,19 @@ def decode_compressed_log(frames: Sequence[DecodedFrame], torn: DecodedFrame | N
     )
 
 
+def place_compressed_log(
+    frames: Sequence[DecodedFrame], torn: DecodedFrame | None
+) -> tuple[tuple[LinePlace, ...], LinePlace | None]:
+    """Where a zstd log's records are, as :func:`decode_compressed_log` reads them: each record's
+    line (the header line is line 1), its byte offset in the decompressed text and the file offset
+    of the frame holding its first byte, committed records then recovered ones; and where a dropped
+    torn tail of the text starts (``None``: none). A reader that reports a damaged or recovered
+    record names it by its place (docs/choices.md, "Reading logs as users have them"); a log that
+    :func:`decode_compressed_log` refuses has no places."""
+    stored = decode_compressed_log(frames, torn)
+    return stored.places, stored.torn_place
+
+
 def _frame_holding(frame_starts: Sequence[tuple[int, int]], text_offset: int) -> int:
     """The file offset of the frame whose plaintext holds ``text_offset`` of the joined text
     (the last frame starting at or before it; empty frames hold nothing)."""

@@ -6,9 +6,11 @@ corrupt log) and DSH v0's packed chunk rows, expanded into one event per member.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any, Final
 
-from conformance.cases.build import Cases, chained, event, pure
+from conformance.cases.build import OK, Cases, PureCase, chained, event, pure
 from conformance.cases.storage.naming import V4_LINE
 from spec.codes import Code
 from spec.log.json import JsonObject, JsonValue
@@ -194,6 +196,7 @@ def jsonl_cases() -> Cases:
 # --- a zstd log's decompressed frames (spec.framing.decode_compressed_log) -----------------------
 
 COMPRESSED = "spec.framing.decode_compressed_log"
+PLACES = "spec.framing.place_compressed_log"
 FRAMES_RULE: Final = (
     "a writer's zstd log is the header line alone in its first frame and whole lines in every later "
     "one; a log compressed whole by a tool is the plain log its joined plaintexts are; a torn final "
@@ -221,9 +224,18 @@ def frames(*texts: str, torn: str | None = None) -> dict[str, Any]:
 
 
 def compressed_cases() -> Cases:
+    """Each zstd log read into its records and cut, and each one read whole its records' places
+    (:data:`PLACES`, a row of its own: a reader may give the records without their places)."""
+    for case in compressed_reads():
+        yield case
+        if case.intent == OK:
+            yield replace(case, name=f"places: {case.name}", function=PLACES)
+
+
+def compressed_reads() -> Iterator[PureCase]:
     h, r0, r1, r2, r3, r4 = compressed_lines()
     yield pure(
-        "a writer's zstd log reads each frame's lines as records, each at its line, byte and frame",
+        "a writer's zstd log reads each frame's lines as records",
         COMPRESSED,
         why=FRAMES_RULE,
         comment="the byte is the line's offset in the decompressed text; frames of one, two and three lines",
@@ -310,7 +322,7 @@ def compressed_cases() -> Cases:
         **frames(h + r0, r1 + r2[:-1], torn="\n" + r3),
     )
     yield pure(
-        "a zstd log compressed whole places a line at the frame holding its first byte, even that frame's last",
+        "a zstd log compressed whole reads a line that starts at its first frame's last byte",
         COMPRESSED,
         why=FRAMES_RULE,
         **frames(h + r0[:1], r0[1:] + r1),
