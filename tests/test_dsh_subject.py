@@ -294,6 +294,40 @@ def test_the_v0_upgrade_and_the_log_reader_are_dsh_s_store_reading_a_placed_log(
     assert (answer.ok, answer.error_code) == (False, "UNSUPPORTED_OP")
 
 
+def test_a_zstd_log_s_frames_are_read_by_dsh_s_store_and_its_cut_named_by_the_given_offsets(
+    dsh: StdioSubject,
+) -> None:
+    """decode_compressed_log: the frames, compressed again as DSH writes a batch (the torn one never
+    ended), are read by DSH's store; its torn marker's cut, a byte of the laid file, is named by the
+    offset the input gave that frame; DSH gives no place, so place_compressed_log is not answered."""
+    v0 = '{"type":"session","version":0,"id":"s","createdAt":0,"delegationDepth":0}\n'
+    lines = [f'{{"type":"custom/x","seq":{n},"time":0,"data":{{}}}}\n' for n in range(3)]
+    frames = {
+        "frames": [{"offset": 0, "text": v0}, {"offset": 1000, "text": lines[0]}],
+        "torn": {"offset": 2000, "text": lines[1] + lines[2][:5]},
+    }
+    read = result(dsh.request("call", function="spec.framing.decode_compressed_log", input=frames))
+    assert read == {
+        "headerLine": {"type": "session", "version": 0, "id": "s", "createdAt": 0, "delegationDepth": 0},
+        "records": [{"type": "custom/x", "seq": 0, "time": 0, "data": {}}],
+        "recovered": [{"type": "custom/x", "seq": 1, "time": 0, "data": {}}],
+        "truncateTo": 2000,
+    }
+    whole = result(
+        dsh.request("call", function="spec.framing.decode_compressed_log", input={**frames, "torn": None})
+    )
+    assert (whole["recovered"], whole["truncateTo"]) == ([], None)
+    # a log compressed whole (the header line and more in its first frame) is refused by DSH's store
+    refused = dsh.request(
+        "call",
+        function="spec.framing.decode_compressed_log",
+        input={"frames": [{"offset": 0, "text": v0 + lines[0]}], "torn": None},
+    )
+    assert (refused.ok, refused.error_code) == (False, "CORRUPT_LOG")
+    placed = dsh.request("call", function="spec.framing.place_compressed_log", input=frames)
+    assert (placed.ok, placed.error_code) == (False, "UNSUPPORTED_OP")
+
+
 def test_the_spill_limit_is_the_policy_s_configuration_and_nothing_without_it(dsh: StdioSubject) -> None:
     def limit(**given: Any) -> Any:
         return result(dsh.request("call", function="spec.spill.plan_max_inline_tokens", input=given))

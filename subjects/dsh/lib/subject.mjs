@@ -19,8 +19,10 @@
 //   timing; DSH never writes a batch because of its events' times). DSH has no byte bound, so
 //   `batchMaxBytes` answers UNSUPPORTED_OP once DSH has accepted the delay (a delay it refuses is
 //   its answer, whatever else the request names);
-// - `upgrade_v0_records` and `decode_jsonl_log` are DSH's store reading the log placed in a store
-//   of their own (readStoredText), never the subject's;
+// - `upgrade_v0_records`, `decode_jsonl_log` and `decode_compressed_log` are DSH's store reading
+//   the log placed in a store of their own (readStoredText), never the subject's; a zstd log's
+//   frames, handed over decompressed, are compressed again as DSH's writer compresses a batch;
+//   `place_compressed_log` is not answered: DSH's reader gives no record's place;
 // - `engine_append` is `append`: DSH's compaction engine writes its bracket with the session's own
 //   `append` (dsh-compaction-basic lib/index.js:437, :452, :463), the path PROTOCOL.md allows;
 // - `reset` with `files` (capability import) writes the files under the store root before the
@@ -32,6 +34,7 @@
 
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
+import { constants as zlibConstants, zstdCompressSync } from "node:zlib";
 import { dirname, join } from "node:path";
 import { protocolErrorOf } from "./errors.mjs";
 import { DshEngine, projectionChanges } from "./engine.mjs";
@@ -64,6 +67,7 @@ export class DshSubject {
     if (dsh.jsonl !== undefined) {
       this.pure["spec.legacy.upgrade_v0_records"] = (input) => this.upgradeV0Records(input);
       this.pure["spec.framing.decode_jsonl_log"] = (input) => this.decodeJsonlLog(input);
+      this.pure["spec.framing.decode_compressed_log"] = (input) => this.decodeCompressedLog(input);
     }
     if (this.spill.capabilities.length > 0) this.pure["spec.spill.plan_max_inline_tokens"] = (input) => this.spill.planMaxInlineTokens(input);
     this.now = 0;
@@ -346,7 +350,7 @@ export class DshSubject {
     if (!Array.isArray(input.records)) throw new BadRequest("input \"records\" must be an array");
     const header = { type: "session", version: this.dsh.session.SESSION_FORMAT_VERSION, id, createdAt: 0, delegationDepth: 0 };
     const text = [header, ...input.records].map((line) => `${JSON.stringify(line)}\n`).join("");
-    const stored = await this.readStoredText(id, undefined, text, (persistence) => persistence.readFrom(id, 0));
+    const stored = await this.readStoredText(id, undefined, Buffer.from(text, "utf8"), (persistence) => persistence.readFrom(id, 0));
     return stored.events;
   }
 
@@ -365,6 +369,50 @@ export class DshSubject {
    * packs and never returns the row: decodeStorageRecord, dsh-session lib/index.js:1029-1034). */
   async decodeJsonlLog(input) {
     const text = requiredText(input);
+    const stored = await this.loadPlaced(text, Buffer.from(text, "utf8"), false);
+    return { headerLine: { type: "session", ...stored.meta }, records: stored.events, truncateTo: stored.tornMarker?.truncateTo ?? null };
+  }
+
+  /** spec.framing.decode_compressed_log through DSH's store, as decode_jsonl_log is: each complete
+   * frame's plaintext is compressed as DSH's writer compresses a batch (one checksummed frame,
+   * compressZstdFrame, dsh-session-persistence-jsonl lib/index.js:567-569), the torn one with
+   * ZSTD_e_flush and never ended (its blocks, with no last block and no checksum: what a crash
+   * leaves of a frame), and the frames laid one after another are the session.jsonl.zstd the store
+   * reads (`loadStored`: readZstdPrefix, :954-1020). The answer is DSH's: its parsed header, its
+   * events (those of its torn marker's `recoveredEvents` recovered, the others committed), and its
+   * torn marker's `truncateTo`, a byte of the laid file, named by the offset the input gives the
+   * frame starting there. A text holding a packed row answers UNSUPPORTED_OP (decodeJsonlLog). */
+  async decodeCompressedLog(input) {
+    const frames = requiredFrames(input.frames, "frames");
+    const torn = input.torn === null || input.torn === undefined ? undefined : requiredFrames([input.torn], "torn")[0];
+    const laid = [...frames.map((frame) => ({ frame, bytes: zstdFrame(frame.text) })), ...(torn === undefined ? [] : [{ frame: torn, bytes: tornZstdFrame(torn.text) }])];
+    const named = new Map(); // a frame's start in the laid file -> the offset the input gives it
+    let start = 0;
+    for (const { frame, bytes } of laid) {
+      if (!named.has(start)) named.set(start, frame.offset);
+      start += bytes.length;
+    }
+    const text = [...frames, ...(torn === undefined ? [] : [torn])].map((frame) => frame.text).join("");
+    const stored = await this.loadPlaced(text, Buffer.concat(laid.map(({ bytes }) => bytes)), true);
+    const recovered = stored.tornMarker?.recoveredEvents ?? [];
+    const cut = stored.tornMarker?.truncateTo;
+    return {
+      headerLine: { type: "session", ...stored.meta },
+      records: stored.events.slice(0, stored.events.length - recovered.length),
+      recovered,
+      truncateTo: cut === undefined ? null : (named.get(cut) ?? cut),
+    };
+  }
+
+  /** DSH's store's reading (`loadStored`) of `bytes`, a log whose text is `text`, placed as the log
+   * of the session its first line names ("s" when that line names none; DSH's store looks a log up
+   * by its session id), plain or zstd. Two texts answer UNSUPPORTED_OP: one whose header names
+   * another format (DSH's store reads format 0 only and refuses any other before framing:
+   * refuseForeignFormatVersion, dsh-session-persistence-jsonl lib/index.js:181-186; the suite hands
+   * a format 0 subject its format 4 header lines in format 0, conformance/targets.py), and one that
+   * holds a packed row (DSH expands it into the events it packs and never returns the row:
+   * decodeStorageRecord, dsh-session lib/index.js:1029-1034). */
+  async loadPlaced(text, bytes, compressed) {
     if (PACKED_ROW.test(text)) {
       throw new UnsupportedOp("DSH's store expands a packed row into the events it packs and never returns the row, so a log that holds one cannot be given as records (dsh-session lib/index.js:1029-1034)");
     }
@@ -378,7 +426,7 @@ export class DshSubject {
     const cwd = typeof named?.cwd === "string" && named.cwd !== "" ? named.cwd : undefined;
     let stored;
     try {
-      stored = await this.readStoredText(id, cwd, text, (persistence) => persistence.loadStored(id));
+      stored = await this.readStoredText(id, cwd, bytes, (persistence) => persistence.loadStored(id), compressed);
     } catch (error) {
       if (error?.name === "SessionFormatUnsupportedError" && /uses log format v/.test(error.message)) {
         throw new UnsupportedOp(`DSH's store reads only format ${this.dsh.session.SESSION_FORMAT_VERSION} logs and refuses this one's header before framing it (dsh-session-persistence-jsonl lib/index.js:181-195): ${error.message}`);
@@ -386,17 +434,18 @@ export class DshSubject {
       throw error;
     }
     if (stored === undefined) throw new UnsupportedOp(`DSH's store found no log of session ${JSON.stringify(id)} in the placed file`);
-    return { headerLine: { type: "session", ...stored.meta }, records: stored.events, truncateTo: stored.tornMarker?.truncateTo ?? null };
+    return stored;
   }
 
   /** `read(persistence)` on a JSONL store (plain logs) of its own whose only file is `text`, the
    * log of session `id` (in the project directory of `cwd`): a scratch directory, or under the
    * crash seam a fresh simulated disk for the call's length. The subject's own store is untouched. */
-  async readStoredText(id, cwd, text, read) {
+  async readStoredText(id, cwd, bytes, read, compressed = false) {
     const store = this.dsh.jsonl.JsonlSessionPersistence;
+    const compression = compressed ? "zstd" : "none";
     let path;
     try {
-      path = store.prototype.locate.call({ root: "/", compression: "none" }, { id, ...(cwd === undefined ? {} : { cwd }) }).path.slice(1);
+      path = store.prototype.locate.call({ root: "/", compression }, { id, ...(cwd === undefined ? {} : { cwd }) }).path.slice(1);
     } catch (error) {
       throw new UnsupportedOp(`DSH's store cannot name a file for session ${JSON.stringify(id)}: ${error.message}`);
     }
@@ -406,16 +455,16 @@ export class DshSubject {
     if (faces !== undefined) {
       faces.disk = new this.seam.PowerLossDisk();
       root = "/scratch";
-      faces.disk.place(`${root}/${path}`, Buffer.from(text, "utf8"));
+      faces.disk.place(`${root}/${path}`, bytes);
     } else {
       root = mkdtempSync(join(tmpdir(), "dsh-stored-"));
       mkdirSync(dirname(join(root, path)), { recursive: true });
-      writeFileSync(join(root, path), text, "utf8");
+      writeFileSync(join(root, path), bytes);
     }
     try {
       const ctx = new this.dsh.cordis.Context();
       await ctx.plugin(this.dsh.session.SessionStore);
-      const config = { root, compression: "none", writeBatchMaxDelayMs: this.dsh.persistence.MAX_WRITE_BATCH_DELAY_MS };
+      const config = { root, compression, writeBatchMaxDelayMs: this.dsh.persistence.MAX_WRITE_BATCH_DELAY_MS };
       await ctx.plugin(store, validatedConfig(this.dsh.cordis, store, config, "INTERNAL"));
       return await read(ctx.get("sessionPersistence"));
     } finally {
@@ -729,6 +778,31 @@ function zstdFrames(data) {
     units.push([start, offset - start]);
   }
   return units;
+}
+
+/** A zstd log's frames as the protocol hands them: `[{offset, text}, …]`, each text UTF-8 text. */
+function requiredFrames(frames, what) {
+  if (!Array.isArray(frames)) throw new BadRequest(`input "${what}" must be an array`);
+  for (const frame of frames) {
+    if (!isPlainObject(frame) || !Number.isSafeInteger(frame.offset) || typeof frame.text !== "string") {
+      throw new BadRequest(`every frame of "${what}" must be an object with an integer "offset" and a string "text"`);
+    }
+    if (!frame.text.isWellFormed()) throw new BadRequest(`a frame of "${what}" must be UTF-8 text (it holds a lone surrogate)`);
+  }
+  return frames;
+}
+
+/** One complete frame as DSH's writer compresses a batch: checksummed (compressZstdFrame,
+ * dsh-session-persistence-jsonl lib/index.js:560-569, CHECKSUM_OPTIONS :495). */
+function zstdFrame(text) {
+  return zstdCompressSync(Buffer.from(text, "utf8"), { params: { [zlibConstants.ZSTD_c_checksumFlag]: 1 } });
+}
+
+/** A torn final frame holding `text` in whole blocks: compressed and flushed but never ended (no
+ * last block, no checksum), or, for no text, the frame's magic number alone. */
+function tornZstdFrame(text) {
+  const bytes = zstdCompressSync(Buffer.from(text, "utf8"), { finishFlush: zlibConstants.ZSTD_e_flush, params: { [zlibConstants.ZSTD_c_checksumFlag]: 1 } });
+  return bytes.length >= 4 ? bytes : zstdFrame("").subarray(0, 4);
 }
 
 function requiredText(input) {
