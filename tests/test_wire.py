@@ -54,6 +54,8 @@ MALFORMED: list[tuple[str, dict[str, JsonValue]]] = [
     ("spec.storage.encode_segment", {}),
     ("spec.storage.derive_session_relpath", {"header": [], "compressed": True}),
     ("spec.framing.decode_jsonl_log", {"text": "\ud800"}),
+    ("spec.framing.decode_compressed_log", {"frames": [{"offset": 0}], "torn": None}),
+    ("spec.framing.place_compressed_log", {"frames": [], "torn": {"offset": "0", "text": ""}}),
     ("spec.legacy.upgrade_v0_records", {"sessionId": "s", "records": None}),
     ("spec.header.validate_header", {"header": {}}),
 ]
