@@ -302,7 +302,7 @@ def test_a_zstd_log_s_frames_are_read_by_dsh_s_store_and_its_cut_named_by_the_gi
     offset the input gave that frame; DSH gives no place, so place_compressed_log is not answered."""
     v0 = '{"type":"session","version":0,"id":"s","createdAt":0,"delegationDepth":0}\n'
     lines = [f'{{"type":"custom/x","seq":{n},"time":0,"data":{{}}}}\n' for n in range(3)]
-    frames = {
+    frames: dict[str, Any] = {
         "frames": [{"offset": 0, "text": v0}, {"offset": 1000, "text": lines[0]}],
         "torn": {"offset": 2000, "text": lines[1] + lines[2][:5]},
     }
