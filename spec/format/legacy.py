@@ -68,6 +68,7 @@ def upgrade_v0_records(
     validate_no_retired_vocabulary(session_id, events, where)
     message_ids: dict[float, str] = {}
     upgraded: list[Event] = []
+    all_known = True  # asked here as each event is upgraded, not in a pass of its own (issue 24)
     for index, event in enumerate(events):
         kind = event.get("type")
         # An event of no converted type passes every conversion and the shape rule unchanged, so
@@ -90,7 +91,9 @@ def upgrade_v0_records(
         if message_id is not None:
             message_ids[len(upgraded)] = message_id  # decode_v0_events made position and seq equal
         upgraded.append(event)
-    validate_known_event_types(session_id, upgraded, where)
+        all_known = all_known and is_known_event(event)
+    if not all_known:  # after every conversion: the first unknown event is named by the rule's own pass
+        validate_known_event_types(session_id, upgraded, where)
     return tuple(upgraded)
 
 
@@ -185,11 +188,12 @@ def decode_v0_events(
     event is an object whose ``seq`` equals its position in the log; otherwise the log is corrupt
     (notes/dsh-persistence §6.2). DSH tolerates a seq gap after the last ``turn/end`` as a torn
     tail; under SPEC-DECISIONS D3 a complete record never comes from a crash, so a gap is damage.
-    Returns the events and, for each, the index of the record it came from. A refusal names the
-    record's file line: its ``places`` entry, or else its line counted from the header (line 1),
-    one record per line."""
+    Returns the events and, for each, the index of the record it came from (without ``places``,
+    none: nothing names a place then). A refusal names the record's file line: its ``places``
+    entry, or else its line counted from the header (line 1), one record per line."""
     events: list[JsonObject] = []
     record_of: list[int] = []
+    placed = bool(places)
     for index, record in enumerate(records):
         try:
             decoded = decode_storage_record(record)
@@ -209,7 +213,8 @@ def decode_v0_events(
                     f"expected seq {len(events)}, got {js_text(event.get('seq', 'undefined'))}",
                 )
             events.append(event)
-            record_of.append(index)
+            if placed:
+                record_of.append(index)
     return events, record_of
 
 
@@ -461,15 +466,22 @@ def validate_known_event_types(
     ``ignorable: true``; an unknown required event might change how the rest of the log reads, so
     the log is refused (notes/dsh-persistence §3.5). ``where`` gives an event's place suffix."""
     for index, event in enumerate(events):
+        if is_known_event(event):
+            continue
         kind = event.get("type")
-        if (isinstance(kind, str) and kind in KNOWN_EVENT_TYPES) or event.get("ignorable") is True:
-            continue  # is_named, inlined: it runs on every event
         raise reject(
             Code.UNKNOWN_EVENT_TYPE,
             f'session "{session_id}" contains event type "{js_text(kind)}" (seq {_seq(event)}) unknown to this harness '
             "and not marked ignorable; refusing to interpret the log — it was likely written by a newer harness"
             + where(index),
         )
+
+
+def is_known_event(event: JsonObject) -> bool:
+    """An event's type is one of the 48 DSH knows, or the event is marked ``ignorable: true``
+    (the rule :func:`validate_known_event_types` holds every converted event to)."""
+    kind = event.get("type")  # is_named, inlined: it runs on every converted event
+    return (isinstance(kind, str) and kind in KNOWN_EVENT_TYPES) or event.get("ignorable") is True
 
 
 def _message_id_of(event: Event) -> str | None:
