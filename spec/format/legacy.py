@@ -63,9 +63,10 @@ def upgrade_v0_records(
     file line and byte of the offending record into every refusal. Not ``frozen``: for a caller
     that only judges the events and hands none out (a checker), each event is left as parsed and
     converted, unfrozen (freezing changes no value, so every verdict is the same; issue 24)."""
-    events, record_of = decode_v0_events(records, places)
+    candidates: list[int] = []
+    events, record_of = decode_v0_events(records, places, candidates)
     where = _event_places(places, record_of)
-    validate_no_retired_vocabulary(session_id, events, where)
+    validate_no_retired_vocabulary(session_id, events, where, candidates)
     message_ids: dict[float, str] = {}
     upgraded: list[Event] = []
     all_known = True  # asked here as each event is upgraded, not in a pass of its own (issue 24)
@@ -182,7 +183,7 @@ def decode_v4_events(
 
 
 def decode_v0_events(
-    records: Sequence[JsonValue], places: Sequence[LinePlace] = ()
+    records: Sequence[JsonValue], places: Sequence[LinePlace] = (), retired: list[int] | None = None
 ) -> tuple[list[JsonObject], list[int]]:
     """Each stored record gives its events (:func:`spec.format.chunk_rows.decode_storage_record`), and each
     event is an object whose ``seq`` equals its position in the log; otherwise the log is corrupt
@@ -190,7 +191,9 @@ def decode_v0_events(
     tail; under SPEC-DECISIONS D3 a complete record never comes from a crash, so a gap is damage.
     Returns the events and, for each, the index of the record it came from (without ``places``,
     none: nothing names a place then). A refusal names the record's file line: its ``places``
-    entry, or else its line counted from the header (line 1), one record per line."""
+    entry, or else its line counted from the header (line 1), one record per line. ``retired``,
+    when given, gets the index of every event of a retired form's type (:func:`is_of_retired_type`,
+    the only events :func:`validate_no_retired_vocabulary` searches: issue 24, a pass less)."""
     events: list[JsonObject] = []
     record_of: list[int] = []
     placed = bool(places)
@@ -212,6 +215,8 @@ def decode_v0_events(
                     f"corrupt session log: seq gap in committed region at {_record_place(places, index)}: "
                     f"expected seq {len(events)}, got {js_text(event.get('seq', 'undefined'))}",
                 )
+            if retired is not None and is_of_retired_type(event):
+                retired.append(len(events))
             events.append(event)
             if placed:
                 record_of.append(index)
@@ -236,11 +241,16 @@ def _event_places(places: Sequence[LinePlace], record_of: Sequence[int]) -> Call
 
 
 def validate_no_retired_vocabulary(
-    session_id: str, events: Sequence[JsonObject], where: Callable[[int], str] = lambda index: ""
+    session_id: str,
+    events: Sequence[JsonObject],
+    where: Callable[[int], str] = lambda index: "",
+    candidates: Sequence[int] | None = None,
 ) -> None:
     """A stored log must not hold the retired ``request/header-delta`` or ``mode/set`` events, nor
     a ``request/header`` with reason ``fallback``; the whole log is searched for each in that
-    order (notes/dsh-persistence §1.2 step 2, §3.6). ``where`` gives an event's place suffix."""
+    order (notes/dsh-persistence §1.2 step 2, §3.6). ``where`` gives an event's place suffix.
+    ``candidates``: the indices, in order, of the events :func:`is_of_retired_type` holds, when
+    the caller found them as it read the log (:func:`decode_v0_events`)."""
     retired: tuple[tuple[Code, str, Callable[[JsonObject], bool]], ...] = (
         (
             Code.LEGACY_HEADER_DELTA,
@@ -259,19 +269,23 @@ def validate_no_retired_vocabulary(
         ),
     )
     # Each retired form is an event of one of these types: the others are never searched (issue 24).
-    candidates = [
-        (index, event)
-        for index, event in enumerate(events)
-        if isinstance(kind := event.get("type"), str) and kind in RETIRED_TYPES  # is_named, inlined
-    ]
+    if candidates is None:
+        candidates = [index for index, event in enumerate(events) if is_of_retired_type(event)]
+    found = [(index, events[index]) for index in candidates]
     for code, what, is_retired in retired:
-        for index, event in candidates:
+        for index, event in found:
             if is_retired(event):
                 raise reject(
                     code,
                     f'session "{session_id}" contains unsupported legacy {what} at seq {_seq(event)}'
                     + where(index),
                 )
+
+
+def is_of_retired_type(event: JsonObject) -> bool:
+    """An event's type is one of :data:`RETIRED_TYPES`, those of the retired forms."""
+    kind = event.get("type")  # is_named, inlined: it runs on every stored event
+    return isinstance(kind, str) and kind in RETIRED_TYPES
 
 
 def upgrade_turn_start(session_id: str, event: JsonObject) -> JsonObject:
