@@ -11,7 +11,7 @@ conversions happen in memory on every read.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -67,8 +67,8 @@ def upgrade_v0_records(
     events, record_of = decode_v0_events(records, places, candidates)
     where = _event_places(places, record_of)
     validate_no_retired_vocabulary(session_id, events, where, candidates)
-    message_ids: dict[float, str] = {}
     upgraded: list[Event] = []
+    message_ids = _MessageIds(upgraded)  # the ids of the events upgraded so far, read when asked
     all_known = True  # asked here as each event is upgraded, not in a pass of its own (issue 24)
     for index, event in enumerate(events):
         kind = event.get("type")
@@ -88,9 +88,6 @@ def upgrade_v0_records(
             taken = freeze_parsed_json(event)
             assert isinstance(taken, FrozenDict)
             event = taken
-        message_id = _message_id_of(event)
-        if message_id is not None:
-            message_ids[len(upgraded)] = message_id  # decode_v0_events made position and seq equal
         upgraded.append(event)
         all_known = all_known and is_known_event(event)
     if not all_known:  # after every conversion: the first unknown event is named by the rule's own pass
@@ -411,7 +408,7 @@ def upgrade_steering_message(session_id: str, event: JsonObject) -> JsonObject:
 
 
 def upgrade_pre_identity_message(
-    session_id: str, event: JsonObject, message_ids: dict[float, str]
+    session_id: str, event: JsonObject, message_ids: Mapping[float, str]
 ) -> JsonObject:
     """A message event from before message identity gets an id, ``legacy-message:<sessionId>:<seq>``:
     a ``user/message`` with ``content`` and ``source`` but no ``id``/``role``/``message`` gains
@@ -449,7 +446,7 @@ def upgrade_pre_identity_message(
 
 
 def _wrap_legacy_tool_result(
-    session_id: str, event: JsonObject, data: JsonObject, message_ids: dict[float, str]
+    session_id: str, event: JsonObject, data: JsonObject, message_ids: Mapping[float, str]
 ) -> JsonObject:
     rest = {key: value for key, value in data.items() if key not in ("callId", "content", "isError")}
     call_id = data["callId"]
@@ -496,6 +493,41 @@ def is_known_event(event: JsonObject) -> bool:
     (the rule :func:`validate_known_event_types` holds every converted event to)."""
     kind = event.get("type")  # is_named, inlined: it runs on every converted event
     return (isinstance(kind, str) and kind in KNOWN_EVENT_TYPES) or event.get("ignorable") is True
+
+
+class _MessageIds(Mapping[float, str]):
+    """The seq -> message id map of the events upgraded so far (``upgraded``, where position and
+    seq are equal: :func:`decode_v0_events`), each id read from its event when asked: only a
+    replacing tool result from before message identity asks, so a log in the current vocabulary
+    reads no event's id (issue 24: a first sight upgrades every event once). Any number names
+    the event at that seq (``3.0`` is seq 3), as a ``dict`` keyed by int seqs answers it."""
+
+    __slots__ = ("_events",)
+
+    def __init__(self, events: list[Event]) -> None:
+        self._events = events
+
+    def _id_at(self, seq: object) -> str | None:
+        if type(seq) is float and seq.is_integer():
+            seq = int(seq)
+        if type(seq) is not int or not 0 <= seq < len(self._events):
+            return None
+        return _message_id_of(self._events[seq])
+
+    def __getitem__(self, seq: float) -> str:
+        message_id = self._id_at(seq)
+        if message_id is None:
+            raise KeyError(seq)
+        return message_id
+
+    def __contains__(self, seq: object) -> bool:
+        return self._id_at(seq) is not None
+
+    def __iter__(self) -> Iterator[float]:
+        return (seq for seq, event in enumerate(self._events) if _message_id_of(event) is not None)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 def _message_id_of(event: Event) -> str | None:
