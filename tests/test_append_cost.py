@@ -13,6 +13,8 @@ from types import FrameType
 from typing import Any
 
 from event_builders import assistant_data, tool_result_data, user_data
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from reference.session import Session
 from reference.store import SessionStore
@@ -131,3 +133,41 @@ def test_surface_nodes_lookups_do_not_iterate_the_nodes() -> None:
     finally:
         sys.settrace(None)
     assert counter.lines < 200, counter.lines
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 2), st.integers(0, 60), st.integers(0, 3), st.integers(0, 60)), max_size=80
+    )
+)
+def test_surface_nodes_answer_as_a_list_after_any_lookups_and_splices(
+    ops: list[tuple[int, int, int, int]],
+) -> None:
+    """The nodes remember what ``index`` last found (a replace reads that span next): whatever
+    order lookups, appends and splices come in, every answer is a plain list's (issue 24)."""
+    nodes = nodes_module.SurfaceNodes(range(5))
+    model = list(range(5))
+    fresh = 5
+    for kind, pick, span, probe in ops:
+        if kind == 0 or not model:
+            nodes.append(fresh)
+            model.append(fresh)
+            fresh += 1
+        else:
+            seq = model[pick % len(model)]
+            first = nodes.index(seq)
+            assert first == model.index(seq)
+            last = min(first + span, len(model) - 1)
+            assert nodes[first] == model[first] and nodes[first : last + 1] == tuple(model[first : last + 1])
+            if kind == 2:
+                other = model[probe % len(model)]  # a lookup elsewhere just before the splice
+                assert nodes.index(other) == model.index(other)
+                nodes[first : last + 1] = [fresh]
+                model[first : last + 1] = [fresh]
+                fresh += 1
+        probed = model[probe % len(model)] if model else None
+        if probed is not None:
+            assert nodes.index(probed) == model.index(probed)
+        assert [nodes[position] for position in range(len(model))] == model
+        assert list(nodes) == model and [nodes.index(node) for node in model] == list(range(len(model)))

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import gc
 import importlib
+import io
 import json
 import sys
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
@@ -316,20 +317,26 @@ def encode_lines(records: Sequence[JsonValue], small_floats: Collection[float] |
             line = b""
         if line and b"e-" not in line and b"0.0000" not in line:
             return line
-    out = bytearray()  # each orjson result is dropped at once: held together, their spare capacity adds up
+    # Each orjson result is dropped at once (held together, their spare capacity adds up), written
+    # to a buffer whose text is then handed out as it is (a bytearray's is copied: issue 24, the
+    # copy was a fifth of a v0 migration's encoding).
+    buffer = io.BytesIO()
+    write = buffer.write
     for record in records:
         try:
-            out += dumps(record, option=newline)  # the line break written by orjson: one copy less
+            write(dumps(record, option=newline))  # the line break written by orjson: one copy less
         except (TypeError, ValueError):  # orjson.JSONEncodeError is a TypeError
-            out += encode_json_text(record).encode("utf-8") + b"\n"
+            write(encode_json_text(record).encode("utf-8") + b"\n")
+    out = buffer.getvalue()
+    del buffer
     if small_floats is not None and not small_floats:  # the caller met every float: none is small
-        return bytes(out)
+        return out
     if b"e-" not in out and b"0.0000" not in out:  # one search of the whole text, not one a record
-        return bytes(out)
+        return out
     # Rare: a line may hold a float orjson writes otherwise; such a record the spec encodes (a line
     # the spec encoded already is encoded alike again). A JSON line holds no raw line break, so
     # the text cuts into the records' lines at its line breaks.
-    lines = [line + b"\n" for line in bytes(out).split(b"\n")[:-1]]
+    lines = [line + b"\n" for line in out.split(b"\n")[:-1]]
     del out
     for index, line in enumerate(lines):
         if (b"e-" in line or b"0.0000" in line) and not all(

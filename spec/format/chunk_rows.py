@@ -80,7 +80,7 @@ def validate_chunk_row(tag: str, row: JsonObject) -> list[str]:
 
 
 def _validate_run_data(tag: str, data: JsonObject, payload_key: str) -> list[str]:
-    if not all(_is_number(data[key]) for key in ("turn", "step", "index")):
+    if not (_is_number(data["turn"]) and _is_number(data["step"]) and _is_number(data["index"])):
         raise _malformed_row(tag, "turn/step/index must be numbers")
     payload = data[payload_key]
     entries = payload if isinstance(payload, list) else []
@@ -88,8 +88,11 @@ def _validate_run_data(tag: str, data: JsonObject, payload_key: str) -> list[str
     if not members or len(members) != len(entries):
         raise _malformed_row(tag, f"{payload_key} must be a non-empty string array")
     gaps = data["dt"]
-    if not isinstance(gaps, list) or not all(is_safe_integer(gap) for gap in gaps):
+    if not isinstance(gaps, list):
         raise _malformed_row(tag, "dt must be an array of safe integers")
+    for gap in gaps:  # a loop, not all() over a generator: a row is read per stored record (issue 24)
+        if not is_safe_integer(gap):
+            raise _malformed_row(tag, "dt must be an array of safe integers")
     if len(gaps) != len(members) - 1:
         raise _malformed_row(tag, f"dt length {len(gaps)} does not match {len(members)} members")
     return members
@@ -115,30 +118,22 @@ def expand_chunk_row(tag: str, row: JsonObject, members: Sequence[str]) -> list[
     assert isinstance(data, dict)
     gaps = _gaps_of(data)
     seq, time = _as_int(row["seq0"]), _as_int(row["time0"])
+    delta, turn, step, index = CHUNK_ROW_TAGS[tag], data["turn"], data["step"], data["index"]
+    tool_call = tag == "tool-call-chunks"
     events: list[JsonValue] = []
     for k, member in enumerate(members):
         if k > 0:
             time += gaps[k - 1]
-        chunk: JsonObject = {"type": CHUNK_ROW_TAGS[tag], "index": data["index"]}
-        if tag == "tool-call-chunks":
+        chunk: JsonObject = {"type": delta, "index": index}
+        if tool_call:
             chunk["id"] = data["id"]
             if "name" in data:
                 chunk["name"] = data["name"]
             chunk["argumentsDelta"] = member
         else:
             chunk["text"] = member
-        events.append(
-            FrozenDict(
-                {
-                    "type": "assistant/chunk",
-                    "seq": seq + k,
-                    "time": time,
-                    "data": FrozenDict(
-                        {"turn": data["turn"], "step": data["step"], "chunk": FrozenDict(chunk)}
-                    ),
-                }
-            )
-        )
+        body = FrozenDict({"turn": turn, "step": step, "chunk": FrozenDict(chunk)})
+        events.append(FrozenDict({"type": "assistant/chunk", "seq": seq + k, "time": time, "data": body}))
     return events
 
 
@@ -153,9 +148,10 @@ def _as_int(value: JsonValue) -> int:
 
 
 def _gaps_of(data: JsonObject) -> list[int]:
+    # Integral floats count as the integer they equal (D5), as in _as_int; the row was validated.
     gaps = data["dt"]
     assert isinstance(gaps, list)
-    return [_as_int(gap) for gap in gaps]
+    return [int(gap) for gap in gaps]  # type: ignore[arg-type]
 
 
 def _malformed_row(tag: str, why: str) -> Exception:

@@ -11,7 +11,7 @@ conversions happen in memory on every read.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -63,11 +63,13 @@ def upgrade_v0_records(
     file line and byte of the offending record into every refusal. Not ``frozen``: for a caller
     that only judges the events and hands none out (a checker), each event is left as parsed and
     converted, unfrozen (freezing changes no value, so every verdict is the same; issue 24)."""
-    events, record_of = decode_v0_events(records, places)
+    candidates: list[int] = []
+    events, record_of = decode_v0_events(records, places, candidates)
     where = _event_places(places, record_of)
-    validate_no_retired_vocabulary(session_id, events, where)
-    message_ids: dict[float, str] = {}
+    validate_no_retired_vocabulary(session_id, events, where, candidates)
     upgraded: list[Event] = []
+    message_ids = _MessageIds(upgraded)  # the ids of the events upgraded so far, read when asked
+    all_known = True  # asked here as each event is upgraded, not in a pass of its own (issue 24)
     for index, event in enumerate(events):
         kind = event.get("type")
         # An event of no converted type passes every conversion and the shape rule unchanged, so
@@ -86,11 +88,10 @@ def upgrade_v0_records(
             taken = freeze_parsed_json(event)
             assert isinstance(taken, FrozenDict)
             event = taken
-        message_id = _message_id_of(event)
-        if message_id is not None:
-            message_ids[len(upgraded)] = message_id  # decode_v0_events made position and seq equal
         upgraded.append(event)
-    validate_known_event_types(session_id, upgraded, where)
+        all_known = all_known and is_known_event(event)
+    if not all_known:  # after every conversion: the first unknown event is named by the rule's own pass
+        validate_known_event_types(session_id, upgraded, where)
     return tuple(upgraded)
 
 
@@ -179,17 +180,20 @@ def decode_v4_events(
 
 
 def decode_v0_events(
-    records: Sequence[JsonValue], places: Sequence[LinePlace] = ()
+    records: Sequence[JsonValue], places: Sequence[LinePlace] = (), retired: list[int] | None = None
 ) -> tuple[list[JsonObject], list[int]]:
     """Each stored record gives its events (:func:`spec.format.chunk_rows.decode_storage_record`), and each
     event is an object whose ``seq`` equals its position in the log; otherwise the log is corrupt
     (notes/dsh-persistence §6.2). DSH tolerates a seq gap after the last ``turn/end`` as a torn
     tail; under SPEC-DECISIONS D3 a complete record never comes from a crash, so a gap is damage.
-    Returns the events and, for each, the index of the record it came from. A refusal names the
-    record's file line: its ``places`` entry, or else its line counted from the header (line 1),
-    one record per line."""
+    Returns the events and, for each, the index of the record it came from (without ``places``,
+    none: nothing names a place then). A refusal names the record's file line: its ``places``
+    entry, or else its line counted from the header (line 1), one record per line. ``retired``,
+    when given, gets the index of every event of a retired form's type (:func:`is_of_retired_type`,
+    the only events :func:`validate_no_retired_vocabulary` searches: issue 24, a pass less)."""
     events: list[JsonObject] = []
     record_of: list[int] = []
+    placed = bool(places)
     for index, record in enumerate(records):
         try:
             decoded = decode_storage_record(record)
@@ -208,8 +212,11 @@ def decode_v0_events(
                     f"corrupt session log: seq gap in committed region at {_record_place(places, index)}: "
                     f"expected seq {len(events)}, got {js_text(event.get('seq', 'undefined'))}",
                 )
+            if retired is not None and is_of_retired_type(event):
+                retired.append(len(events))
             events.append(event)
-            record_of.append(index)
+            if placed:
+                record_of.append(index)
     return events, record_of
 
 
@@ -231,11 +238,16 @@ def _event_places(places: Sequence[LinePlace], record_of: Sequence[int]) -> Call
 
 
 def validate_no_retired_vocabulary(
-    session_id: str, events: Sequence[JsonObject], where: Callable[[int], str] = lambda index: ""
+    session_id: str,
+    events: Sequence[JsonObject],
+    where: Callable[[int], str] = lambda index: "",
+    candidates: Sequence[int] | None = None,
 ) -> None:
     """A stored log must not hold the retired ``request/header-delta`` or ``mode/set`` events, nor
     a ``request/header`` with reason ``fallback``; the whole log is searched for each in that
-    order (notes/dsh-persistence §1.2 step 2, §3.6). ``where`` gives an event's place suffix."""
+    order (notes/dsh-persistence §1.2 step 2, §3.6). ``where`` gives an event's place suffix.
+    ``candidates``: the indices, in order, of the events :func:`is_of_retired_type` holds, when
+    the caller found them as it read the log (:func:`decode_v0_events`)."""
     retired: tuple[tuple[Code, str, Callable[[JsonObject], bool]], ...] = (
         (
             Code.LEGACY_HEADER_DELTA,
@@ -254,19 +266,23 @@ def validate_no_retired_vocabulary(
         ),
     )
     # Each retired form is an event of one of these types: the others are never searched (issue 24).
-    candidates = [
-        (index, event)
-        for index, event in enumerate(events)
-        if isinstance(kind := event.get("type"), str) and kind in RETIRED_TYPES  # is_named, inlined
-    ]
+    if candidates is None:
+        candidates = [index for index, event in enumerate(events) if is_of_retired_type(event)]
+    found = [(index, events[index]) for index in candidates]
     for code, what, is_retired in retired:
-        for index, event in candidates:
+        for index, event in found:
             if is_retired(event):
                 raise reject(
                     code,
                     f'session "{session_id}" contains unsupported legacy {what} at seq {_seq(event)}'
                     + where(index),
                 )
+
+
+def is_of_retired_type(event: JsonObject) -> bool:
+    """An event's type is one of :data:`RETIRED_TYPES`, those of the retired forms."""
+    kind = event.get("type")  # is_named, inlined: it runs on every stored event
+    return isinstance(kind, str) and kind in RETIRED_TYPES
 
 
 def upgrade_turn_start(session_id: str, event: JsonObject) -> JsonObject:
@@ -392,7 +408,7 @@ def upgrade_steering_message(session_id: str, event: JsonObject) -> JsonObject:
 
 
 def upgrade_pre_identity_message(
-    session_id: str, event: JsonObject, message_ids: dict[float, str]
+    session_id: str, event: JsonObject, message_ids: Mapping[float, str]
 ) -> JsonObject:
     """A message event from before message identity gets an id, ``legacy-message:<sessionId>:<seq>``:
     a ``user/message`` with ``content`` and ``source`` but no ``id``/``role``/``message`` gains
@@ -430,7 +446,7 @@ def upgrade_pre_identity_message(
 
 
 def _wrap_legacy_tool_result(
-    session_id: str, event: JsonObject, data: JsonObject, message_ids: dict[float, str]
+    session_id: str, event: JsonObject, data: JsonObject, message_ids: Mapping[float, str]
 ) -> JsonObject:
     rest = {key: value for key, value in data.items() if key not in ("callId", "content", "isError")}
     call_id = data["callId"]
@@ -461,15 +477,57 @@ def validate_known_event_types(
     ``ignorable: true``; an unknown required event might change how the rest of the log reads, so
     the log is refused (notes/dsh-persistence §3.5). ``where`` gives an event's place suffix."""
     for index, event in enumerate(events):
+        if is_known_event(event):
+            continue
         kind = event.get("type")
-        if (isinstance(kind, str) and kind in KNOWN_EVENT_TYPES) or event.get("ignorable") is True:
-            continue  # is_named, inlined: it runs on every event
         raise reject(
             Code.UNKNOWN_EVENT_TYPE,
             f'session "{session_id}" contains event type "{js_text(kind)}" (seq {_seq(event)}) unknown to this harness '
             "and not marked ignorable; refusing to interpret the log — it was likely written by a newer harness"
             + where(index),
         )
+
+
+def is_known_event(event: JsonObject) -> bool:
+    """An event's type is one of the 48 DSH knows, or the event is marked ``ignorable: true``
+    (the rule :func:`validate_known_event_types` holds every converted event to)."""
+    kind = event.get("type")  # is_named, inlined: it runs on every converted event
+    return (isinstance(kind, str) and kind in KNOWN_EVENT_TYPES) or event.get("ignorable") is True
+
+
+class _MessageIds(Mapping[float, str]):
+    """The seq -> message id map of the events upgraded so far (``upgraded``, where position and
+    seq are equal: :func:`decode_v0_events`), each id read from its event when asked: only a
+    replacing tool result from before message identity asks, so a log in the current vocabulary
+    reads no event's id (issue 24: a first sight upgrades every event once). Any number names
+    the event at that seq (``3.0`` is seq 3), as a ``dict`` keyed by int seqs answers it."""
+
+    __slots__ = ("_events",)
+
+    def __init__(self, events: list[Event]) -> None:
+        self._events = events
+
+    def _id_at(self, seq: object) -> str | None:
+        if type(seq) is float and seq.is_integer():
+            seq = int(seq)
+        if type(seq) is not int or not 0 <= seq < len(self._events):
+            return None
+        return _message_id_of(self._events[seq])
+
+    def __getitem__(self, seq: float) -> str:
+        message_id = self._id_at(seq)
+        if message_id is None:
+            raise KeyError(seq)
+        return message_id
+
+    def __contains__(self, seq: object) -> bool:
+        return self._id_at(seq) is not None
+
+    def __iter__(self) -> Iterator[float]:
+        return (seq for seq, event in enumerate(self._events) if _message_id_of(event) is not None)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 def _message_id_of(event: Event) -> str | None:

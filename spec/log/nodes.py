@@ -23,13 +23,14 @@ class SurfaceNodes(Sequence[int]):
     """A list of distinct seqs with list semantics for reading, ``append``, and the one splice the
     surface needs: ``nodes[first : last + 1] = [seq]``."""
 
-    __slots__ = ("_next", "_seqs", "_slot_of", "_tree")
+    __slots__ = ("_found", "_next", "_seqs", "_slot_of", "_tree")
 
     def __init__(self, nodes: Iterable[int] = ()) -> None:
         self._seqs: list[int] = []  # the seq each slot holds (a dead slot keeps its last one)
         self._slot_of: dict[int, int] = {}  # live seq -> its slot
         self._tree: list[int] = [0]  # Fenwick tree (1-based) over "this slot is live"
         self._next: list[int] = []  # union-find: a live slot points to itself, a dead one further on
+        self._found: tuple[int, int] = (-1, -1)  # the position the last ``index`` found, and its slot
         for seq in nodes:
             self.append(seq)
 
@@ -48,13 +49,17 @@ class SurfaceNodes(Sequence[int]):
                 yield seq
 
     def index(self, seq: object, start: int = 0, stop: int | None = None) -> int:
-        """The position of ``seq`` (``ValueError`` when it is not on the surface), in O(log n)."""
+        """The position of ``seq`` (``ValueError`` when it is not on the surface), in O(log n). The
+        position and its slot are remembered until the next splice: a replace reads the span it
+        found next (issue 24: a resume's prunes asked the tree the same question three times)."""
         slot = self._slot_of.get(seq) if isinstance(seq, int) else None
         if slot is None:
             raise ValueError(f"{seq!r} is not on the surface")
-        position = self._live_before(slot)
-        if position not in range(len(self))[start:stop]:  # a list's ``start``/``stop``, negatives included
-            raise ValueError(f"{seq!r} is not in the range searched")
+        found, at = self._found
+        position = found if at == slot else self._live_before(slot)
+        self._found = (position, slot)
+        if (start or stop is not None) and position not in range(len(self))[start:stop]:
+            raise ValueError(f"{seq!r} is not in the range searched")  # a list's start/stop, negatives too
         return position
 
     @overload
@@ -111,6 +116,7 @@ class SurfaceNodes(Sequence[int]):
         if stop <= first:
             raise TypeError("SurfaceNodes supports only a splice of one node or more")
         slot = self._slot_at(first)
+        self._found = (-1, -1)  # positions after the splice move
         victim = slot
         for _ in range(stop - first - 1):
             victim = self._live_from(victim + 1)
@@ -132,7 +138,11 @@ class SurfaceNodes(Sequence[int]):
         return total
 
     def _slot_at(self, position: int) -> int:
-        """The slot of the live node at ``position`` (a Fenwick descent)."""
+        """The slot of the live node at ``position`` (a Fenwick descent, unless ``index`` just found
+        that position)."""
+        found, slot = self._found
+        if found == position:
+            return slot
         tree = self._tree
         size = len(tree) - 1
         slot = 0

@@ -249,6 +249,28 @@ def test_a_replacing_pre_identity_tool_result_inherits_the_id_of_the_message_it_
     assert isinstance(message, dict) and message["id"] == "legacy-message:s1:1"
 
 
+def test_a_replace_start_names_its_message_by_number_only_when_earlier_and_integral() -> None:
+    """Any number names the event at that seq (``1.0`` is seq 1, ``-0.0`` seq 0); a fractional,
+    later or own seq names no message, and the id left absent is refused (issue 24: the ids are
+    read from the upgraded events only when a replacing result asks)."""
+    for start, inherited in ((1.0, "legacy-message:s1:1"), (1, "legacy-message:s1:1")):
+        before = [ev(0, "turn/start", {"turn": 1}), legacy_tool_result(1, surfaceOp="append")]
+        replacing = legacy_tool_result(2, surfaceOp={"op": "replace", "start": start, "end": 1})
+        message = data_of(upgrade_one(replacing, before))["message"]
+        assert isinstance(message, dict) and message["id"] == inherited
+    zero = [legacy_tool_result(0, surfaceOp="append")]
+    message = data_of(
+        upgrade_one(legacy_tool_result(1, surfaceOp={"op": "replace", "start": -0.0, "end": 0}), zero)
+    )["message"]
+    assert isinstance(message, dict) and message["id"] == "legacy-message:s1:0"
+    for start in (1.5, 2, 2.0, 7, -1):
+        before = [ev(0, "turn/start", {"turn": 1}), legacy_tool_result(1, surfaceOp="append")]
+        replacing = legacy_tool_result(2, surfaceOp={"op": "replace", "start": start, "end": 1})
+        with pytest.raises(SpecError) as caught:
+            upgrade_one(replacing, before)
+        assert caught.value.code is Code.MESSAGE_UNIDENTIFIED, start
+
+
 def test_a_replacing_tool_result_inherits_a_current_message_id_too() -> None:
     current = ev(
         1,
