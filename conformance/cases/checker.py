@@ -88,6 +88,69 @@ def core_rule_cases() -> Cases:
     )
 
 
+def core_edge_cases() -> Cases:
+    """The replay's view of the events read so far (issue 26, the mutation survivors of
+    check_core): a tool/result rewrite is compared with the event it shadows however that event
+    was reached: the event just before it, one read after a gap, one read before a seq that went
+    back; and a log longer than the small numbers a runtime may share (seqs compared by value)."""
+    rewrite_of_4 = (
+        "tool/result",
+        result_msg("c1", "short"),
+        {"surfaceOp": replace(4, 4), "sourceEventSeqs": [4]},
+    )
+    answered = log(T1, S1, assistant_ev(calls=["c1"]), CALL, result_ev("c1"), rewrite_of_4)
+    why = "the core replay looks a shadowed node's event up by its seq among every event read so far (notes/dsh-session-core §4.2)"
+    yield pure(
+        "a result rewritten by the very next event is compared with that event",
+        CHECK,
+        why=why,
+        comment="the rewrite at seq 5 shadows the result at seq 4, the last event read: it changes only content",
+        events=answered,
+        relational=False,
+    )
+    after_gap = with_seq(with_seq(answered, 4, 5), 5, 6)
+    assert isinstance(after_gap[5], dict)
+    after_gap[5] = {**after_gap[5], "surfaceOp": replace(5, 5), "sourceEventSeqs": [5]}
+    yield pure(
+        "a result read after a seq gap can be rewritten by the next event",
+        CHECK,
+        why=why,
+        comment="the result is read at seq 5 where 4 was expected (one violation); the rewrite at seq 6 shadows it",
+        events=after_gap,
+        relational=False,
+    )
+    went_back = [*answered[:5], {**event(2, "todo/write", {"todos": []})}, {**answered[5], "seq": 6}]
+    yield pure(
+        "a seq that goes back does not hide the later events from a rewrite",
+        CHECK,
+        why=why,
+        comment="seq 2 read again after seq 4 is one violation, and seq 6 after it another; "
+        "the rewrite at seq 6 still finds the result at seq 4",
+        events=went_back,
+        relational=False,
+    )
+    rewrite_of_0 = (
+        "tool/result",
+        result_msg("c1", "short"),
+        {"surfaceOp": replace(0, 0), "sourceEventSeqs": [0]},
+    )
+    yield pure(
+        "a result that is the log's first event can be rewritten by the next",
+        CHECK,
+        why=why,
+        comment="seq 0 is read like every other seq (the pairing of the result is a relational rule, not checked here)",
+        events=log(result_ev("c1"), rewrite_of_0),
+        relational=False,
+    )
+    todo = ("todo/write", {"todos": []})
+    yield pure(
+        "a log of 300 events is contiguous past every small number",
+        CHECK,
+        why="each event's seq is the one before it plus one, compared by value however large (notes/dsh-session-core §4.2)",
+        events=log(T1, *[todo] * 298, T1_END),
+    )
+
+
 def turn_rule_cases() -> Cases:
     yield breaks(
         "turn-numbering: turns count from 1",
@@ -854,6 +917,7 @@ def compaction_edge_cases() -> Cases:
 cases: Final = chained(
     clean_cases,
     core_rule_cases,
+    core_edge_cases,
     turn_rule_cases,
     turn_edge_cases,
     compaction_rule_cases,
