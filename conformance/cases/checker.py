@@ -49,6 +49,11 @@ def breaks(name: str, events: list[JsonValue], comment: str | None = None, **ext
     return pure(name, CHECK, why=as_why(RULES[rule_id]), comment=comment, events=events, **extra)
 
 
+def with_seqs_from(first: int, events: list[JsonValue]) -> list[JsonValue]:
+    """``events`` (objects numbered from 0) renumbered from ``first``: a log that goes on."""
+    return [{**entry, "seq": first + n} for n, entry in enumerate(events) if isinstance(entry, dict)]
+
+
 def clean_cases() -> Cases:
     clean = log(T1, S1, user_ev(), assistant_ev(calls=["c1"]), CALL, result_ev("c1"), S1_END, T1_END)
     yield pure("a well-formed log has no violations", CHECK, events=clean)
@@ -119,7 +124,9 @@ def core_edge_cases() -> Cases:
         events=after_gap,
         relational=False,
     )
-    went_back = [*answered[:5], {**event(2, "todo/write", {"todos": []})}, {**answered[5], "seq": 6}]
+    rewrite = answered[5]
+    assert isinstance(rewrite, dict)
+    went_back: list[JsonValue] = [*answered[:5], event(2, "todo/write", {"todos": []}), {**rewrite, "seq": 6}]
     yield pure(
         "a seq that goes back does not hide the later events from a rewrite",
         CHECK,
@@ -142,7 +149,7 @@ def core_edge_cases() -> Cases:
         events=log(result_ev("c1"), rewrite_of_0),
         relational=False,
     )
-    todo = ("todo/write", {"todos": []})
+    todo: tuple[str, JsonObject] = ("todo/write", {"todos": []})
     yield pure(
         "a log of 300 events is contiguous past every small number",
         CHECK,
@@ -574,6 +581,10 @@ def lineage_edge_cases() -> Cases:
             log(T1, S1, ("step/start", {"turn": 1, "step": 2}, later)),
         ),
         (
+            "a turn/end alone after two events of different times",
+            log(T1, user_ev(), ("user/message", user_msg("u2"), {**APPEND, **later})),
+        ),
+        (
             "a compaction, a step and a turn closed",
             log(T1, S1, ("compaction/start", {"compactionId": "k1", "turn": 1})),
         ),
@@ -610,6 +621,25 @@ def lineage_edge_cases() -> Cases:
         why=as_why(RULES["closers"]),
         comment="only seq-contiguous is broken; the closers at 6-8 are repair's, and turn 2 follows them",
         events=[*repaired, event(len(repaired), "turn/start", {"turn": 2})],
+    )
+    forged = {
+        **result_msg("c2", turn=2),
+        "error": {"name": "ToolOutcomeUnknownError", "code": "TOOL_OUTCOME_UNKNOWN"},
+    }
+    turn_2 = [
+        ("turn/start", {"turn": 2}),
+        ("step/start", {"turn": 2, "step": 1}),
+        assistant_ev("a2", calls=["c2"], turn=2),
+        ("tool/call", {"turn": 2, "step": 1, "callId": "c2", "name": "read"}),
+        ("tool/result", forged, APPEND),
+        ("step/end", {"turn": 2, "step": 1}),
+        ("turn/end", {"turn": 2, "reason": {"kind": "completed"}}),
+    ]
+    repaired_turn = with_closers(log(T1, S1, assistant_ev(calls=["c1"]), CALL))
+    yield breaks(
+        "closers: a result with repair's error code in a turn after repair's closers is a violation",
+        [*repaired_turn, *with_seqs_from(len(repaired_turn), log(*turn_2))],
+        comment="the closers at 4-6 are repair's; the result at seq 11 only pretends to be",
     )
     interrupted = ("turn/end", {"turn": 1, "reason": {"kind": "interrupted"}})
     yield breaks(
