@@ -222,6 +222,21 @@ def long_session_cases() -> Cases:
         comment="32 events, stored in eight flushes",
     )
     yield case(
+        "a session of 300 events reads back whole",
+        APPEND,
+        [
+            ok("create", id="s"),
+            turn(),
+            *(append_step("todo/write", {"todos": []}) for _ in range(298)),
+            turn_end(),
+            ok("close", id="s"),
+            ok("read", id="s"),
+        ],
+        storage="memory",
+        why=PAGE_RULE,
+        comment="seqs past 256 are read back by value, whatever numbers a runtime shares between reads",
+    )
+    yield case(
         "a long session resumed inside an open turn is closed after its last event and grows from there",
         "create_session_state",
         [
