@@ -319,6 +319,11 @@ def refused_cache_cases() -> Cases:
     records: list[tuple[str, str, list[Step]]] = [
         ("a cache record that is not an object", "decode_cache_rows", _planted([LYING_ROW])),
         ("a cache record of another format", "decode_cache_rows", _own_record(LYING_ROW, format="dsh-cache")),
+        (
+            "a cache record of a format named after this one in sort order",
+            "decode_cache_rows",
+            _own_record(LYING_ROW, format="dsh-session-cache"),
+        ),
         ("a cache record of an older version", "decode_cache_rows", _own_record(LYING_ROW, version=0)),
         ("a cache record of a newer version", "decode_cache_rows", _own_record(LYING_ROW, version=2)),
         (
@@ -409,6 +414,17 @@ def lifecycle_cases() -> Cases:
             [*_another_lifecycle(**moved), ok("state_of_stored", id=SESSION, **LEDGER)],
             storage="file",
         )
+    no_cwd = {key: value for key, value in v4_header().items() if key != "cwd"}
+    yield case(
+        "a stored state ignores the cache record of the same session before it had a cwd",
+        "derive_cache_identity",
+        [
+            *_planted(encode_cache_record(no_cwd, {"turnLedger": LYING_ROW})),
+            ok("state_of_stored", id=SESSION, **LEDGER),
+        ],
+        storage="file",
+        comment="the record's identity is {createdAt} alone; the log's header has a cwd, so the identities differ",
+    )
     yield case(
         "a resumed session's state ignores the cache record of another lifecycle",
         "derive_cache_identity",
