@@ -641,6 +641,17 @@ def lineage_edge_cases() -> Cases:
         [*repaired_turn, *with_seqs_from(len(repaired_turn), log(*turn_2))],
         comment="the closers at 4-6 are repair's; the result at seq 11 only pretends to be",
     )
+    first = with_closers(log(T1, user_ev(), user_ev("u2"), S1))
+    turn_2_cut = log(
+        ("turn/start", {"turn": 2}),
+        ("step/start", {"turn": 2, "step": 1}),
+        ("turn/end", {"turn": 2, "reason": {"kind": "interrupted"}}),
+    )
+    yield breaks(
+        "closers: an interrupted turn/end with its step still open, after repair's closers, is a violation",
+        [*first, *with_seqs_from(len(first), turn_2_cut)],
+        comment="the closers at 4-5 are repair's; repair would have closed turn 2's step before its turn/end at seq 8",
+    )
     interrupted = ("turn/end", {"turn": 1, "reason": {"kind": "interrupted"}})
     yield breaks(
         "closers: an interrupted turn/end after a closed turn is a violation",
