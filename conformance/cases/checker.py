@@ -49,6 +49,11 @@ def breaks(name: str, events: list[JsonValue], comment: str | None = None, **ext
     return pure(name, CHECK, why=as_why(RULES[rule_id]), comment=comment, events=events, **extra)
 
 
+def with_seqs_from(first: int, events: list[JsonValue]) -> list[JsonValue]:
+    """``events`` (objects numbered from 0) renumbered from ``first``: a log that goes on."""
+    return [{**entry, "seq": first + n} for n, entry in enumerate(events) if isinstance(entry, dict)]
+
+
 def clean_cases() -> Cases:
     clean = log(T1, S1, user_ev(), assistant_ev(calls=["c1"]), CALL, result_ev("c1"), S1_END, T1_END)
     yield pure("a well-formed log has no violations", CHECK, events=clean)
@@ -85,6 +90,71 @@ def core_rule_cases() -> Cases:
     yield breaks(
         "tool-rewrite: a pruned result that changes isError is a violation",
         log(T1, S1, assistant_ev(calls=["c1"]), CALL, result_ev("c1"), metering, pruned, S1_END, T1_END),
+    )
+
+
+def core_edge_cases() -> Cases:
+    """The replay's view of the events read so far (issue 26, the mutation survivors of
+    check_core): a tool/result rewrite is compared with the event it shadows however that event
+    was reached: the event just before it, one read after a gap, one read before a seq that went
+    back; and a log longer than the small numbers a runtime may share (seqs compared by value)."""
+    rewrite_of_4 = (
+        "tool/result",
+        result_msg("c1", "short"),
+        {"surfaceOp": replace(4, 4), "sourceEventSeqs": [4]},
+    )
+    answered = log(T1, S1, assistant_ev(calls=["c1"]), CALL, result_ev("c1"), rewrite_of_4)
+    why = "the core replay looks a shadowed node's event up by its seq among every event read so far (notes/dsh-session-core §4.2)"
+    yield pure(
+        "a result rewritten by the very next event is compared with that event",
+        CHECK,
+        why=why,
+        comment="the rewrite at seq 5 shadows the result at seq 4, the last event read: it changes only content",
+        events=answered,
+        relational=False,
+    )
+    after_gap = with_seq(with_seq(answered, 4, 5), 5, 6)
+    assert isinstance(after_gap[5], dict)
+    after_gap[5] = {**after_gap[5], "surfaceOp": replace(5, 5), "sourceEventSeqs": [5]}
+    yield pure(
+        "a result read after a seq gap can be rewritten by the next event",
+        CHECK,
+        why=why,
+        comment="the result is read at seq 5 where 4 was expected (one violation); the rewrite at seq 6 shadows it",
+        events=after_gap,
+        relational=False,
+    )
+    rewrite = answered[5]
+    assert isinstance(rewrite, dict)
+    went_back: list[JsonValue] = [*answered[:5], event(2, "todo/write", {"todos": []}), {**rewrite, "seq": 6}]
+    yield pure(
+        "a seq that goes back does not hide the later events from a rewrite",
+        CHECK,
+        why=why,
+        comment="seq 2 read again after seq 4 is one violation, and seq 6 after it another; "
+        "the rewrite at seq 6 still finds the result at seq 4",
+        events=went_back,
+        relational=False,
+    )
+    rewrite_of_0 = (
+        "tool/result",
+        result_msg("c1", "short"),
+        {"surfaceOp": replace(0, 0), "sourceEventSeqs": [0]},
+    )
+    yield pure(
+        "a result that is the log's first event can be rewritten by the next",
+        CHECK,
+        why=why,
+        comment="seq 0 is read like every other seq (the pairing of the result is a relational rule, not checked here)",
+        events=log(result_ev("c1"), rewrite_of_0),
+        relational=False,
+    )
+    todo: tuple[str, JsonObject] = ("todo/write", {"todos": []})
+    yield pure(
+        "a log of 300 events is contiguous past every small number",
+        CHECK,
+        why="each event's seq is the one before it plus one, compared by value however large (notes/dsh-session-core §4.2)",
+        events=log(T1, *[todo] * 298, T1_END),
     )
 
 
@@ -511,6 +581,10 @@ def lineage_edge_cases() -> Cases:
             log(T1, S1, ("step/start", {"turn": 1, "step": 2}, later)),
         ),
         (
+            "a turn/end alone after two events of different times",
+            log(T1, user_ev(), ("user/message", user_msg("u2"), {**APPEND, **later})),
+        ),
+        (
             "a compaction, a step and a turn closed",
             log(T1, S1, ("compaction/start", {"compactionId": "k1", "turn": 1})),
         ),
@@ -547,6 +621,36 @@ def lineage_edge_cases() -> Cases:
         why=as_why(RULES["closers"]),
         comment="only seq-contiguous is broken; the closers at 6-8 are repair's, and turn 2 follows them",
         events=[*repaired, event(len(repaired), "turn/start", {"turn": 2})],
+    )
+    forged = {
+        **result_msg("c2", turn=2),
+        "error": {"name": "ToolOutcomeUnknownError", "code": "TOOL_OUTCOME_UNKNOWN"},
+    }
+    turn_2 = [
+        ("turn/start", {"turn": 2}),
+        ("step/start", {"turn": 2, "step": 1}),
+        assistant_ev("a2", calls=["c2"], turn=2),
+        ("tool/call", {"turn": 2, "step": 1, "callId": "c2", "name": "read"}),
+        ("tool/result", forged, APPEND),
+        ("step/end", {"turn": 2, "step": 1}),
+        ("turn/end", {"turn": 2, "reason": {"kind": "completed"}}),
+    ]
+    repaired_turn = with_closers(log(T1, S1, assistant_ev(calls=["c1"]), CALL))
+    yield breaks(
+        "closers: a result with repair's error code in a turn after repair's closers is a violation",
+        [*repaired_turn, *with_seqs_from(len(repaired_turn), log(*turn_2))],
+        comment="the closers at 4-6 are repair's; the result at seq 11 only pretends to be",
+    )
+    first = with_closers(log(T1, user_ev(), user_ev("u2"), S1))
+    turn_2_cut = log(
+        ("turn/start", {"turn": 2}),
+        ("step/start", {"turn": 2, "step": 1}),
+        ("turn/end", {"turn": 2, "reason": {"kind": "interrupted"}}),
+    )
+    yield breaks(
+        "closers: an interrupted turn/end with its step still open, after repair's closers, is a violation",
+        [*first, *with_seqs_from(len(first), turn_2_cut)],
+        comment="the closers at 4-5 are repair's; repair would have closed turn 2's step before its turn/end at seq 8",
     )
     interrupted = ("turn/end", {"turn": 1, "reason": {"kind": "interrupted"}})
     yield breaks(
@@ -854,6 +958,7 @@ def compaction_edge_cases() -> Cases:
 cases: Final = chained(
     clean_cases,
     core_rule_cases,
+    core_edge_cases,
     turn_rule_cases,
     turn_edge_cases,
     compaction_rule_cases,

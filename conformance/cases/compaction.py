@@ -377,6 +377,16 @@ def _failure_paths() -> Cases:
             "plus its error",
         )
     yield case(
+        "a summarizer that times out after 1 second fails the compaction as a longer timeout does",
+        "derive_summary_timeout",
+        [
+            *history(2),
+            fails(Code.COMPACTION_SUMMARY_FAILED, "compact", id="s", attempt=attempt("k1", timeout=1)),
+            state_step(),
+        ],
+        comment="a timeout is a positive whole number of seconds: 1 is the least the scripted summarizer takes",
+    )
+    yield case(
         "only the summarizer's text blocks become the summary",
         BLOCKS,
         [

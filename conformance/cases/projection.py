@@ -75,6 +75,22 @@ def pure_cases() -> Cases:
         ),
         comment="only the successful end (seq 4) and the prune (seq 5) are changes",
     )
+    prune_2 = ("compaction/prune", {**PRUNE[1], "shadowedTokenCount": 7})
+    yield pure(
+        "each successful compaction/end and each prune adds one to its count",
+        CHANGES,
+        unit="sessionDigest",
+        events=log(
+            user_ev(),
+            START,
+            ("compaction/end", {"compactionId": "k1", "turn": None}),
+            ("compaction/start", {"compactionId": "k2", "turn": None}),
+            ("compaction/end", {"compactionId": "k2", "turn": None}),
+            PRUNE,
+            prune_2,
+        ),
+        comment="two of each: the counts reach 2 (one more than the last each time), and the last prune's price is 7",
+    )
 
 
 # --- the projection ops: units from the catalogue, their states, their cache ---------------------
@@ -159,6 +175,18 @@ def engine_cases() -> Cases:
             *_ledger(),
         ],
         comment="the refused registrant changes nothing: the key still folds at stateVersion 1",
+    )
+    yield case(
+        "a unit named at the stateVersion the catalogue defines first is that unit",
+        REGISTER,
+        [
+            ok("project", stateVersion=1, **DIGEST),
+            ok("project", stateVersion=1, **LEDGER),
+            *history(1),
+            *_ledger(),
+            ok("state_of", id="s", **DIGEST),
+        ],
+        comment="sessionDigest is defined at stateVersion 1 and turnLedger at 1 and 2: naming 1 is naming none",
     )
     yield case(
         "a stateVersion that is not a non-negative integer is refused",
@@ -291,6 +319,11 @@ def refused_cache_cases() -> Cases:
     records: list[tuple[str, str, list[Step]]] = [
         ("a cache record that is not an object", "decode_cache_rows", _planted([LYING_ROW])),
         ("a cache record of another format", "decode_cache_rows", _own_record(LYING_ROW, format="dsh-cache")),
+        (
+            "a cache record of a format named after this one in sort order",
+            "decode_cache_rows",
+            _own_record(LYING_ROW, format="dsh-session-cache"),
+        ),
         ("a cache record of an older version", "decode_cache_rows", _own_record(LYING_ROW, version=0)),
         ("a cache record of a newer version", "decode_cache_rows", _own_record(LYING_ROW, version=2)),
         (
@@ -381,6 +414,17 @@ def lifecycle_cases() -> Cases:
             [*_another_lifecycle(**moved), ok("state_of_stored", id=SESSION, **LEDGER)],
             storage="file",
         )
+    no_cwd = {key: value for key, value in v4_header().items() if key != "cwd"}
+    yield case(
+        "a stored state ignores the cache record of the same session before it had a cwd",
+        "derive_cache_identity",
+        [
+            *_planted(encode_cache_record(no_cwd, {"turnLedger": LYING_ROW})),
+            ok("state_of_stored", id=SESSION, **LEDGER),
+        ],
+        storage="file",
+        comment="the record's identity is {createdAt} alone; the log's header has a cwd, so the identities differ",
+    )
     yield case(
         "a resumed session's state ignores the cache record of another lifecycle",
         "derive_cache_identity",

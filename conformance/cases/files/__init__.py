@@ -43,6 +43,7 @@ from conformance.cases.files.v4 import (
     line_end_sets,
     plain_damaged_sets,
     plain_torn_sets,
+    refused_message_sets,
     whole_sets,
     zstd_damaged_sets,
     zstd_torn_sets,
@@ -60,6 +61,7 @@ def file_sets() -> Iterator[FileSet]:
     yield from zstd_torn_sets()
     yield from frame_form_sets()
     yield from plain_damaged_sets()
+    yield from refused_message_sets()
     yield from zstd_damaged_sets()
     yield from v0_sets()
     yield from layout_sets()

@@ -347,6 +347,25 @@ def plain_damaged_sets() -> Iterator[FileSet]:
     )
 
 
+def refused_message_sets() -> Iterator[FileSet]:
+    """A v4 log's events are taken as they are, but a message event's message must be well formed,
+    as a restore requires (notes/dsh-persistence §3.6): a stored message the rules refuse refuses
+    the log, with the message rule's code."""
+    for compressed in (False, True):
+        writes = v4_writes()
+        message = writes[0][1]
+        assert isinstance(message, dict) and isinstance(message["data"], dict)
+        writes[0][1] = {**message, "data": {**message["data"], "role": "system"}}
+        yield FileSet(
+            f"a {form(compressed)} v4 log holding a message the rules refuse is refused with the message's code",
+            "validate_stored_events",
+            v4_files(v4_log(compressed, writes), compressed),
+            compressed,
+            Code.MESSAGE_ROLE,
+            comment="the user/message at seq 1 says role system; the turn/start before it is not a message",
+        )
+
+
 def zstd_damaged_sets() -> Iterator[FileSet]:
     data = v4_log(True)
     writes = v4_writes()

@@ -222,6 +222,21 @@ def long_session_cases() -> Cases:
         comment="32 events, stored in eight flushes",
     )
     yield case(
+        "a session of 300 events reads back whole",
+        APPEND,
+        [
+            ok("create", id="s"),
+            turn(),
+            *(append_step("todo/write", {"todos": []}) for _ in range(298)),
+            turn_end(),
+            ok("close", id="s"),
+            ok("read", id="s"),
+        ],
+        storage="memory",
+        why=PAGE_RULE,
+        comment="seqs past 256 are read back by value, whatever numbers a runtime shares between reads",
+    )
+    yield case(
         "a long session resumed inside an open turn is closed after its last event and grows from there",
         "create_session_state",
         [
@@ -357,6 +372,36 @@ def batch_cases() -> Cases:
         batch={"batchMaxDelayMs": 0},
         why=BATCH_RULE,
     )
+    yield case(
+        "a batch that began at time 0 is due once an append comes the bound later",
+        BATCH_DUE,
+        [
+            ok("clock", now=0),
+            ok("create", id="s"),
+            turn(),
+            ok("clock", now=150),
+            append_user(),
+            ok("crash"),
+            ok("read", id="s"),
+        ],
+        storage="file",
+        batch={"batchMaxDelayMs": 100},
+        why=BATCH_RULE,
+        comment="the age is the newest time minus the earliest (150 - 0 = 150 >= 100), whatever the earliest is: "
+        "0 is a time like any other, and a batch 50 ms past its bound is due as much as one exactly at it",
+    )
+    for storage in ("file", "memory"):
+        crash = [ok("crash")] if storage == "file" else []
+        yield case(
+            f"{storage} storage: a line longer than the byte bound is durable without a flush",
+            BATCH_DUE,
+            [ok("create", id="s"), append_user("u1"), *crash, ok("read", id="s")],
+            storage=storage,
+            batch={"batchMaxBytes": 100},
+            why=BATCH_RULE,
+            comment="the user/message line is 175 bytes: one append alone passes the bound of 100, so it "
+            "is written and publishes the session",
+        )
     yield from batch_unit_cases()
     yield from batch_age_cases()
     yield case(
