@@ -254,6 +254,19 @@ def fold_cases() -> Cases:
             ("user/message", user_msg("sum"), {"surfaceOp": replace(0, 1), "sourceEventSeqs": [0, 1]}),
         ),
     )
+    yield pure(
+        "folding a log passes over its log-only events and goes on to the surface events after them",
+        FOLD,
+        events=log(
+            ("turn/start", {"turn": 1}),
+            user_ev("u1"),
+            ("x/note", {"n": 1}),
+            assistant_ev(),
+            ("user/message", user_msg("sum"), {"surfaceOp": replace(1, 3), "sourceEventSeqs": [1, 3]}),
+        ),
+        comment="a turn start, a plugin note (seq 2) between the two messages: neither is a node, and the "
+        "replace after them still folds",
+    )
     many = [user_ev(f"u{seq}", "m") for seq in range(300)]
     yield pure(
         "a surface of hundreds of nodes folds in order through replaces deep inside it",
