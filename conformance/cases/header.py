@@ -162,6 +162,13 @@ def valid_header_cases() -> Cases:
         header={**VALID, "createdAt": 0.0, "delegationDepth": 0.0},
     )
     yield pure(
+        "a header whose version is 4 written as 4.0 is valid",
+        VALIDATE,
+        why="an integral float counts as that integer, as it does in JavaScript (SPEC-DECISIONS D5)",
+        sessionId="s",
+        header={**VALID, "version": 4.0},
+    )
+    yield pure(
         "a header keeps unknown extra keys and stays valid",
         VALIDATE,
         sessionId="s",
@@ -196,6 +203,12 @@ def bad_header_cases() -> Cases:
             {**VALID, "delegationDepth": True},
         ),
         ("a header that is an array is not a record", Code.HEADER_NOT_RECORD, "s", []),
+        (
+            "a header whose origin sorts before subagent is rejected",
+            Code.HEADER_ORIGIN,
+            "s",
+            {**VALID, "origin": "agent"},
+        ),
         (
             "a header created just past the largest safe integer is rejected",
             Code.HEADER_CREATED_AT,

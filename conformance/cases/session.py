@@ -293,6 +293,16 @@ def writer_cases() -> Cases:
         ],
         comment="the same turn ends with another reason",
     )
+    yield case(
+        "a turn/end whose reason kind only sorts after interrupted is no closer and is appended",
+        WRITER_CLOSER,
+        [
+            ok("create", id="s"),
+            turn(),
+            append_step("turn/end", {"turn": 1, "reason": {"kind": "timeout"}}),
+            state(),
+        ],
+    )
     for code in ("TOOL_NOT_STARTED", "TOOL_OUTCOME_UNKNOWN"):
         yield case(
             f"a tool result with error code {code} cannot be appended: it is crash repair's closer",

@@ -28,6 +28,7 @@ from conformance.cases.build import (
     refused,
     replace,
     result_msg,
+    rewritten,
     state,
     user_ev,
     user_msg,
@@ -266,6 +267,19 @@ def fold_cases() -> Cases:
         ),
         comment="a turn start, a plugin note (seq 2) between the two messages: neither is a node, and the "
         "replace after them still folds",
+    )
+    yield pure(
+        "a tool/result may rewrite the tool/result at seq 0",
+        FOLD,
+        events=log(
+            ("tool/result", result_msg("c1", "a long output"), {"surfaceOp": "append"}),
+            (
+                "tool/result",
+                rewritten(result_msg("c1", "a long output"), "short"),
+                {"surfaceOp": replace(0, 0), "sourceEventSeqs": [0]},
+            ),
+        ),
+        comment="the first event of the log is the rewritten one: the rewrite rule finds it at position 0",
     )
     many = [user_ev(f"u{seq}", "m") for seq in range(300)]
     yield pure(
