@@ -10,19 +10,12 @@ from __future__ import annotations
 from typing import Final
 
 from conformance.cases.build import Cases, assistant_ev, chained, event, log, pure, user_ev
+from conformance.cases.storage.naming import V4_LINE
 from spec.codes import Code
 from spec.log.json import JsonObject, JsonValue
 
 COPY = "spec.transfer.plan_session_copy"
-HEADER: Final[JsonObject] = {
-    "type": "session",
-    "version": 4,
-    "id": "s",
-    "createdAt": 1_000,
-    "cwd": "/work/p",
-    "delegationDepth": 0,
-    "isSeeded": False,
-}
+HEADER: Final = V4_LINE  # the source's header
 EVENTS: Final = log(user_ev("u1", "hello"), assistant_ev("a1"), user_ev("u2", "again"))
 LATER_LAST: Final = log(user_ev("u1", "hello"), assistant_ev("a1"), user_ev("u3", "again"))  # sorts after
 REFUSED: Final = (
