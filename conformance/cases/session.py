@@ -229,6 +229,18 @@ def vocabulary_cases() -> Cases:
         VOCABULARY,
         [ok("create", id="s"), append_step("request/header", {**request_header(), "reason": "initial"})],
     )
+    yield case(
+        "only a request/header's reason fallback is retired: another reason, or another type saying fallback, is accepted",
+        VOCABULARY,
+        [
+            ok("create", id="s"),
+            append_step("request/header", {**request_header(), "reason": "compaction"}),
+            append_step("a/custom", {"reason": "fallback"}),
+            append_step("z/custom", {"reason": "fallback"}),
+            state(),
+        ],
+        comment="the reason and the types sort before and after fallback and request/header",
+    )
 
 
 WRITER_TYPE = "validate_writer_of_type"
