@@ -150,6 +150,8 @@ def envelope_cases() -> Cases:
             {key: value for key, value in base.items() if key != "data"},
         ),
         ("a seed event marked ignorable false is invalid", {**base, "ignorable": False}),
+        ("a seed event marked ignorable 1 is invalid: only true marks it", {**base, "ignorable": 1}),
+        ("a seed event marked ignorable with a string is invalid", {**base, "ignorable": "yes"}),
         ("a seed entry that is null is not an event", None),
         ("a seed entry that is an array is not an event", []),
         ("a seed entry that is a string is not an event", "event"),
