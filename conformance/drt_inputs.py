@@ -335,6 +335,22 @@ def spill_inputs() -> Inputs:
     )
 
 
+@st.composite
+def copy_inputs(draw: st.DrawFn) -> JsonObject:
+    """A source log and what the destination holds: nothing, the same log, or one near it (another
+    header, a prefix or a longer log, one event replaced)."""
+    header, events = draw(header_records()), draw(values.logs())
+    near: tuple[JsonValue, ...] = (
+        None,
+        {"header": header, "events": events},
+        {"header": draw(header_records()), "events": events},
+        {"header": header, "events": events[:-1]},
+        {"header": header, "events": draw(values.logs())},
+    )
+    found = draw(st.sampled_from(near))
+    return {"header": header, "events": events, "found": found}
+
+
 INPUTS: Final[Mapping[str, Callable[[], Inputs]]] = {
     "spec.surface.fold_surface": lambda: either(
         st.builds(lambda events: {"events": events}, values.logs()), "events"
@@ -406,6 +422,7 @@ INPUTS: Final[Mapping[str, Callable[[], Inputs]]] = {
         "header",
     ),
     "spec.spill.plan_max_inline_tokens": lambda: either(spill_inputs(), "maxInlineTokens", "hasStore"),
+    "spec.transfer.plan_session_copy": lambda: either(copy_inputs(), "header", "events", "found"),
     "spec.projection.derive_projection_changes": lambda: either(
         st.builds(lambda events: {"unit": "sessionDigest", "events": events}, values.logs()), "unit", "events"
     ),

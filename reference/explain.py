@@ -170,9 +170,8 @@ def _fold(
             continue
         if plan is None:
             continue
-        splice_plan(nodes, plan)
+        generation = splice_plan(nodes, plan, generation)
         if isinstance(plan, ReplacePlan):
-            generation += 1
             shadows[index] = plan.shadowed
             for seq in plan.shadowed:
                 shadowed_by[seq] = index

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from reference.persistence.fastjson import StoredEvents
-from spec.log.events import Event, Message, derive_event_message
+from spec.log.events import Event, Message
 from spec.log.json import FrozenDict
 from spec.log.nodes import SurfaceNodes
 from spec.log.session import ABSENT, SessionState, plan_event
-from spec.log.surface import ReplacePlan, SurfacePlan, splice_plan
+from spec.log.surface import SurfacePlan, derive_messages, splice_plan
 from spec.log.writers import CALLER, Writer
 
 Clock = Callable[[], int]
@@ -117,10 +117,7 @@ class Session:
             self._derived = []
             self._derived_nodes = 0
             self._derived_generation = self._generation
-        for seq in self._nodes[self._derived_nodes :]:
-            message = derive_event_message(self._log[seq])
-            if message is not None:
-                self._derived.append(message)
+        self._derived.extend(derive_messages(self._log, self._nodes[self._derived_nodes :]))
         self._derived_nodes = len(self._nodes)
         return list(self._derived)
 
@@ -150,9 +147,7 @@ class Session:
             self._sink.append((event,))
         self._tail.append(event)
         if plan is not None:
-            splice_plan(self._nodes, plan)
-            if isinstance(plan, ReplacePlan):
-                self._generation += 1
+            self._generation = splice_plan(self._nodes, plan, self._generation)
             self._surface_snapshot = None
         if self._on_commit is not None:
             self._on_commit(self, event)

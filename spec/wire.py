@@ -37,6 +37,7 @@ from spec.format.framing import (
 from spec.format.legacy import upgrade_v0_records
 from spec.format.naming import decode_header_line, derive_session_relpath, encode_project_key, encode_segment
 from spec.lineage.repair import derive_closers
+from spec.lineage.transfer import plan_session_copy
 from spec.log.events import Event
 from spec.log.header import HEADER_FORMAT_VERSION, validate_header
 from spec.log.json import JsonObject, JsonValue, is_safe_integer
@@ -284,6 +285,15 @@ def _derive_projection_changes(inputs: Inputs) -> JsonValue:
     return {"state": state, "changed": list(changed)}
 
 
+def _plan_session_copy(inputs: Inputs) -> JsonValue:
+    raw = inputs.get("found")
+    found = None
+    if raw is not None:
+        held = decode_object(inputs, "found")
+        found = (decode_object(held, "header"), decode_events(held))
+    return plan_session_copy(decode_object(inputs, "header"), decode_events(inputs), found)
+
+
 def _validate_header(inputs: Inputs) -> JsonValue:
     validate_header(decode_string(inputs, "sessionId"), inputs.get("header"))
     return None
@@ -448,6 +458,13 @@ WIRE_TABLE: Final[tuple[WireRow, ...]] = (
         _plan_max_inline_tokens,
         "`maxInlineTokens?` (absent: not configured; `null`: spill off), `hasStore` (bool)",
         "the limit as an integer, or `null` (no spilling)",
+    ),
+    WireRow(
+        "spec.transfer.plan_session_copy",
+        plan_session_copy,
+        _plan_session_copy,
+        '`header`, `events` (the source\'s log), `found` (null: the destination holds no session of that id; else `{"header", "events"}`, the log it holds)',
+        '`"write"` or `"already-copied"`',
     ),
     WireRow(
         "spec.projection.derive_projection_changes",

@@ -296,6 +296,20 @@ def _lock_and_owner() -> Cases:
         ],
     )
     yield case(
+        "a turn a seed leaves open is still open behind the end-seed marker: a manual compaction is refused as busy",
+        OWNER,
+        [
+            ok(
+                "create",
+                id="s",
+                seed=log(("turn/start", {"turn": 1}), user_ev("u1", LONG), assistant_ev("a1", text=LONG)),
+            ),
+            fails(Code.COMPACTION_BUSY, "compact", id="s", attempt=attempt("k1")),
+            state_step(),
+        ],
+        comment="the newest event is the seed's end-seed marker: the scan for the open turn reads past it",
+    )
+    yield case(
         "an automatic compaction is owned by the open turn",
         OWNER,
         [
@@ -357,6 +371,21 @@ def _failure_paths() -> Cases:
             Code.COMPACTION_SUMMARY_FAILED,
             BLOCKS,
         ),
+        (
+            "the summary holds an image inside a tool result",
+            {
+                "blocks": [
+                    {"type": "text", "text": "see"},
+                    {
+                        "type": "tool-result",
+                        "toolCallId": "x",
+                        "content": [{"type": "image", "data": "AA=="}],
+                    },
+                ]
+            },
+            Code.COMPACTION_SUMMARY_FAILED,
+            BLOCKS,
+        ),
     )
     for what, behaviour, code, rule in failures:
         yield case(
@@ -385,6 +414,26 @@ def _failure_paths() -> Cases:
             state_step(),
         ],
         comment="a timeout is a positive whole number of seconds: 1 is the least the scripted summarizer takes",
+    )
+    yield case(
+        "an image is looked for inside tool results only: other blocks of the summary are dropped unread",
+        BLOCKS,
+        [
+            *history(2),
+            compact(
+                "k1",
+                blocks=[
+                    {"type": "text", "text": "Short."},
+                    {"type": "reasoning", "content": [{"type": "image", "data": "AA=="}]},
+                    {"type": "zz-note", "content": [{"type": "image", "data": "AA=="}]},
+                    {"type": "file", "data": "AA=="},
+                    {"type": "tool-result", "toolCallId": "x", "content": "plain"},
+                ],
+            ),
+            state_step(),
+        ],
+        comment="blocks whose types sort before and after image and tool-result, holding images in a "
+        "content array, and a tool result whose content is not an array",
     )
     yield case(
         "only the summarizer's text blocks become the summary",

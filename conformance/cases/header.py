@@ -148,6 +148,27 @@ def bad_meta_cases() -> Cases:
 def valid_header_cases() -> Cases:
     yield pure("a complete version 4 header is valid", VALIDATE, sessionId="s", header=VALID)
     yield pure(
+        "a header created at the largest safe integer is valid",
+        VALIDATE,
+        why=FIELD_RULES[Code.HEADER_CREATED_AT],
+        sessionId="s",
+        header={**VALID, "createdAt": 2**53 - 1},
+    )
+    yield pure(
+        "a header whose createdAt and delegationDepth are 0 written as floats is valid",
+        VALIDATE,
+        why="an integral float counts as that integer, as it does in JavaScript (SPEC-DECISIONS D5)",
+        sessionId="s",
+        header={**VALID, "createdAt": 0.0, "delegationDepth": 0.0},
+    )
+    yield pure(
+        "a header whose version is 4 written as 4.0 is valid",
+        VALIDATE,
+        why="an integral float counts as that integer, as it does in JavaScript (SPEC-DECISIONS D5)",
+        sessionId="s",
+        header={**VALID, "version": 4.0},
+    )
+    yield pure(
         "a header keeps unknown extra keys and stays valid",
         VALIDATE,
         sessionId="s",
@@ -182,6 +203,24 @@ def bad_header_cases() -> Cases:
             {**VALID, "delegationDepth": True},
         ),
         ("a header that is an array is not a record", Code.HEADER_NOT_RECORD, "s", []),
+        (
+            "a header whose origin sorts before subagent is rejected",
+            Code.HEADER_ORIGIN,
+            "s",
+            {**VALID, "origin": "agent"},
+        ),
+        (
+            "a header created just past the largest safe integer is rejected",
+            Code.HEADER_CREATED_AT,
+            "s",
+            {**VALID, "createdAt": 2**53},
+        ),
+        (
+            "a header created at -1 written as a float is rejected",
+            Code.HEADER_CREATED_AT,
+            "s",
+            {**VALID, "createdAt": -1.0},
+        ),
     ]
     for name, code, session_id, header in refused:
         yield pure(name, VALIDATE, code, why=FIELD_RULES[code], sessionId=session_id, header=header)

@@ -95,6 +95,15 @@ def value_cases() -> Cases:
         comment="alternately an object and an array at each level, as an agent's nested tool arguments are",
     )
 
+    yield case(
+        "data may hold a zero and negative fractions written as floats",
+        RULE,
+        [
+            ok("create", id="s"),
+            append_step("custom/floats", {"zero": 0.0, "half": -0.5, "list": [-1.5, 0.0]}),
+        ],
+    )
+
 
 def nested(depth: int, bottom: object) -> object:
     """``bottom`` inside ``depth`` containers, an object and an array by turns, each with a sibling."""

@@ -113,6 +113,30 @@ def counting_cases() -> Cases:
             "content": [{"type": "group", "content": [{"type": "tool-call", "id": "c1"}]}],
         },
     }
+    call_message = assistant_ev(calls=["c1"])[1]
+    yield pure(
+        "a node of another type opens nothing, even when its data holds an assistant message with a tool call",
+        CUTS,
+        why=BALANCE,
+        comment="seq 0 is a plugin event whose type sorts before assistant/message, seq 1 one that sorts after it",
+        nodes=[0, 1, 2],
+        events=log(("a/note", call_message), ("x/note", call_message), user_ev()),
+    )
+    tool_like: JsonObject = {
+        **nested,
+        "message": {
+            **nested["message"],  # type: ignore[dict-item]
+            "content": [{"type": "tool-use", "id": "c1"}, {"type": "text", "text": "hi"}],
+        },
+    }
+    yield pure(
+        "only a tool-call block opens a call: a block of another type with an id opens nothing",
+        CUTS,
+        why=BALANCE,
+        comment="a tool-use block (its type sorts after tool-call) and a text block",
+        nodes=[0],
+        events=log(("assistant/message", tool_like, APPEND)),
+    )
     yield pure(
         "a tool-call block nested inside another block opens nothing",
         CUTS,

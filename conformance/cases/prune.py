@@ -138,6 +138,58 @@ def content_cases() -> Cases:
         config=SMALL,
     )
 
+    for name, comment, lengths, config in (
+        (
+            "a pruned result exactly at the threshold is within it",
+            "head 5 + marker 39 + tail 5 = 49 code points against a threshold of 49",
+            (100,),
+            {"thresholdChars": 49, "headChars": 5, "tailChars": 5},
+        ),
+        (
+            "each text block after the first starts where the blocks before it end",
+            "three blocks of 60: the third keeps its last 5 code points, not its first",
+            (60, 60, 60),
+            {"thresholdChars": 50, "headChars": 5, "tailChars": 5},
+        ),
+        (
+            "a block that ends where the cut starts keeps its text whole and the next block carries the marker",
+            None,
+            (5, 100),
+            {"thresholdChars": 50, "headChars": 5, "tailChars": 5},
+        ),
+        (
+            "a block that ends before the cut starts keeps its text whole, the next one the rest of the head",
+            None,
+            (2, 100),
+            {"thresholdChars": 50, "headChars": 5, "tailChars": 5},
+        ),
+        (
+            "a block inside the tail is kept whole",
+            "the last block, 3 code points, lies inside the tail of 5",
+            (100, 3),
+            {"thresholdChars": 50, "headChars": 5, "tailChars": 5},
+        ),
+    ):
+        yield pure(
+            name,
+            CONTENT,
+            why="the global span [headChars, total - tailChars) is removed, each text block keeping what lies outside "
+            "it, and the first block that meets the span carries the marker (notes §6.2)",
+            comment=comment,
+            blocks=_lettered(lengths),
+            config=config,
+        )
+
+
+def _lettered(lengths: tuple[int, ...]) -> list[JsonValue]:
+    """Text blocks of these lengths in code points, their letters running on across blocks (a-z, again)."""
+    blocks: list[JsonValue] = []
+    start = 0
+    for length in lengths:
+        blocks.append({"type": "text", "text": "".join(chr(97 + (start + n) % 26) for n in range(length))})
+        start += length
+    return blocks
+
 
 def unmeasured_cases() -> Cases:
     """Only ``{type: "text", text: <string>}`` blocks are measured: a block of another type is kept
@@ -183,6 +235,25 @@ def refused_content_cases() -> Cases:
         comment="an invalid configuration again: head + marker + tail is 59 code points, the text 25",
         blocks=[{"type": "text", "text": "x" * 25}],
         config={"thresholdChars": 10, "headChars": 10, "tailChars": 10},
+    )
+    yield pure(
+        "a pruned result one past the threshold is refused, however much smaller, and a block of another type "
+        "does not make it smaller",
+        CONTENT,
+        Code.PRUNE_NOT_SMALLER,
+        why="a pruned result must be smaller than before and within the threshold (notes §6.2)",
+        comment="head 5 + marker 39 + tail 5 = 49 code points against a threshold of 48; the image counts 0",
+        blocks=[{"type": "image", "data": "AA=="}, *_lettered((100,))],
+        config={"thresholdChars": 48, "headChars": 5, "tailChars": 5},
+    )
+    yield pure(
+        "a cut that meets no block finds no span, though the blocks end and start at its edges",
+        CONTENT,
+        Code.PRUNE_SPAN_NOT_FOUND,
+        why="plan_pruned_content takes its configuration as given; only a valid one is sure to find a span",
+        comment="head and tail of 10 over 20 code points: the span [10, 10) is empty; the blocks are 10, 5 and 5",
+        blocks=_lettered((10, 5, 5)),
+        config={"thresholdChars": 5, "headChars": 10, "tailChars": 10},
     )
 
 

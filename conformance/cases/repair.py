@@ -20,17 +20,21 @@ from conformance.cases.build import (
     append_step,
     append_user,
     assistant_ev,
+    assistant_msg,
     case,
     chained,
+    event,
     log,
     ok,
     pure,
     result_ev,
+    result_msg,
     turn,
     turn_end,
     user_ev,
     with_closers,
 )
+from spec.log.json import JsonObject, JsonValue
 
 CLOSERS = "spec.repair.derive_closers"
 RESUME = "create_session_state"
@@ -197,6 +201,116 @@ def compaction_cases() -> Cases:
         ),
     )
 
+    yield pure(
+        "a compaction opened before the last turn start stays open through the messages after it",
+        CLOSERS,
+        events=log(
+            ("compaction/start", {"compactionId": "k1", "turn": None}),
+            TURN_START,
+            user_ev(),
+            assistant_ev(),
+            ("x/note", {}),
+        ),
+        comment="the events after the last turn boundary sort before and after session/end-seed: none is one",
+    )
+    yield pure(
+        "a compaction started again under its id is open once, as started again, in its first place",
+        CLOSERS,
+        events=log(
+            ("compaction/start", {"compactionId": "k1", "turn": None, "sourceCommandId": "first"}),
+            ("compaction/start", {"compactionId": "k2", "turn": None}),
+            ("compaction/start", {"compactionId": "k1", "turn": None, "sourceCommandId": "again"}),
+        ),
+    )
+    yield pure(
+        "a compaction whose id sorts before an open one's opens beside it",
+        CLOSERS,
+        events=log(
+            ("compaction/start", {"compactionId": "k2", "turn": None}),
+            ("compaction/start", {"compactionId": "k1", "turn": None}),
+        ),
+    )
+
+
+def identity_cases() -> Cases:
+    yield pure(
+        "a call id 1 is answered by a result for 1.0: ids are equal numbers, as a JavaScript Map keys them",
+        CLOSERS,
+        events=log(
+            TURN_START,
+            STEP_START,
+            ("assistant/message", _with_call_id(1), {"surfaceOp": "append"}),
+            ("tool/result", _result_for(1.0), {"surfaceOp": "append"}),
+        ),
+    )
+    yield pure(
+        "a call id true is not answered by a result for 1",
+        CLOSERS,
+        events=log(
+            TURN_START,
+            STEP_START,
+            ("assistant/message", _with_call_id(True), {"surfaceOp": "append"}),
+            ("tool/result", _result_for(1), {"surfaceOp": "append"}),
+        ),
+    )
+    yield pure(
+        "a block of another type beside a tool-call announces nothing, and a block that is no object is passed over",
+        CLOSERS,
+        events=log(
+            TURN_START,
+            STEP_START,
+            (
+                "assistant/message",
+                _with_blocks("note", {"type": "zz-note", "id": "z1"}),
+                {"surfaceOp": "append"},
+            ),
+            result_ev("c1"),
+        ),
+    )
+    yield pure(
+        "closers count on from the last event's seq, even in a log that does not start at 0",
+        CLOSERS,
+        events=[event(seq + 5, kind, data) for seq, (kind, data) in enumerate((TURN_START, STEP_START))],
+    )
+    yield pure(
+        "closers after a last event whose seq is not a seq count on from the log's length",
+        CLOSERS,
+        events=[
+            *log(TURN_START),
+            {"type": "step/start", "seq": "one", "time": 1000, "data": {"turn": 1, "step": 1}},
+        ],
+    )
+    yield pure(
+        "closers after a last event without a time are written at time 0",
+        CLOSERS,
+        events=[*log(TURN_START), {"type": "step/start", "seq": 1, "data": {"turn": 1, "step": 1}}],
+    )
+
+
+def _with_call_id(call_id: JsonValue) -> JsonObject:
+    data = assistant_msg(calls=["c1"])
+    message = data["message"]
+    assert isinstance(message, dict) and isinstance(message["content"], list)
+    blocks: list[JsonValue] = [
+        {**block, "id": call_id} if isinstance(block, dict) and block.get("type") == "tool-call" else block
+        for block in message["content"]
+    ]
+    return {**data, "message": {**message, "content": blocks}}
+
+
+def _result_for(call_id: JsonValue) -> JsonObject:
+    data = result_msg("c1")
+    message = data["message"]
+    assert isinstance(message, dict) and isinstance(message["source"], dict)
+    return {**data, "message": {**message, "source": {**message["source"], "callId": call_id}}}
+
+
+def _with_blocks(*more: JsonValue) -> JsonObject:
+    data = assistant_msg(calls=["c1"])
+    message = data["message"]
+    assert isinstance(message, dict) and isinstance(message["content"], list)
+    return {**data, "message": {**message, "content": [*more, *message["content"]]}}
+
 
 def closed_inside_a_turn() -> list[Step]:
     """A session "s" closed inside turn 1: a step open, and call c1 announced and started."""
@@ -329,4 +443,4 @@ def repeated_resume_cases() -> Cases:
     )
 
 
-cases: Final = chained(balanced_cases, call_cases, compaction_cases, resume_cases)
+cases: Final = chained(balanced_cases, call_cases, compaction_cases, identity_cases, resume_cases)

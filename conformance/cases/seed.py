@@ -140,10 +140,18 @@ def envelope_cases() -> Cases:
         ("a seed event whose time is a string is invalid", {**base, "time": "noon"}),
         ("a seed event with a fractional time is invalid", {**base, "time": 1.5}),
         (
+            "a seed event whose time is just below the smallest safe integer is invalid",
+            {**base, "time": -(2**53)},
+        ),
+        ("a seed event whose time is just past the largest safe integer is invalid", {**base, "time": 2**53}),
+        ("a seed event whose seq is -1 written as a float is invalid", {**base, "seq": -1.0}),
+        (
             "a seed event without data is invalid",
             {key: value for key, value in base.items() if key != "data"},
         ),
         ("a seed event marked ignorable false is invalid", {**base, "ignorable": False}),
+        ("a seed event marked ignorable 1 is invalid: only true marks it", {**base, "ignorable": 1}),
+        ("a seed event marked ignorable with a string is invalid", {**base, "ignorable": "yes"}),
         ("a seed entry that is null is not an event", None),
         ("a seed entry that is an array is not an event", []),
         ("a seed entry that is a string is not an event", "event"),

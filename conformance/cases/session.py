@@ -229,6 +229,18 @@ def vocabulary_cases() -> Cases:
         VOCABULARY,
         [ok("create", id="s"), append_step("request/header", {**request_header(), "reason": "initial"})],
     )
+    yield case(
+        "only a request/header's reason fallback is retired: another reason, or another type saying fallback, is accepted",
+        VOCABULARY,
+        [
+            ok("create", id="s"),
+            append_step("request/header", {**request_header(), "reason": "compaction"}),
+            append_step("a/custom", {"reason": "fallback"}),
+            append_step("z/custom", {"reason": "fallback"}),
+            state(),
+        ],
+        comment="the reason and the types sort before and after fallback and request/header",
+    )
 
 
 WRITER_TYPE = "validate_writer_of_type"
@@ -292,6 +304,16 @@ def writer_cases() -> Cases:
             append_step("turn/end", {"turn": 1, "reason": {"kind": "aborted"}}),
         ],
         comment="the same turn ends with another reason",
+    )
+    yield case(
+        "a turn/end whose reason kind only sorts after interrupted is no closer and is appended",
+        WRITER_CLOSER,
+        [
+            ok("create", id="s"),
+            turn(),
+            append_step("turn/end", {"turn": 1, "reason": {"kind": "timeout"}}),
+            state(),
+        ],
     )
     for code in ("TOOL_NOT_STARTED", "TOOL_OUTCOME_UNKNOWN"):
         yield case(

@@ -28,6 +28,7 @@ from conformance.cases.build import (
     refused,
     replace,
     result_msg,
+    rewritten,
     state,
     user_ev,
     user_msg,
@@ -253,6 +254,32 @@ def fold_cases() -> Cases:
             assistant_ev(),
             ("user/message", user_msg("sum"), {"surfaceOp": replace(0, 1), "sourceEventSeqs": [0, 1]}),
         ),
+    )
+    yield pure(
+        "folding a log passes over its log-only events and goes on to the surface events after them",
+        FOLD,
+        events=log(
+            ("turn/start", {"turn": 1}),
+            user_ev("u1"),
+            ("x/note", {"n": 1}),
+            assistant_ev(),
+            ("user/message", user_msg("sum"), {"surfaceOp": replace(1, 3), "sourceEventSeqs": [1, 3]}),
+        ),
+        comment="a turn start, a plugin note (seq 2) between the two messages: neither is a node, and the "
+        "replace after them still folds",
+    )
+    yield pure(
+        "a tool/result may rewrite the tool/result at seq 0",
+        FOLD,
+        events=log(
+            ("tool/result", result_msg("c1", "a long output"), {"surfaceOp": "append"}),
+            (
+                "tool/result",
+                rewritten(result_msg("c1", "a long output"), "short"),
+                {"surfaceOp": replace(0, 0), "sourceEventSeqs": [0]},
+            ),
+        ),
+        comment="the first event of the log is the rewritten one: the rewrite rule finds it at position 0",
     )
     many = [user_ev(f"u{seq}", "m") for seq in range(300)]
     yield pure(

@@ -135,6 +135,35 @@ def price_cases() -> Cases:
         ),
     )
 
+    shows_nothing: tuple[tuple[str, str, JsonValue], ...] = (
+        ("a plugin event whose data looks like a user message", "x/note", user_msg("u9", "hello there")),
+        ("a plugin event whose data holds a message", "x/note", {"message": user_msg("u9", "hello there")}),
+        ("a plugin event sorting before every message type", "a/note", {"message": user_msg("u9", "hi")}),
+    )
+    yield pure(
+        "a node whose event is of no message type shows the model nothing and costs 0",
+        PRICE,
+        why="every surface node is priced by the heuristic token estimate of the message it shows "
+        "(notes/dsh-compaction-projection §3)",
+        comment="node by node: " + "; ".join(name for name, _, _ in shows_nothing),
+        nodes=[0, 1, 2],
+        events=log(*((kind, data) for _, kind, data in shows_nothing)),
+    )
+    empty_result = result_msg("c1", "x")
+    message = empty_result["message"]
+    assert isinstance(message, dict)
+    yield pure(
+        "a tool result whose message has no content still shows that message and costs it",
+        PRICE,
+        why="only an assistant/message with empty content shows nothing (it only hosts usage); a tool/result "
+        "shows its data.message (notes/dsh-session-core §2.6)",
+        nodes=[0, 1],
+        events=log(
+            ("tool/result", {**empty_result, "message": {**message, "content": []}}, APPEND),
+            assistant_ev("a1", text=None),
+        ),
+    )
+
 
 def claim_cases() -> Cases:
     yield pure(
@@ -174,6 +203,13 @@ def claim_cases() -> Cases:
         why="a claim lives only until the next event: a metering event comes immediately before its replace",
         claim=CLAIM,
         event=event(6, "custom/x", {}),
+    )
+    yield pure(
+        "a message event without a surfaceOp is log-only: the claim expires and nothing is priced",
+        FOLD,
+        why="a surface event has an eligible type and carries its surfaceOp marker (notes/dsh-session-core §3.11)",
+        claim=CLAIM,
+        event=event(6, "user/message", user_msg("u9", "hello there")),
     )
 
 

@@ -146,6 +146,7 @@ def changed_cases() -> Cases:
         ("a tool/result rewrite may not change isError false into 0", with_block(isError=0)),
         ("a tool/result rewrite may not change the turn 1 into true", {**short, "turn": True}),
         ("a tool/result rewrite may not add a null field: absent is not null", {**short, "error": None}),
+        ("a tool/result rewrite may not replace the message by a string", {**short, "message": "short"}),
     ]
     for name, data in changes:
         yield case(
@@ -155,4 +156,64 @@ def changed_cases() -> Cases:
         )
 
 
-cases: Final = chained(allowed_cases, target_cases, changed_cases)
+TAGGED: Final[JsonObject] = {**ORIGINAL, "meta": {"tags": ["a", "b"]}}  # a result whose meta holds an array
+
+
+def meta_cases() -> Cases:
+    """A result whose meta holds an array and an object: a rewrite must keep both exactly, and JSON
+    deep equality tells every difference of shape apart, however alike a host language finds them."""
+    setup_tagged = [
+        ok("create", id="s"),
+        turn(),
+        append_assistant(calls=["c1"]),
+        append_step("tool/result", TAGGED, surfaceOp="append"),
+        append_user("u2"),
+    ]
+    short = rewritten(TAGGED, "short")
+    yield case(
+        "a tool/result rewrite may keep the original's meta array and object exactly",
+        RULE,
+        [*setup_tagged, Step(rewrite(short), OK), state()],
+    )
+    big: JsonObject = {"tags": [f"t{n}" for n in range(300)], "fields": {f"k{n}": n for n in range(300)}}
+    big_setup = [*setup_tagged[:3], append_step("tool/result", {**TAGGED, "meta": big}, surfaceOp="append")]
+    yield case(
+        "a tool/result rewrite may keep an array and an object of hundreds of entries exactly",
+        RULE,
+        [*big_setup, append_user("u2"), Step(rewrite({**short, "meta": big}), OK)],
+        comment="300 items and 300 keys: lengths compared by identity would differ",
+    )
+    changes: list[tuple[str, JsonValue]] = [
+        ("a tool/result rewrite may not add an item to an array in data", {"tags": ["a", "b", "c"]}),
+        ("a tool/result rewrite may not drop the last item of an array in data", {"tags": ["a"]}),
+        (
+            "a tool/result rewrite may not turn an array in data into a string of as many characters",
+            {"tags": "ab"},
+        ),
+        (
+            "a tool/result rewrite may not rename a key in data, even keeping its value",
+            {"labels": ["a", "b"]},
+        ),
+    ]
+    for name, meta in changes:
+        yield case(
+            name,
+            RULE,
+            [
+                *setup_tagged,
+                Step(rewrite({**short, "meta": meta}), str(Code.TOOL_REWRITE_CHANGES_MORE_THAN_CONTENT)),
+                state(),
+            ],
+        )
+    yield case(
+        "a tool/result rewrite may not turn an object in data into a number",
+        RULE,
+        [
+            *setup_tagged,
+            Step(rewrite({**short, "meta": 2}), str(Code.TOOL_REWRITE_CHANGES_MORE_THAN_CONTENT)),
+            state(),
+        ],
+    )
+
+
+cases: Final = chained(allowed_cases, target_cases, changed_cases, meta_cases)

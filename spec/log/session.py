@@ -28,7 +28,6 @@ from spec.log.seed import (
     validate_seed_event,
 )
 from spec.log.surface import (
-    ReplacePlan,
     Surface,
     SurfacePlan,
     apply_surface_plan,
@@ -132,8 +131,7 @@ def fold_seed(
         plan = plan_seed_surface(index, nodes, event, events)
         keep(event)
         if plan is not None:
-            splice_plan(nodes, plan)
-            generation += 1 if isinstance(plan, ReplacePlan) else 0
+            generation = splice_plan(nodes, plan, generation)
     return tuple(events), Surface(nodes=tuple(nodes), replace_generation=generation)
 
 

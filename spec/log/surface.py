@@ -205,17 +205,18 @@ def apply_surface_plan(surface: Surface, plan: SurfacePlan) -> Surface:
     if plan is None:
         return surface
     nodes = list(surface.nodes)
-    splice_plan(nodes, plan)
-    generation = surface.replace_generation + (1 if isinstance(plan, ReplacePlan) else 0)
+    generation = splice_plan(nodes, plan, surface.replace_generation)
     return Surface(nodes=tuple(nodes), replace_generation=generation)
 
 
-def splice_plan(nodes: list[int] | SurfaceNodes, plan: AppendPlan | ReplacePlan) -> None:
-    """:func:`apply_surface_plan` on a mutable node list, for folds over long logs."""
+def splice_plan(nodes: list[int] | SurfaceNodes, plan: AppendPlan | ReplacePlan, generation: int = 0) -> int:
+    """:func:`apply_surface_plan` on a mutable node list, for folds over long logs: returns the
+    ``replaceGeneration`` after it, ``generation`` (the one before) plus one for a replace."""
     if isinstance(plan, AppendPlan):
         nodes.append(plan.seq)
-    else:
-        nodes[plan.first : plan.last + 1] = [plan.seq]
+        return generation
+    nodes[plan.first : plan.last + 1] = [plan.seq]
+    return generation + 1
 
 
 def fold_surface(events: Sequence[Event], base_seq: int = 0) -> SurfaceFold:
@@ -229,9 +230,8 @@ def fold_surface(events: Sequence[Event], base_seq: int = 0) -> SurfaceFold:
         plan = plan_surface_event(nodes, event, base_seq + index, events, base_seq)
         if plan is None:
             continue
-        splice_plan(nodes, plan)
+        generation = splice_plan(nodes, plan, generation)
         if isinstance(plan, ReplacePlan):
-            generation += 1
             replacements.append(
                 Replacement(seq=plan.seq, start=plan.start, end=plan.end, shadowed=plan.shadowed)
             )

@@ -126,6 +126,10 @@ def malformed_row_cases() -> Cases:
             "a packed row whose members' times would pass the largest safe integer is malformed",
             {**TEXT_ROW, "time0": MAX_SAFE - 5},
         ),
+        (
+            "a packed row whose members' times would fall below the smallest safe integer is malformed",
+            {**TEXT_ROW, "time0": -MAX_SAFE, "data": {**text_data, "dt": [0, -1]}},
+        ),
     ]:
         yield pure(name, RECORD, Code.MALFORMED_CHUNK_ROW, why=ROW_RULE, record=value)
     yield pure(
