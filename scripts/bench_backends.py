@@ -20,7 +20,7 @@ to one file per session and fsynced. The difference between a store and its floo
 store itself costs (validation, encoding, compression, locks, the header and key checks).
 
 PostgreSQL runs on ``--postgres-dsn`` (or ``$DSH_POSTGRES_DSN``); without one the benchmark starts
-a throwaway cluster (reference/persistence/pg_cluster.py) and removes it after, or reports PostgreSQL as not run,
+a throwaway cluster (scripts/pg_cluster.py) and removes it after, or reports PostgreSQL as not run,
 with the reason. Speed targets belong here, never in timed tests.
 """
 
@@ -338,7 +338,7 @@ def measure(target: Target, params: Params, mode: str) -> Row:
 def postgres_target(dsn: str | None, cleanups: list[Callable[[], None]]) -> Target | str:
     """A target on ``dsn``, or on a throwaway cluster; a sentence when neither is possible."""
     if not dsn:
-        from reference.persistence.pg_cluster import PgCluster, why_unavailable
+        from scripts.pg_cluster import PgCluster, why_unavailable
 
         reason = why_unavailable()
         if reason is not None:

@@ -181,6 +181,8 @@ def open_session(path: Path, files: Sequence[str], fresh: bool) -> None:
             db.execute(META_TABLE)
             row = db.execute("SELECT value FROM mutation_meta WHERE key = 'files'").fetchone()
         if row is not None and set(files) <= set(json.loads(row[0])):
+            for module in drop_outside_scope(path):
+                print(f"{module} is no longer in the mutation scope: its mutants dropped from the session")
             for module in refresh_changed(path, files):
                 print(f"{module} changed since the session made its mutants: made again, to be judged")
             return
@@ -246,6 +248,25 @@ def refresh_changed(path: Path, files: Sequence[str]) -> list[str]:
                 remade.append(module)
     record_sources(path, files)
     return remade
+
+
+def drop_outside_scope(path: Path) -> list[str]:
+    """Drop the mutants of every module the session holds that is no longer a file of the scope
+    (moved out of it or removed), with their results: the report counts only what is mutated now.
+    Returns those modules."""
+    with use_db(str(path), WorkDB.Mode.open) as work_db:
+        gone: dict[str, list[str]] = defaultdict(list)
+        for item in work_db.work_items:
+            module = Path(item.mutations[0].module_path).as_posix()
+            if not in_scope(module) or not (ROOT / module).is_file():
+                gone[module].append(item.job_id)
+    if gone:
+        drop_jobs(path, [job for jobs in gone.values() for job in jobs])
+        with sqlite3.connect(path, timeout=LOCK_WAIT) as db:
+            row = db.execute("SELECT value FROM mutation_meta WHERE key = 'files'").fetchone()
+            kept = [file for file in json.loads(row[0]) if file not in gone] if row is not None else []
+            db.execute("INSERT OR REPLACE INTO mutation_meta VALUES ('files', ?)", (json.dumps(kept),))
+    return sorted(gone)
 
 
 def annotation_spans(module: Path) -> list[tuple[tuple[int, int], tuple[int, int]]]:

@@ -51,7 +51,7 @@ if ! command -v strace >/dev/null 2>&1; then
         || echo "setup: strace is missing (apt-get install strace); the trace family will report that it did not run" >&2
 fi
 
-# PostgreSQL: only the binaries (initdb, pg_ctl, postgres) are needed; reference/persistence/pg_cluster.py runs
+# PostgreSQL: only the binaries (initdb, pg_ctl, postgres) are needed; scripts/pg_cluster.py runs
 # its own cluster in a temporary directory.
 if ! command -v initdb >/dev/null 2>&1 && ! compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null; then
     apt_install postgresql \

@@ -586,6 +586,21 @@ class IgnoresFailedFsync(MutantSubject):
     rule = "STORAGE_IO"
 
 
+class _FaultOnlyOnTheNextCall(FaultyFileSystem):
+    def fail_next(self, kind: str, code: int, after: int) -> None:
+        if after == 0:  # a fault armed for a later call is dropped: it never fails anything
+            super().fail_next(kind, code, after)
+
+
+class ArmsFaultsOnlyForTheNextCall(MutantSubject):
+    """Its crash seam fails only the next write or fsync: ``fail_next`` with ``after`` above 0
+    fails nothing (PROTOCOL.md, "Crash ops": the call after ``after`` of that kind fails once), so
+    every injected fault but the first leaves the store untested and the run looks clean."""
+
+    fs_class = _FaultOnlyOnTheNextCall
+    rule = "STORAGE_IO"
+
+
 BROKEN_SUBJECTS: tuple[type[MutantSubject], ...] = (
     AcceptsReplaceMissingShadowedProvenance,
     AcceptsInvertedReplace,
@@ -607,6 +622,7 @@ BROKEN_SUBJECTS: tuple[type[MutantSubject], ...] = (
     TruncatesDamageThatIsNotATail,
     AcknowledgesFlushBeforeFsync,
     IgnoresFailedFsync,
+    ArmsFaultsOnlyForTheNextCall,
 )
 
 # The value-domain, line-splitting, UTF-16, content, absent/null and storage-format mutants of

@@ -27,9 +27,9 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 @pytest.fixture(scope="session")
 def postgres_cluster() -> Iterator[Any]:
     """A throwaway PostgreSQL cluster for the whole run, started by the project itself
-    (reference/persistence/pg_cluster.py) and removed afterwards; the tests that use it are skipped only when the
+    (scripts/pg_cluster.py) and removed afterwards; the tests that use it are skipped only when the
     server binaries are not installed (``bash scripts/setup.sh`` installs them)."""
-    from reference.persistence.pg_cluster import PgCluster, why_unavailable
+    from scripts.pg_cluster import PgCluster, why_unavailable
 
     reason = why_unavailable()
     if reason is not None:

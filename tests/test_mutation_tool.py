@@ -130,6 +130,30 @@ def test_a_module_changed_since_the_session_made_its_mutants_has_them_made_again
     assert {m.job_id for m in mutation.read_mutants(session)} == {m.job_id for m in now}
 
 
+def test_a_module_no_longer_in_the_scope_has_its_mutants_dropped(tmp_path: Path) -> None:
+    """A module moved out of the scope (as the PostgreSQL test cluster went to scripts/): its
+    mutants and their results leave the session, the others stay as they were."""
+    session = tmp_path / "session.sqlite"
+    mutation.open_session(session, [MODULE, UNREACHED[0]], fresh=True)
+    made = mutation.read_mutants(session)
+    with sqlite3.connect(session) as db:
+        db.executemany(
+            "INSERT INTO lane_results VALUES (?, 'fast', 'survived', 1.0)", [(m.job_id,) for m in made]
+        )
+        db.execute(
+            "UPDATE mutation_specs SET module_path = 'reference/persistence/moved_away.py' WHERE module_path = ?",
+            (UNREACHED[0],),
+        )
+    mutation.open_session(session, [MODULE], fresh=False)
+    now = mutation.read_mutants(session)
+    assert now and {m.module for m in now} == {MODULE}
+    assert {m.job_id for m in now} == {m.job_id for m in made if m.module == MODULE}
+    assert set(mutation.lane_rows(session)) == {m.job_id for m in now}
+    with sqlite3.connect(session) as db:
+        files = json.loads(db.execute("SELECT value FROM mutation_meta WHERE key = 'files'").fetchone()[0])
+    assert "reference/persistence/moved_away.py" not in files
+
+
 def test_a_later_lane_runs_only_the_units_that_reach_a_mutant(tmp_path: Path) -> None:
     """The drt lane with a map of one traced unit (pure-drt's encode_project_key part): a mutant of
     that function runs the unit on a mutated subject and is killed; a mutant the unit never

@@ -107,6 +107,22 @@ def count_mutations(subject: Any, workload: Sequence[Request], compressed: bool)
     return int(after.result) - int(before.result)
 
 
+def durable_steps(model: ModelStore, workload: Sequence[Request]) -> int:
+    """The fewest writes of file bytes, and the fewest fsyncs of a file, any store on the crash seam
+    makes while it runs ``workload`` from ``model``: the most requests that make one session's log
+    durable further (published or grown, by the model). Each such step makes events durable that
+    were appended after that log's previous step, so it needs a write made after that step, and an
+    fsync after the write (a file's bytes are durable only once fsynced)."""
+    steps: dict[str, int] = {}
+    for op, sent in workload:
+        after, _ = model_request(model, op, **as_sent(sent))
+        for session_id, log in after.stored.items():
+            if model.stored.get(session_id) != log:
+                steps[session_id] = steps.get(session_id, 0) + 1
+        model = after
+    return max(steps.values(), default=0)
+
+
 def check_after_power_cut(run: _Run, keep: Any, retry_storage_io: bool = False) -> tuple[str, ...]:
     """Cut the power (``keep``), then read back, resume and re-crash every session, checking D3.
     With ``retry_storage_io``, a resume that meets a still-armed injected fault is tried once more
@@ -313,12 +329,18 @@ def run_fault_injection(
     number of mutating operations the workload makes: the request that meets the fault must
     answer ``STORAGE_IO``, and after a power cut nothing flushed before it is lost. A run in which
     no request answered ``STORAGE_IO`` is cut too: had the fault been swallowed, a flush would
-    have been acknowledged without being durable."""
+    have been acknowledged without being durable. Without a batch policy, a fault armed on one of
+    the first :func:`durable_steps` writes (or fsyncs) must meet a request: a run that ends clean
+    there means the seam never failed the call it was asked to."""
     label = "zstd" if compressed else "plain"
     total = count_mutations(subject, workload, compressed)
     for fs_op, errno_name in FAULTS:
         for index in range(total):
             driver = _start(subject, compressed)
+            # Without a batch policy only a request writes, so the fault must meet one while the
+            # workload still needs more than ``index`` writes (or fsyncs): a seam that let it pass
+            # would make every later point vacuous.
+            required = durable_steps(driver.model, workload) if driver.model.batch is None else 0
             armed = driver.raw("fail_next", fsOp=fs_op, errno=errno_name, after=index)
             name = f"{label}: {fs_op} number {index + 1} fails with {errno_name}"
             if not armed.ok:
@@ -334,6 +356,14 @@ def run_fault_injection(
                 continue
             if run.stopped_at is not None:
                 name += f" during request {run.stopped_at} ({workload[run.stopped_at][0]})"
+            elif index < required:
+                record_outcome(
+                    outcome,
+                    name,
+                    (f"no request answered {STORAGE_IO}, though the workload makes one log durable "
+                     f"{required} times, each needing a {fs_op} of its own",),
+                )  # fmt: skip
+                continue
             run.in_flight = None  # a failed request completed nothing
             record_outcome(outcome, name, check_after_power_cut(run, "none", retry_storage_io=True))
 
