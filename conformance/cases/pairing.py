@@ -78,31 +78,6 @@ def cut_cases() -> Cases:
 
 
 def counting_cases() -> Cases:
-    yield pure(
-        "a node that is neither an assistant message nor a tool result opens and closes nothing",
-        CUTS,
-        why=BALANCE,
-        comment="seq 0 is a step/start and seq 1 a custom event, named as nodes on purpose: both are neutral",
-        nodes=[0, 1, 2],
-        events=log(("step/start", {"turn": 1, "step": 1}), ("custom/x", {}), user_ev()),
-    )
-    yield pure(
-        "balance counts over the surface, not the log: shadowed nodes do not count",
-        CUTS,
-        why=BALANCE,
-        comment="the call and its results (seqs 1-3) are in the log but not on the surface [0, 4]",
-        nodes=[0, 4],
-        events=EVENTS,
-    )
-    yield pure(
-        "a tool/result closes one call whatever call it names",
-        CUTS,
-        why=BALANCE,
-        comment="zz answers neither c1 nor c2, yet each tool/result node closes one call "
-        "(seq 2 is listed twice)",
-        nodes=[1, 2, 2],
-        events=log(user_ev(), assistant_ev(calls=["c1", "c2"]), result_ev("zz")),
-    )
     nested: JsonObject = {
         "turn": 1,
         "step": 1,
@@ -114,14 +89,6 @@ def counting_cases() -> Cases:
         },
     }
     call_message = assistant_ev(calls=["c1"])[1]
-    yield pure(
-        "a node of another type opens nothing, even when its data holds an assistant message with a tool call",
-        CUTS,
-        why=BALANCE,
-        comment="seq 0 is a plugin event whose type sorts before assistant/message, seq 1 one that sorts after it",
-        nodes=[0, 1, 2],
-        events=log(("a/note", call_message), ("x/note", call_message), user_ev()),
-    )
     tool_like: JsonObject = {
         **nested,
         "message": {
@@ -129,21 +96,45 @@ def counting_cases() -> Cases:
             "content": [{"type": "tool-use", "id": "c1"}, {"type": "text", "text": "hi"}],
         },
     }
-    yield pure(
-        "only a tool-call block opens a call: a block of another type with an id opens nothing",
-        CUTS,
-        why=BALANCE,
-        comment="a tool-use block (its type sorts after tool-call) and a text block",
-        nodes=[0],
-        events=log(("assistant/message", tool_like, APPEND)),
-    )
-    yield pure(
-        "a tool-call block nested inside another block opens nothing",
-        CUTS,
-        why=BALANCE,
-        nodes=[0],
-        events=log(("assistant/message", nested, APPEND)),
-    )
+    for name, comment, nodes, events in (
+        (
+            "a node that is neither an assistant message nor a tool result opens and closes nothing",
+            "seq 0 is a step/start and seq 1 a custom event, named as nodes on purpose: both are neutral",
+            [0, 1, 2],
+            log(("step/start", {"turn": 1, "step": 1}), ("custom/x", {}), user_ev()),
+        ),
+        (
+            "balance counts over the surface, not the log: shadowed nodes do not count",
+            "the call and its results (seqs 1-3) are in the log but not on the surface [0, 4]",
+            [0, 4],
+            EVENTS,
+        ),
+        (
+            "a tool/result closes one call whatever call it names",
+            "zz answers neither c1 nor c2, yet each tool/result node closes one call (seq 2 is listed twice)",
+            [1, 2, 2],
+            log(user_ev(), assistant_ev(calls=["c1", "c2"]), result_ev("zz")),
+        ),
+        (
+            "a node of another type opens nothing, even when its data holds an assistant message with a tool call",
+            "seq 0 is a plugin event whose type sorts before assistant/message, seq 1 one that sorts after it",
+            [0, 1, 2],
+            log(("a/note", call_message), ("x/note", call_message), user_ev()),
+        ),
+        (
+            "only a tool-call block opens a call: a block of another type with an id opens nothing",
+            "a tool-use block (its type sorts after tool-call) and a text block",
+            [0],
+            log(("assistant/message", tool_like, APPEND)),
+        ),
+        (
+            "a tool-call block nested inside another block opens nothing",
+            None,
+            [0],
+            log(("assistant/message", nested, APPEND)),
+        ),
+    ):
+        yield pure(name, CUTS, why=BALANCE, comment=comment, nodes=nodes, events=events)
 
 
 def corrupt_cases() -> Cases:

@@ -217,44 +217,54 @@ def unmeasured_cases() -> Cases:
 
 
 def refused_content_cases() -> Cases:
-    yield pure(
-        "a configuration whose head and tail cover everything finds no span to cut",
-        CONTENT,
+    no_span = (
         Code.PRUNE_SPAN_NOT_FOUND,
-        why="plan_pruned_content takes its configuration as given; only a valid one is sure to find a span",
-        comment="such a configuration fails decode_prune_config; this pins what the content rule "
-        "does with it",
-        blocks=[{"type": "text", "text": "abcdef"}],
-        config={"thresholdChars": 1, "headChars": 6, "tailChars": 6},
+        "plan_pruned_content takes its configuration as given; only a valid one is sure to find a span",
     )
-    yield pure(
-        "a configuration that makes the result no smaller is refused",
-        CONTENT,
+    not_smaller = (
         Code.PRUNE_NOT_SMALLER,
-        why="a pruned result must be smaller than before and within the threshold (notes §6.2)",
-        comment="an invalid configuration again: head + marker + tail is 59 code points, the text 25",
-        blocks=[{"type": "text", "text": "x" * 25}],
-        config={"thresholdChars": 10, "headChars": 10, "tailChars": 10},
+        "a pruned result must be smaller than before and within the threshold (notes §6.2)",
     )
-    yield pure(
-        "a pruned result one past the threshold is refused, however much smaller, and a block of another type "
-        "does not make it smaller",
-        CONTENT,
-        Code.PRUNE_NOT_SMALLER,
-        why="a pruned result must be smaller than before and within the threshold (notes §6.2)",
-        comment="head 5 + marker 39 + tail 5 = 49 code points against a threshold of 48; the image counts 0",
-        blocks=[{"type": "image", "data": "AA=="}, *_lettered((100,))],
-        config={"thresholdChars": 48, "headChars": 5, "tailChars": 5},
-    )
-    yield pure(
-        "a cut that meets no block finds no span, though the blocks end and start at its edges",
-        CONTENT,
-        Code.PRUNE_SPAN_NOT_FOUND,
-        why="plan_pruned_content takes its configuration as given; only a valid one is sure to find a span",
-        comment="head and tail of 10 over 20 code points: the span [10, 10) is empty; the blocks are 10, 5 and 5",
-        blocks=_lettered((10, 5, 5)),
-        config={"thresholdChars": 5, "headChars": 10, "tailChars": 10},
-    )
+    for name, (code, why), comment, blocks, (threshold, head, tail) in (
+        (
+            "a configuration whose head and tail cover everything finds no span to cut",
+            no_span,
+            "such a configuration fails decode_prune_config; this pins what the content rule does with it",
+            [{"type": "text", "text": "abcdef"}],
+            (1, 6, 6),
+        ),
+        (
+            "a configuration that makes the result no smaller is refused",
+            not_smaller,
+            "an invalid configuration again: head + marker + tail is 59 code points, the text 25",
+            [{"type": "text", "text": "x" * 25}],
+            (10, 10, 10),
+        ),
+        (
+            "a pruned result one past the threshold is refused, however much smaller, and a block of another type "
+            "does not make it smaller",
+            not_smaller,
+            "head 5 + marker 39 + tail 5 = 49 code points against a threshold of 48; the image counts 0",
+            [{"type": "image", "data": "AA=="}, *_lettered((100,))],
+            (48, 5, 5),
+        ),
+        (
+            "a cut that meets no block finds no span, though the blocks end and start at its edges",
+            no_span,
+            "head and tail of 10 over 20 code points: the span [10, 10) is empty; the blocks are 10, 5 and 5",
+            _lettered((10, 5, 5)),
+            (5, 10, 10),
+        ),
+    ):
+        yield pure(
+            name,
+            CONTENT,
+            code,
+            why=why,
+            comment=comment,
+            blocks=blocks,
+            config={"thresholdChars": threshold, "headChars": head, "tailChars": tail},
+        )
 
 
 def session_pass_cases() -> Cases:

@@ -233,26 +233,24 @@ def compaction_cases() -> Cases:
 
 
 def identity_cases() -> Cases:
-    yield pure(
-        "a call id 1 is answered by a result for 1.0: ids are equal numbers, as a JavaScript Map keys them",
-        CLOSERS,
-        events=log(
-            TURN_START,
-            STEP_START,
-            ("assistant/message", _with_call_id(1), {"surfaceOp": "append"}),
-            ("tool/result", _result_for(1.0), {"surfaceOp": "append"}),
+    for name, call_id, answer in (
+        (
+            "a call id 1 is answered by a result for 1.0: ids are equal numbers, as a JavaScript Map keys them",
+            1,
+            1.0,
         ),
-    )
-    yield pure(
-        "a call id true is not answered by a result for 1",
-        CLOSERS,
-        events=log(
-            TURN_START,
-            STEP_START,
-            ("assistant/message", _with_call_id(True), {"surfaceOp": "append"}),
-            ("tool/result", _result_for(1), {"surfaceOp": "append"}),
-        ),
-    )
+        ("a call id true is not answered by a result for 1", True, 1),
+    ):
+        yield pure(
+            name,
+            CLOSERS,
+            events=log(
+                TURN_START,
+                STEP_START,
+                ("assistant/message", _with_call_id(call_id), {"surfaceOp": "append"}),
+                ("tool/result", _result_for(answer), {"surfaceOp": "append"}),
+            ),
+        )
     yield pure(
         "a block of another type beside a tool-call announces nothing, and a block that is no object is passed over",
         CLOSERS,
