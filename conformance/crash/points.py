@@ -334,13 +334,15 @@ def run_fault_injection(
     there means the seam never failed the call it was asked to."""
     label = "zstd" if compressed else "plain"
     total = count_mutations(subject, workload, compressed)
+    required: int | None = None  # every run starts from the same reset, so its model's count holds for all
     for fs_op, errno_name in FAULTS:
         for index in range(total):
             driver = _start(subject, compressed)
-            # Without a batch policy only a request writes, so the fault must meet one while the
-            # workload still needs more than ``index`` writes (or fsyncs): a seam that let it pass
-            # would make every later point vacuous.
-            required = durable_steps(driver.model, workload) if driver.model.batch is None else 0
+            if required is None:
+                # Without a batch policy only a request writes, so the fault must meet one while the
+                # workload still needs more than ``index`` writes (or fsyncs): a seam that let it
+                # pass would make every later point vacuous.
+                required = durable_steps(driver.model, workload) if driver.model.batch is None else 0
             armed = driver.raw("fail_next", fsOp=fs_op, errno=errno_name, after=index)
             name = f"{label}: {fs_op} number {index + 1} fails with {errno_name}"
             if not armed.ok:
