@@ -250,19 +250,18 @@ def clean_records(
             if any(not part.endswith(b"\n") for part in body):
                 return None
             header_line = decode_zstd_log([DecodedFrame(0, frames[0][1])], None).header_line
-            lines: list[bytes] = []
-            for part in body:  # each frame cut at its own line breaks: no joined copy of the text
-                cut = part.split(b"\n")
-                cut.pop()  # the frame ends with a newline
-                lines += cut
-            del body
         else:
             if not data.endswith(b"\n"):
                 return None
             end = data.find(b"\n")
             header_line = decode_header_text(data[:end])
-            lines = data[end + 1 :].split(b"\n")
-            lines.pop()  # the text ends with a newline
+            body = [data[end + 1 :]]
+        lines: list[bytes] = []
+        for part in body:  # each frame cut at its own line breaks: no joined copy of the text
+            cut = part.split(b"\n")
+            cut.pop()  # the part ends with a newline (or is empty: a log of its header alone)
+            lines += cut
+        del body
         version, header = decode_header_line(header_line, session_id, file_name)
         # A line of invalid UTF-8 is damage the spec names: the parser refuses it (both of
         # fastjson.decode_lines' parsers check UTF-8 strictly), so the text is not decoded here.
