@@ -285,6 +285,56 @@ def test_frames_inflated_within_a_hold_are_the_frames_or_nothing_past_it(declare
     assert filestore.clean_zstd_frames(data, len(whole[0][1]) - 1) is None
 
 
+def whole_frame_lines(data: bytes) -> filestore.ZstdLines | None:
+    """What clean_records cuts from clean_zstd_frames: the header's plaintext and every line."""
+    frames = filestore.clean_zstd_frames(data)
+    if frames is None or any(not plaintext.endswith(b"\n") for _, plaintext in frames[1:]):
+        return None
+    return filestore.ZstdLines(frames[0][1], b"".join(text for _, text in frames[1:]).split(b"\n")[:-1])
+
+
+def test_a_zstd_log_cut_as_it_is_inflated_gives_the_lines_of_its_whole_frames() -> None:
+    """``clean_zstd_lines`` inflates a frame a piece at a time and cuts it as it comes (issue 24):
+    the same lines as its whole text cut at once, across pieces and frames, with or without a
+    declared size, past a skippable frame; ``None`` for an empty frame, a frame whose text does
+    not end with a line break, a torn one, or no frame."""
+    import random
+
+    import zstandard
+
+    chooser = random.Random(24)
+    lines = [
+        b'{"seq":%d,"t":"%s"}'
+        % (n, chooser.randbytes(chooser.choice([0, 5, 300, 40_000, 100_000])).hex().encode())
+        for n in range(60)
+    ]
+    header = b'{"type":"session"}\n'
+    declared = zstandard.ZstdCompressor(level=1, write_checksum=True)
+    undeclared = zstandard.ZstdCompressor(level=1, write_content_size=False)
+    big = b"".join(line + b"\n" for line in lines[:40])  # a frame of many pieces (compressed: 64 KiB)
+    skippable = b"\x50\x2a\x4d\x18" + (4).to_bytes(4, "little") + b"skip"
+    data = b"".join(
+        [
+            declared.compress(header),
+            declared.compress(big),
+            skippable,
+            undeclared.compress(b"".join(line + b"\n" for line in lines[40:])),
+        ]
+    )
+    cut = filestore.clean_zstd_lines(data)
+    assert cut is not None and len(declared.compress(big)) > 8 * (1 << 16)
+    assert cut == whole_frame_lines(data) == (header, lines)
+    assert filestore.clean_zstd_lines(declared.compress(header)) == (header, [])
+    for broken in (
+        data + declared.compress(b""),  # an empty frame
+        data + declared.compress(b'{"seq":60}'),  # no line break at the end
+        data + declared.compress(big + b"{"),  # a line begun and never ended, after many pieces
+        data[:-3],  # torn
+        b"",
+    ):
+        assert filestore.clean_zstd_lines(broken) is None and whole_frame_lines(broken) is None
+
+
 def test_a_zstd_log_past_the_one_pass_is_counted_then_still_read_in_bulk(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

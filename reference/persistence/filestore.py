@@ -21,7 +21,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Final, cast
+from typing import Final, NamedTuple, cast
 
 import zstandard
 
@@ -157,7 +157,7 @@ def load_clean_log(
     offset) is the spec's."""
     frames = None
     if compressed:
-        frames = clean_zstd_frames(data)
+        frames = clean_zstd_lines(data)
         if frames is None:
             return None
     small_floats: list[float] = []
@@ -195,6 +195,55 @@ def clean_zstd_frames(data: bytes, hold: int | None = None) -> list[tuple[int, b
 
 
 _SLICE: Final = 1024  # compressed bytes inflated at a time: zstd makes at most ~32 MiB of them
+_PIECE: Final = 1 << 16  # compressed bytes inflated at a time by clean_zstd_lines
+
+
+class ZstdLines(NamedTuple):
+    """A clean zstd log cut as :func:`clean_records` reads it: the header frame's plaintext, then
+    the lines of every other frame, in order (without their line breaks)."""
+
+    header: bytes
+    lines: list[bytes]
+
+
+def clean_zstd_lines(data: bytes) -> ZstdLines | None:
+    """The header frame's plaintext and every other frame's lines, when the frames are all whole
+    and each after the header is non-empty text ending with a line break (skippable frames left
+    out); ``None`` when anything is not so, or there is no frame (the spec's reader then decides).
+    The very lines :func:`clean_records` cuts from :func:`clean_zstd_frames`' plaintexts, but each
+    frame is inflated :data:`_PIECE` compressed bytes at a time and cut as it comes, so no frame's
+    text is held whole (issue 24: a migrated log is one frame of the whole log, 51 MB at 100k,
+    held beside its lines: a sixth of a resume's page faults)."""
+    try:
+        scan = scan_zstd_frames(data)
+        if scan.torn_offset is not None:
+            return None
+        decompressor = zstandard.ZstdDecompressor()
+        header: bytes | None = None
+        lines: list[bytes] = []
+        for frame in scan.frames:
+            if frame.skippable:
+                continue
+            piece = data[frame.offset : frame.offset + frame.length]
+            if header is None:
+                header = _inflate_frame(decompressor, piece, None)
+                if header is None:
+                    return None
+                continue
+            stream = decompressor.decompressobj()
+            rest, empty = b"", True
+            for start in range(0, len(piece), _PIECE):
+                cut = stream.decompress(piece[start : start + _PIECE]).split(b"\n")
+                if rest:
+                    cut[0] = rest + cut[0]
+                rest = cut.pop()  # what follows the piece's last line break (b"": none)
+                empty = empty and not cut and not rest
+                lines += cut
+            if rest or empty or not stream.eof or stream.unused_data:
+                return None
+    except (SpecError, zstandard.ZstdError, ValueError):
+        return None
+    return None if header is None else ZstdLines(header, lines)
 
 
 def _inflate_frame(decompressor: zstandard.ZstdDecompressor, piece: bytes, hold: int | None) -> bytes | None:
@@ -228,7 +277,7 @@ def _inflate_frame(decompressor: zstandard.ZstdDecompressor, piece: bytes, hold:
 def clean_records(
     session_id: str | None,
     data: bytes,
-    frames: list[tuple[int, bytes]] | None,
+    frames: list[tuple[int, bytes]] | ZstdLines | None,
     file_name: str | None = None,
     frozen: bool = True,
     checked_only: bool = False,
@@ -236,7 +285,7 @@ def clean_records(
 ) -> tuple[int, FrozenDict, list[JsonValue], list[bytes]] | None:
     """The version, header and records of a clean log, parsed in bulk: a plain log is ``data``, a
     zstd log is ``frames`` (:func:`clean_zstd_frames`; the first is the header line's, every other
-    ends with a newline); the lines parsed (their UTF-8 checked too) by
+    ends with a newline; or already cut, :func:`clean_zstd_lines`); the lines parsed (their UTF-8 checked too) by
     :func:`fastjson.decode_lines`, the header by the spec's rules (against ``file_name`` when
     given), with the lines themselves; a v4 log's records left plain unless ``frozen``, a v0 log's
     plain too unless ``frozen`` and not ``checked_only`` (a caller that hands no event out,
@@ -245,7 +294,12 @@ def clean_records(
     unsure, or a v4 log's record is not an object whose ``seq`` is its place (counted from 0: the
     spec's path then names the gap, as :func:`spec.format.legacy.decode_v4_events` does)."""
     try:
-        if frames is not None:
+        lines: list[bytes] = []
+        if isinstance(frames, ZstdLines):
+            header_line = decode_zstd_log([DecodedFrame(0, frames.header)], None).header_line
+            body: list[bytes] = []
+            lines = frames.lines
+        elif frames is not None:
             body = [plaintext for _, plaintext in frames[1:]]
             if any(not part.endswith(b"\n") for part in body):
                 return None
@@ -256,7 +310,6 @@ def clean_records(
             end = data.find(b"\n")
             header_line = decode_header_text(data[:end])
             body = [data[end + 1 :]]
-        lines: list[bytes] = []
         for part in body:  # each frame cut at its own line breaks: no joined copy of the text
             cut = part.split(b"\n")
             cut.pop()  # the part ends with a newline (or is empty: a log of its header alone)
