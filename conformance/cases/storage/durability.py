@@ -139,6 +139,19 @@ def resume_cases() -> Cases:
         why="only a stored session can be resumed",
     )
     yield case(
+        "the empty id names no stored session: read and resume find none",
+        "encode_session_key",
+        [
+            ok("create", id="s"),
+            ok("close", id="s"),
+            fails(Code.SESSION_NOT_FOUND, "read", id=""),
+            fails(Code.SESSION_NOT_FOUND, "resume", id=""),
+        ],
+        storage="memory",
+        why="a stored session is filed under its id's path segment and the empty id has none, so no "
+        "stored session has it: read and resume answer SESSION_NOT_FOUND, not a path error",
+    )
+    yield case(
         "creating a session whose id is stored is rejected",
         NEW_ID,
         [
