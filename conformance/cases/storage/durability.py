@@ -621,4 +621,109 @@ def publication_fault_cases() -> Cases:
     )
 
 
-cases: Final = chained(flush_cases, resume_cases, long_session_cases, crash_cases, batch_cases, fault_cases)
+COMMIT_RULE: Final = (
+    "a failed commit answers STORAGE_IO and stores nothing of its batch, loses nothing committed "
+    "before it, keeps the session live and able to retry, and the retry writes each event once "
+    "(SPEC-DECISIONS D3)"
+)
+
+
+def commit_fault_cases() -> Cases:
+    """The storage's own commit failing (``fail_commit``, capability ``commit-fault``): a database,
+    which has no simulated disk for ``fail_next`` to fail."""
+    yield case(
+        "a failed commit answers STORAGE_IO, loses nothing committed before, and a retried flush commits the batch once",
+        APPEND,
+        [
+            *flushed_then_pending(),
+            ok("fail_commit"),
+            fails(Code.STORAGE_IO, "flush", id="s"),
+            ok("read", id="s"),
+            append_user("u2", text="after the failure"),
+            ok("flush", id="s"),
+            ok("read", id="s"),
+            append_user("u3", text="after the retry"),
+            ok("flush", id="s"),
+            ok("read", id="s"),
+        ],
+        storage="memory",
+        why=COMMIT_RULE,
+        comment="the retry writes the failed batch and what was appended after it, once, at the seqs they "
+        "hold; the flush after it goes on from there",
+    )
+    yield case(
+        "a commit that fails twice in a row, then succeeds, writes each event once",
+        APPEND,
+        [
+            *flushed_then_pending(),
+            ok("fail_commit"),
+            fails(Code.STORAGE_IO, "flush", id="s"),
+            ok("fail_commit"),
+            fails(Code.STORAGE_IO, "flush", id="s"),
+            ok("read", id="s"),
+            ok("flush", id="s"),
+            ok("read", id="s"),
+        ],
+        storage="memory",
+        why=COMMIT_RULE,
+    )
+    yield case(
+        "a failed first commit publishes nothing, and a retried flush publishes the session whole",
+        APPEND,
+        [
+            ok("create", id="s"),
+            append_user(),
+            ok("fail_commit"),
+            fails(Code.STORAGE_IO, "flush", id="s"),
+            fails(Code.SESSION_NOT_FOUND, "read", id="s"),
+            ok("flush", id="s"),
+            ok("read", id="s"),
+            append_assistant(),
+            ok("flush", id="s"),
+            ok("read", id="s"),
+        ],
+        storage="memory",
+        why="a new session is published by its first commit, header and first batch together, so a failed "
+        "one publishes nothing and its retry publishes them once (SPEC-DECISIONS D2)",
+    )
+    yield case(
+        "a close whose commit fails keeps the session live; a retried close writes it",
+        APPEND,
+        [
+            *flushed_then_pending(),
+            ok("fail_commit"),
+            fails(Code.STORAGE_IO, "close", id="s"),
+            ok("state", id="s"),
+            ok("close", id="s"),
+            gone(),
+            ok("read", id="s"),
+        ],
+        storage="memory",
+        why=COMMIT_RULE,
+    )
+    yield case(
+        "a resume whose closers' commit fails answers STORAGE_IO, and a retried resume takes the session over",
+        "derive_closers",
+        [
+            ok("create", id="s"),
+            turn(),
+            append_user(),
+            ok("close", id="s"),
+            ok("fail_commit"),
+            fails(Code.STORAGE_IO, "resume", id="s"),
+            gone(),
+            ok("read", id="s"),
+            ok("resume", id="s"),
+            ok("close", id="s"),
+            ok("read", id="s"),
+        ],
+        storage="memory",
+        why=COMMIT_RULE,
+        comment="the refused resume stores no closer and leaves no writer behind: a store that kept its "
+        "writer lock would refuse the retry as LOCKED",
+    )
+
+
+cases: Final = chained(
+    flush_cases, resume_cases, long_session_cases, crash_cases, batch_cases, fault_cases, commit_fault_cases
+)
