@@ -438,10 +438,12 @@ def model_fail_next(model: ModelStore, fs_op: object, errno: object, after: obje
     return replace(model, faults=(*model.faults, str(fs_op))), accepted(None)
 
 
-def model_fail_commit(model: ModelStore, after: object = 0) -> Transition:
+def model_fail_commit(model: ModelStore, after: object = 0, stored: object = False) -> Transition:
     """Arm a failed commit of the storage itself (only ``after`` 0 is modelled); it fails the next
-    write as a fault of the simulated disk does."""
-    if not model.has_storage:
+    write as a fault of the simulated disk does. A ``stored`` one was committed and only its answer
+    lost: the model keeps the least a subject must hold, so it counts nothing of it durable, and a
+    read of the live session may show it (a store may write early)."""
+    if not model.has_storage or not isinstance(stored, bool):
         return model, rejected("BAD_REQUEST")
     if after != 0:
         return model, rejected(UNSUPPORTED_OP)
@@ -481,7 +483,7 @@ OPS: Final[Mapping[str, Callable[..., Transition]]] = {
         model_crash(model) if keep in ("none", "all") else (model, rejected(UNSUPPORTED_OP))
     ),
     "fail_next": lambda model, fsOp=None, errno=None, after=0: model_fail_next(model, fsOp, errno, after),
-    "fail_commit": lambda model, after=0: model_fail_commit(model, after),
+    "fail_commit": lambda model, after=0, stored=False: model_fail_commit(model, after, stored),
 }
 
 

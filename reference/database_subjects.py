@@ -64,6 +64,7 @@ class CommitFault:
 
     def __init__(self) -> None:
         self.after: int | None = None
+        self.stored = False  # the commit is made, and only its answer lost
 
     def spend(self) -> bool:
         """A commit of event rows is about to happen: whether it must fail (the fault is spent)."""
@@ -94,6 +95,8 @@ class FailingSqliteConnection:
             if self._fault.spend():
                 import sqlite3
 
+                if self._fault.stored:
+                    self._conn.execute(statement)
                 raise sqlite3.OperationalError("disk I/O error (fail_commit)")
         return self._conn.execute(statement, *args)
 
@@ -118,6 +121,8 @@ class FailingPostgresConnection:
 
         text = query.as_string(self._conn) if isinstance(query, sql.Composable) else str(query)
         if "INSERT INTO" in text and "session_events" in text and self._fault.spend():
+            if self._fault.stored:
+                self._conn.execute(query, params)  # committed: the connection is in autocommit
             self._conn.execute("SELECT pg_terminate_backend(pg_backend_pid())")
             raise OperationalError("the connection was not ended (fail_commit)")
         return self._conn.execute(query, params)
@@ -154,9 +159,11 @@ class DatabaseSubject(ReferenceSubject):
         """Arm a failed commit: the store's commit of event rows after the next ``after`` ones fails,
         storing nothing (PROTOCOL.md, ``fail_commit``)."""
         after = args.count("after", 0)
-        if self.database is None:
-            raise BadRequest("fail_commit needs reset with storage 'memory' or 'file'")
+        stored = args.get("stored", False)
+        if self.database is None or not isinstance(stored, bool):
+            raise BadRequest("fail_commit needs reset with storage 'memory' or 'file', and stored a boolean")
         self.commit_fault.after = after
+        self.commit_fault.stored = stored
         return None
 
     def _crash_fs(self) -> FaultyFileSystem:

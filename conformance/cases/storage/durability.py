@@ -702,6 +702,64 @@ def commit_fault_cases() -> Cases:
         why=COMMIT_RULE,
     )
     yield case(
+        "a commit whose answer is lost is not written twice by the retried flush",
+        APPEND,
+        [
+            *flushed_then_pending(),
+            append_user("u2", text="in the same batch"),
+            ok("fail_commit", stored=True),
+            fails(Code.STORAGE_IO, "flush", id="s"),
+            append_user("u3", text="after the failure"),
+            ok("flush", id="s"),
+            ok("read", id="s"),
+            append_user("u4", text="after the retry"),
+            ok("flush", id="s"),
+            ok("read", id="s"),
+        ],
+        storage="memory",
+        why=COMMIT_RULE,
+        comment="the failed commit was made: the retry finds its two events stored, writes neither again, "
+        "and writes the one appended after the failure at the seq it holds",
+    )
+    yield case(
+        "a first commit whose answer is lost is published once, and the retried flush writes nothing twice",
+        APPEND,
+        [
+            ok("create", id="s"),
+            append_user(),
+            ok("fail_commit", stored=True),
+            fails(Code.STORAGE_IO, "flush", id="s"),
+            append_assistant(),
+            ok("flush", id="s"),
+            ok("read", id="s"),
+            append_user("u2", text="after the retry"),
+            ok("flush", id="s"),
+            ok("read", id="s"),
+        ],
+        storage="memory",
+        why=COMMIT_RULE,
+        comment="the header and the first batch commit together, so the retry finds both stored and writes "
+        "only the event appended after the failure",
+    )
+    yield case(
+        "a close whose commit's answer is lost keeps the session live, and the retried close writes nothing twice",
+        APPEND,
+        [
+            *flushed_then_pending(),
+            ok("fail_commit", stored=True),
+            fails(Code.STORAGE_IO, "close", id="s"),
+            ok("state", id="s"),
+            append_user("u2", text="after the failure"),
+            ok("close", id="s"),
+            gone(),
+            ok("resume", id="s"),
+            ok("close", id="s"),
+            ok("read", id="s"),
+        ],
+        storage="memory",
+        why=COMMIT_RULE,
+    )
+    yield case(
         "a resume whose closers' commit fails answers STORAGE_IO, and a retried resume takes the session over",
         "derive_closers",
         [
