@@ -742,6 +742,26 @@ def commit_fault_cases() -> Cases:
         "only the event appended after the failure",
     )
     yield case(
+        "a first commit of two events whose answer is lost: the retried flush finds it whole and writes nothing",
+        APPEND,
+        [
+            ok("create", id="s"),
+            append_user(),
+            append_user("u2", text="second"),
+            ok("fail_commit", stored=True),
+            fails(Code.STORAGE_IO, "flush", id="s"),
+            ok("flush", id="s"),
+            ok("read", id="s"),
+            append_assistant(),
+            ok("flush", id="s"),
+            ok("read", id="s"),
+        ],
+        storage="memory",
+        why=COMMIT_RULE,
+        comment="the retry has nothing left to write, and the session it found is published: the next flush "
+        "writes events only, not the header again",
+    )
+    yield case(
         "a close whose commit's answer is lost keeps the session live, and the retried close writes nothing twice",
         APPEND,
         [
