@@ -121,6 +121,8 @@ def capabilities_of(case: Case | PureCase, expect: JsonValue = None) -> list[str
             needed.add(ENGINE_CAPABILITY_OF[op])
         if op == "state_of_stored":
             needed.add("storage")
+        if op == "fail_commit":
+            needed.update({"storage", "commit-fault"})
     return sorted(needed)
 
 

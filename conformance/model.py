@@ -21,8 +21,9 @@ create, a resume's end-seed) writes the buffer when ``spec.projections.durabilit
 says so, exactly as a flush would. Without one only a flush (or close) writes. A subject may write
 earlier; the durable log the model keeps is the least a subject must hold.
 
-Faults: ``fail_next`` with ``after`` 0 arms a fault; the next flush, close or resume that has
-bytes to write fails with ``STORAGE_IO``, spending the fault and changing nothing durable. The
+Faults: ``fail_next`` (a write or fsync of the simulated disk) or ``fail_commit`` (a commit of the
+storage itself) with ``after`` 0 arms a fault; the next flush, close or resume that has bytes to
+write fails with ``STORAGE_IO``, spending the fault and changing nothing durable. The
 byte-level crash ops (``unsynced``, ``arm_crash``, ``ops``, ``damage``, a partial ``keep``) depend
 on an implementation's bytes and are not modelled.
 """
@@ -437,6 +438,18 @@ def model_fail_next(model: ModelStore, fs_op: object, errno: object, after: obje
     return replace(model, faults=(*model.faults, str(fs_op))), accepted(None)
 
 
+def model_fail_commit(model: ModelStore, after: object = 0, stored: object = False) -> Transition:
+    """Arm a failed commit of the storage itself (only ``after`` 0 is modelled); it fails the next
+    write as a fault of the simulated disk does. A ``stored`` one was committed and only its answer
+    lost: the model keeps the least a subject must hold, so it counts nothing of it durable, and a
+    read of the live session may show it (a store may write early)."""
+    if not model.has_storage or not isinstance(stored, bool):
+        return model, rejected("BAD_REQUEST")
+    if after != 0:
+        return model, rejected(UNSUPPORTED_OP)
+    return replace(model, faults=(*model.faults, "commit")), accepted(None)
+
+
 def model_adopt_durable(model: ModelStore, session_id: str, log: DurableLog | None) -> ModelStore:
     """Take what a subject showed as a session's durable log after a crash (``None``: no session),
     once the suite has checked that the crash could have left exactly that."""
@@ -470,6 +483,7 @@ OPS: Final[Mapping[str, Callable[..., Transition]]] = {
         model_crash(model) if keep in ("none", "all") else (model, rejected(UNSUPPORTED_OP))
     ),
     "fail_next": lambda model, fsOp=None, errno=None, after=0: model_fail_next(model, fsOp, errno, after),
+    "fail_commit": lambda model, after=0, stored=False: model_fail_commit(model, after, stored),
 }
 
 

@@ -108,6 +108,8 @@ def _validate_request(op: str, args: JsonObject, model: ModelStore) -> None:
         raise _Refused("BAD_REQUEST", "seed must be an array")
     if op in ("crash", "fail_next") and model.storage != "file":
         raise _Refused("BAD_REQUEST", "crash ops need reset with storage 'file'")
+    if op == "fail_commit" and model.storage not in ("memory", "file"):
+        raise _Refused("BAD_REQUEST", "fail_commit needs reset with storage")
 
 
 def _call(args: JsonObject) -> JsonValue:

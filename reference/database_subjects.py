@@ -3,10 +3,17 @@ sqlite`` or ``--backend postgres`` (conformance/PROTOCOL.md), and in process
 ``reference.database_subjects:SqliteSubject`` or ``:PostgresSubject``.
 
 They are :class:`reference.subject.ReferenceSubject` with its store on the database instead of the
-simulated filesystem. Their capabilities are ``core``, ``storage`` and ``pure``, but not
-``crash-seam``: the seam is a simulated filesystem that loses unsynced bytes, and a database
-commits whole transactions, so its crash checks are real ones instead — the suite's kill check
-over stdio, and this project's fault runs (tests/test_db_faults.py).
+simulated filesystem. Their capabilities are ``core``, ``storage``, ``pure`` and ``commit-fault``,
+but not ``crash-seam``: the seam is a simulated filesystem that loses unsynced bytes, and a
+database commits whole transactions, so its crash checks are real ones instead — the suite's kill
+check over stdio, and this project's fault runs (tests/test_db_faults.py).
+
+``fail_commit`` (capability ``commit-fault``) fails the store's next commit of event rows inside the
+database driver, where a real failure comes from, so the store's own error path answers it: SQLite
+is told that the commit hit a disk I/O error (the transaction is still open and is rolled back);
+PostgreSQL's connection is ended by the server at the insert (``pg_terminate_backend`` of its own
+backend), so the next request reconnects, retakes the writer locks and reads back what its failed
+commit left before it writes again. Nothing of the failed commit is stored either way.
 
 Both storages the protocol names, ``"memory"`` and ``"file"``, are served by the database:
 ``reset`` with either starts from an empty store of this backend, so every storage vector, the
@@ -32,7 +39,8 @@ import os
 import secrets
 import shutil
 import tempfile
-from typing import TYPE_CHECKING, ClassVar, Final
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from reference.persistence.database import DatabaseStore
 from reference.persistence.faulty import FaultyFileSystem
@@ -50,12 +58,84 @@ SQLITE_FILE: Final = "sessions.sqlite3"
 BACKENDS: Final = ("sqlite", "postgres")
 
 
+class CommitFault:
+    """The armed ``fail_commit``: how many commits of event rows pass before one fails (``None``:
+    none is armed)."""
+
+    def __init__(self) -> None:
+        self.after: int | None = None
+        self.stored = False  # the commit is made, and only its answer lost
+
+    def spend(self) -> bool:
+        """A commit of event rows is about to happen: whether it must fail (the fault is spent)."""
+        if self.after is None:
+            return False
+        if self.after > 0:
+            self.after -= 1
+            return False
+        self.after = None
+        return True
+
+
+class FailingSqliteConnection:
+    """A SQLite connection whose commit of event rows fails, when :class:`CommitFault` says so, as a
+    commit that hit a disk I/O error does (before SQLite commits anything)."""
+
+    def __init__(self, conn: Any, fault: CommitFault) -> None:
+        self._conn = conn
+        self._fault = fault
+        self._writes_events = False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
+
+    def execute(self, statement: str, *args: Any) -> Any:
+        if statement == "COMMIT" and self._writes_events:
+            self._writes_events = False
+            if self._fault.spend():
+                import sqlite3
+
+                if self._fault.stored:
+                    self._conn.execute(statement)
+                raise sqlite3.OperationalError("disk I/O error (fail_commit)")
+        return self._conn.execute(statement, *args)
+
+    def executemany(self, statement: str, rows: Any) -> Any:
+        self._writes_events = statement.startswith("INSERT INTO session_events")
+        return self._conn.executemany(statement, rows)
+
+
+class FailingPostgresConnection:
+    """A PostgreSQL connection whose insert of event rows, when :class:`CommitFault` says so, is met
+    by the server ending the connection (before the statement runs), as a dropped connection is."""
+
+    def __init__(self, conn: Any, fault: CommitFault) -> None:
+        self._conn = conn
+        self._fault = fault
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
+
+    def execute(self, query: Any, params: Any = None) -> Any:
+        from psycopg import OperationalError, sql
+
+        text = query.as_string(self._conn) if isinstance(query, sql.Composable) else str(query)
+        if "INSERT INTO" in text and "session_events" in text and self._fault.spend():
+            if self._fault.stored:
+                self._conn.execute(query, params)  # committed: the connection is in autocommit
+            self._conn.execute("SELECT pg_terminate_backend(pg_backend_pid())")
+            raise OperationalError("the connection was not ended (fail_commit)")
+        return self._conn.execute(query, params)
+
+
 class DatabaseSubject(ReferenceSubject):
     """A :class:`ReferenceSubject` whose storage is a database; subclasses say which."""
 
-    capabilities: ClassVar[tuple[str, ...]] = ("core", "storage", "pure")
+    capabilities: ClassVar[tuple[str, ...]] = ("core", "storage", "pure", "commit-fault")
+    ops: ClassVar[Mapping[str, str]] = {**ReferenceSubject.ops, "fail_commit": "op_fail_commit"}
 
     def __init__(self) -> None:
+        self.commit_fault = CommitFault()
         super().__init__()
         self.database: DatabaseStore | None = None
         self.store_root = os.environ.get(STORE_ROOT_ENV) or None
@@ -73,6 +153,17 @@ class DatabaseSubject(ReferenceSubject):
             return super().op_reset(args)
         self.now = 0
         self._use_database(empty=True)
+        return None
+
+    def op_fail_commit(self, args: Args) -> JsonValue:
+        """Arm a failed commit: the store's commit of event rows after the next ``after`` ones fails,
+        storing nothing (PROTOCOL.md, ``fail_commit``)."""
+        after = args.count("after", 0)
+        stored = args.get("stored", False)
+        if self.database is None or not isinstance(stored, bool):
+            raise BadRequest("fail_commit needs reset with storage 'memory' or 'file', and stored a boolean")
+        self.commit_fault.after = after
+        self.commit_fault.stored = stored
         return None
 
     def _crash_fs(self) -> FaultyFileSystem:
@@ -97,6 +188,8 @@ class DatabaseSubject(ReferenceSubject):
         else:
             self._drop_database()
             self.database = self._open_database(empty)
+            self._arm_commit_faults(self.database)
+        self.commit_fault.after = None
         self.fs = None
         self.persistence = self.database
         self.store = SessionStore(self.database, clock=self._clock)
@@ -111,6 +204,10 @@ class DatabaseSubject(ReferenceSubject):
             self.persistence = None
 
     def _open_database(self, empty: bool) -> DatabaseStore:
+        raise NotImplementedError
+
+    def _arm_commit_faults(self, database: DatabaseStore) -> None:
+        """Put the ``fail_commit`` seam between ``database`` and its driver."""
         raise NotImplementedError
 
 
@@ -148,6 +245,9 @@ class SqliteSubject(DatabaseSubject):
                 path = os.path.join(directory, name)
                 shutil.rmtree(path) if os.path.isdir(path) and not os.path.islink(path) else os.unlink(path)
         return self._store_class()(os.path.join(directory, SQLITE_FILE))
+
+    def _arm_commit_faults(self, database: DatabaseStore) -> None:
+        database._conn = FailingSqliteConnection(database._conn, self.commit_fault)  # type: ignore[attr-defined]
 
 
 class PostgresSubject(DatabaseSubject):
@@ -196,6 +296,11 @@ class PostgresSubject(DatabaseSubject):
         if empty:
             database.erase_all_sessions()
         return database
+
+    def _arm_commit_faults(self, database: DatabaseStore) -> None:
+        connect: Callable[[], Any] = database._connection  # type: ignore[attr-defined]
+        fault = self.commit_fault
+        database._connection = lambda: FailingPostgresConnection(connect(), fault)  # type: ignore[attr-defined]
 
 
 def _drop_schema_quietly(dsn: str, schema: str) -> None:

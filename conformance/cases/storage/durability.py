@@ -139,6 +139,19 @@ def resume_cases() -> Cases:
         why="only a stored session can be resumed",
     )
     yield case(
+        "the empty id names no stored session: read and resume find none",
+        "encode_session_key",
+        [
+            ok("create", id="s"),
+            ok("close", id="s"),
+            fails(Code.SESSION_NOT_FOUND, "read", id=""),
+            fails(Code.SESSION_NOT_FOUND, "resume", id=""),
+        ],
+        storage="memory",
+        why="a stored session is filed under its id's path segment and the empty id has none, so no "
+        "stored session has it: read and resume answer SESSION_NOT_FOUND, not a path error",
+    )
+    yield case(
         "creating a session whose id is stored is rejected",
         NEW_ID,
         [
@@ -608,4 +621,187 @@ def publication_fault_cases() -> Cases:
     )
 
 
-cases: Final = chained(flush_cases, resume_cases, long_session_cases, crash_cases, batch_cases, fault_cases)
+COMMIT_RULE: Final = (
+    "a failed commit answers STORAGE_IO and stores nothing of its batch, loses nothing committed "
+    "before it, keeps the session live and able to retry, and the retry writes each event once "
+    "(SPEC-DECISIONS D3)"
+)
+
+
+def commit_fault_cases() -> Cases:
+    """The storage's own commit failing (``fail_commit``, capability ``commit-fault``): a database,
+    which has no simulated disk for ``fail_next`` to fail."""
+    yield case(
+        "a failed commit answers STORAGE_IO, loses nothing committed before, and a retried flush commits the batch once",
+        APPEND,
+        [
+            *flushed_then_pending(),
+            ok("fail_commit"),
+            fails(Code.STORAGE_IO, "flush", id="s"),
+            ok("read", id="s"),
+            append_user("u2", text="after the failure"),
+            ok("flush", id="s"),
+            ok("read", id="s"),
+            append_user("u3", text="after the retry"),
+            ok("flush", id="s"),
+            ok("read", id="s"),
+        ],
+        storage="memory",
+        why=COMMIT_RULE,
+        comment="the retry writes the failed batch and what was appended after it, once, at the seqs they "
+        "hold; the flush after it goes on from there",
+    )
+    yield case(
+        "a commit that fails twice in a row, then succeeds, writes each event once",
+        APPEND,
+        [
+            *flushed_then_pending(),
+            ok("fail_commit"),
+            fails(Code.STORAGE_IO, "flush", id="s"),
+            ok("fail_commit"),
+            fails(Code.STORAGE_IO, "flush", id="s"),
+            ok("read", id="s"),
+            ok("flush", id="s"),
+            ok("read", id="s"),
+        ],
+        storage="memory",
+        why=COMMIT_RULE,
+    )
+    yield case(
+        "a failed first commit publishes nothing, and a retried flush publishes the session whole",
+        APPEND,
+        [
+            ok("create", id="s"),
+            append_user(),
+            ok("fail_commit"),
+            fails(Code.STORAGE_IO, "flush", id="s"),
+            fails(Code.SESSION_NOT_FOUND, "read", id="s"),
+            ok("flush", id="s"),
+            ok("read", id="s"),
+            append_assistant(),
+            ok("flush", id="s"),
+            ok("read", id="s"),
+        ],
+        storage="memory",
+        why="a new session is published by its first commit, header and first batch together, so a failed "
+        "one publishes nothing and its retry publishes them once (SPEC-DECISIONS D2)",
+    )
+    yield case(
+        "a close whose commit fails keeps the session live; a retried close writes it",
+        APPEND,
+        [
+            *flushed_then_pending(),
+            ok("fail_commit"),
+            fails(Code.STORAGE_IO, "close", id="s"),
+            ok("state", id="s"),
+            ok("close", id="s"),
+            gone(),
+            ok("read", id="s"),
+        ],
+        storage="memory",
+        why=COMMIT_RULE,
+    )
+    yield case(
+        "a commit whose answer is lost is not written twice by the retried flush",
+        APPEND,
+        [
+            *flushed_then_pending(),
+            append_user("u2", text="in the same batch"),
+            ok("fail_commit", stored=True),
+            fails(Code.STORAGE_IO, "flush", id="s"),
+            append_user("u3", text="after the failure"),
+            ok("flush", id="s"),
+            ok("read", id="s"),
+            append_user("u4", text="after the retry"),
+            ok("flush", id="s"),
+            ok("read", id="s"),
+        ],
+        storage="memory",
+        why=COMMIT_RULE,
+        comment="the failed commit was made: the retry finds its two events stored, writes neither again, "
+        "and writes the one appended after the failure at the seq it holds",
+    )
+    yield case(
+        "a first commit whose answer is lost is published once, and the retried flush writes nothing twice",
+        APPEND,
+        [
+            ok("create", id="s"),
+            append_user(),
+            ok("fail_commit", stored=True),
+            fails(Code.STORAGE_IO, "flush", id="s"),
+            append_assistant(),
+            ok("flush", id="s"),
+            ok("read", id="s"),
+            append_user("u2", text="after the retry"),
+            ok("flush", id="s"),
+            ok("read", id="s"),
+        ],
+        storage="memory",
+        why=COMMIT_RULE,
+        comment="the header and the first batch commit together, so the retry finds both stored and writes "
+        "only the event appended after the failure",
+    )
+    yield case(
+        "a first commit of two events whose answer is lost: the retried flush finds it whole and writes nothing",
+        APPEND,
+        [
+            ok("create", id="s"),
+            append_user(),
+            append_user("u2", text="second"),
+            ok("fail_commit", stored=True),
+            fails(Code.STORAGE_IO, "flush", id="s"),
+            ok("flush", id="s"),
+            ok("read", id="s"),
+            append_assistant(),
+            ok("flush", id="s"),
+            ok("read", id="s"),
+        ],
+        storage="memory",
+        why=COMMIT_RULE,
+        comment="the retry has nothing left to write, and the session it found is published: the next flush "
+        "writes events only, not the header again",
+    )
+    yield case(
+        "a close whose commit's answer is lost keeps the session live, and the retried close writes nothing twice",
+        APPEND,
+        [
+            *flushed_then_pending(),
+            ok("fail_commit", stored=True),
+            fails(Code.STORAGE_IO, "close", id="s"),
+            ok("state", id="s"),
+            append_user("u2", text="after the failure"),
+            ok("close", id="s"),
+            gone(),
+            ok("resume", id="s"),
+            ok("close", id="s"),
+            ok("read", id="s"),
+        ],
+        storage="memory",
+        why=COMMIT_RULE,
+    )
+    yield case(
+        "a resume whose closers' commit fails answers STORAGE_IO, and a retried resume takes the session over",
+        "derive_closers",
+        [
+            ok("create", id="s"),
+            turn(),
+            append_user(),
+            ok("close", id="s"),
+            ok("fail_commit"),
+            fails(Code.STORAGE_IO, "resume", id="s"),
+            gone(),
+            ok("read", id="s"),
+            ok("resume", id="s"),
+            ok("close", id="s"),
+            ok("read", id="s"),
+        ],
+        storage="memory",
+        why=COMMIT_RULE,
+        comment="the refused resume stores no closer and leaves no writer behind: a store that kept its "
+        "writer lock would refuse the retry as LOCKED",
+    )
+
+
+cases: Final = chained(
+    flush_cases, resume_cases, long_session_cases, crash_cases, batch_cases, fault_cases, commit_fault_cases
+)
