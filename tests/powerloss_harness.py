@@ -174,53 +174,43 @@ class ProbedFileSystem(PowerLossFileSystem):
                 self._ops.append(replace(self._call, nbytes=len(partial), errno=fault.errno))
             raise OSError(fault.errno, os.strerror(fault.errno), path)
 
-    def _begin(self, call: Op, data: bytes = b"") -> None:
+    def _recorded(self, call: Op, run: Callable[[], None], data: bytes = b"") -> None:
+        """Run one mutating call of the seam (``data``: the bytes it appends), recording it once
+        it took effect."""
         self._call, self._data = call, data
+        run()
+        self._ops.append(call)
 
     def makedirs(self, path: str) -> None:
-        self._begin(Op("makedirs", path))
-        super().makedirs(path)
-        self._ops.append(self._call)
+        self._recorded(Op("makedirs", path), lambda: PowerLossFileSystem.makedirs(self, path))
 
     def write_new(self, path: str, data: bytes) -> None:
-        self._begin(Op("write_new", path, len(data)))
-        super().write_new(path, data)
-        self._ops.append(self._call)
+        self._recorded(
+            Op("write_new", path, len(data)), lambda: PowerLossFileSystem.write_new(self, path, data)
+        )
 
     def append(self, path: str, data: bytes) -> None:
-        self._begin(Op("append", path, len(data)), data)
-        super().append(path, data)
-        self._ops.append(self._call)
+        self._recorded(
+            Op("append", path, len(data)), lambda: PowerLossFileSystem.append(self, path, data), data
+        )
 
     def truncate(self, path: str, size: int) -> None:
-        self._begin(Op("truncate", path))
-        super().truncate(path, size)
-        self._ops.append(self._call)
+        self._recorded(Op("truncate", path), lambda: PowerLossFileSystem.truncate(self, path, size))
 
     def fsync(self, path: str) -> None:
-        self._begin(Op("fsync", path))
-        super().fsync(path)
-        self._ops.append(self._call)
+        self._recorded(Op("fsync", path), lambda: PowerLossFileSystem.fsync(self, path))
 
     def fsync_dir(self, path: str) -> None:
-        self._begin(Op("fsync_dir", path))
-        super().fsync_dir(path)
-        self._ops.append(self._call)
+        self._recorded(Op("fsync_dir", path), lambda: PowerLossFileSystem.fsync_dir(self, path))
 
     def rename(self, src: str, dst: str) -> None:
-        self._begin(Op("rename", src, target=dst))
-        super().rename(src, dst)
-        self._ops.append(self._call)
+        self._recorded(Op("rename", src, target=dst), lambda: PowerLossFileSystem.rename(self, src, dst))
 
     def link(self, src: str, dst: str) -> None:
-        self._begin(Op("link", src, target=dst))
-        super().link(src, dst)
-        self._ops.append(self._call)
+        self._recorded(Op("link", src, target=dst), lambda: PowerLossFileSystem.link(self, src, dst))
 
     def remove(self, path: str) -> None:
-        self._begin(Op("remove", path))
-        super().remove(path)
-        self._ops.append(self._call)
+        self._recorded(Op("remove", path), lambda: PowerLossFileSystem.remove(self, path))
 
 
 @dataclass(frozen=True)
