@@ -601,6 +601,22 @@ class ArmsFaultsOnlyForTheNextCall(MutantSubject):
     rule = "STORAGE_IO"
 
 
+class DamageKeepsTheLowBit(MutantSubject):
+    """Its crash seam's ``damage`` turns the byte into ``b XOR 0xFE`` instead of its complement
+    (PROTOCOL.md, "Crash ops": the byte becomes ``b XOR 0xFF``). The damaged log still reads as
+    corrupt and a second ``damage`` still restores it: only the stored bytes (``export``) show it."""
+
+    rule = "damage"
+
+    def op_damage(self, args: Any) -> JsonValue:
+        answer = super().op_damage(args)
+        assert isinstance(answer, dict)
+        path, offset = answer["path"], answer["offset"]
+        assert isinstance(path, str) and isinstance(offset, int)
+        self._crash_fs().inner._file(path).data[offset] ^= 0x01  # the low bit flipped back
+        return answer
+
+
 BROKEN_SUBJECTS: tuple[type[MutantSubject], ...] = (
     AcceptsReplaceMissingShadowedProvenance,
     AcceptsInvertedReplace,
@@ -623,6 +639,7 @@ BROKEN_SUBJECTS: tuple[type[MutantSubject], ...] = (
     AcknowledgesFlushBeforeFsync,
     IgnoresFailedFsync,
     ArmsFaultsOnlyForTheNextCall,
+    DamageKeepsTheLowBit,
 )
 
 # The value-domain, line-splitting, UTF-16, content, absent/null and storage-format mutants of
