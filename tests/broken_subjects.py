@@ -617,6 +617,29 @@ class DamageKeepsTheLowBit(MutantSubject):
         return answer
 
 
+class UnsyncedShowsNothing(MutantSubject):
+    """Its crash seam's ``unsynced`` always answers an empty list (PROTOCOL.md, "Crash ops": per file,
+    how many written bytes are not yet durable), so the crash family's byte cuts never run and
+    every power cut keeps or drops what the seam alone decides."""
+
+    rule = "unsynced"
+
+    def op_unsynced(self, args: Any) -> JsonValue:
+        return []
+
+
+class ArmedCrashFiresLate(MutantSubject):
+    """Its crash seam's ``arm_crash`` stops the operation after ``2 * after`` mutating ones instead of
+    ``after`` (PROTOCOL.md, "Crash ops"): the crashes armed past half the workload never fire, and
+    their power cuts check the finished run instead."""
+
+    rule = "arm_crash"
+
+    def op_arm_crash(self, args: Any) -> JsonValue:
+        self._crash_fs().inner.crash_at_op(2 * args.count("after") + 1)
+        return None
+
+
 BROKEN_SUBJECTS: tuple[type[MutantSubject], ...] = (
     AcceptsReplaceMissingShadowedProvenance,
     AcceptsInvertedReplace,
@@ -640,6 +663,8 @@ BROKEN_SUBJECTS: tuple[type[MutantSubject], ...] = (
     IgnoresFailedFsync,
     ArmsFaultsOnlyForTheNextCall,
     DamageKeepsTheLowBit,
+    UnsyncedShowsNothing,
+    ArmedCrashFiresLate,
 )
 
 # The value-domain, line-splitting, UTF-16, content, absent/null and storage-format mutants of

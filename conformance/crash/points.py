@@ -286,9 +286,12 @@ def run_boundary_crashes(
     every_byte: bool = True,
 ) -> None:
     """A power cut at every mutating-op boundary of the workload (keeping nothing, then all that
-    was written), and at every byte of whatever unsynced bytes that boundary leaves."""
+    was written), and at every byte of whatever unsynced bytes that boundary leaves. The seam
+    itself is held to the protocol too (:func:`check_seam_boundaries`)."""
     total = count_mutations(subject, workload, compressed)
     label = "zstd" if compressed else "plain"
+    unfired: list[int] = []
+    unsynced_seen = False
     for after in range(total):
         probe = _armed_run(subject, workload, compressed, after)
         stopped = (
@@ -296,7 +299,10 @@ def run_boundary_crashes(
             if probe.stopped_at is None
             else f"request {probe.stopped_at} ({workload[probe.stopped_at][0]})"
         )
+        if probe.stopped_at is None:
+            unfired.append(after)
         pending = _unsynced(probe.driver)
+        unsynced_seen = unsynced_seen or bool(pending)
         outcome.boundaries += 1
         for keep in ("none", "all"):
             run = probe if keep == "none" else _armed_run(subject, workload, compressed, after)
@@ -322,6 +328,33 @@ def run_boundary_crashes(
                 keep_cut = {"path": files[position][0], "bytes": kept}
                 name = f"{label}: crash before mutating op {after + 1} of {total}, at {stopped}, keep {kept} of {size} unsynced bytes of {path}"
                 record_outcome(outcome, name, check_after_power_cut(run, keep_cut))
+    record_outcome(
+        outcome,
+        f"{label}: the seam's armed crashes and unsynced bytes",
+        check_seam_boundaries(total, unfired, unsynced_seen),
+    )
+
+
+def check_seam_boundaries(total: int, unfired: Sequence[int], unsynced_seen: bool) -> tuple[str, ...]:
+    """The crash seam (PROTOCOL.md, "Crash ops") over one workload of ``total`` mutating
+    operations (``ops``) that makes sessions durable: ``arm_crash`` with ``after`` below ``total``
+    stops the request that meets that operation with ``CRASHED`` (``unfired``: the values of
+    ``after`` whose replay ran to the end), and some boundary shows unsynced bytes (before the
+    fsync that follows a write of file bytes, they are written and not durable). A seam that
+    crashed nowhere, or never reported unsynced bytes, would leave every power cut and every byte
+    cut of the workload checking nothing."""
+    problems: list[str] = []
+    if unfired:
+        problems.append(
+            f"arm_crash after {list(unfired[:5])}{' …' if len(unfired) > 5 else ''} stopped no request with "
+            f"{CRASHED}, though the workload makes {total} mutating operations (ops)"
+        )
+    if total and not unsynced_seen:
+        problems.append(
+            f"unsynced showed no unsynced bytes before any of the workload's {total} mutating operations, "
+            "though it writes file bytes and fsyncs them"
+        )
+    return tuple(problems)
 
 
 def run_fault_injection(
