@@ -436,6 +436,36 @@ def check_damage_flips_one_byte(
     return ()
 
 
+def check_damage_offsets(
+    driver: Driver, session_id: str, logs: Mapping[str, bytes], damaged: Mapping[str, bytes]
+) -> list[str]:
+    """``damage``'s ``offset`` (PROTOCOL.md, "Crash ops"; ``logs``: the stored logs, intact, and
+    ``damaged`` as the first damage left them, which names the session's file): the log's first
+    byte can be flipped, to its complement, and flipped back; an offset not below the file's size
+    is ``BAD_REQUEST`` and changes nothing."""
+    paths = [path for path in logs if logs[path] != damaged.get(path)]
+    if len(paths) != 1:
+        return []  # check_damage_flips_one_byte has said why
+    size = len(logs[paths[0]])
+    problems: list[str] = []
+    for offset in (size, size + 1):
+        past = driver.raw("damage", id=session_id, offset=offset)
+        if past.ok or past.error_code != "BAD_REQUEST":
+            problems.append(
+                f"damage at offset {offset} of a {size}-byte log answered {past.error_code or 'ok'}, expected BAD_REQUEST"
+            )
+    first = driver.raw("damage", id=session_id, offset=0)
+    flipped = stored_logs(driver)
+    if not first.ok or flipped is None:
+        return [*problems, f"damage at offset 0 of {session_id} answered {first.error_code}"]
+    problems += check_damage_flips_one_byte(logs, flipped, 0)
+    if not driver.raw("damage", id=session_id, offset=0).ok or stored_logs(driver) != logs:
+        problems.append(
+            f"damage at offset 0 of {session_id}, done twice, did not give the log back as it was"
+        )
+    return problems
+
+
 def run_damage_check(
     subject: Any,
     workload: Sequence[Request],
@@ -500,6 +530,8 @@ def run_damage_check(
         )
         record_outcome(outcome, name, problems)
         return
+    if logs_before is not None and logs_damaged is not None:
+        problems += check_damage_offsets(driver, session_id, logs_before, logs_damaged)
     after = driver.raw("read", id=session_id)
     seen = after.result.get("events", []) if after.ok and isinstance(after.result, dict) else []
     if not after.ok:
