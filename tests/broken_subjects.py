@@ -601,6 +601,45 @@ class ArmsFaultsOnlyForTheNextCall(MutantSubject):
     rule = "STORAGE_IO"
 
 
+class DamageKeepsTheLowBit(MutantSubject):
+    """Its crash seam's ``damage`` turns the byte into ``b XOR 0xFE`` instead of its complement
+    (PROTOCOL.md, "Crash ops": the byte becomes ``b XOR 0xFF``). The damaged log still reads as
+    corrupt and a second ``damage`` still restores it: only the stored bytes (``export``) show it."""
+
+    rule = "damage"
+
+    def op_damage(self, args: Any) -> JsonValue:
+        answer = super().op_damage(args)
+        assert isinstance(answer, dict)
+        path, offset = answer["path"], answer["offset"]
+        assert isinstance(path, str) and isinstance(offset, int)
+        self._crash_fs().inner._file(path).data[offset] ^= 0x01  # the low bit flipped back
+        return answer
+
+
+class UnsyncedShowsNothing(MutantSubject):
+    """Its crash seam's ``unsynced`` always answers an empty list (PROTOCOL.md, "Crash ops": per file,
+    how many written bytes are not yet durable), so the crash family's byte cuts never run and
+    every power cut keeps or drops what the seam alone decides."""
+
+    rule = "unsynced"
+
+    def op_unsynced(self, args: Any) -> JsonValue:
+        return []
+
+
+class ArmedCrashFiresLate(MutantSubject):
+    """Its crash seam's ``arm_crash`` stops the operation after ``2 * after`` mutating ones instead of
+    ``after`` (PROTOCOL.md, "Crash ops"): the crashes armed past half the workload never fire, and
+    their power cuts check the finished run instead."""
+
+    rule = "arm_crash"
+
+    def op_arm_crash(self, args: Any) -> JsonValue:
+        self._crash_fs().inner.crash_at_op(2 * args.count("after") + 1)
+        return None
+
+
 BROKEN_SUBJECTS: tuple[type[MutantSubject], ...] = (
     AcceptsReplaceMissingShadowedProvenance,
     AcceptsInvertedReplace,
@@ -623,6 +662,9 @@ BROKEN_SUBJECTS: tuple[type[MutantSubject], ...] = (
     AcknowledgesFlushBeforeFsync,
     IgnoresFailedFsync,
     ArmsFaultsOnlyForTheNextCall,
+    DamageKeepsTheLowBit,
+    UnsyncedShowsNothing,
+    ArmedCrashFiresLate,
 )
 
 # The value-domain, line-splitting, UTF-16, content, absent/null and storage-format mutants of

@@ -30,6 +30,7 @@ from spec.log.events import COMPACTION_END, END_SEED, TOOL_RESULT, Event
 from spec.log.json import FrozenDict
 from spec.log.surface import fold_surface
 from spec.log.writers import COMPACTION_ENGINE
+from tests.powerloss_harness import ProbedFileSystem, crash_states, snapshot
 
 REOPENS: Counter[str] = Counter()  # reopens actually run (equal inputs reuse an earlier outcome)
 
@@ -172,10 +173,10 @@ def realistic_workload(journal: Journal) -> None:
 
 def run_workload(
     workload: Callable[[Journal], None], compressed: bool, crash_at: int | None = None
-) -> tuple[PowerLossFileSystem, Journal]:
+) -> tuple[ProbedFileSystem, Journal]:
     """Run ``workload`` on a fresh power-loss filesystem, stopped before mutating call
     ``crash_at`` when one is given; returns the filesystem and what the workload promised."""
-    fs = PowerLossFileSystem()
+    fs = ProbedFileSystem()
     if crash_at is not None:
         fs.crash_at_op(crash_at)
     journal = Journal(
@@ -326,10 +327,10 @@ def check_every_crash_state(
     appended, headers = journal.appended(), journal.headers()
     outcomes: dict[bytes, Reopened] = {}
     checked = 0
-    for plan, after in fs.crash_states():
+    for plan, after in crash_states(fs):
         checked += 1
-        snapshot = after.snapshot()
-        keys = {session_id: reopen_inputs(snapshot, session_id) for session_id in appended}
+        seen = snapshot(after)
+        keys = {session_id: reopen_inputs(seen, session_id) for session_id in appended}
         for session_id, events in appended.items():
             outcome = outcomes.get(keys[session_id])
             if outcome is None:

@@ -509,11 +509,11 @@ def test_a_close_whose_flush_fails_keeps_the_session_live_so_nothing_buffered_is
     import errno
 
     from reference.persistence.filestore import FileStore
-    from reference.persistence.powerloss import PowerLossFileSystem
     from reference.store import SessionStore
     from spec.codes import Code, SpecError
+    from tests.powerloss_harness import ProbedFileSystem
 
-    disk = PowerLossFileSystem()
+    disk = ProbedFileSystem()
     store = SessionStore(FileStore("/closing", fs=disk), clock=lambda: 1)
     session = store.create("c")
     session.append("turn/start", {"turn": 1})

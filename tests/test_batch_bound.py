@@ -35,6 +35,7 @@ from spec.projections.durability import (
     derive_event_bytes,
     is_batch_due,
 )
+from tests.powerloss_harness import ProbedFileSystem, crash_states
 
 ROOT = "/data"
 POLICY = BatchPolicy(max_delay_ms=100, max_bytes=1_500)  # ms, bytes
@@ -189,7 +190,7 @@ def test_without_a_policy_only_flush_writes() -> None:
 
 
 def test_a_failed_automatic_write_keeps_the_batch_and_flush_reports_it() -> None:
-    fs = PowerLossFileSystem()
+    fs = ProbedFileSystem()
     store = SessionStore(FileStore(ROOT, fs=fs, batch=BatchPolicy(0, None)), clock=clock_from((1,)))
     session = store.create("s", meta={"cwd": "/w"})
     session.append("note", {"n": 0})  # published by the policy
@@ -210,7 +211,7 @@ def test_a_failed_automatic_write_keeps_the_batch_and_flush_reports_it() -> None
 def test_a_failed_automatic_write_keeps_the_batch_s_age_so_the_next_append_retries_it(fs_op: str) -> None:
     """The batch a failed write keeps is as old as its oldest event, not aged afresh from the
     failure: the next append is due at once and writes every buffered event."""
-    fs = PowerLossFileSystem()
+    fs = ProbedFileSystem()
     now = [0]
     store = SessionStore(FileStore(ROOT, fs=fs, batch=BatchPolicy(100, None)), clock=lambda: now[0])
     session = store.create("s", meta={"cwd": "/w"})
@@ -270,17 +271,17 @@ def crash_outcomes(
     every crash state a few cuts per unsynced file give; yields the crash point, the events whose
     append had returned, every event the workload appends when it runs whole, and what survived."""
     probe: list[Event] = []
-    probe_fs = PowerLossFileSystem()
+    probe_fs = ProbedFileSystem()
     workload(probe_fs, compressed, policy, probe)
     for n in range(1, probe_fs.mutation_count + 2):
-        fs = PowerLossFileSystem()
+        fs = ProbedFileSystem()
         fs.crash_at_op(n)
         returned: list[Event] = []
         try:
             workload(fs, compressed, policy, returned)
         except SimulatedCrash:
             pass
-        for _, after in fs.crash_states(few_cuts):
+        for _, after in crash_states(fs, few_cuts):
             yield n, returned, tuple(probe), surviving(after)
 
 
@@ -302,7 +303,7 @@ def test_without_a_policy_the_same_workload_loses_more_than_the_bound() -> None:
     """The control: the proof above can fail. Without a policy nothing reaches the disk, so a cut
     at the end loses every append."""
     returned: list[Event] = []
-    fs = PowerLossFileSystem()
+    fs = ProbedFileSystem()
     workload(fs, True, None, returned)
     assert surviving(fs.crash()) == ()
     assert not is_within_loss_bound(POLICY, returned, int_field(returned[-1], "time"))

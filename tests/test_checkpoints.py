@@ -9,11 +9,11 @@ import pytest
 from shrink_builders import Conversation, RecordingSink, sink_session
 
 from reference.persistence.filestore import FileStore
-from reference.persistence.powerloss import PowerLossFileSystem
 from reference.projections.checkpoints import DurabilityCheckpoints
 from reference.store import SessionStore
 from spec.codes import Code, SpecError
 from spec.projections.durability import CHECKPOINT_MOMENTS, Moment, is_durability_checkpoint
+from tests.powerloss_harness import ProbedFileSystem
 
 
 def test_a_model_request_is_sent_only_after_the_log_is_flushed() -> None:
@@ -54,7 +54,7 @@ def test_a_failed_flush_fails_closed_and_the_action_is_not_run(moment: Moment) -
 
 
 def test_a_storage_failure_under_a_real_store_keeps_the_tool_from_running() -> None:
-    fs = PowerLossFileSystem()
+    fs = ProbedFileSystem()
     store = SessionStore(persistence=FileStore("/data", fs=fs), clock=lambda: 5)
     session = store.create("cp", meta={"createdAt": 1})
     session.flush()
@@ -68,7 +68,7 @@ def test_a_storage_failure_under_a_real_store_keeps_the_tool_from_running() -> N
 
 
 def test_everything_before_a_checkpoint_survives_a_power_cut_after_it() -> None:
-    fs = PowerLossFileSystem()
+    fs = ProbedFileSystem()
     store = SessionStore(persistence=FileStore("/data", fs=fs), clock=lambda: 5)
     session = store.create("cp", meta={"createdAt": 1})
     Conversation(session).prompt("remember me")

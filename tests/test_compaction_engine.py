@@ -23,12 +23,7 @@ from shrink_builders import (
 )
 
 from reference.persistence.filestore import FileStore
-from reference.persistence.powerloss import (
-    PowerLossFileSystem,
-    SimulatedCrash,
-    UnsyncedFile,
-    crash_at_every_op,
-)
+from reference.persistence.powerloss import PowerLossFileSystem, SimulatedCrash, UnsyncedFile
 from reference.session import Session
 from reference.shrink.compaction import (
     AbortSignal,
@@ -58,6 +53,7 @@ from spec.shrink.pairing import derive_cut_balance
 from spec.shrink.pressure import derive_context_tokens, is_under_pressure, validate_pressure_relieved
 from spec.shrink.summary import SummarizerOutput
 from spec.shrink.tokens import price_surface
+from tests.powerloss_harness import ProbedFileSystem, crash_at_every_op
 
 
 def ids() -> Any:
@@ -642,7 +638,7 @@ def crash_workload(fs: PowerLossFileSystem) -> None:
 
 
 def test_a_crash_between_start_and_end_leaves_a_log_that_repair_closes() -> None:
-    fs = PowerLossFileSystem()
+    fs = ProbedFileSystem()
 
     def crash_after_the_start(request: SummaryRequest, signal: AbortSignal) -> None:
         session.flush()
@@ -676,7 +672,7 @@ def test_every_crash_point_of_a_compaction_leaves_a_log_that_repair_closes_and_t
         return tuple(dict.fromkeys([*((None,) if unsynced.can_revert else ()), 0, unsynced.pending]))
 
     outcomes = 0
-    for point in crash_at_every_op(PowerLossFileSystem, crash_workload, cuts):
+    for point in crash_at_every_op(ProbedFileSystem, crash_workload, cuts):
         store = FileStore("/data", fs=point.after)
         if store.locate("crashy") is None:
             continue

@@ -32,14 +32,15 @@ from spec.format.naming import V4_PLAIN_NAME, V4_ZSTD_NAME, encode_header_line, 
 from spec.lineage.repair import INTERRUPTED_REASON_KIND
 from spec.log.events import END_SEED, Event
 from spec.log.header import build_header
+from tests.powerloss_harness import ProbedFileSystem, crash_states, snapshot, sync_all
 
 ROOT = "/data"
 CWD = "/work/project"
 REPO = Path(__file__).resolve().parent.parent
 
 
-def new_fs() -> PowerLossFileSystem:
-    return PowerLossFileSystem()
+def new_fs() -> ProbedFileSystem:
+    return ProbedFileSystem()
 
 
 def store_on(fs: PowerLossFileSystem, compressed: bool = True) -> SessionStore:
@@ -78,7 +79,7 @@ def replace_file(fs: PowerLossFileSystem, path: str, data: bytes) -> None:
     """Put ``data`` at ``path``, durably, as damage from outside the store would."""
     fs.remove(path)
     fs.write_new(path, data)
-    fs.sync_all()
+    sync_all(fs)
 
 
 def flip_byte(fs: PowerLossFileSystem, path: str, index: int) -> None:
@@ -132,12 +133,12 @@ def test_every_flipped_byte_in_a_middle_frame_is_a_corrupt_log_naming_the_frame_
     for index, frame_offset in middle_frame_bytes(data):
         damaged = fs.crash(KEEP_ALL)
         flip_byte(damaged, path, index)
-        before = damaged.snapshot()
+        before = snapshot(damaged)
         files = FileStore(ROOT, fs=damaged)
         call = {"open": files.open, "read": files.read, "resume": SessionStore(files).resume}[action]
         error = expect_code(Code.CORRUPT_LOG, call, "s")
         assert f"frame at byte {frame_offset}" in str(error)
-        assert damaged.snapshot() == before
+        assert snapshot(damaged) == before
         flips += 1
     assert flips > 40
 
@@ -169,7 +170,7 @@ def test_a_bad_complete_plain_line_followed_by_more_lines_is_a_corrupt_log_namin
     offset = sum(len(line) + 1 for line in lines[:3])
     lines[3] = lines[3][:-5]
     replace_file(fs, path, b"\n".join(lines))
-    before = fs.snapshot()
+    before = snapshot(fs)
     for call in (
         FileStore(ROOT, fs=fs).open,
         FileStore(ROOT, fs=fs).read,
@@ -177,7 +178,7 @@ def test_a_bad_complete_plain_line_followed_by_more_lines_is_a_corrupt_log_namin
     ):
         error = expect_code(Code.CORRUPT_LOG, call, "s")
         assert f"(byte {offset})" in str(error)
-    assert fs.snapshot() == before
+    assert snapshot(fs) == before
 
 
 def test_a_bad_last_plain_line_that_kept_its_newline_is_a_corrupt_log_not_a_torn_tail() -> None:
@@ -420,7 +421,7 @@ def test_a_failed_flush_raises_storage_io_loses_nothing_and_a_retry_writes_the_b
     error = expect_code(Code.STORAGE_IO, session.flush)
     assert isinstance(error.__cause__, OSError) and error.__cause__.errno == code
     assert fs.read_bytes(path) == durable, "the failed batch was not rolled back"
-    for _, after in fs.crash_states():
+    for _, after in crash_states(fs):
         assert FileStore(ROOT, fs=after).read("s").events == session.events[:3]
     session.flush()
     assert FileStore(ROOT, fs=fs).read("s").events == session.events
@@ -472,7 +473,7 @@ def test_a_session_lives_under_its_project_directory_and_encoded_id() -> None:
     store = store_on(fs)
     store.create("a/../b", meta={"cwd": CWD}).flush()
     store.create("n").flush()
-    names = {path for path, content in fs.snapshot().items() if content is not None and "session.v4" in path}
+    names = {path for path, content in snapshot(fs).items() if content is not None and "session.v4" in path}
     assert names == {
         f"{ROOT}/{encode_project_key(CWD)}/a~002F..~002Fb/{V4_ZSTD_NAME}",
         f"{ROOT}/_no-cwd/n/{V4_ZSTD_NAME}",
@@ -623,7 +624,7 @@ def log_with(header_line: dict[str, Any], records: list[dict[str, Any]]) -> Powe
     fs = new_fs()
     fs.makedirs(f"{ROOT}/_no-cwd/s")
     fs.write_new(f"{ROOT}/_no-cwd/s/{V4_PLAIN_NAME}", encode_lines([header_line, *records]))
-    fs.sync_all()
+    sync_all(fs)
     return fs
 
 
@@ -644,7 +645,7 @@ def v0_log_with(records: list[dict[str, Any]]) -> PowerLossFileSystem:
     fs.makedirs(f"{ROOT}/_no-cwd/s")
     v0_header = {"type": "session", "version": 0, "id": "s", "createdAt": 1, "delegationDepth": 0}
     fs.write_new(f"{ROOT}/_no-cwd/s/session.jsonl", encode_lines([v0_header, *records]))
-    fs.sync_all()
+    sync_all(fs)
     return fs
 
 
@@ -752,7 +753,7 @@ def v0_log(compressed: bool, torn_tail: bytes = b"") -> tuple[PowerLossFileSyste
         path = f"{directory}/session.jsonl"
     data += torn_tail
     fs.write_new(path, data)
-    fs.sync_all()
+    sync_all(fs)
     return fs, path, data
 
 
@@ -798,7 +799,7 @@ def test_reading_a_v0_log_changes_nothing_and_adds_no_closers() -> None:
     fs, path, data = v0_log(True)
     stored = FileStore(ROOT, fs=fs).read("old")
     assert stored.format_version == 0 and len(stored.events) == 6
-    assert fs.snapshot()[path] == data and FileStore(ROOT, fs=fs).locate("old") == path
+    assert snapshot(fs)[path] == data and FileStore(ROOT, fs=fs).locate("old") == path
 
 
 # --- the file name and the header's format version agree (seed 002) -------------------------------
@@ -808,7 +809,7 @@ def test_a_v4_file_name_holding_a_v0_header_is_refused_naming_both_and_never_mig
     fs, path, data = v0_log(False)
     renamed = path.rsplit("/", 1)[0] + "/" + V4_PLAIN_NAME
     fs.rename(path, renamed)
-    fs.sync_all()
+    sync_all(fs)
     store = FileStore(ROOT, fs=fs, compressed=False)
     for attempt in (store.open, store.read):
         with pytest.raises(SpecError) as caught:
@@ -816,7 +817,7 @@ def test_a_v4_file_name_holding_a_v0_header_is_refused_naming_both_and_never_mig
         assert caught.value.code == Code.HEADER_VERSION_FILE_MISMATCH
         assert '"session.v4.jsonl" is named for format v4' in caught.value.message
         assert "says version 0" in caught.value.message
-    assert fs.snapshot()[renamed] == data and store.list() == []
+    assert snapshot(fs)[renamed] == data and store.list() == []
 
 
 def test_a_v0_file_name_holding_a_v4_header_is_refused_instead_of_appended_in_place() -> None:

@@ -36,6 +36,7 @@ from event_builders import user_data
 from reference.persistence.powerloss import CrashPlan, PowerLossFileSystem, SimulatedCrash
 from reference.store import SessionStore
 from spec.log.writers import COMPACTION_ENGINE
+from tests.powerloss_harness import crash_states, snapshot
 
 # --- the enumeration ---------------------------------------------------------------------------
 
@@ -153,7 +154,7 @@ def test_every_byte_cut_of_the_last_unsynced_frame_reopens_per_d3(mode: str) -> 
     checked = check_every_crash_state(fs, journal, compressed, reached)
     namespaces = 2 ** len(fs.unsynced_dirs())
     assert checked == cuts * namespaces
-    frame = fs.snapshot()[unsynced.path] or b""
+    frame = snapshot(fs)[unsynced.path] or b""
     frame = frame[unsynced.kept :]
     clean_cuts = 2 if compressed else 1 + frame.count(b"\n")  # nothing, the whole frame, line ends
     assert reached["torn"] == (cuts - clean_cuts) * namespaces
@@ -169,7 +170,7 @@ def test_the_big_last_frame_spans_two_zstd_blocks_and_stays_small() -> None:
     fs, _ = crash_at_last_fsync(LAST_FRAME_SESSIONS["zstd"], True)
     (unsynced,) = fs.unsynced_files()
     assert unsynced.pending < 5_000
-    frame = fs.snapshot()[unsynced.path] or b""
+    frame = snapshot(fs)[unsynced.path] or b""
     frame = frame[unsynced.kept :]
     assert len(zstandard.ZstdDecompressor().decompress(frame)) > 128 * 1024
 
@@ -217,7 +218,7 @@ def test_a_crash_during_the_repair_of_a_torn_log_still_reopens_per_d3(mode: str)
         fs.crash_at_op(crash_at)
         with pytest.raises(SimulatedCrash):
             resume(fs)
-        for plan, after in fs.crash_states():
+        for plan, after in crash_states(fs):
             checked += 1
             try:
                 check_reopen(

@@ -11,26 +11,32 @@ from hypothesis import strategies as st
 from reference.persistence.powerloss import (
     KEEP_ALL,
     CrashPlan,
-    Op,
     PowerLossFileSystem,
     SimulatedCrash,
     UnsyncedFile,
+)
+from tests.powerloss_harness import (
+    Op,
+    ProbedFileSystem,
     crash_at_every_op,
+    crash_states,
+    snapshot,
+    sync_all,
 )
 
 
-def _durable_log(content: bytes = b"header\n") -> PowerLossFileSystem:
+def _durable_log(content: bytes = b"header\n") -> ProbedFileSystem:
     """/s/log holding ``content``, all of it durable."""
-    fs = PowerLossFileSystem()
+    fs = ProbedFileSystem()
     fs.makedirs("/s")
     fs.write_new("/s/log", content)
-    fs.sync_all()
+    sync_all(fs)
     return fs
 
 
 def _contents(fs: PowerLossFileSystem, path: str) -> set[bytes | None]:
     """The content of ``path`` in every crash state (None: the file is gone)."""
-    return {after.snapshot().get(path) for _, after in fs.crash_states()}
+    return {snapshot(after).get(path) for _, after in crash_states(fs)}
 
 
 def _publish(
@@ -65,7 +71,7 @@ def test_fsynced_bytes_survive_every_crash() -> None:
     fs.append("/s/log", b"synced\n")
     fs.fsync("/s/log")
     fs.append("/s/log", b"not yet\n")
-    for _, after in fs.crash_states():
+    for _, after in crash_states(fs):
         assert after.read_bytes("/s/log").startswith(b"header\nsynced\n")
 
 
@@ -84,10 +90,10 @@ def test_a_cut_keeps_exactly_that_many_unsynced_bytes() -> None:
 def test_cuts_of_two_files_combine() -> None:
     fs = _durable_log()
     fs.write_new("/s/other", b"")
-    fs.sync_all()
+    sync_all(fs)
     fs.append("/s/log", b"ab")
     fs.append("/s/other", b"xy")
-    states = {(a.read_bytes("/s/log"), a.read_bytes("/s/other")) for _, a in fs.crash_states()}
+    states = {(a.read_bytes("/s/log"), a.read_bytes("/s/other")) for _, a in crash_states(fs)}
     assert len(states) == 9
 
 
@@ -142,9 +148,9 @@ def test_every_crash_state_is_the_last_synced_content_plus_a_prefix_of_what_foll
 def test_a_new_fsynced_file_can_vanish_until_its_directory_is_fsynced(
     fsync_dir: bool, survivors: set[bytes | None]
 ) -> None:
-    fs = PowerLossFileSystem()
+    fs = ProbedFileSystem()
     fs.makedirs("/s")
-    fs.sync_all()
+    sync_all(fs)
     fs.write_new("/s/log", b"data")
     fs.fsync("/s/log")
     if fsync_dir:
@@ -155,7 +161,7 @@ def test_a_new_fsynced_file_can_vanish_until_its_directory_is_fsynced(
 def test_a_renamed_file_without_fsync_dir_can_vanish_under_its_new_name() -> None:
     fs = _durable_log()
     fs.rename("/s/log", "/s/final")
-    states = {tuple(after.listdir("/s")) for _, after in fs.crash_states()}
+    states = {tuple(after.listdir("/s")) for _, after in crash_states(fs)}
     assert states == {("log",), ("final",)}
 
 
@@ -163,7 +169,7 @@ def test_a_renamed_file_with_fsync_dir_stays_under_its_new_name() -> None:
     fs = _durable_log()
     fs.rename("/s/log", "/s/final")
     fs.fsync_dir("/s")
-    states = {tuple(after.listdir("/s")) for _, after in fs.crash_states()}
+    states = {tuple(after.listdir("/s")) for _, after in crash_states(fs)}
     assert states == {("final",)}
 
 
@@ -182,7 +188,7 @@ def test_a_removed_file_keeps_its_unsynced_cuts_when_it_comes_back() -> None:
 
 
 def test_a_new_directory_vanishes_with_its_files_when_its_parent_was_not_synced() -> None:
-    fs = PowerLossFileSystem()
+    fs = ProbedFileSystem()
     fs.makedirs("/s")
     fs.write_new("/s/log", b"data")
     fs.fsync("/s/log")
@@ -203,8 +209,8 @@ def test_hard_links_stay_one_file_after_a_crash() -> None:
 # --- the durable publish, at every crash point ---
 def _crash_outcomes_of_publish(**skips: bool) -> set[bytes | None]:
     """What /s/log can hold after a power cut at any point of a publish, or after it."""
-    points = crash_at_every_op(PowerLossFileSystem, lambda fs: _publish(fs, b"header\nbatch\n", **skips))
-    return {point.after.snapshot().get("/s/log") for point in points}
+    points = crash_at_every_op(ProbedFileSystem, lambda fs: _publish(fs, b"header\nbatch\n", **skips))
+    return {snapshot(point.after).get("/s/log") for point in points}
 
 
 def test_a_published_file_is_whole_or_absent_after_a_crash_at_any_point() -> None:
@@ -216,7 +222,7 @@ def test_a_publish_without_fsync_of_the_temp_file_can_leave_a_half_written_file(
 
 
 def test_crash_at_every_op_cuts_the_power_before_each_mutating_call_and_after_the_last() -> None:
-    points = list(crash_at_every_op(PowerLossFileSystem, lambda fs: _publish(fs, b"abc")))
+    points = list(crash_at_every_op(ProbedFileSystem, lambda fs: _publish(fs, b"abc")))
     stops = {(point.op_number, point.crashed_at.name if point.crashed_at else None) for point in points}
     assert stops == {
         (1, "makedirs"),
@@ -262,7 +268,7 @@ def test_an_append_failing_with_enospc_writes_nothing() -> None:
 
 
 def test_a_write_new_failing_with_enospc_creates_no_file() -> None:
-    fs = PowerLossFileSystem()
+    fs = ProbedFileSystem()
     fs.makedirs("/s")
     fs.fail_next("write_new", errno.ENOSPC)
     with pytest.raises(OSError):
@@ -310,7 +316,7 @@ def test_a_failing_append_can_leave_a_prefix_of_its_bytes_unsynced() -> None:
 
 def test_only_a_failing_append_can_leave_a_written_prefix() -> None:
     with pytest.raises(ValueError):
-        PowerLossFileSystem().fail_next("write_new", errno.ENOSPC, written=2)
+        ProbedFileSystem().fail_next("write_new", errno.ENOSPC, written=2)
 
 
 def test_a_read_can_be_made_to_fail() -> None:
@@ -322,12 +328,12 @@ def test_a_read_can_be_made_to_fail() -> None:
 
 def test_fail_next_of_an_unknown_op_is_refused() -> None:
     with pytest.raises(ValueError):
-        PowerLossFileSystem().fail_next("write", errno.EIO)
+        ProbedFileSystem().fail_next("write", errno.EIO)
 
 
 # --- crash points ---
 def test_ops_log_every_mutating_call_in_order() -> None:
-    fs = PowerLossFileSystem()
+    fs = ProbedFileSystem()
     _publish(fs, b"abc")
     assert fs.ops == (
         Op("makedirs", "/s"),
@@ -340,13 +346,13 @@ def test_ops_log_every_mutating_call_in_order() -> None:
 
 
 def test_crash_at_op_stops_at_exactly_the_nth_mutating_call() -> None:
-    fs = PowerLossFileSystem()
+    fs = ProbedFileSystem()
     fs.crash_at_op(4)
     with pytest.raises(SimulatedCrash):
         _publish(fs, b"abc")
     assert fs.crashed_at == Op("link", "/s/log.tmp", target="/s/log")
     assert [op.name for op in fs.ops] == ["makedirs", "write_new", "fsync"]
-    assert fs.snapshot() == {"/s": None, "/s/log.tmp": b"abc"}
+    assert snapshot(fs) == {"/s": None, "/s/log.tmp": b"abc"}
 
 
 def test_crash_at_op_counts_from_the_moment_it_is_armed_and_every_call_after_it_raises() -> None:
@@ -394,11 +400,11 @@ def test_no_lock_is_held_after_a_crash() -> None:
 
 
 def test_crash_states_yield_each_outcome_once() -> None:
-    fs = PowerLossFileSystem()
+    fs = ProbedFileSystem()
     fs.makedirs("/s")
-    fs.sync_all()
+    sync_all(fs)
     fs.write_new("/s/new", b"abc")  # when its name is lost, its four cuts are one outcome
-    snapshots = [tuple(after.snapshot().items()) for _, after in fs.crash_states()]
+    snapshots = [tuple(snapshot(after).items()) for _, after in crash_states(fs)]
     assert len(snapshots) == len(set(snapshots)) == 5
 
 
@@ -406,14 +412,14 @@ def test_each_crash_state_is_what_its_plan_makes() -> None:
     fs = _durable_log(b"h")
     fs.append("/s/log", b"ab")
     fs.rename("/s/log", "/s/final")
-    for plan, after in fs.crash_states():
-        assert fs.crash(plan).snapshot() == after.snapshot()
+    for plan, after in crash_states(fs):
+        assert snapshot(fs.crash(plan)) == snapshot(after)
 
 
 def test_cut_choices_restrict_the_cuts_enumerated() -> None:
     fs = _durable_log(b"h")
     fs.append("/s/log", b"abcdef")
-    states = {a.read_bytes("/s/log") for _, a in fs.crash_states(lambda f: (0, f.pending))}
+    states = {a.read_bytes("/s/log") for _, a in crash_states(fs, lambda f: (0, f.pending))}
     assert states == {b"h", b"habcdef"}
 
 
@@ -436,4 +442,4 @@ def test_a_plan_naming_a_directory_without_unsynced_entries_is_refused() -> None
 
 def test_relative_paths_are_refused() -> None:
     with pytest.raises(ValueError):
-        PowerLossFileSystem().makedirs("s")
+        ProbedFileSystem().makedirs("s")

@@ -40,8 +40,10 @@ from conformance.crash_rules import (
 )
 from conformance.driver import Driver, Mismatch, Unsupported, as_sent, describe_request, find_mismatch
 from conformance.engine_model import model_request
+from conformance.files.reader import FilesError, decode_files
 from conformance.model import DurableLog, ModelStore, canonical_text, model_adopt_durable, model_crash
 from conformance.targets import DEFAULT_TARGET, Target
+from spec.format.naming import LOG_NAMES
 from spec.lineage.store import derive_resumed_log
 from spec.log.events import Event
 from spec.log.json import JsonValue
@@ -284,9 +286,12 @@ def run_boundary_crashes(
     every_byte: bool = True,
 ) -> None:
     """A power cut at every mutating-op boundary of the workload (keeping nothing, then all that
-    was written), and at every byte of whatever unsynced bytes that boundary leaves."""
+    was written), and at every byte of whatever unsynced bytes that boundary leaves. The seam
+    itself is held to the protocol too (:func:`check_seam_boundaries`)."""
     total = count_mutations(subject, workload, compressed)
     label = "zstd" if compressed else "plain"
+    unfired: list[int] = []
+    unsynced_seen = False
     for after in range(total):
         probe = _armed_run(subject, workload, compressed, after)
         stopped = (
@@ -294,7 +299,10 @@ def run_boundary_crashes(
             if probe.stopped_at is None
             else f"request {probe.stopped_at} ({workload[probe.stopped_at][0]})"
         )
+        if probe.stopped_at is None:
+            unfired.append(after)
         pending = _unsynced(probe.driver)
+        unsynced_seen = unsynced_seen or bool(pending)
         outcome.boundaries += 1
         for keep in ("none", "all"):
             run = probe if keep == "none" else _armed_run(subject, workload, compressed, after)
@@ -320,6 +328,33 @@ def run_boundary_crashes(
                 keep_cut = {"path": files[position][0], "bytes": kept}
                 name = f"{label}: crash before mutating op {after + 1} of {total}, at {stopped}, keep {kept} of {size} unsynced bytes of {path}"
                 record_outcome(outcome, name, check_after_power_cut(run, keep_cut))
+    record_outcome(
+        outcome,
+        f"{label}: the seam's armed crashes and unsynced bytes",
+        check_seam_boundaries(total, unfired, unsynced_seen),
+    )
+
+
+def check_seam_boundaries(total: int, unfired: Sequence[int], unsynced_seen: bool) -> tuple[str, ...]:
+    """The crash seam (PROTOCOL.md, "Crash ops") over one workload of ``total`` mutating
+    operations (``ops``) that makes sessions durable: ``arm_crash`` with ``after`` below ``total``
+    stops the request that meets that operation with ``CRASHED`` (``unfired``: the values of
+    ``after`` whose replay ran to the end), and some boundary shows unsynced bytes (before the
+    fsync that follows a write of file bytes, they are written and not durable). A seam that
+    crashed nowhere, or never reported unsynced bytes, would leave every power cut and every byte
+    cut of the workload checking nothing."""
+    problems: list[str] = []
+    if unfired:
+        problems.append(
+            f"arm_crash after {list(unfired[:5])}{' …' if len(unfired) > 5 else ''} stopped no request with "
+            f"{CRASHED}, though the workload makes {total} mutating operations (ops)"
+        )
+    if total and not unsynced_seen:
+        problems.append(
+            f"unsynced showed no unsynced bytes before any of the workload's {total} mutating operations, "
+            "though it writes file bytes and fsyncs them"
+        )
+    return tuple(problems)
 
 
 def run_fault_injection(
@@ -370,8 +405,74 @@ def run_fault_injection(
             record_outcome(outcome, name, check_after_power_cut(run, "none", retry_storage_io=True))
 
 
+def stored_logs(driver: Driver) -> dict[str, bytes] | None:
+    """The log files (``session.v4.jsonl[.zstd]``, ``session.jsonl[.zstd]``) ``export`` shows, by
+    path; ``None`` when its answer is not a set of files."""
+    answer = driver.raw("export")
+    try:
+        files = decode_files(answer.result) if answer.ok else None
+    except FilesError:
+        files = None
+    if files is None:
+        return None
+    return {path: data for path, data in files.items() if path.rsplit("/", 1)[-1] in LOG_NAMES}
+
+
+def check_damage_flips_one_byte(
+    before: Mapping[str, bytes], after: Mapping[str, bytes], offset: int
+) -> tuple[str, ...]:
+    """``damage`` (PROTOCOL.md, "Crash ops"): of the stored logs, exactly one changes, in exactly
+    the byte at ``offset``, which becomes its bitwise complement (``b XOR 0xFF``)."""
+    changed = [path for path in sorted(before.keys() | after.keys()) if before.get(path) != after.get(path)]
+    if len(changed) != 1:
+        return (f"damage at offset {offset} changed {len(changed)} stored logs, expected one: {changed}",)
+    old, new = before.get(changed[0], b""), after.get(changed[0], b"")
+    differing = [index for index, (a, b) in enumerate(zip(old, new, strict=False)) if a != b]
+    if len(old) != len(new) or differing != [offset] or new[offset] != old[offset] ^ 0xFF:
+        return (
+            f"damage at offset {offset} of {changed[0]} changed bytes {differing[:5]} of {len(old)} "
+            f"(now {len(new)} bytes), expected only byte {offset}, to its complement",
+        )
+    return ()
+
+
+def check_damage_offsets(
+    driver: Driver, session_id: str, logs: Mapping[str, bytes], damaged: Mapping[str, bytes]
+) -> list[str]:
+    """``damage``'s ``offset`` (PROTOCOL.md, "Crash ops"; ``logs``: the stored logs, intact, and
+    ``damaged`` as the first damage left them, which names the session's file): the log's first
+    byte can be flipped, to its complement, and flipped back; an offset not below the file's size
+    is ``BAD_REQUEST`` and changes nothing."""
+    paths = [path for path in logs if logs[path] != damaged.get(path)]
+    if len(paths) != 1:
+        return []  # check_damage_flips_one_byte has said why
+    size = len(logs[paths[0]])
+    problems: list[str] = []
+    for offset in (size, size + 1):
+        past = driver.raw("damage", id=session_id, offset=offset)
+        if past.ok or past.error_code != "BAD_REQUEST":
+            problems.append(
+                f"damage at offset {offset} of a {size}-byte log answered {past.error_code or 'ok'}, expected BAD_REQUEST"
+            )
+    first = driver.raw("damage", id=session_id, offset=0)
+    flipped = stored_logs(driver)
+    if not first.ok or flipped is None:
+        return [*problems, f"damage at offset 0 of {session_id} answered {first.error_code}"]
+    problems += check_damage_flips_one_byte(logs, flipped, 0)
+    if not driver.raw("damage", id=session_id, offset=0).ok or stored_logs(driver) != logs:
+        problems.append(
+            f"damage at offset 0 of {session_id}, done twice, did not give the log back as it was"
+        )
+    return problems
+
+
 def run_damage_check(
-    subject: Any, workload: Sequence[Request], compressed: bool, outcome: CrashOutcome, spot: str = "middle"
+    subject: Any,
+    workload: Sequence[Request],
+    compressed: bool,
+    outcome: CrashOutcome,
+    spot: str = "middle",
+    export: bool = False,
 ) -> None:
     """D3 item 5, the half a crash cannot test: the workload runs to the end, the power is cut,
     and ``damage`` flips a byte of the longest log's second unit (``spot``: its middle, its first
@@ -380,7 +481,8 @@ def run_damage_check(
     Then ``read`` and ``resume`` must both answer ``CORRUPT_LOG``; a second ``damage`` at the same
     offset restores the byte, and the log must read exactly as before and resume with its closers
     (a subject that cut the damage off as if it were a torn tail would have lost the events after
-    it)."""
+    it). With ``export``, the stored logs are compared too: the damage flips exactly its byte, to
+    the complement, and the refused ``read`` and ``resume`` leave the damaged log as it is."""
     label = "zstd" if compressed else "plain"
     name = f"{label}: a byte flipped inside a durable log"
     driver = _start(subject, compressed)
@@ -392,6 +494,7 @@ def run_damage_check(
         record_outcome(outcome, name, (f"read {session_id} before the damage answered {before.error_code}",))
         return
     events = before.result.get("events", []) if isinstance(before.result, dict) else []
+    logs_before = stored_logs(driver) if export else None
     damaged = driver.raw("damage", id=session_id, at=spot)
     offset = damaged.result.get("offset") if damaged.ok and isinstance(damaged.result, dict) else None
     if not isinstance(offset, int):
@@ -404,10 +507,22 @@ def run_damage_check(
     outcome.damages += 1
     mark_reached("D3.5")
     name += f" (byte {offset} of {session_id}, at {spot})"
+    logs_damaged = stored_logs(driver) if export else None
     problems = [
         *check_d3_5_corruption_reported("read", answer_code(driver.raw("read", id=session_id))),
         *check_d3_5_corruption_reported("resume", answer_code(driver.raw("resume", id=session_id))),
     ]
+    if export:
+        logs_refused = stored_logs(driver)
+        if logs_before is None or logs_damaged is None or logs_refused is None:
+            problems.append("export around the damage did not answer a set of files")
+        else:
+            problems += check_damage_flips_one_byte(logs_before, logs_damaged, offset)
+            if logs_refused != logs_damaged:
+                problems.append(
+                    "D3.5: read and resume of the damaged log changed the stored logs "
+                    f"({sorted(p for p in logs_damaged.keys() | logs_refused.keys() if logs_damaged.get(p) != logs_refused.get(p))})"
+                )
     restored = driver.raw("damage", id=session_id, offset=offset)
     if not restored.ok:
         problems.append(
@@ -415,6 +530,8 @@ def run_damage_check(
         )
         record_outcome(outcome, name, problems)
         return
+    if logs_before is not None and logs_damaged is not None:
+        problems += check_damage_offsets(driver, session_id, logs_before, logs_damaged)
     after = driver.raw("read", id=session_id)
     seen = after.result.get("events", []) if after.ok and isinstance(after.result, dict) else []
     if not after.ok:
@@ -464,7 +581,9 @@ def run_crash_checks(
                 try:
                     if workload_name in DAMAGE_WORKLOADS and compressed not in damaged:
                         for spot in DAMAGE_SPOTS:
-                            run_damage_check(subject, workload, compressed, outcome, spot)
+                            run_damage_check(
+                                subject, workload, compressed, outcome, spot, "export" in capabilities
+                            )
                         damaged.add(compressed)
                     run_boundary_crashes(subject, workload, compressed, outcome, every_byte)
                     run_fault_injection(subject, workload, compressed, outcome)

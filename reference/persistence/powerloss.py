@@ -15,22 +15,18 @@ but not yet fsynced may be lost, or kept only as a prefix cut at any byte.
   A rename across two directories is therefore modelled per directory (both must be synced);
   the store renames within one directory only.
 - Nothing decides by chance. :meth:`PowerLossFileSystem.crash` takes a :class:`CrashPlan` naming
-  the cut of each file and the fate of each directory; :meth:`PowerLossFileSystem.crash_states`
-  enumerates every distinct outcome.
-
-Faults (:meth:`PowerLossFileSystem.fail_next`): the chosen call raises ``OSError(errno)`` and has
-no effect at all. By default a failed write (EIO, ENOSPC) writes nothing; a test of the store's
-rollback can ask a failing ``append`` to leave a prefix of its bytes behind (``written``). A failed
-``fsync`` leaves both the durable and the visible content as they were; the bytes stay unsynced
-and a later successful ``fsync`` makes them durable. (Linux may instead drop the dirty pages and
-let the next fsync succeed; a store that rolls back after a failed fsync is safe under both.)
+  the cut of each file and the fate of each directory.
 
 Stopping a workload (:meth:`PowerLossFileSystem.crash_at_op`): the n-th mutating call from then on
 raises :class:`SimulatedCrash` before it takes effect, and every later call raises it too — the
 process is dead. ``SimulatedCrash`` is a ``BaseException`` so that a store's ``except Exception``
-cleanup cannot swallow it. The observer methods (``crash``, ``crash_states``, ``snapshot``,
-``unsynced_files``, ``ops``) keep working. :func:`crash_at_every_op` replays a workload with the
-power cut before each of its mutating calls in turn and yields every crash state of each.
+cleanup cannot swallow it. The observers (``crash``, ``unsynced_files``, ``unsynced_dirs``,
+``mutation_count``) keep working.
+
+This is the crash seam the reference answers the protocol's crash ops with (conformance/PROTOCOL.md,
+"Crash ops"; faults are :mod:`reference.persistence.faulty`'s). What only tests ask for (every
+crash state, a workload cut before each of its calls, a record of the calls, faults on any call)
+is in ``tests/powerloss_harness.py``.
 
 Paths are absolute POSIX paths. Not thread-safe: a test drives it from one thread.
 """
@@ -38,11 +34,10 @@ Paths are absolute POSIX paths. Not thread-safe: a test drives it from one threa
 from __future__ import annotations
 
 import errno
-import hashlib
 import itertools
 import os
 import posixpath
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -52,22 +47,16 @@ __all__ = [
     "DROP_ALL",
     "KEEP_ALL",
     "MUTATING_OPS",
-    "OPS",
     "CrashPlan",
-    "CrashPoint",
-    "Op",
     "PowerLossFileSystem",
     "SimulatedCrash",
     "UnsyncedFile",
-    "crash_at_every_op",
 ]
 
 # The calls that change what is on disk or make it durable; crash_at_op counts these.
 MUTATING_OPS: Final = frozenset(
     {"makedirs", "write_new", "append", "truncate", "fsync", "fsync_dir", "rename", "link", "remove"}
 )
-# Every FileSystem call; fail_next accepts any of these.
-OPS: Final = MUTATING_OPS | {"read_bytes", "exists", "is_dir", "listdir", "size", "try_lock", "unlock"}
 
 _ROOT: Final = 0  # node id of "/"
 
@@ -75,19 +64,6 @@ _ROOT: Final = 0  # node id of "/"
 class SimulatedCrash(BaseException):
     """The power went out: raised by the call :meth:`PowerLossFileSystem.crash_at_op` chose, and
     by every call after it."""
-
-
-@dataclass(frozen=True)
-class Op:
-    """One mutating call as it happened: its name, path, bytes written (by a failed call: the
-    bytes that landed before the error), the destination of a rename or link, and the errno when
-    an injected fault made it fail."""
-
-    name: str
-    path: str
-    nbytes: int = 0
-    target: str | None = None
-    errno: int | None = None
 
 
 @dataclass(frozen=True)
@@ -156,53 +132,24 @@ class _Dir:
     current: dict[str, int]
 
 
-@dataclass
-class _Fault:
-    op: str
-    errno: int
-    remaining: int  # matching calls to let through before failing
-    written: int  # bytes: of a failing append, how many land before the error
-
-
 class PowerLossFileSystem:
-    """A ``FileSystem`` in memory that records what is durable, can crash, and can fail on demand
-    (see the module docstring)."""
+    """A ``FileSystem`` in memory that records what is durable and can crash (see the module
+    docstring)."""
 
     def __init__(self) -> None:
         self._nodes: dict[int, _File | _Dir] = {_ROOT: _Dir(path="/", durable={}, current={})}
         self._next_node = 1
-        self._ops: list[Op] = []
         self._mutations = 0  # mutating calls attempted
         self._crash_after: int | None = None  # the value of _mutations whose call crashes
-        self._crashed_at: Op | None = None
-        self._faults: list[_Fault] = []
+        self._crashed = False
         self._locks: dict[int, int] = {}  # lock token -> node id
         self._lock_tokens = itertools.count(1)
 
     # --- observing ---
     @property
-    def ops(self) -> tuple[Op, ...]:
-        """Every mutating call that took effect or failed by an injected fault, in order."""
-        return tuple(self._ops)
-
-    @property
     def mutation_count(self) -> int:
         """How many mutating calls have been attempted (the crashing one included)."""
         return self._mutations
-
-    @property
-    def crashed_at(self) -> Op | None:
-        """The call that :meth:`crash_at_op` stopped, once it has."""
-        return self._crashed_at
-
-    def snapshot(self) -> dict[str, bytes | None]:
-        """What a reader sees now: every path (root excluded) to its bytes, ``None`` for a
-        directory, in path order."""
-        seen: dict[str, bytes | None] = {}
-        for path, node_id in self._walk_current():
-            node = self._nodes[node_id]
-            seen[path] = bytes(node.data) if isinstance(node, _File) else None
-        return dict(sorted(seen.items()))
 
     def unsynced_files(self) -> tuple[UnsyncedFile, ...]:
         """The files a crash could change, in path order."""
@@ -257,33 +204,6 @@ class PowerLossFileSystem:
             new_dir.durable = dict(new_dir.current)
         return after
 
-    def crash_states(
-        self, cut_choices: Callable[[UnsyncedFile], Iterable[int | None]] | None = None
-    ) -> Iterator[tuple[CrashPlan, PowerLossFileSystem]]:
-        """Every distinct filesystem a power cut now could leave, each with a plan that makes it:
-        every cut of every unsynced file (or those ``cut_choices`` picks) times both fates of
-        every directory with unsynced entries. Outcomes equal to one already yielded are skipped."""
-        files = self.unsynced_files()
-        dirs = self.unsynced_dirs()
-        choices = [tuple(cut_choices(f)) if cut_choices is not None else f.cuts() for f in files]
-        seen: set[bytes] = set()
-        for cuts in itertools.product(*choices):
-            for fates in itertools.product((False, True), repeat=len(dirs)):
-                plan = CrashPlan(cuts=dict(zip((f.path for f in files), cuts)), dirs=dict(zip(dirs, fates)))
-                after = self.crash(plan)
-                digest = after._digest()
-                if digest not in seen:
-                    seen.add(digest)
-                    yield plan, after
-
-    def sync_all(self) -> None:
-        """Make everything durable, as a clean shutdown would (a test's setup helper; not an op)."""
-        for node in self._nodes.values():
-            if isinstance(node, _File):
-                node.kept, node.lost = len(node.data), b""
-            else:
-                node.durable = dict(node.current)
-
     # --- injecting ---
     def crash_at_op(self, n: int) -> None:
         """The n-th mutating call from now on (n >= 1) raises :class:`SimulatedCrash` before it
@@ -291,19 +211,6 @@ class PowerLossFileSystem:
         if n < 1:
             raise ValueError(f"crash_at_op counts from 1, got {n}")
         self._crash_after = self._mutations + n
-
-    def fail_next(self, op: str, errno: int, after: int = 0, written: int = 0) -> None:
-        """The (after+1)-th call of ``op`` from now on raises ``OSError(errno)`` and has no effect,
-        except that a failing ``append`` first writes its first ``written`` bytes (unsynced), as a
-        disk that fills up mid-write does. Each armed fault counts on its own; when two fire on
-        one call, the earlier armed wins and both are spent."""
-        if op not in OPS:
-            raise ValueError(f"unknown filesystem op {op!r}; one of {sorted(OPS)}")
-        if after < 0 or written < 0:
-            raise ValueError(f"after and written must be >= 0, got {after} and {written}")
-        if written and op != "append":
-            raise ValueError("only a failing append can leave a written prefix")
-        self._faults.append(_Fault(op, errno, after, written))
 
     def rot_byte(self, path: str, offset: int) -> None:
         """Bit rot: the byte at ``offset`` of the file becomes its complement (``b ^ 0xFF``), in
@@ -353,20 +260,17 @@ class PowerLossFileSystem:
                 code = errno.EEXIST if depth == len(parts) - 1 else errno.ENOTDIR
                 raise _error(code, path)
             current = child
-        self._done("makedirs", path)
 
     def write_new(self, path: str, data: bytes) -> None:
-        self._enter("write_new", path, len(data))
+        self._enter("write_new", path)
         parent, name = self._parent(path)
         if name in parent.current:
             raise _error(errno.EEXIST, path)
         parent.current[name] = self._add(_File(data=bytearray(data), kept=0))
-        self._done("write_new", path, len(data))
 
     def append(self, path: str, data: bytes) -> None:
-        self._enter("append", path, len(data), data=data)
+        self._enter("append", path)
         self._file(path).data += data
-        self._done("append", path, len(data))
 
     def truncate(self, path: str, size: int) -> None:
         self._enter("truncate", path)
@@ -380,22 +284,19 @@ class PowerLossFileSystem:
             del file.data[size:]
         else:
             file.data += bytes(size - len(file.data))
-        self._done("truncate", path)
 
     def fsync(self, path: str) -> None:
         self._enter("fsync", path)
         file = self._file(path)
         file.kept, file.lost = len(file.data), b""
-        self._done("fsync", path)
 
     def fsync_dir(self, path: str) -> None:
         self._enter("fsync_dir", path)
         directory = self._dir(path)
         directory.durable = dict(directory.current)
-        self._done("fsync_dir", path)
 
     def rename(self, src: str, dst: str) -> None:
-        self._enter("rename", src, target=dst)
+        self._enter("rename", src)
         src_parent, src_name = self._parent(src)
         node_id = self._file_id(src_parent, src_name, src)
         dst_parent, dst_name = self._parent(dst)
@@ -405,10 +306,9 @@ class PowerLossFileSystem:
         if replaced != node_id:  # POSIX: renaming onto another name of the same file does nothing
             del src_parent.current[src_name]
             dst_parent.current[dst_name] = node_id
-        self._done("rename", src, target=dst)
 
     def link(self, src: str, dst: str) -> None:
-        self._enter("link", src, target=dst)
+        self._enter("link", src)
         src_parent, src_name = self._parent(src)
         node_id = src_parent.current.get(src_name)
         if node_id is None:
@@ -419,14 +319,12 @@ class PowerLossFileSystem:
         if dst_name in dst_parent.current:
             raise _error(errno.EEXIST, dst)
         dst_parent.current[dst_name] = node_id
-        self._done("link", src, target=dst)
 
     def remove(self, path: str) -> None:
         self._enter("remove", path)
         parent, name = self._parent(path)
         self._file_id(parent, name, path)
         del parent.current[name]
-        self._done("remove", path)
 
     # --- FileSystem: one writer ---
     def try_lock(self, path: str) -> LockHandle | None:
@@ -447,32 +345,14 @@ class PowerLossFileSystem:
             raise ValueError(f"{lock.path!r} is not locked by this handle")
 
     # --- the gate every call passes ---
-    def _enter(
-        self, op: str, path: str, nbytes: int = 0, target: str | None = None, data: bytes = b""
-    ) -> None:
-        if self._crashed_at is not None:
+    def _enter(self, op: str, path: str) -> None:
+        if self._crashed:
             raise SimulatedCrash(f"{op} {path}: the power is already out")
         if op in MUTATING_OPS:
             self._mutations += 1
             if self._mutations == self._crash_after:
-                self._crashed_at = Op(op, path, nbytes, target)
+                self._crashed = True
                 raise SimulatedCrash(f"power cut at mutating op #{self._mutations}: {op} {path}")
-        fired = [fault for fault in self._faults if fault.op == op and fault.remaining == 0]
-        for fault in self._faults:
-            if fault.op == op:
-                fault.remaining -= 1
-        self._faults = [fault for fault in self._faults if fault.remaining >= 0]
-        if fired:
-            fault = fired[0]
-            partial = data[: fault.written]
-            if partial:
-                self._file(path).data += partial
-            if op in MUTATING_OPS:
-                self._ops.append(Op(op, path, len(partial), target, fault.errno))
-            raise _error(fault.errno, path)
-
-    def _done(self, op: str, path: str, nbytes: int = 0, target: str | None = None) -> None:
-        self._ops.append(Op(op, path, nbytes, target))
 
     # --- the namespace ---
     def _add(self, node: _File | _Dir) -> int:
@@ -584,46 +464,6 @@ class PowerLossFileSystem:
         for path in plan.dirs:
             if path not in dirs:
                 raise ValueError(f"{path!r} is not a directory with unsynced entries; those are {list(dirs)}")
-
-    def _digest(self) -> bytes:
-        digest = hashlib.sha256()
-        for path, content in self.snapshot().items():
-            digest.update(path.encode() + b"\0")
-            digest.update(b"d" if content is None else b"f%d:" % len(content) + content)
-        return digest.digest()
-
-
-@dataclass(frozen=True)
-class CrashPoint:
-    """One outcome of :func:`crash_at_every_op`: the workload stopped before its ``op_number``-th
-    mutating call (``crashed_at``; None when it ran to the end), then ``plan`` left ``after``."""
-
-    op_number: int
-    crashed_at: Op | None
-    plan: CrashPlan
-    after: PowerLossFileSystem
-
-
-def crash_at_every_op(
-    setup: Callable[[], PowerLossFileSystem],
-    workload: Callable[[PowerLossFileSystem], object],
-    cut_choices: Callable[[UnsyncedFile], Iterable[int | None]] | None = None,
-) -> Iterator[CrashPoint]:
-    """Run ``workload`` on a fresh ``setup()`` once per mutating call it makes, cutting the power
-    before that call, and once more to its end; yield every crash state of each run. The workload
-    must be deterministic: it is replayed from the start for each crash point."""
-    probe = setup()
-    start = probe.mutation_count
-    workload(probe)
-    for n in range(1, probe.mutation_count - start + 2):
-        fs = setup()
-        fs.crash_at_op(n)
-        try:
-            workload(fs)
-        except SimulatedCrash:
-            pass
-        for plan, after in fs.crash_states(cut_choices):
-            yield CrashPoint(n, fs.crashed_at, plan, after)
 
 
 def _parts(path: str) -> list[str]:

@@ -15,7 +15,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from shrink_builders import Conversation, assert_log_clean, data_of, new_session
 
-from reference.persistence.powerloss import PowerLossFileSystem
 from reference.shrink.spill import DirectorySpillStore, MemorySpillStore, SpillPolicy, encode_spill_text
 from spec.codes import Code, SpecError
 from spec.log.json import JsonValue
@@ -29,6 +28,7 @@ from spec.shrink.spill import (
     plan_max_inline_tokens,
 )
 from spec.shrink.tokens import BLOCK_OVERHEAD, estimate_content
+from tests.powerloss_harness import ProbedFileSystem
 
 
 def text_content(text: str) -> list[JsonValue]:
@@ -132,7 +132,7 @@ def test_the_read_tool_and_nested_calls_never_spill() -> None:
 
 
 def test_a_failing_store_keeps_the_result_inline() -> None:
-    fs = PowerLossFileSystem()
+    fs = ProbedFileSystem()
     fs.fail_next("write_new", errno.ENOSPC)
     text = big_text()
     outcome = policy(store=DirectorySpillStore("/spill", fs=fs)).apply("s1", "grep", "c1", text_content(text))
@@ -228,7 +228,7 @@ def test_a_lone_surrogate_survives_a_spill_and_its_readback(tmp_path: Path) -> N
 
 
 def test_a_saved_spill_survives_a_power_cut() -> None:
-    fs = PowerLossFileSystem()
+    fs = ProbedFileSystem()
     store = DirectorySpillStore("/var/spill", fs=fs)
     ref = store.save_text("s1", "grep", "c1", "result", "grep.txt", "kept whole")
     after = fs.crash()
