@@ -433,4 +433,50 @@ def lifecycle_cases() -> Cases:
     )
 
 
-cases: Final = chained(pure_cases, engine_cases, lifecycle_cases, refused_cache_cases)
+def resumed_cache_cases() -> Cases:
+    """A resumed session's state is folded from a cache row only up to the log's last event. Its
+    first read checks the row against the resumed log (the row's cursor may be the last event, not
+    one past it); its first appended event checks it against the log before that event; either way
+    the events past a usable row's cursor are folded on, none twice and none skipped."""
+    past = _own_record({**LYING_ROW, "seq": 9})  # one past the stored log's last event (seq 8)
+    yield case(
+        "a resumed session's state ignores a cache row whose cursor is one past the log's last event",
+        ROW,
+        [*past, ok("resume", id=SESSION), ok("state_of", id=SESSION, **LEDGER)],
+        storage="file",
+        comment="the row claims 5 turns at seq 9; the stored log's last event is seq 8 (the resume appends seq 9 after it), and a replay counts 1",
+    )
+    yield case(
+        "an event appended to a resumed session folds onto a replay of the log, not onto a row past it",
+        ROW,
+        [*past, ok("resume", id=SESSION), turn(2, SESSION), ok("state_of", id=SESSION, **LEDGER)],
+        storage="file",
+        comment="turn 2 starts at seq 9: the row at seq 9 was written for another log; the ledger counts 2 turns",
+    )
+    before_first = _own_record({"ver": 1, "seq": -1, "val": {"turns": 0}})
+    yield case(
+        "an event appended to a resumed session folds the whole log after a row from before its first event",
+        FOLD,
+        [*before_first, ok("resume", id=SESSION), turn(2, SESSION), ok("state_of", id=SESSION, **LEDGER)],
+        storage="file",
+        comment="the row is honest (no event folded, 0 turns): seqs 0-8 are folded before turn 2's start, 2 turns",
+    )
+    yield case(
+        "a state read after a crash folds the one event its cache row is behind",
+        FOLD,
+        [
+            ok("project", **LEDGER),
+            ok("create", id="s"),
+            *closed_turn(1),
+            turn(2),
+            ok("flush", id="s"),
+            ok("crash"),
+            ok("resume", id="s"),
+            *_ledger(),
+        ],
+        storage="file",
+        comment="the row was written at turn 1's turn/end; turn 2's start is the one durable event after it",
+    )
+
+
+cases: Final = chained(pure_cases, engine_cases, lifecycle_cases, resumed_cache_cases, refused_cache_cases)
