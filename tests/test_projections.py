@@ -32,8 +32,9 @@ from reference.projections.registry import (
     apply_session_digest,
 )
 from reference.session import Session
-from reference.shrink.compaction import CompactionEngine, DeterministicSummarizer
+from reference.shrink.compaction import CompactionEngine
 from reference.store import SessionStore
+from reference.summarizers import DeterministicSummarizer
 from spec.codes import Code, SpecError
 from spec.format.json_text import encode_json_text
 from spec.log.events import Event
