@@ -282,13 +282,13 @@ LYING_ROW: Final[JsonObject] = {
 }  # a full replay of the log counts 1 turn
 
 
-def _planted(record: JsonValue, state_version: int = 1) -> list[Step]:
-    """A stored log of session ``r`` (one turn, seqs 0-8) beside ``record`` as its cache record,
-    and the turn ledger registered at ``state_version``: a reader that takes a row the rules refuse
-    answers what the row says, a full replay 1 turn."""
+def _planted(record: JsonValue, state_version: int = 1, raw: bytes | None = None) -> list[Step]:
+    """A stored log of session ``r`` (one turn, seqs 0-8) beside ``record`` (or the bytes ``raw``)
+    as its cache record, and the turn ledger registered at ``state_version``: a reader that takes a
+    row the rules refuse answers what the row says, a full replay 1 turn."""
     files = v4_files(plain_log(encode_header_line(v4_header()), v4_writes()), False)
     (log_path,) = files
-    files[f"{log_path.rsplit('/', 1)[0]}/{CACHE_FILE}"] = line(record)
+    files[f"{log_path.rsplit('/', 1)[0]}/{CACHE_FILE}"] = line(record) if raw is None else raw
     return [
         ok("reset", storage="file", compressed=False, files=encode_files(files)),
         ok("clock", now=NOW),
@@ -316,8 +316,19 @@ def refused_cache_cases() -> Cases:
     stateVersion, with a cursor outside the log or a state its unit's schema refuses, is dropped
     and the unit refolds, whatever the row says (5 turns, against the log's 1). A subject that
     keeps no such file reads the log alone: the state is a full replay either way."""
+    lying = line(encode_cache_record(v4_header(), {"turnLedger": LYING_ROW}))
     records: list[tuple[str, str, list[Step]]] = [
         ("a cache record that is not an object", "decode_cache_rows", _planted([LYING_ROW])),
+        (
+            "a cache record cut short, no longer JSON text",
+            "decode_cache_rows",
+            _planted(None, raw=lying[:-9]),
+        ),
+        (
+            "a cache record whose bytes are not UTF-8",
+            "decode_cache_rows",
+            _planted(None, raw=lying.replace(b'{"format"', b'{"note":"\xff","format"', 1)),
+        ),
         ("a cache record of another format", "decode_cache_rows", _own_record(LYING_ROW, format="dsh-cache")),
         (
             "a cache record of a format named after this one in sort order",
