@@ -123,6 +123,31 @@ def engine_cases() -> Cases:
         why="state_of first folds the unit up to the session's current seq, so a unit registered late reads the right value",
     )
     yield case(
+        "a unit registered after the log's first event reads it",
+        FOLD,
+        [ok("create", id="s"), turn(1), ok("project", **LEDGER), *_ledger()],
+        comment="the unit's cell starts at init, one event behind the log: that event is folded before the read",
+    )
+    yield case(
+        "a unit registered after the log's first event folds it before the next event",
+        FOLD,
+        [ok("create", id="s"), turn(1), ok("project", **LEDGER), append_user("u1"), *_ledger()],
+        comment="the first event the unit is pushed is seq 1: the turn/start at seq 0 is folded first",
+    )
+    yield case(
+        "a key let go by its last registrant reads null while another unit stays registered",
+        REGISTER,
+        [
+            ok("project", **DIGEST),
+            ok("project", **LEDGER),
+            *history(1),
+            ok("unproject", **LEDGER),
+            *_ledger(),
+            ok("snapshot", id="s"),
+        ],
+        comment="the registry lives on for sessionDigest; turnLedger's key is gone from it",
+    )
+    yield case(
         "the digest counts each compaction and prune as it lands",
         FOLD,
         [
