@@ -32,6 +32,7 @@ from conformance.cases.engine_build import (
     answered_step,
     attempt,
     closed_turn,
+    compact,
     history,
     step_open,
     tool_steps,
@@ -244,6 +245,22 @@ def engine_cases() -> Cases:
             ok("state_of_stored", id="s", **LEDGER),
         ],
         comment="the cache row was written at the turn/end of turn 1; turn 2 reached the log after it",
+        storage="file",
+    )
+    yield case(
+        "a stored state folds on from its cache row's cursor, counting nothing twice",
+        "apply_projection_event",
+        [
+            ok("project", **DIGEST),
+            *history(2),
+            compact("k1"),
+            *closed_turn(3),
+            turn(4),
+            ok("flush", id="s"),
+            ok("crash"),
+            ok("state_of_stored", id="s", **DIGEST),
+        ],
+        comment="the row written at turn 3's turn/end counts the compaction; a fold of the log from its start on top of it would count it again",
         storage="file",
     )
     yield case(
