@@ -136,6 +136,24 @@ def engine_cases() -> Cases:
         comment="the first event the unit is pushed is seq 1: the turn/start at seq 0 is folded first",
     )
     yield case(
+        "a unit registered again folds on from its cached row over the events after it",
+        FOLD,
+        [
+            ok("project", **DIGEST),
+            ok("project", **LEDGER),
+            ok("create", id="s"),
+            *closed_turn(1),
+            ok("unproject", **LEDGER),
+            turn(2),
+            ok("project", **LEDGER),
+            append_user("u2"),
+            *_ledger(),
+        ],
+        storage="memory",
+        comment="the row written at turn 1's turn/end (seq 5) is the new registrant's start; turn 2's start (seq 6) "
+        "came while nobody held the key and is folded before seq 7",
+    )
+    yield case(
         "a key let go by its last registrant reads null while another unit stays registered",
         REGISTER,
         [
@@ -324,11 +342,14 @@ LYING_ROW: Final[JsonObject] = {
 }  # a full replay of the log counts 1 turn
 
 
-def _planted(record: JsonValue, state_version: int = 1, raw: bytes | None = None) -> list[Step]:
-    """A stored log of session ``r`` (one turn, seqs 0-8) beside ``record`` (or the bytes ``raw``)
-    as its cache record, and the turn ledger registered at ``state_version``: a reader that takes a
-    row the rules refuse answers what the row says, a full replay 1 turn."""
-    files = v4_files(plain_log(encode_header_line(v4_header()), v4_writes()), False)
+def _planted(
+    record: JsonValue, state_version: int = 1, raw: bytes | None = None, empty: bool = False
+) -> list[Step]:
+    """A stored log of session ``r`` (one turn, seqs 0-8; ``empty``: its header alone) beside
+    ``record`` (or the bytes ``raw``) as its cache record, and the turn ledger registered at
+    ``state_version``: a reader that takes a row the rules refuse answers what the row says, a full
+    replay 1 turn (0 for the empty log)."""
+    files = v4_files(plain_log(encode_header_line(v4_header()), [] if empty else v4_writes()), False)
     (log_path,) = files
     files[f"{log_path.rsplit('/', 1)[0]}/{CACHE_FILE}"] = line(record) if raw is None else raw
     return [
@@ -505,6 +526,21 @@ def resumed_cache_cases() -> Cases:
         [*past, ok("resume", id=SESSION), turn(2, SESSION), ok("state_of", id=SESSION, **LEDGER)],
         storage="file",
         comment="turn 2 starts at seq 9: the row at seq 9 was written for another log; the ledger counts 2 turns",
+    )
+    at_0 = _planted(encode_cache_record(v4_header(), {"turnLedger": {**LYING_ROW, "seq": 0}}), empty=True)
+    yield case(
+        "a stored state of a log with no events ignores a cache row at seq 0",
+        ROW,
+        [*at_0, ok("state_of_stored", id=SESSION, **LEDGER)],
+        storage="file",
+        comment="the log's last seq is -1: a row at 0 is past it, and the replay is init",
+    )
+    yield case(
+        "a resumed log with no events ignores a cache row at seq 0, the seq its resume takes",
+        ROW,
+        [*at_0, ok("resume", id=SESSION), ok("state_of", id=SESSION, **LEDGER)],
+        storage="file",
+        comment="the resume appends session/end-seed at seq 0; the row was written for another log's seq 0",
     )
     before_first = _own_record({"ver": 1, "seq": -1, "val": {"turns": 0}})
     yield case(
