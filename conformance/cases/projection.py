@@ -267,7 +267,7 @@ def engine_cases() -> Cases:
     )
     yield case(
         "a stored state folds on from its cache row's cursor, counting nothing twice",
-        "apply_projection_event",
+        FOLD,
         [
             ok("project", **DIGEST),
             *history(2),
