@@ -21,8 +21,9 @@ from typing import Final
 from conformance.builders import user_message
 from reference.persistence.filestore import FileStore
 from reference.session import Session
-from reference.shrink.compaction import CompactionEngine, DeterministicSummarizer
+from reference.shrink.compaction import CompactionEngine
 from reference.store import SessionStore
+from reference.summarizers import DeterministicSummarizer
 
 ROOT: Final = Path(__file__).resolve().parent.parent
 

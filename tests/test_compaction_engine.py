@@ -25,15 +25,9 @@ from shrink_builders import (
 from reference.persistence.filestore import FileStore
 from reference.persistence.powerloss import PowerLossFileSystem, SimulatedCrash, UnsyncedFile
 from reference.session import Session
-from reference.shrink.compaction import (
-    AbortSignal,
-    CompactionEngine,
-    DeterministicSummarizer,
-    SummaryRequest,
-    derive_model_request,
-    summarizer_output_from_model,
-)
+from reference.shrink.compaction import AbortSignal, CompactionEngine, SummaryRequest
 from reference.store import SessionStore
+from reference.summarizers import DeterministicSummarizer, derive_model_request, summarizer_output_from_model
 from spec.checks.log import check_log
 from spec.codes import Code, SpecError
 from spec.lineage.repair import fold_repair_scan

@@ -20,13 +20,8 @@ from shrink_builders import (
 )
 
 from reference.session import Session
-from reference.shrink.compaction import (
-    AbortSignal,
-    CompactionEngine,
-    DeterministicSummarizer,
-    OverflowRecovery,
-    SummaryRequest,
-)
+from reference.shrink.compaction import AbortSignal, CompactionEngine, OverflowRecovery, SummaryRequest
+from reference.summarizers import DeterministicSummarizer
 from spec.codes import Code, SpecError
 from spec.log.events import COMPACTION_END, COMPACTION_START, Message
 from spec.shrink import engine as plans

@@ -32,8 +32,9 @@ from reference.projections.registry import (
     apply_session_digest,
 )
 from reference.session import Session
-from reference.shrink.compaction import CompactionEngine, DeterministicSummarizer
+from reference.shrink.compaction import CompactionEngine
 from reference.store import SessionStore
+from reference.summarizers import DeterministicSummarizer
 from spec.codes import Code, SpecError
 from spec.format.json_text import encode_json_text
 from spec.log.events import Event
@@ -334,19 +335,31 @@ def test_a_fresh_cache_row_needs_no_fold_at_all() -> None:
     sink = RecordingSink()
     session = sink_session(sink)
     digest_session(session)
-    first = Projections(ProjectionCache(medium))
+    cache = ProjectionCache(medium)
+    first = Projections(cache)
     first.register(SESSION_DIGEST)
     first_state = first.state_of(session, "sessionDigest")
-    ProjectionCache(medium).write(session, first)
+    cache.write(session, first)
     calls: list[int] = []
-    second = Projections(ProjectionCache(medium))
 
     def counted(state: JsonValue, event: Event) -> JsonValue:
         calls.append(1)
         return state
 
+    second = Projections(cache)  # the cache that wrote the row vouches for it
     second.register(dataclasses.replace(SESSION_DIGEST, apply=counted))
     assert second.state_of(session, "sessionDigest") == first_state and calls == []
+    # Another cache over the same medium knows only the stored prefix (none: the session is new),
+    # so a row past it may be another log's: it refolds, to the same state.
+    folded: list[int] = []
+
+    def applied(state: JsonValue, event: Event) -> JsonValue:
+        folded.append(1)
+        return apply_session_digest(state, event)
+
+    third = Projections(ProjectionCache(medium))
+    third.register(dataclasses.replace(SESSION_DIGEST, apply=applied))
+    assert third.state_of(session, "sessionDigest") == first_state and len(folded) == len(session.events)
 
 
 @pytest.mark.parametrize(

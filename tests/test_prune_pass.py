@@ -15,7 +15,8 @@ from shrink_builders import (
     new_session,
 )
 
-from reference.shrink.compaction import CompactionEngine, DeterministicSummarizer, prune_session
+from reference.shrink.compaction import CompactionEngine, prune_session
+from reference.summarizers import DeterministicSummarizer
 from spec.codes import Code, SpecError
 from spec.log.events import COMPACTION_PRUNE, TOOL_RESULT
 from spec.log.json import thaw_json

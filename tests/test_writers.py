@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from reference.persistence.memory import MemoryPersistence
-from reference.shrink.compaction import CompactionEngine, DeterministicSummarizer
+from reference.shrink.compaction import CompactionEngine
 from reference.store import SessionStore
+from reference.summarizers import DeterministicSummarizer
 from spec.checks.log import check_log
 from spec.codes import Code, SpecError
 from spec.lineage.fork import plan_fork_seed

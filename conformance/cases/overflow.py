@@ -80,6 +80,23 @@ def cases() -> Cases:
         [*overflowing(), ok("overflow", id="s", code="AUTH_FAILED", attempt=attempt("k1")), state_step()],
         comment="only the canonical code is an overflow: not a code that merely sorts near it",
     )
+    twice = {"maxOverflowRetries": 2}
+    yield case(
+        "with maxOverflowRetries 2 a second recovery is earned and counted, a third is refused",
+        ALLOWED,
+        [
+            *overflowing(),
+            ok("overflow", id="s", policy=twice, attempt=attempt("k1")),
+            *answered_step(3),
+            turn_end(3),
+            turn(4),
+            append_user("u4", "s", LONG),
+            ok("overflow", id="s", policy=twice, attempt=attempt("k2")),
+            ok("overflow", id="s", policy=twice, attempt=attempt("k3")),
+            state_step(),
+        ],
+        comment="the retries of one live session count on across reports: 1, then 2, then the budget of 2 is spent",
+    )
     yield case(
         "maxOverflowRetries 0 turns recovery off",
         ALLOWED,

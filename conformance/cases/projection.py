@@ -32,6 +32,7 @@ from conformance.cases.engine_build import (
     answered_step,
     attempt,
     closed_turn,
+    compact,
     history,
     step_open,
     tool_steps,
@@ -121,6 +122,49 @@ def engine_cases() -> Cases:
             ok("state_of", id="s", **DIGEST),
         ],
         why="state_of first folds the unit up to the session's current seq, so a unit registered late reads the right value",
+    )
+    yield case(
+        "a unit registered after the log's first event reads it",
+        FOLD,
+        [ok("create", id="s"), turn(1), ok("project", **LEDGER), *_ledger()],
+        comment="the unit's cell starts at init, one event behind the log: that event is folded before the read",
+    )
+    yield case(
+        "a unit registered after the log's first event folds it before the next event",
+        FOLD,
+        [ok("create", id="s"), turn(1), ok("project", **LEDGER), append_user("u1"), *_ledger()],
+        comment="the first event the unit is pushed is seq 1: the turn/start at seq 0 is folded first",
+    )
+    yield case(
+        "a unit registered again folds on from its cached row over the events after it",
+        FOLD,
+        [
+            ok("project", **DIGEST),
+            ok("project", **LEDGER),
+            ok("create", id="s"),
+            *closed_turn(1),
+            ok("unproject", **LEDGER),
+            turn(2),
+            ok("project", **LEDGER),
+            append_user("u2"),
+            *_ledger(),
+        ],
+        storage="memory",
+        comment="the row written at turn 1's turn/end (seq 5) is the new registrant's start; turn 2's start (seq 6) "
+        "came while nobody held the key and is folded before seq 7",
+    )
+    yield case(
+        "a key let go by its last registrant reads null while another unit stays registered",
+        REGISTER,
+        [
+            ok("project", **DIGEST),
+            ok("project", **LEDGER),
+            *history(1),
+            ok("unproject", **LEDGER),
+            *_ledger(),
+            ok("snapshot", id="s"),
+        ],
+        comment="the registry lives on for sessionDigest; turnLedger's key is gone from it",
     )
     yield case(
         "the digest counts each compaction and prune as it lands",
@@ -222,6 +266,22 @@ def engine_cases() -> Cases:
         storage="file",
     )
     yield case(
+        "a stored state folds on from its cache row's cursor, counting nothing twice",
+        FOLD,
+        [
+            ok("project", **DIGEST),
+            *history(2),
+            compact("k1"),
+            *closed_turn(3),
+            turn(4),
+            ok("flush", id="s"),
+            ok("crash"),
+            ok("state_of_stored", id="s", **DIGEST),
+        ],
+        comment="the row written at turn 3's turn/end counts the compaction; a fold of the log from its start on top of it would count it again",
+        storage="file",
+    )
+    yield case(
         "after a crash a state read with no cache row equals a full replay",
         ROW,
         [
@@ -282,13 +342,16 @@ LYING_ROW: Final[JsonObject] = {
 }  # a full replay of the log counts 1 turn
 
 
-def _planted(record: JsonValue, state_version: int = 1) -> list[Step]:
-    """A stored log of session ``r`` (one turn, seqs 0-8) beside ``record`` as its cache record,
-    and the turn ledger registered at ``state_version``: a reader that takes a row the rules refuse
-    answers what the row says, a full replay 1 turn."""
-    files = v4_files(plain_log(encode_header_line(v4_header()), v4_writes()), False)
+def _planted(
+    record: JsonValue, state_version: int = 1, raw: bytes | None = None, empty: bool = False
+) -> list[Step]:
+    """A stored log of session ``r`` (one turn, seqs 0-8; ``empty``: its header alone) beside
+    ``record`` (or the bytes ``raw``) as its cache record, and the turn ledger registered at
+    ``state_version``: a reader that takes a row the rules refuse answers what the row says, a full
+    replay 1 turn (0 for the empty log)."""
+    files = v4_files(plain_log(encode_header_line(v4_header()), [] if empty else v4_writes()), False)
     (log_path,) = files
-    files[f"{log_path.rsplit('/', 1)[0]}/{CACHE_FILE}"] = line(record)
+    files[f"{log_path.rsplit('/', 1)[0]}/{CACHE_FILE}"] = line(record) if raw is None else raw
     return [
         ok("reset", storage="file", compressed=False, files=encode_files(files)),
         ok("clock", now=NOW),
@@ -316,8 +379,19 @@ def refused_cache_cases() -> Cases:
     stateVersion, with a cursor outside the log or a state its unit's schema refuses, is dropped
     and the unit refolds, whatever the row says (5 turns, against the log's 1). A subject that
     keeps no such file reads the log alone: the state is a full replay either way."""
+    lying = line(encode_cache_record(v4_header(), {"turnLedger": LYING_ROW}))
     records: list[tuple[str, str, list[Step]]] = [
         ("a cache record that is not an object", "decode_cache_rows", _planted([LYING_ROW])),
+        (
+            "a cache record cut short, no longer JSON text",
+            "decode_cache_rows",
+            _planted(None, raw=lying[:-9]),
+        ),
+        (
+            "a cache record whose bytes are not UTF-8",
+            "decode_cache_rows",
+            _planted(None, raw=lying.replace(b'{"format"', b'{"note":"\xff","format"', 1)),
+        ),
         ("a cache record of another format", "decode_cache_rows", _own_record(LYING_ROW, format="dsh-cache")),
         (
             "a cache record of a format named after this one in sort order",
@@ -433,4 +507,65 @@ def lifecycle_cases() -> Cases:
     )
 
 
-cases: Final = chained(pure_cases, engine_cases, lifecycle_cases, refused_cache_cases)
+def resumed_cache_cases() -> Cases:
+    """A resumed session's state is folded from a cache row only up to the log's last event. Its
+    first read checks the row against the resumed log (the row's cursor may be the last event, not
+    one past it); its first appended event checks it against the log before that event; either way
+    the events past a usable row's cursor are folded on, none twice and none skipped."""
+    past = _own_record({**LYING_ROW, "seq": 9})  # one past the stored log's last event (seq 8)
+    yield case(
+        "a resumed session's state ignores a cache row whose cursor is one past the log's last event",
+        ROW,
+        [*past, ok("resume", id=SESSION), ok("state_of", id=SESSION, **LEDGER)],
+        storage="file",
+        comment="the row claims 5 turns at seq 9; the stored log's last event is seq 8 (the resume appends seq 9 after it), and a replay counts 1",
+    )
+    yield case(
+        "an event appended to a resumed session folds onto a replay of the log, not onto a row past it",
+        ROW,
+        [*past, ok("resume", id=SESSION), turn(2, SESSION), ok("state_of", id=SESSION, **LEDGER)],
+        storage="file",
+        comment="turn 2 starts at seq 9: the row at seq 9 was written for another log; the ledger counts 2 turns",
+    )
+    at_0 = _planted(encode_cache_record(v4_header(), {"turnLedger": {**LYING_ROW, "seq": 0}}), empty=True)
+    yield case(
+        "a stored state of a log with no events ignores a cache row at seq 0",
+        ROW,
+        [*at_0, ok("state_of_stored", id=SESSION, **LEDGER)],
+        storage="file",
+        comment="the log's last seq is -1: a row at 0 is past it, and the replay is init",
+    )
+    yield case(
+        "a resumed log with no events ignores a cache row at seq 0, the seq its resume takes",
+        ROW,
+        [*at_0, ok("resume", id=SESSION), ok("state_of", id=SESSION, **LEDGER)],
+        storage="file",
+        comment="the resume appends session/end-seed at seq 0; the row was written for another log's seq 0",
+    )
+    before_first = _own_record({"ver": 1, "seq": -1, "val": {"turns": 0}})
+    yield case(
+        "an event appended to a resumed session folds the whole log after a row from before its first event",
+        FOLD,
+        [*before_first, ok("resume", id=SESSION), turn(2, SESSION), ok("state_of", id=SESSION, **LEDGER)],
+        storage="file",
+        comment="the row is honest (no event folded, 0 turns): seqs 0-8 are folded before turn 2's start, 2 turns",
+    )
+    yield case(
+        "a state read after a crash folds the one event its cache row is behind",
+        FOLD,
+        [
+            ok("project", **LEDGER),
+            ok("create", id="s"),
+            *closed_turn(1),
+            turn(2),
+            ok("flush", id="s"),
+            ok("crash"),
+            ok("resume", id="s"),
+            *_ledger(),
+        ],
+        storage="file",
+        comment="the row was written at turn 1's turn/end; turn 2's start is the one durable event after it",
+    )
+
+
+cases: Final = chained(pure_cases, engine_cases, lifecycle_cases, resumed_cache_cases, refused_cache_cases)

@@ -28,7 +28,12 @@ from conformance.cases.build import (
 )
 from spec.codes import Code
 from spec.log.json import JsonValue
-from spec.shrink.spill import SPILL_SEPARATOR, derive_spill_notice, derive_spill_preview
+from spec.shrink.spill import (
+    BASE_MAX_INLINE_TOKENS,
+    SPILL_SEPARATOR,
+    derive_spill_notice,
+    derive_spill_preview,
+)
 from spec.shrink.tokens import BLOCK_OVERHEAD, CHARS_PER_TOKEN, estimate_content, utf16_length
 from spec.wire_engine import with_tool_result_content
 
@@ -178,6 +183,29 @@ def engine_cases() -> Cases:
         [ok("create", id="s"), fails(Code.SPILL_NOT_FOUND, "spill_read", locator=LOCATOR_1)],
     )
     yield case(
+        "each text spilled in a session is saved under its own locator and reads back as its own",
+        "derive_memory_spill_locator",
+        [
+            *open_call(),
+            _spill("x" * 4000, maxInlineTokens=200),
+            append_step("step/end", {"turn": 1, "step": 1}),
+            append_step("step/start", {"turn": 1, "step": 2}),
+            append_step("assistant/message", assistant_msg("a2", None, ("c2",)), surfaceOp="append"),
+            append_step("tool/call", {"turn": 1, "step": 2, "callId": "c2", "name": "grep"}),
+            ok("spill", id="s", toolName="grep", data=result_msg("c2", "y" * 4000), maxInlineTokens=200),
+            ok("spill_read", locator=LOCATOR_1),
+            ok("spill_read", locator=LOCATOR_1.replace("000000000001", "000000000002")),
+        ],
+        comment="the second text is the store's second (counted from 1): it neither replaces the first nor takes another's name",
+    )
+    above_base = _text_of(BASE_MAX_INLINE_TOKENS + 1, "x")
+    yield case(
+        "with maxInlineTokens left out a store spills above the base limit of 12500 tokens",
+        "plan_max_inline_tokens",
+        [*open_call(), _spill(above_base)],
+        comment=f"{len(above_base)} characters, estimated at 12501 tokens: above the limit the policy runs with",
+    )
+    yield case(
         "a spilled text survives a crash",
         "derive_memory_spill_locator",
         [
@@ -252,10 +280,17 @@ def preview_cases() -> Cases:
 
 def _text_of(tokens: int, char: str) -> str:
     """The longest run of ``char`` whose result content the spec estimates at ``tokens``."""
-    text = ""
-    while estimate_content([{"type": "text", "text": text + char}]) <= tokens:
-        text += char
-    return text
+    low, high = 0, 1
+    while estimate_content([{"type": "text", "text": char * high}]) <= tokens:
+        low, high = high, high * 2
+    while high - low > 1:  # char * low is within tokens, char * high is not
+        middle = (low + high) // 2
+        low, high = (
+            (middle, high)
+            if estimate_content([{"type": "text", "text": char * middle}]) <= tokens
+            else (low, middle)
+        )
+    return char * low
 
 
 def boundary_cases() -> Cases:

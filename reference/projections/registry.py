@@ -145,6 +145,15 @@ class ProjectionCache:
             return {}
         return decode_cache_rows(record, header)
 
+    def trusted_last_seq(self, session: Session) -> int:
+        """The last seq whose row this cache may hand to a live session (``decode_cache_row``'s
+        ``last_seq``): the last event the store held when ``session`` was opened (its restored
+        prefix ends at ``first_live_seq``), or the last this cache wrote rows of ``session`` at,
+        whichever is later. Past it a row may have folded events of another log at the same seqs:
+        the resume's own ``session/end-seed`` takes the seq after the stored log, so a row written
+        for a longer log that since shrank would be read wrong. A row refused is only a refold."""
+        return max(session.first_live_seq, self._written_upto.get(session, 0)) - 1
+
     def write(self, session: Session, projections: Projections) -> None:
         """Write the session's rows: take the cut, flush the log, check that the log now holds
         every event the rows folded, then replace the record. A failed flush writes nothing."""
@@ -284,7 +293,7 @@ class Projections:
         and the log's prefix the first time a session's event reaches the unit."""
         cell = registration.cells.get(session)
         if cell is None:
-            cell = self._first_cell(registration.unit, session.header, seq - 1)
+            cell = self._live_first_cell(registration.unit, session)
         if cell.cursor + 1 < seq:
             cell = fold_projection(registration.unit, cell, session.events[cell.cursor + 1 : seq])
         return cell
@@ -348,12 +357,19 @@ class Projections:
     def _catch_up(self, registration: _Registration, session: Session) -> ProjectionCell:
         cell = registration.cells.get(session)
         if cell is None:
-            cell = self._first_cell(registration.unit, session.header, session.seq - 1)
+            cell = self._live_first_cell(registration.unit, session)
         events = session.events
         if cell.cursor + 1 < len(events):
             cell = fold_projection(registration.unit, cell, events[cell.cursor + 1 :])
         registration.cells[session] = cell
         return cell
+
+    def _live_first_cell(self, unit: ProjectionUnit, session: Session) -> ProjectionCell:
+        """A live session's first cell of ``unit``: its cache row if usable up to the last event the
+        cache can vouch for (:meth:`ProjectionCache.trusted_last_seq`), else ``init``."""
+        if self.cache is None:
+            return derive_initial_cell(unit)
+        return self._first_cell(unit, session.header, self.cache.trusted_last_seq(session))
 
     def _first_cell(
         self, unit: ProjectionUnit, header: Mapping[str, JsonValue], last_seq: int

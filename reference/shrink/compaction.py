@@ -24,19 +24,17 @@ drives it, the worker thread only ever sees the summarization request.
 from __future__ import annotations
 
 import logging
-import math
 import threading
 import time
 import uuid
 import weakref
-from collections.abc import Callable, MutableMapping, Sequence
+from collections.abc import Callable, MutableMapping
 from dataclasses import dataclass
-from typing import Final, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 from reference.session import Session
-from spec.codes import Code, reject
 from spec.log.events import Message
-from spec.log.json import FrozenDict, FrozenList, JsonValue, snapshot_json
+from spec.log.json import FrozenList
 from spec.shrink import engine as plans
 from spec.shrink.bracket import (
     CompactionResult,
@@ -60,13 +58,7 @@ from spec.shrink.engine import (
 )
 from spec.shrink.pressure import derive_failure_code, derive_request_header
 from spec.shrink.prune import PruneConfig, PrunedEntry
-from spec.shrink.summary import (
-    SummarizerOutput,
-    derive_summarization_messages,
-    derive_summary_blocks,
-    frame_summary,
-)
-from spec.shrink.tokens import estimate_content
+from spec.shrink.summary import SummarizerOutput, derive_summarization_messages
 
 log = logging.getLogger(__name__)
 
@@ -156,129 +148,6 @@ class Summarizer(Protocol):
     def summarize(self, request: SummaryRequest, signal: AbortSignal) -> SummarizerOutput: ...
 
 
-COMPACTION_INSTRUCTION: Final = """\
-You are now the compaction engine of this coding assistant. Condense the conversation above into a \
-checkpoint that lets the work continue without it. Write these Markdown sections, in this order:
-## Primary Request and Intent
-## Key Technical Concepts
-## Files and Code
-## Errors and Fixes
-## Pending Jobs
-## Current Work
-## Next Step
-## Critical Context
-Keep exact paths, identifiers, commands and numbers. Write "(none)" under a section with nothing to \
-say. If the conversation starts with an earlier <compacted-summary>, merge it into the new sections \
-instead of copying it."""
-
-
-def derive_model_request(request: SummaryRequest) -> list[Message]:
-    """The messages a model-backed summarizer sends: the span's messages, then the instruction as
-    a last user message (notes §4.8)."""
-    instruction = snapshot_json(
-        {
-            "id": "compaction-instruction",
-            "role": "user",
-            "content": [{"type": "text", "text": COMPACTION_INSTRUCTION}],
-            "source": {"kind": "plugin", "plugin": "dsh-compaction-basic"},
-        }
-    )
-    assert isinstance(instruction, dict)
-    return [*request.messages, instruction]
-
-
-def summarizer_output_from_model(
-    raw_output: Sequence[JsonValue],
-    provider: str,
-    model: str,
-    max_tokens: int | None = None,
-    usage: JsonValue = None,
-) -> SummarizerOutput:
-    """Turn a model's answer into a summarizer output: only its text blocks become the summary (an
-    image or an empty answer is refused by ``spec.shrink.summary.derive_summary_blocks``), and the raw
-    blocks are kept as provenance of one model call (notes §4.8)."""
-    frozen_raw = snapshot_json(list(raw_output))
-    frozen_usage = snapshot_json(usage) if usage is not None else None
-    if not isinstance(frozen_raw, FrozenList) or not (
-        frozen_usage is None or isinstance(frozen_usage, FrozenDict)
-    ):
-        raise reject(Code.DATA_NOT_JSON, "summarizer output is outside the lossless JSON domain")
-    return SummarizerOutput(
-        summary=derive_summary_blocks(frozen_raw),
-        provider=provider,
-        model=model,
-        raw_output=frozen_raw,
-        llm_stream_call=True,
-        max_tokens=max_tokens,
-        usage=frozen_usage,
-    )
-
-
-@dataclass(frozen=True)
-class DeterministicSummarizer:
-    """A summarizer that needs no model: one line per message (who spoke, the first
-    ``excerpt_chars`` characters of its text, the tools it called), newest kept first when the
-    budget is short, the whole framed checkpoint aimed at ``budget_ratio`` of the span's price.
-    The same span always gives the same summary. A span too small to beat its own frame gives a
-    summary that the engine's shrink check refuses, as it should."""
-
-    excerpt_chars: int = 160  # code points of each message's text kept in its line
-    budget_ratio: float = 0.5  # fraction of the shadowed price the framed checkpoint may cost
-    provider: str = "reference"
-    model: str = "deterministic-summarizer"
-
-    def summarize(self, request: SummaryRequest, signal: AbortSignal) -> SummarizerOutput:
-        signal.throw_if_aborted()
-        lines = [self._line(message) for message in request.messages]
-        heading = f"Earlier conversation condensed without a model ({len(lines)} messages; newest last):"
-        budget = max(1, math.floor(request.shadowed_token_count * self.budget_ratio))
-        kept: list[str] = []
-        for line in reversed(lines):
-            omitted = len(lines) - len(kept) - 1
-            candidate = [line, *kept]
-            if self._framed_cost(heading, candidate, omitted) > budget:
-                break
-            kept = candidate
-        omitted = len(lines) - len(kept)
-        text = "\n".join([heading, *([f"- ({omitted} earlier messages omitted)"] if omitted else []), *kept])
-        summary = snapshot_json([{"type": "text", "text": text}])
-        assert isinstance(summary, FrozenList)
-        return SummarizerOutput(summary=summary, provider=self.provider, model=self.model)
-
-    def _framed_cost(self, heading: str, lines: list[str], omitted: int) -> int:
-        text = "\n".join([heading, *([f"- ({omitted} earlier messages omitted)"] if omitted else []), *lines])
-        return estimate_content(frame_summary([{"type": "text", "text": text}])) + 4
-
-    def _line(self, message: Message) -> str:
-        role = message.get("role")
-        source = message.get("source")
-        content = message.get("content")
-        blocks = content if isinstance(content, list) else []
-        calls = [str(b.get("name")) for b in blocks if isinstance(b, dict) and b.get("type") == "tool-call"]
-        results = [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool-result"]
-        if results:
-            block = results[0]
-            inner = block.get("content")
-            who = f"tool result {block.get('toolCallId')}" + (
-                " (error)" if block.get("isError") is True else ""
-            )
-            body = _text_of(inner if isinstance(inner, list) else [])
-        else:
-            kind = source.get("kind") if isinstance(source, dict) else None
-            who = str(role) if kind in (None, "user", "model") else f"{role} ({kind})"
-            body = _text_of(blocks)
-        points = list(" ".join(body.split()))
-        excerpt = "".join(points[: self.excerpt_chars]) + ("…" if len(points) > self.excerpt_chars else "")
-        called = f"[called {', '.join(calls)}]" if calls else ""
-        return f"- {who}: " + " ".join(part for part in (excerpt, called) if part)
-
-
-def _text_of(blocks: Sequence[JsonValue]) -> str:
-    return " ".join(
-        str(b.get("text")) for b in blocks if isinstance(b, dict) and b.get("type") in ("text", "reasoning")
-    )
-
-
 # --- results ---------------------------------------------------------------------------------------
 
 
@@ -322,7 +191,7 @@ class CompactionEngine:
     """Summary compaction for live sessions: the plans of :mod:`spec.shrink.engine`, run on a
     :class:`Session` with a summarizer, ids, cancellation and a timeout.
 
-    ``summarizer`` writes summaries (:class:`DeterministicSummarizer` needs no model); ``policy`` is
+    ``summarizer`` writes summaries (:class:`reference.summarizers.DeterministicSummarizer` needs no model); ``policy`` is
     the pressure policy (threshold 80 %, retain 16 %, retries); ``prune`` configures the prune pass
     run before summaries under pressure and overflow (``None``: never prune); ``context_window`` is
     the routed model's capacity in tokens, needed by pressure only; ``summary_timeout`` (seconds)
