@@ -44,6 +44,7 @@ from conformance.cases.files.v4 import (
     plain_damaged_sets,
     plain_torn_sets,
     refused_message_sets,
+    stored_text_sets,
     whole_sets,
     zstd_damaged_sets,
     zstd_torn_sets,
@@ -62,6 +63,7 @@ def file_sets() -> Iterator[FileSet]:
     yield from frame_form_sets()
     yield from plain_damaged_sets()
     yield from refused_message_sets()
+    yield from stored_text_sets()
     yield from zstd_damaged_sets()
     yield from v0_sets()
     yield from layout_sets()
