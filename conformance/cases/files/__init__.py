@@ -83,6 +83,7 @@ def steps_of(file_set: FileSet) -> tuple[Step, ...]:
             *opening,
             ok("read", id=session),
             ok("resume", id=session),
+            *((ok("state", id=session),) if file_set.shown else ()),
             ok("close", id=session),
             ok("read", id=session),
         )

@@ -272,4 +272,5 @@ def v0_stored_text_sets() -> Iterator[FileSet]:
                 compressed,
                 session=OLD,
                 why=TEXT_RULE_WHY,
+                shown=True,
             )

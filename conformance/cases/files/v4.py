@@ -496,8 +496,9 @@ DAMAGED_TEXTS: Final[dict[str, str]] = {
 
 
 def stored_text_sets() -> Iterator[FileSet]:
-    """A v4 log whose events hold each of :data:`STORED_TEXTS` (read, resumed, closed and read
-    again), and one that holds each of :data:`DAMAGED_TEXTS` in a middle line (corrupt)."""
+    """A v4 log whose events hold each of :data:`STORED_TEXTS` (read, resumed, its state shown from
+    the lines the resumed session keeps, closed and read again), and one that holds each of
+    :data:`DAMAGED_TEXTS` in a middle line (corrupt)."""
     header = encode_header_line(v4_header())
     for what, texts in STORED_TEXTS.items():
         lines = [raw_line(seq, text) for seq, text in enumerate(texts)]
@@ -508,10 +509,16 @@ def stored_text_sets() -> Iterator[FileSet]:
                 v4_files(raw_log(header, lines, compressed), compressed),
                 compressed,
                 why=TEXT_RULE_WHY,
+                shown=True,
             )
     for what, lines, intent in seq_forms():
         yield FileSet(
-            f"a plain v4 log {what}", SEQ_RULE, v4_files(raw_log(header, lines, False), False), False, intent
+            f"a plain v4 log {what}",
+            SEQ_RULE,
+            v4_files(raw_log(header, lines, False), False),
+            False,
+            intent,
+            shown=intent == OK,
         )
     for what, text in DAMAGED_TEXTS.items():
         lines = [raw_line(0, "{}"), raw_line(1, text), raw_line(2, "{}")]
