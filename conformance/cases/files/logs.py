@@ -51,7 +51,7 @@ class FileSet:
     why: str | None = None
     comment: str | None = None
     taken: bool = True  # a refused log's id is still taken: create answers SESSION_ALREADY_EXISTS
-    shown: bool = False  # the resumed session's state is asked too (its events decoded from the kept lines)
+    shown: bool = False  # the resumed session's state is asked, and a fork's: events decoded from kept lines
 
 
 # --- the logs ----------------------------------------------------------------------------------

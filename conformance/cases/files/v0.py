@@ -189,6 +189,15 @@ def v0_sets() -> Iterator[FileSet]:
             encode_header_line(v4_header(OLD)),
         ),
     ]
+    yield FileSet(
+        "a DSH v0 log holding a record that is an array is refused",
+        V0_RULE,
+        v0_files(v0_log(False, []) + b'[{"type":"turn/start","seq":0}]\n', False),
+        False,
+        Code.CORRUPT_LOG,
+        session=OLD,
+        comment="a stored record is one JSON object; an array holding one is not a record",
+    )
     for what, code, writes, header in refusals:
         yield FileSet(
             f"a DSH v0 log {what}",

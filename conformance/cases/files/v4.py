@@ -452,6 +452,8 @@ STORED_TEXTS: Final[dict[str, tuple[str, ...]]] = {
     "zeros and numbers below the smallest double read as 0": (
         '{"negZero":-0,"negZeroFloat":-0.0,"zero":0.0,"under":1e-400,"underNeg":-1e-400}',
         "[-0,-0.0,0.0,-1e-400,1e-400,0e10,-0E-5]",
+        '{"zero":-0.0,"one":1.0,"minusOne":-1.0,"half":-0.5,"tiny":1e-7,"safe":9007199254740991}',
+        "[-0.0,1.0,-1.0,2.5,-1e-7,9007199254740993,0]",
         "-0.0",
     ),
     "fractions below 1e-4 and around it read as written": (
@@ -548,6 +550,9 @@ def seq_forms() -> Iterator[tuple[str, list[bytes], str]]:
     first = raw_line(0, "{}")
     yield "whose seq repeats is corrupt", [first, raw_line(1, "{}"), raw_line(1, "{}")], Code.CORRUPT_LOG
     yield "whose seq goes back is corrupt", [first, raw_line(1, "{}"), raw_line(0, "{}")], Code.CORRUPT_LOG
+    yield "whose seqs start at 1 is corrupt", [raw_line(1, "{}"), raw_line(2, "{}")], Code.CORRUPT_LOG
+    yield "whose seqs start below 0 is corrupt", [raw_line(seq, "{}") for seq in (-1, 0, 1)], Code.CORRUPT_LOG
+    yield "whose first record is an array is corrupt", [b'[{"seq":0}]\n', raw_line(1, "{}")], Code.CORRUPT_LOG
     written = raw_line(1, "{}").replace(b'"seq":1', b'"seq":1.0')
     yield "whose seq is written 1.0 reads it as 1", [first, written, raw_line(2, "{}")], OK
     written = raw_line(1, "{}").replace(b'"seq":1', b'"seq":"1"')
