@@ -474,7 +474,7 @@ STORED_TEXTS: Final[dict[str, tuple[str, ...]]] = {
     "data nested 300 levels deep reads and is written back exactly": (nested_text(300),),
     "escapes, astral text and spaces between tokens read as written": (
         '{"escapes":"\\u0000\\u001f\\"\\\\\\/\\b\\f\\n\\r\\t","latin":"\\u00e9 \u00e9",'
-        '"astral":"\\ud83d\\ude00 \U0001f600","separators":"\\u2028\\u2029"}',
+        '"astral":"\\ud83d\\ude00 \U0001f600","high":"\\u00ff\\uffff"}',
         ' \t{ "spaced" : [ 1 , 2.5 , true , null ] ,\r "empty":{ },"list":[ ] } ',
         '{"k":1,"k":2,"other":{"k":[1],"k":{"deep":-0}}}',
     ),
