@@ -546,7 +546,8 @@ LONG_LOG: Final = 1_100  # events: past the 1,024 lines a reader may decode at a
 def seq_forms() -> Iterator[tuple[str, list[bytes], str]]:
     """Logs whose stored seqs are written otherwise than 0, 1, 2 as integers: what each line's
     ``seq`` reads as decides (D5: ``1.0`` is the number 1), and a log as long as
-    :data:`LONG_LOG` reads whole."""
+    :data:`LONG_LOG` reads whole; one that already ends with the end-seed marker gets no other at resume,
+    and a fork of it at its end keeps every stored line (no marker is added to the child's seed)."""
     first = raw_line(0, "{}")
     yield "whose seq repeats is corrupt", [first, raw_line(1, "{}"), raw_line(1, "{}")], Code.CORRUPT_LOG
     yield "whose seq goes back is corrupt", [first, raw_line(1, "{}"), raw_line(0, "{}")], Code.CORRUPT_LOG
@@ -560,6 +561,8 @@ def seq_forms() -> Iterator[tuple[str, list[bytes], str]]:
     yield "holding a record that is an array is corrupt", [first, b'[1,{"seq":1}]\n'], Code.CORRUPT_LOG
     yield "holding a record that is a number is corrupt", [first, b"1\n"], Code.CORRUPT_LOG
     yield "holding a record without a seq is corrupt", [first, b'{"type":"custom/value"}\n'], Code.CORRUPT_LOG
+    ended = [first, raw_line(1, "{}", "session/end-seed")]
+    yield "that ends with the end-seed marker is resumed without another", ended, OK
     yield (
         f"of {LONG_LOG} events reads whole",
         [raw_line(seq, str(seq % 7)) for seq in range(LONG_LOG)],
