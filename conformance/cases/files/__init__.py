@@ -28,6 +28,13 @@ for an implementer's own tests.
   v0 log can meet.
 - **where a log lies**: a log under another id's session directory, and one session directory
   under two project directories.
+- **JSON text's edges in a stored line** (D5, D6): data holding integers at and past the safe bound,
+  -0 and numbers below the smallest double, fractions below 1e-4, doubles from 2**64 up, nesting
+  past 64 and 300 levels, escapes, spaces between tokens and duplicate keys, in v4 logs (plain and
+  compressed; their state and a fork's asked after the resume) and in v0 logs (written again as v4
+  by the resume); a middle line holding a number past the largest double, NaN, a raw control
+  character and other text JavaScript refuses is corrupt; seqs written otherwise than 0, 1, 2 and a
+  log longer than 1,024 lines.
 """
 
 from __future__ import annotations
@@ -44,6 +51,7 @@ from conformance.cases.files.v4 import (
     plain_damaged_sets,
     plain_torn_sets,
     refused_message_sets,
+    stored_text_sets,
     whole_sets,
     zstd_damaged_sets,
     zstd_torn_sets,
@@ -62,6 +70,7 @@ def file_sets() -> Iterator[FileSet]:
     yield from frame_form_sets()
     yield from plain_damaged_sets()
     yield from refused_message_sets()
+    yield from stored_text_sets()
     yield from zstd_damaged_sets()
     yield from v0_sets()
     yield from layout_sets()
@@ -69,7 +78,9 @@ def file_sets() -> Iterator[FileSet]:
 
 def steps_of(file_set: FileSet) -> tuple[Step, ...]:
     """Place the files; then a readable log is read, resumed, closed and read again (what resume
-    wrote reads back: a torn tail was cut back, not appended after); a refused one answers its
+    wrote reads back: a torn tail was cut back, not appended after), and for a ``shown`` set the
+    resumed session's state and a fork's are asked before the close (their events decoded from the
+    stored lines the resumed session keeps); a refused one answers its
     code to read and resume alike, keeps its id, and still answers it after the failed resume."""
     session = file_set.session
     opening = (
@@ -81,6 +92,11 @@ def steps_of(file_set: FileSet) -> tuple[Step, ...]:
             *opening,
             ok("read", id=session),
             ok("resume", id=session),
+            *(
+                (ok("state", id=session), ok("fork", source=session, child="child"), ok("state", id="child"))
+                if file_set.shown
+                else ()
+            ),
             ok("close", id=session),
             ok("read", id=session),
         )

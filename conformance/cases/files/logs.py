@@ -51,6 +51,7 @@ class FileSet:
     why: str | None = None
     comment: str | None = None
     taken: bool = True  # a refused log's id is still taken: create answers SESSION_ALREADY_EXISTS
+    shown: bool = False  # the resumed session's state is asked, and a fork's: events decoded from kept lines
 
 
 # --- the logs ----------------------------------------------------------------------------------
@@ -115,3 +116,21 @@ def v4_log(compressed: bool, writes: Writes | None = None) -> bytes:
 
 def form(compressed: bool) -> str:
     return "compressed" if compressed else "plain"
+
+
+RAW: Final = "\ue000raw\ue000"  # where a record's data is written as raw JSON text (raw_line)
+
+
+def raw_line(seq: int, text: str, kind: str = "custom/value", **envelope: JsonValue) -> bytes:
+    """A stored line of a ``kind`` event at ``seq`` whose data is ``text``, raw JSON text as a
+    writer other than the spec's encoder may have written it (spaces, escapes, number forms)."""
+    encoded = encode_json_text({"type": kind, "seq": seq, "time": SEED_TIME, "data": RAW, **envelope})
+    return encoded.replace(encode_json_text(RAW), text).encode("utf-8") + b"\n"
+
+
+def raw_log(header_line: JsonValue, lines: Sequence[bytes], compressed: bool) -> bytes:
+    """The header line and ``lines`` as they are: one line each, plain, or compressed as one frame
+    for the header line and one holding every other line (one raw block per line)."""
+    if not compressed:
+        return line(header_line) + b"".join(lines)
+    return raw_frame(0, [line(header_line)]) + (raw_frame(1, lines) if lines else b"")

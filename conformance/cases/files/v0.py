@@ -21,9 +21,12 @@ from conformance.cases.files.logs import (
     Writes,
     form,
     plain_log,
+    raw_line,
+    raw_log,
     v4_header,
     zstd_log,
 )
+from conformance.cases.files.v4 import STORED_TEXTS, TEXT_RULE, TEXT_RULE_WHY
 from spec.codes import Code
 from spec.format.naming import V0_PLAIN_NAME, V0_ZSTD_NAME, derive_session_relpath, encode_header_line
 from spec.log.json import JsonObject, JsonValue
@@ -149,6 +152,7 @@ def v0_sets() -> Iterator[FileSet]:
             "becomes a user message; the trigger is dropped; disposed becomes aborted; turn 2 is left open",
         )
     yield from v0_lineage_sets()
+    yield from v0_stored_text_sets()
     data = v0_log(False)
     yield FileSet(
         "a plain DSH v0 log whose last line is torn is read without it",
@@ -185,6 +189,15 @@ def v0_sets() -> Iterator[FileSet]:
             encode_header_line(v4_header(OLD)),
         ),
     ]
+    yield FileSet(
+        "a DSH v0 log holding a record that is an array is refused",
+        V0_RULE,
+        v0_files(v0_log(False, []) + b'[{"type":"turn/start","seq":0}]\n', False),
+        False,
+        Code.CORRUPT_LOG,
+        session=OLD,
+        comment="a stored record is one JSON object; an array holding one is not a record",
+    )
     for what, code, writes, header in refusals:
         yield FileSet(
             f"a DSH v0 log {what}",
@@ -251,3 +264,22 @@ def v0_lineage_sets() -> Iterator[FileSet]:
             session=OLD,
             comment="the replacement's message id is the replaced message's legacy id (seq 4), not one of its own",
         )
+
+
+def v0_stored_text_sets() -> Iterator[FileSet]:
+    """A v0 log whose events hold each of the v4 logs' raw JSON texts: read through the legacy
+    conversions, then resumed, which writes every event again as a v4 log, read back after close
+    (what is written is the spec's encoding of the values read, D5). Each event is an unknown type
+    marked ``ignorable``, which a v0 log may hold."""
+    for what, texts in STORED_TEXTS.items():
+        lines = [raw_line(seq, text, ignorable=True) for seq, text in enumerate(texts)]
+        for compressed in (False, True):
+            yield FileSet(
+                f"a {form(compressed)} DSH v0 log whose data holds {what}",
+                TEXT_RULE,
+                v0_files(raw_log(v0_header_line(), lines, compressed), compressed),
+                compressed,
+                session=OLD,
+                why=TEXT_RULE_WHY,
+                shown=True,
+            )

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Sequence
+from typing import Final
 
+from conformance.cases.build import OK
 from conformance.cases.files.logs import (
     CHECKSUM_BYTES,
     PLAIN_RULE,
@@ -16,6 +18,8 @@ from conformance.cases.files.logs import (
     form,
     line,
     raw_frame,
+    raw_line,
+    raw_log,
     v4_files,
     v4_header,
     v4_log,
@@ -417,4 +421,150 @@ def layout_sets() -> Iterator[FileSet]:
         comment="a create of the id is refused too, as SESSION_ALREADY_EXISTS or CORRUPT_LOG, so the vector "
         "does not ask it",
         taken=False,
+    )
+
+
+# --- JSON text's edges in a stored log (D5, D6) ------------------------------------------------------
+
+TEXT_RULE: Final = "decode_json_text"
+NESTED_BOTTOM: Final = '[-0,-0.0,9007199254740993,-9007199254740993,1e-7,-5e-5,1e20,-1e300,"s\\u00e9"]'
+
+
+def nested_text(depth: int, bottom: str = NESTED_BOTTOM) -> str:
+    """Raw JSON text: ``bottom`` inside ``depth`` containers, an object and an array by turns."""
+    text = bottom
+    for level in range(depth):
+        text = f'{{"level":{level},"inner":{text}}}' if level % 2 else f'[{level},{text},"x"]'
+    return text
+
+
+# Raw JSON texts a stored event's data may hold, each read as a JavaScript peer reads it (D5): the
+# spec's reader gives every value; a reader with a faster parser must give the same ones.
+STORED_TEXTS: Final[dict[str, tuple[str, ...]]] = {
+    "integers at the safe bound and past it read as JavaScript reads them": (
+        '{"max":9007199254740991,"min":-9007199254740991,"pastMax":9007199254740992,'
+        '"pastMin":-9007199254740992,"odd":9007199254740993,"oddNeg":-9007199254740993}',
+        "[9007199254740993,-9007199254740993,9007199254740991,-9007199254740991,0,-1]",
+        '{"u64":18446744073709551615,"past64":18446744073709551616,"i64":-9223372036854775809,'
+        '"digits":123456789012345678901234567890,"list":[18446744073709551617,-18446744073709551617]}',
+        "9007199254740993",
+    ),
+    "zeros and numbers below the smallest double read as 0": (
+        '{"negZero":-0,"negZeroFloat":-0.0,"zero":0.0,"under":1e-400,"underNeg":-1e-400}',
+        "[-0,-0.0,0.0,-1e-400,1e-400,0e10,-0E-5]",
+        '{"zero":-0.0,"one":1.0,"minusOne":-1.0,"half":-0.5,"tiny":1e-7,"safe":9007199254740991}',
+        "[-0.0,1.0,-1.0,2.5,-1e-7,9007199254740993,0]",
+        "-0.0",
+    ),
+    "fractions below 1e-4 and around it read as written": (
+        '{"tiny":[1e-7,-5e-5,0.0001,-0.0001,9.99e-5,1.5e-10,0.00001234],"one":1e-4,"neg":-0.00009}',
+        "[0.1000000000000000055511151231257827,2.5e-323,5e-324,2.2250738585072014e-308]",
+        "1e-7",
+    ),
+    "doubles from 2**64 up to the largest read as written": (
+        "[1e20,-1e20,1.5e300,1.7976931348623157e308,-1.7976931348623157e308,18446744073709551616.0,"
+        "18446744073709549568,1e19,1.8446744073709552e19,4e18]",
+        '{"big":1E+300,"exact":18446744073709551616.5}',
+        "1e300",
+    ),
+    "data nested past 64 levels reads every number at its depth": (
+        nested_text(70),
+        nested_text(65, '{"a":-0,"b":9007199254740993,"c":1e-9,"d":1e300}'),
+    ),
+    "data nested 300 levels deep reads and is written back exactly": (nested_text(300),),
+    "escapes, astral text and spaces between tokens read as written": (
+        '{"escapes":"\\u0000\\u001f\\"\\\\\\/\\b\\f\\n\\r\\t","latin":"\\u00e9 \u00e9",'
+        '"astral":"\\ud83d\\ude00 \U0001f600","high":"\\u00ff\\uffff"}',
+        ' \t{ "spaced" : [ 1 , 2.5 , true , null ] ,\r "empty":{ },"list":[ ] } ',
+        '{"k":1,"k":2,"other":{"k":[1],"k":{"deep":-0}}}',
+    ),
+}
+
+# Stored lines that no JavaScript peer reads as JSON, or reads as a value outside the domain (D5).
+DAMAGED_TEXTS: Final[dict[str, str]] = {
+    "a number past the largest double": "[1e400]",
+    "a negative number past the largest double": '{"n":-1.8e308}',
+    "an integer literal of 400 digits": "1" + "0" * 400,
+    "a number past the largest double nested 70 levels deep": nested_text(70, "[1e400]"),
+    "NaN": "[NaN]",
+    "Infinity": '{"n":-Infinity}',
+    "a raw control character in a string": '"a\u0001b"'.replace("\\u0001", "\x01"),
+    "a digit outside ASCII": "[\u0661]",
+    "a leading zero": "[01]",
+    "a lone minus sign": "[-]",
+    "a trailing comma": "[1,]",
+    "a single-quoted string": "['a']",
+}
+
+
+def stored_text_sets() -> Iterator[FileSet]:
+    """A v4 log whose events hold each of :data:`STORED_TEXTS` (read, resumed, its state shown from
+    the lines the resumed session keeps, closed and read again), and one that holds each of
+    :data:`DAMAGED_TEXTS` in a middle line (corrupt)."""
+    header = encode_header_line(v4_header())
+    for what, texts in STORED_TEXTS.items():
+        lines = [raw_line(seq, text) for seq, text in enumerate(texts)]
+        for compressed in (False, True):
+            yield FileSet(
+                f"a {form(compressed)} v4 log whose data holds {what}",
+                TEXT_RULE,
+                v4_files(raw_log(header, lines, compressed), compressed),
+                compressed,
+                why=TEXT_RULE_WHY,
+                shown=True,
+            )
+    for what, lines, intent in seq_forms():
+        yield FileSet(
+            f"a plain v4 log {what}",
+            SEQ_RULE,
+            v4_files(raw_log(header, lines, False), False),
+            False,
+            intent,
+            shown=intent == OK,
+        )
+    for what, text in DAMAGED_TEXTS.items():
+        lines = [raw_line(0, "{}"), raw_line(1, text), raw_line(2, "{}")]
+        yield FileSet(
+            f"a plain v4 log whose middle line holds {what} is corrupt",
+            TEXT_RULE,
+            v4_files(raw_log(header, lines, False), False),
+            False,
+            Code.CORRUPT_LOG,
+            why=TEXT_RULE_WHY,
+        )
+
+
+TEXT_RULE_WHY: Final = (
+    "a stored line is read as a JavaScript peer reads it, or refused: every number a finite double, "
+    "every string the UTF-16 code units its escapes name (SPEC-DECISIONS D5)"
+)
+
+
+LONG_LOG: Final = 1_100  # events: past the 1,024 lines a reader may decode at a time
+
+
+def seq_forms() -> Iterator[tuple[str, list[bytes], str]]:
+    """Logs whose stored seqs are written otherwise than 0, 1, 2 as integers: what each line's
+    ``seq`` reads as decides (D5: ``1.0`` is the number 1), and a log as long as
+    :data:`LONG_LOG` reads whole; one that already ends with the end-seed marker gets no other at resume,
+    and a fork of it at its end keeps every stored line (no marker is added to the child's seed)."""
+    first = raw_line(0, "{}")
+    yield "whose seq repeats is corrupt", [first, raw_line(1, "{}"), raw_line(1, "{}")], Code.CORRUPT_LOG
+    yield "whose seq goes back is corrupt", [first, raw_line(1, "{}"), raw_line(0, "{}")], Code.CORRUPT_LOG
+    yield "whose seqs start at 1 is corrupt", [raw_line(1, "{}"), raw_line(2, "{}")], Code.CORRUPT_LOG
+    yield "whose seqs start below 0 is corrupt", [raw_line(seq, "{}") for seq in (-1, 0, 1)], Code.CORRUPT_LOG
+    yield "whose first record is an array is corrupt", [b'[{"seq":0}]\n', raw_line(1, "{}")], Code.CORRUPT_LOG
+    written = raw_line(1, "{}").replace(b'"seq":1', b'"seq":1.0')
+    yield "whose seq is written 1.0 reads it as 1", [first, written, raw_line(2, "{}")], OK
+    written = raw_line(1, "{}").replace(b'"seq":1', b'"seq":"1"')
+    yield "whose seq is a string is corrupt", [first, written], Code.CORRUPT_LOG
+    yield "holding a record that is an array is corrupt", [first, b'[1,{"seq":1}]\n'], Code.CORRUPT_LOG
+    yield "holding a record that is a number is corrupt", [first, b"1\n"], Code.CORRUPT_LOG
+    yield "holding a record without a seq is corrupt", [first, b'{"type":"custom/value"}\n'], Code.CORRUPT_LOG
+    ended = [first, raw_line(1, "{}", "session/end-seed")]
+    yield "that ends with the end-seed marker is resumed without another", ended, OK
+    yield (
+        f"of {LONG_LOG} events reads whole",
+        [raw_line(seq, str(seq % 7)) for seq in range(LONG_LOG)],
+        OK,
     )
