@@ -152,7 +152,7 @@ def decode_lines(
                     if end != len(text):
                         return None
                     append(settle(value, small))
-    except (_Unsure, ValueError, StopIteration, RecursionError, TypeError):
+    except (_Unsure, ValueError, OverflowError, StopIteration, RecursionError, TypeError):
         return None
     if numbered and not in_one_loop:
         for index, value in enumerate(values):
