@@ -15,7 +15,7 @@ import json
 import os
 import urllib.parse
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final, TextIO
 
 from reference.exits import (
@@ -62,6 +62,7 @@ class CheckedLog:
     legacy: tuple[
         Violation, ...
     ] = ()  # findings a DSH v0 log already held (LEGACY_RULES): reported, not failed
+    event_count: int = 0  # the events read (committed and recovered)
 
     @property
     def relational_only(self) -> bool:
@@ -125,7 +126,21 @@ def check_log_file(path: str, core_only: bool = False) -> CheckedLog:
     )
     violations = tuple(violation for violation in found if violation.rule not in LEGACY_RULES)
     legacy = tuple(violation for violation in found if violation.rule in LEGACY_RULES)
-    return CheckedLog(path, file, None, violations, core_only, legacy)
+    return CheckedLog(path, file, None, violations, core_only, legacy, len(events))
+
+
+def check_log_file_to_send(path: str, core_only: bool = False) -> CheckedLog:
+    """:func:`check_log_file`'s outcome without the events it read, to be sent to another process:
+    what a report shows of the file (its form, format, torn tail and, when something is reported,
+    the places of its lines) stays. Pickling the events themselves is slow, and a value nested
+    deeper than the interpreter's recursion limit cannot be pickled at all (a log may hold one)."""
+    outcome = check_log_file(path, core_only)
+    file = outcome.file
+    if file is None:
+        return outcome
+    located = file.places if outcome.violations or outcome.legacy else ()
+    log = replace(file.log, events=(), recovered=())
+    return replace(outcome, file=replace(file, log=log, located=located))
 
 
 def check_paths(paths: Sequence[str], core_only: bool = False) -> Iterator[Outcome]:
@@ -223,7 +238,7 @@ def render_text(outcomes: Iterable[Outcome], out: TextIO) -> int:
         verdict = "ok" if not count else f"{count} violation{'s' if count > 1 else ''}"
         torn = "" if outcome.torn is None else f" ({outcome.torn}, ignored)"
         print(
-            f"{outcome.path}: {len(file.events)} events, format v{file.log.format_version} ({file.form}), "
+            f"{outcome.path}: {outcome.event_count} events, format v{file.log.format_version} ({file.form}), "
             f"{verdict}{torn}",
             file=out,
         )
@@ -294,7 +309,7 @@ def json_row(outcome: Outcome) -> dict[str, object]:
         "path": outcome.path,
         "form": str(file.form),
         "format": file.log.format_version,
-        "events": len(file.events),
+        "events": outcome.event_count,
         "tornAt": file.log.truncate_to,
         "tornLine": None if file.torn_place is None else file.torn_place.line,
         "torn": None if outcome.torn is None else f"{outcome.torn}, ignored: {TORN_NOTE}",

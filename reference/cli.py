@@ -195,14 +195,14 @@ def check_paths_in_parallel(
     """:func:`reference.checking.check_paths`'s outcomes, in its order, the logs checked by
     ``jobs`` processes or on the workers of a Dask ``cluster``."""
     from conformance.cluster import map_ordered
-    from reference.checking import NoLogs, check_log_file
+    from reference.checking import NoLogs, check_log_file_to_send
     from reference.logfile import find_logs
 
     plan: list[str | NoLogs] = []
     for path in paths:
         plan += list(find_logs([path])) or [NoLogs(path)]
     logs = [entry for entry in plan if isinstance(entry, str)]
-    checked = map_ordered(partial(check_log_file, core_only=core_only), logs, jobs, cluster)
+    checked = map_ordered(partial(check_log_file_to_send, core_only=core_only), logs, jobs, cluster)
     for entry in plan:
         yield entry if isinstance(entry, NoLogs) else next(checked)
 
