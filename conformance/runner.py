@@ -60,8 +60,8 @@ class VectorFileError(ValueError):
 
 def load_vectors(directory: Path = VECTORS_DIR) -> list[dict[str, Any]]:
     """Every vector under ``directory``, family folder by family folder, in file-name order.
-    Raises :class:`VectorFileError` for a file that is not JSON, not an object, or has no
-    ``name`` and neither ``steps`` (a list) nor ``function``."""
+    Raises :class:`VectorFileError` for a file that is not JSON, not an object, has no ``name``
+    and neither ``steps`` (a list) nor ``function``, or a ``family`` that is not a string."""
     vectors: list[dict[str, Any]] = []
     for path in sorted(directory.glob("*/*.json")):
         try:
@@ -74,7 +74,8 @@ def load_vectors(directory: Path = VECTORS_DIR) -> list[dict[str, Any]]:
             isinstance(vector.get("steps"), list) or isinstance(vector.get("function"), str)
         ):
             raise VectorFileError(f"{path}: a vector has a name and either steps (a list) or a function")
-        vector.setdefault("family", path.parent.name)
+        if not isinstance(vector.setdefault("family", path.parent.name), str):
+            raise VectorFileError(f"{path}: a vector's family, when given, is a string (its folder's name)")
         vectors.append(vector)
     return vectors
 

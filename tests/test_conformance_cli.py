@@ -69,6 +69,10 @@ def test_a_vectors_folder_with_no_vectors_is_a_usage_error_not_a_green_run(tmp_p
         ("[1, 2]", "a vector is a JSON object, this is a list"),
         ('{"name": "x", "family": "json"}', "either steps (a list) or a function"),
         (b"\xff\xfe{}", "not a readable JSON file"),
+        (
+            '{"name": "x", "family": ["pure"], "function": "spec.x"}',
+            "a vector's family, when given, is a string",
+        ),
     ],
 )
 def test_a_malformed_vector_file_is_refused_with_a_code_and_a_sentence_not_a_traceback(
