@@ -148,21 +148,26 @@ WRITING_BREAKS: dict[type[ReferenceSubject], str] = {
 
 
 def _inflate_unchecked(data: bytes) -> tuple[bytes, bool]:
-    """A complete frame decoded without its checksum checked (the content-size and block structure
-    only); a torn one is left to the reference's reader."""
+    """A complete frame whose blocks are all raw, decoded without its checksum checked (the frame
+    header and block structure only); any other frame, or a torn one, is left to the reference's
+    reader. The block walk is bounded by the frame's bytes, whatever its header says."""
     measured = measure_zstd_frame(data, 0)
-    if measured is None or measured.length != len(data):
+    if measured is None or measured.length != len(data) or len(data) < 5:
         return _STRICT_INFLATE(data)
+    descriptor = data[4]  # RFC 8878 3.1.1.1.1: content-size flag, single segment, dictionary id
+    single = descriptor >> 5 & 1
+    at = 5 + (1 - single) + (0, 1, 2, 4)[descriptor & 3] + (single, 2, 4, 8)[descriptor >> 6]
     body = bytearray()
-    at = 4 + 1 + 4  # magic, descriptor, a 4-byte content size: the reference's own frames
-    while True:
+    while at + 3 <= len(data):
         header = int.from_bytes(data[at : at + 3], "little")
         size, last = header >> 3, header & 1
-        block = data[at + 3 : at + 3 + size]
-        body += block if (header >> 1) & 3 == 0 else zstandard.ZstdDecompressor().decompress(data)
+        if (header >> 1) & 3 != 0:  # not a raw block: the reference's reader decides
+            return _STRICT_INFLATE(data)
+        body += data[at + 3 : at + 3 + size]
         at += 3 + size
         if last:
             return bytes(body), True
+    return _STRICT_INFLATE(data)
 
 
 _STRICT_INFLATE = filestore_module.inflate_zstd
