@@ -3,10 +3,13 @@
 #     scripts/mutation.sh [MODULE ...] [--lanes fast,drt,stateful] [--jobs N] [--timeout S] [--fresh]
 #     scripts/mutation.sh --changed BASE          the fast lane on the mutants of the lines changed since BASE
 #     scripts/mutation.sh MODULE ... --again      judge those modules' survivors again (after new vectors)
-#     scripts/mutation.sh report [--markdown docs/mutation.md]
+#     scripts/mutation.sh report [--markdown docs/mutation.md]   (from the ledger, docs/mutation-ledger.json)
+#     scripts/mutation.sh save SESSION ...       save session databases (another tree's) into the ledger
 # MODULE: a file, folder or dotted module inside the scope (default: all of it). The session
 # database (.scratch/mutation/session.sqlite) keeps every result as it comes: run the same command
-# again after an interruption and it resumes. The report per module and rule goes to docs/mutation.md.
+# again after an interruption and it resumes; each run saves its results into docs/mutation-ledger.json
+# (in the repository: a session made anew, on any machine, starts from it) and writes the report per
+# module and rule from it to docs/mutation.md.
 # The fast lane runs for each mutant only the vector cases that execute its statement (a coverage map
 # in .scratch/mutation/coverage.json, traced once per tree); the drt and stateful lanes likewise run
 # only the units of their families (a split family's part, a whole family) that execute it

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cosmic_ray.work_db import WorkDB, use_db
 from cosmic_ray.work_item import MutationSpec
 
 from scripts import mutation
@@ -211,3 +212,65 @@ def test_a_case_glob_choosing_none_of_a_lanes_cases_stops_the_run_instead_of_rec
     with pytest.raises(SystemExit, match="chooses none"):
         mutation.run_lane(session, "fast", (), jobs=1, timeout=60, cases=["crash#*"], limit=None)
     assert mutation.lane_rows(session) == {}
+
+
+def test_the_ledger_keeps_a_sessions_results_for_a_new_session_and_the_report(tmp_path: Path) -> None:
+    """A session saved into the ledger is what a session made anew (another machine, a fresh
+    clone) starts from and what the report is made of; a later session's word replaces the
+    ledger's for the lanes it ran only; a module whose mutants moved since is judged anew."""
+    files = [MODULE, UNREACHED[0]]
+    session, ledger = tmp_path / "session.sqlite", tmp_path / "ledger.json"
+    mutation.open_session(session, files, fresh=True)
+    mutation.skip_annotations(session)
+    judged = [m for m in mutation.read_mutants(session) if not m.skipped][:6]
+    outcomes = ["killed", "survived", "unreached", "timeout", "incompetent", "survived"]
+    with use_db(str(session), WorkDB.Mode.open) as work_db:
+        for index, (m, outcome) in enumerate(zip(judged, outcomes, strict=True)):
+            result = mutation.result_of(outcome, f"line {index}", f"mutated {index}")
+            mutation.record(session, work_db, m.job_id, "fast", result, 0.5)
+        mutation.record(session, work_db, judged[1].job_id, "drt", mutation.result_of("killed", "", ""), 9.0)
+
+    def seen(mutants: list[mutation.Mutant]) -> list[tuple[Any, ...]]:
+        """What the report reads of each mutant (a killed one's lines are not kept)."""
+        return sorted((m.module, m.line, m.operator, m.rule, sorted(m.lanes.items()), m.skipped,
+                       () if mutation.decisive(m.lanes) else (m.before, m.after)) for m in mutants)  # fmt: skip
+
+    assert mutation.save_to_ledger(session, ledger) == sorted(files)
+    made = mutation.read_mutants(session)
+    survivor = next(m for m in made if m.job_id == judged[5].job_id)
+    assert (survivor.before, survivor.after) == ("line 5", "mutated 5")
+    again = tmp_path / "again.sqlite"
+    mutation.open_session(again, files, fresh=False, ledger=ledger)
+    assert seen(mutation.read_mutants(again)) == seen(made)
+    assert seen(mutation.ledger_mutants(ledger, files)) == seen(made)
+    assert mutation.render(mutation.ledger_mutants(ledger, files), {}) == mutation.render(made, {})
+
+    # a later session, made without the ledger, judges that survivor in the fast lane only: the
+    # ledger takes its word for that lane and keeps the drt result it had
+    with use_db(str(session), WorkDB.Mode.open) as work_db:
+        place = next(
+            mutation.place_of(i.mutations[0]) for i in work_db.work_items if i.job_id == judged[1].job_id
+        )
+    later = tmp_path / "later.sqlite"
+    mutation.open_session(later, files, fresh=True)
+    with use_db(str(later), WorkDB.Mode.open) as work_db:
+        job = next(i.job_id for i in work_db.work_items if mutation.place_of(i.mutations[0]) == place)
+        mutation.record(later, work_db, job, "fast", mutation.result_of("killed", "", ""), 0.7)
+    mutation.save_to_ledger(later, ledger)
+    lanes = next(m.lanes for m in mutation.ledger_mutants(ledger, files) if "drt" in m.lanes)
+    assert lanes == {"fast": ("killed", 0.7), "drt": ("killed", 9.0)}
+    kept = [m for m in mutation.ledger_mutants(ledger, files) if m.lanes == {"fast": ("survived", 0.5)}]
+    assert [(m.before, m.after) for m in kept] == [("line 5", "mutated 5")]
+
+    # the ledger as judged on an older text of MODULE, whose mutants sat one line higher
+    text = json.loads(ledger.read_text(encoding="utf-8"))
+    text["modules"][MODULE]["sha256"] = "an older text"
+    for row in text["modules"][MODULE]["mutants"]:
+        row["at"][0] -= 1
+    ledger.write_text(json.dumps(text), encoding="utf-8")
+    report = mutation.ledger_mutants(ledger, files)
+    assert all(not m.lanes for m in report if m.module == MODULE)  # pending
+    assert any(m.lanes for m in report if m.module == UNREACHED[0])
+    fresh = tmp_path / "fresh.sqlite"
+    mutation.open_session(fresh, files, fresh=False, ledger=ledger)
+    assert {m.module for m in mutation.read_mutants(fresh) if m.lanes} == {UNREACHED[0]}
