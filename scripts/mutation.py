@@ -964,6 +964,7 @@ class Mutant:
     after: str
     lanes: dict[str, tuple[str, float]]
     skipped: bool
+    place: Place  # what names it across sessions (:func:`place_of`)
 
     @property
     def key(self) -> tuple[str, str, str, str]:
@@ -1001,6 +1002,7 @@ def read_mutants(path: Path) -> list[Mutant]:
                     after=after,
                     lanes=rows.get(item.job_id, {}),
                     skipped=result is not None and result.worker_outcome == WorkerOutcome.SKIPPED,
+                    place=place_of(mutation),
                 )
             )
     return sorted(mutants, key=lambda m: (m.module, m.line, m.operator, m.after))
@@ -1196,16 +1198,20 @@ def decisive(lanes: dict[str, tuple[str, float]]) -> bool:
     return any(outcome in ("killed", "timeout", "incompetent") for outcome, _ in lanes.values())
 
 
-def ledger_row(mutation: MutationSpec, lanes: dict[str, tuple[str, float]], skipped: bool,
-               before: str, after: str) -> dict[str, Any]:  # fmt: skip
-    (operator, occurrence, start, end, rule) = place_of(mutation)
-    row: dict[str, Any] = {"op": operator, "n": occurrence, "at": [*start, *end], "rule": rule}
-    if skipped:
+def place_row(place: Place) -> dict[str, Any]:
+    """A mutant's place as the ledger writes it (:func:`ledger_place` reads it back)."""
+    (operator, occurrence, start, end, rule) = place
+    return {"op": operator, "n": occurrence, "at": [*start, *end], "rule": rule}
+
+
+def ledger_row(mutant: Mutant) -> dict[str, Any]:
+    row = place_row(mutant.place)
+    if mutant.skipped:
         row["skipped"] = True
-    if lanes:
-        row["lanes"] = {lane: [outcome, round(seconds, 2)] for lane, (outcome, seconds) in lanes.items()}
-    if not skipped and not decisive(lanes):
-        row |= {"before": before, "after": after}
+    if mutant.lanes:
+        row["lanes"] = {lane: [outcome, round(took, 2)] for lane, (outcome, took) in mutant.lanes.items()}
+    if not mutant.skipped and not decisive(mutant.lanes):
+        row |= {"before": mutant.before, "after": mutant.after}
     return row
 
 
@@ -1240,21 +1246,13 @@ def save_to_ledger(session: Path, path: Path = LEDGER) -> list[str]:
     ledger's for the others); any other module's entry is replaced. A module edited since the
     session made its mutants is left out (its results belong to another text). Returns the
     modules saved."""
-    rows = lane_rows(session)
     with sqlite3.connect(session, timeout=LOCK_WAIT) as db:
         db.execute(META_TABLE)
         found = db.execute("SELECT value FROM mutation_meta WHERE key = 'sources'").fetchone()
     sources = json.loads(found[0]) if found is not None else {}
     by_module: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    with use_db(str(session), WorkDB.Mode.open) as work_db:
-        results = dict(work_db.results)
-        for item in work_db.work_items:
-            mutation = item.mutations[0]
-            result = results.get(item.job_id)
-            before, after = diff_lines(result.diff or "") if result is not None else ("", "")
-            skipped = result is not None and result.worker_outcome == WorkerOutcome.SKIPPED
-            row = ledger_row(mutation, rows.get(item.job_id, {}), skipped, before, after)
-            by_module[Path(mutation.module_path).as_posix()].append(row)
+    for mutant in read_mutants(session):
+        by_module[mutant.module].append(ledger_row(mutant))
     ledger = read_ledger(path)
     saved = []
     for module, made in sorted(by_module.items()):
@@ -1342,17 +1340,14 @@ def ledger_mutants(path: Path = LEDGER, files: Sequence[str] | None = None) -> l
         rows = ledger.get(module, {}).get("mutants", [])
         if module in stale and {ledger_place(row) for row in rows} != mutant_places(fresh[module]):
             spans = annotation_spans(ROOT / module)
-            rows = [
-                ledger_row(item.mutations[0], {}, any(b <= tuple(item.mutations[0].start_pos) < e for b, e in spans),
-                           "", "")
-                for item in fresh[module]
-            ]  # fmt: skip
+            rows = [place_row(place) | ({"skipped": True} if any(b <= place[2] < e for b, e in spans) else {})
+                    for place in map(place_of, (item.mutations[0] for item in fresh[module]))]  # fmt: skip
         for index, row in enumerate(rows):
             mutants.append(Mutant(
                 job_id=f"{module}#{index}", module=module, rule=row["rule"] or "(module)", line=row["at"][0],
                 operator=row["op"].removeprefix("core/"), before=row.get("before", ""), after=row.get("after", ""),
                 lanes={lane: (outcome, seconds) for lane, (outcome, seconds) in row.get("lanes", {}).items()},
-                skipped=bool(row.get("skipped")),
+                skipped=bool(row.get("skipped")), place=ledger_place(row),
             ))  # fmt: skip
     return sorted(mutants, key=lambda m: (m.module, m.line, m.operator, m.after))
 
