@@ -114,11 +114,13 @@ def take_seed_run(
             or type(time) is not int
             or not -MAX_SAFE_INTEGER <= time <= MAX_SAFE_INTEGER
             or "data" not in entry
-            or ("ignorable" in entry and entry["ignorable"] is not True)
         ):
             break
+        # Its type, seq, time and data are there: four keys are the log-only envelope's, exactly.
+        if len(entry) != 4 and "ignorable" in entry and entry["ignorable"] is not True:
+            break
         if kind not in SURFACE_EVENT_TYPES:
-            if not LOG_ONLY_ENVELOPE_KEYS.issuperset(entry):
+            if len(entry) != 4 and not LOG_ONLY_ENVELOPE_KEYS.issuperset(entry):
                 break
         else:
             if index >= checked or entry.get("surfaceOp") != APPEND or not ENVELOPE_KEYS.issuperset(entry):
