@@ -125,10 +125,11 @@ def take_seed_run(
         else:
             if index >= checked or entry.get("surfaceOp") != APPEND or not ENVELOPE_KEYS.issuperset(entry):
                 break
-            try:
-                validate_provenance(entry, ())
-            except SpecError:
-                break  # judged rule by rule, which names it as the per-event rules do
+            if "sourceEventSeqs" in entry:  # none cited and nothing shadowed: nothing to judge
+                try:
+                    validate_provenance(entry, ())
+                except SpecError:
+                    break  # judged rule by rule, which names it as the per-event rules do
             appended.append(index)
         index += 1
     return index - start, appended
