@@ -87,7 +87,8 @@ def upgrade_v0_records(
                     if kind == STEERING_MESSAGE:
                         event = upgrade_steering_message(session_id, event)
                     event = upgrade_pre_identity_message(session_id, event, message_ids)
-                    if is_named(event.get("type"), MESSAGE_EVENT_TYPES):  # the others pass: no subject to name
+                    # The other types pass the shape rule: no subject to name.
+                    if is_named(event.get("type"), MESSAGE_EVENT_TYPES):
                         validate_stored_message(event)
             except SpecError as error:
                 raise reject(error.code, error.message + where(index)) from None
