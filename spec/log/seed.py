@@ -79,9 +79,9 @@ def take_seed_run(
     (:func:`validate_seed_event`, the entry taken as it is, then :func:`plan_seed_surface` against
     the seed before them) as log-only events (no plan) or as appends (an :class:`AppendPlan`) whose
     message a stored log's read path checked (index below ``messages_checked``), with the seqs
-    of those appends, in order (what their plans put on the surface). The per-event rules decided for a run of
-    entries in one call (issue 24: a resume folds 100k stored events, four in five log-only and
-    most others appends, and each rule's own call per event was most of the fold); the fold
+    of those appends, in order (what their plans put on the surface). The per-event rules decided
+    for a run of entries in one call (issue 24: a resume folds 100k stored events, four in five
+    log-only and most others appends, and each rule's own call per event was most of the fold); the fold
     (:func:`spec.log.session.fold_seed`) keeps such a run as it is and judges the entry that ends
     it rule by rule, so every verdict, code and message stays the per-event rules'.
 
