@@ -12,6 +12,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+import pytest
 from event_builders import assistant_data, tool_result_data, user_data
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -171,3 +172,22 @@ def test_surface_nodes_answer_as_a_list_after_any_lookups_and_splices(
             assert nodes.index(probed) == model.index(probed)
         assert [nodes[position] for position in range(len(model))] == model
         assert list(nodes) == model and [nodes.index(node) for node in model] == list(range(len(model)))
+
+
+@pytest.mark.parametrize("size", [0, 1, 2, 3, 7, 8, 9, 64, 100, 1000])
+def test_surface_nodes_built_at_once_are_the_nodes_appended_one_by_one(size: int) -> None:
+    """Nodes given at construction are built at once (issue 24: a resumed session's surface), into
+    the very structures the appends one by one make; a seq given twice is appended as before."""
+    seqs = [3 * seq + 1 for seq in range(size)]
+    built, appended = nodes_module.SurfaceNodes(seqs), nodes_module.SurfaceNodes()
+    for seq in seqs:
+        appended.append(seq)
+    for name in ("_seqs", "_slot_of", "_next", "_tree", "_found"):
+        assert getattr(built, name) == getattr(appended, name), name
+    assert list(built) == seqs and [built.index(seq) for seq in seqs] == list(range(size))
+    twice = [*seqs, *seqs[:2]]
+    built, appended = nodes_module.SurfaceNodes(twice), nodes_module.SurfaceNodes()
+    for seq in twice:
+        appended.append(seq)
+    for name in ("_seqs", "_slot_of", "_next", "_tree"):
+        assert getattr(built, name) == getattr(appended, name), name

@@ -76,12 +76,20 @@ def upgrade_v0_records(
         # they are not asked (issue 24: a first sight reads every event once).
         if isinstance(kind, str) and kind in CONVERTED_TYPES:
             try:
-                event = upgrade_turn_start(session_id, event)
-                event = upgrade_turn_end(session_id, event)
-                event = upgrade_steering_message(session_id, event)
-                event = upgrade_pre_identity_message(session_id, event, message_ids)
-                if is_named(event.get("type"), MESSAGE_EVENT_TYPES):  # the others pass: no subject to name
-                    validate_stored_message(event)
+                # Each conversion passes every type but its own, and only a steering message's
+                # changes its type (to a user message, which the next one reads): each event is
+                # asked only the conversions of its type, in their order (issue 24).
+                if kind == TURN_START:
+                    event = upgrade_turn_start(session_id, event)
+                elif kind == TURN_END:
+                    event = upgrade_turn_end(session_id, event)
+                else:
+                    if kind == STEERING_MESSAGE:
+                        event = upgrade_steering_message(session_id, event)
+                    event = upgrade_pre_identity_message(session_id, event, message_ids)
+                    # The other types pass the shape rule: no subject to name.
+                    if is_named(event.get("type"), MESSAGE_EVENT_TYPES):
+                        validate_stored_message(event)
             except SpecError as error:
                 raise reject(error.code, error.message + where(index)) from None
         if frozen:

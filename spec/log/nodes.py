@@ -31,8 +31,17 @@ class SurfaceNodes(Sequence[int]):
         self._tree: list[int] = [0]  # Fenwick tree (1-based) over "this slot is live"
         self._next: list[int] = []  # union-find: a live slot points to itself, a dead one further on
         self._found: tuple[int, int] = (-1, -1)  # the position the last ``index`` found, and its slot
-        for seq in nodes:
-            self.append(seq)
+        seqs = list(nodes)
+        slot_of = dict(zip(seqs, range(len(seqs))))
+        if len(slot_of) != len(seqs):  # a seq given twice: as the appends one by one leave it
+            for seq in seqs:
+                self.append(seq)
+            return
+        # Every slot live, built at once as the appends one by one build it (issue 24: a resumed
+        # session's surface): a Fenwick node counts the slots of its own lowest bit's span.
+        self._seqs, self._slot_of = seqs, slot_of
+        self._next = list(range(len(seqs)))
+        self._tree = [0, *(index & -index for index in range(1, len(seqs) + 1))]
 
     # --- reading, as a list reads ----------------------------------------------------------------
 

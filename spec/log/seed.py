@@ -10,7 +10,7 @@ message shape (§5.4); that asymmetry is DSH's and is kept (§14.1).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Final, Literal, TypeAlias
+from typing import Final, Literal, TypeAlias, cast
 
 from spec.codes import Code, SpecError, reject
 from spec.log.events import (
@@ -19,6 +19,7 @@ from spec.log.events import (
     ENVELOPE_KEYS,
     REQUEST_HEADER,
     REQUEST_HEADER_DELTA,
+    SURFACE_EVENT_TYPES,
     TOOL_RESULT,
     USER_MESSAGE,
     Event,
@@ -26,6 +27,7 @@ from spec.log.events import (
     is_named,
 )
 from spec.log.json import (
+    MAX_SAFE_INTEGER,
     NOT_JSON,
     FrozenDict,
     JsonValue,
@@ -35,7 +37,8 @@ from spec.log.json import (
     js_text,
     snapshot_json,
 )
-from spec.log.surface import SurfacePlan, plan_surface_event
+from spec.log.provenance import validate_provenance
+from spec.log.surface import APPEND, SurfacePlan, plan_surface_event
 from spec.log.unclosed import find_active_compaction
 
 MESSAGE_EVENT_TYPES: Final = frozenset({USER_MESSAGE, ASSISTANT_MESSAGE, TOOL_RESULT})
@@ -63,6 +66,73 @@ def validate_seed_event(index: int, source: object, mode: SeedMode, message_chec
     validate_seed_request_header_reason(index, event)
     validate_seed_seq(index, event)
     return event
+
+
+LOG_ONLY_ENVELOPE_KEYS: Final = ENVELOPE_KEYS - {"surfaceOp", "sourceEventSeqs"}
+_NO_RUN_TYPES: Final = frozenset({REQUEST_HEADER, REQUEST_HEADER_DELTA})
+
+
+def take_seed_run(
+    seed: Sequence[object], start: int, mode: SeedMode, messages_checked: int
+) -> tuple[int, list[int]]:
+    """How many seed entries from index ``start`` on, in a row, pass every per-event rule
+    (:func:`validate_seed_event`, the entry taken as it is, then :func:`plan_seed_surface` against
+    the seed before them) as log-only events (no plan) or as appends (an :class:`AppendPlan`) whose
+    message a stored log's read path checked (index below ``messages_checked``), with the seqs
+    of those appends, in order (what their plans put on the surface). The per-event rules decided
+    for a run of entries in one call (issue 24: a resume folds 100k stored events, four in five
+    log-only and most others appends, and each rule's own call per event was most of the fold); the fold
+    (:func:`spec.log.session.fold_seed`) keeps such a run as it is and judges the entry that ends
+    it rule by rule, so every verdict, code and message stays the per-event rules'.
+
+    Such an entry, taken as it is (``restore-kept``: a ``dict`` or a :class:`FrozenDict`;
+    ``shared``: a :class:`FrozenDict`, and no append, whose message a fork's seed has checked
+    by no read path; no run in the other modes, which copy or freeze each entry), has a ``data``,
+    ``ignorable`` absent or ``true``, an int ``seq`` equal to its index, an int ``time`` that is a
+    safe integer, and a string ``type`` that is not ``request/header`` nor the retired
+    ``request/header-delta``; then either the type is not surface-eligible and the entry has only
+    the keys of a log-only envelope (no ``surfaceOp``, no ``sourceEventSeqs``), or it is
+    surface-eligible, has only envelope keys, its ``surfaceOp`` is ``"append"`` and
+    :func:`spec.log.provenance.validate_provenance` passes it with nothing shadowed. Anything else
+    ends the run, even where the per-event rules would pass it (an integral float seq or time, a
+    replace): the fold judges that entry by them."""
+    taken = (dict, FrozenDict) if mode == "restore-kept" else (FrozenDict,) if mode == "shared" else ()
+    checked = messages_checked if mode == "restore-kept" else 0
+    entries = cast(Sequence[Event], seed)  # what each entry is, asked of its type just below
+    appended: list[int] = []
+    index, end = start, len(entries)
+    while index < end:
+        entry = entries[index]
+        if type(entry) not in taken:
+            break
+        kind, seq, time = entry.get("type"), entry.get("seq"), entry.get("time")
+        if (
+            type(kind) is not str
+            or kind in _NO_RUN_TYPES
+            or type(seq) is not int
+            or seq != index
+            or type(time) is not int
+            or not -MAX_SAFE_INTEGER <= time <= MAX_SAFE_INTEGER
+            or "data" not in entry
+        ):
+            break
+        # Its type, seq, time and data are there: four keys are the log-only envelope's, exactly.
+        if len(entry) != 4 and "ignorable" in entry and entry["ignorable"] is not True:
+            break
+        if kind not in SURFACE_EVENT_TYPES:
+            if len(entry) != 4 and not LOG_ONLY_ENVELOPE_KEYS.issuperset(entry):
+                break
+        else:
+            if index >= checked or entry.get("surfaceOp") != APPEND or not ENVELOPE_KEYS.issuperset(entry):
+                break
+            if "sourceEventSeqs" in entry:  # none cited and nothing shadowed: nothing to judge
+                try:
+                    validate_provenance(entry, ())
+                except SpecError:
+                    break  # judged rule by rule, which names it as the per-event rules do
+            appended.append(index)
+        index += 1
+    return index - start, appended
 
 
 def take_seed_event(index: int, source: object, mode: SeedMode) -> Event:

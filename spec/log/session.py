@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Final
+from typing import Final, cast
 
 from spec.codes import Code, reject
 from spec.log.events import END_SEED, REQUEST_HEADER, REQUEST_HEADER_DELTA, Event, Message
@@ -24,6 +24,7 @@ from spec.log.seed import (
     SeedMode,
     needs_end_seed,
     plan_seed_surface,
+    take_seed_run,
     validate_end_seed_outside_open_compaction,
     validate_seed_event,
 )
@@ -121,17 +122,29 @@ def fold_seed(
     planned on the surface built from the entries before it; the first failure rejects the whole
     seed (§4.2 step 2). In restore mode the first ``messages_checked`` entries come from a stored
     log's read path, which checked their messages already (the rest, such as crash-repair
-    closers, are checked here)."""
+    closers, are checked here). A run of entries that those rules pass as log-only events or
+    appends is decided in one call (:func:`spec.log.seed.take_seed_run`), with their verdicts."""
     events: list[Event] = []
-    keep = events.append
     nodes = SurfaceNodes()
     generation = 0
-    for index, source in enumerate(seed):
-        event = validate_seed_event(index, source, mode, index < messages_checked)
+    index, end = 0, len(seed)
+    while index < end:
+        # A run of entries the per-event rules pass as log-only events or appends is kept as it
+        # is, its appends pushed (take_seed_run); the entry that ends it is judged rule by rule.
+        run, appended = take_seed_run(seed, index, mode, messages_checked)
+        if run:
+            events += cast(Sequence[Event], seed[index : index + run])
+            for seq in appended:
+                nodes.append(seq)
+            index += run
+            if index == end:
+                break
+        event = validate_seed_event(index, seed[index], mode, index < messages_checked)
         plan = plan_seed_surface(index, nodes, event, events)
-        keep(event)
+        events.append(event)
         if plan is not None:
             generation = splice_plan(nodes, plan, generation)
+        index += 1
     return tuple(events), Surface(nodes=tuple(nodes), replace_generation=generation)
 
 
