@@ -58,7 +58,7 @@ from conformance.spec_index import UnknownRule, rule_of, rule_path, spec_functio
 from conformance.subject import InProcessSubject
 from spec.checks.log import RULES as CHECKER_RULES
 from spec.log.json import JsonObject, JsonValue
-from spec.protocol import CHECKER_RULE
+from spec.protocol import CHECKER_RULE, PROTOCOL_CODES
 from spec.wire import WIRE_TABLE
 
 CHECK_LOG: Final = "spec.checker.check_log"
@@ -91,7 +91,6 @@ FAMILIES: Final[Mapping[str, Callable[[], Cases]]] = {
     "files": file_sets.cases,
 }
 
-PROTOCOL_CODES: Final = frozenset({"UNSUPPORTED_OP", "BAD_REQUEST", "CRASHED", "INTERNAL"})
 STORAGE_OPS: Final = frozenset({"flush", "close", "resume", "read"})
 CRASH_OPS: Final = frozenset({"unsynced", "crash", "arm_crash", "fail_next", "ops"})
 

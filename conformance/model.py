@@ -63,11 +63,11 @@ from spec.projections.durability import (
     is_batch_due,
 )
 from spec.projections.units import ProjectionUnit
+from spec.protocol import UNSUPPORTED_OP
 from spec.shrink.engine import Append
 
 FS_OPS: Final = ("write", "fsync")
 ERRNOS: Final = ("EIO", "ENOSPC")
-UNSUPPORTED_OP: Final = "UNSUPPORTED_OP"  # a protocol code: the model does not say what a subject answers
 
 
 @dataclass(frozen=True)

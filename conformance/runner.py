@@ -41,10 +41,9 @@ from conformance.subject import (
 )
 from conformance.targets import DEFAULT_TARGET, Target, TargetError, decode_target
 from spec.checks.log import RULES as CHECKER_RULES
-from spec.protocol import CHECKER_RULE, FIRST_PROTOCOL_VERSION, PROTOCOL_VERSION
+from spec.protocol import CHECKER_RULE, FIRST_PROTOCOL_VERSION, PROTOCOL_VERSION, UNSUPPORTED_OP
 
 VECTORS_DIR: Final = Path(__file__).resolve().parent / "vectors"
-UNSUPPORTED_OP: Final = "UNSUPPORTED_OP"
 PROTOCOL_FAMILY: Final = "protocol"  # where a run reports that the subject could not be reached
 
 

@@ -47,12 +47,10 @@ from spec.format.naming import LOG_NAMES
 from spec.lineage.store import derive_resumed_log
 from spec.log.events import Event
 from spec.log.json import JsonValue
-from spec.protocol import Request
+from spec.protocol import CRASHED, DAMAGE_SPOTS, Request
 
-CRASHED: Final = "CRASHED"
 STORAGE_IO: Final = "STORAGE_IO"
 FAULTS: Final = (("fsync", "EIO"), ("write", "ENOSPC"), ("write", "EIO"))
-DAMAGE_SPOTS: Final = ("middle", "start", "end")  # where in a log's second unit damage flips a byte
 # The workloads the damage check runs on: the standard one, or, where a subject cannot replay it
 # (no engine_append), the single-session one, so D3 item 5 is still reached.
 DAMAGE_WORKLOADS: Final = ("standard", "single session")
