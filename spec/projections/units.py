@@ -195,13 +195,7 @@ def derive_wire_keys(units: Sequence[ProjectionUnit]) -> tuple[str, ...]:
 def encode_cache_row(unit: ProjectionUnit, cell: ProjectionCell) -> FrozenDict:
     """A cell written down: ``{ver: stateVersion, seq: cursor, val: state}``. The state must be
     lossless JSON (notes §11.4 ``write`` step 4)."""
-    return _snapshot_checkpoint({"ver": unit.state_version, "seq": cell.cursor, "val": cell.state})
-
-
-def _snapshot_checkpoint(value: object) -> FrozenDict:
-    """A cache row or record copied into the lossless JSON domain; one whose unit state is not
-    plain JSON is rejected (notes §11.4 ``write`` step 4)."""
-    frozen = snapshot_json(value)
+    frozen = snapshot_json({"ver": unit.state_version, "seq": cell.cursor, "val": cell.state})
     if not isinstance(frozen, FrozenDict):
         raise reject(
             Code.PROJECTION_STATE_INVALID,
@@ -258,7 +252,7 @@ def derive_cache_identity(header: Mapping[str, JsonValue]) -> FrozenDict:
 
 def encode_cache_record(header: Mapping[str, JsonValue], rows: Mapping[str, JsonValue]) -> FrozenDict:
     """The cache file of one session: ``{format, version, identity, rows: {key: row}}``."""
-    return _snapshot_checkpoint(
+    frozen = snapshot_json(
         {
             "format": CACHE_FORMAT,
             "version": CACHE_VERSION,
@@ -266,6 +260,12 @@ def encode_cache_record(header: Mapping[str, JsonValue], rows: Mapping[str, Json
             "rows": dict(rows),
         }
     )
+    if not isinstance(frozen, FrozenDict):
+        raise reject(
+            Code.PROJECTION_STATE_INVALID,
+            "projection checkpoint is not losslessly JSON-serializable (a unit state violates the plain-JSON contract)",
+        )
+    return frozen
 
 
 def decode_cache_rows(record: JsonValue, header: Mapping[str, JsonValue]) -> Mapping[str, JsonValue]:
