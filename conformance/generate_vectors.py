@@ -54,7 +54,14 @@ from conformance.cases.coverage import validate_coverage
 from conformance.engine_model import ENGINE_CAPABILITY_OF
 from conformance.oracle import SpecOracle
 from conformance.report import case_slug
-from conformance.spec_index import UnknownRule, rule_of, rule_path, spec_function, specification_of
+from conformance.spec_index import (
+    VECTORS_DIR,
+    UnknownRule,
+    rule_of,
+    rule_path,
+    spec_function,
+    specification_of,
+)
 from conformance.subject import InProcessSubject
 from spec.checks.log import RULES as CHECKER_RULES
 from spec.log.json import JsonObject, JsonValue
@@ -64,7 +71,6 @@ from spec.wire import WIRE_TABLE
 CHECK_LOG: Final = "spec.checker.check_log"
 PROTOCOL_RULES: Final = {row.name: rule_of(row.function) for row in WIRE_TABLE}  # call name -> rule
 
-VECTORS_DIR: Final = Path(__file__).resolve().parent / "vectors"
 REFERENCE_FILES_DIR: Final = Path(__file__).resolve().parent / "reference-files"
 
 FAMILIES: Final[Mapping[str, Callable[[], Cases]]] = {
