@@ -55,6 +55,12 @@ def flush_read(*appended: Step) -> list[Step]:
     return [*appended, ok("flush", id="s"), ok("read", id="s")]
 
 
+def storage_fails(op: str, fault: str = "fail_commit", **arm: Any) -> list[Step]:
+    """The ``fault`` armed (``fail_commit`` or ``fail_next``, with ``arm``), then ``op`` of session
+    ``s`` answering STORAGE_IO."""
+    return [ok(fault, **arm), fails(Code.STORAGE_IO, op, id="s")]
+
+
 def flush_cases() -> Cases:
     yield case(
         "flush makes appended events durable for readers, and only flush does",
@@ -533,8 +539,7 @@ def fault_cases() -> Cases:
             APPEND,
             [
                 *flushed_then_pending(),
-                ok("fail_next", fsOp=fs_op, errno=errno),
-                fails(Code.STORAGE_IO, "flush", id="s"),
+                *storage_fails("flush", "fail_next", fsOp=fs_op, errno=errno),
                 ok("read", id="s"),
                 ok("flush", id="s"),
                 *after_retry,
@@ -555,8 +560,7 @@ def resume_fault_cases() -> Cases:
             "derive_closers",
             [
                 *crashed_inside_a_turn(),
-                ok("fail_next", fsOp=fs_op, errno=errno),
-                fails(Code.STORAGE_IO, "resume", id="s"),
+                *storage_fails("resume", "fail_next", fsOp=fs_op, errno=errno),
                 gone(),
                 ok("resume", id="s"),
                 ok("close", id="s"),
@@ -576,8 +580,7 @@ def publication_fault_cases() -> Cases:
         [
             ok("create", id="s"),
             append_user(),
-            ok("fail_next", fsOp="write", errno="EIO"),
-            fails(Code.STORAGE_IO, "flush", id="s"),
+            *storage_fails("flush", "fail_next", fsOp="write", errno="EIO"),
             fails(Code.SESSION_NOT_FOUND, "read", id="s"),
             *flush_read(),
         ],
@@ -590,8 +593,7 @@ def publication_fault_cases() -> Cases:
         APPEND,
         [
             *flushed_then_pending(),
-            ok("fail_next", fsOp="fsync", errno="EIO"),
-            fails(Code.STORAGE_IO, "close", id="s"),
+            *storage_fails("close", "fail_next", fsOp="fsync", errno="EIO"),
             ok("state", id="s"),
             ok("close", id="s"),
             gone(),
@@ -626,15 +628,6 @@ COMMIT_RULE: Final = (
 )
 
 
-def commit_fails(op: str, stored: bool = False) -> list[Step]:
-    """``fail_commit`` armed (``stored``: the commit is made and only its answer lost), then ``op``
-    of session ``s`` answering STORAGE_IO."""
-    return [
-        ok("fail_commit", stored=True) if stored else ok("fail_commit"),
-        fails(Code.STORAGE_IO, op, id="s"),
-    ]
-
-
 def commit_fault_cases() -> Cases:
     """The storage's own commit failing (``fail_commit``, capability ``commit-fault``): a database,
     which has no simulated disk for ``fail_next`` to fail. Each row: name, steps, comment."""
@@ -644,7 +637,7 @@ def commit_fault_cases() -> Cases:
             "a failed commit answers STORAGE_IO, loses nothing committed before, and a retried flush commits the batch once",
             [
                 *flushed_then_pending(),
-                *commit_fails("flush"),
+                *storage_fails("flush"),
                 ok("read", id="s"),
                 *flush_read(append_user("u2", text="after the failure")),
                 *flush_read(append_user("u3", text="after the retry")),
@@ -656,8 +649,8 @@ def commit_fault_cases() -> Cases:
             "a commit that fails twice in a row, then succeeds, writes each event once",
             [
                 *flushed_then_pending(),
-                *commit_fails("flush"),
-                *commit_fails("flush"),
+                *storage_fails("flush"),
+                *storage_fails("flush"),
                 ok("read", id="s"),
                 *flush_read(),
             ],
@@ -667,7 +660,7 @@ def commit_fault_cases() -> Cases:
             "a close whose commit fails keeps the session live; a retried close writes it",
             [
                 *flushed_then_pending(),
-                *commit_fails("close"),
+                *storage_fails("close"),
                 ok("state", id="s"),
                 ok("close", id="s"),
                 gone(),
@@ -680,7 +673,7 @@ def commit_fault_cases() -> Cases:
             [
                 *flushed_then_pending(),
                 append_user("u2", text="in the same batch"),
-                *commit_fails("flush", stored=True),
+                *storage_fails("flush", stored=True),
                 *flush_read(append_user("u3", text="after the failure")),
                 *flush_read(append_user("u4", text="after the retry")),
             ],
@@ -691,7 +684,7 @@ def commit_fault_cases() -> Cases:
             "a first commit whose answer is lost is published once, and the retried flush writes nothing twice",
             [
                 *created,
-                *commit_fails("flush", stored=True),
+                *storage_fails("flush", stored=True),
                 *flush_read(append_assistant()),
                 *flush_read(append_user("u2", text="after the retry")),
             ],
@@ -703,7 +696,7 @@ def commit_fault_cases() -> Cases:
             [
                 *created,
                 append_user("u2", text="second"),
-                *commit_fails("flush", stored=True),
+                *storage_fails("flush", stored=True),
                 *flush_read(),
                 *flush_read(append_assistant()),
             ],
@@ -714,7 +707,7 @@ def commit_fault_cases() -> Cases:
             "a close whose commit's answer is lost keeps the session live, and the retried close writes nothing twice",
             [
                 *flushed_then_pending(),
-                *commit_fails("close", stored=True),
+                *storage_fails("close", stored=True),
                 ok("state", id="s"),
                 append_user("u2", text="after the failure"),
                 ok("close", id="s"),
@@ -731,7 +724,7 @@ def commit_fault_cases() -> Cases:
         APPEND,
         [
             *created,
-            *commit_fails("flush"),
+            *storage_fails("flush"),
             fails(Code.SESSION_NOT_FOUND, "read", id="s"),
             *flush_read(),
             *flush_read(append_assistant()),
@@ -750,7 +743,7 @@ def commit_fault_cases() -> Cases:
             turn(),
             append_user(),
             ok("close", id="s"),
-            *commit_fails("resume"),
+            *storage_fails("resume"),
             gone(),
             ok("read", id="s"),
             ok("resume", id="s"),
