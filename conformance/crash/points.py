@@ -47,7 +47,7 @@ from spec.format.naming import LOG_NAMES
 from spec.lineage.store import derive_resumed_log
 from spec.log.events import Event
 from spec.log.json import JsonValue
-from spec.protocol import CRASHED, DAMAGE_SPOTS, Request
+from spec.protocol import BAD_REQUEST, CRASHED, DAMAGE_SPOTS, UNSUPPORTED_OP, Request
 
 STORAGE_IO: Final = "STORAGE_IO"
 FAULTS: Final = (("fsync", "EIO"), ("write", "ENOSPC"), ("write", "EIO"))
@@ -85,7 +85,7 @@ def _replay(driver: Driver, workload: Sequence[Request], stop_codes: Sequence[st
         answer = driver.raw(op, **args)
         if not answer.ok and answer.error_code in stop_codes:
             return _Run(driver, index, answer.error_code, model)
-        if not answer.ok and answer.error_code == "UNSUPPORTED_OP":
+        if not answer.ok and answer.error_code == UNSUPPORTED_OP:
             raise Unsupported(op)
         problem = find_mismatch(expected, answer, op, driver.target)
         if problem is not None:
@@ -448,7 +448,7 @@ def check_damage_offsets(
     problems: list[str] = []
     for offset in (size, size + 1):
         past = driver.raw("damage", id=session_id, offset=offset)
-        if past.ok or past.error_code != "BAD_REQUEST":
+        if past.ok or past.error_code != BAD_REQUEST:
             problems.append(
                 f"damage at offset {offset} of a {size}-byte log answered {past.error_code or 'ok'}, expected BAD_REQUEST"
             )
