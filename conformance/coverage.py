@@ -33,12 +33,11 @@ from dataclasses import dataclass
 from typing import Final
 
 from conformance.drt_edges import field_edges, field_template, read_path
-from conformance.spec_index import ROOT, SPEC_DIR, imported_names, named_in, read_spec, rule_path
+from conformance.spec_index import ROOT, SPEC_DIR, VECTORS_DIR, imported_names, named_in, read_spec, rule_path
 from spec.codes import Code
 from spec.format.json_text import encode_json_text
 from spec.protocol import TYPED_FIELDS
 
-VECTORS_DIR: Final = ROOT / "conformance" / "vectors"
 DOCUMENT: Final = ROOT / "conformance" / "coverage.md"
 # The modules each stateful family computes its expectations with (the model is shared).
 MODEL: Final = ("conformance/model.py", "conformance/driver.py", "conformance/builders.py")

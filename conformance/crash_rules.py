@@ -17,6 +17,7 @@ from spec.lineage.store import derive_resumed_log
 from spec.log.events import END_SEED, Event
 from spec.log.json import FrozenDict, JsonValue
 from spec.log.seed import needs_end_seed
+from spec.protocol import INTERNAL
 
 D3_ITEMS: Final = {
     "D3.1": "after a crash there is either no session or an intact header",
@@ -111,7 +112,7 @@ def check_d3_4_clean_reopen(
 def check_d3_5_no_false_corruption(code: str | None) -> tuple[str, ...]:
     """D3 item 5, the half a crash can test: a crash only tears tails, so reopening after one is
     never a corrupt-log error (and never an internal failure)."""
-    if code in ("CORRUPT_LOG", "INTERNAL"):
+    if code in ("CORRUPT_LOG", INTERNAL):
         return (f"D3.5: reopening a log whose only damage is a torn tail answered {code}",)
     return ()
 

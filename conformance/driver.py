@@ -35,6 +35,7 @@ from conformance.subject import Response, Subject
 from conformance.targets import DEFAULT_TARGET, Target
 from spec.format.json_text import decode_json_text, encode_json_text
 from spec.log.session import ABSENT
+from spec.protocol import UNSUPPORTED_OP
 
 
 class Unsupported(Exception):
@@ -153,7 +154,7 @@ class Driver:
             self.model = model
 
     def _agree(self, op: str, args: dict[str, Any], expected: Expected, answer: Response) -> None:
-        if not answer.ok and answer.error_code == "UNSUPPORTED_OP":
+        if not answer.ok and answer.error_code == UNSUPPORTED_OP:
             raise Unsupported(op)
         problem = find_mismatch(expected, answer, op, self.target)
         if problem is not None:

@@ -46,6 +46,7 @@ from spec.projections.units import (
     fold_projection,
     plan_registration,
 )
+from spec.protocol import BAD_REQUEST
 from spec.shrink import engine as plans
 from spec.shrink.bracket import derive_abort_reason
 from spec.shrink.engine import Append, Cancellation, Effect, MintId, Observe, Plan, Summarize, run_plan
@@ -77,7 +78,6 @@ from spec.wire_engine import (
     with_tool_result_content,
 )
 
-BAD_REQUEST: Final = "BAD_REQUEST"  # a protocol code: the request's shape, not a rule
 T = TypeVar("T")
 
 

@@ -54,17 +54,23 @@ from conformance.cases.coverage import validate_coverage
 from conformance.engine_model import ENGINE_CAPABILITY_OF
 from conformance.oracle import SpecOracle
 from conformance.report import case_slug
-from conformance.spec_index import UnknownRule, rule_of, rule_path, spec_function, specification_of
+from conformance.spec_index import (
+    VECTORS_DIR,
+    UnknownRule,
+    rule_of,
+    rule_path,
+    spec_function,
+    specification_of,
+)
 from conformance.subject import InProcessSubject
 from spec.checks.log import RULES as CHECKER_RULES
 from spec.log.json import JsonObject, JsonValue
-from spec.protocol import CHECKER_RULE
+from spec.protocol import CHECKER_RULE, PROTOCOL_CODES
 from spec.wire import WIRE_TABLE
 
 CHECK_LOG: Final = "spec.checker.check_log"
 PROTOCOL_RULES: Final = {row.name: rule_of(row.function) for row in WIRE_TABLE}  # call name -> rule
 
-VECTORS_DIR: Final = Path(__file__).resolve().parent / "vectors"
 REFERENCE_FILES_DIR: Final = Path(__file__).resolve().parent / "reference-files"
 
 FAMILIES: Final[Mapping[str, Callable[[], Cases]]] = {
@@ -91,7 +97,6 @@ FAMILIES: Final[Mapping[str, Callable[[], Cases]]] = {
     "files": file_sets.cases,
 }
 
-PROTOCOL_CODES: Final = frozenset({"UNSUPPORTED_OP", "BAD_REQUEST", "CRASHED", "INTERNAL"})
 STORAGE_OPS: Final = frozenset({"flush", "close", "resume", "read"})
 CRASH_OPS: Final = frozenset({"unsynced", "crash", "arm_crash", "fail_next", "ops"})
 

@@ -63,11 +63,11 @@ from spec.projections.durability import (
     is_batch_due,
 )
 from spec.projections.units import ProjectionUnit
+from spec.protocol import BAD_REQUEST, UNSUPPORTED_OP
 from spec.shrink.engine import Append
 
 FS_OPS: Final = ("write", "fsync")
 ERRNOS: Final = ("EIO", "ENOSPC")
-UNSUPPORTED_OP: Final = "UNSUPPORTED_OP"  # a protocol code: the model does not say what a subject answers
 
 
 @dataclass(frozen=True)
@@ -235,7 +235,7 @@ def model_reset(
     try:
         placed = read_placed(decode_files(files))
     except FilesError:
-        return model, rejected("BAD_REQUEST")
+        return model, rejected(BAD_REQUEST)
     stored = {
         session_id: DurableLog(log.header, log.events)
         for session_id, log in placed.items()
@@ -432,7 +432,7 @@ def model_crash(model: ModelStore) -> Transition:
 def model_fail_next(model: ModelStore, fs_op: object, errno: object, after: object = 0) -> Transition:
     """Arm a fault on the next write or fsync (only ``after`` 0 is modelled)."""
     if fs_op not in FS_OPS or errno not in ERRNOS:
-        return model, rejected("BAD_REQUEST")
+        return model, rejected(BAD_REQUEST)
     if after != 0:
         return model, rejected(UNSUPPORTED_OP)
     return replace(model, faults=(*model.faults, str(fs_op))), accepted(None)
@@ -444,7 +444,7 @@ def model_fail_commit(model: ModelStore, after: object = 0, stored: object = Fal
     lost: the model keeps the least a subject must hold, so it counts nothing of it durable, and a
     read of the live session may show it (a store may write early)."""
     if not model.has_storage or not isinstance(stored, bool):
-        return model, rejected("BAD_REQUEST")
+        return model, rejected(BAD_REQUEST)
     if after != 0:
         return model, rejected(UNSUPPORTED_OP)
     return replace(model, faults=(*model.faults, "commit")), accepted(None)

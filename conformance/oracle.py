@@ -19,7 +19,7 @@ from conformance.engine_model import model_request, modelled_ops
 from conformance.model import Expected, ModelStore
 from spec.codes import SpecError
 from spec.log.json import JsonObject, JsonValue, is_safe_integer
-from spec.protocol import FIRST_PROTOCOL_VERSION
+from spec.protocol import BAD_REQUEST, FIRST_PROTOCOL_VERSION, UNSUPPORTED_OP
 from spec.wire import WIRE_FUNCTIONS, WireInputError
 
 # The session ids a request must name (a string), read off the modelled ops' parameters; create's
@@ -73,14 +73,14 @@ class SpecOracle:
             return _call(args)
         ops = modelled_ops()
         if not isinstance(op, str) or op not in ops:
-            raise _Refused("UNSUPPORTED_OP", f"unsupported op {op!r}")
+            raise _Refused(UNSUPPORTED_OP, f"unsupported op {op!r}")
         _validate_request(op, args, self.model)
         if op == "clock":
             args = {**args, "now": int(args["now"])}  # type: ignore[arg-type]
         try:
             inspect.signature(ops[op]).bind(self.model, **args)
         except TypeError as error:  # an argument the op does not take, or a missing one
-            raise _Refused("BAD_REQUEST", f"{op}: {error}") from None
+            raise _Refused(BAD_REQUEST, f"{op}: {error}") from None
         self.model, expected = model_request(self.model, op, **args)
         self.last = expected
         if not expected.ok:
@@ -92,36 +92,36 @@ def _validate_request(op: str, args: JsonObject, model: ModelStore) -> None:
     """The request-shape checks of PROTOCOL.md that come before any rule."""
     for key in SESSION_ARGUMENTS.get(op, ()):
         if not isinstance(args.get(key), str):
-            raise _Refused("BAD_REQUEST", f"{key!r} must be a session id string")
+            raise _Refused(BAD_REQUEST, f"{key!r} must be a session id string")
     for key in OPTIONAL_SESSION_ARGUMENTS.get(op, ()):
         if args.get(key) is not None and not isinstance(args.get(key), str):
-            raise _Refused("BAD_REQUEST", f"{key!r} must be a session id string or null")
+            raise _Refused(BAD_REQUEST, f"{key!r} must be a session id string or null")
     if op == "reset" and args.get("storage", "none") not in ("none", "memory", "file"):
-        raise _Refused("BAD_REQUEST", "storage must be 'none', 'memory' or 'file'")
+        raise _Refused(BAD_REQUEST, "storage must be 'none', 'memory' or 'file'")
     if op == "reset" and not isinstance(args.get("compressed", True), bool):
-        raise _Refused("BAD_REQUEST", "compressed must be a boolean")
+        raise _Refused(BAD_REQUEST, "compressed must be a boolean")
     if op == "reset" and "files" in args and args.get("storage") != "file":
-        raise _Refused("BAD_REQUEST", "files need reset with storage 'file'")
+        raise _Refused(BAD_REQUEST, "files need reset with storage 'file'")
     if op == "clock" and not is_safe_integer(args.get("now")):
-        raise _Refused("BAD_REQUEST", "now must be a safe integer")
+        raise _Refused(BAD_REQUEST, "now must be a safe integer")
     if op == "create" and args.get("seed") is not None and not isinstance(args.get("seed"), list):
-        raise _Refused("BAD_REQUEST", "seed must be an array")
+        raise _Refused(BAD_REQUEST, "seed must be an array")
     if op in ("crash", "fail_next") and model.storage != "file":
-        raise _Refused("BAD_REQUEST", "crash ops need reset with storage 'file'")
+        raise _Refused(BAD_REQUEST, "crash ops need reset with storage 'file'")
     if op == "fail_commit" and model.storage not in ("memory", "file"):
-        raise _Refused("BAD_REQUEST", "fail_commit needs reset with storage")
+        raise _Refused(BAD_REQUEST, "fail_commit needs reset with storage")
 
 
 def _call(args: JsonObject) -> JsonValue:
     function, inputs = args.get("function"), args.get("input")
     if not isinstance(function, str) or not isinstance(inputs, dict):
-        raise _Refused("BAD_REQUEST", "call needs a function name and an input object")
+        raise _Refused(BAD_REQUEST, "call needs a function name and an input object")
     adapter = WIRE_FUNCTIONS.get(function)
     if adapter is None:
-        raise _Refused("UNSUPPORTED_OP", f"unknown pure function {function!r}")
+        raise _Refused(UNSUPPORTED_OP, f"unknown pure function {function!r}")
     try:
         return adapter(inputs)
     except WireInputError as error:
-        raise _Refused("BAD_REQUEST", str(error)) from None
+        raise _Refused(BAD_REQUEST, str(error)) from None
     except SpecError as error:
         raise _Refused(str(error.code), error.message) from None

@@ -36,7 +36,7 @@ from conformance.subject import InProcessSubject, Response, Subject
 from conformance.targets import DEFAULT_TARGET, Target
 from spec.format.json_text import encode_json_text
 from spec.log.json import JsonObject, JsonValue
-from spec.protocol import TYPED_FIELDS, TypedField
+from spec.protocol import BAD_REQUEST, TYPED_FIELDS, UNSUPPORTED_OP, TypedField
 from spec.wire import WIRE_FUNCTIONS
 
 FAMILY: Final = "pure-drt"
@@ -94,7 +94,7 @@ def compare_one(
         return
     inputs = target.call_input(function, inputs)
     answer = subject.request("call", function=function, input=inputs)
-    if not answer.ok and answer.error_code == "UNSUPPORTED_OP":
+    if not answer.ok and answer.error_code == UNSUPPORTED_OP:
         verdict.unsupported = True
         return
     verdict.examples += 1
@@ -181,7 +181,7 @@ def vector_text(function: str, inputs: JsonObject, expect: JsonObject) -> str:
         "expect": expect,
     }
     text = render(vector)
-    if expect.get("code") == "BAD_REQUEST":
+    if expect.get("code") == BAD_REQUEST:
         text += "(the specification answers the protocol's BAD_REQUEST here, which a vector does not hold: pin it in a test)\n"
     return text
 
@@ -290,7 +290,7 @@ def check_field_edge(subject: Subject, row: TypedField, edge: Edge, target: Targ
     for number, request in enumerate([*setup, *tested]):
         expect = _expected(oracle, request)
         op, answer = _sent(subject, request)
-        if not answer.ok and answer.error_code == "UNSUPPORTED_OP" and expect.get("code") != "UNSUPPORTED_OP":
+        if not answer.ok and answer.error_code == UNSUPPORTED_OP and expect.get("code") != UNSUPPORTED_OP:
             detail = f"the subject answered UNSUPPORTED_OP for {op}"
             return CaseResult(FAMILY, name, "unsupported", detail, time.perf_counter() - began, rule, case_id)
         difference = why_not(

@@ -30,6 +30,7 @@ from conformance.machine.machines import READ_ONLY_OPS
 from conformance.matching import answer_fingerprint, compare, short
 from conformance.progress import Progress
 from conformance.report import CUT, RUN_DEADLINE, CaseResult, DeadlineReached, Options, case_slug
+from conformance.spec_index import VECTORS_DIR
 from conformance.subject import (
     DEFAULT_TIMEOUT,
     Response,
@@ -41,10 +42,8 @@ from conformance.subject import (
 )
 from conformance.targets import DEFAULT_TARGET, Target, TargetError, decode_target
 from spec.checks.log import RULES as CHECKER_RULES
-from spec.protocol import CHECKER_RULE, FIRST_PROTOCOL_VERSION, PROTOCOL_VERSION
+from spec.protocol import CHECKER_RULE, FIRST_PROTOCOL_VERSION, PROTOCOL_VERSION, UNSUPPORTED_OP
 
-VECTORS_DIR: Final = Path(__file__).resolve().parent / "vectors"
-UNSUPPORTED_OP: Final = "UNSUPPORTED_OP"
 PROTOCOL_FAMILY: Final = "protocol"  # where a run reports that the subject could not be reached
 
 

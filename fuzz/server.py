@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from fuzz import Finding
 from reference.server import ReferenceSubject, serve
-from reference.subject.requests import INTERNAL
 from spec.format.json_text import decode_json_text
+from spec.protocol import INTERNAL
 
 
 def one_input(data: bytes) -> None:

@@ -43,7 +43,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from reference.persistence.database import DatabaseStore
-from reference.persistence.faulty import FaultyFileSystem
+from reference.persistence.faulty import Countdown, FaultyFileSystem
 from reference.store import SessionStore
 from reference.subject import ReferenceSubject
 from reference.subject.requests import Args, BadRequest, UnsupportedOp
@@ -58,23 +58,10 @@ SQLITE_FILE: Final = "sessions.sqlite3"
 BACKENDS: Final = ("sqlite", "postgres")
 
 
-class CommitFault:
-    """The armed ``fail_commit``: how many commits of event rows pass before one fails (``None``:
-    none is armed)."""
+class CommitFault(Countdown):
+    """The armed ``fail_commit``: a countdown over commits of event rows."""
 
-    def __init__(self) -> None:
-        self.after: int | None = None
-        self.stored = False  # the commit is made, and only its answer lost
-
-    def spend(self) -> bool:
-        """A commit of event rows is about to happen: whether it must fail (the fault is spent)."""
-        if self.after is None:
-            return False
-        if self.after > 0:
-            self.after -= 1
-            return False
-        self.after = None
-        return True
+    stored = False  # the failing commit is made, and only its answer lost
 
 
 class FailingSqliteConnection:

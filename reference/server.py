@@ -18,9 +18,10 @@ from reference.database_subjects import make_subject
 from reference.directory import subject_from_environment
 from reference.subject import ENGINE_OPS, ReferenceSubject
 from reference.subject.base import STORE_ROOT
-from reference.subject.requests import BAD_REQUEST, INTERNAL, Args, error_response
+from reference.subject.requests import Args, error_response
 from spec.codes import SpecError
 from spec.format.json_text import decode_json_text, encode_json_text
+from spec.protocol import BAD_REQUEST, INTERNAL
 
 
 def serve(subject: ReferenceSubject, lines: Callable[[], str], write: Callable[[str], object]) -> None:

@@ -444,10 +444,7 @@ def coverage_map(
     code or its vector changes: only new and changed cases are traced (``jobs`` at a time), and
     each must pass on the unmutated tree."""
     code = code_digest()
-    kept: dict[str, dict[str, Any]] = {}
-    if path.exists():
-        cache = json.loads(path.read_text(encoding="utf-8"))
-        kept = cache["cases"] if cache.get("code") == code else {}
+    kept = load_map(path, code, "cases")
     vectors = chosen_vectors(globs)
     missing = [v for v in vectors if kept.get(vector_key(v), {}).get("vector") != vector_digest(v)]
     if missing:
@@ -665,10 +662,7 @@ def unit_map(
     so a run naming a few units (``--case crash#*``) traces only those, and a later one the rest."""
     path = path or with_backend(Path(str(UNIT_COVERAGE).format(lane=lane)), backend)
     code = suite_digest()
-    units: dict[str, dict[str, Any]] = {}
-    if path.exists():
-        cache = json.loads(path.read_text(encoding="utf-8"))
-        units = cache["units"] if cache.get("code") == code else {}
+    units = load_map(path, code, "units")
     with tempfile.TemporaryDirectory(prefix="dsh-mutation-hello-") as scratch:
         subject = StdioSubject(server_command(backend, Path(scratch)), timeout=60.0)
         try:
@@ -691,6 +685,14 @@ def unit_map(
                       f"{said} ({time.monotonic() - started:.0f}s)", flush=True)  # fmt: skip
                 save_map(path, {"code": code, "units": units})  # a unit traced is kept, even if the run stops
     return unit_map_of({key: units[key] for key in keys})
+
+
+def load_map(path: Path, code: str, key: str) -> dict[str, dict[str, Any]]:
+    """What a coverage map's file keeps under ``key``, if it was traced for ``code``; else nothing."""
+    if not path.exists():
+        return {}
+    cache = json.loads(path.read_text(encoding="utf-8"))
+    return dict(cache[key]) if cache.get("code") == code else {}
 
 
 def save_map(path: Path, traced: dict[str, Any]) -> None:

@@ -24,6 +24,20 @@ STORE_ROOT_ENV: Final = "CONFORMANCE_STORE_ROOT"
 check, the trace and files families): ``reset`` with storage ``"file"`` empties it, and a restarted
 process finds what its predecessor made durable there."""
 
+UNSUPPORTED_OP: Final = "UNSUPPORTED_OP"
+BAD_REQUEST: Final = "BAD_REQUEST"
+CRASHED: Final = "CRASHED"
+INTERNAL: Final = "INTERNAL"
+PROTOCOL_CODES: Final = frozenset({UNSUPPORTED_OP, BAD_REQUEST, CRASHED, INTERNAL})
+"""The protocol's own error codes (PROTOCOL.md, "Errors"), none a rule's rejection: the op is not
+implemented, the request is malformed, an armed crash stopped it, or the subject failed inside."""
+
+ENGINE_CAPABILITIES: Final = ("compaction", "prune", "spill", "overflow", "projection", "checkpoint")
+"""The capabilities of the engine's ops (PROTOCOL.md, "Hello"): a subject claiming any has an engine."""
+
+DAMAGE_SPOTS: Final = ("middle", "start", "end")
+"""Where in a log's second unit ``damage`` flips a byte (PROTOCOL.md, "Crash ops")."""
+
 Request: TypeAlias = tuple[str, dict[str, Any]]
 """One protocol request as a workload lists it: the op and its arguments (without ``rid``)."""
 

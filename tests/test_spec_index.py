@@ -14,9 +14,10 @@ from conformance import generate_vectors as gen
 from conformance import spec_index
 from conformance.cases import build
 from conformance.report import SLUG_LENGTH, case_slug
+from conformance.spec_index import VECTORS_DIR
 from tests.shared_material import shared_dir
 
-VECTORS = sorted(gen.VECTORS_DIR.glob("*/*.json"))
+VECTORS = sorted(VECTORS_DIR.glob("*/*.json"))
 
 
 def vectors() -> dict[str, dict[str, object]]:

@@ -13,13 +13,13 @@ from conformance.cases import build, coverage
 from conformance.oracle import SpecOracle
 from conformance.report import Options
 from conformance.runner import load_vectors, rule_of, run_vectors
-from conformance.spec_index import spec_function
+from conformance.spec_index import VECTORS_DIR, spec_function
 from conformance.subject import InProcessSubject
 from spec.checks.log import RULES
 from spec.codes import Code
 from tests.test_vectors_schema import PURE_ORDER
 
-VECTORS = gen.VECTORS_DIR
+VECTORS = VECTORS_DIR
 
 
 @pytest.fixture(scope="module")

@@ -11,9 +11,10 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from conformance import generate_vectors as gen
+from conformance.spec_index import VECTORS_DIR
 from spec.wire import WIRE_FUNCTIONS
 
-VECTORS = gen.VECTORS_DIR
+VECTORS = VECTORS_DIR
 SCHEMA = json.loads((VECTORS / "vector.schema.json").read_text(encoding="utf-8"))
 VALIDATOR = Draft202012Validator(SCHEMA)
 PROTOCOL_ORDER = ("name", "family", "why", "comment", "rule", "specification", "capabilities", "steps")

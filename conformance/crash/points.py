@@ -47,12 +47,10 @@ from spec.format.naming import LOG_NAMES
 from spec.lineage.store import derive_resumed_log
 from spec.log.events import Event
 from spec.log.json import JsonValue
-from spec.protocol import Request
+from spec.protocol import BAD_REQUEST, CRASHED, DAMAGE_SPOTS, UNSUPPORTED_OP, Request
 
-CRASHED: Final = "CRASHED"
 STORAGE_IO: Final = "STORAGE_IO"
 FAULTS: Final = (("fsync", "EIO"), ("write", "ENOSPC"), ("write", "EIO"))
-DAMAGE_SPOTS: Final = ("middle", "start", "end")  # where in a log's second unit damage flips a byte
 # The workloads the damage check runs on: the standard one, or, where a subject cannot replay it
 # (no engine_append), the single-session one, so D3 item 5 is still reached.
 DAMAGE_WORKLOADS: Final = ("standard", "single session")
@@ -87,7 +85,7 @@ def _replay(driver: Driver, workload: Sequence[Request], stop_codes: Sequence[st
         answer = driver.raw(op, **args)
         if not answer.ok and answer.error_code in stop_codes:
             return _Run(driver, index, answer.error_code, model)
-        if not answer.ok and answer.error_code == "UNSUPPORTED_OP":
+        if not answer.ok and answer.error_code == UNSUPPORTED_OP:
             raise Unsupported(op)
         problem = find_mismatch(expected, answer, op, driver.target)
         if problem is not None:
@@ -450,7 +448,7 @@ def check_damage_offsets(
     problems: list[str] = []
     for offset in (size, size + 1):
         past = driver.raw("damage", id=session_id, offset=offset)
-        if past.ok or past.error_code != "BAD_REQUEST":
+        if past.ok or past.error_code != BAD_REQUEST:
             problems.append(
                 f"damage at offset {offset} of a {size}-byte log answered {past.error_code or 'ok'}, expected BAD_REQUEST"
             )

@@ -44,7 +44,6 @@ from spec.log.events import TOOL_RESULT, USER_MESSAGE
 from spec.log.json import JsonObject, JsonValue
 from spec.projections.catalogue import PROJECTION_CATALOGUE
 
-ENGINE_CAPABILITIES: Final = ("compaction", "prune", "spill", "overflow", "projection", "checkpoint")
 LONG: Final = "the earlier work, read and written down in full detail " * 12  # ~170 tokens a message
 LONG_OUTPUT: Final = "tests/test_parser.py:12: assert parse(text) == expected\n" * 36  # ~2000 code points
 SUMMARY: Final = "Condensed: the parser was read and its tests were run."
@@ -421,7 +420,6 @@ class EngineCrashMachine(EngineRules, CrashMachine):
 
 
 __all__ = [
-    "ENGINE_CAPABILITIES",
     "EngineCrashMachine",
     "EngineRules",
     "EngineSessionMachine",

@@ -18,12 +18,7 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
 from conformance.divergence import Divergences
-from conformance.machine.engine import (
-    ENGINE_CAPABILITIES,
-    EngineCrashMachine,
-    EngineSessionMachine,
-    EngineStorageMachine,
-)
+from conformance.machine.engine import EngineCrashMachine, EngineSessionMachine, EngineStorageMachine
 from conformance.machine.machines import (
     CrashMachine,
     MachineRun,
@@ -35,6 +30,7 @@ from conformance.machine.replay import Recording, Step, replay_program, with_rep
 from conformance.report import CaseResult, Coverage, Options, check_deadline, earned
 from conformance.subject import Subject
 from conformance.targets import DEFAULT_TARGET, Target
+from spec.protocol import ENGINE_CAPABILITIES
 
 EVERY_RUN: Final = settings(
     database=None,

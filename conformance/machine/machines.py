@@ -70,7 +70,7 @@ from conformance.targets import DEFAULT_TARGET, Target
 from spec.log.events import ASSISTANT_MESSAGE, TOOL_RESULT, USER_MESSAGE, Event
 from spec.log.json import JsonValue, thaw_json
 from spec.log.session import ABSENT
-from spec.protocol import Request
+from spec.protocol import UNSUPPORTED_OP, Request
 
 T = TypeVar("T")
 Bundled = str | MultipleResults[str]  # the session id a rule puts in its bundle, or nothing (refused)
@@ -114,9 +114,7 @@ class MachineRun:
     )  # the steps to each first disagreement
 
 
-UNSUPPORTED: Final = Response(
-    ok=False, error_code="UNSUPPORTED_OP", error_message="the subject lacks this op"
-)
+UNSUPPORTED: Final = Response(ok=False, error_code=UNSUPPORTED_OP, error_message="the subject lacks this op")
 # Ops that change neither the subject nor the model: a disagreement on one is recorded and the
 # example goes on (the rule that sent it sees the op as unsupported).
 READ_ONLY_OPS: Final = frozenset({"state", "read", "snapshot", "state_of", "state_of_stored", "export"})

@@ -65,6 +65,7 @@ from conformance.trace.states import (
 from conformance.trace.strace import StraceProbe, TraceUnreadable, probe_strace
 from conformance.trace.summary import ModelTally, TraceOutcome, not_run, summarise_trace_outcome
 from conformance.trace.workloads import Workload, resuming_workload, torn_last_write, writing_workload
+from spec.protocol import UNSUPPORTED_OP
 
 SEED: Final = 0
 LOG_FORMATS: Final = {"ci": (True, False), "thorough": (True, False)}
@@ -381,7 +382,7 @@ def _answers_engine_append(subject: Subject) -> bool:
         )
     except SubjectError:
         return True  # the traced run will say what the subject does
-    return answer.ok or answer.error_code != "UNSUPPORTED_OP"
+    return answer.ok or answer.error_code != UNSUPPORTED_OP
 
 
 def check_trace(subject: Subject, options: Options) -> list[CaseResult]:

@@ -9,6 +9,24 @@ from reference.persistence.fs import LockHandle
 from reference.persistence.powerloss import PowerLossFileSystem
 
 
+class Countdown:
+    """A fault armed to fail one call, after letting ``after`` matching calls through (``None``:
+    not armed). The protocol's ``fail_next`` and ``fail_commit`` both count this way."""
+
+    def __init__(self, after: int | None = None) -> None:
+        self.after = after
+
+    def spend(self) -> bool:
+        """A matching call is about to happen: whether it must fail (the fault is then spent)."""
+        if self.after is None:
+            return False
+        if self.after > 0:
+            self.after -= 1
+            return False
+        self.after = None
+        return True
+
+
 class FaultyFileSystem:
     """A :class:`PowerLossFileSystem` whose next write or fsync can be made to fail once, as the
     protocol's ``fail_next`` asks: ``"write"`` is the next ``write_new`` or ``append`` (creating a
@@ -16,20 +34,16 @@ class FaultyFileSystem:
 
     def __init__(self, inner: PowerLossFileSystem) -> None:
         self.inner = inner
-        self._faults: list[list[int | str]] = []  # [kind, errno, calls to let through first]
+        self._faults: list[tuple[str, int, Countdown]] = []  # kind, errno, its countdown
 
     def fail_next(self, kind: str, code: int, after: int) -> None:
-        self._faults.append([kind, code, after])
+        self._faults.append((kind, code, Countdown(after)))
 
     def _gate(self, kind: str, path: str) -> None:
         for fault in self._faults:
-            if fault[0] != kind:
-                continue
-            if fault[2] == 0:
+            if fault[0] == kind and fault[2].spend():
                 self._faults.remove(fault)
-                code = int(fault[1])
-                raise OSError(code, f"injected {errno.errorcode[code]}", path)
-            fault[2] = int(fault[2]) - 1
+                raise OSError(fault[1], f"injected {errno.errorcode[fault[1]]}", path)
 
     def read_bytes(self, path: str) -> bytes:
         return self.inner.read_bytes(path)

@@ -34,8 +34,8 @@ from reference.subject.engine import COMPACTION_OPS, EngineOps
 from reference.subject.projections import PROJECTION_OPS, ProjectionOps
 from reference.subject.sessions import SESSION_OPS, SessionOps
 from reference.subject.storage import STORAGE_OPS, StorageOps
+from spec.protocol import ENGINE_CAPABILITIES
 
-ENGINE_CAPABILITIES: Final = ("compaction", "prune", "spill", "overflow", "projection", "checkpoint")
 ENGINE_OPS: Final = (*COMPACTION_OPS, *PROJECTION_OPS)
 
 
@@ -59,4 +59,4 @@ class ReferenceSubject(SessionOps, StorageOps, CrashOps, EngineOps, ProjectionOp
     }
 
 
-__all__ = ["ENGINE_CAPABILITIES", "ENGINE_OPS", "ReferenceSubject"]
+__all__ = ["ENGINE_OPS", "ReferenceSubject"]

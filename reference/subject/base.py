@@ -27,20 +27,12 @@ from reference.projections.registry import (
 from reference.session import Session
 from reference.shrink.spill import MemorySpillStore
 from reference.store import SessionStore
-from reference.subject.requests import (
-    BAD_REQUEST,
-    CRASHED,
-    INTERNAL,
-    UNSUPPORTED_OP,
-    Args,
-    BadRequest,
-    UnsupportedOp,
-    error_response,
-)
+from reference.subject.requests import Args, BadRequest, UnsupportedOp, error_response
 from spec.codes import Code, SpecError, reject
 from spec.log.json import JsonObject, JsonValue
 from spec.projections.durability import BatchPolicy
 from spec.projections.units import ProjectionUnit
+from spec.protocol import BAD_REQUEST, CRASHED, INTERNAL, UNSUPPORTED_OP
 from spec.wire import WireInputError
 
 STORE_ROOT: Final = "/store"  # where the file store lives on the simulated filesystem

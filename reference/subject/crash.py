@@ -15,8 +15,8 @@ from reference.subject.requests import Args, BadRequest
 from spec.format.framing import scan_zstd_frames, split_jsonl
 from spec.log.json import JsonValue, is_safe_integer
 from spec.log.session import ABSENT
+from spec.protocol import DAMAGE_SPOTS
 
-DAMAGE_SPOTS: Final = ("middle", "start", "end")
 ERRNOS: Final = {"EIO": errno.EIO, "ENOSPC": errno.ENOSPC}
 # each answered by its op_<name> method
 CRASH_OPS: Final = ("unsynced", "crash", "arm_crash", "fail_next", "ops", "damage")

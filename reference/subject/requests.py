@@ -4,15 +4,9 @@ rejections, so not in :mod:`spec.codes`) and the shape of an error answer (confo
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Final
 
 from spec.log.json import JsonValue, is_safe_integer
 from spec.log.session import ABSENT
-
-UNSUPPORTED_OP: Final = "UNSUPPORTED_OP"
-BAD_REQUEST: Final = "BAD_REQUEST"
-CRASHED: Final = "CRASHED"
-INTERNAL: Final = "INTERNAL"
 
 
 class BadRequest(Exception):

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from spec.codes import Code, SpecError, reject
-from spec.log.json import FrozenDict, JsonObject, JsonValue, is_event_seq, is_safe_integer
+from spec.log.json import FrozenDict, JsonObject, JsonValue, is_event_seq, is_json_number, is_safe_integer
 
 # Row tag -> the delta chunk type its members decode to.
 CHUNK_ROW_TAGS: Final = {
@@ -80,7 +80,7 @@ def validate_chunk_row(tag: str, row: JsonObject) -> list[str]:
 
 
 def _validate_run_data(tag: str, data: JsonObject, payload_key: str) -> list[str]:
-    if not (_is_number(data["turn"]) and _is_number(data["step"]) and _is_number(data["index"])):
+    if not (is_json_number(data["turn"]) and is_json_number(data["step"]) and is_json_number(data["index"])):
         raise _malformed_row(tag, "turn/step/index must be numbers")
     payload = data[payload_key]
     entries = payload if isinstance(payload, list) else []
@@ -135,10 +135,6 @@ def expand_chunk_row(tag: str, row: JsonObject, members: Sequence[str]) -> list[
         body = FrozenDict({"turn": turn, "step": step, "chunk": FrozenDict(chunk)})
         events.append(FrozenDict({"type": "assistant/chunk", "seq": seq + k, "time": time, "data": body}))
     return events
-
-
-def _is_number(value: object) -> bool:
-    return type(value) in (int, float)
 
 
 def _as_int(value: JsonValue) -> int:

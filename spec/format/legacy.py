@@ -38,6 +38,7 @@ from spec.log.json import (
     JsonValue,
     freeze_parsed_json,
     is_event_seq,
+    is_json_number,
     is_safe_integer,
     js_text,
 )
@@ -386,8 +387,8 @@ def _is_legacy_failure(failure: JsonObject) -> bool:
         {"message", "code"} <= set(failure) <= {"message", "code", *FAILURE_OPTIONAL_KEYS}
         and isinstance(failure["message"], str)
         and isinstance(failure["code"], str)
-        and ("status" not in failure or _is_number(failure["status"]))
-        and ("providerRetryAfterMs" not in failure or _is_number(failure["providerRetryAfterMs"]))
+        and ("status" not in failure or is_json_number(failure["status"]))
+        and ("providerRetryAfterMs" not in failure or is_json_number(failure["providerRetryAfterMs"]))
         and ("requestId" not in failure or isinstance(failure["requestId"], str))
     )
 
@@ -556,10 +557,6 @@ def _replacement_start(event: JsonObject) -> int | float | None:
 
 def _record(value: JsonValue) -> JsonObject | None:
     return value if isinstance(value, dict) else None
-
-
-def _is_number(value: object) -> bool:
-    return type(value) in (int, float)
 
 
 def _is_turn_number(value: JsonValue) -> bool:

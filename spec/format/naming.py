@@ -13,7 +13,7 @@ from typing import Final
 
 from spec.codes import Code, reject
 from spec.log.header import HEADER_FIELD_ORDER, HEADER_FORMAT_VERSION, LEGACY_FORMAT_VERSION, validate_header
-from spec.log.json import FrozenDict, JsonObject, JsonValue, js_text, snapshot_json
+from spec.log.json import FrozenDict, JsonObject, JsonValue, is_json_number, js_text, snapshot_json
 
 # --- naming (notes/dsh-persistence §2) ----------------------------------------------------------
 
@@ -165,7 +165,7 @@ def read_header_line_version(line: JsonObject) -> int:
     any other number is an unsupported format named in the error (SPEC-DECISIONS D1;
     notes/dsh-persistence §3.5)."""
     version = line.get("version")
-    if not _is_number(version):
+    if not is_json_number(version):
         raise reject(Code.HEADER_LINE_INVALID, "corrupt session log: first line is not a session header")
     assert isinstance(version, (int, float))
     if version in READABLE_FORMAT_VERSIONS:
@@ -222,7 +222,3 @@ def _snapshot_header(fields: JsonObject) -> FrozenDict:
     if not isinstance(snapshot, FrozenDict):
         raise reject(Code.HEADER_NOT_JSON, "session header is not losslessly JSON-serializable")
     return snapshot
-
-
-def _is_number(value: object) -> bool:
-    return type(value) in (int, float)

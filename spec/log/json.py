@@ -77,6 +77,11 @@ def is_safe_integer(value: object) -> TypeGuard[int | float]:
     return False
 
 
+def is_json_number(value: object) -> TypeGuard[int | float]:
+    """A JSON number is an int or a float, never a bool (D5)."""
+    return type(value) in (int, float)
+
+
 def is_event_seq(value: object) -> TypeGuard[int | float]:
     """An event seq is a non-negative safe integer (notes/dsh-session-core §0). An int, what
     nearly every seq is, is decided here (issue 24: this runs a few times per stored event)."""

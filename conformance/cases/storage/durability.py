@@ -50,6 +50,17 @@ def flushed_then_pending(**create: Any) -> list[Step]:
     return [ok("create", id="s", **create), append_user(), ok("flush", id="s"), append_assistant()]
 
 
+def flush_read(*appended: Step) -> list[Step]:
+    """``appended``, then a flush of session ``s`` and a read that shows it durable."""
+    return [*appended, ok("flush", id="s"), ok("read", id="s")]
+
+
+def storage_fails(op: str, fault: str = "fail_commit", **arm: Any) -> list[Step]:
+    """The ``fault`` armed (``fail_commit`` or ``fail_next``, with ``arm``), then ``op`` of session
+    ``s`` answering STORAGE_IO."""
+    return [ok(fault, **arm), fails(Code.STORAGE_IO, op, id="s")]
+
+
 def flush_cases() -> Cases:
     yield case(
         "flush makes appended events durable for readers, and only flush does",
@@ -58,12 +69,10 @@ def flush_cases() -> Cases:
             ok("create", id="s"),
             append_user(),
             fails(Code.SESSION_NOT_FOUND, "read", id="s"),
-            ok("flush", id="s"),
-            ok("read", id="s"),
+            *flush_read(),
             append_assistant(),
             ok("read", id="s"),
-            ok("flush", id="s"),
-            ok("read", id="s"),
+            *flush_read(),
         ],
         storage="memory",
         why=FLUSH_RULE,
@@ -216,11 +225,7 @@ def long_session_cases() -> Cases:
         APPEND,
         [
             ok("create", id="s"),
-            *(
-                step
-                for n in range(1, 10)
-                for step in (append_user(f"u{n}", text=f"m{n}"), ok("flush", id="s"), ok("read", id="s"))
-            ),
+            *(step for n in range(1, 10) for step in flush_read(append_user(f"u{n}", text=f"m{n}"))),
         ],
         storage="memory",
         why=PAGE_RULE,
@@ -534,8 +539,7 @@ def fault_cases() -> Cases:
             APPEND,
             [
                 *flushed_then_pending(),
-                ok("fail_next", fsOp=fs_op, errno=errno),
-                fails(Code.STORAGE_IO, "flush", id="s"),
+                *storage_fails("flush", "fail_next", fsOp=fs_op, errno=errno),
                 ok("read", id="s"),
                 ok("flush", id="s"),
                 *after_retry,
@@ -556,8 +560,7 @@ def resume_fault_cases() -> Cases:
             "derive_closers",
             [
                 *crashed_inside_a_turn(),
-                ok("fail_next", fsOp=fs_op, errno=errno),
-                fails(Code.STORAGE_IO, "resume", id="s"),
+                *storage_fails("resume", "fail_next", fsOp=fs_op, errno=errno),
                 gone(),
                 ok("resume", id="s"),
                 ok("close", id="s"),
@@ -577,11 +580,9 @@ def publication_fault_cases() -> Cases:
         [
             ok("create", id="s"),
             append_user(),
-            ok("fail_next", fsOp="write", errno="EIO"),
-            fails(Code.STORAGE_IO, "flush", id="s"),
+            *storage_fails("flush", "fail_next", fsOp="write", errno="EIO"),
             fails(Code.SESSION_NOT_FOUND, "read", id="s"),
-            ok("flush", id="s"),
-            ok("read", id="s"),
+            *flush_read(),
         ],
         storage="file",
         why="a new session file becomes visible only whole, so a failed first flush publishes nothing "
@@ -592,8 +593,7 @@ def publication_fault_cases() -> Cases:
         APPEND,
         [
             *flushed_then_pending(),
-            ok("fail_next", fsOp="fsync", errno="EIO"),
-            fails(Code.STORAGE_IO, "close", id="s"),
+            *storage_fails("close", "fail_next", fsOp="fsync", errno="EIO"),
             ok("state", id="s"),
             ok("close", id="s"),
             gone(),
@@ -630,155 +630,111 @@ COMMIT_RULE: Final = (
 
 def commit_fault_cases() -> Cases:
     """The storage's own commit failing (``fail_commit``, capability ``commit-fault``): a database,
-    which has no simulated disk for ``fail_next`` to fail."""
-    yield case(
-        "a failed commit answers STORAGE_IO, loses nothing committed before, and a retried flush commits the batch once",
-        APPEND,
-        [
-            *flushed_then_pending(),
-            ok("fail_commit"),
-            fails(Code.STORAGE_IO, "flush", id="s"),
-            ok("read", id="s"),
-            append_user("u2", text="after the failure"),
-            ok("flush", id="s"),
-            ok("read", id="s"),
-            append_user("u3", text="after the retry"),
-            ok("flush", id="s"),
-            ok("read", id="s"),
-        ],
-        storage="memory",
-        why=COMMIT_RULE,
-        comment="the retry writes the failed batch and what was appended after it, once, at the seqs they "
-        "hold; the flush after it goes on from there",
-    )
-    yield case(
-        "a commit that fails twice in a row, then succeeds, writes each event once",
-        APPEND,
-        [
-            *flushed_then_pending(),
-            ok("fail_commit"),
-            fails(Code.STORAGE_IO, "flush", id="s"),
-            ok("fail_commit"),
-            fails(Code.STORAGE_IO, "flush", id="s"),
-            ok("read", id="s"),
-            ok("flush", id="s"),
-            ok("read", id="s"),
-        ],
-        storage="memory",
-        why=COMMIT_RULE,
+    which has no simulated disk for ``fail_next`` to fail. Each row: name, steps, comment."""
+    created = [ok("create", id="s"), append_user()]
+    rows: tuple[tuple[str, list[Step], str | None], ...] = (
+        (
+            "a failed commit answers STORAGE_IO, loses nothing committed before, and a retried flush commits the batch once",
+            [
+                *flushed_then_pending(),
+                *storage_fails("flush"),
+                ok("read", id="s"),
+                *flush_read(append_user("u2", text="after the failure")),
+                *flush_read(append_user("u3", text="after the retry")),
+            ],
+            "the retry writes the failed batch and what was appended after it, once, at the seqs they "
+            "hold; the flush after it goes on from there",
+        ),
+        (
+            "a commit that fails twice in a row, then succeeds, writes each event once",
+            [
+                *flushed_then_pending(),
+                *storage_fails("flush"),
+                *storage_fails("flush"),
+                ok("read", id="s"),
+                *flush_read(),
+            ],
+            None,
+        ),
+        (
+            "a close whose commit fails keeps the session live; a retried close writes it",
+            [
+                *flushed_then_pending(),
+                *storage_fails("close"),
+                ok("state", id="s"),
+                ok("close", id="s"),
+                gone(),
+                ok("read", id="s"),
+            ],
+            None,
+        ),
+        (
+            "a commit whose answer is lost is not written twice by the retried flush",
+            [
+                *flushed_then_pending(),
+                append_user("u2", text="in the same batch"),
+                *storage_fails("flush", stored=True),
+                *flush_read(append_user("u3", text="after the failure")),
+                *flush_read(append_user("u4", text="after the retry")),
+            ],
+            "the failed commit was made: the retry finds its two events stored, writes neither again, "
+            "and writes the one appended after the failure at the seq it holds",
+        ),
+        (
+            "a first commit whose answer is lost is published once, and the retried flush writes nothing twice",
+            [
+                *created,
+                *storage_fails("flush", stored=True),
+                *flush_read(append_assistant()),
+                *flush_read(append_user("u2", text="after the retry")),
+            ],
+            "the header and the first batch commit together, so the retry finds both stored and writes "
+            "only the event appended after the failure",
+        ),
+        (
+            "a first commit of two events whose answer is lost: the retried flush finds it whole and writes nothing",
+            [
+                *created,
+                append_user("u2", text="second"),
+                *storage_fails("flush", stored=True),
+                *flush_read(),
+                *flush_read(append_assistant()),
+            ],
+            "the retry has nothing left to write, and the session it found is published: the next flush "
+            "writes events only, not the header again",
+        ),
+        (
+            "a close whose commit's answer is lost keeps the session live, and the retried close writes nothing twice",
+            [
+                *flushed_then_pending(),
+                *storage_fails("close", stored=True),
+                ok("state", id="s"),
+                append_user("u2", text="after the failure"),
+                ok("close", id="s"),
+                gone(),
+                ok("resume", id="s"),
+                ok("close", id="s"),
+                ok("read", id="s"),
+            ],
+            None,
+        ),
     )
     yield case(
         "a failed first commit publishes nothing, and a retried flush publishes the session whole",
         APPEND,
         [
-            ok("create", id="s"),
-            append_user(),
-            ok("fail_commit"),
-            fails(Code.STORAGE_IO, "flush", id="s"),
+            *created,
+            *storage_fails("flush"),
             fails(Code.SESSION_NOT_FOUND, "read", id="s"),
-            ok("flush", id="s"),
-            ok("read", id="s"),
-            append_assistant(),
-            ok("flush", id="s"),
-            ok("read", id="s"),
+            *flush_read(),
+            *flush_read(append_assistant()),
         ],
         storage="memory",
-        why="a new session is published by its first commit, header and first batch together, so a failed "
-        "one publishes nothing and its retry publishes them once (SPEC-DECISIONS D2)",
+        why="a new session is published by its first commit, header and first batch together, so a "
+        "failed one publishes nothing and its retry publishes them once (SPEC-DECISIONS D2)",
     )
-    yield case(
-        "a close whose commit fails keeps the session live; a retried close writes it",
-        APPEND,
-        [
-            *flushed_then_pending(),
-            ok("fail_commit"),
-            fails(Code.STORAGE_IO, "close", id="s"),
-            ok("state", id="s"),
-            ok("close", id="s"),
-            gone(),
-            ok("read", id="s"),
-        ],
-        storage="memory",
-        why=COMMIT_RULE,
-    )
-    yield case(
-        "a commit whose answer is lost is not written twice by the retried flush",
-        APPEND,
-        [
-            *flushed_then_pending(),
-            append_user("u2", text="in the same batch"),
-            ok("fail_commit", stored=True),
-            fails(Code.STORAGE_IO, "flush", id="s"),
-            append_user("u3", text="after the failure"),
-            ok("flush", id="s"),
-            ok("read", id="s"),
-            append_user("u4", text="after the retry"),
-            ok("flush", id="s"),
-            ok("read", id="s"),
-        ],
-        storage="memory",
-        why=COMMIT_RULE,
-        comment="the failed commit was made: the retry finds its two events stored, writes neither again, "
-        "and writes the one appended after the failure at the seq it holds",
-    )
-    yield case(
-        "a first commit whose answer is lost is published once, and the retried flush writes nothing twice",
-        APPEND,
-        [
-            ok("create", id="s"),
-            append_user(),
-            ok("fail_commit", stored=True),
-            fails(Code.STORAGE_IO, "flush", id="s"),
-            append_assistant(),
-            ok("flush", id="s"),
-            ok("read", id="s"),
-            append_user("u2", text="after the retry"),
-            ok("flush", id="s"),
-            ok("read", id="s"),
-        ],
-        storage="memory",
-        why=COMMIT_RULE,
-        comment="the header and the first batch commit together, so the retry finds both stored and writes "
-        "only the event appended after the failure",
-    )
-    yield case(
-        "a first commit of two events whose answer is lost: the retried flush finds it whole and writes nothing",
-        APPEND,
-        [
-            ok("create", id="s"),
-            append_user(),
-            append_user("u2", text="second"),
-            ok("fail_commit", stored=True),
-            fails(Code.STORAGE_IO, "flush", id="s"),
-            ok("flush", id="s"),
-            ok("read", id="s"),
-            append_assistant(),
-            ok("flush", id="s"),
-            ok("read", id="s"),
-        ],
-        storage="memory",
-        why=COMMIT_RULE,
-        comment="the retry has nothing left to write, and the session it found is published: the next flush "
-        "writes events only, not the header again",
-    )
-    yield case(
-        "a close whose commit's answer is lost keeps the session live, and the retried close writes nothing twice",
-        APPEND,
-        [
-            *flushed_then_pending(),
-            ok("fail_commit", stored=True),
-            fails(Code.STORAGE_IO, "close", id="s"),
-            ok("state", id="s"),
-            append_user("u2", text="after the failure"),
-            ok("close", id="s"),
-            gone(),
-            ok("resume", id="s"),
-            ok("close", id="s"),
-            ok("read", id="s"),
-        ],
-        storage="memory",
-        why=COMMIT_RULE,
-    )
+    for name, steps, comment in rows:
+        yield case(name, APPEND, steps, storage="memory", why=COMMIT_RULE, comment=comment)
     yield case(
         "a resume whose closers' commit fails answers STORAGE_IO, and a retried resume takes the session over",
         "derive_closers",
@@ -787,8 +743,7 @@ def commit_fault_cases() -> Cases:
             turn(),
             append_user(),
             ok("close", id="s"),
-            ok("fail_commit"),
-            fails(Code.STORAGE_IO, "resume", id="s"),
+            *storage_fails("resume"),
             gone(),
             ok("read", id="s"),
             ok("resume", id="s"),
