@@ -43,6 +43,9 @@ PRE_IDENTITY_RESULT: Final[JsonObject] = {
 """A v0 tool/result from before message identity: no message, the call's id and content inline."""
 
 
+V0_LONG_LOG: Final = 300  # events: a migration's batch of more than 256 lines
+
+
 def v0_header_line(session_id: str = OLD) -> JsonObject:
     """DSH 0.1's header line: version 0, no ``isSeeded``, ``delegationDepth`` written."""
     return {
@@ -153,6 +156,24 @@ def v0_sets() -> Iterator[FileSet]:
         )
     yield from v0_lineage_sets()
     yield from v0_stored_text_sets()
+    yield FileSet(
+        "a plain DSH v0 log of its header line alone reads empty and is resumed",
+        V0_RULE,
+        v0_files(raw_log(v0_header_line(), [], False), False),
+        False,
+        session=OLD,
+        comment="no record follows the header line: the resume's v4 log holds the end-seed marker alone",
+    )
+    many = [raw_line(seq, str(seq % 7), ignorable=True) for seq in range(V0_LONG_LOG)]
+    yield FileSet(
+        f"a plain DSH v0 log of {V0_LONG_LOG} events is resumed as a v4 log of every one",
+        V0_RULE,
+        v0_files(raw_log(v0_header_line(), many, False), False),
+        False,
+        session=OLD,
+        comment="the resume writes the converted log, more lines than CPython keeps one int object for, "
+        "as one batch beside the v0 file",
+    )
     data = v0_log(False)
     yield FileSet(
         "a plain DSH v0 log whose last line is torn is read without it",

@@ -6,17 +6,19 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from typing import Final
 
-from conformance.cases.build import OK
+from conformance.cases.build import OK, SEED_TIME
 from conformance.cases.files.logs import (
     CHECKSUM_BYTES,
     PLAIN_RULE,
     SCAN_RULE,
     SEQ_RULE,
+    SESSION,
     ZSTD_RULE,
     FileSet,
     Frame,
     form,
     line,
+    plain_log,
     raw_frame,
     raw_line,
     raw_log,
@@ -39,7 +41,8 @@ from conformance.zstd_frames import (
     encode_skippable_frame,
 )
 from spec.codes import Code
-from spec.format.naming import encode_header_line
+from spec.format.naming import derive_session_relpath, encode_header_line
+from spec.log.header import build_header
 
 # --- v4 logs, whole and torn ---------------------------------------------------------------------
 
@@ -417,6 +420,18 @@ def layout_sets() -> Iterator[FileSet]:
         False,
         Code.HEADER_ID_MISMATCH,
         session="q",
+    )
+    loose = dict(build_header(SESSION, {}, SEED_TIME, False))  # no cwd: the _no-cwd directory
+    project, session, name = derive_session_relpath(loose, False)
+    yield FileSet(
+        "a session under the last project directory is found past one that does not hold it",
+        "derive_session_relpath",
+        {
+            path.replace("/r/", "/q/"): v4_log(False).replace(b'"id":"r"', b'"id":"q"'),
+            f"{project}/{session}/{name}": plain_log(encode_header_line(loose), v4_writes()),
+        },
+        False,
+        comment=f"{path.split('/')[0]} sorts before {project} and holds session q alone",
     )
     yield FileSet(
         "a session directory under two project directories is corrupt",
