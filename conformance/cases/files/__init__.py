@@ -40,10 +40,9 @@ for an implementer's own tests.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Final
 
 from conformance.cases.build import NOW, OK, Case, Cases, Step, fails, ok
-from conformance.cases.files.logs import SESSION, FileSet, raw_line, raw_log, v4_files, v4_header
+from conformance.cases.files.logs import FileSet
 from conformance.cases.files.v0 import v0_sets
 from conformance.cases.files.v4 import (
     frame_form_sets,
@@ -59,7 +58,6 @@ from conformance.cases.files.v4 import (
 )
 from conformance.files.reader import encode_files
 from spec.codes import Code
-from spec.format.naming import encode_header_line
 
 # --- the cases ---------------------------------------------------------------------------------------
 
@@ -113,38 +111,6 @@ def steps_of(file_set: FileSet) -> tuple[Step, ...]:
     )
 
 
-FORKED_LOG: Final = 300  # events: a batch of more lines than CPython keeps one int object for (256)
-FORKED_NAME: Final = (
-    f"a fork of a resumed log of {FORKED_LOG} events under a byte bound writes every line of its child"
-)
-
-
-def forked_files() -> dict[str, bytes]:
-    lines = [raw_line(seq, str(seq % 7)) for seq in range(FORKED_LOG)]
-    return v4_files(raw_log(encode_header_line(v4_header()), lines, False), False)
-
-
-def forked_under_a_byte_bound() -> Case:
-    """A stored log read in bulk, resumed and forked under a byte bound: the child's seed is appended
-    as one batch of many events, each encoded once as it is appended to be counted, and those lines
-    are what is written (PROTOCOL.md, "The batch policy"); read back, the child is its seed."""
-    placed = forked_files()
-    return Case(
-        FORKED_NAME,
-        "encode_lines",
-        (
-            ok("reset", storage="file", compressed=False, batchMaxBytes=1 << 20, files=encode_files(placed)),
-            ok("clock", now=NOW),
-            ok("resume", id=SESSION),
-            ok("fork", source=SESSION, child="child"),
-            ok("close", id="child"),
-            ok("read", id="child"),
-        ),
-        comment="the bound (1 MiB) is never reached: the child's 302 events are written by its close, as "
-        "the lines encoded when its seed was appended",
-    )
-
-
 def locks_out_of_order() -> Case:
     """Each session has its own writer lock: resuming the first of two stored sessions while the later
     one is live takes the first's lock, whatever order their lock files were made in."""
@@ -171,10 +137,9 @@ def locks_out_of_order() -> Case:
 def cases() -> Cases:
     for file_set in file_sets():
         yield Case(file_set.name, file_set.rule, steps_of(file_set), file_set.why, file_set.comment)
-    yield forked_under_a_byte_bound()
     yield locks_out_of_order()
 
 
 def reference_files() -> dict[str, dict[str, bytes]]:
     """Every case's files, by the case's name."""
-    return {**{file_set.name: dict(file_set.files) for file_set in file_sets()}, FORKED_NAME: forked_files()}
+    return {file_set.name: dict(file_set.files) for file_set in file_sets()}
