@@ -567,7 +567,13 @@ def unreached(mutation: MutationSpec) -> WorkResult:
     """A fast-lane survivor no vector case executes: recorded without running (its diff made in memory)."""
     module = Path(mutation.module_path).as_posix()
     original = (ROOT / module).read_text(encoding="utf-8")
-    mutated = mutate_code(original, operator_of(mutation), mutation.occurrence)
+    try:
+        mutated = mutate_code(original, operator_of(mutation), mutation.occurrence)
+    except Exception:  # cosmic-ray's operator fails on this node: as mutate_and_run records it
+        return WorkResult(
+            output=traceback.format_exc(), test_outcome=TestOutcome.INCOMPETENT,
+            worker_outcome=WorkerOutcome.EXCEPTION,
+        )  # fmt: skip
     if mutated is None:
         return WorkResult(worker_outcome=WorkerOutcome.NO_TEST)
     return WorkResult(output=NO_CASE, diff=mutation_diff(original, mutated, module),

@@ -111,9 +111,33 @@ def steps_of(file_set: FileSet) -> tuple[Step, ...]:
     )
 
 
+def locks_out_of_order() -> Case:
+    """Each session has its own writer lock: resuming the first of two stored sessions while the later
+    one is live takes the first's lock, whatever order their lock files were made in."""
+    return Case(
+        "a session resumed while a session stored after it is live takes its own writer lock",
+        "validate_resume_request",
+        (
+            ok("reset", storage="file", files=[]),
+            ok("clock", now=NOW),
+            ok("create", id="a"),
+            ok("flush", id="a"),
+            ok("create", id="b"),
+            ok("flush", id="b"),
+            ok("close", id="a"),
+            ok("resume", id="a"),
+            ok("close", id="a"),
+            ok("close", id="b"),
+        ),
+        comment="a's lock file was made before b's (on a real directory, most often with the lower inode): "
+        "a lock held on b must not refuse a's, nor a lock refused by comparing the two files' identities",
+    )
+
+
 def cases() -> Cases:
     for file_set in file_sets():
         yield Case(file_set.name, file_set.rule, steps_of(file_set), file_set.why, file_set.comment)
+    yield locks_out_of_order()
 
 
 def reference_files() -> dict[str, dict[str, bytes]]:

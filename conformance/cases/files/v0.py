@@ -3,8 +3,8 @@ before message identity, the legacy conversions, a torn v0 tail, the refusals.""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Final
+from collections.abc import Iterator, Sequence
+from typing import Any, Final
 
 from conformance import builders as payloads
 from conformance.cases.build import (
@@ -41,6 +41,9 @@ PRE_IDENTITY_RESULT: Final[JsonObject] = {
     "isError": False,
 }
 """A v0 tool/result from before message identity: no message, the call's id and content inline."""
+
+
+V0_LONG_LOG: Final = 300  # events: a migration's batch of more than 256 lines
 
 
 def v0_header_line(session_id: str = OLD) -> JsonObject:
@@ -153,6 +156,21 @@ def v0_sets() -> Iterator[FileSet]:
         )
     yield from v0_lineage_sets()
     yield from v0_stored_text_sets()
+    yield v0_raw_set(
+        "a plain DSH v0 log of its header line alone reads empty and is resumed",
+        V0_RULE,
+        [],
+        False,
+        comment="no record follows the header line: the resume's v4 log holds the end-seed marker alone",
+    )
+    yield v0_raw_set(
+        f"a plain DSH v0 log of {V0_LONG_LOG} events is resumed as a v4 log of every one",
+        V0_RULE,
+        [raw_line(seq, str(seq % 7), ignorable=True) for seq in range(V0_LONG_LOG)],
+        False,
+        comment="the resume writes the converted log, more lines than CPython keeps one int object for, "
+        "as one batch beside the v0 file",
+    )
     data = v0_log(False)
     yield FileSet(
         "a plain DSH v0 log whose last line is torn is read without it",
@@ -274,12 +292,19 @@ def v0_stored_text_sets() -> Iterator[FileSet]:
     for what, texts in STORED_TEXTS.items():
         lines = [raw_line(seq, text, ignorable=True) for seq, text in enumerate(texts)]
         for compressed in (False, True):
-            yield FileSet(
+            yield v0_raw_set(
                 f"a {form(compressed)} DSH v0 log whose data holds {what}",
                 TEXT_RULE,
-                v0_files(raw_log(v0_header_line(), lines, compressed), compressed),
+                lines,
                 compressed,
-                session=OLD,
                 why=TEXT_RULE_WHY,
                 shown=True,
             )
+
+
+def v0_raw_set(
+    name: str, rule: str, lines: Sequence[bytes], compressed: bool, why: str | None = None, **more: Any
+) -> FileSet:
+    """A case of session ``old``'s v0 log: DSH's header line, then ``lines`` as they are."""
+    data = raw_log(v0_header_line(), lines, compressed)
+    return FileSet(name, rule, v0_files(data, compressed), compressed, session=OLD, why=why, **more)

@@ -6,17 +6,19 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from typing import Final
 
-from conformance.cases.build import OK
+from conformance.cases.build import OK, SEED_TIME
 from conformance.cases.files.logs import (
     CHECKSUM_BYTES,
     PLAIN_RULE,
     SCAN_RULE,
     SEQ_RULE,
+    SESSION,
     ZSTD_RULE,
     FileSet,
     Frame,
     form,
     line,
+    plain_log,
     raw_frame,
     raw_line,
     raw_log,
@@ -39,7 +41,8 @@ from conformance.zstd_frames import (
     encode_skippable_frame,
 )
 from spec.codes import Code
-from spec.format.naming import encode_header_line
+from spec.format.naming import derive_session_relpath, encode_header_line
+from spec.log.header import build_header
 
 # --- v4 logs, whole and torn ---------------------------------------------------------------------
 
@@ -237,6 +240,14 @@ def frame_form_sets() -> Iterator[FileSet]:
         "that many bytes, and readers skip it; DSH refuses one, this project's reader skips it",
         comment="the skippable frames use the first and the last of the 16 magics; one holds nothing",
     )
+    yield FileSet(
+        "a skippable frame between two frames of events, after the header frame, is skipped",
+        FRAME_RULE,
+        v4_files(b"".join(frames[:2]) + encode_skippable_frame(b"between") + b"".join(frames[2:]), True),
+        True,
+        comment="no skippable frame comes before the header frame: a reader that stops at the first "
+        "skippable frame after it would show the first write's events alone, whose seqs still run 0, 1",
+    )
     data = v4_log(True)
     skippable = encode_skippable_frame(b"after")
     for where, cut in {"in its size": 6, "in its content": len(skippable) - 2}.items():
@@ -410,6 +421,18 @@ def layout_sets() -> Iterator[FileSet]:
         Code.HEADER_ID_MISMATCH,
         session="q",
     )
+    loose = dict(build_header(SESSION, {}, SEED_TIME, False))  # no cwd: the _no-cwd directory
+    project, session, name = derive_session_relpath(loose, False)
+    yield FileSet(
+        "a session under the last project directory is found past one that does not hold it",
+        "derive_session_relpath",
+        {
+            path.replace("/r/", "/q/"): v4_log(False).replace(b'"id":"r"', b'"id":"q"'),
+            f"{project}/{session}/{name}": plain_log(encode_header_line(loose), v4_writes()),
+        },
+        False,
+        comment=f"{path.split('/')[0]} sorts before {project} and holds session q alone",
+    )
     yield FileSet(
         "a session directory under two project directories is corrupt",
         "derive_session_relpath",
@@ -522,6 +545,15 @@ def stored_text_sets() -> Iterator[FileSet]:
             intent,
             shown=intent == OK,
         )
+    wide = [raw_line(seq, f'"{seq:03d}{"x" * 1_200}"') for seq in range(WIDE_FRAME // 1_200 + 1)]
+    yield FileSet(
+        f"a compressed v4 log whose frame of events holds more than {WIDE_FRAME:,} bytes reads whole",
+        FRAME_RULE,
+        v4_files(raw_log(header, wide, True), True),
+        True,
+        comment=f"{len(wide)} lines of about 1,250 bytes in one frame of raw blocks: a reader that inflates "
+        "a frame 64 KiB of it at a time meets a line cut between two pieces",
+    )
     for what, text in DAMAGED_TEXTS.items():
         lines = [raw_line(0, "{}"), raw_line(1, text), raw_line(2, "{}")]
         yield FileSet(
@@ -541,6 +573,7 @@ TEXT_RULE_WHY: Final = (
 
 
 LONG_LOG: Final = 1_100  # events: past the 1,024 lines a reader may decode at a time
+WIDE_FRAME: Final = 70_000  # bytes: a frame past 64 KiB, which a reader may inflate a piece at a time
 
 
 def seq_forms() -> Iterator[tuple[str, list[bytes], str]]:

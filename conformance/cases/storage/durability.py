@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from conformance import builders as payloads
 from conformance.cases.build import (
     NOW,
     Cases,
@@ -16,6 +17,7 @@ from conformance.cases.build import (
     append_user,
     case,
     chained,
+    event,
     fails,
     gone,
     ok,
@@ -465,6 +467,34 @@ def batch_unit_cases() -> Cases:
         )
 
 
+SEEDED_EVENTS: Final = 300  # a batch of more lines than CPython keeps one int object for (256)
+
+
+def seeded_batch_cases() -> Cases:
+    """A session created from a seed under a byte bound: the seed is appended as one batch of many
+    events, each encoded once as it is appended to be counted, and those lines are what the close
+    writes (PROTOCOL.md, "The batch policy"); read back, the log is the seed and its end-seed."""
+    seed = [
+        event(seq, kind, payload)
+        for turn_number in range(1, SEEDED_EVENTS // 2 + 1)
+        for seq, kind, payload in (
+            (2 * turn_number - 2, "turn/start", payloads.turn_start(turn_number)),
+            (2 * turn_number - 1, "turn/end", payloads.turn_end(turn_number)),
+        )
+    ]
+    yield case(
+        f"a session created from a seed of {SEEDED_EVENTS} events under a byte bound writes every line of it",
+        BATCH_DUE,
+        [ok("create", id="s", seed=seed), ok("close", id="s"), ok("read", id="s")],
+        storage="file",
+        compressed=False,
+        batch={"batchMaxBytes": 1 << 20},
+        why=BATCH_RULE,
+        comment="the bound (1 MiB) is never reached: the 301 events are written by the close, as the lines "
+        "encoded when the seed was appended",
+    )
+
+
 def batch_age_cases() -> Cases:
     """A write the batch policy starts that fails keeps the batch buffered with its age: its oldest
     event is still the oldest, so the next append is due at once and writes it (it is not aged
@@ -758,5 +788,12 @@ def commit_fault_cases() -> Cases:
 
 
 cases: Final = chained(
-    flush_cases, resume_cases, long_session_cases, crash_cases, batch_cases, fault_cases, commit_fault_cases
+    flush_cases,
+    resume_cases,
+    long_session_cases,
+    crash_cases,
+    batch_cases,
+    seeded_batch_cases,
+    fault_cases,
+    commit_fault_cases,
 )
