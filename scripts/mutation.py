@@ -173,22 +173,34 @@ META_TABLE: Final = "CREATE TABLE IF NOT EXISTS mutation_meta (key TEXT PRIMARY 
 
 
 def open_session(path: Path, files: Sequence[str], fresh: bool, ledger: Path | None = None) -> None:
-    """Create the session's mutants with cosmic-ray unless the database already holds them for
-    these files or more (then it is resumed, its results kept: a run naming one module of a
-    whole-scope session runs that module's mutants; a module edited since is made again,
-    :func:`refresh_changed`). A session made anew takes from ``ledger`` the results of every
-    module whose mutants are the ledger's (:func:`load_from_ledger`)."""
+    """Create the session's mutants with cosmic-ray, or resume the database when it exists (its
+    results kept: a run naming one module of a whole-scope session runs that module's mutants; a
+    module edited since is made again, :func:`refresh_changed`; a module it lacks is added, so a
+    run naming another module never loses what the session holds). A module made anew (a new
+    session's, an added one) takes its results from ``ledger`` when its mutants are the ledger's
+    (:func:`load_from_ledger`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    wanted = json.dumps(sorted(files))
     if path.exists() and not fresh:
         with sqlite3.connect(path, timeout=LOCK_WAIT) as db:
             db.execute(META_TABLE)
             row = db.execute("SELECT value FROM mutation_meta WHERE key = 'files'").fetchone()
-        if row is not None and set(files) <= set(json.loads(row[0])):
+        if row is not None:
             for module in drop_outside_scope(path):
                 print(f"{module} is no longer in the mutation scope: its mutants dropped from the session")
+            with sqlite3.connect(path, timeout=LOCK_WAIT) as db:
+                known = json.loads(
+                    db.execute("SELECT value FROM mutation_meta WHERE key = 'files'").fetchone()[0]
+                )
+                added = [file for file in files if file not in known]
+                db.execute(
+                    "UPDATE mutation_meta SET value = ? WHERE key = 'files'",
+                    (json.dumps(sorted({*known, *added})),),
+                )
             for module in refresh_changed(path, files):
-                print(f"{module} changed since the session made its mutants: made again, to be judged")
+                print(
+                    f"{module} {'added to the session' if module in added else 'changed since the session made its mutants: made again'}, to be judged"
+                )
+            take_results(path, ledger, added)
             return
     if path.exists():
         path.unlink()
@@ -197,10 +209,14 @@ def open_session(path: Path, files: Sequence[str], fresh: bool, ledger: Path | N
     with sqlite3.connect(path, timeout=LOCK_WAIT) as db:
         db.execute(META_TABLE)
         db.execute(LANE_TABLE)
-        db.execute("INSERT OR REPLACE INTO mutation_meta VALUES ('files', ?)", (wanted,))
+        db.execute("INSERT OR REPLACE INTO mutation_meta VALUES ('files', ?)", (json.dumps(sorted(files)),))
     record_sources(path, files)
-    if ledger is not None:
-        for module in load_from_ledger(path, ledger):
+    take_results(path, ledger, files)
+
+
+def take_results(path: Path, ledger: Path | None, modules: Sequence[str]) -> None:
+    if ledger is not None and modules:
+        for module in load_from_ledger(path, ledger, modules):
             print(f"{module}: its results taken from {ledger.name}")
 
 
@@ -1298,10 +1314,10 @@ def result_of(outcome: str, before: str, after: str) -> WorkResult:
     return WorkResult(output=output, diff=diff, test_outcome=test, worker_outcome=WorkerOutcome.NORMAL)
 
 
-def load_from_ledger(session: Path, path: Path = LEDGER) -> list[str]:
-    """Give a session's mutants their results from the ledger, for every module whose mutants are
-    the ledger's (by place: a module edited so that its mutants moved is judged anew). Returns the
-    modules whose results were taken."""
+def load_from_ledger(session: Path, path: Path = LEDGER, modules: Sequence[str] | None = None) -> list[str]:
+    """Give a session's mutants (of ``modules``, when given) their results from the ledger, for
+    every module whose mutants are the ledger's (by place: a module edited so that its mutants
+    moved is judged anew). Returns the modules whose results were taken."""
     ledger = read_ledger(path)
     taken = []
     with use_db(str(session), WorkDB.Mode.open) as work_db:
@@ -1310,6 +1326,8 @@ def load_from_ledger(session: Path, path: Path = LEDGER) -> list[str]:
             items[Path(item.mutations[0].module_path).as_posix()].append(item)
         lanes_found = []
         for module, made in sorted(items.items()):
+            if modules is not None and module not in modules:
+                continue
             rows = {ledger_place(row): row for row in ledger.get(module, {}).get("mutants", [])}
             if not rows or set(rows) != mutant_places(made):
                 continue

@@ -274,3 +274,26 @@ def test_the_ledger_keeps_a_sessions_results_for_a_new_session_and_the_report(tm
     fresh = tmp_path / "fresh.sqlite"
     mutation.open_session(fresh, files, fresh=False, ledger=ledger)
     assert {m.module for m in mutation.read_mutants(fresh) if m.lanes} == {UNREACHED[0]}
+
+
+def test_a_run_naming_a_module_the_session_lacks_adds_it_and_keeps_the_others(tmp_path: Path) -> None:
+    """A session of one module, resumed for another: the other is added (its results from the
+    ledger), and what the session held stays."""
+    session, ledger = tmp_path / "session.sqlite", tmp_path / "ledger.json"
+    mutation.open_session(session, [UNREACHED[0]], fresh=True)
+    with sqlite3.connect(session) as db:
+        db.executemany(
+            "INSERT INTO lane_results VALUES (?, 'fast', 'killed', 1.0)",
+            [(m.job_id,) for m in mutation.read_mutants(session)],
+        )
+    mutation.save_to_ledger(session, ledger)
+    other = tmp_path / "other.sqlite"
+    mutation.open_session(other, [MODULE], fresh=True)
+    held = mutation.read_mutants(other)[0].job_id
+    with sqlite3.connect(other) as db:
+        db.execute("INSERT INTO lane_results VALUES (?, 'fast', 'survived', 1.0)", (held,))
+    mutation.open_session(other, [UNREACHED[0]], fresh=False, ledger=ledger)
+    now = mutation.read_mutants(other)
+    assert {m.module for m in now} == {MODULE, UNREACHED[0]}
+    assert mutation.lane_rows(other)[held]["fast"][0] == "survived"
+    assert all(m.lanes == {"fast": ("killed", 1.0)} for m in now if m.module == UNREACHED[0])
