@@ -12,10 +12,18 @@ from typing import ClassVar, Final
 
 import pytest
 
-from conformance.files.writing import CHECKS, check_files, same_but_number_forms
+from conformance.files.writing import (
+    CHECKS,
+    check_files,
+    rewritten_problems,
+    run_both_forms,
+    same_but_number_forms,
+    take_exported,
+)
 from conformance.report import CaseResult, Options
 from conformance.runner import run_suite
 from conformance.subject import InProcessSubject, StdioSubject
+from conformance.targets import DEFAULT_TARGET
 from reference.persistence import fastjson
 from reference.server import ReferenceSubject
 from tests.broken_storage_files import WRITING_BREAKS, ChecksumIgnored, ExportsNothing
@@ -182,5 +190,7 @@ def test_a_reader_that_keeps_integers_past_the_safe_bound_writes_them_again_and_
     results = writing_checks(ReferenceSubject())
     assert {key for key, result in results.items() if result.outcome != "passed"} == {"lines"}
     shown = results["lines"].detail
-    assert "written again from what was read" in shown and "9007199254740993" in shown
-    assert "/o0/" in shown and "/r0f/" in shown  # the migration and the fork of a resumed v4 log
+    assert "written again from what was read" in shown and "9007199254740993" in shown and "/o0/" in shown
+    runs = run_both_forms(InProcessSubject(ReferenceSubject()), DEFAULT_TARGET, take_exported, rewrite=True)
+    found = "\n".join(problem for run in runs for problem in rewritten_problems(run, DEFAULT_TARGET))
+    assert "/o0/" in found and "/r0f/" in found  # the migration and the fork of a resumed v4 log

@@ -50,7 +50,7 @@ from typing import Final
 from conformance import builders as build
 from conformance import strategies as values
 from conformance.builders import append_request as append
-from conformance.cases.files.logs import raw_line, raw_log, v4_files, v4_header
+from conformance.cases.files.logs import RAW, raw_line, raw_log, v4_files, v4_header
 from conformance.cases.files.v0 import v0_files, v0_header_line
 from conformance.cases.files.v4 import STORED_TEXTS
 from conformance.crash import with_fixed_replay
@@ -65,7 +65,7 @@ from conformance.zstd_frames import inflate_zstd
 from spec.checks.log import check_log
 from spec.codes import SpecError
 from spec.format.framing import encode_lines, scan_zstd_frames, split_jsonl
-from spec.format.json_text import decode_json_text
+from spec.format.json_text import decode_json_text, encode_json_text
 from spec.format.naming import decode_header_line, derive_session_relpath, encode_header_line
 from spec.log.events import (
     ASSISTANT_MESSAGE,
@@ -134,34 +134,53 @@ def writing_workload() -> tuple[Request, ...]:
     )
 
 
-def rewriting_logs() -> list[tuple[str, str, bool]]:
+ONLY_PAST_THE_BOUND: Final = (
+    '{"pos":[9007199254740993],"neg":[-9007199254740993],"obj":{"n":18446744073709551615},'
+    '"deep":[[{"m":-9223372036854775807}]]}'
+)
+"""Containers each holding one integer past the safe bound and nothing else to settle: a reader
+must look at every integer of every container, not only at a container something else sent it to."""
+
+
+def rewriting_logs() -> list[tuple[str, str, bool, bool]]:
     """Each raw JSON text of the files cases' stored lines
     (:data:`conformance.cases.files.v4.STORED_TEXTS`: integers past 2**53-1, -0, fractions below
-    1e-4, doubles past 2**64, deep nesting...) in a v4 log and in a DSH v0 log of its own, so that
-    a text a reader sends to a slower path takes no other with it: each log's session id, its text
-    and whether it is a v0 log."""
-    texts = [text for group in STORED_TEXTS.values() for text in group]
-    return [
-        (f"{'o' if legacy else 'r'}{index}", text, legacy)
+    1e-4, doubles past 2**64, deep nesting...) and :data:`ONLY_PAST_THE_BOUND` in a v4 log and in a
+    DSH v0 log of its own, so that a text a reader sends to a slower path takes no other with it;
+    :data:`ONLY_PAST_THE_BOUND` also as a tool call's arguments in a turn left open (events of known
+    types, with no ``true``, ``null`` or float beside the text). Each log's session id, its text,
+    whether it is a v0 log and whether the text is a tool call's arguments."""
+    texts = [text for group in STORED_TEXTS.values() for text in group] + [ONLY_PAST_THE_BOUND]
+    plain = [
+        (f"{'o' if legacy else 'r'}{index}", text, legacy, False)
         for index, text in enumerate(texts)
         for legacy in (False, True)
+    ]
+    return plain + [
+        (f"{'o' if legacy else 'r'}call", ONLY_PAST_THE_BOUND, legacy, True) for legacy in (False, True)
     ]
 
 
 def rewriting_files(compressed: bool) -> dict[str, bytes]:
     """The :func:`rewriting_logs`, each with one event holding its text (in a v0 log marked
-    ``ignorable``, as a v0 log may hold an unknown type)."""
+    ``ignorable``, as a v0 log may hold an unknown type), or a turn and a step started and a tool
+    call whose arguments are the text."""
     files: dict[str, bytes] = {}
-    for session_id, text, legacy in rewriting_logs():
+    for session_id, text, legacy, as_arguments in rewriting_logs():
+        if as_arguments:
+            call = {**build.tool_call("c1"), "arguments": RAW}
+            lines = [
+                raw_line(0, encode_json_text(build.turn_start(1)), TURN_START),
+                raw_line(1, encode_json_text(build.step_start(1, 1)), STEP_START),
+                raw_line(2, text, TOOL_CALL, data=call),
+            ]
+        else:
+            lines = [raw_line(0, text, ignorable=True) if legacy else raw_line(0, text)]
         if legacy:
-            files |= v0_files(
-                raw_log(v0_header_line(session_id), [raw_line(0, text, ignorable=True)], compressed),
-                compressed,
-                session_id,
-            )
+            files |= v0_files(raw_log(v0_header_line(session_id), lines, compressed), compressed, session_id)
         else:
             header = encode_header_line(v4_header(session_id))
-            files |= v4_files(raw_log(header, [raw_line(0, text)], compressed), compressed, session_id)
+            files |= v4_files(raw_log(header, lines, compressed), compressed, session_id)
     return files
 
 
@@ -177,7 +196,7 @@ def rewriting_workload(compressed: bool) -> tuple[Request, ...]:
         ("clock", {"now": build.START_TIME}),
         *(
             step
-            for session_id, _, _ in rewriting_logs()
+            for session_id, *_ in rewriting_logs()
             for step in (
                 ("resume", {"id": session_id}),
                 ("fork", {"source": session_id, "child": f"{session_id}f"}),
