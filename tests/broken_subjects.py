@@ -687,7 +687,8 @@ else:
 
 
 def _crlf_lines(original: Any) -> object:
-    return lambda records: original(records).replace(b"\n", b"\r\n")  # a "\n" in a string is escaped
+    # a "\n" in a string is escaped; a v0 log's migration also hands over its small floats
+    return lambda records, *rest: original(records, *rest).replace(b"\n", b"\r\n")
 
 
 class WritesCrlfLineEnds(SwapMutant):

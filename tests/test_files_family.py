@@ -12,10 +12,19 @@ from typing import ClassVar, Final
 
 import pytest
 
-from conformance.files.writing import CHECKS, check_files
+from conformance.files.writing import (
+    CHECKS,
+    check_files,
+    rewritten_problems,
+    run_both_forms,
+    same_but_number_forms,
+    take_exported,
+)
 from conformance.report import CaseResult, Options
 from conformance.runner import run_suite
 from conformance.subject import InProcessSubject, StdioSubject
+from conformance.targets import DEFAULT_TARGET
+from reference.persistence import fastjson
 from reference.server import ReferenceSubject
 from tests.broken_storage_files import WRITING_BREAKS, ChecksumIgnored, ExportsNothing
 from tests.broken_subjects import WritesCrlfLineEnds, WritesHeaderTypeLast
@@ -144,3 +153,44 @@ def test_a_stdio_subject_with_a_crash_seam_and_no_export_gets_the_writing_checks
     options = Options(capabilities=frozenset({"core", "storage", "crash-seam"}))
     results = check_files(subject, options)
     assert results and {result.outcome for result in results} == {"unsupported"}
+
+
+def test_number_forms_are_compared_by_decimal_value_never_as_minus_zero() -> None:
+    """The rewritten logs' comparison (docs/choices.md, "Logs written again from what was read"):
+    D5 leaves a number's form to the language, so ``1e-7``/``1e-07`` and ``2``/``2.0`` are the
+    same text; a different value, ``-0`` or any other token is not; digits inside a string are
+    text, not numbers."""
+    spec = b'{"a":1e-07,"b":2.0,"c":9007199254740992.0,"d":0.0,"e":"x1.0"}\n'
+    assert same_but_number_forms(spec, spec) is None
+    assert same_but_number_forms(b'{"a":1e-7,"b":2,"c":9007199254740992,"d":0,"e":"x1.0"}\n', spec) is None
+    for wrong in (
+        b'{"a":1e-07,"b":2.0,"c":9007199254740993,"d":0.0,"e":"x1.0"}\n',
+        b'{"a":1e-07,"b":2.0,"c":9007199254740992.0,"d":-0.0,"e":"x1.0"}\n',
+        b'{"a":1e-07,"b":2.0,"c":9007199254740992.0,"d":0.0,"e":"x1"}\n',
+        b'{"a":1e-07, "b":2.0,"c":9007199254740992.0,"d":0.0,"e":"x1.0"}\n',
+    ):
+        assert same_but_number_forms(wrong, spec) is not None, wrong
+
+
+def writing_checks(subject: object) -> dict[str, CaseResult]:
+    options = Options(families=FILES, capabilities=frozenset(ReferenceSubject.capabilities))
+    return {result.case_id: result for result in check_files(InProcessSubject(subject), options)}
+
+
+def test_a_reader_that_keeps_integers_past_the_safe_bound_writes_them_again_and_fails_lines(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A reader that keeps an integer literal exact up to 64 bits (as a Python int), where D5's
+    reader makes it the double a JavaScript peer reads: every answer reads the same (the suite's
+    reader makes the same double of it), but a v0 log's migration and a fork of a resumed log
+    write ``9007199254740993`` where the spec writes the double 2**53 (its mutants in
+    reference/persistence/fastjson.py, issue 26)."""
+    assert all(result.outcome == "passed" for result in writing_checks(ReferenceSubject()).values())
+    monkeypatch.setattr(fastjson, "MAX_SAFE_INTEGER", 2**64 - 1)
+    results = writing_checks(ReferenceSubject())
+    assert {key for key, result in results.items() if result.outcome != "passed"} == {"lines"}
+    shown = results["lines"].detail
+    assert "written again from what was read" in shown and "9007199254740993" in shown and "/o0/" in shown
+    runs = run_both_forms(InProcessSubject(ReferenceSubject()), DEFAULT_TARGET, take_exported, rewrite=True)
+    found = "\n".join(problem for run in runs for problem in rewritten_problems(run, DEFAULT_TARGET))
+    assert "/o0/" in found and "/r0f/" in found  # the migration and the fork of a resumed v4 log

@@ -168,6 +168,15 @@ def _manual() -> Cases:
         comment="the checkpoint landed and the bracket closed; only the durability flush failed, and a retried "
         "flush makes it durable",
     )
+    resumed = [*history(2), ok("close", id="s"), ok("resume", id="s"), *closed_turn(3), *closed_turn(4)]
+    yield case(
+        "a manual compaction of a resumed session summarizes the stored turns and the ones appended since",
+        SELECT,
+        [*resumed, compact("k1"), state_step(), ok("read", id="s")],
+        storage="file",
+        comment="the resumed log is read from its stored lines and from what was appended after them: the "
+        "summarized span crosses from one to the other",
+    )
 
 
 def refused_region(start: int, end: int, code: Code = Code.COMPACTION_RANGE_INVALID) -> Step:

@@ -23,26 +23,39 @@ check's convention names (``CONFORMANCE_STORE_ROOT``: PROTOCOL.md). Each check i
   encoding of that log (:func:`byte_problems`: each frame's plaintext, or the plain file whole);
 - **checker** — the whole-log checker (``spec.checks.log.check_log``) finds in it exactly what it
   finds in the model's log (nothing, for this workload).
+
+For a format 4 target that also takes files (capability ``import``), the ``lines`` check reads a
+second workload's logs too (:func:`rewriting_workload`): logs the subject writes again from what it
+read, a DSH v0 log's migration and the forks of resumed logs, whose stored lines hold JSON text's
+number edges (integers past 2**53-1, ``-0``, fractions below 1e-4, doubles past 2**64, deep
+nesting). Each is the spec's encoding of the model's log token for token, a number in any form of
+the same decimal value (D5: ``2.0`` or ``2``, ``1e-07`` or ``1e-7``) but never ``-0``
+(:func:`rewritten_problems`).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
 from typing import Final
 
 from conformance import builders as build
 from conformance import strategies as values
 from conformance.builders import append_request as append
+from conformance.cases.files.logs import RAW, raw_line, raw_log, v4_files, v4_header
+from conformance.cases.files.v0 import v0_files, v0_header_line
+from conformance.cases.files.v4 import STORED_TEXTS
 from conformance.crash import with_fixed_replay
 from conformance.driver import Driver, Mismatch, Unsupported
-from conformance.files.reader import FilesError, decode_files, log_files
+from conformance.files.reader import FilesError, decode_files, encode_files, log_files
 from conformance.model import DurableLog, ModelStore
 from conformance.report import CaseResult, Options, Outcome
 from conformance.subject import StdioSubject, Subject
@@ -52,7 +65,7 @@ from conformance.zstd_frames import inflate_zstd
 from spec.checks.log import check_log
 from spec.codes import SpecError
 from spec.format.framing import encode_lines, scan_zstd_frames, split_jsonl
-from spec.format.json_text import decode_json_text
+from spec.format.json_text import decode_json_text, encode_json_text
 from spec.format.naming import decode_header_line, derive_session_relpath, encode_header_line
 from spec.log.events import (
     ASSISTANT_MESSAGE,
@@ -121,26 +134,104 @@ def writing_workload() -> tuple[Request, ...]:
     )
 
 
+ONLY_PAST_THE_BOUND: Final = (
+    '{"pos":[9007199254740993],"neg":[-9007199254740993],"obj":{"n":18446744073709551615},'
+    '"deep":[[{"m":-9223372036854775807}]]}'
+)
+"""Containers each holding one integer past the safe bound and nothing else to settle: a reader
+must look at every integer of every container, not only at a container something else sent it to."""
+
+
+def rewriting_logs() -> list[tuple[str, str, bool, bool]]:
+    """Each raw JSON text of the files cases' stored lines
+    (:data:`conformance.cases.files.v4.STORED_TEXTS`: integers past 2**53-1, -0, fractions below
+    1e-4, doubles past 2**64, deep nesting...) and :data:`ONLY_PAST_THE_BOUND` in a v4 log and in a
+    DSH v0 log of its own, so that a text a reader sends to a slower path takes no other with it;
+    :data:`ONLY_PAST_THE_BOUND` also as a tool call's arguments in a turn left open (events of known
+    types, with no ``true``, ``null`` or float beside the text). Each log's session id, its text,
+    whether it is a v0 log and whether the text is a tool call's arguments."""
+    texts = [text for group in STORED_TEXTS.values() for text in group] + [ONLY_PAST_THE_BOUND]
+    plain = [
+        (f"{'o' if legacy else 'r'}{index}", text, legacy, False)
+        for index, text in enumerate(texts)
+        for legacy in (False, True)
+    ]
+    return plain + [
+        (f"{'o' if legacy else 'r'}call", ONLY_PAST_THE_BOUND, legacy, True) for legacy in (False, True)
+    ]
+
+
+def rewriting_files(compressed: bool) -> dict[str, bytes]:
+    """The :func:`rewriting_logs`, each with one event holding its text (in a v0 log marked
+    ``ignorable``, as a v0 log may hold an unknown type), or a turn and a step started and a tool
+    call whose arguments are the text."""
+    files: dict[str, bytes] = {}
+    for session_id, text, legacy, as_arguments in rewriting_logs():
+        if as_arguments:
+            call = {**build.tool_call("c1"), "arguments": RAW}
+            lines = [
+                raw_line(0, encode_json_text(build.turn_start(1)), TURN_START),
+                raw_line(1, encode_json_text(build.step_start(1, 1)), STEP_START),
+                raw_line(2, text, TOOL_CALL, data=call),
+            ]
+        else:
+            lines = [raw_line(0, text, ignorable=True) if legacy else raw_line(0, text)]
+        if legacy:
+            files |= v0_files(raw_log(v0_header_line(session_id), lines, compressed), compressed, session_id)
+        else:
+            header = encode_header_line(v4_header(session_id))
+            files |= v4_files(raw_log(header, lines, compressed), compressed, session_id)
+    return files
+
+
+def rewriting_workload(compressed: bool) -> tuple[Request, ...]:
+    """Logs written again from what was read: the :func:`rewriting_files` placed, each resumed (a
+    v0 log's resume writes all of it again as a v4 log), forked at its end (the child's log written
+    from the events read) and closed, child and parent."""
+    return (
+        (
+            "reset",
+            {"storage": "file", "compressed": compressed, "files": encode_files(rewriting_files(compressed))},
+        ),
+        ("clock", {"now": build.START_TIME}),
+        *(
+            step
+            for session_id, *_ in rewriting_logs()
+            for step in (
+                ("resume", {"id": session_id}),
+                ("fork", {"source": session_id, "child": f"{session_id}f"}),
+                ("close", {"id": f"{session_id}f"}),
+                ("close", {"id": session_id}),
+            )
+        ),
+    )
+
+
 @dataclass
 class Written:
     """One form's run: the model after it, each stored session's writes (the events each write
-    added, in order), the files taken from the subject, and the compression it ran with."""
+    added, in order), the files taken from the subject, and the compression it ran with; for a
+    format 4 target with ``import``, the run of :func:`rewriting_workload` after it."""
 
     compressed: bool
     model: ModelStore
     writes: dict[str, list[tuple[Event, ...]]] = field(default_factory=dict)
     files: dict[str, bytes] = field(default_factory=dict)
+    rewritten: Written | None = None
+    unanswered: str | None = None  # how the rewriting workload's run went otherwise than the model says
 
 
 # --- running the workload ---------------------------------------------------------------------------
 
 
-def run_workload(driver: Driver, compressed: bool) -> Written:
-    """The workload in one form, beside the model; each request that made events durable is a write."""
-    driver.step("reset", storage="file", compressed=compressed)
-    driver.step("clock", now=build.START_TIME)
+def run_workload(driver: Driver, compressed: bool, workload: Sequence[Request] | None = None) -> Written:
+    """The workload (by default :func:`writing_workload`) in one form, beside the model; each
+    request that made events durable is a write."""
+    if workload is None:
+        driver.step("reset", storage="file", compressed=compressed)
+        driver.step("clock", now=build.START_TIME)
     written = Written(compressed, driver.model)
-    for op, args in writing_workload():
+    for op, args in writing_workload() if workload is None else workload:
         before = driver.model.stored
         driver.step(op, **args)
         for session_id, log in driver.model.stored.items():
@@ -172,13 +263,20 @@ def read_directory(root: Path) -> dict[str, bytes]:
 
 
 def run_both_forms(
-    subject: Subject, target: Target, take: Callable[[Driver], dict[str, bytes]]
+    subject: Subject, target: Target, take: Callable[[Driver], dict[str, bytes]], rewrite: bool = False
 ) -> list[Written]:
+    """Each form's workload and its files; with ``rewrite``, then :func:`rewriting_workload`'s."""
     runs: list[Written] = []
     driver = Driver(subject, target=target)
     for compressed in (True, False):
         written = run_workload(driver, compressed)
         written.files = take(driver)
+        if rewrite:
+            try:
+                written.rewritten = run_workload(driver, compressed, rewriting_workload(compressed))
+                written.rewritten.files = take(driver)
+            except (Mismatch, Unsupported) as failure:  # a finding of the lines check, not the replay's
+                written.unanswered = f"the workload of logs written again did not run to its end: {failure}"
         runs.append(written)
     return runs
 
@@ -350,7 +448,7 @@ def check_lines(run: Written, target: Target) -> list[str]:
             problems.append(
                 f"{path}: the spec's reader reads {len(view.events)} events, not the {len(log.events)} appended"
             )
-    return problems + byte_problems(run, target, header_only=False)
+    return problems + byte_problems(run, target, header_only=False) + rewritten_problems(run, target)
 
 
 # --- byte-exact writing (format 4; docs/choices.md, "Byte-exact writing") --------------------------
@@ -401,6 +499,60 @@ def byte_problems(run: Written, target: Target, header_only: bool) -> list[str]:
             if unit != canonical:
                 where = f"frame {number}" if run.compressed else "the file"
                 problems.append(f"{path}: {where}: {first_difference(unit, canonical)}")
+    return problems
+
+
+_STRING_OR_NUMBER: Final = re.compile(rb'"(?:[^"\\]|\\.)*"|(-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)')
+
+
+def number_literals(text: bytes) -> tuple[bytes, list[bytes]]:
+    """JSON text with each number literal (outside strings) replaced by ``0``, and the literals."""
+    numbers: list[bytes] = []
+
+    def take(match: re.Match[bytes]) -> bytes:
+        if match.group(1) is None:
+            return match.group(0)
+        numbers.append(match.group(1))
+        return b"0"
+
+    return _STRING_OR_NUMBER.sub(take, text), numbers
+
+
+def same_but_number_forms(got: bytes, want: bytes) -> str | None:
+    """``None`` when ``got`` is ``want``, the spec's encoding, token for token but for the form of
+    its numbers: each may be written in any form of the same decimal value (D5 leaves the form to
+    the language: ``2.0`` or ``2``, ``1e-07`` or ``1e-7``), never as -0 (not JSON, D5); else the
+    first difference."""
+    got_text, got_numbers = number_literals(got)
+    want_text, want_numbers = number_literals(want)
+    if got_text != want_text or len(got_numbers) != len(want_numbers):
+        return first_difference(got, want)
+    for number, (mine, spec) in enumerate(zip(got_numbers, want_numbers)):
+        if Decimal(mine.decode()) != Decimal(spec.decode()) or mine.startswith(b"-") != spec.startswith(b"-"):
+            return f"number {number} is written {mine.decode()!r}, the spec's value is {spec.decode()!r}"
+    return None
+
+
+def rewritten_problems(run: Written, target: Target) -> list[str]:
+    """For :func:`rewriting_workload`'s run (format 4), every log the subject wrote whole (not one
+    it was handed): its text (frames joined) against the spec's encoding of the model's log, by
+    :func:`same_but_number_forms`."""
+    if run.unanswered is not None:
+        return [run.unanswered]
+    again = run.rewritten
+    if again is None or target.format != HEADER_FORMAT_VERSION:
+        return []
+    placed = set(rewriting_files(again.compressed))
+    problems: list[str] = []
+    for _session_id, log, path in written_logs(again, target):
+        if path in placed:
+            continue
+        units, _ = units_of(again.files[path], again.compressed)
+        found = same_but_number_forms(
+            b"".join(units), encode_lines([encode_header_line(log.header), *log.events])
+        )
+        if found is not None:
+            problems.append(f"{path} (written again from what was read): {found}")
     return problems
 
 
@@ -489,11 +641,12 @@ def check_files(subject: Subject, options: Options) -> list[CaseResult]:
         return _not_run("needs capability storage", "unsupported")
     began = time.perf_counter()
     try:
+        rewrite = "import" in options.capabilities and target.format == HEADER_FORMAT_VERSION
         if "export" in options.capabilities:
-            runs = run_both_forms(subject, target, take_exported)
+            runs = run_both_forms(subject, target, take_exported, rewrite)
             how = "read through export"
         elif isinstance(subject, StdioSubject) and "crash-seam" not in options.capabilities:
-            runs = _run_on_store_root(subject, target)  # the kill check's convention: no crash seam
+            runs = _run_on_store_root(subject, target, rewrite)  # the kill check's convention: no crash seam
             how = f"read from {STORE_ROOT_ENV}"
         else:
             return _not_run(
@@ -522,13 +675,13 @@ def check_files(subject: Subject, options: Options) -> list[CaseResult]:
     return with_fixed_replay([replay, *_cases(runs, target, seconds, how)], options)
 
 
-def _run_on_store_root(subject: StdioSubject, target: Target) -> list[Written]:
+def _run_on_store_root(subject: StdioSubject, target: Target, rewrite: bool = False) -> list[Written]:
     """A fresh process of the subject's command on a fresh store root; the files are read from the
     directory once each form's workload has run."""
     with tempfile.TemporaryDirectory(prefix="conformance-files-") as root:
         fresh = StdioSubject(subject.command, timeout=subject.timeout, env={STORE_ROOT_ENV: root})
         try:
-            return run_both_forms(fresh, target, lambda driver: read_directory(Path(root)))
+            return run_both_forms(fresh, target, lambda driver: read_directory(Path(root)), rewrite)
         finally:
             fresh.close()
 

@@ -121,10 +121,13 @@ def form(compressed: bool) -> str:
 RAW: Final = "\ue000raw\ue000"  # where a record's data is written as raw JSON text (raw_line)
 
 
-def raw_line(seq: int, text: str, kind: str = "custom/value", **envelope: JsonValue) -> bytes:
-    """A stored line of a ``kind`` event at ``seq`` whose data is ``text``, raw JSON text as a
-    writer other than the spec's encoder may have written it (spaces, escapes, number forms)."""
-    encoded = encode_json_text({"type": kind, "seq": seq, "time": SEED_TIME, "data": RAW, **envelope})
+def raw_line(
+    seq: int, text: str, kind: str = "custom/value", data: JsonValue = RAW, **envelope: JsonValue
+) -> bytes:
+    """A stored line of a ``kind`` event at ``seq`` whose data is ``text`` (or, with ``data``, holds
+    it where ``data`` holds :data:`RAW`), raw JSON text as a writer other than the spec's encoder
+    may have written it (spaces, escapes, number forms)."""
+    encoded = encode_json_text({"type": kind, "seq": seq, "time": SEED_TIME, "data": data, **envelope})
     return encoded.replace(encode_json_text(RAW), text).encode("utf-8") + b"\n"
 
 

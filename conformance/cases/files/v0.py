@@ -131,9 +131,8 @@ def v0_writes() -> list[list[JsonValue]]:
     ]
 
 
-def v0_files(data: bytes, compressed: bool) -> dict[str, bytes]:
-    _, session, _ = derive_session_relpath(v4_header(OLD), compressed)
-    project = derive_session_relpath(v4_header(OLD), compressed)[0]
+def v0_files(data: bytes, compressed: bool, session_id: str = OLD) -> dict[str, bytes]:
+    project, session, _ = derive_session_relpath(v4_header(session_id), compressed)
     return {f"{project}/{session}/{V0_ZSTD_NAME if compressed else V0_PLAIN_NAME}": data}
 
 
