@@ -1468,7 +1468,9 @@ def main(argv: Iterable[str] | None = None) -> int:
     open_session(session, files, fresh, ledger=None if fresh else LEDGER)
     skip_annotations(session)
     if options.again:
-        print(f"judging again: {forget_survivors(session, lanes, files)} survivors' results dropped")
+        print(
+            f"judging again: {forget_survivors(session, lanes, files, options.rule)} survivors' results dropped"
+        )
     if changed is not None:
         lines = changed
         keep(
@@ -1489,13 +1491,17 @@ def main(argv: Iterable[str] | None = None) -> int:
     return 1 if counts["survived"] else 0
 
 
-def forget_survivors(path: Path, lanes: Sequence[str], modules: Sequence[str]) -> int:
-    """Drop the ``lanes`` results of the mutants of ``modules`` that survived them (or were
-    unreached), so that the run judges them again with the suite as it is now (new vectors, new
-    edges); returns how many results were dropped."""
+def forget_survivors(
+    path: Path, lanes: Sequence[str], modules: Sequence[str], rules: Sequence[str] = ()
+) -> int:
+    """Drop the ``lanes`` results of the mutants of ``modules`` (inside the functions ``rules``
+    names, when it names any: the run judges only those) that survived them (or were unreached),
+    so that the run judges them again with the suite as it is now (new vectors, new edges);
+    returns how many results were dropped."""
     with use_db(str(path), WorkDB.Mode.open) as work_db:
         jobs = [item.job_id for item in work_db.work_items
-                if Path(item.mutations[0].module_path).as_posix() in modules]  # fmt: skip
+                if Path(item.mutations[0].module_path).as_posix() in modules
+                and (not rules or item.mutations[0].definition_name in rules)]  # fmt: skip
     with sqlite3.connect(path, timeout=LOCK_WAIT) as db:
         before = db.total_changes
         for lane in lanes:

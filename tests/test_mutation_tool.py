@@ -87,6 +87,9 @@ def test_a_session_is_resumed_for_fewer_files_and_again_drops_only_survivors(tmp
         )
     mutation.open_session(session, [MODULE], fresh=False)  # a part of the session: resumed, kept
     assert len(mutation.lane_rows(session)) == 4
+    rules = {m.job_id: m.rule for m in mutation.read_mutants(session)}
+    other = next(r for r in sorted(set(rules.values()) - {rules[jobs[1]], rules[jobs[2]], "(module)"}))
+    assert mutation.forget_survivors(session, ["fast"], [MODULE], rules=[other]) == 0  # --again --rule elsewhere
     assert mutation.forget_survivors(session, ["fast"], [MODULE]) == 2
     rows = mutation.lane_rows(session)
     assert rows[jobs[0]]["fast"][0] == "killed" and rows[far]["fast"][0] == "survived"
