@@ -89,7 +89,9 @@ def test_a_session_is_resumed_for_fewer_files_and_again_drops_only_survivors(tmp
     assert len(mutation.lane_rows(session)) == 4
     rules = {m.job_id: m.rule for m in mutation.read_mutants(session)}
     other = next(r for r in sorted(set(rules.values()) - {rules[jobs[1]], rules[jobs[2]], "(module)"}))
-    assert mutation.forget_survivors(session, ["fast"], [MODULE], rules=[other]) == 0  # --again --rule elsewhere
+    assert (
+        mutation.forget_survivors(session, ["fast"], [MODULE], rules=[other]) == 0
+    )  # --again --rule elsewhere
     assert mutation.forget_survivors(session, ["fast"], [MODULE]) == 2
     rows = mutation.lane_rows(session)
     assert rows[jobs[0]]["fast"][0] == "killed" and rows[far]["fast"][0] == "survived"
@@ -300,3 +302,12 @@ def test_a_run_naming_a_module_the_session_lacks_adds_it_and_keeps_the_others(tm
     assert {m.module for m in now} == {MODULE, UNREACHED[0]}
     assert mutation.lane_rows(other)[held]["fast"][0] == "survived"
     assert all(m.lanes == {"fast": ("killed", 1.0)} for m in now if m.module == UNREACHED[0])
+
+
+def test_the_committed_report_is_made_from_the_ledger_and_the_tree_as_it_is() -> None:
+    """docs/mutation.md is the ledger's report on this tree: a module edited since its mutants were
+    judged shows them pending, never the results of a text that is gone."""
+    made = mutation.render(mutation.ledger_mutants(), mutation.read_triage())
+    assert made == mutation.REPORT.read_text(encoding="utf-8"), (
+        "docs/mutation.md is stale: run bash scripts/mutation.sh report --markdown docs/mutation.md"
+    )
