@@ -57,7 +57,7 @@ from spec.shrink.engine import (
     run_plan,
 )
 from spec.shrink.pressure import derive_failure_code, derive_request_header
-from spec.shrink.prune import PruneConfig, PrunedEntry
+from spec.shrink.prune import PruneConfig, PrunedEntry, derive_chars_removed
 from spec.shrink.summary import SummarizerOutput, derive_summarization_messages
 
 log = logging.getLogger(__name__)
@@ -153,8 +153,14 @@ class Summarizer(Protocol):
 
 @dataclass(frozen=True)
 class PruneResult:
+    """What a prune pass pruned, in the order it pruned them."""
+
     pruned: tuple[PrunedEntry, ...]
-    chars_removed: int
+
+    @property
+    def chars_removed(self) -> int:
+        """The characters the pass removed (:func:`spec.shrink.prune.derive_chars_removed`)."""
+        return derive_chars_removed(self.pruned)
 
 
 # --- running a spec plan on a live session ---------------------------------------------------------
@@ -181,7 +187,7 @@ def perform_on_session(session: Session, effect: Effect) -> object:
 def prune_session(session: Session, config: PruneConfig = PruneConfig()) -> PruneResult:
     """The prune pass (:func:`spec.shrink.engine.plan_prune_pass`) on a live session."""
     pruned = run_plan(plans.plan_prune_pass(config), lambda effect: perform_on_session(session, effect))
-    return PruneResult(pruned, sum(entry.chars_before - entry.chars_after for entry in pruned))
+    return PruneResult(pruned)
 
 
 # --- the engine -----------------------------------------------------------------------------------
@@ -260,9 +266,7 @@ class CompactionEngine:
 
     def prune(self, session: Session) -> PruneResult:
         """The prune pass with this engine's configuration (nothing when pruning is off)."""
-        return (
-            prune_session(session, self.prune_config) if self.prune_config is not None else PruneResult((), 0)
-        )
+        return prune_session(session, self.prune_config) if self.prune_config is not None else PruneResult(())
 
     @staticmethod
     def measure(session: Session) -> int:

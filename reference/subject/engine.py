@@ -15,9 +15,8 @@ from reference.shrink.compaction import (
     CompactionEngine,
     OverflowRecovery,
     SummaryRequest,
-    prune_session,
 )
-from reference.shrink.spill import MemorySpillStore, SpillPolicy, SpillRef
+from reference.shrink.spill import SpillPolicy, SpillRef, SpillStore
 from reference.subject.base import SubjectBase
 from reference.subject.requests import Args, BadRequest
 from spec.log.json import JsonValue, is_safe_integer, thaw_json
@@ -28,6 +27,7 @@ from spec.shrink.pressure import CONTEXT_WINDOW_EXCEEDED
 from spec.shrink.prune import PruneConfig, decode_prune_config
 from spec.shrink.summary import SummarizerOutput
 from spec.wire_engine import (
+    CANCEL_AFTER,
     Attempt,
     decode_append_request,
     decode_attempt,
@@ -57,6 +57,9 @@ COMPACTION_OPS: Final = (
     "spill_read",
     "checkpoint",
 )
+# Seconds the subject's engine waits for its summarizer, which it runs on a worker thread (the
+# engine's summary_timeout): no scripted attempt comes near it, each answers at once.
+SUMMARY_DEADLINE: Final = 30.0
 
 
 class ScriptedSummarizer:
@@ -93,7 +96,7 @@ class ProviderFailure(Exception):
 class FailingSpillStore:
     """A spill store whose saves fail (``spill`` with ``storeFails``); reads go to ``inner``."""
 
-    def __init__(self, inner: MemorySpillStore) -> None:
+    def __init__(self, inner: SpillStore) -> None:
         self.inner = inner
 
     def save_text(
@@ -161,7 +164,9 @@ class EngineOps(SubjectBase):
         """One prune pass with the suite's thresholds (notes §6.3)."""
         session = self.live(args.session_id())
         config = decode_prune_config(args.get("config"))
-        return encode_prune_result(prune_session(session, config).pruned)
+        return encode_prune_result(
+            self._engine(session, (), AbortSignal(), pruner=config).prune(session).pruned
+        )
 
     def op_overflow(self, args: Args) -> JsonValue:
         """A model request failed with ``code``: the recovery compacts and says whether to retry
@@ -236,10 +241,14 @@ class EngineOps(SubjectBase):
         pruner: PruneConfig | None = None,
     ) -> CompactionEngine:
         summarizer = ScriptedSummarizer(attempts, session, signal)
+        # The summarizer runs on the engine's worker thread under its deadline, but where an attempt
+        # cancels just after answering: that cancellation would race the answer to the engine.
+        after = any(attempt.cancel == CANCEL_AFTER for attempt in attempts)
         return self.engine_class(
             summarizer,
             policy=policy,
             prune=pruner,
+            summary_timeout=None if after else SUMMARY_DEADLINE,
             new_id=summarizer.new_id,
             checkpoint_id=lambda compaction_id: compaction_id,
         )
