@@ -127,10 +127,11 @@ def engine_cases() -> Cases:
         "should_spill",
         [*open_call(), _spill("3 passed", maxInlineTokens=200)],
     )
-    for tool, settings, name in (
-        ("read", {}, "the read tool's result never spills, so a spilled file reads back whole"),
-        ("grep", {"nested": True}, "a nested call's result never spills: it belongs to its parent"),
+    for tool, nested, name in (
+        ("read", None, "the read tool's result never spills, so a spilled file reads back whole"),
+        ("grep", True, "a nested call's result never spills: it belongs to its parent"),
     ):
+        settings: dict[str, Any] = {} if nested is None else {"nested": nested}
         yield case(name, CANDIDATE, [*open_call(), _spill("x" * 4000, tool, maxInlineTokens=200, **settings)])
     yield case(
         "a result with a block that is not text never spills",
