@@ -55,8 +55,8 @@ RULES: Final = (
         f"{MACHINE}: `spill` with a failing store and drawn limits",
     ),
     Rule(
-        "prune: per oversized result a `compaction/prune` priced on the original, then its replacement; a second pass prunes nothing",
-        ("plan_prune_events", "validate_prune_config"),
+        "prune: per oversized result a `compaction/prune` priced on the original, then its replacement; a second pass prunes nothing; `charsRemoved` adds up every pruned result",
+        ("plan_prune_events", "validate_prune_config", "derive_chars_removed"),
         f"{MACHINE}: `prune`, and the pruner inside `compact_if_needed` and `overflow`",
     ),
     Rule(

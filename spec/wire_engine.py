@@ -26,7 +26,7 @@ from spec.projections.units import ProjectionUnit, validate_projection_unit
 from spec.shrink.bracket import CompactionResult, derive_abort_reason, derive_summary_timeout
 from spec.shrink.compaction import CompactionPolicy, resolve_target_policy
 from spec.shrink.engine import Append, Trigger
-from spec.shrink.prune import PruneConfig, PrunedEntry, decode_prune_config
+from spec.shrink.prune import PruneConfig, PrunedEntry, decode_prune_config, derive_chars_removed
 from spec.shrink.summary import SummarizerOutput
 from spec.wire import WireInputError
 
@@ -303,7 +303,7 @@ def encode_prune_result(entries: Sequence[PrunedEntry]) -> JsonObject:
     ]
     return {
         "pruned": pruned,
-        "charsRemoved": sum(entry.chars_before - entry.chars_after for entry in entries),
+        "charsRemoved": derive_chars_removed(entries),
     }
 
 

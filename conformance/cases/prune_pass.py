@@ -95,6 +95,17 @@ def cases() -> Cases:
             ),
         ],
     )
+    yield case(
+        "a pass's charsRemoved adds up what it removed from every result it pruned",
+        "derive_chars_removed",
+        [
+            *first_question("grep the tests"),
+            *tool_steps(1, "c1"),
+            *tool_steps(1, "c2", text=TOOL_OUTPUT * 2, step=2),
+            ok("prune", id="s", config=SMALL),
+        ],
+        comment="two results of different lengths: the sum of both, neither the first's nor the last's alone",
+    )
     yield from order_cases()
     yield from carried_cases()
 

@@ -31,6 +31,7 @@ from spec.log.json import JsonValue
 from spec.shrink.spill import (
     BASE_MAX_INLINE_TOKENS,
     SPILL_SEPARATOR,
+    derive_memory_spill_locator,
     derive_spill_notice,
     derive_spill_preview,
 )
@@ -72,18 +73,30 @@ ASTRAL = "naïve 😀 中文 " * 300  # 2-, 4- and 3-byte UTF-8, a surrogate pai
 LOCATOR_1 = "memory://spill/session-043a718774c5/000000000001-grep.txt"  # the first text saved for session s
 
 
-def open_call(call: str = "c1") -> list[Step]:
+def open_call(call: str = "c1", session: str = "s") -> list[Step]:
     return [
-        ok("create", id="s"),
-        turn(),
-        append_step("step/start", {"turn": 1, "step": 1}),
-        append_step("assistant/message", assistant_msg("a1", None, (call,)), surfaceOp="append"),
-        append_step("tool/call", {"turn": 1, "step": 1, "callId": call, "name": "grep"}),
+        ok("create", id=session),
+        turn(session=session),
+        append_step("step/start", {"turn": 1, "step": 1}, session),
+        append_step("assistant/message", assistant_msg("a1", None, (call,)), session, surfaceOp="append"),
+        append_step("tool/call", {"turn": 1, "step": 1, "callId": call, "name": "grep"}, session),
     ]
 
 
-def _spill(text: str, tool: str = "grep", **settings: Any) -> Step:
-    return ok("spill", id="s", toolName=tool, data=result_msg("c1", text), **settings)
+def _spill(text: str, tool: str = "grep", session: str = "s", **settings: Any) -> Step:
+    return ok("spill", id=session, toolName=tool, data=result_msg("c1", text), **settings)
+
+
+def next_call(call: str, step: int, session: str = "s") -> list[Step]:
+    """The step before ends and step ``step`` of turn 1 calls grep as ``call``."""
+    return [
+        append_step("step/end", {"turn": 1, "step": step - 1}, session),
+        append_step("step/start", {"turn": 1, "step": step}, session),
+        append_step(
+            "assistant/message", assistant_msg(f"a{step}", None, (call,)), session, surfaceOp="append"
+        ),
+        append_step("tool/call", {"turn": 1, "step": step, "callId": call, "name": "grep"}, session),
+    ]
 
 
 def _spill_blocks(blocks: list[JsonValue]) -> Step:
@@ -114,10 +127,11 @@ def engine_cases() -> Cases:
         "should_spill",
         [*open_call(), _spill("3 passed", maxInlineTokens=200)],
     )
-    for tool, settings, name in (
-        ("read", {}, "the read tool's result never spills, so a spilled file reads back whole"),
-        ("grep", {"nested": True}, "a nested call's result never spills: it belongs to its parent"),
+    for tool, nested, name in (
+        ("read", None, "the read tool's result never spills, so a spilled file reads back whole"),
+        ("grep", True, "a nested call's result never spills: it belongs to its parent"),
     ):
+        settings: dict[str, Any] = {} if nested is None else {"nested": nested}
         yield case(name, CANDIDATE, [*open_call(), _spill("x" * 4000, tool, maxInlineTokens=200, **settings)])
     yield case(
         "a result with a block that is not text never spills",
@@ -188,10 +202,7 @@ def engine_cases() -> Cases:
         [
             *open_call(),
             _spill("x" * 4000, maxInlineTokens=200),
-            append_step("step/end", {"turn": 1, "step": 1}),
-            append_step("step/start", {"turn": 1, "step": 2}),
-            append_step("assistant/message", assistant_msg("a2", None, ("c2",)), surfaceOp="append"),
-            append_step("tool/call", {"turn": 1, "step": 2, "callId": "c2", "name": "grep"}),
+            *next_call("c2", 2),
             ok("spill", id="s", toolName="grep", data=result_msg("c2", "y" * 4000), maxInlineTokens=200),
             ok("spill_read", locator=LOCATOR_1),
             ok("spill_read", locator=LOCATOR_1.replace("000000000001", "000000000002")),
@@ -217,6 +228,50 @@ def engine_cases() -> Cases:
         storage="file",
         comment="a spill store makes the text durable before it names it",
     )
+    second, third = (
+        derive_memory_spill_locator(session, n, "grep.txt") for session, n in (("t", 2), ("s", 3))
+    )
+    yield case(
+        "texts spilled by two sessions, and twice by one, all survive a crash",
+        "derive_memory_spill_locator",
+        [
+            *open_call(),
+            _spill("x" * 4000, maxInlineTokens=200),
+            *open_call(session="t"),
+            _spill("y" * 4000, session="t", maxInlineTokens=200),
+            *next_call("c2", 2),
+            ok("spill", id="s", toolName="grep", data=result_msg("c2", "z" * 4000), maxInlineTokens=200),
+            ok("crash"),
+            ok("spill_read", locator=LOCATOR_1),
+            ok("spill_read", locator=second),
+            ok("spill_read", locator=third),
+        ],
+        storage="file",
+        comment="each session's texts are kept apart, the first of a session and every later one made durable "
+        "with every name that leads to it",
+    )
+    for storage in ("none", "file"):
+        yield case(
+            f"a locator that climbs out of its directory and back in names nothing stored (storage {storage})",
+            "derive_memory_spill_locator",
+            [
+                *open_call(),
+                _spill("x" * 4000, maxInlineTokens=200),
+                fails(
+                    Code.SPILL_NOT_FOUND,
+                    "spill_read",
+                    locator=LOCATOR_1.replace("/000000000001", "/../session-043a718774c5/000000000001"),
+                ),
+                fails(
+                    Code.SPILL_NOT_FOUND,
+                    "spill_read",
+                    locator=LOCATOR_1.replace("000000000001", "000000000002"),
+                ),
+                ok("spill_read", locator=LOCATOR_1),
+            ],
+            storage=storage,
+            comment="a spill_read gives back only a text under the very locator a spill named",
+        )
 
 
 def _locator(tool: str) -> str:

@@ -57,7 +57,7 @@ from spec.shrink.engine import (
     run_plan,
 )
 from spec.shrink.pressure import derive_failure_code, derive_request_header
-from spec.shrink.prune import PruneConfig, PrunedEntry
+from spec.shrink.prune import PruneConfig, PrunedEntry, derive_chars_removed
 from spec.shrink.summary import SummarizerOutput, derive_summarization_messages
 
 log = logging.getLogger(__name__)
@@ -153,8 +153,14 @@ class Summarizer(Protocol):
 
 @dataclass(frozen=True)
 class PruneResult:
+    """What a prune pass pruned, in the order it pruned them."""
+
     pruned: tuple[PrunedEntry, ...]
-    chars_removed: int
+
+    @property
+    def chars_removed(self) -> int:
+        """The characters the pass removed (:func:`spec.shrink.prune.derive_chars_removed`)."""
+        return derive_chars_removed(self.pruned)
 
 
 # --- running a spec plan on a live session ---------------------------------------------------------
@@ -181,7 +187,7 @@ def perform_on_session(session: Session, effect: Effect) -> object:
 def prune_session(session: Session, config: PruneConfig = PruneConfig()) -> PruneResult:
     """The prune pass (:func:`spec.shrink.engine.plan_prune_pass`) on a live session."""
     pruned = run_plan(plans.plan_prune_pass(config), lambda effect: perform_on_session(session, effect))
-    return PruneResult(pruned, sum(entry.chars_before - entry.chars_after for entry in pruned))
+    return PruneResult(pruned)
 
 
 # --- the engine -----------------------------------------------------------------------------------
@@ -195,8 +201,8 @@ class CompactionEngine:
     the pressure policy (threshold 80 %, retain 16 %, retries); ``prune`` configures the prune pass
     run before summaries under pressure and overflow (``None``: never prune); ``context_window`` is
     the routed model's capacity in tokens, needed by pressure only; ``summary_timeout`` (seconds)
-    bounds the summarizer; ``new_id`` mints compaction ids and ``checkpoint_id(compaction_id)`` the
-    checkpoint message's (default: ``new_id`` again)."""
+    bounds the summarizer, measured on ``clock`` (monotonic seconds); ``new_id`` mints compaction ids
+    and ``checkpoint_id(compaction_id)`` the checkpoint message's (default: ``new_id`` again)."""
 
     def __init__(
         self,
@@ -207,6 +213,7 @@ class CompactionEngine:
         summary_timeout: float | None = None,
         new_id: Callable[[], str] = lambda: str(uuid.uuid4()),
         checkpoint_id: Callable[[str], str] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.summarizer = summarizer
         self.policy = policy
@@ -215,6 +222,7 @@ class CompactionEngine:
         self.summary_timeout = summary_timeout
         self._new_id = new_id
         self._checkpoint_id = checkpoint_id or (lambda _compaction_id: new_id())
+        self._clock = clock
 
     # --- entry points ---
 
@@ -260,9 +268,7 @@ class CompactionEngine:
 
     def prune(self, session: Session) -> PruneResult:
         """The prune pass with this engine's configuration (nothing when pruning is off)."""
-        return (
-            prune_session(session, self.prune_config) if self.prune_config is not None else PruneResult((), 0)
-        )
+        return prune_session(session, self.prune_config) if self.prune_config is not None else PruneResult(())
 
     @staticmethod
     def measure(session: Session) -> int:
@@ -304,14 +310,16 @@ class CompactionEngine:
         if self.summary_timeout is None:
             return self.summarizer.summarize(request, signal)
         return _call_with_deadline(
-            lambda inner: self.summarizer.summarize(request, inner), signal, self.summary_timeout
+            lambda inner: self.summarizer.summarize(request, inner), signal, self.summary_timeout, self._clock
         )
 
 
-def _call_with_deadline(call: Callable[[AbortSignal], T], signal: AbortSignal, timeout: float) -> T:
+def _call_with_deadline(
+    call: Callable[[AbortSignal], T], signal: AbortSignal, timeout: float, clock: Callable[[], float]
+) -> T:
     """Run ``call`` on a worker thread and wait for it, for the caller's abort, or for ``timeout``
-    seconds, whichever comes first. On abort or timeout the call's own signal is aborted and its
-    late answer, if any, is dropped."""
+    seconds of ``clock``, whichever comes first. On abort or timeout the call's own signal is
+    aborted and its late answer, if any, is dropped."""
     inner, unlink = signal.linked()
     wake = threading.Event()
     value: list[T] = []
@@ -328,11 +336,11 @@ def _call_with_deadline(call: Callable[[AbortSignal], T], signal: AbortSignal, t
     inner.on_abort(lambda _reason: wake.set())
     worker = threading.Thread(target=run, name="dsh-summarizer", daemon=True)
     worker.start()
-    deadline = time.monotonic() + timeout
+    deadline = clock() + timeout
     try:
         while not (value or failure):
             signal.throw_if_aborted()
-            remaining = deadline - time.monotonic()
+            remaining = deadline - clock()
             if remaining <= 0:
                 expired = derive_summary_timeout(timeout)
                 inner.abort(expired)

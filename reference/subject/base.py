@@ -11,12 +11,13 @@ from __future__ import annotations
 import itertools
 import weakref
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import ClassVar, Final
 
 from reference.persistence.api import PersistenceService
 from reference.persistence.faulty import FaultyFileSystem
 from reference.persistence.filestore import FileStore
-from reference.persistence.powerloss import SimulatedCrash
+from reference.persistence.powerloss import DROP_ALL, PowerLossFileSystem, SimulatedCrash
 from reference.projections.registry import (
     CacheMedium,
     FileCacheMedium,
@@ -25,7 +26,7 @@ from reference.projections.registry import (
     Projections,
 )
 from reference.session import Session
-from reference.shrink.spill import MemorySpillStore
+from reference.shrink.spill import DirectorySpillStore, MemorySpillStore, SpillRef, SpillStore
 from reference.store import SessionStore
 from reference.subject.requests import Args, BadRequest, UnsupportedOp, error_response
 from spec.codes import Code, SpecError, reject
@@ -33,9 +34,44 @@ from spec.log.json import JsonObject, JsonValue
 from spec.projections.durability import BatchPolicy
 from spec.projections.units import ProjectionUnit
 from spec.protocol import BAD_REQUEST, CRASHED, INTERNAL, UNSUPPORTED_OP
+from spec.shrink.spill import MEMORY_SPILL_ROOT, derive_memory_spill_token
 from spec.wire import WireInputError
 
 STORE_ROOT: Final = "/store"  # where the file store lives on the simulated filesystem
+SPILL_ROOT: Final = "/tmp/dsh-spill"  # the directory spill store's root, on a simulated disk of its own
+
+
+class DiskSpillStore:
+    """The protocol's spill store under storage ``"file"``: the reference's directory store
+    (:class:`reference.shrink.spill.DirectorySpillStore`) on a simulated power-loss disk of its own,
+    which ``crash`` cuts with the store's, keeping only what was synced: a text the subject named
+    must be durable. Its names are the protocol's: the n-th text saved since ``reset`` takes the
+    token :func:`spec.shrink.spill.derive_memory_spill_token` of n, and a locator is the file's path
+    with the directory store's root written ``memory://spill``. The disk is not the store's, so the
+    crash ops' counts, faults and armed crashes never meet a spill."""
+
+    def __init__(self) -> None:
+        saved = itertools.count(1)
+        self.disk = PowerLossFileSystem()
+        self.store = DirectorySpillStore(
+            SPILL_ROOT, self.disk, token=lambda: derive_memory_spill_token(next(saved))
+        )
+
+    def save_text(
+        self, session_id: str, tool_name: str, call_id: str, label: str, suggested_name: str, content: str
+    ) -> SpillRef:
+        ref = self.store.save_text(session_id, tool_name, call_id, label, suggested_name, content)
+        return replace(ref, locator=MEMORY_SPILL_ROOT + ref.locator[len(SPILL_ROOT) :])
+
+    def read_text(self, locator: str) -> str:
+        if not locator.startswith(MEMORY_SPILL_ROOT + "/"):
+            raise reject(Code.SPILL_NOT_FOUND, f"spill: nothing is stored at {locator}")
+        return self.store.read_text(SPILL_ROOT + locator[len(MEMORY_SPILL_ROOT) :])
+
+    def crash(self) -> None:
+        """Power loss on the spill disk: every byte and name not yet synced is gone."""
+        self.disk = self.disk.crash(DROP_ALL)
+        self.store.fs = self.disk
 
 
 class SubjectBase:
@@ -50,7 +86,7 @@ class SubjectBase:
     spill_store_class: ClassVar[type[MemorySpillStore]] = MemorySpillStore
 
     # What the engine ops keep between requests (``reset`` forgets it: _forget_engine).
-    spill_store: MemorySpillStore
+    spill_store: SpillStore  # spill_store_class's, or with storage "file" a DiskSpillStore
     projections: Projections | None
     _overflow: weakref.WeakKeyDictionary[Session, int]
     _registered: dict[str, tuple[ProjectionUnit, int]]  # key -> (the unit serving it, registrants)
@@ -118,7 +154,7 @@ class SubjectBase:
 
     def _forget_engine(self) -> None:
         """What ``reset`` forgets of the engine: units, spilled texts, overflow counts."""
-        self.spill_store = self.spill_store_class()
+        self.spill_store = self.spill_store_class() if self.fs is None else DiskSpillStore()
         self._overflow = weakref.WeakKeyDictionary()
         self._registered = {}
         self._disposers = {}

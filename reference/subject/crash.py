@@ -10,7 +10,7 @@ from typing import Final
 from reference.persistence.faulty import FaultyFileSystem
 from reference.persistence.filestore import FileStore
 from reference.persistence.powerloss import DROP_ALL, KEEP_ALL, CrashPlan
-from reference.subject.base import SubjectBase
+from reference.subject.base import DiskSpillStore, SubjectBase
 from reference.subject.requests import Args, BadRequest
 from spec.format.framing import scan_zstd_frames, split_jsonl
 from spec.log.json import JsonValue, is_safe_integer
@@ -48,6 +48,8 @@ class CrashOps(SubjectBase):
         except ValueError as error:
             raise BadRequest(str(error)) from None
         self.fs = FaultyFileSystem(survivor)
+        if isinstance(self.spill_store, DiskSpillStore):
+            self.spill_store.crash()
         self._open_store()
         return None
 

@@ -5,6 +5,7 @@ spill policy and durability checkpoints, driven by the suite's scripted summariz
 from __future__ import annotations
 
 import errno
+import threading
 from collections.abc import Sequence
 from typing import ClassVar, Final
 
@@ -15,9 +16,8 @@ from reference.shrink.compaction import (
     CompactionEngine,
     OverflowRecovery,
     SummaryRequest,
-    prune_session,
 )
-from reference.shrink.spill import MemorySpillStore, SpillPolicy, SpillRef
+from reference.shrink.spill import SpillPolicy, SpillRef, SpillStore
 from reference.subject.base import SubjectBase
 from reference.subject.requests import Args, BadRequest
 from spec.log.json import JsonValue, is_safe_integer, thaw_json
@@ -28,6 +28,8 @@ from spec.shrink.pressure import CONTEXT_WINDOW_EXCEEDED
 from spec.shrink.prune import PruneConfig, decode_prune_config
 from spec.shrink.summary import SummarizerOutput
 from spec.wire_engine import (
+    CANCEL_AFTER,
+    CANCEL_DURING,
     Attempt,
     decode_append_request,
     decode_attempt,
@@ -57,6 +59,10 @@ COMPACTION_OPS: Final = (
     "spill_read",
     "checkpoint",
 )
+# Seconds the subject's engine waits for a summarizer that answers (the engine's summary_timeout,
+# the worker thread's deadline), and the most the scripted summarizer waits for the engine.
+SUMMARY_DEADLINE: Final = 30.0
+CLOCK_START: Final = 1000.0  # seconds: where the scripted summarizer's clock stands
 
 
 class ScriptedSummarizer:
@@ -64,22 +70,65 @@ class ScriptedSummarizer:
     out in order. The engine mints each compaction's id through :meth:`new_id`, which starts the
     next attempt; :meth:`summarize` then does what that attempt says. A cancellation aborts the
     op's own signal, as a user's would; a scripted append goes through the session's caller path
-    (a refused one changes nothing). Nothing here sleeps: a timeout is reported as the engine's
-    deadline would report it."""
+    (a refused one changes nothing).
 
-    def __init__(self, attempts: Sequence[Attempt], session: Session, caller: AbortSignal) -> None:
+    With a ``deadline`` the engine runs :meth:`summarize` on its worker thread and measures the
+    deadline on :meth:`clock`, and nothing sleeps. The clock stands still, but for an attempt that
+    does not answer (``timeout``): from the engine's second look on, that timeout and half a second
+    more have passed. The summarizer starts only once the engine has looked twice (it is then in its
+    wait), an attempt that does not answer waits until the engine aborts it, and one cancelled
+    during its run stops once the engine has passed the cancellation on to its signal: every run
+    takes the same path through the engine's wait. Without a deadline (an op with an attempt that
+    cancels just after answering: the cancellation would race the answer to a waiting engine) the
+    summarizer runs on the caller's thread and reports a timeout at once, as the deadline would."""
+
+    def __init__(
+        self, attempts: Sequence[Attempt], session: Session, caller: AbortSignal, deadline: float | None
+    ) -> None:
         self._attempts = tuple(attempts)
         self._session = session
         self._caller = caller
         self._started = 0
+        self.deadline = deadline
+        self._looks = 0
+        self._looked_twice = threading.Event()
 
     def new_id(self) -> str:
         self._started += 1
+        self._looks, self._looked_twice = 0, threading.Event()
         return self._attempts[self._started - 1].compaction_id
+
+    def clock(self) -> float:
+        """The engine's clock, in seconds."""
+        self._looks += 1
+        if self._looks < 2:
+            return CLOCK_START
+        self._looked_twice.set()
+        timeout = self._attempts[self._started - 1].timeout
+        return CLOCK_START if timeout is None else CLOCK_START + timeout + 0.5
 
     def summarize(self, request: SummaryRequest, signal: AbortSignal) -> SummarizerOutput:
         attempt = self._attempts[self._started - 1]
-        return run_attempt(attempt, lambda append: _append(self._session, append), self._caller.abort)
+        if self.deadline is not None:
+            self._looked_twice.wait(SUMMARY_DEADLINE)
+            if attempt.timeout is not None:
+                _aborted(signal).wait(SUMMARY_DEADLINE)
+                signal.throw_if_aborted()
+        return run_attempt(
+            attempt, lambda append: _append(self._session, append), lambda: self._cancel(attempt, signal)
+        )
+
+    def _cancel(self, attempt: Attempt, signal: AbortSignal) -> None:
+        self._caller.abort()
+        if self.deadline is not None and attempt.cancel == CANCEL_DURING:
+            _aborted(signal).wait(SUMMARY_DEADLINE)
+
+
+def _aborted(signal: AbortSignal) -> threading.Event:
+    """An event set once ``signal`` aborts."""
+    aborted = threading.Event()
+    signal.on_abort(lambda _reason: aborted.set())
+    return aborted
 
 
 class ProviderFailure(Exception):
@@ -93,7 +142,7 @@ class ProviderFailure(Exception):
 class FailingSpillStore:
     """A spill store whose saves fail (``spill`` with ``storeFails``); reads go to ``inner``."""
 
-    def __init__(self, inner: MemorySpillStore) -> None:
+    def __init__(self, inner: SpillStore) -> None:
         self.inner = inner
 
     def save_text(
@@ -161,7 +210,9 @@ class EngineOps(SubjectBase):
         """One prune pass with the suite's thresholds (notes §6.3)."""
         session = self.live(args.session_id())
         config = decode_prune_config(args.get("config"))
-        return encode_prune_result(prune_session(session, config).pruned)
+        return encode_prune_result(
+            self._engine(session, (), AbortSignal(), pruner=config).prune(session).pruned
+        )
 
     def op_overflow(self, args: Args) -> JsonValue:
         """A model request failed with ``code``: the recovery compacts and says whether to retry
@@ -235,11 +286,20 @@ class EngineOps(SubjectBase):
         policy: CompactionPolicy = CompactionPolicy(),
         pruner: PruneConfig | None = None,
     ) -> CompactionEngine:
-        summarizer = ScriptedSummarizer(attempts, session, signal)
+        # The summarizer runs on the engine's worker thread under its deadline (the timeout of the
+        # first attempt that does not answer, else the subject's), but where an attempt cancels
+        # just after answering (ScriptedSummarizer).
+        timeouts = [attempt.timeout for attempt in attempts if attempt.timeout is not None]
+        deadline = None if any(attempt.cancel == CANCEL_AFTER for attempt in attempts) else SUMMARY_DEADLINE
+        if deadline is not None and timeouts:
+            deadline = float(timeouts[0])
+        summarizer = ScriptedSummarizer(attempts, session, signal, deadline)
         return self.engine_class(
             summarizer,
             policy=policy,
             prune=pruner,
+            summary_timeout=deadline,
             new_id=summarizer.new_id,
             checkpoint_id=lambda compaction_id: compaction_id,
+            clock=summarizer.clock,
         )

@@ -237,6 +237,12 @@ class PrunedEntry:
     chars_after: int
 
 
+def derive_chars_removed(entries: Sequence[PrunedEntry]) -> int:
+    """The characters a prune pass removed: each pruned result's characters before less its
+    characters after, summed over the pass (notes §6.3 ``PruneResult.charsRemoved``)."""
+    return sum(entry.chars_before - entry.chars_after for entry in entries)
+
+
 def plan_prune_events(
     nodes: Sequence[int],
     events: Sequence[Event],

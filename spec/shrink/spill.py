@@ -210,10 +210,17 @@ def derive_spill_file_name(token: str, suggested_name: str) -> str:
     return f"{token}-{encode_segment(suggested_name)}"
 
 
+def derive_memory_spill_token(count: int) -> str:
+    """The token of the ``count``-th text an in-memory spill store saved (counted from 1): ``count``
+    in 12 hex digits, as long as the random token of a directory store's file name (notes §10.1)."""
+    return f"{count:012x}"
+
+
 def derive_memory_spill_locator(session_id: str, count: int, suggested_name: str) -> str:
     """Where an in-memory spill store keeps the ``count``-th text it saved (counted from 1):
     ``memory://spill/``, the session's spill directory, and a file name whose token is ``count`` in
-    12 hex digits. The conformance protocol's spill store names its texts this way, so that the
-    notice a spilled result carries is the same in every subject (conformance/PROTOCOL.md)."""
-    token = f"{count:012x}"
+    12 hex digits. The token is :func:`derive_memory_spill_token`'s. The conformance protocol's
+    spill store names its texts this way, so that the notice a spilled result carries is the same
+    in every subject (conformance/PROTOCOL.md)."""
+    token = derive_memory_spill_token(count)
     return f"{MEMORY_SPILL_ROOT}/{derive_spill_session_dir(session_id)}/{derive_spill_file_name(token, suggested_name)}"
