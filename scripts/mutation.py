@@ -314,6 +314,12 @@ def annotation_spans(module: Path) -> list[tuple[tuple[int, int], tuple[int, int
     return [((a.lineno, a.col_offset), (a.end_lineno or a.lineno, a.end_col_offset or 0)) for a in found]
 
 
+def in_annotation(spans: Sequence[tuple[tuple[int, int], tuple[int, int]]], mutation: MutationSpec) -> bool:
+    """Whether ``mutation`` starts inside one of ``spans`` (:func:`annotation_spans`)."""
+    start = place_of(mutation)[2]
+    return any(begin <= start < end for begin, end in spans)
+
+
 def skip_annotations(path: Path) -> None:
     """Mark the mutants inside a postponed annotation as skipped (cosmic-ray's ``SKIPPED``, as its
     own filters do): ``X | None`` made ``X - None`` changes no behaviour, only a string."""
@@ -325,8 +331,7 @@ def skip_annotations(path: Path) -> None:
             module = str(mutation.module_path)
             if module not in spans:
                 spans[module] = annotation_spans(ROOT / module)
-            start = tuple(mutation.start_pos)
-            if any(begin <= start < end for begin, end in spans[module]):
+            if in_annotation(spans[module], mutation):
                 skipped.append(item.job_id)
         if skipped:
             work_db.set_multiple_results(
@@ -1288,16 +1293,16 @@ def save_to_ledger(session: Path, path: Path = LEDGER) -> list[str]:
         if set(kept) == {ledger_place(row) for row in made}:
             for row in made:
                 old = kept[ledger_place(row)]
-                lanes = {**old.get("lanes", {}), **row.get("lanes", {})}
-                merged = {key: value for key, value in old.items() if key != "lanes"} | (
-                    {"lanes": lanes} if lanes else {}
-                )
-                if row.get("before") or row.get("after"):  # the session made the mutant's diff
-                    merged |= {"before": row["before"], "after": row["after"]}
-                if decisive({lane: (outcome, seconds) for lane, (outcome, seconds) in lanes.items()}):
-                    merged = {key: value for key, value in merged.items() if key not in ("before", "after")}
-                row.clear()
-                row.update(merged)
+                lanes = {**old.get("lanes", {}), **row.pop("lanes", {})}
+                # the mutant's lines from the session when it made its diff, else from the ledger
+                judged = row if row.get("before") or row.get("after") else old
+                lines = {key: judged[key] for key in ("before", "after") if key in judged}
+                for key in ("before", "after"):
+                    row.pop(key, None)
+                if lanes:
+                    row["lanes"] = lanes
+                if not decisive(lanes):
+                    row |= lines
         ledger[module] = {"sha256": digest, "mutants": made}
         saved.append(module)
     write_ledger(ledger, path)
@@ -1366,8 +1371,8 @@ def ledger_mutants(path: Path = LEDGER, files: Sequence[str] | None = None) -> l
         rows = ledger.get(module, {}).get("mutants", [])
         if module in stale and {ledger_place(row) for row in rows} != mutant_places(fresh[module]):
             spans = annotation_spans(ROOT / module)
-            rows = [place_row(place) | ({"skipped": True} if any(b <= place[2] < e for b, e in spans) else {})
-                    for place in map(place_of, (item.mutations[0] for item in fresh[module]))]  # fmt: skip
+            rows = [place_row(place_of(m)) | ({"skipped": True} if in_annotation(spans, m) else {})
+                    for m in (item.mutations[0] for item in fresh[module])]  # fmt: skip
         for index, row in enumerate(rows):
             mutants.append(Mutant(
                 job_id=f"{module}#{index}", module=module, rule=row["rule"] or "(module)", line=row["at"][0],
@@ -1487,7 +1492,8 @@ def main(argv: Iterable[str] | None = None) -> int:
         write_report(None, options.markdown or REPORT)
     else:
         write_report(session, options.markdown)
-    counts = Counter(final_outcome(m, read_triage()) for m in read_mutants(session))
+    triage = read_triage()
+    counts = Counter(final_outcome(m, triage) for m in read_mutants(session))
     return 1 if counts["survived"] else 0
 
 
