@@ -26,17 +26,8 @@ from dataclasses import dataclass
 from typing import Final, TypeAlias
 
 from conformance import strategies as values
-from conformance.cases.build import (
-    NOW,
-    Step,
-    append_user,
-    ok,
-    result_msg,
-    rewritten,
-    start,
-    turn,
-    user_msg,
-)
+from conformance.cases import msg
+from conformance.cases.build import NOW, Step, append, ok, start, turn
 from conformance.cases.engine_build import LONG, attempt, history
 from conformance.cases.spill import open_call
 from conformance.cases.tool_rewrite import ORIGINAL, rewrite
@@ -373,7 +364,7 @@ APPEND_REQUEST: Final[JsonObject] = {
     "op": "append",
     "id": "s",
     "type": USER_MESSAGE,
-    "data": user_msg(),
+    "data": msg.user(),
     "surfaceOp": "append",
 }
 META: Final[JsonObject] = {
@@ -396,7 +387,7 @@ def _templates() -> dict[str, FieldTemplate]:
     # is never decided by a refused delay; a delay case names no byte bound at all.
     delay: JsonObject = {"op": "reset", "storage": "memory", "batchMaxDelayMs": 1}
     created = _opened(ok("create", id="s"))
-    region = (*_opened(*history(2)), *_requests([turn(3), append_user("u3", "s", LONG)]))
+    region = (*_opened(*history(2)), *_requests([turn(3), append(msg.user("u3", LONG))]))
     return {
         "reset.batchMaxDelayMs": FieldTemplate(({"op": "reset"},), delay, (*created[1:], *_state())),
         "reset.batchMaxBytes": FieldTemplate(
@@ -413,7 +404,7 @@ def _templates() -> dict[str, FieldTemplate]:
         ),
         "append": FieldTemplate((*created, turn().request), APPEND_REQUEST, _state()),
         "append.sourceEventSeqs": FieldTemplate(
-            _opened(*rewrite_setup()), rewrite(rewritten(ORIGINAL, "short")), _state()
+            _opened(*rewrite_setup()), rewrite(msg.rewritten(ORIGINAL, "short")), _state()
         ),
         "engine_append": FieldTemplate(
             (*created, turn().request), {**APPEND_REQUEST, "op": "engine_append"}, _state()
@@ -452,7 +443,7 @@ def _templates() -> dict[str, FieldTemplate]:
                 "op": "spill",
                 "id": "s",
                 "toolName": "grep",
-                "data": result_msg("c1", "x" * 400),
+                "data": msg.result("c1", "x" * 400),
                 "maxInlineTokens": 10,
                 "nested": False,
                 "storeFails": False,

@@ -6,9 +6,8 @@ Each request carries what its author means it to do: :data:`OK` or a code. The a
 writes an outcome; the generator computes it with the spec oracle and refuses a case whose
 outcome is not the one its author meant.
 
-The payload builders are the suite's own (:mod:`conformance.builders`), called with the vectors'
-defaults: message ids ``u1``/``a1``, the model source ``p``/``m``, and times pinned to
-:data:`NOW` (protocol vectors) or :data:`SEED_TIME` (hand-written events).
+The messages' data comes from :mod:`conformance.cases.msg`; times are pinned to :data:`NOW`
+(protocol vectors) or :data:`SEED_TIME` (hand-written events).
 """
 
 from __future__ import annotations
@@ -25,8 +24,6 @@ from spec.log.json import JsonObject, JsonValue
 
 NOW: Final = 1_700_000_000_000  # ms: the pinned clock of every protocol vector
 SEED_TIME: Final = 1_000  # ms: the time of hand-written seed and log events
-PROVIDER: Final = "p"  # the model source of every assistant message a vector writes
-MODEL: Final = "m"
 OK: Final = "ok"  # the intent of a request meant to succeed
 
 
@@ -156,46 +153,6 @@ def as_why(text: str) -> str:
 # --- payloads --------------------------------------------------------------------------------------
 
 
-def user_msg(message_id: str = "u1", text: str = "hello") -> JsonObject:
-    """A user/message's data: the message itself."""
-    return payloads.user_message(message_id, text)
-
-
-def assistant_msg(
-    message_id: str = "a1", text: str | None = "hi", calls: Sequence[str] = (), turn: int = 1, step: int = 1
-) -> JsonObject:
-    """An assistant/message's data announcing ``calls``; ``text=None`` without calls is empty content."""
-    return payloads.assistant_message(
-        message_id, text, tuple(calls), turn, step, provider=PROVIDER, model=MODEL
-    )
-
-
-def result_msg(
-    call: str = "c1",
-    text: str = "result",
-    turn: int = 1,
-    step: int = 1,
-    is_error: bool = False,
-    more: Sequence[JsonValue] = (),
-    after: Sequence[JsonValue] = (),
-) -> JsonObject:
-    """A tool/result's data answering ``call``: its block holds ``text``, then the ``more`` blocks;
-    ``after`` are message blocks after the tool-result block."""
-    return payloads.tool_result(call, text, is_error, turn, step, more, after)
-
-
-def rewritten(data: JsonObject, text: str) -> JsonObject:
-    """A tool/result's data with its first block's inner content replaced by ``text``."""
-    result = payloads.rewritten_result(data, text)
-    assert isinstance(result, dict)
-    return result
-
-
-def request_header(**config: JsonValue) -> JsonObject:
-    """A request/header's data for the model source ``p``/``m``, with more ``config``."""
-    return {"header": {"config": {"provider": PROVIDER, "model": MODEL, **config}}}
-
-
 def replace(start: int, end: int) -> JsonObject:
     """The surface op that replaces the nodes ``start`` to ``end``."""
     return payloads.replace_op(start, end)
@@ -206,10 +163,13 @@ def event(seq: int, kind: str, data: Any, **envelope: Any) -> JsonObject:
     return {"type": kind, "seq": seq, "time": SEED_TIME, "data": data, **envelope}
 
 
-def log(*entries: tuple[Any, ...]) -> list[JsonValue]:
-    """Events numbered from 0: each entry is ``(type, data)`` or ``(type, data, extra envelope)``."""
+def log(*entries: tuple[Any, ...] | JsonObject) -> list[JsonValue]:
+    """Events numbered from 0: each entry is ``(type, data)``, ``(type, data, extra envelope)``, or a
+    message builder's data alone, appended to the surface as the kind :func:`message_kind` tells."""
     events: list[JsonValue] = []
     for seq, entry in enumerate(entries):
+        if isinstance(entry, dict):
+            entry = (message_kind(entry), entry, APPEND)
         extra: JsonObject = entry[2] if len(entry) == 3 else {}
         events.append(event(seq, entry[0], entry[1], **extra))
     return events
@@ -232,55 +192,42 @@ def with_closers(events: list[JsonValue]) -> list[JsonValue]:
 APPEND: Final[JsonObject] = {"surfaceOp": "append"}
 
 
-def user_ev(message_id: str = "u1", text: str = "hello") -> tuple[str, JsonValue, JsonObject]:
-    """A :func:`log` entry: a user/message appended to the surface."""
-    return ("user/message", user_msg(message_id, text), APPEND)
-
-
-def assistant_ev(
-    message_id: str = "a1", calls: Sequence[str] = (), text: str | None = "hi", turn: int = 1, step: int = 1
-) -> tuple[str, JsonValue, JsonObject]:
-    """A :func:`log` entry: an assistant/message appended to the surface."""
-    return ("assistant/message", assistant_msg(message_id, text, calls, turn, step), APPEND)
-
-
-def result_ev(
-    call: str = "c1", text: str = "result", turn: int = 1, step: int = 1
-) -> tuple[str, JsonValue, JsonObject]:
-    """A :func:`log` entry: a tool/result appended to the surface."""
-    return ("tool/result", result_msg(call, text, turn, step), APPEND)
+def message_kind(data: JsonObject) -> str:
+    """The event kind of a message builder's data, told by its shape: a user message is its own
+    data, an assistant message and a tool result sit under ``message`` (the result's source is its
+    tool)."""
+    message = data.get("message", data)
+    if not isinstance(message, dict):
+        raise GenerationError(f"not a message builder's data: {data!r}")
+    source = message.get("source")
+    if message.get("role") == "assistant":
+        return "assistant/message"
+    if isinstance(source, dict) and source.get("kind") == "tool" and message is not data:
+        return "tool/result"
+    if message is data and message.get("role") == "user":
+        return "user/message"
+    raise GenerationError(f"not a message builder's data: {data!r}")
 
 
 # --- steps -----------------------------------------------------------------------------------------
 
 
-def append_step(kind: str, data: Any, session: str = "s", **envelope: Any) -> Step:
-    """An append meant to succeed."""
-    return ok("append", id=session, type=kind, data=data, **envelope)
-
-
-def append_user(message_id: str = "u1", session: str = "s", text: str = "hello") -> Step:
-    return append_step("user/message", user_msg(message_id, text), session, surfaceOp="append")
-
-
-def append_assistant(
-    message_id: str = "a1", session: str = "s", calls: Sequence[str] = (), text: str | None = "hi"
-) -> Step:
-    return append_step(
-        "assistant/message", assistant_msg(message_id, text, calls), session, surfaceOp="append"
-    )
-
-
-def append_result(call: str = "c1", session: str = "s", text: str = "result") -> Step:
-    return append_step("tool/result", result_msg(call, text), session, surfaceOp="append")
+def append(data: Any, session: str = "s", **fields: Any) -> Step:
+    """An append to ``session`` meant to succeed: of a message builder's ``data`` to the surface, as
+    the kind :func:`message_kind` tells, or, given its ``type``, of any event with the request's
+    other ``fields`` as given."""
+    if "type" not in fields:
+        fields = {"type": message_kind(data), "surfaceOp": "append", **fields}
+    kind = fields.pop("type")
+    return ok("append", id=session, type=kind, data=data, **fields)
 
 
 def turn(n: int = 1, session: str = "s") -> Step:
-    return append_step("turn/start", payloads.turn_start(n), session)
+    return append(payloads.turn_start(n), session, type="turn/start")
 
 
 def turn_end(n: int = 1, session: str = "s", kind: str = "completed") -> Step:
-    return append_step("turn/end", payloads.turn_end(n, kind), session)
+    return append(payloads.turn_end(n, kind), session, type="turn/end")
 
 
 def state(session: str = "s") -> Step:

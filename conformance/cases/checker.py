@@ -10,23 +10,18 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from conformance.cases import msg
 from conformance.cases.build import (
     APPEND,
     SEED_TIME,
     Cases,
     PureCase,
     as_why,
-    assistant_ev,
-    assistant_msg,
     chained,
     event,
     log,
     pure,
     replace,
-    result_ev,
-    result_msg,
-    user_ev,
-    user_msg,
     with_closers,
     with_seq,
 )
@@ -55,13 +50,13 @@ def with_seqs_from(first: int, events: list[JsonValue]) -> list[JsonValue]:
 
 
 def clean_cases() -> Cases:
-    clean = log(T1, S1, user_ev(), assistant_ev(calls=["c1"]), CALL, result_ev("c1"), S1_END, T1_END)
+    clean = log(T1, S1, msg.user(), msg.assistant(calls=["c1"]), CALL, msg.result("c1"), S1_END, T1_END)
     yield pure("a well-formed log has no violations", CHECK, events=clean)
     yield pure("a well-formed log with its header has no violations", CHECK, events=clean, header=HEADER)
 
 
 def core_rule_cases() -> Cases:
-    yield breaks("seq-contiguous: a gap in the seqs is one violation", with_seq(log(T1, user_ev()), 1, 3))
+    yield breaks("seq-contiguous: a gap in the seqs is one violation", with_seq(log(T1, msg.user()), 1, 3))
     yield breaks(
         "envelope: an unknown envelope key is a violation", log(T1, ("custom/x", {}, {"extra": 1}), T1_END)
     )
@@ -69,18 +64,20 @@ def core_rule_cases() -> Cases:
         "message-shape: a message without an id is a violation",
         log(("user/message", {"role": "user", "source": {"kind": "user"}, "content": []}, APPEND)),
     )
-    yield breaks("surface-op: a message without surfaceOp is a violation", log(("user/message", user_msg())))
+    yield breaks("surface-op: a message without surfaceOp is a violation", log(("user/message", msg.user())))
     yield breaks(
         "surface-replace: a replace of a node not on the surface is a violation",
-        log(user_ev(), ("user/message", user_msg("x"), {"surfaceOp": replace(5, 5), "sourceEventSeqs": [0]})),
+        log(
+            msg.user(), ("user/message", msg.user("x"), {"surfaceOp": replace(5, 5), "sourceEventSeqs": [0]})
+        ),
     )
     yield breaks(
         "provenance: citing a later event is a violation",
-        log(user_ev(), ("user/message", user_msg("x"), {"surfaceOp": "append", "sourceEventSeqs": [7]})),
+        log(msg.user(), ("user/message", msg.user("x"), {"surfaceOp": "append", "sourceEventSeqs": [7]})),
     )
     pruned = (
         "tool/result",
-        result_msg("c1", "short", is_error=True),
+        msg.result("c1", "short", is_error=True),
         {"surfaceOp": replace(4, 4), "sourceEventSeqs": [4]},
     )
     metering = (
@@ -89,7 +86,7 @@ def core_rule_cases() -> Cases:
     )
     yield breaks(
         "tool-rewrite: a pruned result that changes isError is a violation",
-        log(T1, S1, assistant_ev(calls=["c1"]), CALL, result_ev("c1"), metering, pruned, S1_END, T1_END),
+        log(T1, S1, msg.assistant(calls=["c1"]), CALL, msg.result("c1"), metering, pruned, S1_END, T1_END),
     )
 
 
@@ -100,10 +97,10 @@ def core_edge_cases() -> Cases:
     back; and a log longer than the small numbers a runtime may share (seqs compared by value)."""
     rewrite_of_4 = (
         "tool/result",
-        result_msg("c1", "short"),
+        msg.result("c1", "short"),
         {"surfaceOp": replace(4, 4), "sourceEventSeqs": [4]},
     )
-    answered = log(T1, S1, assistant_ev(calls=["c1"]), CALL, result_ev("c1"), rewrite_of_4)
+    answered = log(T1, S1, msg.assistant(calls=["c1"]), CALL, msg.result("c1"), rewrite_of_4)
     why = "the core replay looks a shadowed node's event up by its seq among every event read so far (notes/dsh-session-core §4.2)"
     yield pure(
         "a result rewritten by the very next event is compared with that event",
@@ -138,7 +135,7 @@ def core_edge_cases() -> Cases:
     )
     rewrite_of_0 = (
         "tool/result",
-        result_msg("c1", "short"),
+        msg.result("c1", "short"),
         {"surfaceOp": replace(0, 0), "sourceEventSeqs": [0]},
     )
     yield pure(
@@ -146,7 +143,7 @@ def core_edge_cases() -> Cases:
         CHECK,
         why=why,
         comment="seq 0 is read like every other seq (the pairing of the result is a relational rule, not checked here)",
-        events=log(result_ev("c1"), rewrite_of_0),
+        events=log(msg.result("c1"), rewrite_of_0),
         relational=False,
     )
     todo: tuple[str, JsonObject] = ("todo/write", {"todos": []})
@@ -170,10 +167,10 @@ def turn_rule_cases() -> Cases:
     yield breaks(
         "step-numbering: steps count from 1 in each turn", log(T1, ("step/start", {"turn": 1, "step": 2}))
     )
-    yield breaks("step-scoped: an assistant message belongs to the open step", log(T1, assistant_ev()))
+    yield breaks("step-scoped: an assistant message belongs to the open step", log(T1, msg.assistant()))
     yield breaks(
         "tool-result-pairing: an appended result answers a call started in its step",
-        log(T1, S1, assistant_ev(calls=["c1"]), result_ev("c1"), S1_END, T1_END),
+        log(T1, S1, msg.assistant(calls=["c1"]), msg.result("c1"), S1_END, T1_END),
     )
     yield breaks("turn-enclosed: todo/write happens inside a turn", log(("todo/write", {"todos": []})))
 
@@ -205,10 +202,10 @@ def turn_edge_cases() -> Cases:
         "turn-enclosed: an assistant/message replace outside any turn is no execution record",
         CHECK,
         why=as_why(RULES["turn-enclosed"]),
-        events=log(user_ev(), ("assistant/message", assistant_msg("a9"), {"surfaceOp": replace(0, 0)})),
+        events=log(msg.user(), ("assistant/message", msg.assistant("a9"), {"surfaceOp": replace(0, 0)})),
         comment="only a replacing tool/result and the execution records must be inside a turn",
     )
-    paired: tuple[str, JsonObject, JsonObject] = ("tool/result", result_msg("c1"), APPEND)
+    paired: tuple[str, JsonObject, JsonObject] = ("tool/result", msg.result("c1"), APPEND)
     carrying: JsonObject = {"turn": 1, "step": 1, "message": {"source": {"kind": "tool", "callId": "c1"}}}
     yield pure(
         "tool-result-pairing: a call logged twice is pending, so its result pairs",
@@ -219,7 +216,7 @@ def turn_edge_cases() -> Cases:
     )
     yield breaks(
         "tool-result-pairing: a result for a call never logged, appended twice, is a violation each time",
-        log(T1, S1, ("tool/result", result_msg("c2"), APPEND), ("tool/result", result_msg("c2"), APPEND)),
+        log(T1, S1, ("tool/result", msg.result("c2"), APPEND), ("tool/result", msg.result("c2"), APPEND)),
         comment="an unpaired result answers nothing: it leaves no call behind for the next one",
     )
     yield breaks(
@@ -238,7 +235,7 @@ def turn_edge_cases() -> Cases:
         "tool-result-pairing: a replacing tool/result answers no call, so a later appended one pairs",
         CHECK,
         why=as_why(RULES["tool-result-pairing"]),
-        events=log(T1, S1, CALL, ("tool/result", result_msg("c1"), {"surfaceOp": replace(0, 0)}), paired),
+        events=log(T1, S1, CALL, ("tool/result", msg.result("c1"), {"surfaceOp": replace(0, 0)}), paired),
     )
     yield pure(
         "two turns numbered 1 and 2 are clean",
@@ -301,7 +298,7 @@ def turn_edge_cases() -> Cases:
     )
     yield breaks(
         "step-open: a step/start inside a step drops that step's unanswered calls",
-        log(turn(1), step(1), assistant_ev(calls=["c1"]), CALL, step(2), result_ev("c1", step=2)),
+        log(turn(1), step(1), msg.assistant(calls=["c1"]), CALL, step(2), msg.result("c1", step=2)),
     )
     yield breaks(
         "turn-numbering: numbering goes on from the turn that was logged, even a wrong one",
@@ -313,16 +310,16 @@ def turn_edge_cases() -> Cases:
     )
     yield breaks(
         "step-scoped: an assistant message naming another step than the open one is a violation",
-        log(turn(1), step(1), assistant_ev(step=2)),
+        log(turn(1), step(1), msg.assistant(step=2)),
     )
     yield breaks(
         "step-scoped: an assistant message naming another turn than the open one is a violation",
-        log(turn(1), step(1), assistant_ev(turn=2)),
+        log(turn(1), step(1), msg.assistant(turn=2)),
     )
     not_started_error: JsonObject = {"name": "ToolNotStartedError", "code": "TOOL_NOT_STARTED"}
 
     def answer(error: JsonValue, blocks: list[JsonValue] | None = None) -> tuple[str, JsonObject, JsonObject]:
-        data = {**result_msg("zz", is_error=True), "error": error}
+        data = {**msg.result("zz", is_error=True), "error": error}
         message = dict(data["message"])  # type: ignore[arg-type]
         if blocks is not None:
             message["content"] = blocks
@@ -367,7 +364,7 @@ def turn_edge_cases() -> Cases:
         yield breaks(f"tool-result-pairing: {sentence}", log(turn(1), step(1), result))
     yield breaks(
         "tool-result-pairing: a call answered twice is answered once",
-        log(turn(1), step(1), assistant_ev(calls=["c1"]), CALL, result_ev("c1"), result_ev("c1")),
+        log(turn(1), step(1), msg.assistant(calls=["c1"]), CALL, msg.result("c1"), msg.result("c1")),
     )
     yield pure(
         "tool-result-pairing: an event of an unknown type naming the open step is no result",
@@ -378,12 +375,12 @@ def turn_edge_cases() -> Cases:
     yield breaks(
         "turn-enclosed: a tool/result replace outside a turn is a violation",
         log(
-            user_ev(),
+            msg.user(),
             (
                 "compaction/prune",
                 {"shadowedRange": {"start": 0, "end": 0}, "shadowedSeqs": [0], "shadowedTokenCount": 1},
             ),
-            ("tool/result", result_msg("c1"), {"surfaceOp": replace(0, 0), "sourceEventSeqs": [0]}),
+            ("tool/result", msg.result("c1"), {"surfaceOp": replace(0, 0), "sourceEventSeqs": [0]}),
         ),
     )
     yield pure(
@@ -391,8 +388,8 @@ def turn_edge_cases() -> Cases:
         CHECK,
         why=as_why(RULES["turn-enclosed"]),
         events=log(
-            user_ev(),
-            ("assistant/message", assistant_msg("a9"), {"surfaceOp": replace(0, 0), "sourceEventSeqs": [0]}),
+            msg.user(),
+            ("assistant/message", msg.assistant("a9"), {"surfaceOp": replace(0, 0), "sourceEventSeqs": [0]}),
         ),
     )
     yield pure(
@@ -427,23 +424,23 @@ def compaction_rule_cases() -> Cases:
         "shadowedSeqs": [0],
         "shadowedTokenCount": 5,
     }
-    checkpoint = {**user_msg("ck"), "source": {"kind": "plugin", "plugin": "compact", "compactionId": "k1"}}
+    checkpoint = {**msg.user("ck"), "source": {"kind": "plugin", "plugin": "compact", "compactionId": "k1"}}
     yield breaks(
         "compaction-checkpoint: a checkpoint replace belongs to an open compaction",
         log(
-            user_ev(),
+            msg.user(),
             ("compaction/summary", summary),
             ("user/message", checkpoint, {"surfaceOp": replace(0, 0), "sourceEventSeqs": [0]}),
         ),
     )
     yield breaks(
         "compaction-dangling: a compaction/start left open at a session/end-seed is a violation",
-        log(user_ev(), standalone, ("session/end-seed", {})),
+        log(msg.user(), standalone, ("session/end-seed", {})),
         comment="in a v4 log nothing explains it: a resume closes the bracket first, a fork or a seed refuses",
     )
     yield breaks(
         "legacy-compaction-dangling: in a DSH v0 log the same start is reported as legacy",
-        log(user_ev(), standalone, ("session/end-seed", {})),
+        log(msg.user(), standalone, ("session/end-seed", {})),
         formatVersion=0,
         comment="DSH 0.1's resume left open brackets for its end-seed to orphan; formatVersion names the "
         "format the log was stored in",
@@ -488,7 +485,9 @@ def compaction_rule_cases() -> Cases:
         )
     yield breaks(
         "shadow-price: a replace without its metering event is a violation",
-        log(user_ev(), ("user/message", user_msg("x"), {"surfaceOp": replace(0, 0), "sourceEventSeqs": [0]})),
+        log(
+            msg.user(), ("user/message", msg.user("x"), {"surfaceOp": replace(0, 0), "sourceEventSeqs": [0]})
+        ),
     )
 
 
@@ -496,7 +495,7 @@ def lineage_rule_cases() -> Cases:
     interrupted = ("turn/end", {"turn": 1, "reason": {"kind": "interrupted"}}, {"time": SEED_TIME + 1})
     yield breaks(
         "closers: an interrupted turn/end outside repair's closers is a violation",
-        log(T1, user_ev(), interrupted),
+        log(T1, msg.user(), interrupted),
     )
     yield breaks(
         "closers: an interrupted turn/end that opens the log is a violation",
@@ -504,17 +503,17 @@ def lineage_rule_cases() -> Cases:
         comment="no turn was ever open, so no closer block can end here (pure-drt found the checker failing on it)",
     )
     forged = {
-        **result_msg("c1"),
+        **msg.result("c1"),
         "error": {"name": "ToolOutcomeUnknownError", "code": "TOOL_OUTCOME_UNKNOWN"},
     }
     yield breaks(
         "closers: a result with repair's error code outside repair's closers is a violation",
-        log(T1, S1, assistant_ev(calls=["c1"]), CALL, ("tool/result", forged, APPEND), S1_END, T1_END),
+        log(T1, S1, msg.assistant(calls=["c1"]), CALL, ("tool/result", forged, APPEND), S1_END, T1_END),
         comment="the call was answered by a caller pretending to be crash repair; the turn went on",
     )
     yield breaks(
         "seed-length: a seedLength past the log is a violation",
-        log(user_ev()),
+        log(msg.user()),
         header={
             "version": 4,
             "id": "s",
@@ -527,10 +526,10 @@ def lineage_rule_cases() -> Cases:
     seeded: JsonObject = {**HEADER, "parentSession": "p", "isSeeded": True}
     end_seed: tuple[str, JsonObject] = ("session/end-seed", {})
     for name, events in (
-        ("a fork's child that appended nothing holds exactly seedLength events", log(user_ev(), end_seed)),
+        ("a fork's child that appended nothing holds exactly seedLength events", log(msg.user(), end_seed)),
         (
             "a child whose seed is a whole turn and its end-seed holds exactly seedLength events",
-            log(T1, user_ev(), T1_END, end_seed),
+            log(T1, msg.user(), T1_END, end_seed),
         ),
     ):
         yield pure(
@@ -543,17 +542,17 @@ def lineage_rule_cases() -> Cases:
         )
     yield breaks(
         "seed-length: a seedLength one past the log's length is a violation",
-        log(user_ev(), end_seed),
+        log(msg.user(), end_seed),
         header={**seeded, "seedLength": 3},
     )
     yield breaks(
         "end-seed: a seeded header promises a session/end-seed",
-        log(user_ev()),
+        log(msg.user()),
         header={**HEADER, "isSeeded": True},
     )
     yield breaks(
         "delegation-depth: a sub-agent's header at depth 0 is a violation",
-        log(user_ev()),
+        log(msg.user()),
         header={**HEADER, "origin": "subagent"},
         comment="what a resume that dropped the depth would leave: the sub-agent reads as top level",
     )
@@ -561,7 +560,7 @@ def lineage_rule_cases() -> Cases:
         "a sub-agent's header at depth 2 is consistent",
         CHECK,
         why=as_why(RULES["delegation-depth"]),
-        events=log(user_ev()),
+        events=log(msg.user()),
         header={**HEADER, "origin": "subagent", "delegationDepth": 2},
     )
 
@@ -582,7 +581,7 @@ def lineage_edge_cases() -> Cases:
         ),
         (
             "a turn/end alone after two events of different times",
-            log(T1, user_ev(), ("user/message", user_msg("u2"), {**APPEND, **later})),
+            log(T1, msg.user(), ("user/message", msg.user("u2"), {**APPEND, **later})),
         ),
         (
             "a compaction, a step and a turn closed",
@@ -597,7 +596,7 @@ def lineage_edge_cases() -> Cases:
             log(
                 T1,
                 S1,
-                assistant_ev(calls=["c1", "c2"]),
+                msg.assistant(calls=["c1", "c2"]),
                 CALL,
                 ("tool/call", {"turn": 1, "step": 1, "callId": "c2", "name": "read"}),
             ),
@@ -609,7 +608,7 @@ def lineage_edge_cases() -> Cases:
             why=as_why(RULES["closers"]),
             events=with_closers(events),
         )
-    unnumbered = log(T1, S1, user_ev(), assistant_ev(calls=["c1"]), ("custom/x", {}), CALL)
+    unnumbered = log(T1, S1, msg.user(), msg.assistant(calls=["c1"]), ("custom/x", {}), CALL)
     last = unnumbered[-1]
     assert isinstance(last, dict)
     unnumbered[-1] = {key: value for key, value in last.items() if key != "seq"}
@@ -623,25 +622,25 @@ def lineage_edge_cases() -> Cases:
         events=[*repaired, event(len(repaired), "turn/start", {"turn": 2})],
     )
     forged = {
-        **result_msg("c2", turn=2),
+        **msg.result("c2", turn=2),
         "error": {"name": "ToolOutcomeUnknownError", "code": "TOOL_OUTCOME_UNKNOWN"},
     }
-    turn_2 = [
+    turn_2: list[tuple[Any, ...] | JsonObject] = [
         ("turn/start", {"turn": 2}),
         ("step/start", {"turn": 2, "step": 1}),
-        assistant_ev("a2", calls=["c2"], turn=2),
+        msg.assistant("a2", calls=["c2"], turn=2),
         ("tool/call", {"turn": 2, "step": 1, "callId": "c2", "name": "read"}),
         ("tool/result", forged, APPEND),
         ("step/end", {"turn": 2, "step": 1}),
         ("turn/end", {"turn": 2, "reason": {"kind": "completed"}}),
     ]
-    repaired_turn = with_closers(log(T1, S1, assistant_ev(calls=["c1"]), CALL))
+    repaired_turn = with_closers(log(T1, S1, msg.assistant(calls=["c1"]), CALL))
     yield breaks(
         "closers: a result with repair's error code in a turn after repair's closers is a violation",
         [*repaired_turn, *with_seqs_from(len(repaired_turn), log(*turn_2))],
         comment="the closers at 4-6 are repair's; the result at seq 11 only pretends to be",
     )
-    first = with_closers(log(T1, user_ev(), user_ev("u2"), S1))
+    first = with_closers(log(T1, msg.user(), msg.user("u2"), S1))
     turn_2_cut = log(
         ("turn/start", {"turn": 2}),
         ("step/start", {"turn": 2, "step": 1}),
@@ -663,31 +662,35 @@ def lineage_edge_cases() -> Cases:
         "a child that appended after its seed holds more events than seedLength",
         CHECK,
         why=as_why(RULES["seed-length"]),
-        events=log(user_ev(), end_seed, user_ev("u2")),
+        events=log(msg.user(), end_seed, msg.user("u2")),
         header={**seeded, "seedLength": 2},
     )
     yield pure(
         "a child whose seed was empty has its end-seed at seq 0",
         CHECK,
         why=as_why(RULES["end-seed"]),
-        events=log(end_seed, user_ev("u2")),
+        events=log(end_seed, msg.user("u2")),
         header={**seeded, "seedLength": 1},
     )
     for name, events, length in (
         (
             "end-seed: a seedLength of 0 needs the end-seed at seq 0, not at the log's end",
-            log(user_ev(), end_seed),
+            log(msg.user(), end_seed),
             0,
         ),
-        ("end-seed: a message where the end-seed should be is a violation", log(user_ev(), user_ev("u2")), 1),
+        (
+            "end-seed: a message where the end-seed should be is a violation",
+            log(msg.user(), msg.user("u2")),
+            1,
+        ),
         (
             "end-seed: an assistant message where the end-seed should be is a violation",
-            log(assistant_ev(), user_ev("u2")),
+            log(msg.assistant(), msg.user("u2")),
             1,
         ),
         (
             "end-seed: a seedLength equal to the log's length needs an end-seed at its end",
-            log(user_ev(), user_ev("u2")),
+            log(msg.user(), msg.user("u2")),
             2,
         ),
     ):
@@ -696,20 +699,20 @@ def lineage_edge_cases() -> Cases:
         "isSeeded as the number 1 promises nothing",
         CHECK,
         why=as_why(RULES["end-seed"]),
-        events=log(user_ev()),
+        events=log(msg.user()),
         header={**HEADER, "isSeeded": 1},
     )
     yield pure(
         "a sub-agent's header at depth 1 is consistent",
         CHECK,
         why=as_why(RULES["delegation-depth"]),
-        events=log(user_ev()),
+        events=log(msg.user()),
         header={**HEADER, "origin": "subagent", "delegationDepth": 1},
     )
 
 
 def reporting_cases() -> Cases:
-    three_problems = log(T1_END, ("user/message", user_msg()), ("todo/write", {}))
+    three_problems = log(T1_END, ("user/message", msg.user()), ("todo/write", {}))
     yield pure(
         "every problem is reported, not only the first",
         CHECK,
@@ -727,7 +730,7 @@ def reporting_cases() -> Cases:
     nested = log(
         T1,
         S1,
-        assistant_ev(calls=["c1", "c2"]),
+        msg.assistant(calls=["c1", "c2"]),
         CALL,
         call2,
         ("compaction/start", {"compactionId": "k1", "turn": 1}),
@@ -744,7 +747,7 @@ def reporting_cases() -> Cases:
         CHECK,
         why=as_why(RULES["closers"]),
         comment="the interrupted turn/end here is repair's own, so the closers rule accepts it",
-        events=with_closers(log(T1, S1, assistant_ev(calls=["c1"]), CALL)),
+        events=with_closers(log(T1, S1, msg.assistant(calls=["c1"]), CALL)),
     )
 
 
@@ -760,15 +763,17 @@ def compaction_edge_cases() -> Cases:
         ("a plugin named after compact in sort order", {"kind": "plugin", "plugin": "compactor"}),
         ("a plugin named before compact in sort order", {"kind": "plugin", "plugin": "auto"}),
     ):
-        message = {**user_msg("ck"), "source": {**source, "compactionId": "k1"}}
+        message = {**msg.user("ck"), "source": {**source, "compactionId": "k1"}}
         yield breaks(
             f"shadow-price: {sentence} is not a checkpoint, so its replace is only unmetered",
-            log(user_ev(), ("user/message", message, replaced)),
+            log(msg.user(), ("user/message", message, replaced)),
         )
     checkpoint_source = {"kind": "plugin", "plugin": "compact", "compactionId": "k1"}
     yield breaks(
         "shadow-price: only a user/message is a checkpoint, not an assistant message with its source",
-        log(user_ev(), ("assistant/message", {**assistant_msg("a9"), "source": checkpoint_source}, replaced)),
+        log(
+            msg.user(), ("assistant/message", {**msg.assistant("a9"), "source": checkpoint_source}, replaced)
+        ),
     )
     yield breaks(
         "compaction-turn: after its turn/end no turn is open, so a start naming that turn is outside it",
@@ -781,12 +786,12 @@ def compaction_edge_cases() -> Cases:
         "a successful compaction with its one summary has no compaction violation",
         CHECK,
         why=as_why(RULES["compaction-bracket"]),
-        events=log(user_ev(), ("compaction/start", start_k1), ("compaction/summary", summary), end_k1),
+        events=log(msg.user(), ("compaction/start", start_k1), ("compaction/summary", summary), end_k1),
     )
     yield breaks(
         "compaction-bracket: a second summary within one compaction is a violation",
         log(
-            user_ev(),
+            msg.user(),
             ("compaction/start", start_k1),
             ("compaction/summary", summary),
             ("compaction/summary", summary),
@@ -800,7 +805,7 @@ def compaction_edge_cases() -> Cases:
     )
     yield breaks(
         "compaction-dangling: the start an end-seed orphans is the last start, not a later message",
-        log(T1, turn_start, assistant_ev(), T1_END, ("session/end-seed", {})),
+        log(T1, turn_start, msg.assistant(), T1_END, ("session/end-seed", {})),
     )
     yield breaks(
         "compaction-turn: a closed compaction is no orphan of a later end-seed",
@@ -830,7 +835,11 @@ def compaction_edge_cases() -> Cases:
             CHECK,
             why=as_why(RULES["compaction-summary"]),
             events=log(
-                user_ev(), user_ev("u2"), ("compaction/start", start_k1), ("compaction/summary", wide), end_k1
+                msg.user(),
+                msg.user("u2"),
+                ("compaction/start", start_k1),
+                ("compaction/summary", wide),
+                end_k1,
             ),
         )
     yield pure(
@@ -838,15 +847,15 @@ def compaction_edge_cases() -> Cases:
         CHECK,
         why=as_why(RULES["compaction-checkpoint"]),
         events=log(
-            user_ev(),
-            ("user/message", {**user_msg("ck"), "source": {"kind": "user", "plugin": "compact"}}, replaced),
+            msg.user(),
+            ("user/message", {**msg.user("ck"), "source": {"kind": "user", "plugin": "compact"}}, replaced),
         ),
     )
     yield pure(
         "compaction-checkpoint: a checkpoint source on an event of an unknown type is no checkpoint",
         CHECK,
         why=as_why(RULES["compaction-checkpoint"]),
-        events=log(user_ev(), ("zz/custom", {**user_msg("ck"), "source": checkpoint_source}, replaced)),
+        events=log(msg.user(), ("zz/custom", {**msg.user("ck"), "source": checkpoint_source}, replaced)),
     )
     yield breaks(
         "compaction-turn: a start naming another turn than the open one is a violation",
@@ -884,7 +893,7 @@ def compaction_edge_cases() -> Cases:
     )
     yield breaks(
         "compaction-turn: a start is no orphan until an end-seed comes, whatever comes between",
-        log(T1, turn_start, assistant_ev(), T1_END),
+        log(T1, turn_start, msg.assistant(), T1_END),
     )
     wide_summary: JsonObject = {**summary, "shadowedRange": {"start": 0, "end": 1}, "shadowedSeqs": [0, 1]}
     for sentence, op in (
@@ -896,13 +905,13 @@ def compaction_edge_cases() -> Cases:
             CHECK,
             why=as_why(RULES["shadow-price"]),
             events=log(
-                user_ev(),
-                user_ev("u2"),
+                msg.user(),
+                msg.user("u2"),
                 ("compaction/start", start_k1),
                 ("compaction/summary", wide_summary),
                 (
                     "user/message",
-                    {**user_msg("ck"), "source": checkpoint_source},
+                    {**msg.user("ck"), "source": checkpoint_source},
                     {"surfaceOp": op, "sourceEventSeqs": [0, 1]},
                 ),
                 end_k1,
@@ -914,30 +923,30 @@ def compaction_edge_cases() -> Cases:
     )
     yield breaks(
         "shadow-price: a tool/result replace after a compaction/summary is metered by the wrong kind",
-        log(user_ev(), ("compaction/summary", summary), ("tool/result", result_msg("c1", "x"), replaced)),
+        log(msg.user(), ("compaction/summary", summary), ("tool/result", msg.result("c1", "x"), replaced)),
     )
     yield breaks(
         "shadow-price: a user/message replace after a compaction/prune is metered by the wrong kind",
-        log(user_ev(), prune, ("user/message", user_msg("x"), replaced)),
+        log(msg.user(), prune, ("user/message", msg.user("x"), replaced)),
     )
     yield breaks(
         "shadow-price: an event that is no metering event does not meter, whatever range it carries",
         log(
-            user_ev(),
+            msg.user(),
             ("custom/x", {"shadowedRange": {"start": 0, "end": 0}}),
-            ("user/message", user_msg("x"), replaced),
+            ("user/message", msg.user("x"), replaced),
         ),
     )
     yield pure(
         "shadow-price: a replace second in the log is metered by the first event",
         CHECK,
         why=as_why(RULES["shadow-price"]),
-        events=log(("compaction/summary", summary), ("user/message", user_msg("x"), replaced)),
+        events=log(("compaction/summary", summary), ("user/message", msg.user("x"), replaced)),
     )
     yield breaks(
         "shadow-price: a replace that opens the log has nothing before it, whatever ends the log",
         log(
-            ("user/message", user_msg("x"), replaced),
+            ("user/message", msg.user("x"), replaced),
             ("compaction/start", start_k1),
             ("compaction/summary", summary),
         ),

@@ -14,13 +14,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
+from conformance.cases import msg
 from conformance.cases.build import (
     Cases,
     Step,
-    append_step,
-    append_user,
-    assistant_ev,
-    assistant_msg,
+    append,
     case,
     chained,
     event,
@@ -28,12 +26,9 @@ from conformance.cases.build import (
     log,
     ok,
     replace,
-    request_header,
     start,
     turn,
     turn_end,
-    user_ev,
-    user_msg,
 )
 from conformance.cases.engine_build import (
     LONG,
@@ -69,7 +64,7 @@ PLAN = "plan_summary_replacement"
 def open_turn(n: int, session: str = "s") -> list[Step]:
     """Turn ``n`` started with a long question (seqs ``6(n-1)`` and ``6(n-1) + 1`` after ``n - 1``
     closed turns)."""
-    return [turn(n, session), append_user(f"u{n}", session, LONG)]
+    return [turn(n, session), append(msg.user(f"u{n}", LONG), session)]
 
 
 def _manual() -> Cases:
@@ -107,7 +102,7 @@ def _manual() -> Cases:
     yield case(
         "manual compaction of four nodes before a turn's lone question replaces all four",
         STABLE,
-        [*history(2), turn(3), append_user("u3", "s", LONG), turn_end(3), compact("k1"), state_step()],
+        [*history(2), turn(3), append(msg.user("u3", LONG)), turn_end(3), compact("k1"), state_step()],
         comment="the third turn ended on its question: that node is the newest unit, and the span before it is "
         "the four nodes of the first two turns, each priced as it was when the summary was asked for",
     )
@@ -117,9 +112,9 @@ def _manual() -> Cases:
         [
             *history(2),
             turn(3),
-            append_user("u3", "s", LONG),
+            append(msg.user("u3", LONG)),
             step_open(3),
-            append_step("assistant/message", assistant_msg("a3-1", None, (), 3, 1), surfaceOp="append"),
+            append(msg.assistant("a3-1", None, (), 3, 1), surfaceOp="append"),
             step_close(3),
             turn_end(3),
             compact("k1"),
@@ -191,7 +186,7 @@ def _span() -> Cases:
         [
             *history(1),
             turn(2),
-            append_user("u2", "s", "and the tokenizer?"),
+            append(msg.user("u2", "and the tokenizer?")),
             *tool_steps(2, "c2"),
             turn_end(2),
             compact("k1"),
@@ -254,12 +249,12 @@ def _lock_and_owner() -> Cases:
     )
     seeded = log(
         ("turn/start", {"turn": 1}),
-        user_ev("u1", LONG),
-        assistant_ev("a1"),
+        msg.user("u1", LONG),
+        msg.assistant("a1"),
         ("turn/end", {"turn": 1, "reason": {"kind": "completed"}}),
         ("turn/start", {"turn": 2}),
-        user_ev("u2", LONG),
-        assistant_ev("a2", turn=2),
+        msg.user("u2", LONG),
+        msg.assistant("a2", turn=2),
         ("turn/end", {"turn": 2, "reason": {"kind": "completed"}}),
         ("compaction/start", {"compactionId": "k0", "turn": None}),
         ("session/end-seed", {}),
@@ -311,7 +306,7 @@ def _lock_and_owner() -> Cases:
             ok(
                 "create",
                 id="s",
-                seed=log(("turn/start", {"turn": 1}), user_ev("u1", LONG), assistant_ev("a1", text=LONG)),
+                seed=log(("turn/start", {"turn": 1}), msg.user("u1", LONG), msg.assistant("a1", LONG)),
             ),
             fails(Code.COMPACTION_BUSY, "compact", id="s", attempt=attempt("k1")),
             state_step(),
@@ -470,7 +465,7 @@ def _failure_paths() -> Cases:
                 text="Short.",
                 append={
                     "type": "user/message",
-                    "data": user_msg("u9", "one more thing"),
+                    "data": msg.user("u9", "one more thing"),
                     "surfaceOp": "append",
                 },
             ),
@@ -507,7 +502,7 @@ def _failure_paths() -> Cases:
                         text="Short.",
                         append={
                             "type": "user/message",
-                            "data": user_msg("u9", "edited"),
+                            "data": msg.user("u9", "edited"),
                             "surfaceOp": replace(shadowed, shadowed),
                             "sourceEventSeqs": [shadowed],
                         },
@@ -586,7 +581,7 @@ def _automatic() -> Cases:
                 attempt=attempt(
                     "k1",
                     text="Short.",
-                    append={"type": "user/message", "data": user_msg("u9", "more"), "surfaceOp": "append"},
+                    append={"type": "user/message", "data": msg.user("u9", "more"), "surfaceOp": "append"},
                 ),
             ),
             state_step(),
@@ -833,9 +828,9 @@ def _pressure() -> Cases:
                     event(1, "session/end-seed", {}),
                 ],
             ),
-            append_step("turn/start", {"turn": 1}),
-            append_user("u1", "s", LONG),
-            append_user("u2", "s", LONG),
+            append({"turn": 1}, type="turn/start"),
+            append(msg.user("u1", LONG)),
+            append(msg.user("u2", LONG)),
             ok("compact_if_needed", id="s", trigger="context-overflow", attempts=[attempt("k1")]),
             state_step(),
         ],
@@ -920,12 +915,12 @@ def _retained_tail() -> Cases:
             _pressed(setup, tokens, {"thresholdRatio": 1, "retainTokens": retain}),
             comment=f"the surface's nodes are priced {list(prices)} (newest last) and retainTokens is {retain}",
         )
-    base = request_header()["header"]
+    base = msg.header()["header"]
     assert isinstance(base, dict)
     system = "You are a careful engineer. Read before you write. " * 24
     prompted = [
         *setup,
-        append_step("request/header", {"header": {**base, "system": system}, "reason": "initial"}),
+        append({"header": {**base, "system": system}, "reason": "initial"}, type="request/header"),
     ]
     prices, tokens = _measured(prompted)
     retain = sum(prices) + 1
@@ -938,7 +933,7 @@ def _retained_tail() -> Cases:
         f"is priced {sum(prices)} in all and retainTokens is {retain}: every node is kept, no span is left, and "
         "pressure writes nothing",
     )
-    short = [*history(2), turn(3), append_user("u3", "s", "and then?")]
+    short = [*history(2), turn(3), append(msg.user("u3", "and then?"))]
     prices, tokens = _measured(short)
     retain = tokens * 16 // 100
     assert sum(prices[-2:]) < retain <= sum(prices[-3:])
@@ -956,14 +951,14 @@ def _pressure_reads_the_newest_header() -> Cases:
     step/start or by an assistant message (events that sort after and before it), or as the log's
     very first event. The threshold is the whole estimate, system prompt included, so a meter that
     misses the header stays below it and writes nothing."""
-    base = request_header()["header"]
+    base = msg.header()["header"]
     assert isinstance(base, dict)
-    header = append_step(
-        "request/header",
+    header = append(
         {
             "header": {**base, "system": "You are a careful engineer. Read before you write. " * 13},
             "reason": "initial",
         },
+        type="request/header",
     )
     setups = (
         ("followed by a step/start", [*history(2), *open_turn(3), header, step_open(3)]),
@@ -999,10 +994,10 @@ def _pressure_counts_the_request() -> Cases:
         ("tools", {"tools": tools}),
     )
     for name, extra in extras:
-        base = request_header()["header"]
+        base = msg.header()["header"]
         assert isinstance(base, dict)
         header: JsonObject = {"header": {**base, **extra}}
-        setup = [*history(2), *open_turn(3), append_step("request/header", {**header, "reason": "initial"})]
+        setup = [*history(2), *open_turn(3), append({**header, "reason": "initial"}, type="request/header")]
         tokens = _measured(setup)[1]
         for above, (title, outcome) in enumerate(
             (

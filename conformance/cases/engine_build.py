@@ -13,16 +13,8 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from conformance.builders import step_end, step_start, tool_call
-from conformance.cases.build import (
-    Step,
-    append_step,
-    append_user,
-    assistant_msg,
-    ok,
-    result_msg,
-    turn,
-    turn_end,
-)
+from conformance.cases import msg
+from conformance.cases.build import Step, append, ok, turn, turn_end
 from spec.log.json import JsonObject, JsonValue
 
 LONG: Final = (
@@ -33,23 +25,23 @@ SUMMARY: Final = "The parser tests were read and run; two failures were traced t
 
 
 def step_open(n: int, step: int = 1, session: str = "s") -> Step:
-    return append_step("step/start", step_start(n, step), session)
+    return append(step_start(n, step), session, type="step/start")
 
 
 def step_close(n: int, step: int = 1, session: str = "s") -> Step:
-    return append_step("step/end", step_end(n, step), session)
+    return append(step_end(n, step), session, type="step/end")
 
 
 def answer(
     n: int, step: int = 1, session: str = "s", text: str | None = None, calls: Sequence[str] = ()
 ) -> Step:
     """An assistant/message in turn ``n``'s ``step``."""
-    data = assistant_msg(f"a{n}-{step}", text if text is not None or calls else f"answer {n}", calls, n, step)
-    return append_step("assistant/message", data, session, surfaceOp="append")
+    data = msg.assistant(f"a{n}-{step}", text if text is not None or calls else f"answer {n}", calls, n, step)
+    return append(data, session)
 
 
 def call_started(call: str, n: int, step: int = 1, session: str = "s") -> Step:
-    return append_step("tool/call", tool_call(call, n, step), session)
+    return append(tool_call(call, n, step), session, type="tool/call")
 
 
 def call_answered(
@@ -62,8 +54,8 @@ def call_answered(
     after: Sequence[JsonValue] = (),
 ) -> Step:
     """The tool/result answering ``call``; ``after`` are message blocks after its tool-result block."""
-    data = result_msg(call, text, n, step, is_error, after=after)
-    return append_step("tool/result", data, session, surfaceOp="append")
+    data = msg.result(call, text, n, step, is_error, after=after)
+    return append(data, session)
 
 
 def answered_step(n: int, step: int = 1, session: str = "s") -> list[Step]:
@@ -75,7 +67,7 @@ def closed_turn(n: int, session: str = "s", text: str = LONG) -> list[Step]:
     """Turn ``n``: a long question and one step that answers it."""
     return [
         turn(n, session),
-        append_user(f"u{n}", session, text),
+        append(msg.user(f"u{n}", text), session),
         *answered_step(n, 1, session),
         turn_end(n, session),
     ]
@@ -92,7 +84,7 @@ def history(turns: int, session: str = "s") -> list[Step]:
 
 def first_question(text: str = LONG) -> list[Step]:
     """A new session "s" whose turn 1 is open on the question ``text`` (seqs 0 and 1)."""
-    return [ok("create", id="s"), turn(1), append_user("u1", "s", text)]
+    return [ok("create", id="s"), turn(1), append(msg.user("u1", text))]
 
 
 def tool_steps(n: int, call: str, step: int = 1, session: str = "s", **result: Any) -> list[Step]:

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import Final
 
+from conformance.cases import msg
 from conformance.cases.build import (
     NOW,
     Cases,
     Step,
-    append_assistant,
-    append_user,
+    append,
     case,
     chained,
     fails,
@@ -26,8 +26,6 @@ from conformance.cases.build import (
     state,
     turn,
     turn_end,
-    user_ev,
-    user_msg,
 )
 from spec.codes import Code
 from spec.log.json import JsonObject, JsonValue
@@ -44,8 +42,8 @@ def parent() -> list[Step]:
     meta: JsonObject = {"cwd": "/work/p", "delegationDepth": 1, "origin": "subagent", "agentPreset": "coder"}
     return [
         ok("create", id="p", meta=meta),
-        append_user("u1", "p"),
-        append_assistant("a1", "p"),
+        append(msg.user("u1"), "p"),
+        append(msg.assistant("a1"), "p"),
         ok("clock", now=NOW + 1_000),
     ]
 
@@ -55,11 +53,11 @@ def in_turn() -> list[Step]:
     return [
         ok("create", id="p"),
         turn(1, "p"),
-        append_user("u1", "p"),
-        append_assistant("a1", "p"),
+        append(msg.user("u1"), "p"),
+        append(msg.assistant("a1"), "p"),
         turn_end(1, "p"),
         turn(2, "p"),
-        append_user("u2", "p"),
+        append(msg.user("u2"), "p"),
     ]
 
 
@@ -105,7 +103,7 @@ def child_cases() -> Cases:
     yield case(
         "a child is a live session that can be appended to",
         "append_event",
-        [*parent(), ok("fork", source="p", child="c"), append_user("u2", "c"), state("c"), state("p")],
+        [*parent(), ok("fork", source="p", child="c"), append(msg.user("u2"), "c"), state("c"), state("p")],
         why="a fork's child is a live session of its own: its appends change the child alone",
         comment="the last step shows the parent did not gain the child's event",
     )
@@ -189,10 +187,10 @@ def bracketed() -> list[Step]:
     (seqs 3-6: start, summary, checkpoint, end) between turns; its end-seed is seq 7."""
     start = {"compactionId": "k1", "turn": None}
     summary = {**start, "shadowedRange": {"start": 1, "end": 1}, "shadowedSeqs": [1], "shadowedTokenCount": 9}
-    checkpoint = {**user_msg("ck"), "source": {"kind": "plugin", "plugin": "compact", "compactionId": "k1"}}
+    checkpoint = {**msg.user("ck"), "source": {"kind": "plugin", "plugin": "compact", "compactionId": "k1"}}
     seed = log(
         ("turn/start", {"turn": 1}),
-        user_ev(),
+        msg.user(),
         ("turn/end", {"turn": 1, "reason": {"kind": "completed"}}),
         ("compaction/start", start),
         ("compaction/summary", summary),
@@ -224,7 +222,7 @@ def open_compaction_cases() -> Cases:
         OPEN_COMPACTION,
         [
             ok("create", id="p"),
-            append_user("u1", "p"),
+            append(msg.user("u1"), "p"),
             ok("engine_append", id="p", type="compaction/start", data={"compactionId": "k1", "turn": None}),
             fails(Code.OPEN_COMPACTION, "fork", source="p", child="c"),
         ],

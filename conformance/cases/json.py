@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from typing import Final
 
-from conformance.cases.build import Cases, append_step, case, fails, ok, pure, state
+from conformance.cases.build import Cases, append, case, fails, ok, pure, state
 from conformance.cases.storage.naming import V4_LINE
 from spec.codes import Code
 
@@ -44,16 +44,16 @@ def value_cases() -> Cases:
     yield case(
         "data null is JSON and is kept",
         RULE,
-        [ok("create", id="s"), append_step("custom/null", None), state()],
+        [ok("create", id="s"), append(None, type="custom/null"), state()],
     )
     yield case(
         "data may be a string, a number or an array",
         RULE,
         [
             ok("create", id="s"),
-            append_step("custom/a", "text"),
-            append_step("custom/b", 42),
-            append_step("custom/c", [1, "two", None]),
+            append("text", type="custom/a"),
+            append(42, type="custom/b"),
+            append([1, "two", None], type="custom/c"),
         ],
     )
     yield case(
@@ -61,8 +61,7 @@ def value_cases() -> Cases:
         RULE,
         [
             ok("create", id="s"),
-            append_step(
-                "custom/values",
+            append(
                 {
                     "text": 'h\u00e9llo \u2713 \U0001d11e "quoted" \\ \n tab\t',
                     "max": 9007199254740991,
@@ -73,6 +72,7 @@ def value_cases() -> Cases:
                     "nested": {"a": [[], {}, [1, [2, [3, {"deep": "yes"}]]]]},
                     "": "empty key",
                 },
+                type="custom/values",
             ),
             state(),
         ],
@@ -85,10 +85,10 @@ def value_cases() -> Cases:
         RULE,
         [
             ok("create", id="s"),
-            append_step(
-                "custom/deep", nested(100, {"k": [True, None, "s", 1.5, -(2**53 - 1), [], {}], "": {}})
+            append(
+                nested(100, {"k": [True, None, "s", 1.5, -(2**53 - 1), [], {}], "": {}}), type="custom/deep"
             ),
-            append_step("custom/deep", nested(99, [[{"a": {"b": [None]}}], "y"])),
+            append(nested(99, [[{"a": {"b": [None]}}], "y"]), type="custom/deep"),
             state(),
         ],
         why="D6: deep JSON never meets a recursion limit; what is committed is exactly what was sent (D5)",
@@ -100,7 +100,7 @@ def value_cases() -> Cases:
         RULE,
         [
             ok("create", id="s"),
-            append_step("custom/floats", {"zero": 0.0, "half": -0.5, "list": [-1.5, 0.0]}),
+            append({"zero": 0.0, "half": -0.5, "list": [-1.5, 0.0]}, type="custom/floats"),
         ],
     )
 

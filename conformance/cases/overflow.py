@@ -10,7 +10,8 @@ prune that landed before a failed summary counts, a late cancellation prevents i
 
 from __future__ import annotations
 
-from conformance.cases.build import Cases, Step, append_user, case, ok, turn, turn_end
+from conformance.cases import msg
+from conformance.cases.build import Cases, Step, append, case, ok, turn, turn_end
 from conformance.cases.engine_build import (
     LONG,
     answered_step,
@@ -28,7 +29,7 @@ PRUNER = {"thresholdChars": 400, "headChars": 100, "tailChars": 100}
 
 def overflowing() -> list[Step]:
     """Two closed turns and a third open one with a long question: something to compact."""
-    return [*history(2), turn(3), append_user("u3", "s", LONG)]
+    return [*history(2), turn(3), append(msg.user("u3", LONG))]
 
 
 def cases() -> Cases:
@@ -90,7 +91,7 @@ def cases() -> Cases:
             *answered_step(3),
             turn_end(3),
             turn(4),
-            append_user("u4", "s", LONG),
+            append(msg.user("u4", LONG)),
             ok("overflow", id="s", policy=twice, attempt=attempt("k2")),
             ok("overflow", id="s", policy=twice, attempt=attempt("k3")),
             state_step(),
@@ -159,7 +160,7 @@ def cases() -> Cases:
         ok("close", id="s"),
         ok("resume", id="s"),
         turn(4),
-        append_user("u4", "s", LONG),
+        append(msg.user("u4", LONG)),
     ]
     yield case(
         "a resumed session's recoveries start again at 0: its first overflow is recovered",

@@ -11,18 +11,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from conformance.cases.build import (
-    APPEND,
-    OK,
-    Cases,
-    assistant_ev,
-    chained,
-    log,
-    pure,
-    result_ev,
-    user_ev,
-    with_seq,
-)
+from conformance.cases import msg
+from conformance.cases.build import APPEND, OK, Cases, chained, log, pure, with_seq
 from spec.codes import Code
 from spec.log.json import JsonObject
 
@@ -37,7 +27,7 @@ BALANCE: Final = (
 )
 # user, an assistant calling c1 and c2, both results, a second assistant: surface [0, 1, 2, 3, 4]
 EVENTS: Final = log(
-    user_ev(), assistant_ev(calls=["c1", "c2"]), result_ev("c1"), result_ev("c2"), assistant_ev("a2")
+    msg.user(), msg.assistant(calls=["c1", "c2"]), msg.result("c1"), msg.result("c2"), msg.assistant("a2")
 )
 NODES: Final = [0, 1, 2, 3, 4]
 
@@ -88,7 +78,7 @@ def counting_cases() -> Cases:
             "content": [{"type": "group", "content": [{"type": "tool-call", "id": "c1"}]}],
         },
     }
-    call_message = assistant_ev(calls=["c1"])[1]
+    call_message = msg.assistant(calls=["c1"])
     tool_like: JsonObject = {
         **nested,
         "message": {
@@ -101,7 +91,7 @@ def counting_cases() -> Cases:
             "a node that is neither an assistant message nor a tool result opens and closes nothing",
             "seq 0 is a step/start and seq 1 a custom event, named as nodes on purpose: both are neutral",
             [0, 1, 2],
-            log(("step/start", {"turn": 1, "step": 1}), ("custom/x", {}), user_ev()),
+            log(("step/start", {"turn": 1, "step": 1}), ("custom/x", {}), msg.user()),
         ),
         (
             "balance counts over the surface, not the log: shadowed nodes do not count",
@@ -113,13 +103,13 @@ def counting_cases() -> Cases:
             "a tool/result closes one call whatever call it names",
             "zz answers neither c1 nor c2, yet each tool/result node closes one call (seq 2 is listed twice)",
             [1, 2, 2],
-            log(user_ev(), assistant_ev(calls=["c1", "c2"]), result_ev("zz")),
+            log(msg.user(), msg.assistant(calls=["c1", "c2"]), msg.result("zz")),
         ),
         (
             "a node of another type opens nothing, even when its data holds an assistant message with a tool call",
             "seq 0 is a plugin event whose type sorts before assistant/message, seq 1 one that sorts after it",
             [0, 1, 2],
-            log(("a/note", call_message), ("x/note", call_message), user_ev()),
+            log(("a/note", call_message), ("x/note", call_message), msg.user()),
         ),
         (
             "only a tool-call block opens a call: a block of another type with an id opens nothing",
@@ -139,9 +129,9 @@ def counting_cases() -> Cases:
 
 def corrupt_cases() -> Cases:
     corrupt = Code.PAIRING_SURFACE_CORRUPT
-    two = log(user_ev(), user_ev("u2"))
+    two = log(msg.user(), msg.user("u2"))
     for name, intent, comment, nodes, events in (
-        ("a surface node must name an event of the log", corrupt, None, [0, 7], log(user_ev())),
+        ("a surface node must name an event of the log", corrupt, None, [0, 7], log(msg.user())),
         (
             "a surface node must name the event with that seq",
             corrupt,
@@ -161,14 +151,14 @@ def corrupt_cases() -> Cases:
             corrupt,
             None,
             [0, 1],
-            log(user_ev()),
+            log(msg.user()),
         ),
         (
             "a surface node deep in a long log names its event like the first ones",
             OK,
             None,
             [0, 299],
-            log(*(user_ev(f"u{seq}", "m") for seq in range(300))),
+            log(*(msg.user(f"u{seq}", "m") for seq in range(300))),
         ),
     ):
         yield pure(
@@ -186,7 +176,7 @@ def corrupt_cases() -> Cases:
         Code.PAIRING_ORPHAN_RESULT,
         why="the count of open calls never goes below zero: a result needs a call open before it",
         nodes=[0],
-        events=log(result_ev()),
+        events=log(msg.result()),
     )
 
 

@@ -12,21 +12,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from conformance.cases.build import (
-    NOW,
-    Cases,
-    Step,
-    append_user,
-    assistant_ev,
-    case,
-    chained,
-    fails,
-    log,
-    ok,
-    pure,
-    turn,
-    user_ev,
-)
+from conformance.cases import msg
+from conformance.cases.build import NOW, Cases, Step, append, case, chained, fails, log, ok, pure, turn
 from conformance.cases.engine_build import (
     LONG,
     answered_step,
@@ -58,7 +45,7 @@ def pure_cases() -> Cases:
         "events the digest does not care about leave the very same state",
         CHANGES,
         unit="sessionDigest",
-        events=log(("turn/start", {"turn": 1}), user_ev(), assistant_ev(), START),
+        events=log(("turn/start", {"turn": 1}), msg.user(), msg.assistant(), START),
         comment="every flag is false: a new object equal to the old one would read as a change",
     )
     yield pure(
@@ -66,7 +53,7 @@ def pure_cases() -> Cases:
         CHANGES,
         unit="sessionDigest",
         events=log(
-            user_ev(),
+            msg.user(),
             START,
             ("compaction/end", {"compactionId": "k1", "turn": None, "error": "gave up"}),
             ("compaction/start", {"compactionId": "k2", "turn": None}),
@@ -82,7 +69,7 @@ def pure_cases() -> Cases:
         CHANGES,
         unit="sessionDigest",
         events=log(
-            user_ev(),
+            msg.user(),
             START,
             ("compaction/end", {"compactionId": "k1", "turn": None}),
             ("compaction/start", {"compactionId": "k2", "turn": None}),
@@ -114,7 +101,7 @@ def engine_cases() -> Cases:
         [
             *history(2),
             turn(3),
-            append_user("u3", "s", LONG),
+            append(msg.user("u3", LONG)),
             *tool_steps(3, "c3"),
             ok("prune", id="s", config={"thresholdChars": 400, "headChars": 100, "tailChars": 100}),
             ok("compact_region", id="s", start=1, end=9, attempt=attempt("k1")),
@@ -132,7 +119,7 @@ def engine_cases() -> Cases:
     yield case(
         "a unit registered after the log's first event folds it before the next event",
         FOLD,
-        [ok("create", id="s"), turn(1), ok("project", **LEDGER), append_user("u1"), *_ledger()],
+        [ok("create", id="s"), turn(1), ok("project", **LEDGER), append(msg.user("u1")), *_ledger()],
         comment="the first event the unit is pushed is seq 1: the turn/start at seq 0 is folded first",
     )
     yield case(
@@ -146,7 +133,7 @@ def engine_cases() -> Cases:
             ok("unproject", **LEDGER),
             turn(2),
             ok("project", **LEDGER),
-            append_user("u2"),
+            append(msg.user("u2")),
             *_ledger(),
         ],
         storage="memory",

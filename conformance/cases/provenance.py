@@ -9,22 +9,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from conformance.cases.build import (
-    OK,
-    Cases,
-    Step,
-    append_assistant,
-    append_user,
-    assistant_msg,
-    case,
-    chained,
-    fails,
-    ok,
-    replace,
-    result_msg,
-    state,
-    user_msg,
-)
+from conformance.cases import msg
+from conformance.cases.build import OK, Cases, Step, append, case, chained, fails, ok, replace, state
 from spec.codes import Code
 from spec.log.json import JsonObject, JsonValue
 
@@ -42,15 +28,15 @@ CODE_RULES: Final = {
 
 def two_nodes() -> list[Step]:
     """A session "s" whose surface is [0, 1]: user, assistant."""
-    return [ok("create", id="s"), append_user("u1"), append_assistant("a1")]
+    return [ok("create", id="s"), append(msg.user("u1")), append(msg.assistant("a1"))]
 
 
 def cite(kind: str, sources: JsonValue, op: JsonValue = "append") -> JsonObject:
     """An append of a ``kind`` message with surface op ``op``, citing ``sources``."""
     data = {
-        "user/message": user_msg("u9"),
-        "assistant/message": assistant_msg("a9"),
-        "tool/result": result_msg("c9"),
+        "user/message": msg.user("u9"),
+        "assistant/message": msg.assistant("a9"),
+        "tool/result": msg.result("c9"),
     }[kind]
     return {
         "op": "append",
@@ -157,7 +143,7 @@ def replace_cases() -> Cases:
                 "append",
                 id="s",
                 type="user/message",
-                data=user_msg("x"),
+                data=msg.user("x"),
                 surfaceOp=replace(0, 1),
             ),
         ],

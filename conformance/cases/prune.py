@@ -10,19 +10,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from conformance.cases.build import (
-    APPEND,
-    Cases,
-    assistant_ev,
-    assistant_msg,
-    chained,
-    log,
-    pure,
-    result_ev,
-    result_msg,
-    user_ev,
-    user_msg,
-)
+from conformance.cases import msg
+from conformance.cases.build import APPEND, Cases, chained, log, pure
 from spec.codes import Code
 from spec.log.json import JsonObject, JsonValue
 
@@ -270,10 +259,10 @@ def refused_content_cases() -> Cases:
 def session_pass_cases() -> Cases:
     big = log(
         ("turn/start", {"turn": 1}),
-        assistant_ev(calls=["c1", "c2"]),
-        result_ev("c1", DIGITS),
-        result_ev("c2", "small"),
-        user_ev("u1", DIGITS),
+        msg.assistant(calls=["c1", "c2"]),
+        msg.result("c1", DIGITS),
+        msg.result("c2", "small"),
+        msg.user("u1", DIGITS),
     )
     yield pure(
         "every oversized tool/result on the surface gets a metering event and a replacement",
@@ -291,13 +280,13 @@ def session_pass_cases() -> Cases:
         config=SMALL,
     )
     yield pure("nothing is planned when every result is small", EVENTS, nodes=[1, 3], events=big, config=None)
-    split = result_msg("c1", DIGITS[:40], more=[{"type": "text", "text": DIGITS[40:80]}])
+    split = msg.result("c1", DIGITS[:40], more=[{"type": "text", "text": DIGITS[40:80]}])
     yield pure(
         "a tool/result is measured by all its text blocks: two within the threshold, together over it",
         EVENTS,
         comment="40 + 40 code points against a threshold of 60: neither block alone is oversized",
         nodes=[1, 2],
-        events=log(("turn/start", {"turn": 1}), assistant_ev(calls=["c1"]), ("tool/result", split, APPEND)),
+        events=log(("turn/start", {"turn": 1}), msg.assistant(calls=["c1"]), ("tool/result", split, APPEND)),
         config=SMALL,
     )
     odd = _result_holding("r", "c1", ["not a block"])
@@ -317,7 +306,7 @@ def session_pass_cases() -> Cases:
             "content": [{"type": "text", "text": DIGITS}],
         }
     ]
-    calling = assistant_msg()
+    calling = msg.assistant()
     calling_message = calling["message"]
     assert isinstance(calling_message, dict)
     yield pure(
@@ -333,7 +322,7 @@ def session_pass_cases() -> Cases:
                 {**calling, "message": {**calling_message, "content": looks_like_a_result}},
                 APPEND,
             ),
-            ("user/message", {**user_msg(), "content": looks_like_a_result}, APPEND),
+            ("user/message", {**msg.user(), "content": looks_like_a_result}, APPEND),
         ),
         config=SMALL,
     )
@@ -344,7 +333,7 @@ def session_pass_cases() -> Cases:
         ),
         ("a tool/result at seq 0 is a candidate like any other", [0]),
     ):
-        yield pure(name, EVENTS, nodes=nodes, events=log(result_ev("c1", DIGITS)), config=SMALL)
+        yield pure(name, EVENTS, nodes=nodes, events=log(msg.result("c1", DIGITS)), config=SMALL)
     shapeless = _result_holding("r2", "c2", {"0": "x"})
     yield pure(
         "skipped candidates do not end the pass: the results after them are still pruned",
@@ -354,11 +343,11 @@ def session_pass_cases() -> Cases:
         nodes=[2, 3, 4, 5],
         events=log(
             ("turn/start", {"turn": 1}),
-            assistant_ev(calls=["c1", "c2", "c3", "c4"]),
-            result_ev("c1", "small"),
+            msg.assistant(calls=["c1", "c2", "c3", "c4"]),
+            msg.result("c1", "small"),
             ("tool/result", shapeless, APPEND),
             ("tool/result", odd, APPEND),
-            result_ev("c4", DIGITS),
+            msg.result("c4", DIGITS),
         ),
         config=SMALL,
     )

@@ -11,18 +11,8 @@ needs an open turn.
 from __future__ import annotations
 
 from conformance.builders import tool_result
-from conformance.cases.build import (
-    Cases,
-    Step,
-    append_step,
-    append_user,
-    case,
-    fails,
-    ok,
-    replace,
-    rewritten,
-    turn,
-)
+from conformance.cases import msg
+from conformance.cases.build import Cases, Step, append, case, fails, ok, replace, turn
 from conformance.cases.engine_build import (
     TOOL_OUTPUT,
     attempt,
@@ -39,7 +29,7 @@ SMALL = {"thresholdChars": 400, "headChars": 100, "tailChars": 100}
 
 
 def cases() -> Cases:
-    setup = [ok("create", id="s"), turn(1), append_user("u1", "s", "grep the tests"), *tool_steps(1, "c1")]
+    setup = [ok("create", id="s"), turn(1), append(msg.user("u1", "grep the tests")), *tool_steps(1, "c1")]
     yield case(
         "a pass prunes every oversized result: a metering event priced on the original, then its replacement",
         PASS,
@@ -117,9 +107,9 @@ def _rewritten_first() -> list[Step]:
         *first_question("grep the tests"),
         *tool_steps(1, "c1"),
         *tool_steps(1, "c2", text=TOOL_OUTPUT.upper(), step=2),
-        append_step(
-            "tool/result",
-            rewritten(tool_result("c1", TOOL_OUTPUT), TOOL_OUTPUT.replace("assert", "check")),
+        append(
+            msg.rewritten(tool_result("c1", TOOL_OUTPUT), TOOL_OUTPUT.replace("assert", "check")),
+            type="tool/result",
             surfaceOp=replace(5, 5),
             sourceEventSeqs=[5],
         ),

@@ -11,27 +11,20 @@ from __future__ import annotations
 
 from typing import Final
 
+from conformance.cases import msg
 from conformance.cases.build import (
     NOW,
-    SEED_TIME,
     Cases,
     Step,
-    append_assistant,
-    append_step,
-    append_user,
-    assistant_ev,
-    assistant_msg,
+    append,
     case,
     chained,
     event,
     log,
     ok,
     pure,
-    result_ev,
-    result_msg,
     turn,
     turn_end,
-    user_ev,
     with_closers,
 )
 from spec.log.json import JsonObject, JsonValue
@@ -53,12 +46,12 @@ def balanced_cases() -> Cases:
     yield pure(
         "a log with every turn closed needs no closers",
         CLOSERS,
-        events=log(TURN_START, user_ev(), ("turn/end", {"turn": 1, "reason": {"kind": "completed"}})),
+        events=log(TURN_START, msg.user(), ("turn/end", {"turn": 1, "reason": {"kind": "completed"}})),
     )
     yield pure(
         "an open turn is closed by an interrupted turn/end that reuses the last event's time",
         CLOSERS,
-        events=log(TURN_START, (*user_ev(), {"surfaceOp": "append", "time": SEED_TIME + 500})),
+        events=log(TURN_START, ("user/message", msg.user())),
         comment="the closers carry the time of the last event logged (1500, not the first event's 1000), "
         "not the clock at resume",
     )
@@ -66,7 +59,7 @@ def balanced_cases() -> Cases:
     broken = log(
         TURN_START,
         STEP_START,
-        assistant_ev(calls=["c1", "c2"]),
+        msg.assistant(calls=["c1", "c2"]),
         TOOL_CALL,
         ("compaction/start", {"compactionId": "k1", "turn": 1}),
     )
@@ -77,48 +70,48 @@ def call_cases() -> Cases:
     yield pure(
         "a call announced but never started gets a TOOL_NOT_STARTED result",
         CLOSERS,
-        events=log(TURN_START, STEP_START, assistant_ev(calls=["c1"])),
+        events=log(TURN_START, STEP_START, msg.assistant(calls=["c1"])),
     )
     yield pure(
         "a started call gets a TOOL_OUTCOME_UNKNOWN result that cites its tool/call",
         CLOSERS,
-        events=log(TURN_START, STEP_START, assistant_ev(calls=["c1"]), TOOL_CALL),
+        events=log(TURN_START, STEP_START, msg.assistant(calls=["c1"]), TOOL_CALL),
         comment="a started call may have had effects, so its result says the outcome is unknown",
     )
     yield pure(
         "an answered call gets no closer",
         CLOSERS,
-        events=log(TURN_START, STEP_START, assistant_ev(calls=["c1"]), TOOL_CALL, result_ev("c1")),
+        events=log(TURN_START, STEP_START, msg.assistant(calls=["c1"]), TOOL_CALL, msg.result("c1")),
     )
     yield pure(
         "pending calls are closed in the order they were announced",
         CLOSERS,
         events=log(
-            TURN_START, STEP_START, assistant_ev(calls=["c2", "c1", "c3"]), TOOL_CALL, result_ev("c3")
+            TURN_START, STEP_START, msg.assistant(calls=["c2", "c1", "c3"]), TOOL_CALL, msg.result("c3")
         ),
         comment="c1 started and c3 was answered: the closers are c2's, then c1's, not sorted by id",
     )
     yield pure(
         "answering the first-sorting call leaves the others pending, in their order",
         CLOSERS,
-        events=log(TURN_START, STEP_START, assistant_ev(calls=["c2", "c1", "c3"]), result_ev("c1")),
+        events=log(TURN_START, STEP_START, msg.assistant(calls=["c2", "c1", "c3"]), msg.result("c1")),
     )
     yield pure(
         "a message holding only a tool-call block announces its call",
         CLOSERS,
-        events=log(TURN_START, STEP_START, assistant_ev(calls=["c1"], text=None)),
+        events=log(TURN_START, STEP_START, msg.assistant(calls=["c1"], text=None)),
     )
     yield pure(
         "a call announced again after it started is pending once, as announced again",
         CLOSERS,
         events=log(
-            TURN_START, STEP_START, assistant_ev(calls=["c1"]), TOOL_CALL, assistant_ev("a2", calls=["c1"])
+            TURN_START, STEP_START, msg.assistant(calls=["c1"]), TOOL_CALL, msg.assistant("a2", calls=["c1"])
         ),
     )
     yield pure(
         "a step/end forgets the calls of its step",
         CLOSERS,
-        events=log(TURN_START, STEP_START, assistant_ev(calls=["c1"]), ("step/end", {"turn": 1, "step": 1})),
+        events=log(TURN_START, STEP_START, msg.assistant(calls=["c1"]), ("step/end", {"turn": 1, "step": 1})),
         comment="calls may stay unanswered when their step ends; only the turn needs closing",
     )
 
@@ -130,7 +123,7 @@ def compaction_cases() -> Cases:
         events=log(
             TURN_START,
             STEP_START,
-            assistant_ev(calls=["c1"]),
+            msg.assistant(calls=["c1"]),
             ("compaction/start", {"compactionId": "k1", "turn": 1, "sourceCommandId": "cmd"}),
         ),
     )
@@ -207,8 +200,8 @@ def compaction_cases() -> Cases:
         events=log(
             ("compaction/start", {"compactionId": "k1", "turn": None}),
             TURN_START,
-            user_ev(),
-            assistant_ev(),
+            msg.user(),
+            msg.assistant(),
             ("x/note", {}),
         ),
         comment="the events after the last turn boundary sort before and after session/end-seed: none is one",
@@ -262,7 +255,7 @@ def identity_cases() -> Cases:
                 _with_blocks("note", {"type": "zz-note", "id": "z1"}),
                 {"surfaceOp": "append"},
             ),
-            result_ev("c1"),
+            msg.result("c1"),
         ),
     )
     yield pure(
@@ -286,7 +279,7 @@ def identity_cases() -> Cases:
 
 
 def _with_call_id(call_id: JsonValue) -> JsonObject:
-    data = assistant_msg(calls=["c1"])
+    data = msg.assistant(calls=["c1"])
     message = data["message"]
     assert isinstance(message, dict) and isinstance(message["content"], list)
     blocks: list[JsonValue] = [
@@ -297,14 +290,14 @@ def _with_call_id(call_id: JsonValue) -> JsonObject:
 
 
 def _result_for(call_id: JsonValue) -> JsonObject:
-    data = result_msg("c1")
+    data = msg.result("c1")
     message = data["message"]
     assert isinstance(message, dict) and isinstance(message["source"], dict)
     return {**data, "message": {**message, "source": {**message["source"], "callId": call_id}}}
 
 
 def _with_blocks(*more: JsonValue) -> JsonObject:
-    data = assistant_msg(calls=["c1"])
+    data = msg.assistant(calls=["c1"])
     message = data["message"]
     assert isinstance(message, dict) and isinstance(message["content"], list)
     return {**data, "message": {**message, "content": [*more, *message["content"]]}}
@@ -315,9 +308,9 @@ def closed_inside_a_turn() -> list[Step]:
     return [
         ok("create", id="s"),
         turn(),
-        append_step("step/start", {"turn": 1, "step": 1}),
-        append_assistant(calls=["c1"]),
-        append_step("tool/call", {"turn": 1, "step": 1, "callId": "c1", "name": "read"}),
+        append({"turn": 1, "step": 1}, type="step/start"),
+        append(msg.assistant(calls=["c1"])),
+        append({"turn": 1, "step": 1, "callId": "c1", "name": "read"}, type="tool/call"),
         ok("close", id="s"),
     ]
 
@@ -345,7 +338,7 @@ def resume_cases() -> Cases:
         [
             ok("create", id="s"),
             turn(),
-            append_user(),
+            append(msg.user()),
             turn_end(),
             ok("close", id="s"),
             ok("clock", now=NOW + 5_000),
@@ -373,9 +366,9 @@ def resume_cases() -> Cases:
         "a resumed session keeps seedLength and delegationDepth as stored",
         RESUME,
         [
-            ok("create", id="c", seed=log(TURN_START, user_ev()), meta=lineage),
-            append_step("turn/end", {"turn": 1, "reason": {"kind": "completed"}}, "c"),
-            append_user("u2", "c"),
+            ok("create", id="c", seed=log(TURN_START, msg.user()), meta=lineage),
+            append({"turn": 1, "reason": {"kind": "completed"}}, "c", type="turn/end"),
+            append(msg.user("u2"), "c"),
             ok("close", id="c"),
             ok("clock", now=NOW + 5_000),
             ok("resume", id="c"),
@@ -392,7 +385,7 @@ def resume_cases() -> Cases:
             RESUME,
             [
                 ok("create", id="s"),
-                append_user(),
+                append(msg.user()),
                 ok(
                     "engine_append",
                     id="s",
@@ -413,7 +406,7 @@ def resume_cases() -> Cases:
         RESUME,
         [
             ok("create", id="s"),
-            append_user(),
+            append(msg.user()),
             ok("engine_append", id="s", type="compaction/start", data={"compactionId": "k1"}),
             ok("close", id="s"),
             ok("resume", id="s"),

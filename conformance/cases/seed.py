@@ -10,26 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from conformance.cases.build import (
-    Case,
-    Cases,
-    assistant_ev,
-    assistant_msg,
-    case,
-    chained,
-    event,
-    fails,
-    gone,
-    log,
-    ok,
-    replace,
-    request_header,
-    result_ev,
-    result_msg,
-    state,
-    user_ev,
-    user_msg,
-)
+from conformance.cases import msg
+from conformance.cases.build import Case, Cases, case, chained, event, fails, gone, log, ok, replace, state
 from spec.codes import Code
 from spec.log.json import JsonObject, JsonValue
 
@@ -72,14 +54,14 @@ def folding_cases() -> Cases:
     full = log(
         ("turn/start", {"turn": 1}),
         ("step/start", {"turn": 1, "step": 1}),
-        user_ev("u1"),
-        ("request/header", request_header(reasoningEffort="high")),
-        assistant_ev("a1", calls=["c1"]),
+        msg.user("u1"),
+        ("request/header", msg.header(reasoningEffort="high")),
+        msg.assistant("a1", calls=["c1"]),
         ("tool/call", {"turn": 1, "step": 1, "callId": "c1", "name": "read"}),
-        result_ev("c1"),
+        msg.result("c1"),
         (
             "user/message",
-            user_msg("sum", "summary"),
+            msg.user("sum", "summary"),
             {"surfaceOp": replace(2, 6), "sourceEventSeqs": [2, 4, 6]},
         ),
         ("step/end", {"turn": 1, "step": 1}),
@@ -194,7 +176,7 @@ def order_cases() -> Cases:
         "a seeded request/header with reason fallback is retired vocabulary",
         Code.LEGACY_FALLBACK_REASON,
         "validate_seed_request_header_reason",
-        [event(0, "request/header", {**request_header(), "reason": "fallback"})],
+        [event(0, "request/header", {**msg.header(), "reason": "fallback"})],
     )
     yield refused(
         "a seeded request/header is checked for its shape before its reason",
@@ -223,12 +205,12 @@ def request_header_cases() -> Cases:
         (
             "a seeded reasoningEffort must be a non-empty string",
             Code.REQUEST_HEADER_REASONING_EFFORT,
-            request_header(reasoningEffort=""),
+            msg.header(reasoningEffort=""),
         ),
         (
             "a seeded reasoningEffort that is a number is refused",
             Code.REQUEST_HEADER_REASONING_EFFORT,
-            request_header(reasoningEffort=5),
+            msg.header(reasoningEffort=5),
         ),
         (
             "adapterDefaults may mark only a field the config sets",
@@ -278,8 +260,8 @@ def message_shape_cases() -> Cases:
 
 
 def user_and_assistant_shapes() -> list[tuple[str, Code, str, JsonValue]]:
-    user = user_msg()
-    assistant = assistant_msg(calls=["c1"])
+    user = msg.user()
+    assistant = msg.assistant(calls=["c1"])
     message = assistant["message"]
     assert isinstance(message, dict)
     return [
@@ -337,7 +319,7 @@ def user_and_assistant_shapes() -> list[tuple[str, Code, str, JsonValue]]:
 
 
 def tool_result_shapes() -> list[tuple[str, Code, str, JsonValue]]:
-    result = result_msg("c1")
+    result = msg.result("c1")
     message = result["message"]
     assert isinstance(message, dict) and isinstance(message["content"], list)
     block = message["content"][0]
@@ -391,24 +373,26 @@ def surface_cases() -> Cases:
         "a seeded surface event needs surfaceOp, as on append",
         Code.SURFACE_OP_MISSING,
         SURFACE,
-        [event(0, "user/message", user_msg())],
+        [event(0, "user/message", msg.user())],
     )
     yield refused(
         "a seeded replace of a node not on the seed's surface keeps the replace rule's code",
         Code.REPLACE_START_NOT_FOUND,
         SURFACE,
-        log(user_ev(), ("user/message", user_msg("x"), {"surfaceOp": replace(5, 0), "sourceEventSeqs": [0]})),
+        log(
+            msg.user(), ("user/message", msg.user("x"), {"surfaceOp": replace(5, 0), "sourceEventSeqs": [0]})
+        ),
     )
     yield refused(
         "a seeded tool/result replace obeys the rewrite rule",
         Code.TOOL_REWRITE_CHANGES_MORE_THAN_CONTENT,
         SURFACE,
         log(
-            assistant_ev(calls=["c1"]),
-            result_ev("c1"),
+            msg.assistant(calls=["c1"]),
+            msg.result("c1"),
             (
                 "tool/result",
-                {**result_msg("c1"), "turn": 9},
+                {**msg.result("c1"), "turn": 9},
                 {"surfaceOp": replace(1, 1), "sourceEventSeqs": [1]},
             ),
         ),

@@ -12,27 +12,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from conformance.cases.build import (
-    NOW,
-    Cases,
-    append_assistant,
-    append_result,
-    append_step,
-    append_user,
-    assistant_ev,
-    case,
-    chained,
-    fails,
-    gone,
-    log,
-    ok,
-    request_header,
-    result_msg,
-    state,
-    turn,
-    user_ev,
-    user_msg,
-)
+from conformance.cases import msg
+from conformance.cases.build import NOW, Cases, append, case, chained, fails, gone, log, ok, state, turn
 from spec.codes import Code
 
 CREATE = "create_session_state"
@@ -60,7 +41,12 @@ def creation_cases() -> Cases:
     yield case(
         "creating a session whose id is live is rejected",
         "validate_new_session_id",
-        [ok("create", id="s"), append_user(), fails(Code.SESSION_ALREADY_EXISTS, "create", id="s"), state()],
+        [
+            ok("create", id="s"),
+            append(msg.user()),
+            fails(Code.SESSION_ALREADY_EXISTS, "create", id="s"),
+            state(),
+        ],
         comment="the final state shows the live session kept its event: the refused create replaced nothing",
     )
     yield case(
@@ -82,7 +68,7 @@ def end_seed_cases() -> Cases:
     yield case(
         "a seed that already ends with session/end-seed gets no second marker",
         END_SEED,
-        [ok("create", id="s", seed=log(user_ev(), ("session/end-seed", {})))],
+        [ok("create", id="s", seed=log(msg.user(), ("session/end-seed", {})))],
     )
     yield case(
         "a seed that ends inside an open compaction bracket is rejected",
@@ -92,7 +78,7 @@ def end_seed_cases() -> Cases:
                 Code.OPEN_COMPACTION,
                 "create",
                 id="s",
-                seed=log(user_ev(), ("compaction/start", {"compactionId": "k1", "turn": None})),
+                seed=log(msg.user(), ("compaction/start", {"compactionId": "k1", "turn": None})),
             ),
             gone(),
         ],
@@ -106,7 +92,7 @@ def end_seed_cases() -> Cases:
                 "create",
                 id="s",
                 seed=log(
-                    user_ev(),
+                    msg.user(),
                     ("compaction/start", {"compactionId": "k1", "turn": None}),
                     ("compaction/end", {"compactionId": "k1", "turn": None, "error": "x"}),
                 ),
@@ -116,7 +102,7 @@ def end_seed_cases() -> Cases:
     yield case(
         "a seed's events are inherited: firstLiveSeq is the seed's length and the marker follows it",
         CREATE,
-        [ok("create", id="s", seed=log(user_ev(), assistant_ev())), append_user("u2"), state()],
+        [ok("create", id="s", seed=log(msg.user(), msg.assistant())), append(msg.user("u2")), state()],
     )
 
 
@@ -130,14 +116,14 @@ def append_cases() -> Cases:
     yield case(
         "a user/message appended with surfaceOp append becomes a surface node and a message",
         APPEND,
-        [ok("create", id="s"), append_user(), state()],
+        [ok("create", id="s"), append(msg.user()), state()],
         why="an append with surfaceOp append pushes its seq onto the surface, where a message event shows "
         "the model its message",
     )
     yield case(
         "an assistant/message with empty content is a surface node that derives no message",
         MESSAGES,
-        [ok("create", id="s"), append_user(), append_assistant(text=None), state()],
+        [ok("create", id="s"), append(msg.user()), append(msg.assistant(text=None)), state()],
         comment="a usage-only provider response: on the surface (it can be replaced), invisible to the model",
     )
     yield case(
@@ -145,17 +131,17 @@ def append_cases() -> Cases:
         MESSAGES,
         [
             ok("create", id="s"),
-            append_user("u1"),
-            append_assistant("a1", calls=["c1"]),
-            append_result("c1"),
-            append_user("u2"),
+            append(msg.user("u1")),
+            append(msg.assistant("a1", calls=["c1"])),
+            append(msg.result("c1")),
+            append(msg.user("u2")),
             state(),
         ],
     )
     yield case(
         "append does not check message shapes",
         "plan_event",
-        [ok("create", id="s"), append_step("user/message", {"anything": True}, surfaceOp="append"), state()],
+        [ok("create", id="s"), append({"anything": True}, type="user/message", surfaceOp="append"), state()],
         why="an append checks the type, the data's JSON domain, the vocabulary and the surface op, "
         "never the shape of a message (that is the seed's and the checker's rule)",
     )
@@ -164,9 +150,9 @@ def append_cases() -> Cases:
         APPEND,
         [
             ok("create", id="s"),
-            append_user(),
+            append(msg.user()),
             fails(Code.EVENT_TYPE_INVALID, "append", id="s", type="", data={}),
-            fails(Code.SURFACE_OP_MISSING, "append", id="s", type="user/message", data=user_msg("u2")),
+            fails(Code.SURFACE_OP_MISSING, "append", id="s", type="user/message", data=msg.user("u2")),
             state(),
             turn(),
             state(),
@@ -179,7 +165,7 @@ def event_type_cases() -> Cases:
     yield case(
         "an event of a type the specification does not know is accepted",
         EVENT_TYPE,
-        [ok("create", id="s"), append_step("custom/event", {"x": 1}), state()],
+        [ok("create", id="s"), append({"x": 1}, type="custom/event"), state()],
     )
     yield case(
         "an empty event type is rejected",
@@ -220,23 +206,23 @@ def vocabulary_cases() -> Cases:
                 "append",
                 id="s",
                 type="request/header",
-                data={**request_header(), "reason": "fallback"},
+                data={**msg.header(), "reason": "fallback"},
             ),
         ],
     )
     yield case(
         "a request/header with another reason is accepted",
         VOCABULARY,
-        [ok("create", id="s"), append_step("request/header", {**request_header(), "reason": "initial"})],
+        [ok("create", id="s"), append({**msg.header(), "reason": "initial"}, type="request/header")],
     )
     yield case(
         "only a request/header's reason fallback is retired: another reason, or another type saying fallback, is accepted",
         VOCABULARY,
         [
             ok("create", id="s"),
-            append_step("request/header", {**request_header(), "reason": "compaction"}),
-            append_step("a/custom", {"reason": "fallback"}),
-            append_step("z/custom", {"reason": "fallback"}),
+            append({**msg.header(), "reason": "compaction"}, type="request/header"),
+            append({"reason": "fallback"}, type="a/custom"),
+            append({"reason": "fallback"}, type="z/custom"),
             state(),
         ],
         comment="the reason and the types sort before and after fallback and request/header",
@@ -254,7 +240,7 @@ def writer_cases() -> Cases:
         WRITER_TYPE,
         [
             ok("create", id="s", seed=[]),
-            append_user(),
+            append(msg.user()),
             fails(Code.STORE_ONLY_EVENT, "append", id="s", type="session/end-seed", data={}),
             fails(Code.STORE_ONLY_EVENT, "engine_append", id="s", type="session/end-seed", data={}),
             state(),
@@ -271,7 +257,7 @@ def writer_cases() -> Cases:
             WRITER_TYPE,
             [
                 ok("create", id="s"),
-                append_user(),
+                append(msg.user()),
                 fails(Code.STORE_ONLY_EVENT, "append", id="s", type=kind, data=data),
             ],
             comment="the compaction bracket is the engine's; a caller runs a compaction instead",
@@ -281,7 +267,7 @@ def writer_cases() -> Cases:
         WRITER_TYPE,
         [
             ok("create", id="s"),
-            append_user(),
+            append(msg.user()),
             ok("engine_append", id="s", type="compaction/start", data=START_K1),
             ok("engine_append", id="s", type="compaction/end", data={**START_K1, "error": "gave up"}),
             state(),
@@ -301,7 +287,7 @@ def writer_cases() -> Cases:
                 type="turn/end",
                 data={"turn": 1, "reason": {"kind": "interrupted"}},
             ),
-            append_step("turn/end", {"turn": 1, "reason": {"kind": "aborted"}}),
+            append({"turn": 1, "reason": {"kind": "aborted"}}, type="turn/end"),
         ],
         comment="the same turn ends with another reason",
     )
@@ -311,7 +297,7 @@ def writer_cases() -> Cases:
         [
             ok("create", id="s"),
             turn(),
-            append_step("turn/end", {"turn": 1, "reason": {"kind": "timeout"}}),
+            append({"turn": 1, "reason": {"kind": "timeout"}}, type="turn/end"),
             state(),
         ],
     )
@@ -322,16 +308,16 @@ def writer_cases() -> Cases:
             [
                 ok("create", id="s"),
                 turn(),
-                append_assistant(calls=["c1"]),
+                append(msg.assistant(calls=["c1"])),
                 fails(
                     Code.REPAIR_CLOSER_RESERVED,
                     "append",
                     id="s",
                     type="tool/result",
-                    data={**result_msg("c1"), "error": {"name": "E", "code": code}},
+                    data={**msg.result("c1"), "error": {"name": "E", "code": code}},
                     surfaceOp="append",
                 ),
-                append_result("c1"),
+                append(msg.result("c1")),
             ],
         )
     closer_like = {"reason": {"kind": "interrupted"}, "error": {"name": "E", "code": "TOOL_NOT_STARTED"}}
@@ -340,9 +326,9 @@ def writer_cases() -> Cases:
         WRITER_CLOSER,
         [
             ok("create", id="s"),
-            append_step("a/custom", closer_like),
-            append_step("z/custom", closer_like),
-            append_step("tp/custom", closer_like),
+            append(closer_like, type="a/custom"),
+            append(closer_like, type="z/custom"),
+            append(closer_like, type="tp/custom"),
             state(),
         ],
         comment="the types sort before, after and between turn/end and tool/result: a closer is a turn/end "
@@ -354,7 +340,7 @@ def clock_cases() -> Cases:
     yield case(
         "an event's time is the clock's now when it is appended",
         APPEND,
-        [ok("create", id="s"), turn(), ok("clock", now=NOW + 250), append_user(), state()],
+        [ok("create", id="s"), turn(), ok("clock", now=NOW + 250), append(msg.user()), state()],
         why="an event's time is the clock's now at its append (the protocol's clock op)",
     )
     yield case(

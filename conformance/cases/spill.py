@@ -13,19 +13,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from conformance.cases.build import (
-    Cases,
-    Step,
-    append_step,
-    assistant_msg,
-    case,
-    chained,
-    fails,
-    ok,
-    pure,
-    result_msg,
-    turn,
-)
+from conformance.cases import msg
+from conformance.cases.build import Cases, Step, append, case, chained, fails, ok, pure, turn
 from spec.codes import Code
 from spec.log.json import JsonValue
 from spec.shrink.spill import (
@@ -77,31 +66,29 @@ def open_call(call: str = "c1", session: str = "s") -> list[Step]:
     return [
         ok("create", id=session),
         turn(session=session),
-        append_step("step/start", {"turn": 1, "step": 1}, session),
-        append_step("assistant/message", assistant_msg("a1", None, (call,)), session, surfaceOp="append"),
-        append_step("tool/call", {"turn": 1, "step": 1, "callId": call, "name": "grep"}, session),
+        append({"turn": 1, "step": 1}, session, type="step/start"),
+        append(msg.assistant("a1", None, (call,)), session, surfaceOp="append"),
+        append({"turn": 1, "step": 1, "callId": call, "name": "grep"}, session, type="tool/call"),
     ]
 
 
 def _spill(text: str, tool: str = "grep", session: str = "s", **settings: Any) -> Step:
-    return ok("spill", id=session, toolName=tool, data=result_msg("c1", text), **settings)
+    return ok("spill", id=session, toolName=tool, data=msg.result("c1", text), **settings)
 
 
 def next_call(call: str, step: int, session: str = "s") -> list[Step]:
     """The step before ends and step ``step`` of turn 1 calls grep as ``call``."""
     return [
-        append_step("step/end", {"turn": 1, "step": step - 1}, session),
-        append_step("step/start", {"turn": 1, "step": step}, session),
-        append_step(
-            "assistant/message", assistant_msg(f"a{step}", None, (call,)), session, surfaceOp="append"
-        ),
-        append_step("tool/call", {"turn": 1, "step": step, "callId": call, "name": "grep"}, session),
+        append({"turn": 1, "step": step - 1}, session, type="step/end"),
+        append({"turn": 1, "step": step}, session, type="step/start"),
+        append(msg.assistant(f"a{step}", None, (call,)), session, surfaceOp="append"),
+        append({"turn": 1, "step": step, "callId": call, "name": "grep"}, session, type="tool/call"),
     ]
 
 
 def _spill_blocks(blocks: list[JsonValue]) -> Step:
     """A grep result of ``blocks`` against a limit of 200 tokens."""
-    data = with_tool_result_content(result_msg("c1"), blocks)
+    data = with_tool_result_content(msg.result("c1"), blocks)
     return ok("spill", id="s", toolName="grep", maxInlineTokens=200, data=data)
 
 
@@ -185,7 +172,7 @@ def engine_cases() -> Cases:
                 "spill",
                 id="s",
                 toolName="grep",
-                data=result_msg("c1"),
+                data=msg.result("c1"),
                 maxInlineTokens=-1,
             ),
             ok("state", id="s"),
@@ -203,7 +190,7 @@ def engine_cases() -> Cases:
             *open_call(),
             _spill("x" * 4000, maxInlineTokens=200),
             *next_call("c2", 2),
-            ok("spill", id="s", toolName="grep", data=result_msg("c2", "y" * 4000), maxInlineTokens=200),
+            ok("spill", id="s", toolName="grep", data=msg.result("c2", "y" * 4000), maxInlineTokens=200),
             ok("spill_read", locator=LOCATOR_1),
             ok("spill_read", locator=LOCATOR_1.replace("000000000001", "000000000002")),
         ],
@@ -240,7 +227,7 @@ def engine_cases() -> Cases:
             *open_call(session="t"),
             _spill("y" * 4000, session="t", maxInlineTokens=200),
             *next_call("c2", 2),
-            ok("spill", id="s", toolName="grep", data=result_msg("c2", "z" * 4000), maxInlineTokens=200),
+            ok("spill", id="s", toolName="grep", data=msg.result("c2", "z" * 4000), maxInlineTokens=200),
             ok("crash"),
             ok("spill_read", locator=LOCATOR_1),
             ok("spill_read", locator=second),

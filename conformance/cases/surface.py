@@ -10,15 +10,11 @@ from __future__ import annotations
 
 from typing import Final
 
+from conformance.cases import msg
 from conformance.cases.build import (
     Cases,
     Step,
-    append_assistant,
-    append_result,
-    append_step,
-    append_user,
-    assistant_ev,
-    assistant_msg,
+    append,
     case,
     chained,
     fails,
@@ -27,11 +23,7 @@ from conformance.cases.build import (
     pure,
     refused,
     replace,
-    result_msg,
-    rewritten,
     state,
-    user_ev,
-    user_msg,
     with_seq,
 )
 from spec.codes import Code
@@ -54,14 +46,13 @@ SURFACE_OP_RULE: Final = (
 
 def three_nodes() -> list[Step]:
     """A session "s" whose surface is [0, 1, 2]: user, assistant, user."""
-    return [ok("create", id="s"), append_user("u1"), append_assistant("a1"), append_user("u2")]
+    return [ok("create", id="s"), append(msg.user("u1")), append(msg.assistant("a1")), append(msg.user("u2"))]
 
 
 def replace_user(start_seq: int, end_seq: int, sources: JsonValue, message_id: str = "summary") -> Step:
     """A user/message replacing ``start_seq``..``end_seq``, citing ``sources``."""
-    return append_step(
-        "user/message",
-        user_msg(message_id, "summary"),
+    return append(
+        msg.user(message_id, "summary"),
         surfaceOp=replace(start_seq, end_seq),
         sourceEventSeqs=sources,
     )
@@ -90,9 +81,7 @@ def replace_cases() -> Cases:
         APPLY,
         [
             *three_nodes(),
-            append_step(
-                "assistant/message", assistant_msg("a2"), surfaceOp=replace(1, 2), sourceEventSeqs=[1, 2]
-            ),
+            append(msg.assistant("a2"), surfaceOp=replace(1, 2), sourceEventSeqs=[1, 2]),
             state(),
         ],
     )
@@ -168,8 +157,8 @@ def log_only_cases() -> Cases:
         comment="both keys are wrong; the expected code says surfaceOp is checked first",
     )
     for name, plugin_type, data in (
-        ("a plugin's x-user/message is log-only and cannot carry surfaceOp", "x-user/message", user_msg()),
-        ("a plugin's x-tool/result is log-only and cannot carry surfaceOp", "x-tool/result", result_msg()),
+        ("a plugin's x-user/message is log-only and cannot carry surfaceOp", "x-user/message", msg.user()),
+        ("a plugin's x-tool/result is log-only and cannot carry surfaceOp", "x-tool/result", msg.result()),
     ):
         yield case(
             name,
@@ -188,12 +177,12 @@ def surface_op_cases() -> Cases:
     yield case(
         "tool/result may join the surface with surfaceOp append",
         READ,
-        [ok("create", id="s"), append_assistant(calls=["c1"]), append_result("c1"), state()],
+        [ok("create", id="s"), append(msg.assistant(calls=["c1"])), append(msg.result("c1")), state()],
         why=SURFACE_OP_RULE,
     )
     for name, kind, data in [
-        ("a surface-eligible event without surfaceOp is rejected", "user/message", user_msg()),
-        ("a tool/result without surfaceOp is rejected", "tool/result", result_msg()),
+        ("a surface-eligible event without surfaceOp is rejected", "user/message", msg.user()),
+        ("a tool/result without surfaceOp is rejected", "tool/result", msg.result()),
     ]:
         yield case(
             name,
@@ -214,7 +203,7 @@ def invalid_op_cases() -> Cases:
     ]
     for name, op in invalid_ops:
         invalid = fails(
-            Code.SURFACE_OP_INVALID, "append", id="s", type="user/message", data=user_msg(), surfaceOp=op
+            Code.SURFACE_OP_INVALID, "append", id="s", type="user/message", data=msg.user(), surfaceOp=op
         )
         yield case(name, READ, [ok("create", id="s"), invalid, state()], why=SURFACE_OP_RULE)
 
@@ -238,7 +227,7 @@ def malformed_replace_cases() -> Cases:
             "append",
             id="s",
             type="user/message",
-            data=user_msg("x"),
+            data=msg.user("x"),
             surfaceOp=op,
             sourceEventSeqs=[0],
         )
@@ -250,9 +239,9 @@ def fold_cases() -> Cases:
         "folding a log replays appends and replaces into the surface",
         FOLD,
         events=log(
-            user_ev("u1"),
-            assistant_ev(),
-            ("user/message", user_msg("sum"), {"surfaceOp": replace(0, 1), "sourceEventSeqs": [0, 1]}),
+            msg.user("u1"),
+            msg.assistant(),
+            ("user/message", msg.user("sum"), {"surfaceOp": replace(0, 1), "sourceEventSeqs": [0, 1]}),
         ),
     )
     yield pure(
@@ -260,10 +249,10 @@ def fold_cases() -> Cases:
         FOLD,
         events=log(
             ("turn/start", {"turn": 1}),
-            user_ev("u1"),
+            msg.user("u1"),
             ("x/note", {"n": 1}),
-            assistant_ev(),
-            ("user/message", user_msg("sum"), {"surfaceOp": replace(1, 3), "sourceEventSeqs": [1, 3]}),
+            msg.assistant(),
+            ("user/message", msg.user("sum"), {"surfaceOp": replace(1, 3), "sourceEventSeqs": [1, 3]}),
         ),
         comment="a turn start, a plugin note (seq 2) between the two messages: neither is a node, and the "
         "replace after them still folds",
@@ -272,16 +261,16 @@ def fold_cases() -> Cases:
         "a tool/result may rewrite the tool/result at seq 0",
         FOLD,
         events=log(
-            ("tool/result", result_msg("c1", "a long output"), {"surfaceOp": "append"}),
+            ("tool/result", msg.result("c1", "a long output"), {"surfaceOp": "append"}),
             (
                 "tool/result",
-                rewritten(result_msg("c1", "a long output"), "short"),
+                msg.rewritten(msg.result("c1", "a long output"), "short"),
                 {"surfaceOp": replace(0, 0), "sourceEventSeqs": [0]},
             ),
         ),
         comment="the first event of the log is the rewritten one: the rewrite rule finds it at position 0",
     )
-    many = [user_ev(f"u{seq}", "m") for seq in range(300)]
+    many = [msg.user(f"u{seq}", "m") for seq in range(300)]
     yield pure(
         "a surface of hundreds of nodes folds in order through replaces deep inside it",
         FOLD,
@@ -289,18 +278,18 @@ def fold_cases() -> Cases:
             *many,
             (
                 "user/message",
-                user_msg("s1", "sum"),
+                msg.user("s1", "sum"),
                 {"surfaceOp": replace(260, 270), "sourceEventSeqs": list(range(260, 271))},
             ),
             (
                 "user/message",
-                user_msg("s2", "sum"),
+                msg.user("s2", "sum"),
                 {"surfaceOp": replace(250, 300), "sourceEventSeqs": [*range(250, 260), 300]},
             ),
-            user_ev("after"),
+            msg.user("after"),
             (
                 "user/message",
-                user_msg("s3", "sum"),
+                msg.user("s3", "sum"),
                 {"surfaceOp": replace(299, 302), "sourceEventSeqs": [299, 302]},
             ),
         ),
@@ -312,29 +301,29 @@ def fold_cases() -> Cases:
         "a log whose seqs skip a number does not fold",
         FOLD,
         Code.SEQ_NOT_CONTIGUOUS,
-        events=with_seq(log(user_ev(), assistant_ev()), 1, 2),
+        events=with_seq(log(msg.user(), msg.assistant()), 1, 2),
     )
     yield pure(
-        "a log must start at seq 0", FOLD, Code.SEQ_NOT_CONTIGUOUS, events=with_seq(log(user_ev()), 0, 1)
+        "a log must start at seq 0", FOLD, Code.SEQ_NOT_CONTIGUOUS, events=with_seq(log(msg.user()), 0, 1)
     )
     yield pure(
         "a log whose seq repeats does not fold",
         FOLD,
         Code.SEQ_NOT_CONTIGUOUS,
-        events=with_seq(log(user_ev(), assistant_ev(), user_ev("u2")), 2, 1),
+        events=with_seq(log(msg.user(), msg.assistant(), msg.user("u2")), 2, 1),
         comment="the third event says it is seq 1 again",
     )
     yield pure(
         "a seq written as an integral float is that seq",
         FOLD,
-        events=with_seq(log(user_ev(), assistant_ev()), 1, 1.0),
+        events=with_seq(log(msg.user(), msg.assistant()), 1, 1.0),
         comment="1.0 is the number 1 (D5): the log folds",
     )
     yield pure(
         "a seq of true is not seq 1",
         FOLD,
         Code.SEQ_NOT_CONTIGUOUS,
-        events=with_seq(log(user_ev(), assistant_ev()), 1, True),
+        events=with_seq(log(msg.user(), msg.assistant()), 1, True),
         comment="a boolean is no number, though Python's True == 1",
     )
 

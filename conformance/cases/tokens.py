@@ -10,21 +10,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from conformance.cases.build import (
-    APPEND,
-    Cases,
-    assistant_ev,
-    chained,
-    event,
-    log,
-    pure,
-    replace,
-    result_ev,
-    result_msg,
-    user_ev,
-    user_msg,
-    with_seq,
-)
+from conformance.cases import msg
+from conformance.cases.build import APPEND, Cases, chained, event, log, pure, replace, with_seq
 from spec.codes import Code
 from spec.log.json import JsonObject, JsonValue
 
@@ -38,16 +25,16 @@ METERING: Final = event(
     {"shadowedRange": {"start": 2, "end": 2}, "shadowedSeqs": [2], "shadowedTokenCount": 30},
 )
 REPLACING: Final = event(
-    6, "tool/result", result_msg("c1", "short"), surfaceOp=replace(2, 2), sourceEventSeqs=[2]
+    6, "tool/result", msg.result("c1", "short"), surfaceOp=replace(2, 2), sourceEventSeqs=[2]
 )
 
 
 def price_cases() -> Cases:
     events = log(
-        user_ev("u1", "hello world"),
-        assistant_ev("a1", text=None),
-        result_ev("c1", "x" * 40),
-        assistant_ev("a2", calls=["c9"]),
+        msg.user("u1", "hello world"),
+        msg.assistant("a1", None),
+        msg.result("c1", "x" * 40),
+        msg.assistant("a2", calls=["c9"]),
     )
     yield pure(
         "every surface node is priced by the message it shows; an empty assistant message costs 0",
@@ -83,7 +70,7 @@ def price_cases() -> Cases:
         "a node deep in a long log is priced like the first ones",
         PRICE,
         nodes=[0, 299],
-        events=log(*(user_ev(f"u{seq}", "m") for seq in range(300))),
+        events=log(*(msg.user(f"u{seq}", "m") for seq in range(300))),
         comment="seqs past the first few hundred name their events as the small ones do",
     )
     blocks: tuple[tuple[str, JsonValue], ...] = (
@@ -129,16 +116,16 @@ def price_cases() -> Cases:
         nodes=list(range(len(blocks))),
         events=log(
             *(
-                ("user/message", {**user_msg(f"u{n}"), "content": [block]}, APPEND)
+                ("user/message", {**msg.user(f"u{n}"), "content": [block]}, APPEND)
                 for n, (_, block) in enumerate(blocks)
             )
         ),
     )
 
     shows_nothing: tuple[tuple[str, str, JsonValue], ...] = (
-        ("a plugin event whose data looks like a user message", "x/note", user_msg("u9", "hello there")),
-        ("a plugin event whose data holds a message", "x/note", {"message": user_msg("u9", "hello there")}),
-        ("a plugin event sorting before every message type", "a/note", {"message": user_msg("u9", "hi")}),
+        ("a plugin event whose data looks like a user message", "x/note", msg.user("u9", "hello there")),
+        ("a plugin event whose data holds a message", "x/note", {"message": msg.user("u9", "hello there")}),
+        ("a plugin event sorting before every message type", "a/note", {"message": msg.user("u9", "hi")}),
     )
     yield pure(
         "a node whose event is of no message type shows the model nothing and costs 0",
@@ -149,7 +136,7 @@ def price_cases() -> Cases:
         nodes=[0, 1, 2],
         events=log(*((kind, data) for _, kind, data in shows_nothing)),
     )
-    empty_result = result_msg("c1", "x")
+    empty_result = msg.result("c1", "x")
     message = empty_result["message"]
     assert isinstance(message, dict)
     yield pure(
@@ -160,7 +147,7 @@ def price_cases() -> Cases:
         nodes=[0, 1],
         events=log(
             ("tool/result", {**empty_result, "message": {**message, "content": []}}, APPEND),
-            assistant_ev("a1", text=None),
+            msg.assistant("a1", None),
         ),
     )
 
@@ -209,7 +196,7 @@ def claim_cases() -> Cases:
         FOLD,
         why="a surface event has an eligible type and carries its surfaceOp marker (notes/dsh-session-core §3.11)",
         claim=CLAIM,
-        event=event(6, "user/message", user_msg("u9", "hello there")),
+        event=event(6, "user/message", msg.user("u9", "hello there")),
     )
 
 
@@ -219,7 +206,7 @@ def replace_cases() -> Cases:
         FOLD,
         why="a surface append adds its own price and clears the claim",
         claim=CLAIM,
-        event=event(6, "user/message", user_msg(), surfaceOp="append"),
+        event=event(6, "user/message", msg.user(), surfaceOp="append"),
     )
     yield pure(
         "a replace over the claimed range adds its price minus the claim",

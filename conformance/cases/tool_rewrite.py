@@ -10,29 +10,13 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from conformance.cases.build import (
-    OK,
-    Cases,
-    Step,
-    append_assistant,
-    append_result,
-    append_step,
-    append_user,
-    case,
-    chained,
-    ok,
-    replace,
-    result_msg,
-    rewritten,
-    state,
-    turn,
-    user_msg,
-)
+from conformance.cases import msg
+from conformance.cases.build import OK, Cases, Step, append, case, chained, ok, replace, state, turn
 from spec.codes import Code
 from spec.log.json import JsonObject, JsonValue
 
 RULE = "validate_tool_result_rewrite"
-ORIGINAL: Final = result_msg("c1", "a long tool output")  # the data of the tool/result at seq 2
+ORIGINAL: Final = msg.result("c1", "a long tool output")  # the data of the tool/result at seq 2
 
 
 def setup() -> list[Step]:
@@ -40,9 +24,9 @@ def setup() -> list[Step]:
     return [
         ok("create", id="s"),
         turn(),
-        append_assistant(calls=["c1"]),
-        append_result("c1", text="a long tool output"),
-        append_user("u2"),
+        append(msg.assistant(calls=["c1"])),
+        append(msg.result("c1", "a long tool output")),
+        append(msg.user("u2")),
     ]
 
 
@@ -81,7 +65,7 @@ def allowed_cases() -> Cases:
     yield case(
         "a tool/result may replace a tool/result with new inner content",
         RULE,
-        [*setup(), Step(rewrite(rewritten(ORIGINAL, "short")), OK), state()],
+        [*setup(), Step(rewrite(msg.rewritten(ORIGINAL, "short")), OK), state()],
     )
     content = message_of(ORIGINAL)["content"]
     assert isinstance(content, list) and isinstance(content[0], dict)
@@ -93,7 +77,7 @@ def allowed_cases() -> Cases:
     yield case(
         "a tool/result rewrite may give the turn 1 as 1.0: an integral double is that integer",
         RULE,
-        [*setup(), Step(rewrite({**rewritten(ORIGINAL, "short"), "turn": 1.0}), OK), state()],
+        [*setup(), Step(rewrite({**msg.rewritten(ORIGINAL, "short"), "turn": 1.0}), OK), state()],
         comment="SPEC-DECISIONS D5: JSON deep equality compares numbers by value",
     )
     yield case(
@@ -106,14 +90,14 @@ def allowed_cases() -> Cases:
         RULE,
         [
             *setup(),
-            append_step("user/message", user_msg("sum"), surfaceOp=replace(2, 2), sourceEventSeqs=[2]),
+            append(msg.user("sum"), surfaceOp=replace(2, 2), sourceEventSeqs=[2]),
             state(),
         ],
     )
 
 
 def target_cases() -> Cases:
-    short = rewritten(ORIGINAL, "short")
+    short = msg.rewritten(ORIGINAL, "short")
     yield case(
         "a tool/result replace must rewrite exactly one node",
         RULE,
@@ -132,7 +116,7 @@ def target_cases() -> Cases:
 
 
 def changed_cases() -> Cases:
-    short = rewritten(ORIGINAL, "short")
+    short = msg.rewritten(ORIGINAL, "short")
     changes: list[tuple[str, JsonValue]] = [
         ("a tool/result rewrite may not change isError", with_block(isError=True)),
         ("a tool/result rewrite may not change the call it answers", with_block(toolCallId="c2")),
@@ -165,22 +149,22 @@ def meta_cases() -> Cases:
     setup_tagged = [
         ok("create", id="s"),
         turn(),
-        append_assistant(calls=["c1"]),
-        append_step("tool/result", TAGGED, surfaceOp="append"),
-        append_user("u2"),
+        append(msg.assistant(calls=["c1"])),
+        append(TAGGED),
+        append(msg.user("u2")),
     ]
-    short = rewritten(TAGGED, "short")
+    short = msg.rewritten(TAGGED, "short")
     yield case(
         "a tool/result rewrite may keep the original's meta array and object exactly",
         RULE,
         [*setup_tagged, Step(rewrite(short), OK), state()],
     )
     big: JsonObject = {"tags": [f"t{n}" for n in range(300)], "fields": {f"k{n}": n for n in range(300)}}
-    big_setup = [*setup_tagged[:3], append_step("tool/result", {**TAGGED, "meta": big}, surfaceOp="append")]
+    big_setup = [*setup_tagged[:3], append({**TAGGED, "meta": big})]
     yield case(
         "a tool/result rewrite may keep an array and an object of hundreds of entries exactly",
         RULE,
-        [*big_setup, append_user("u2"), Step(rewrite({**short, "meta": big}), OK)],
+        [*big_setup, append(msg.user("u2")), Step(rewrite({**short, "meta": big}), OK)],
         comment="300 items and 300 keys: lengths compared by identity would differ",
     )
     changes: list[tuple[str, JsonValue]] = [

@@ -8,15 +8,8 @@ from dataclasses import dataclass
 from typing import Final
 
 from conformance import builders as payloads
-from conformance.cases.build import (
-    APPEND,
-    OK,
-    SEED_TIME,
-    assistant_msg,
-    event,
-    result_msg,
-    user_msg,
-)
+from conformance.cases import msg
+from conformance.cases.build import APPEND, OK, SEED_TIME, event
 from conformance.zstd_frames import encode_raw_frame
 from spec.format.json_text import encode_json_text
 from spec.format.naming import derive_session_relpath, encode_header_line
@@ -65,16 +58,16 @@ def v4_writes() -> list[list[JsonValue]]:
     """A whole turn written by three flushes: the turn's start and the user's message; the step
     (a tool call and its result); the assistant's answer and the turn's end."""
     return [
-        [event(0, "turn/start", payloads.turn_start(1)), event(1, "user/message", user_msg(), **APPEND)],
+        [event(0, "turn/start", payloads.turn_start(1)), event(1, "user/message", msg.user(), **APPEND)],
         [
             event(2, "step/start", payloads.step_start(1, 1)),
-            event(3, "assistant/message", assistant_msg(calls=("c1",)), **APPEND),
+            event(3, "assistant/message", msg.assistant(calls=("c1",)), **APPEND),
             event(4, "tool/call", payloads.tool_call("c1")),
-            event(5, "tool/result", result_msg(), **APPEND, sourceEventSeqs=[4]),
+            event(5, "tool/result", msg.result(), **APPEND, sourceEventSeqs=[4]),
             event(6, "step/end", payloads.step_end(1, 1)),
         ],
         [
-            event(7, "assistant/message", assistant_msg("a2", "done"), **APPEND),
+            event(7, "assistant/message", msg.assistant("a2", "done"), **APPEND),
             event(8, "turn/end", payloads.turn_end(1)),
         ],
     ]

@@ -9,15 +9,16 @@ from __future__ import annotations
 
 from typing import Final
 
-from conformance.cases.build import Cases, assistant_ev, chained, event, log, pure, user_ev
+from conformance.cases import msg
+from conformance.cases.build import Cases, chained, event, log, pure
 from conformance.cases.storage.naming import V4_LINE
 from spec.codes import Code
 from spec.log.json import JsonObject, JsonValue
 
 COPY = "spec.transfer.plan_session_copy"
 HEADER: Final = V4_LINE  # the source's header
-EVENTS: Final = log(user_ev("u1", "hello"), assistant_ev("a1"), user_ev("u2", "again"))
-LATER_LAST: Final = log(user_ev("u1", "hello"), assistant_ev("a1"), user_ev("u3", "again"))  # sorts after
+EVENTS: Final = log(msg.user("u1", "hello"), msg.assistant("a1"), msg.user("u2", "again"))
+LATER_LAST: Final = log(msg.user("u1", "hello"), msg.assistant("a1"), msg.user("u3", "again"))  # sorts after
 REFUSED: Final = (
     "a destination that holds another log under the session's id is left untouched: a new session "
     "never replaces a stored one (SPEC-DECISIONS D2)"

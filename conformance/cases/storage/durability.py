@@ -8,13 +8,12 @@ from __future__ import annotations
 from typing import Any, Final
 
 from conformance import builders as payloads
+from conformance.cases import msg
 from conformance.cases.build import (
     NOW,
     Cases,
     Step,
-    append_assistant,
-    append_step,
-    append_user,
+    append,
     case,
     chained,
     event,
@@ -24,7 +23,6 @@ from conformance.cases.build import (
     state,
     turn,
     turn_end,
-    user_msg,
 )
 from spec.codes import Code
 from spec.projections.durability import derive_event_bytes
@@ -49,7 +47,7 @@ IO_RULE: Final = (
 def flushed_then_pending(**create: Any) -> list[Step]:
     """Session ``s`` (``create`` adds to its create request) with a flushed user message and an
     assistant message appended after it."""
-    return [ok("create", id="s", **create), append_user(), ok("flush", id="s"), append_assistant()]
+    return [ok("create", id="s", **create), append(msg.user()), ok("flush", id="s"), append(msg.assistant())]
 
 
 def flush_read(*appended: Step) -> list[Step]:
@@ -69,10 +67,10 @@ def flush_cases() -> Cases:
         APPEND,
         [
             ok("create", id="s"),
-            append_user(),
+            append(msg.user()),
             fails(Code.SESSION_NOT_FOUND, "read", id="s"),
             *flush_read(),
-            append_assistant(),
+            append(msg.assistant()),
             ok("read", id="s"),
             *flush_read(),
         ],
@@ -85,7 +83,7 @@ def flush_cases() -> Cases:
         APPEND,
         [
             ok("create", id="s"),
-            append_user(),
+            append(msg.user()),
             ok("close", id="s"),
             gone(),
             fails(Code.SESSION_NOT_FOUND, "append", id="s", type="x", data={}),
@@ -109,7 +107,7 @@ def flush_cases() -> Cases:
         APPEND,
         [
             ok("create", id="s"),
-            append_user(),
+            append(msg.user()),
             ok("flush", id="s"),
             ok("close", id="s"),
             fails(Code.SESSION_NOT_FOUND, "read", id="s"),
@@ -126,10 +124,10 @@ def resume_cases() -> Cases:
         "create_session_state",
         [
             ok("create", id="s"),
-            append_user(),
+            append(msg.user()),
             ok("close", id="s"),
             ok("resume", id="s"),
-            append_assistant(),
+            append(msg.assistant()),
             ok("close", id="s"),
             ok("read", id="s"),
         ],
@@ -190,7 +188,7 @@ def resume_cases() -> Cases:
                 id="p",
                 meta={"cwd": "/w", "createdAt": 7, "delegationDepth": 2, "origin": "subagent"},
             ),
-            append_user("u1", "p"),
+            append(msg.user("u1"), "p"),
             ok("clock", now=NOW + 1_000),
             ok("fork", source="p", child="c"),
             ok("close", id="c"),
@@ -204,7 +202,13 @@ def resume_cases() -> Cases:
 
 def crashed_inside_a_turn() -> list[Step]:
     """Session ``s`` stored inside turn 1 (call c1 announced), then a crash: a resume writes closers."""
-    return [ok("create", id="s"), turn(), append_assistant(calls=["c1"]), ok("flush", id="s"), ok("crash")]
+    return [
+        ok("create", id="s"),
+        turn(),
+        append(msg.assistant(calls=["c1"])),
+        ok("flush", id="s"),
+        ok("crash"),
+    ]
 
 
 PAGE_RULE: Final = (
@@ -217,7 +221,13 @@ def flushed_turns(turns: int) -> list[Step]:
     """Session ``s`` grown by ``turns`` completed turns of four events, each turn flushed."""
     steps = [ok("create", id="s")]
     for n in range(1, turns + 1):
-        steps += [turn(n), append_user(f"u{n}"), append_assistant(f"a{n}"), turn_end(n), ok("flush", id="s")]
+        steps += [
+            turn(n),
+            append(msg.user(f"u{n}")),
+            append(msg.assistant(f"a{n}")),
+            turn_end(n),
+            ok("flush", id="s"),
+        ]
     return steps
 
 
@@ -227,7 +237,7 @@ def long_session_cases() -> Cases:
         APPEND,
         [
             ok("create", id="s"),
-            *(step for n in range(1, 10) for step in flush_read(append_user(f"u{n}", text=f"m{n}"))),
+            *(step for n in range(1, 10) for step in flush_read(append(msg.user(f"u{n}", f"m{n}")))),
         ],
         storage="memory",
         why=PAGE_RULE,
@@ -247,7 +257,7 @@ def long_session_cases() -> Cases:
         [
             ok("create", id="s"),
             turn(),
-            *(append_step("todo/write", {"todos": []}) for _ in range(298)),
+            *(append({"todos": []}, type="todo/write") for _ in range(298)),
             turn_end(),
             ok("close", id="s"),
             ok("read", id="s"),
@@ -262,11 +272,11 @@ def long_session_cases() -> Cases:
         [
             *flushed_turns(6),
             turn(7),
-            append_user("u7"),
+            append(msg.user("u7")),
             ok("close", id="s"),
             ok("resume", id="s"),
             state(),
-            append_user("u8"),
+            append(msg.user("u8")),
             ok("close", id="s"),
             ok("read", id="s"),
         ],
@@ -300,7 +310,7 @@ def crash_cases() -> Cases:
         APPEND,
         [
             ok("create", id="s"),
-            append_user(),
+            append(msg.user()),
             ok("crash"),
             fails(Code.SESSION_NOT_FOUND, "read", id="s"),
             ok("create", id="s"),
@@ -335,7 +345,7 @@ def batch_cases() -> Cases:
         yield case(
             f"{storage} storage: with batchMaxDelayMs 0 every append is durable without a flush",
             BATCH_DUE,
-            [ok("create", id="s"), turn(), append_user(), *crash, ok("read", id="s")],
+            [ok("create", id="s"), turn(), append(msg.user()), *crash, ok("read", id="s")],
             storage=storage,
             batch={"batchMaxDelayMs": 0},
             why=BATCH_RULE,
@@ -348,11 +358,11 @@ def batch_cases() -> Cases:
             ok("create", id="s"),
             turn(),
             ok("clock", now=NOW + 50),
-            append_user(),
+            append(msg.user()),
             ok("clock", now=NOW + 99),
-            append_assistant(),
+            append(msg.assistant()),
             ok("clock", now=NOW + 100),
-            append_step("turn/end", {"turn": 1, "reason": {"kind": "completed"}}),
+            append({"turn": 1, "reason": {"kind": "completed"}}, type="turn/end"),
             ok("crash"),
             ok("read", id="s"),
         ],
@@ -367,8 +377,8 @@ def batch_cases() -> Cases:
         BATCH_DUE,
         [
             ok("create", id="s"),
-            append_user("u1"),
-            append_user("u2"),
+            append(msg.user("u1")),
+            append(msg.user("u2")),
             ok("crash"),
             ok("read", id="s"),
         ],
@@ -400,7 +410,7 @@ def batch_cases() -> Cases:
             ok("create", id="s"),
             turn(),
             ok("clock", now=150),
-            append_user(),
+            append(msg.user()),
             ok("crash"),
             ok("read", id="s"),
         ],
@@ -415,7 +425,7 @@ def batch_cases() -> Cases:
         yield case(
             f"{storage} storage: a line longer than the byte bound is durable without a flush",
             BATCH_DUE,
-            [ok("create", id="s"), append_user("u1"), *crash, ok("read", id="s")],
+            [ok("create", id="s"), append(msg.user("u1")), *crash, ok("read", id="s")],
             storage=storage,
             batch={"batchMaxBytes": 100},
             why=BATCH_RULE,
@@ -449,14 +459,14 @@ def batch_unit_cases() -> Cases:
                 "type": "user/message",
                 "seq": 0,
                 "time": NOW,
-                "data": user_msg("u1", text),
+                "data": msg.user("u1", text),
                 "surfaceOp": "append",
             }
         )
         yield case(
             f"a byte bound counts UTF-8 bytes: one line of {name} text exactly at the bound is durable without a flush",
             BATCH_DUE,
-            [ok("create", id="s"), append_user("u1", text=text), ok("crash"), ok("read", id="s")],
+            [ok("create", id="s"), append(msg.user("u1", text)), ok("crash"), ok("read", id="s")],
             storage="file",
             batch={"batchMaxBytes": line},
             why=BATCH_RULE,
@@ -507,9 +517,9 @@ def batch_age_cases() -> Cases:
             turn(),
             ok("clock", now=NOW + 100),
             ok("fail_next", fsOp="write", errno="EIO"),
-            append_user(),
+            append(msg.user()),
             ok("clock", now=NOW + 110),
-            append_assistant(),
+            append(msg.assistant()),
             ok("crash"),
             ok("read", id="s"),
         ],
@@ -528,10 +538,10 @@ def batch_age_cases() -> Cases:
             turn(),
             ok("flush", id="s"),
             ok("clock", now=NOW + 50),
-            append_user(),
+            append(msg.user()),
             ok("clock", now=NOW + 150),
             ok("fail_next", fsOp="fsync", errno="EIO"),
-            append_assistant(),
+            append(msg.assistant()),
             ok("clock", now=NOW + 160),
             turn_end(),
             ok("crash"),
@@ -609,7 +619,7 @@ def publication_fault_cases() -> Cases:
         APPEND,
         [
             ok("create", id="s"),
-            append_user(),
+            append(msg.user()),
             *storage_fails("flush", "fail_next", fsOp="write", errno="EIO"),
             fails(Code.SESSION_NOT_FOUND, "read", id="s"),
             *flush_read(),
@@ -641,7 +651,7 @@ def publication_fault_cases() -> Cases:
             ok("flush", id="s"),
             ok("fail_next", fsOp="write", errno="EIO"),
             ok("flush", id="s"),
-            append_user(),
+            append(msg.user()),
             fails(Code.STORAGE_IO, "flush", id="s"),
         ],
         storage="file",
@@ -661,7 +671,7 @@ COMMIT_RULE: Final = (
 def commit_fault_cases() -> Cases:
     """The storage's own commit failing (``fail_commit``, capability ``commit-fault``): a database,
     which has no simulated disk for ``fail_next`` to fail. Each row: name, steps, comment."""
-    created = [ok("create", id="s"), append_user()]
+    created = [ok("create", id="s"), append(msg.user())]
     rows: tuple[tuple[str, list[Step], str | None], ...] = (
         (
             "a failed commit answers STORAGE_IO, loses nothing committed before, and a retried flush commits the batch once",
@@ -669,8 +679,8 @@ def commit_fault_cases() -> Cases:
                 *flushed_then_pending(),
                 *storage_fails("flush"),
                 ok("read", id="s"),
-                *flush_read(append_user("u2", text="after the failure")),
-                *flush_read(append_user("u3", text="after the retry")),
+                *flush_read(append(msg.user("u2", "after the failure"))),
+                *flush_read(append(msg.user("u3", "after the retry"))),
             ],
             "the retry writes the failed batch and what was appended after it, once, at the seqs they "
             "hold; the flush after it goes on from there",
@@ -702,10 +712,10 @@ def commit_fault_cases() -> Cases:
             "a commit whose answer is lost is not written twice by the retried flush",
             [
                 *flushed_then_pending(),
-                append_user("u2", text="in the same batch"),
+                append(msg.user("u2", "in the same batch")),
                 *storage_fails("flush", stored=True),
-                *flush_read(append_user("u3", text="after the failure")),
-                *flush_read(append_user("u4", text="after the retry")),
+                *flush_read(append(msg.user("u3", "after the failure"))),
+                *flush_read(append(msg.user("u4", "after the retry"))),
             ],
             "the failed commit was made: the retry finds its two events stored, writes neither again, "
             "and writes the one appended after the failure at the seq it holds",
@@ -715,8 +725,8 @@ def commit_fault_cases() -> Cases:
             [
                 *created,
                 *storage_fails("flush", stored=True),
-                *flush_read(append_assistant()),
-                *flush_read(append_user("u2", text="after the retry")),
+                *flush_read(append(msg.assistant())),
+                *flush_read(append(msg.user("u2", "after the retry"))),
             ],
             "the header and the first batch commit together, so the retry finds both stored and writes "
             "only the event appended after the failure",
@@ -725,10 +735,10 @@ def commit_fault_cases() -> Cases:
             "a first commit of two events whose answer is lost: the retried flush finds it whole and writes nothing",
             [
                 *created,
-                append_user("u2", text="second"),
+                append(msg.user("u2", "second")),
                 *storage_fails("flush", stored=True),
                 *flush_read(),
-                *flush_read(append_assistant()),
+                *flush_read(append(msg.assistant())),
             ],
             "the retry has nothing left to write, and the session it found is published: the next flush "
             "writes events only, not the header again",
@@ -739,7 +749,7 @@ def commit_fault_cases() -> Cases:
                 *flushed_then_pending(),
                 *storage_fails("close", stored=True),
                 ok("state", id="s"),
-                append_user("u2", text="after the failure"),
+                append(msg.user("u2", "after the failure")),
                 ok("close", id="s"),
                 gone(),
                 ok("resume", id="s"),
@@ -757,7 +767,7 @@ def commit_fault_cases() -> Cases:
             *storage_fails("flush"),
             fails(Code.SESSION_NOT_FOUND, "read", id="s"),
             *flush_read(),
-            *flush_read(append_assistant()),
+            *flush_read(append(msg.assistant())),
         ],
         storage="memory",
         why="a new session is published by its first commit, header and first batch together, so a "
@@ -771,7 +781,7 @@ def commit_fault_cases() -> Cases:
         [
             ok("create", id="s"),
             turn(),
-            append_user(),
+            append(msg.user()),
             ok("close", id="s"),
             *storage_fails("resume"),
             gone(),

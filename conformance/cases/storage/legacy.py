@@ -8,17 +8,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from conformance.cases.build import (
-    APPEND,
-    Cases,
-    chained,
-    event,
-    log,
-    pure,
-    request_header,
-    user_ev,
-    user_msg,
-)
+from conformance.cases import msg
+from conformance.cases.build import APPEND, Cases, chained, event, log, pure
 from conformance.cases.files.v0 import PRE_IDENTITY_RESULT
 from spec.codes import Code
 from spec.format.json_text import encode_json_text as encode
@@ -203,7 +194,7 @@ def legacy_form_cases() -> Cases:
         ("turn/start", {"turn": 1, "trigger": {"kind": "user"}}),
         ("request/header", {**header, "reason": "change"}),
         ("request/header", {**header, "reason": "auto"}),
-        ("steering/message", {"turn": 1, "message": user_msg("u9", "wait")}, APPEND),
+        ("steering/message", {"turn": 1, "message": msg.user("u9", "wait")}, APPEND),
         ("user/message", {"content": text, "source": {"kind": "user"}}, APPEND),
         (
             "assistant/message",
@@ -233,11 +224,11 @@ def legacy_form_cases() -> Cases:
         Code.LEGACY_MALFORMED_MESSAGE: {
             "a wrapped message and a turn given as a string": (
                 "steering/message",
-                {"turn": "1", "message": user_msg("u9")},
+                {"turn": "1", "message": msg.user("u9")},
             ),
             "a wrapped message and a key of its own": (
                 "steering/message",
-                {"turn": 1, "message": user_msg("u9"), "extra": 1},
+                {"turn": 1, "message": msg.user("u9"), "extra": 1},
             ),
             "content and source and a key of its own": ("steering/message", {**steering, "extra": 1}),
             "content and source and no turn": (
@@ -260,7 +251,7 @@ def legacy_form_cases() -> Cases:
 
 def kept_cases() -> Cases:
     turn_start = ("turn/start", {"turn": 1, "trigger": {"kind": "user"}})
-    current = log(turn_start, user_ev(), ("turn/end", {"turn": 1, "reason": {"kind": "completed"}}))
+    current = log(turn_start, msg.user(), ("turn/end", {"turn": 1, "reason": {"kind": "completed"}}))
     yield pure("a v0 log in the current vocabulary reads as it is", UPGRADE, sessionId="old", records=current)
     yield pure(
         "an unknown event type marked ignorable is kept",
@@ -302,7 +293,7 @@ def refused_cases() -> Cases:
         (
             "a stored request/header with reason fallback is refused",
             Code.LEGACY_FALLBACK_REASON,
-            log(("request/header", {**request_header(), "reason": "fallback"})),
+            log(("request/header", {**msg.header(), "reason": "fallback"})),
         ),
         (
             "an unknown event type not marked ignorable is refused",
@@ -312,7 +303,7 @@ def refused_cases() -> Cases:
         (
             "a stored message is checked for its shape",
             Code.MESSAGE_ROLE,
-            log(("user/message", {**user_msg(), "role": "system"}, APPEND)),
+            log(("user/message", {**msg.user(), "role": "system"}, APPEND)),
         ),
         (
             "a seq gap in a stored log is corruption",
