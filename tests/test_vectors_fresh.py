@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from conformance import generate_vectors as gen
-from conformance.cases import build, coverage
+from conformance.cases import build, coverage, msg
 from conformance.oracle import SpecOracle
 from conformance.report import Options
 from conformance.runner import load_vectors, rule_of, run_vectors
@@ -17,6 +17,7 @@ from conformance.spec_index import VECTORS_DIR, spec_function
 from conformance.subject import InProcessSubject
 from spec.checks.log import RULES
 from spec.codes import Code
+from spec.log.json import JsonObject
 from tests.test_vectors_schema import PURE_ORDER
 
 VECTORS = VECTORS_DIR
@@ -106,6 +107,27 @@ def test_a_case_meant_to_succeed_that_the_spec_rejects_is_refused() -> None:
 def test_a_rule_that_is_not_a_spec_function_is_refused() -> None:
     with pytest.raises(build.GenerationError, match="no_such_rule"):
         gen.build_vector("session", build.case("x", "no_such_rule", []))
+
+
+def test_a_log_entry_of_another_length_is_refused_not_cut_short() -> None:
+    with pytest.raises(build.GenerationError, match="a log entry is"):
+        build.log(("user/message", msg.user(), {"surfaceOp": "append"}, {"time": 1}))
+
+
+@pytest.mark.parametrize(
+    ("data", "kind"),
+    [(msg.user(), "user/message"), (msg.assistant(), "assistant/message"), (msg.result(), "tool/result")],
+)
+def test_a_message_builders_data_goes_on_the_surface_as_its_kind(data: JsonObject, kind: str) -> None:
+    assert build.log(data) == [build.event(0, kind, data, **build.APPEND)]
+    assert build.append(data) == build.ok("append", id="s", type=kind, data=data, **build.APPEND)
+
+
+def test_data_no_message_builder_makes_has_no_kind() -> None:
+    shapeless: tuple[JsonObject, ...] = ({"turn": 1}, {"turn": 1, "message": msg.user()}, {"message": "text"})
+    for data in shapeless:
+        with pytest.raises(build.GenerationError, match="not a message builder's data"):
+            build.log(data)
 
 
 def test_a_case_without_a_why_pins_the_first_sentence_of_its_rules_docstring() -> None:

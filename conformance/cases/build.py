@@ -170,6 +170,8 @@ def log(*entries: tuple[Any, ...] | JsonObject) -> list[JsonValue]:
     for seq, entry in enumerate(entries):
         if isinstance(entry, dict):
             entry = (message_kind(entry), entry, APPEND)
+        if len(entry) not in (2, 3):
+            raise GenerationError(f"a log entry is (type, data) or (type, data, envelope), not {entry!r}")
         extra: JsonObject = entry[2] if len(entry) == 3 else {}
         events.append(event(seq, entry[0], entry[1], **extra))
     return events

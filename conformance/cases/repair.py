@@ -14,6 +14,7 @@ from typing import Final
 from conformance.cases import msg
 from conformance.cases.build import (
     NOW,
+    SEED_TIME,
     Cases,
     Step,
     append,
@@ -51,7 +52,9 @@ def balanced_cases() -> Cases:
     yield pure(
         "an open turn is closed by an interrupted turn/end that reuses the last event's time",
         CLOSERS,
-        events=log(TURN_START, ("user/message", msg.user())),
+        events=log(
+            TURN_START, ("user/message", msg.user(), {"surfaceOp": "append", "time": SEED_TIME + 500})
+        ),
         comment="the closers carry the time of the last event logged (1500, not the first event's 1000), "
         "not the clock at resume",
     )
