@@ -38,10 +38,14 @@ CALL: Final = ("tool/call", {"turn": 1, "step": 1, "callId": "c1", "name": "read
 HEADER: Final[JsonObject] = {"version": 4, "id": "s", "createdAt": 0, "delegationDepth": 0, "isSeeded": False}
 
 
+def checked(rule_id: str, name: str, **inputs: Any) -> PureCase:
+    """A log checked against the rule ``rule_id``: its why is the rule's explanation."""
+    return pure(name, CHECK, why=as_why(RULES[rule_id]), **inputs)
+
+
 def breaks(name: str, events: list[JsonValue], comment: str | None = None, **extra: Any) -> PureCase:
-    """A log named ``rule-id: sentence`` that breaks that rule: its why is the rule's explanation."""
-    rule_id = name.split(":")[0]
-    return pure(name, CHECK, why=as_why(RULES[rule_id]), comment=comment, events=events, **extra)
+    """A log named ``rule-id: sentence`` that breaks that rule."""
+    return checked(name.split(":")[0], name, comment=comment, events=events, **extra)
 
 
 def with_seqs_from(first: int, events: list[JsonValue]) -> list[JsonValue]:
@@ -198,19 +202,17 @@ def turn_edge_cases() -> Cases:
         ),
         comment="closing the unnumbered turn counts it: the next turn is 2, and only the unnumbered one is wrong",
     )
-    yield pure(
+    yield checked(
+        "turn-enclosed",
         "turn-enclosed: an assistant/message replace outside any turn is no execution record",
-        CHECK,
-        why=as_why(RULES["turn-enclosed"]),
         events=log(msg.user(), ("assistant/message", msg.assistant("a9"), {"surfaceOp": replace(0, 0)})),
         comment="only a replacing tool/result and the execution records must be inside a turn",
     )
     paired: tuple[str, JsonObject, JsonObject] = ("tool/result", msg.result("c1"), APPEND)
     carrying: JsonObject = {"turn": 1, "step": 1, "message": {"source": {"kind": "tool", "callId": "c1"}}}
-    yield pure(
+    yield checked(
+        "tool-result-pairing",
         "tool-result-pairing: a call logged twice is pending, so its result pairs",
-        CHECK,
-        why=as_why(RULES["tool-result-pairing"]),
         events=log(T1, S1, CALL, CALL, paired),
         comment="the pending calls are a set: a second tool/call does not take the first one back",
     )
@@ -224,23 +226,20 @@ def turn_edge_cases() -> Cases:
         log(T1, S1, ("custom/x", {"turn": 1, "step": 1, "callId": "c1"}), paired),
     )
     for other in ("custom/x", "x/event"):
-        yield pure(
+        yield checked(
+            "tool-result-pairing",
             f"tool-result-pairing: an appended {other} carrying a tool message's callId answers no call",
-            CHECK,
-            why=as_why(RULES["tool-result-pairing"]),
             events=log(T1, S1, CALL, (other, carrying, APPEND), paired),
             comment="only an appended tool/result answers its call (types sorting before and after it)",
         )
-    yield pure(
+    yield checked(
+        "tool-result-pairing",
         "tool-result-pairing: a replacing tool/result answers no call, so a later appended one pairs",
-        CHECK,
-        why=as_why(RULES["tool-result-pairing"]),
         events=log(T1, S1, CALL, ("tool/result", msg.result("c1"), {"surfaceOp": replace(0, 0)}), paired),
     )
-    yield pure(
+    yield checked(
+        "turn-numbering",
         "two turns numbered 1 and 2 are clean",
-        CHECK,
-        why=as_why(RULES["turn-numbering"]),
         events=log(turn(1), turn(1, True), turn(2), turn(2, True)),
     )
     yield breaks("turn-numbering: a turn number skipped is a violation", log(turn(1), turn(1, True), turn(3)))
@@ -252,10 +251,9 @@ def turn_edge_cases() -> Cases:
         "turn-end: a turn/end naming another turn than the open one is a violation",
         log(turn(1), turn(2, True)),
     )
-    yield pure(
+    yield checked(
+        "step-numbering",
         "two steps numbered 1 and 2 are clean",
-        CHECK,
-        why=as_why(RULES["step-numbering"]),
         events=log(turn(1), step(1), step(1, True), step(2), step(2, True), turn(1, True)),
     )
     yield breaks(
@@ -265,10 +263,9 @@ def turn_edge_cases() -> Cases:
         "step-open: a step/start inside step 1 counts step 1 closed, so it is step 2",
         log(turn(1), step(1), step(2), step(2, True), step(3)),
     )
-    yield pure(
+    yield checked(
+        "step-numbering",
         "steps count from 1 again in the second turn",
-        CHECK,
-        why=as_why(RULES["step-numbering"]),
         events=log(
             turn(1),
             step(1),
@@ -335,11 +332,8 @@ def turn_edge_cases() -> Cases:
             answer(not_started_error, [error_block, plain_block]),
         ),
     ):
-        yield pure(
-            f"tool-result-pairing: {sentence}",
-            CHECK,
-            why=as_why(RULES["tool-result-pairing"]),
-            events=log(turn(1), step(1), result),
+        yield checked(
+            "tool-result-pairing", f"tool-result-pairing: {sentence}", events=log(turn(1), step(1), result)
         )
     for sentence, result in (
         (
@@ -366,10 +360,9 @@ def turn_edge_cases() -> Cases:
         "tool-result-pairing: a call answered twice is answered once",
         log(turn(1), step(1), msg.assistant(calls=["c1"]), CALL, msg.result("c1"), msg.result("c1")),
     )
-    yield pure(
+    yield checked(
+        "tool-result-pairing",
         "tool-result-pairing: an event of an unknown type naming the open step is no result",
-        CHECK,
-        why=as_why(RULES["tool-result-pairing"]),
         events=log(turn(1), step(1), ("zz/x", {"turn": 1, "step": 1})),
     )
     yield breaks(
@@ -383,19 +376,17 @@ def turn_edge_cases() -> Cases:
             ("tool/result", msg.result("c1"), {"surfaceOp": replace(0, 0), "sourceEventSeqs": [0]}),
         ),
     )
-    yield pure(
+    yield checked(
+        "turn-enclosed",
         "turn-enclosed: only execution records and result replaces need a turn, not an assistant replace",
-        CHECK,
-        why=as_why(RULES["turn-enclosed"]),
         events=log(
             msg.user(),
             ("assistant/message", msg.assistant("a9"), {"surfaceOp": replace(0, 0), "sourceEventSeqs": [0]}),
         ),
     )
-    yield pure(
+    yield checked(
+        "step-scoped",
         "step-scoped: an appended event of a custom type is not step-scoped",
-        CHECK,
-        why=as_why(RULES["step-scoped"]),
         events=log(("custom/x", {}, APPEND)),
     )
 
@@ -532,10 +523,9 @@ def lineage_rule_cases() -> Cases:
             log(T1, msg.user(), T1_END, end_seed),
         ),
     ):
-        yield pure(
+        yield checked(
+            "seed-length",
             name,
-            CHECK,
-            why=as_why(RULES["seed-length"]),
             comment="seedLength counts events, so it may equal the log's length; it is not a seq in the log",
             events=events,
             header={**seeded, "seedLength": len(events)},
@@ -555,13 +545,6 @@ def lineage_rule_cases() -> Cases:
         log(msg.user()),
         header={**HEADER, "origin": "subagent"},
         comment="what a resume that dropped the depth would leave: the sub-agent reads as top level",
-    )
-    yield pure(
-        "a sub-agent's header at depth 2 is consistent",
-        CHECK,
-        why=as_why(RULES["delegation-depth"]),
-        events=log(msg.user()),
-        header={**HEADER, "origin": "subagent", "delegationDepth": 2},
     )
 
 
@@ -602,22 +585,16 @@ def lineage_edge_cases() -> Cases:
             ),
         ),
     ):
-        yield pure(
-            f"closers: {name} passes the closers rule",
-            CHECK,
-            why=as_why(RULES["closers"]),
-            events=with_closers(events),
-        )
+        yield checked("closers", f"closers: {name} passes the closers rule", events=with_closers(events))
     unnumbered = log(T1, S1, msg.user(), msg.assistant(calls=["c1"]), ("custom/x", {}), CALL)
     last = unnumbered[-1]
     assert isinstance(last, dict)
     unnumbered[-1] = {key: value for key, value in last.items() if key != "seq"}
     repaired = with_closers(unnumbered)
-    yield pure(
+    yield checked(
+        "closers",
         "closers: a block after an event with no seq starts one past that event's position, "
         "and the log goes on after it",
-        CHECK,
-        why=as_why(RULES["closers"]),
         comment="only seq-contiguous is broken; the closers at 6-8 are repair's, and turn 2 follows them",
         events=[*repaired, event(len(repaired), "turn/start", {"turn": 2})],
     )
@@ -658,17 +635,15 @@ def lineage_edge_cases() -> Cases:
     )
     seeded: JsonObject = {**HEADER, "parentSession": "p", "isSeeded": True}
     end_seed: tuple[str, JsonObject] = ("session/end-seed", {})
-    yield pure(
+    yield checked(
+        "seed-length",
         "a child that appended after its seed holds more events than seedLength",
-        CHECK,
-        why=as_why(RULES["seed-length"]),
         events=log(msg.user(), end_seed, msg.user("u2")),
         header={**seeded, "seedLength": 2},
     )
-    yield pure(
+    yield checked(
+        "end-seed",
         "a child whose seed was empty has its end-seed at seq 0",
-        CHECK,
-        why=as_why(RULES["end-seed"]),
         events=log(end_seed, msg.user("u2")),
         header={**seeded, "seedLength": 1},
     )
@@ -695,20 +670,19 @@ def lineage_edge_cases() -> Cases:
         ),
     ):
         yield breaks(name, events, header={**seeded, "seedLength": length})
-    yield pure(
+    yield checked(
+        "end-seed",
         "isSeeded as the number 1 promises nothing",
-        CHECK,
-        why=as_why(RULES["end-seed"]),
         events=log(msg.user()),
         header={**HEADER, "isSeeded": 1},
     )
-    yield pure(
-        "a sub-agent's header at depth 1 is consistent",
-        CHECK,
-        why=as_why(RULES["delegation-depth"]),
-        events=log(msg.user()),
-        header={**HEADER, "origin": "subagent", "delegationDepth": 1},
-    )
+    for depth in (1, 2):
+        yield checked(
+            "delegation-depth",
+            f"a sub-agent's header at depth {depth} is consistent",
+            events=log(msg.user()),
+            header={**HEADER, "origin": "subagent", "delegationDepth": depth},
+        )
 
 
 def reporting_cases() -> Cases:
@@ -735,17 +709,15 @@ def reporting_cases() -> Cases:
         call2,
         ("compaction/start", {"compactionId": "k1", "turn": 1}),
     )
-    yield pure(
+    yield checked(
+        "closers",
         "closers deep in nesting (two calls, a compaction, a step, a turn) pass the closers rule",
-        CHECK,
-        why=as_why(RULES["closers"]),
         comment="the block is five closers long: two results, compaction/end, step/end, turn/end",
         events=with_closers(nested),
     )
-    yield pure(
+    yield checked(
+        "closers",
         "a log repaired with its closers passes the closers rule",
-        CHECK,
-        why=as_why(RULES["closers"]),
         comment="the interrupted turn/end here is repair's own, so the closers rule accepts it",
         events=with_closers(log(T1, S1, msg.assistant(calls=["c1"]), CALL)),
     )
@@ -782,10 +754,9 @@ def compaction_edge_cases() -> Cases:
     summary: JsonObject = {**start_k1, "shadowedRange": {"start": 0, "end": 0}, "shadowedSeqs": [0],
                            "shadowedTokenCount": 5}  # fmt: skip
     end_k1: tuple[str, JsonObject] = ("compaction/end", start_k1)
-    yield pure(
+    yield checked(
+        "compaction-bracket",
         "a successful compaction with its one summary has no compaction violation",
-        CHECK,
-        why=as_why(RULES["compaction-bracket"]),
         events=log(msg.user(), ("compaction/start", start_k1), ("compaction/summary", summary), end_k1),
     )
     yield breaks(
@@ -824,37 +795,29 @@ def compaction_edge_cases() -> Cases:
                 ("compaction/end", {"compactionId": compaction_id, "turn": None, "error": "x"}),
             ),
         )
+    two_compacted = (msg.user(), msg.user("u2"), ("compaction/start", start_k1))  # a summary follows
     for sentence, seqs, shadowed in (
         ("an empty shadowedSeqs is reported, whatever its range", [], {"start": 0, "end": 0}),
         ("a range matching the first and last of two seqs is clean", [0, 1], {"start": 0, "end": 1}),
         ("a range ending before the last seq is a violation", [0, 1], {"start": 0, "end": 0}),
     ):
         wide = {**summary, "shadowedSeqs": seqs, "shadowedRange": shadowed}
-        yield pure(
+        yield checked(
+            "compaction-summary",
             f"compaction-summary: {sentence}",
-            CHECK,
-            why=as_why(RULES["compaction-summary"]),
-            events=log(
-                msg.user(),
-                msg.user("u2"),
-                ("compaction/start", start_k1),
-                ("compaction/summary", wide),
-                end_k1,
-            ),
+            events=log(*two_compacted, ("compaction/summary", wide), end_k1),
         )
-    yield pure(
+    yield checked(
+        "compaction-checkpoint",
         "compaction-checkpoint: a user source naming the compact plugin is not a checkpoint",
-        CHECK,
-        why=as_why(RULES["compaction-checkpoint"]),
         events=log(
             msg.user(),
             ("user/message", {**msg.user("ck"), "source": {"kind": "user", "plugin": "compact"}}, replaced),
         ),
     )
-    yield pure(
+    yield checked(
+        "compaction-checkpoint",
         "compaction-checkpoint: a checkpoint source on an event of an unknown type is no checkpoint",
-        CHECK,
-        why=as_why(RULES["compaction-checkpoint"]),
         events=log(msg.user(), ("zz/custom", {**msg.user("ck"), "source": checkpoint_source}, replaced)),
     )
     yield breaks(
@@ -876,16 +839,14 @@ def compaction_edge_cases() -> Cases:
         ),
     ):
         yield breaks(f"compaction-turn: {sentence}", events)
-    yield pure(
+    yield checked(
+        "compaction-turn",
         "compaction-turn: a start naming turn 1.0 inside turn 1 matches it: numbers compare by value",
-        CHECK,
-        why=as_why(RULES["compaction-turn"]),
         events=log(T1, ("compaction/start", {"compactionId": "k1", "turn": 1.0})),
     )
-    yield pure(
+    yield checked(
+        "compaction-turn",
         "compaction-turn: a start naming turn true inside a turn started as true matches it",
-        CHECK,
-        why=as_why(RULES["compaction-turn"]),
         comment="true === true in JavaScript: a strict equality, not a number check",
         events=log(
             ("turn/start", {"turn": True}), ("compaction/start", {"compactionId": "k1", "turn": True})
@@ -900,14 +861,11 @@ def compaction_edge_cases() -> Cases:
         ("a replace of two nodes metered by its summary's range is clean", replace(0, 1)),
         ("a replace whose end is not its summary's range end is unmetered", replace(0, 0)),
     ):
-        yield pure(
+        yield checked(
+            "shadow-price",
             f"shadow-price: {sentence}",
-            CHECK,
-            why=as_why(RULES["shadow-price"]),
             events=log(
-                msg.user(),
-                msg.user("u2"),
-                ("compaction/start", start_k1),
+                *two_compacted,
                 ("compaction/summary", wide_summary),
                 (
                     "user/message",
@@ -937,10 +895,9 @@ def compaction_edge_cases() -> Cases:
             ("user/message", msg.user("x"), replaced),
         ),
     )
-    yield pure(
+    yield checked(
+        "shadow-price",
         "shadow-price: a replace second in the log is metered by the first event",
-        CHECK,
-        why=as_why(RULES["shadow-price"]),
         events=log(("compaction/summary", summary), ("user/message", msg.user("x"), replaced)),
     )
     yield breaks(
