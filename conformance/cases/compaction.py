@@ -27,6 +27,7 @@ from conformance.cases.build import (
     ok,
     replace,
     start,
+    state,
     turn,
     turn_end,
 )
@@ -38,7 +39,6 @@ from conformance.cases.engine_build import (
     compact,
     first_question,
     history,
-    state_step,
     step_close,
     step_open,
     tool_steps,
@@ -71,7 +71,7 @@ def _manual() -> Cases:
     yield case(
         "manual compaction summarizes all but the newest unit under a standalone bracket",
         SELECT,
-        [*history(2), compact("k1"), state_step()],
+        [*history(2), compact("k1"), state()],
         why="between turns, everything but the newest indivisible unit is replaced by one checkpoint: the log gains "
         "compaction/start, compaction/summary, the checkpoint user/message and compaction/end (turn null), and "
         "loses nothing",
@@ -79,14 +79,14 @@ def _manual() -> Cases:
     yield case(
         "the checkpoint is the framed summary and cites the start, the summary and every node it shadows",
         PLAN,
-        [*history(2), compact("k1"), state_step()],
+        [*history(2), compact("k1"), state()],
         comment="the checkpoint's text is the preamble and <compacted-summary>, the summary, then </compacted-summary>; "
         "its id is the attempt's compactionId, its source the compact plugin's",
     )
     yield case(
         "a manual compaction's command id is carried by its start, summary, checkpoint and end",
         PLAN,
-        [*history(2), ok("compact", id="s", attempt=attempt("k1"), sourceCommandId="cmd-1"), state_step()],
+        [*history(2), ok("compact", id="s", attempt=attempt("k1"), sourceCommandId="cmd-1"), state()],
     )
     yield case(
         "manual compaction with nothing to compact writes nothing and answers null",
@@ -95,14 +95,14 @@ def _manual() -> Cases:
             *first_question(),
             turn_end(1),
             compact("k1"),
-            state_step(),
+            state(),
         ],
         comment="one surface node is the newest unit itself: there is no span before it",
     )
     yield case(
         "manual compaction of four nodes before a turn's lone question replaces all four",
         STABLE,
-        [*history(2), turn(3), append(msg.user("u3", LONG)), turn_end(3), compact("k1"), state_step()],
+        [*history(2), turn(3), append(msg.user("u3", LONG)), turn_end(3), compact("k1"), state()],
         comment="the third turn ended on its question: that node is the newest unit, and the span before it is "
         "the four nodes of the first two turns, each priced as it was when the summary was asked for",
     )
@@ -118,7 +118,7 @@ def _manual() -> Cases:
             step_close(3),
             turn_end(3),
             compact("k1"),
-            state_step(),
+            state(),
         ],
         comment="the newest node is an empty assistant message, priced 0: keeping 0 tokens is already reached "
         "with it, so the span ends at the question before it",
@@ -126,7 +126,7 @@ def _manual() -> Cases:
     yield case(
         "manual compaction of a surface that is one tool call and its result has nothing to compact",
         SELECT,
-        [ok("create", id="s"), turn(1), *tool_steps(1, "c1"), turn_end(1), compact("k1"), state_step()],
+        [ok("create", id="s"), turn(1), *tool_steps(1, "c1"), turn_end(1), compact("k1"), state()],
         comment="the newest node is the result; the cut before it splits it from its call, so the cut moves "
         "head-ward to the head itself and no span is left before it: null, nothing written",
     )
@@ -155,7 +155,7 @@ def _manual() -> Cases:
             ok("flush", id="s"),
             ok("fail_next", fsOp="fsync", errno="EIO"),
             fails(Code.COMPACTION_PERSISTENCE_FAILED, "compact", id="s", attempt=attempt("k1")),
-            state_step(),
+            state(),
             ok("flush", id="s"),
             ok("read", id="s"),
         ],
@@ -167,7 +167,7 @@ def _manual() -> Cases:
     yield case(
         "a manual compaction of a resumed session summarizes the stored turns and the ones appended since",
         SELECT,
-        [*resumed, compact("k1"), state_step(), ok("read", id="s")],
+        [*resumed, compact("k1"), state(), ok("read", id="s")],
         storage="file",
         comment="the resumed log is read from its stored lines and from what was appended after them: the "
         "summarized span crosses from one to the other",
@@ -190,7 +190,7 @@ def _span() -> Cases:
             *tool_steps(2, "c2"),
             turn_end(2),
             compact("k1"),
-            state_step(),
+            state(),
         ],
         comment="the newest node is the tool result; the cut just before it splits the call from its result, so "
         "the assistant message that called it and its result are both kept",
@@ -202,7 +202,7 @@ def _span() -> Cases:
             *first_question(),
             *tool_steps(1, "c1"),
             refused_region(1, 3),
-            state_step(),
+            state(),
         ],
     )
     yield case(
@@ -243,7 +243,7 @@ def _lock_and_owner() -> Cases:
             *history(2),
             ok("engine_append", id="s", type="compaction/start", data={"compactionId": "k0", "turn": None}),
             fails(Code.COMPACTION_BUSY, "compact", id="s", attempt=attempt("k1")),
-            state_step(),
+            state(),
         ],
         comment="the unmatched compaction/start k0 is the session's durable lock",
     )
@@ -262,7 +262,7 @@ def _lock_and_owner() -> Cases:
     yield case(
         "a lock left by an earlier lifecycle is stale after a newer end-seed and does not block",
         LOCK,
-        [ok("create", id="s", seed=seeded), compact("k1"), state_step()],
+        [ok("create", id="s", seed=seeded), compact("k1"), state()],
         comment="a DSH 0.1 log can hold such a start (its resume left open brackets for the end-seed to orphan); "
         "no rule of this specification leaves one, and the checker reports it as compaction-dangling",
     )
@@ -273,7 +273,7 @@ def _lock_and_owner() -> Cases:
             ok("create", id="s", seed=seeded[:-2]),
             ok("engine_append", id="s", type="compaction/start", data={"compactionId": "k0", "turn": None}),
             fails(Code.COMPACTION_BUSY, "compact", id="s", attempt=attempt("k1")),
-            state_step(),
+            state(),
         ],
         comment="the seed's end-seed marker is older than the start: only a newer end-seed makes a lock stale",
     )
@@ -285,7 +285,7 @@ def _lock_and_owner() -> Cases:
             ok("engine_append", id="s", type="compaction/start", data={"compactionId": "k0", "turn": None}),
             *open_turn(3),
             fails(Code.COMPACTION_BUSY, "compact_region", id="s", start=1, end=9, attempt=attempt("k1")),
-            state_step(),
+            state(),
         ],
         comment="the newest turn event is newer than the start: the scan for the lock reads past it",
     )
@@ -296,7 +296,7 @@ def _lock_and_owner() -> Cases:
             *history(1),
             *open_turn(2),
             fails(Code.COMPACTION_BUSY, "compact", id="s", attempt=attempt("k1")),
-            state_step(),
+            state(),
         ],
     )
     yield case(
@@ -309,7 +309,7 @@ def _lock_and_owner() -> Cases:
                 seed=log(("turn/start", {"turn": 1}), msg.user("u1", LONG), msg.assistant("a1", LONG)),
             ),
             fails(Code.COMPACTION_BUSY, "compact", id="s", attempt=attempt("k1")),
-            state_step(),
+            state(),
         ],
         comment="the newest event is the seed's end-seed marker: the scan for the open turn reads past it",
     )
@@ -320,7 +320,7 @@ def _lock_and_owner() -> Cases:
             *history(2),
             *open_turn(3),
             ok("compact_region", id="s", start=1, end=9, attempt=attempt("k1")),
-            state_step(),
+            state(),
         ],
     )
     yield case(
@@ -329,7 +329,7 @@ def _lock_and_owner() -> Cases:
         [
             *history(2),
             refused_region(1, 7, Code.COMPACTION_NO_OPEN_TURN),
-            state_step(),
+            state(),
         ],
     )
 
@@ -395,7 +395,7 @@ def _failure_paths() -> Cases:
         yield case(
             f"when {what}, manual compaction closes its bracket with the error and changes no surface node",
             rule,
-            [*history(2), fails(code, "compact", id="s", attempt=attempt("k1", **behaviour)), state_step()],
+            [*history(2), fails(code, "compact", id="s", attempt=attempt("k1", **behaviour)), state()],
         )
     for what, behaviour, code, _ in failures[:3]:
         yield case(
@@ -404,7 +404,7 @@ def _failure_paths() -> Cases:
             [
                 *history(2),
                 fails(code, "compact", id="s", attempt=attempt("k1", **behaviour), sourceCommandId="cmd-1"),
-                state_step(),
+                state(),
             ],
             comment="a failed end is the start's lifecycle whole (compactionId, sourceCommandId, turn) "
             "plus its error",
@@ -415,7 +415,7 @@ def _failure_paths() -> Cases:
         [
             *history(2),
             fails(Code.COMPACTION_SUMMARY_FAILED, "compact", id="s", attempt=attempt("k1", timeout=1)),
-            state_step(),
+            state(),
         ],
         comment="a timeout is a positive whole number of seconds: 1 is the least the scripted summarizer takes",
     )
@@ -434,7 +434,7 @@ def _failure_paths() -> Cases:
                     {"type": "tool-result", "toolCallId": "x", "content": "plain"},
                 ],
             ),
-            state_step(),
+            state(),
         ],
         comment="blocks whose types sort before and after image and tool-result, holding images in a "
         "content array, and a tool result whose content is not an array",
@@ -452,7 +452,7 @@ def _failure_paths() -> Cases:
                     {"type": "tool-call", "id": "x", "name": "read", "arguments": "{}"},
                 ],
             ),
-            state_step(),
+            state(),
         ],
     )
     yield case(
@@ -469,7 +469,7 @@ def _failure_paths() -> Cases:
                     "surfaceOp": "append",
                 },
             ),
-            state_step(),
+            state(),
         ],
         comment="the message appended while the summary was written stays after the checkpoint",
     )
@@ -508,7 +508,7 @@ def _failure_paths() -> Cases:
                         },
                     ),
                 ),
-                state_step(),
+                state(),
             ],
             comment=comment,
         )
@@ -552,7 +552,7 @@ def _automatic() -> Cases:
             [
                 *setup,
                 fails(code, "compact_region", id="s", start=1, end=9, attempt=attempt("k1", **behaviour)),
-                state_step(),
+                state(),
             ],
         )
     yield case(
@@ -563,7 +563,7 @@ def _automatic() -> Cases:
             ok(
                 "compact_region", id="s", start=1, end=9, attempt=attempt("k1", text="Short.", cancel="after")
             ),
-            state_step(),
+            state(),
         ],
         comment="only manual compaction checks the signal after the summarizer (notes §4.5 step 6.3)",
     )
@@ -584,7 +584,7 @@ def _automatic() -> Cases:
                     append={"type": "user/message", "data": msg.user("u9", "more"), "surfaceOp": "append"},
                 ),
             ),
-            state_step(),
+            state(),
         ],
         comment="automatic compaction needs the whole priced surface unchanged, even outside its span",
     )
@@ -600,7 +600,7 @@ def _automatic() -> Cases:
                 end=3,
                 attempt=attempt("k1", text="Short.", append={"type": "todo/write", "data": {"todos": []}}),
             ),
-            state_step(),
+            state(),
         ],
     )
 
@@ -611,12 +611,12 @@ def _pressure() -> Cases:
     yield case(
         "below the threshold pressure does nothing",
         "is_under_pressure",
-        [*setup, ok("compact_if_needed", id="s", contextWindow=100000, attempts=two), state_step()],
+        [*setup, ok("compact_if_needed", id="s", contextWindow=100000, attempts=two), state()],
     )
     yield case(
         "at the threshold pressure compacts the head and keeps the retained tail",
         "is_under_pressure",
-        [*setup, ok("compact_if_needed", id="s", contextWindow=600, attempts=two), state_step()],
+        [*setup, ok("compact_if_needed", id="s", contextWindow=600, attempts=two), state()],
         comment="the window of 600 tokens puts the threshold at 480 and the retained tail at 96 tokens: the "
         "newest question is kept",
     )
@@ -756,7 +756,7 @@ def _pressure() -> Cases:
                 policy={"thresholdRatio": 1, "retainTokens": 0},
                 attempts=two,
             ),
-            state_step(),
+            state(),
         ],
         comment="in order: "
         + "; ".join(accepted)
@@ -777,7 +777,7 @@ def _pressure() -> Cases:
                 policy={"compactionRetries": 0},
                 attempts=[attempt("k1")],
             ),
-            state_step(),
+            state(),
         ],
     )
     yield case(
@@ -803,7 +803,7 @@ def _pressure() -> Cases:
                 prune={"thresholdChars": 400, "headChars": 100, "tailChars": 100},
                 attempts=two,
             ),
-            state_step(),
+            state(),
         ],
         comment="the tool result alone holds the context over the threshold; once pruned it is under",
     )
@@ -813,7 +813,7 @@ def _pressure() -> Cases:
         [
             *setup,
             ok("compact_if_needed", id="s", trigger="context-overflow", attempts=[attempt("k1")]),
-            state_step(),
+            state(),
         ],
     )
     yield case(
@@ -832,7 +832,7 @@ def _pressure() -> Cases:
             append(msg.user("u1", LONG)),
             append(msg.user("u2", LONG)),
             ok("compact_if_needed", id="s", trigger="context-overflow", attempts=[attempt("k1")]),
-            state_step(),
+            state(),
         ],
     )
 
@@ -844,10 +844,14 @@ def _measured(steps: Sequence[Step], session: str = "s") -> tuple[tuple[int, ...
     oracle = SpecOracle()
     for step in (*start(), *steps):
         oracle.handle(step.request)
-    state = oracle.handle({"op": "state", "id": session})["result"]
-    assert isinstance(state, dict) and isinstance(state["events"], list) and isinstance(state["nodes"], list)
-    events = [event for event in state["events"] if isinstance(event, dict)]
-    nodes = [seq for seq in state["nodes"] if isinstance(seq, int)]
+    snapshot = oracle.handle({"op": "state", "id": session})["result"]
+    assert (
+        isinstance(snapshot, dict)
+        and isinstance(snapshot["events"], list)
+        and isinstance(snapshot["nodes"], list)
+    )
+    events = [event for event in snapshot["events"] if isinstance(event, dict)]
+    nodes = [seq for seq in snapshot["nodes"] if isinstance(seq, int)]
     priced = price_surface(nodes, events)
     return tuple(price for _, price in priced), derive_context_tokens(events, priced)
 
@@ -864,7 +868,7 @@ def _pressed(setup: Sequence[Step], window: int, policy: JsonObject) -> list[Ste
             policy=policy,
             attempts=[attempt("k1"), attempt("k2")],
         ),
-        state_step(),
+        state(),
     ]
 
 
@@ -890,7 +894,7 @@ def _pressure_boundary() -> Cases:
                 [
                     *setup,
                     ok("compact_if_needed", id="s", contextWindow=window, policy=policy, attempts=two),
-                    state_step(),
+                    state(),
                 ],
                 comment=f"the context is estimated at {tokens} tokens and the window of {window} puts the "
                 f"threshold at {tokens + above}: pressure {outcome}",

@@ -106,7 +106,3 @@ def attempt(compaction_id: str, **behaviour: Any) -> JsonObject:
 
 def compact(compaction_id: str = "k1", session: str = "s", **behaviour: Any) -> Step:
     return ok("compact", id=session, attempt=attempt(compaction_id, **behaviour))
-
-
-def state_step(session: str = "s") -> Step:
-    return ok("state", id=session)

@@ -11,14 +11,13 @@ prune that landed before a failed summary counts, a late cancellation prevents i
 from __future__ import annotations
 
 from conformance.cases import msg
-from conformance.cases.build import Cases, Step, append, case, ok, turn, turn_end
+from conformance.cases.build import Cases, Step, append, case, ok, state, turn, turn_end
 from conformance.cases.engine_build import (
     LONG,
     answered_step,
     attempt,
     first_question,
     history,
-    state_step,
     tool_steps,
 )
 
@@ -36,7 +35,7 @@ def cases() -> Cases:
     yield case(
         "a compaction that lands earns one retry",
         EARNED,
-        [*overflowing(), ok("overflow", id="s", attempt=attempt("k1")), state_step()],
+        [*overflowing(), ok("overflow", id="s", attempt=attempt("k1")), state()],
     )
     yield case(
         "a second overflow after the retry is not recovered: maxOverflowRetries is 1",
@@ -45,7 +44,7 @@ def cases() -> Cases:
             *overflowing(),
             ok("overflow", id="s", attempt=attempt("k1")),
             ok("overflow", id="s", attempt=attempt("k2")),
-            state_step(),
+            state(),
         ],
         comment="the second report finds the budget spent: nothing is compacted, nothing is written",
     )
@@ -63,7 +62,7 @@ def cases() -> Cases:
     yield case(
         "a failure that is not a context overflow is not recovered",
         ALLOWED,
-        [*overflowing(), ok("overflow", id="s", code="RATE_LIMITED", attempt=attempt("k1")), state_step()],
+        [*overflowing(), ok("overflow", id="s", code="RATE_LIMITED", attempt=attempt("k1")), state()],
     )
     yield case(
         "a failure coded CONTEXT_WINDOW_EXCEEDED by the caller is recovered like the default",
@@ -71,14 +70,14 @@ def cases() -> Cases:
         [
             *overflowing(),
             ok("overflow", id="s", code="CONTEXT_WINDOW_EXCEEDED", attempt=attempt("k1")),
-            state_step(),
+            state(),
         ],
         comment="the code is compared by its text, whatever object carries it",
     )
     yield case(
         "a failure whose code sorts before CONTEXT_WINDOW_EXCEEDED is not recovered either",
         ALLOWED,
-        [*overflowing(), ok("overflow", id="s", code="AUTH_FAILED", attempt=attempt("k1")), state_step()],
+        [*overflowing(), ok("overflow", id="s", code="AUTH_FAILED", attempt=attempt("k1")), state()],
         comment="only the canonical code is an overflow: not a code that merely sorts near it",
     )
     twice = {"maxOverflowRetries": 2}
@@ -94,7 +93,7 @@ def cases() -> Cases:
             append(msg.user("u4", LONG)),
             ok("overflow", id="s", policy=twice, attempt=attempt("k2")),
             ok("overflow", id="s", policy=twice, attempt=attempt("k3")),
-            state_step(),
+            state(),
         ],
         comment="the retries of one live session count on across reports: 1, then 2, then the budget of 2 is spent",
     )
@@ -104,7 +103,7 @@ def cases() -> Cases:
         [
             *overflowing(),
             ok("overflow", id="s", policy={"maxOverflowRetries": 0}, attempt=attempt("k1")),
-            state_step(),
+            state(),
         ],
     )
     yield case(
@@ -113,7 +112,7 @@ def cases() -> Cases:
         [
             *first_question(),
             ok("overflow", id="s", attempt=attempt("k1")),
-            state_step(),
+            state(),
         ],
     )
     yield case(
@@ -122,7 +121,7 @@ def cases() -> Cases:
         [
             *overflowing(),
             ok("overflow", id="s", attempt=attempt("k1", fail="the model is unavailable")),
-            state_step(),
+            state(),
         ],
         comment="the failed bracket is in the log, closed with its error; replaceGeneration did not move",
     )
@@ -133,13 +132,13 @@ def cases() -> Cases:
             *first_question(),
             *tool_steps(1, "c1"),
             ok("overflow", id="s", prune=PRUNER, attempt=attempt("k1", fail="the model is unavailable")),
-            state_step(),
+            state(),
         ],
     )
     yield case(
         "a cancellation while the summary is written prevents the retry",
         EARNED,
-        [*overflowing(), ok("overflow", id="s", attempt=attempt("k1", cancel="during")), state_step()],
+        [*overflowing(), ok("overflow", id="s", attempt=attempt("k1", cancel="during")), state()],
     )
     yield case(
         "a compaction that lands after a late cancellation still earns no retry",
@@ -147,7 +146,7 @@ def cases() -> Cases:
         [
             *overflowing(),
             ok("overflow", id="s", attempt=attempt("k1", text="Short.", cancel="after")),
-            state_step(),
+            state(),
         ],
         comment="automatic compaction ignores an abort after its summary and commits; the retry needs a "
         "request that was not cancelled",
@@ -165,7 +164,7 @@ def cases() -> Cases:
     yield case(
         "a resumed session's recoveries start again at 0: its first overflow is recovered",
         ALLOWED,
-        [*spent_then_resumed, ok("overflow", id="s", attempt=attempt("k2")), state_step()],
+        [*spent_then_resumed, ok("overflow", id="s", attempt=attempt("k2")), state()],
         storage="memory",
         comment="the retry spent before the close belonged to the live session the close released",
     )

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 from conformance.builders import tool_result
 from conformance.cases import msg
-from conformance.cases.build import Cases, Step, append, case, fails, ok, replace, turn
+from conformance.cases.build import Cases, Step, append, case, fails, ok, replace, state, turn
 from conformance.cases.engine_build import (
     TOOL_OUTPUT,
     attempt,
     first_question,
     history,
-    state_step,
     tool_steps,
 )
 from spec.codes import Code
@@ -33,12 +32,12 @@ def cases() -> Cases:
     yield case(
         "a pass prunes every oversized result: a metering event priced on the original, then its replacement",
         PASS,
-        [*setup, ok("prune", id="s", config=SMALL), state_step()],
+        [*setup, ok("prune", id="s", config=SMALL), state()],
     )
     yield case(
         "a second pass prunes nothing and appends nothing",
         PASS,
-        [*setup, ok("prune", id="s", config=SMALL), ok("prune", id="s", config=SMALL), state_step()],
+        [*setup, ok("prune", id="s", config=SMALL), ok("prune", id="s", config=SMALL), state()],
         why="pruning converges in one pass: a pruned result is within the threshold",
     )
     yield case(
@@ -48,13 +47,13 @@ def cases() -> Cases:
             *first_question("grep the tests"),
             *tool_steps(1, "c1", is_error=True),
             ok("prune", id="s", config=SMALL),
-            state_step(),
+            state(),
         ],
     )
     yield case(
         "a result within the default threshold is left alone",
         PASS,
-        [*setup, ok("prune", id="s"), state_step()],
+        [*setup, ok("prune", id="s"), state()],
         comment=f"the result holds {len(TOOL_OUTPUT)} code points, under the default 8192",
     )
     yield case(
@@ -64,7 +63,7 @@ def cases() -> Cases:
             *setup,
             ok("append", id="s", type="turn/end", data={"turn": 1, "reason": {"kind": "completed"}}),
             fails(Code.PRUNE_OUTSIDE_TURN, "prune", id="s", config=SMALL),
-            state_step(),
+            state(),
         ],
     )
     yield case(
@@ -119,14 +118,12 @@ def _rewritten_first() -> list[Step]:
 def _by_both_passes(what: str, setup: list[Step], comment: str) -> Cases:
     """``what`` holds of the prune op's pass and of overflow recovery's (whose summary fails, so
     the log shows the prunes alone)."""
-    yield case(
-        f"a pass {what}", PASS, [*setup, ok("prune", id="s", config=SMALL), state_step()], comment=comment
-    )
+    yield case(f"a pass {what}", PASS, [*setup, ok("prune", id="s", config=SMALL), state()], comment=comment)
     failing = attempt("k1", fail="the model is unavailable")
     yield case(
         f"overflow recovery's pass {what}",
         PASS,
-        [*setup, ok("overflow", id="s", prune=SMALL, attempt=failing), state_step()],
+        [*setup, ok("overflow", id="s", prune=SMALL, attempt=failing), state()],
     )
 
 
