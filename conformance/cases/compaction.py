@@ -12,7 +12,7 @@ Every failing case shows the log after it: the start, the end with its error, no
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Final
+from typing import Any, Final
 
 from conformance.cases import msg
 from conformance.cases.build import (
@@ -242,8 +242,7 @@ def _lock_and_owner() -> Cases:
         [
             *history(2),
             ok("engine_append", id="s", type="compaction/start", data={"compactionId": "k0", "turn": None}),
-            fails(Code.COMPACTION_BUSY, "compact", id="s", attempt=attempt("k1")),
-            state(),
+            *failed(Code.COMPACTION_BUSY),
         ],
         comment="the unmatched compaction/start k0 is the session's durable lock",
     )
@@ -272,8 +271,7 @@ def _lock_and_owner() -> Cases:
         [
             ok("create", id="s", seed=seeded[:-2]),
             ok("engine_append", id="s", type="compaction/start", data={"compactionId": "k0", "turn": None}),
-            fails(Code.COMPACTION_BUSY, "compact", id="s", attempt=attempt("k1")),
-            state(),
+            *failed(Code.COMPACTION_BUSY),
         ],
         comment="the seed's end-seed marker is older than the start: only a newer end-seed makes a lock stale",
     )
@@ -284,8 +282,7 @@ def _lock_and_owner() -> Cases:
             *history(2),
             ok("engine_append", id="s", type="compaction/start", data={"compactionId": "k0", "turn": None}),
             *open_turn(3),
-            fails(Code.COMPACTION_BUSY, "compact_region", id="s", start=1, end=9, attempt=attempt("k1")),
-            state(),
+            *failed(Code.COMPACTION_BUSY, "compact_region"),
         ],
         comment="the newest turn event is newer than the start: the scan for the lock reads past it",
     )
@@ -295,8 +292,7 @@ def _lock_and_owner() -> Cases:
         [
             *history(1),
             *open_turn(2),
-            fails(Code.COMPACTION_BUSY, "compact", id="s", attempt=attempt("k1")),
-            state(),
+            *failed(Code.COMPACTION_BUSY),
         ],
     )
     yield case(
@@ -308,8 +304,7 @@ def _lock_and_owner() -> Cases:
                 id="s",
                 seed=log(("turn/start", {"turn": 1}), msg.user("u1", LONG), msg.assistant("a1", LONG)),
             ),
-            fails(Code.COMPACTION_BUSY, "compact", id="s", attempt=attempt("k1")),
-            state(),
+            *failed(Code.COMPACTION_BUSY),
         ],
         comment="the newest event is the seed's end-seed marker: the scan for the open turn reads past it",
     )
@@ -395,7 +390,7 @@ def _failure_paths() -> Cases:
         yield case(
             f"when {what}, manual compaction closes its bracket with the error and changes no surface node",
             rule,
-            [*history(2), fails(code, "compact", id="s", attempt=attempt("k1", **behaviour)), state()],
+            [*history(2), *failed(code, behaviour=behaviour)],
         )
     for what, behaviour, code, _ in failures[:3]:
         yield case(
@@ -403,8 +398,7 @@ def _failure_paths() -> Cases:
             BRACKET,
             [
                 *history(2),
-                fails(code, "compact", id="s", attempt=attempt("k1", **behaviour), sourceCommandId="cmd-1"),
-                state(),
+                *failed(code, behaviour=behaviour, sourceCommandId="cmd-1"),
             ],
             comment="a failed end is the start's lifecycle whole (compactionId, sourceCommandId, turn) "
             "plus its error",
@@ -549,11 +543,7 @@ def _automatic() -> Cases:
         yield case(
             f"when {what}, automatic compaction closes its bracket and raises the failure as it is",
             rule,
-            [
-                *setup,
-                fails(code, "compact_region", id="s", start=1, end=9, attempt=attempt("k1", **behaviour)),
-                state(),
-            ],
+            [*setup, *failed(code, "compact_region", behaviour)],
         )
     yield case(
         "a cancellation after the summary does not stop an automatic compaction",
@@ -835,6 +825,13 @@ def _pressure() -> Cases:
             state(),
         ],
     )
+
+
+def failed(code: Code, op: str = "compact", behaviour: JsonObject | None = None, **more: Any) -> list[Step]:
+    """``op`` (``compact_region`` over nodes 1 to 9) with attempt k1 scripted by ``behaviour``,
+    failing with ``code``, then the session's state."""
+    region = {"start": 1, "end": 9} if op == "compact_region" else {}
+    return [fails(code, op, id="s", **region, attempt=attempt("k1", **(behaviour or {})), **more), state()]
 
 
 def _measured(steps: Sequence[Step], session: str = "s") -> tuple[tuple[int, ...], int]:
