@@ -298,11 +298,7 @@ def engine_cases() -> Cases:
     yield case(
         "a resumed session's state equals a full replay of its repaired log",
         ROW,
-        [
-            *crashed_inside_turn_2,
-            ok("resume", id="s"),
-            *_ledger(),
-        ],
+        [*crashed_inside_turn_2, ok("resume", id="s"), *_ledger()],
         storage="file",
     )
     yield case(
