@@ -10,25 +10,12 @@ from __future__ import annotations
 from typing import Final
 
 from conformance.cases.build import Cases, case, chained, fails, gone, ok, pure
-from spec.codes import Code
+from spec.codes import MEANING, Code
 from spec.log.json import JsonObject, JsonValue
 
 BUILD = "build_header"
 VALIDATE = "spec.header.validate_header"
 
-FIELD_RULES: Final = {
-    Code.HEADER_CWD: "a header's cwd, if any, is a string holding an absolute path",
-    Code.HEADER_CREATED_AT: "a header's createdAt is a non-negative safe integer",
-    Code.HEADER_PARENT_SESSION: "a header's parentSession, if any, is a string",
-    Code.HEADER_SEED_LENGTH: "a header's seedLength, if any, is a non-negative safe integer",
-    Code.HEADER_ORIGIN: 'a header\'s origin, if any, is "subagent"',
-    Code.HEADER_DELEGATION_DEPTH: "a header's delegationDepth is a non-negative safe integer",
-    Code.HEADER_AGENT_PRESET: "a header's agentPreset, if any, is a string",
-    Code.HEADER_NOT_RECORD: "a header, and a create's meta when given, is a JSON object",
-    Code.HEADER_VERSION: "a header's version is the number 4",
-    Code.HEADER_ID_MISMATCH: "a header names the session it belongs to",
-    Code.HEADER_IS_SEEDED: "a header's isSeeded is a boolean, always present",
-}
 
 VALID: Final[JsonObject] = {"version": 4, "id": "s", "createdAt": 0, "delegationDepth": 0, "isSeeded": False}
 
@@ -141,7 +128,7 @@ def bad_meta_cases() -> Cases:
             f"{name}, and no session is created",
             BUILD,
             [fails(code, "create", id="s", meta=meta), gone()],
-            why=FIELD_RULES[code],
+            why=MEANING[code],
         )
 
 
@@ -150,7 +137,7 @@ def valid_header_cases() -> Cases:
     yield pure(
         "a header created at the largest safe integer is valid",
         VALIDATE,
-        why=FIELD_RULES[Code.HEADER_CREATED_AT],
+        why=MEANING[Code.HEADER_CREATED_AT],
         sessionId="s",
         header={**VALID, "createdAt": 2**53 - 1},
     )
@@ -223,7 +210,7 @@ def bad_header_cases() -> Cases:
         ),
     ]
     for name, code, session_id, header in refused:
-        yield pure(name, VALIDATE, code, why=FIELD_RULES[code], sessionId=session_id, header=header)
+        yield pure(name, VALIDATE, code, why=MEANING[code], sessionId=session_id, header=header)
 
 
 cases: Final = chained(meta_cases, bad_meta_cases, valid_header_cases, bad_header_cases)

@@ -11,19 +11,10 @@ from typing import Final
 
 from conformance.cases import msg
 from conformance.cases.build import OK, Cases, Step, append, case, chained, fails, ok, replace, state
-from spec.codes import Code
+from spec.codes import MEANING, Code
 from spec.log.json import JsonObject, JsonValue
 
 RULE = "validate_provenance"
-
-CODE_RULES: Final = {
-    Code.PROVENANCE_NOT_ARRAY: "sourceEventSeqs, when present, is an array",
-    Code.PROVENANCE_EMPTY: "sourceEventSeqs may be an empty list only on an assistant/message",
-    Code.PROVENANCE_NOT_SEQ: "every entry of sourceEventSeqs is an event seq, a non-negative safe integer",
-    Code.PROVENANCE_DUPLICATE: "sourceEventSeqs cites each seq at most once",
-    Code.PROVENANCE_NOT_EARLIER: "an event cites only events logged before it",
-    Code.PROVENANCE_MISSING_SHADOWED: "a replace cites every node it shadows",
-}
 
 
 def two_nodes() -> list[Step]:
@@ -60,7 +51,7 @@ def citing_cases() -> Cases:
         "an assistant/message may cite nothing (a known-empty provider stream)",
         RULE,
         [*two_nodes(), Step(cite("assistant/message", []), OK)],
-        why=CODE_RULES[Code.PROVENANCE_EMPTY],
+        why=MEANING[Code.PROVENANCE_EMPTY],
     )
 
 
@@ -126,13 +117,13 @@ def refused_cases() -> Cases:
             name,
             RULE,
             [*two_nodes(), Step(cite(kind, sources), str(code)), state()],
-            why=CODE_RULES[code],
+            why=MEANING[code],
             comment=comment,
         )
 
 
 def replace_cases() -> Cases:
-    shadowed = CODE_RULES[Code.PROVENANCE_MISSING_SHADOWED]
+    shadowed = MEANING[Code.PROVENANCE_MISSING_SHADOWED]
     yield case(
         "a replace without sourceEventSeqs does not cite what it shadows",
         RULE,
@@ -165,7 +156,7 @@ def replace_cases() -> Cases:
         "a replace citing an empty list is refused for the empty list first",
         RULE,
         [*two_nodes(), Step(cite("user/message", [], replace(0, 1)), str(Code.PROVENANCE_EMPTY))],
-        why=CODE_RULES[Code.PROVENANCE_EMPTY],
+        why=MEANING[Code.PROVENANCE_EMPTY],
         comment="the empty list also misses both shadowed nodes; the expected code says which check "
         "comes first",
     )

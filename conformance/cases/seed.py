@@ -12,7 +12,7 @@ from typing import Any, Final
 
 from conformance.cases import msg
 from conformance.cases.build import Case, Cases, case, chained, event, fails, gone, log, ok, replace, state
-from spec.codes import Code
+from spec.codes import MEANING, Code
 from spec.log.json import JsonObject, JsonValue
 
 ENVELOPE = "validate_seed_envelope"
@@ -21,26 +21,6 @@ HEADER_SHAPE = "validate_request_header_shape"
 SURFACE = "plan_seed_surface"
 SEQ = "validate_seed_seq"
 FOLD = "fold_seed"
-
-MESSAGE_RULES: Final = {
-    Code.MESSAGE_UNIDENTIFIED: "a seeded message has a non-empty string id",
-    Code.MESSAGE_ROLE: "a seeded message has the role its event type requires",
-    Code.MESSAGE_SOURCE: "a seeded message has a source object with a non-empty kind",
-    Code.MESSAGE_CONTENT: "a seeded message's content is an array",
-    Code.MESSAGE_MODEL_SOURCE: "a seeded assistant message's source is a model naming provider and model",
-    Code.MESSAGE_TOOL_SOURCE: "a seeded tool result's source is a tool naming its callId",
-    Code.MESSAGE_TOOL_BLOCK: "a seeded tool result's content is exactly one tool-result block, "
-    "itself with array content",
-    Code.MESSAGE_TOOL_CALL_ID_MISMATCH: "a seeded tool result's block answers the call its source names",
-}
-HEADER_RULES: Final = {
-    Code.REQUEST_HEADER_PROVIDER_MODEL: "a seeded request/header's config names a non-empty provider "
-    "and model",
-    Code.REQUEST_HEADER_REASONING_EFFORT: "a seeded request/header's reasoningEffort, if any, is a "
-    "non-empty string",
-    Code.REQUEST_HEADER_ADAPTER_DEFAULTS: "adapterDefaults, if any, is an object marking, each with true, "
-    "reasoningEffort or maxTokens where the config sets them",
-}
 
 
 def refused(
@@ -243,20 +223,20 @@ def request_header_cases() -> Cases:
             {"header": {"config": config, "adapterDefaults": []}},
         ),
     ]:
-        yield refused(name, code, HEADER_SHAPE, [event(0, "request/header", data)], why=HEADER_RULES[code])
+        yield refused(name, code, HEADER_SHAPE, [event(0, "request/header", data)], why=MEANING[code])
     marked = {"header": {"config": {**config, "maxTokens": 9}, "adapterDefaults": {"maxTokens": True}}}
     yield case(
         "adapterDefaults may mark a field the config sets",
         HEADER_SHAPE,
         [ok("create", id="s", seed=[event(0, "request/header", marked)])],
-        why=HEADER_RULES[Code.REQUEST_HEADER_ADAPTER_DEFAULTS],
+        why=MEANING[Code.REQUEST_HEADER_ADAPTER_DEFAULTS],
     )
 
 
 def message_shape_cases() -> Cases:
     for name, code, kind, data in user_and_assistant_shapes() + tool_result_shapes():
         seed: list[JsonValue] = [event(0, kind, data, surfaceOp="append")]
-        yield refused(name, code, SHAPE, seed, why=MESSAGE_RULES[code])
+        yield refused(name, code, SHAPE, seed, why=MEANING[code])
 
 
 def user_and_assistant_shapes() -> list[tuple[str, Code, str, JsonValue]]:
