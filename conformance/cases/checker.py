@@ -208,7 +208,7 @@ def turn_edge_cases() -> Cases:
         events=log(msg.user(), ("assistant/message", msg.assistant("a9"), {"surfaceOp": replace(0, 0)})),
         comment="only a replacing tool/result and the execution records must be inside a turn",
     )
-    paired: tuple[str, JsonObject, JsonObject] = ("tool/result", msg.result("c1"), APPEND)
+    paired = msg.result("c1")
     carrying: JsonObject = {"turn": 1, "step": 1, "message": {"source": {"kind": "tool", "callId": "c1"}}}
     yield checked(
         "tool-result-pairing",
@@ -218,7 +218,7 @@ def turn_edge_cases() -> Cases:
     )
     yield breaks(
         "tool-result-pairing: a result for a call never logged, appended twice, is a violation each time",
-        log(T1, S1, ("tool/result", msg.result("c2"), APPEND), ("tool/result", msg.result("c2"), APPEND)),
+        log(T1, S1, msg.result("c2"), msg.result("c2")),
         comment="an unpaired result answers nothing: it leaves no call behind for the next one",
     )
     yield breaks(
