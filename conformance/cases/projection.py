@@ -94,6 +94,12 @@ def _ledger(session: str = "s") -> list[Step]:
     return [ok("state_of", id=session, **LEDGER)]
 
 
+def _crashed_then_read(unit: dict[str, str] | None = None) -> list[Step]:
+    """A flush and a crash, then ``unit``'s state of the stored session "s" (none: just the crash)."""
+    read = [ok("state_of_stored", id="s", **unit)] if unit is not None else []
+    return [ok("flush", id="s"), ok("crash"), *read]
+
+
 def engine_cases() -> Cases:
     yield case(
         "a unit registered after the events still reads the state of the whole log",
@@ -237,7 +243,7 @@ def engine_cases() -> Cases:
         ],
     )
     crash_setup = [ok("project", **LEDGER), ok("create", id="s"), *closed_turn(1)]
-    crashed_inside_turn_2 = [*crash_setup, turn(2), step_open(2), ok("flush", id="s"), ok("crash")]
+    crashed_inside_turn_2 = [*crash_setup, turn(2), step_open(2), *_crashed_then_read()]
     yield case(
         "after a crash a state read from a stale cache row equals a full replay",
         ROW,
@@ -245,9 +251,7 @@ def engine_cases() -> Cases:
             *crash_setup,
             turn(2),
             *answered_step(2),
-            ok("flush", id="s"),
-            ok("crash"),
-            ok("state_of_stored", id="s", **LEDGER),
+            *_crashed_then_read(LEDGER),
         ],
         comment="the cache row was written at the turn/end of turn 1; turn 2 reached the log after it",
         storage="file",
@@ -261,9 +265,7 @@ def engine_cases() -> Cases:
             compact("k1"),
             *closed_turn(3),
             turn(4),
-            ok("flush", id="s"),
-            ok("crash"),
-            ok("state_of_stored", id="s", **DIGEST),
+            *_crashed_then_read(DIGEST),
         ],
         comment="the row written at turn 3's turn/end counts the compaction; a fold of the log from its start on top of it would count it again",
         storage="file",
@@ -276,9 +278,7 @@ def engine_cases() -> Cases:
             ok("create", id="s"),
             turn(1),
             step_open(1),
-            ok("flush", id="s"),
-            ok("crash"),
-            ok("state_of_stored", id="s", **LEDGER),
+            *_crashed_then_read(LEDGER),
         ],
         comment="no turn ended, so no cache row was written: the cache is cold",
         storage="file",
