@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Final
 
 from conformance.cases import msg
-from conformance.cases.build import OK, Cases, Step, append, case, chained, fails, ok, replace, state
+from conformance.cases.build import OK, Cases, Step, append, case, chained, ok, refused, replace, state
 from spec.codes import MEANING, Code
 from spec.log.json import JsonObject, JsonValue
 
@@ -129,14 +129,7 @@ def replace_cases() -> Cases:
         RULE,
         [
             *two_nodes(),
-            fails(
-                Code.PROVENANCE_MISSING_SHADOWED,
-                "append",
-                id="s",
-                type="user/message",
-                data=msg.user("x"),
-                surfaceOp=replace(0, 1),
-            ),
+            refused(Code.PROVENANCE_MISSING_SHADOWED, append(msg.user("x"), surfaceOp=replace(0, 1))),
         ],
         why=shadowed,
     )

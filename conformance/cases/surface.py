@@ -187,7 +187,7 @@ def surface_op_cases() -> Cases:
         yield case(
             name,
             READ,
-            [ok("create", id="s"), fails(Code.SURFACE_OP_MISSING, "append", id="s", type=kind, data=data)],
+            [ok("create", id="s"), refused(Code.SURFACE_OP_MISSING, append(data, type=kind))],
             why=SURFACE_OP_RULE,
         )
     yield from invalid_op_cases()
@@ -202,9 +202,7 @@ def invalid_op_cases() -> Cases:
         ("surfaceOp that is an array is not a surface op", ["append"]),
     ]
     for name, op in invalid_ops:
-        invalid = fails(
-            Code.SURFACE_OP_INVALID, "append", id="s", type="user/message", data=msg.user(), surfaceOp=op
-        )
+        invalid = refused(Code.SURFACE_OP_INVALID, append(msg.user(), surfaceOp=op))
         yield case(name, READ, [ok("create", id="s"), invalid, state()], why=SURFACE_OP_RULE)
 
 
@@ -222,15 +220,7 @@ def malformed_replace_cases() -> Cases:
         ("a replace op with a fractional end is malformed", {"op": "replace", "start": 0, "end": 0.5}),
     ]
     for name, op in malformed:
-        bad = fails(
-            Code.REPLACE_OP_INVALID,
-            "append",
-            id="s",
-            type="user/message",
-            data=msg.user("x"),
-            surfaceOp=op,
-            sourceEventSeqs=[0],
-        )
+        bad = refused(Code.REPLACE_OP_INVALID, append(msg.user("x"), surfaceOp=op, sourceEventSeqs=[0]))
         yield case(name, READ, [*three_nodes(), bad], why=SURFACE_OP_RULE)
 
 
