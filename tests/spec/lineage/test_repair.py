@@ -8,6 +8,20 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from log_specs import (
+    assistant,
+    compaction_end,
+    compaction_start,
+    end_seed,
+    log,
+    step_end,
+    step_start,
+    tool_call,
+    tool_result,
+    turn_end,
+    turn_start,
+    user,
+)
 from shared_material import shared_dir
 
 from spec.lineage.repair import (
@@ -21,97 +35,6 @@ from spec.lineage.repair import (
 from spec.log.events import Event
 from spec.log.json import FrozenDict
 from spec.log.unclosed import has_open_turn
-
-# --- a tiny log builder: each helper returns (type, data, extra envelope keys) ----------------------
-
-
-def log(*specs: tuple[str, dict[str, Any], dict[str, Any]], time: int = 1000) -> list[Event]:
-    """Number the given events 0, 1, 2... (all at ``time``)."""
-    return [
-        {"type": kind, "seq": seq, "time": time, "data": data, **extra}
-        for seq, (kind, data, extra) in enumerate(specs)
-    ]
-
-
-def turn_start(turn: int) -> tuple[str, dict[str, Any], dict[str, Any]]:
-    return ("turn/start", {"turn": turn}, {})
-
-
-def turn_end(turn: int) -> tuple[str, dict[str, Any], dict[str, Any]]:
-    return ("turn/end", {"turn": turn, "reason": {"kind": "completed"}}, {})
-
-
-def step_start(turn: int, step: int) -> tuple[str, dict[str, Any], dict[str, Any]]:
-    return ("step/start", {"turn": turn, "step": step}, {})
-
-
-def step_end(turn: int, step: int) -> tuple[str, dict[str, Any], dict[str, Any]]:
-    return ("step/end", {"turn": turn, "step": step}, {})
-
-
-def user(text: str = "hi") -> tuple[str, dict[str, Any], dict[str, Any]]:
-    data = {
-        "id": f"u-{text}",
-        "role": "user",
-        "source": {"kind": "user"},
-        "content": [{"type": "text", "text": text}],
-    }
-    return ("user/message", data, {"surfaceOp": "append"})
-
-
-def assistant(turn: int, step: int, *call_ids: str) -> tuple[str, dict[str, Any], dict[str, Any]]:
-    content = [
-        {"type": "tool-call", "id": call_id, "name": "bash", "arguments": "{}"} for call_id in call_ids
-    ]
-    message = {
-        "id": "a",
-        "role": "assistant",
-        "content": content or [{"type": "text", "text": "ok"}],
-        "source": {"kind": "model", "provider": "p", "model": "m"},
-    }
-    return ("assistant/message", {"turn": turn, "step": step, "message": message}, {"surfaceOp": "append"})
-
-
-def tool_call(turn: int, step: int, call_id: str) -> tuple[str, dict[str, Any], dict[str, Any]]:
-    return (
-        "tool/call",
-        {"turn": turn, "step": step, "callId": call_id, "name": "bash", "arguments": "{}"},
-        {},
-    )
-
-
-def tool_result(turn: int, step: int, call_id: str) -> tuple[str, dict[str, Any], dict[str, Any]]:
-    block = {
-        "type": "tool-result",
-        "toolCallId": call_id,
-        "isError": False,
-        "content": [{"type": "text", "text": "out"}],
-    }
-    message = {
-        "id": f"r-{call_id}",
-        "role": "user",
-        "source": {"kind": "tool", "callId": call_id},
-        "content": [block],
-    }
-    return ("tool/result", {"turn": turn, "step": step, "message": message}, {"surfaceOp": "append"})
-
-
-def compaction_start(
-    compaction_id: str, turn: int | None, command: str | None = None
-) -> tuple[str, dict[str, Any], dict[str, Any]]:
-    data: dict[str, Any] = {"compactionId": compaction_id}
-    if command is not None:
-        data["sourceCommandId"] = command
-    data["turn"] = turn
-    return ("compaction/start", data, {})
-
-
-def compaction_end(compaction_id: str, turn: int | None) -> tuple[str, dict[str, Any], dict[str, Any]]:
-    return ("compaction/end", {"compactionId": compaction_id, "turn": turn}, {})
-
-
-def end_seed() -> tuple[str, dict[str, Any], dict[str, Any]]:
-    return ("session/end-seed", {}, {})
 
 
 def closers_of(events: list[Event]) -> Any:
@@ -281,7 +204,7 @@ def test_an_unmatched_compaction_in_an_open_turn_is_closed_after_the_results_and
 
 
 def test_a_compaction_closer_carries_the_start_id_command_and_owner_with_an_error() -> None:
-    closer = closers_of(log(turn_start(3), compaction_start("k1", 3, command="cmd-7")))[0]
+    closer = closers_of(log(turn_start(3), compaction_start("k1", 3, sourceCommandId="cmd-7")))[0]
     assert dict(closer["data"]) == {
         "compactionId": "k1",
         "sourceCommandId": "cmd-7",
