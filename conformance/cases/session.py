@@ -13,20 +13,7 @@ from __future__ import annotations
 from typing import Final
 
 from conformance.cases import msg
-from conformance.cases.build import (
-    NOW,
-    Cases,
-    append,
-    case,
-    chained,
-    fails,
-    gone,
-    log,
-    ok,
-    refused,
-    state,
-    turn,
-)
+from conformance.cases.build import NOW, Cases, append, case, chained, fails, gone, log, ok, state, turn
 from spec.codes import Code
 
 CREATE = "create_session_state"
@@ -65,7 +52,7 @@ def creation_cases() -> Cases:
     yield case(
         "a session that is not live cannot be appended to or read",
         APPEND,
-        [refused(Code.SESSION_NOT_FOUND, append({}, "nope", type="turn/start")), gone("nope")],
+        [fails(Code.SESSION_NOT_FOUND, "append", id="nope", type="turn/start", data={}), gone("nope")],
         why="append and state name a live session (conformance/PROTOCOL.md)",
     )
 
@@ -164,8 +151,8 @@ def append_cases() -> Cases:
         [
             ok("create", id="s"),
             append(msg.user()),
-            refused(Code.EVENT_TYPE_INVALID, append({}, type="")),
-            refused(Code.SURFACE_OP_MISSING, append(msg.user("u2"), type="user/message")),
+            fails(Code.EVENT_TYPE_INVALID, "append", id="s", type="", data={}),
+            fails(Code.SURFACE_OP_MISSING, "append", id="s", type="user/message", data=msg.user("u2")),
             state(),
             turn(),
             state(),
@@ -183,12 +170,12 @@ def event_type_cases() -> Cases:
     yield case(
         "an empty event type is rejected",
         EVENT_TYPE,
-        [ok("create", id="s"), refused(Code.EVENT_TYPE_INVALID, append({}, type="")), state()],
+        [ok("create", id="s"), fails(Code.EVENT_TYPE_INVALID, "append", id="s", type="", data={}), state()],
     )
     yield case(
         "an event type that is not a string is rejected",
         EVENT_TYPE,
-        [ok("create", id="s"), refused(Code.EVENT_TYPE_INVALID, append({}, type=5))],
+        [ok("create", id="s"), fails(Code.EVENT_TYPE_INVALID, "append", id="s", type=5, data={})],
     )
     yield case(
         "an append without a type is rejected as an invalid event type",
@@ -205,7 +192,7 @@ def vocabulary_cases() -> Cases:
         VOCABULARY,
         [
             ok("create", id="s"),
-            refused(Code.LEGACY_HEADER_DELTA, append({}, type="request/header-delta")),
+            fails(Code.LEGACY_HEADER_DELTA, "append", id="s", type="request/header-delta", data={}),
             state(),
         ],
     )
@@ -214,9 +201,12 @@ def vocabulary_cases() -> Cases:
         VOCABULARY,
         [
             ok("create", id="s"),
-            refused(
+            fails(
                 Code.LEGACY_FALLBACK_REASON,
-                append({**msg.header(), "reason": "fallback"}, type="request/header"),
+                "append",
+                id="s",
+                type="request/header",
+                data={**msg.header(), "reason": "fallback"},
             ),
         ],
     )
@@ -251,7 +241,7 @@ def writer_cases() -> Cases:
         [
             ok("create", id="s", seed=[]),
             append(msg.user()),
-            refused(Code.STORE_ONLY_EVENT, append({}, type="session/end-seed")),
+            fails(Code.STORE_ONLY_EVENT, "append", id="s", type="session/end-seed", data={}),
             fails(Code.STORE_ONLY_EVENT, "engine_append", id="s", type="session/end-seed", data={}),
             state(),
         ],
@@ -268,7 +258,7 @@ def writer_cases() -> Cases:
             [
                 ok("create", id="s"),
                 append(msg.user()),
-                refused(Code.STORE_ONLY_EVENT, append(data, type=kind)),
+                fails(Code.STORE_ONLY_EVENT, "append", id="s", type=kind, data=data),
             ],
             comment="the compaction bracket is the engine's; a caller runs a compaction instead",
         )
@@ -290,9 +280,12 @@ def writer_cases() -> Cases:
         [
             ok("create", id="s"),
             turn(),
-            refused(
+            fails(
                 Code.REPAIR_CLOSER_RESERVED,
-                append({"turn": 1, "reason": {"kind": "interrupted"}}, type="turn/end"),
+                "append",
+                id="s",
+                type="turn/end",
+                data={"turn": 1, "reason": {"kind": "interrupted"}},
             ),
             append({"turn": 1, "reason": {"kind": "aborted"}}, type="turn/end"),
         ],
@@ -316,13 +309,13 @@ def writer_cases() -> Cases:
                 ok("create", id="s"),
                 turn(),
                 append(msg.assistant(calls=["c1"])),
-                refused(
+                fails(
                     Code.REPAIR_CLOSER_RESERVED,
-                    append(
-                        {**msg.result("c1"), "error": {"name": "E", "code": code}},
-                        type="tool/result",
-                        surfaceOp="append",
-                    ),
+                    "append",
+                    id="s",
+                    type="tool/result",
+                    data={**msg.result("c1"), "error": {"name": "E", "code": code}},
+                    surfaceOp="append",
                 ),
                 append(msg.result("c1")),
             ],
