@@ -192,6 +192,12 @@ def with_closers(events: list[JsonValue]) -> list[JsonValue]:
 
 
 APPEND: Final[JsonObject] = {"surfaceOp": "append"}
+# turn 1 and its first step, opening and closing, and call c1 started in it: log() entries
+T1: Final = ("turn/start", {"turn": 1})
+S1: Final = ("step/start", {"turn": 1, "step": 1})
+S1_END: Final = ("step/end", {"turn": 1, "step": 1})
+T1_END: Final = ("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
+CALL: Final = ("tool/call", {"turn": 1, "step": 1, "callId": "c1", "name": "read"})
 
 
 def message_kind(data: JsonObject) -> str:

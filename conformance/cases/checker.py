@@ -13,7 +13,12 @@ from typing import Any, Final
 from conformance.cases import msg
 from conformance.cases.build import (
     APPEND,
+    CALL,
+    S1,
+    S1_END,
     SEED_TIME,
+    T1,
+    T1_END,
     Cases,
     PureCase,
     as_why,
@@ -30,11 +35,6 @@ from spec.log.json import JsonObject, JsonValue
 
 CHECK = "spec.checker.check_log"
 
-T1: Final = ("turn/start", {"turn": 1})
-S1: Final = ("step/start", {"turn": 1, "step": 1})
-S1_END: Final = ("step/end", {"turn": 1, "step": 1})
-T1_END: Final = ("turn/end", {"turn": 1, "reason": {"kind": "completed"}})
-CALL: Final = ("tool/call", {"turn": 1, "step": 1, "callId": "c1", "name": "read"})
 HEADER: Final[JsonObject] = {"version": 4, "id": "s", "createdAt": 0, "delegationDepth": 0, "isSeeded": False}
 
 

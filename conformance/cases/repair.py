@@ -13,8 +13,11 @@ from typing import Final
 
 from conformance.cases import msg
 from conformance.cases.build import (
+    CALL,
     NOW,
+    S1,
     SEED_TIME,
+    T1,
     Cases,
     Step,
     append,
@@ -33,9 +36,6 @@ from spec.log.json import JsonObject, JsonValue
 CLOSERS = "spec.repair.derive_closers"
 RESUME = "create_session_state"
 
-TURN_START: Final = ("turn/start", {"turn": 1})
-STEP_START: Final = ("step/start", {"turn": 1, "step": 1})
-TOOL_CALL: Final = ("tool/call", {"turn": 1, "step": 1, "callId": "c1", "name": "read"})
 RESUME_RULE: Final = (
     "a resume appends, as new events, the closers of whatever the stored log leaves open, then "
     "session/end-seed unless the log already ends with one (SPEC-DECISIONS D3 item 6)"
@@ -47,23 +47,21 @@ def balanced_cases() -> Cases:
     yield pure(
         "a log with every turn closed needs no closers",
         CLOSERS,
-        events=log(TURN_START, msg.user(), ("turn/end", {"turn": 1, "reason": {"kind": "completed"}})),
+        events=log(T1, msg.user(), ("turn/end", {"turn": 1, "reason": {"kind": "completed"}})),
     )
     yield pure(
         "an open turn is closed by an interrupted turn/end that reuses the last event's time",
         CLOSERS,
-        events=log(
-            TURN_START, ("user/message", msg.user(), {"surfaceOp": "append", "time": SEED_TIME + 500})
-        ),
+        events=log(T1, ("user/message", msg.user(), {"surfaceOp": "append", "time": SEED_TIME + 500})),
         comment="the closers carry the time of the last event logged (1500, not the first event's 1000), "
         "not the clock at resume",
     )
-    yield pure("an open step is closed before its turn", CLOSERS, events=log(TURN_START, STEP_START))
+    yield pure("an open step is closed before its turn", CLOSERS, events=log(T1, S1))
     broken = log(
-        TURN_START,
-        STEP_START,
+        T1,
+        S1,
         msg.assistant(calls=["c1", "c2"]),
-        TOOL_CALL,
+        CALL,
         ("compaction/start", {"compactionId": "k1", "turn": 1}),
     )
     yield pure("a repaired log needs no more closers", CLOSERS, events=with_closers(broken))
@@ -73,48 +71,44 @@ def call_cases() -> Cases:
     yield pure(
         "a call announced but never started gets a TOOL_NOT_STARTED result",
         CLOSERS,
-        events=log(TURN_START, STEP_START, msg.assistant(calls=["c1"])),
+        events=log(T1, S1, msg.assistant(calls=["c1"])),
     )
     yield pure(
         "a started call gets a TOOL_OUTCOME_UNKNOWN result that cites its tool/call",
         CLOSERS,
-        events=log(TURN_START, STEP_START, msg.assistant(calls=["c1"]), TOOL_CALL),
+        events=log(T1, S1, msg.assistant(calls=["c1"]), CALL),
         comment="a started call may have had effects, so its result says the outcome is unknown",
     )
     yield pure(
         "an answered call gets no closer",
         CLOSERS,
-        events=log(TURN_START, STEP_START, msg.assistant(calls=["c1"]), TOOL_CALL, msg.result("c1")),
+        events=log(T1, S1, msg.assistant(calls=["c1"]), CALL, msg.result("c1")),
     )
     yield pure(
         "pending calls are closed in the order they were announced",
         CLOSERS,
-        events=log(
-            TURN_START, STEP_START, msg.assistant(calls=["c2", "c1", "c3"]), TOOL_CALL, msg.result("c3")
-        ),
+        events=log(T1, S1, msg.assistant(calls=["c2", "c1", "c3"]), CALL, msg.result("c3")),
         comment="c1 started and c3 was answered: the closers are c2's, then c1's, not sorted by id",
     )
     yield pure(
         "answering the first-sorting call leaves the others pending, in their order",
         CLOSERS,
-        events=log(TURN_START, STEP_START, msg.assistant(calls=["c2", "c1", "c3"]), msg.result("c1")),
+        events=log(T1, S1, msg.assistant(calls=["c2", "c1", "c3"]), msg.result("c1")),
     )
     yield pure(
         "a message holding only a tool-call block announces its call",
         CLOSERS,
-        events=log(TURN_START, STEP_START, msg.assistant(calls=["c1"], text=None)),
+        events=log(T1, S1, msg.assistant(calls=["c1"], text=None)),
     )
     yield pure(
         "a call announced again after it started is pending once, as announced again",
         CLOSERS,
-        events=log(
-            TURN_START, STEP_START, msg.assistant(calls=["c1"]), TOOL_CALL, msg.assistant("a2", calls=["c1"])
-        ),
+        events=log(T1, S1, msg.assistant(calls=["c1"]), CALL, msg.assistant("a2", calls=["c1"])),
     )
     yield pure(
         "a step/end forgets the calls of its step",
         CLOSERS,
-        events=log(TURN_START, STEP_START, msg.assistant(calls=["c1"]), ("step/end", {"turn": 1, "step": 1})),
+        events=log(T1, S1, msg.assistant(calls=["c1"]), ("step/end", {"turn": 1, "step": 1})),
         comment="calls may stay unanswered when their step ends; only the turn needs closing",
     )
 
@@ -124,8 +118,8 @@ def compaction_cases() -> Cases:
         "an open compaction is closed after the call results and before the step and turn",
         CLOSERS,
         events=log(
-            TURN_START,
-            STEP_START,
+            T1,
+            S1,
             msg.assistant(calls=["c1"]),
             ("compaction/start", {"compactionId": "k1", "turn": 1, "sourceCommandId": "cmd"}),
         ),
@@ -157,7 +151,7 @@ def compaction_cases() -> Cases:
     yield pure(
         "an open compaction with no turn inside an open turn is closed with turn null before the turn/end",
         CLOSERS,
-        events=log(TURN_START, ("compaction/start", {"compactionId": "k1", "sourceCommandId": "cmd"})),
+        events=log(T1, ("compaction/start", {"compactionId": "k1", "sourceCommandId": "cmd"})),
     )
     yield pure(
         "a compaction left open before a session/end-seed is a stale orphan and is never closed",
@@ -170,7 +164,7 @@ def compaction_cases() -> Cases:
     yield pure(
         "a compaction opened between turns and still open is closed before the open turn's end",
         CLOSERS,
-        events=log(TURN_START, ended, ("compaction/start", {"compactionId": "k1", "turn": None}), second),
+        events=log(T1, ended, ("compaction/start", {"compactionId": "k1", "turn": None}), second),
         comment="a turn boundary sets the open turn afresh, but a compaction reaches across it",
     )
     yield pure(
@@ -178,7 +172,7 @@ def compaction_cases() -> Cases:
         CLOSERS,
         events=log(
             ("compaction/start", {"compactionId": "k1", "turn": None}),
-            TURN_START,
+            T1,
             ("compaction/end", {"compactionId": "k1", "turn": None}),
             ended,
             second,
@@ -191,7 +185,7 @@ def compaction_cases() -> Cases:
             ("compaction/start", {"compactionId": "k1", "turn": None}),
             ("session/end-seed", {}),
             ("compaction/start", {"compactionId": "k2", "turn": None}),
-            TURN_START,
+            T1,
             ended,
             second,
         ),
@@ -202,7 +196,7 @@ def compaction_cases() -> Cases:
         CLOSERS,
         events=log(
             ("compaction/start", {"compactionId": "k1", "turn": None}),
-            TURN_START,
+            T1,
             msg.user(),
             msg.assistant(),
             ("x/note", {}),
@@ -241,8 +235,8 @@ def identity_cases() -> Cases:
             name,
             CLOSERS,
             events=log(
-                TURN_START,
-                STEP_START,
+                T1,
+                S1,
                 ("assistant/message", _with_call_id(call_id), {"surfaceOp": "append"}),
                 ("tool/result", _result_for(answer), {"surfaceOp": "append"}),
             ),
@@ -251,8 +245,8 @@ def identity_cases() -> Cases:
         "a block of another type beside a tool-call announces nothing, and a block that is no object is passed over",
         CLOSERS,
         events=log(
-            TURN_START,
-            STEP_START,
+            T1,
+            S1,
             (
                 "assistant/message",
                 _with_blocks("note", {"type": "zz-note", "id": "z1"}),
@@ -264,20 +258,20 @@ def identity_cases() -> Cases:
     yield pure(
         "closers count on from the last event's seq, even in a log that does not start at 0",
         CLOSERS,
-        events=[event(seq + 5, kind, data) for seq, (kind, data) in enumerate((TURN_START, STEP_START))],
+        events=[event(seq + 5, kind, data) for seq, (kind, data) in enumerate((T1, S1))],
     )
     yield pure(
         "closers after a last event whose seq is not a seq count on from the log's length",
         CLOSERS,
         events=[
-            *log(TURN_START),
+            *log(T1),
             {"type": "step/start", "seq": "one", "time": 1000, "data": {"turn": 1, "step": 1}},
         ],
     )
     yield pure(
         "closers after a last event without a time are written at time 0",
         CLOSERS,
-        events=[*log(TURN_START), {"type": "step/start", "seq": 1, "data": {"turn": 1, "step": 1}}],
+        events=[*log(T1), {"type": "step/start", "seq": 1, "data": {"turn": 1, "step": 1}}],
     )
 
 
@@ -369,7 +363,7 @@ def resume_cases() -> Cases:
         "a resumed session keeps seedLength and delegationDepth as stored",
         RESUME,
         [
-            ok("create", id="c", seed=log(TURN_START, msg.user()), meta=lineage),
+            ok("create", id="c", seed=log(T1, msg.user()), meta=lineage),
             append({"turn": 1, "reason": {"kind": "completed"}}, "c", type="turn/end"),
             append(msg.user("u2"), "c"),
             ok("close", id="c"),
