@@ -173,6 +173,31 @@ def resume_cases() -> Cases:
         why="a create may not take an id the store holds, live or stored",
     )
     yield case(
+        "a reset forgets every session, live and stored, and frees their ids",
+        NEW_ID,
+        [
+            ok("create", id="s"),
+            append(msg.user("u1")),
+            ok("flush", id="s"),
+            ok("create", id="t"),
+            ok("reset", storage="memory"),
+            ok("clock", now=NOW),
+            fails(Code.SESSION_NOT_FOUND, "read", id="s"),
+            fails(Code.SESSION_NOT_FOUND, "resume", id="s"),
+            ok("create", id="s"),
+            ok("create", id="t"),
+            append(msg.user("u2")),
+            ok("flush", id="s"),
+            ok("read", id="s"),
+        ],
+        storage="memory",
+        why="reset starts from an empty store with no session live (PROTOCOL.md, reset): a session "
+        "that was live before it, stored (s) or not yet (t), holds nothing afterwards, not even its "
+        "writer, so its id can be created again",
+        comment="a store that keeps the writers of the sessions live before the reset refuses the "
+        "second creates as LOCKED",
+    )
+    yield case(
         "a minted id skips ids that are stored",
         "plan_session_id",
         [ok("create", id="session-1"), ok("close", id="session-1"), ok("create")],
