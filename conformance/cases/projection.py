@@ -628,6 +628,28 @@ def cache_place_cases() -> Cases:
     )
 
 
+def resumed_lines_cases() -> Cases:
+    """A resumed log may be kept as its stored lines with the appended events after them; a unit
+    registered on it late folds the events before a pushed one across both, each once."""
+    files = v4_files(plain_log(encode_header_line(v4_header()), v4_writes()), False)
+    yield case(
+        "a unit registered on a resumed session after an event was appended counts the next turn once",
+        FOLD,
+        [
+            ok("reset", storage="file", compressed=False, files=encode_files(files)),
+            ok("clock", now=NOW),
+            ok("resume", id=SESSION),
+            append_user("u9", SESSION),
+            ok("project", **LEDGER),
+            turn(2, SESSION),
+            ok("state_of", id=SESSION, **LEDGER),
+        ],
+        storage="file",
+        comment="the stored log (seqs 0-8) holds turn 1; the end-seed (9) and a user message (10) follow it; "
+        "the unit's first push, turn 2's start at seq 11, folds seqs 0-10 first: 2 turns",
+    )
+
+
 cases: Final = chained(
     pure_cases,
     engine_cases,
@@ -636,4 +658,5 @@ cases: Final = chained(
     refused_cache_cases,
     cache_write_cases,
     cache_place_cases,
+    resumed_lines_cases,
 )
