@@ -34,6 +34,7 @@ from reference.server import ReferenceSubject
 from reference.session import Session
 from reference.shrink.compaction import AbortSignal, OverflowRecovery
 from reference.store import SessionStore, _StoredIds
+from reference.subject.requests import Args
 from spec.codes import Code, SpecError, reject
 from spec.lineage.fork import derive_child_meta, plan_fork_seed, validate_fork_request
 from spec.log.events import ASSISTANT_MESSAGE, COMPACTION_END, END_SEED, Event, Message, derive_event_message
@@ -640,6 +641,18 @@ class ArmedCrashFiresLate(MutantSubject):
         return None
 
 
+class CrashKeepsEverythingOnNone(MutantSubject):
+    """Its crash seam's ``crash`` with ``keep`` ``"none"`` keeps every written byte and name, as
+    ``"all"`` does (PROTOCOL.md, "Crash ops": ``"none"`` drops every unsynced byte and name). Every
+    point's two power cuts are then one outcome: what a real power loss drops is never checked."""
+
+    rule = "crash"
+
+    def op_crash(self, args: Any) -> JsonValue:
+        keep = args.get("keep", "none")
+        return super().op_crash(Args({"keep": "all" if keep == "none" else keep}))
+
+
 BROKEN_SUBJECTS: tuple[type[MutantSubject], ...] = (
     AcceptsReplaceMissingShadowedProvenance,
     AcceptsInvertedReplace,
@@ -665,6 +678,7 @@ BROKEN_SUBJECTS: tuple[type[MutantSubject], ...] = (
     DamageKeepsTheLowBit,
     UnsyncedShowsNothing,
     ArmedCrashFiresLate,
+    CrashKeepsEverythingOnNone,
 )
 
 # The value-domain, line-splitting, UTF-16, content, absent/null and storage-format mutants of

@@ -750,3 +750,50 @@ def test_numbered_lines_are_objects_whose_seq_is_their_place(use_orjson: bool, f
     for bad in (b'{"seq":2}', b'{"seq":1.0}', b'{"seq":true}', b"[1]", b"1", b'{"n":1}'):
         assert fastjson.decode_lines([good[0], bad], use_orjson, frozen, numbered=True) is None
         assert fastjson.decode_lines([good[0], bad], use_orjson, frozen) is not None
+
+
+def _hard_literals() -> list[str]:
+    """Number literals at and past the magnitude guard's bound (2**64) that are hardest to round:
+    each integer halfway between two adjacent doubles (a tie, rounded to the even one), one
+    either side of it, the halfway point followed by a fraction that decides it upward 40 digits
+    on, the same digits in exponent form, and every integer within 300 of +-2**64 and 2**63."""
+    literals = []
+    for bits in (63, 64, 65, 70, 100, 200, 400, 700, 1000, 1023):
+        for mantissa in (2**52, 2**52 + 1, 2**53 - 1, 3 * 2**51 + 12345):
+            ulp = 1 << (bits - 52)
+            half = (mantissa << (bits - 52)) + ulp // 2
+            text = str(half)
+            for literal in (
+                text,
+                str(half - 1),
+                str(half + 1),
+                f"{text}.{'0' * 40}1",
+                f"{text[0]}.{text[1:]}e{len(text) - 1}",
+            ):
+                literals += [literal, f"-{literal}"]
+    for base in (2**63, 2**64):
+        for near in range(base - 300, base + 301):
+            literals += [str(near), f"-{near}"]
+    return literals
+
+
+def test_orjson_reads_every_literal_past_the_magnitude_guard_as_the_spec_reads_it() -> None:
+    """The guard that sends a float of magnitude 2**64 or more to the spec's reader
+    (``_UNSURE_MAGNITUDE``) only chooses between two readers of the same literal: orjson, whose
+    reader rounds an integer that fits no 64-bit integer to the nearest double as it rounds every
+    other literal (yyjson's documented default), and the spec's ``float()``. Here they agree on the
+    ties and near-ties past the bound, so the guard's mutants are equivalent (docs/choices.md,
+    mutpl9); an orjson that rounded otherwise fails this test, and the guard is then needed."""
+    import orjson
+
+    refused = 0
+    for literal in _hard_literals():
+        try:
+            spec = decode_json_text(literal)
+        except ValueError:  # past the largest double: both readers refuse it
+            refused += 1
+            with pytest.raises(orjson.JSONDecodeError):
+                orjson.loads(literal)
+            continue
+        assert type(spec) is float and float(orjson.loads(literal)) == spec, literal
+    assert refused == 8  # the tie above the largest double and the three literals past it, either sign

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Final
 
 from conformance.cases import msg
-from conformance.cases.build import NOW, Cases, Step, append, case, chained, fails, log, ok, pure, turn
+from conformance.cases.build import NOW, Cases, Step, append, case, chained, fails, log, ok, pure, turn, turn_end
 from conformance.cases.engine_build import (
     LONG,
     answered_step,
@@ -551,4 +551,94 @@ def resumed_cache_cases() -> Cases:
     )
 
 
-cases: Final = chained(pure_cases, engine_cases, lifecycle_cases, resumed_cache_cases, refused_cache_cases)
+def cache_write_cases() -> Cases:
+    """With no unit registered a subject keeps no cache, so nothing writes early: a fault armed for
+    the next write is met by the next flush, as the model says. (With a unit registered a cache may
+    be written, and the log flushed for it, whenever the subject likes: PROTOCOL.md, "Engine ops".)"""
+    yield case(
+        "a key let go by its last registrant leaves nothing writing a cache at the next turn/end",
+        REGISTER,
+        [
+            ok("project", **LEDGER),
+            ok("unproject", **LEDGER),
+            ok("create", id="s"),
+            ok("flush", id="s"),
+            turn(1),
+            ok("fail_next", fsOp="write", errno="EIO"),
+            turn_end(1),
+            fails(Code.STORAGE_IO, "flush", id="s"),
+            ok("flush", id="s"),
+            *_ledger(),
+        ],
+        storage="file",
+        comment="no unit is registered, so no cache is kept: the turn/end writes nothing and the fault is the flush's",
+    )
+
+
+def cache_place_cases() -> Cases:
+    """Whose record a session's reads may take: its own, or none yet. A live session on file storage
+    that was never flushed has no stored log for a record to lie beside, and reads its state from
+    its events; two sessions of one cwd created at the same instant (the same lifecycle identity,
+    ``derive_cache_identity``) never read each other's rows."""
+    yield case(
+        "a live session never flushed reads its state from its events, a unit registered on file storage",
+        FOLD,
+        [ok("project", **LEDGER), ok("create", id="s"), turn(1), *_ledger()],
+        storage="file",
+        comment="nothing of the session is stored yet: there is no cache record to look for",
+    )
+    users = [append(msg.user(f"b{n}"), "b") for n in range(12)]
+    yield case(
+        "a stored state never folds from the cache rows of another session of the same cwd and instant",
+        "derive_cache_identity",
+        [
+            ok("project", **LEDGER),
+            ok("create", id="a"),
+            ok("create", id="b"),
+            *closed_turn(1, "b"),
+            turn(2, "b"),
+            *users,
+            ok("close", id="b"),
+            *closed_turn(1, "a"),
+            *closed_turn(2, "a"),
+            *closed_turn(3, "a"),
+            ok("state_of_stored", id="b", **LEDGER),
+        ],
+        storage="file",
+        comment="a's row after its third turn (seq 17, 3 turns) has b's identity, createdAt and cwd, and a "
+        "cursor inside b's log (19 events); b's own replay counts 2 turns",
+    )
+
+
+def resumed_lines_cases() -> Cases:
+    """A resumed log may be kept as its stored lines with the appended events after them; a unit
+    registered on it late folds the events before a pushed one across both, each once."""
+    files = v4_files(plain_log(encode_header_line(v4_header()), v4_writes()), False)
+    yield case(
+        "a unit registered on a resumed session after an event was appended counts the next turn once",
+        FOLD,
+        [
+            ok("reset", storage="file", compressed=False, files=encode_files(files)),
+            ok("clock", now=NOW),
+            ok("resume", id=SESSION),
+            append(msg.user("u9"), SESSION),
+            ok("project", **LEDGER),
+            turn(2, SESSION),
+            ok("state_of", id=SESSION, **LEDGER),
+        ],
+        storage="file",
+        comment="the stored log (seqs 0-8) holds turn 1; the end-seed (9) and a user message (10) follow it; "
+        "the unit's first push, turn 2's start at seq 11, folds seqs 0-10 first: 2 turns",
+    )
+
+
+cases: Final = chained(
+    pure_cases,
+    engine_cases,
+    lifecycle_cases,
+    resumed_cache_cases,
+    refused_cache_cases,
+    cache_write_cases,
+    cache_place_cases,
+    resumed_lines_cases,
+)

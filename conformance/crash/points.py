@@ -123,14 +123,19 @@ def durable_steps(model: ModelStore, workload: Sequence[Request]) -> int:
     return max(steps.values(), default=0)
 
 
-def check_after_power_cut(run: _Run, keep: Any, retry_storage_io: bool = False) -> tuple[str, ...]:
+def check_after_power_cut(
+    run: _Run, keep: Any, retry_storage_io: bool = False, survived: dict[str, Any] | None = None
+) -> tuple[str, ...]:
     """Cut the power (``keep``), then read back, resume and re-crash every session, checking D3.
     With ``retry_storage_io``, a resume that meets a still-armed injected fault is tried once more
-    (a fault fails one operation only)."""
+    (a fault fails one operation only). ``survived``, when given, receives under ``keep`` the files
+    ``export`` shows right after the cut (``None``: no export)."""
     driver = run.driver
     answer = driver.raw("crash", keep=keep)
     if not answer.ok:
         return (f"crash keep={canonical_text(keep)} answered error {answer.error_code}",)
+    if survived is not None:
+        survived[str(keep)] = exported_files(driver)
     in_flight = run.in_flight or driver.model
     survivors, problems = _adopt_survivors(driver, in_flight)
     end_seeds, resume_problems = _resume_survivors(driver, in_flight, survivors, retry_storage_io)
@@ -302,12 +307,19 @@ def run_boundary_crashes(
         pending = _unsynced(probe.driver)
         unsynced_seen = unsynced_seen or bool(pending)
         outcome.boundaries += 1
+        survived: dict[str, Any] = {}
         for keep in ("none", "all"):
             run = probe if keep == "none" else _armed_run(subject, workload, compressed, after)
             record_outcome(
                 outcome,
                 f"{label}: crash before mutating op {after + 1} of {total}, at {stopped}, keep {keep}",
-                check_after_power_cut(run, keep),
+                check_after_power_cut(run, keep, survived=survived if pending else None),
+            )
+        if pending:
+            record_outcome(
+                outcome,
+                f"{label}: crash before mutating op {after + 1} of {total}: what keep none and keep all kept",
+                check_crash_keeps(pending, survived.get("none"), survived.get("all")),
             )
         if not every_byte:
             continue
@@ -325,12 +337,61 @@ def run_boundary_crashes(
                 outcome.byte_cuts += 1
                 keep_cut = {"path": files[position][0], "bytes": kept}
                 name = f"{label}: crash before mutating op {after + 1} of {total}, at {stopped}, keep {kept} of {size} unsynced bytes of {path}"
-                record_outcome(outcome, name, check_after_power_cut(run, keep_cut))
+                cut: dict[str, Any] = {}
+                problems = check_after_power_cut(run, keep_cut, survived=cut)
+                record_outcome(
+                    outcome,
+                    name,
+                    problems
+                    or check_byte_cut(path, kept, survived.get("none"), next(iter(cut.values()), None)),
+                )
     record_outcome(
         outcome,
         f"{label}: the seam's armed crashes and unsynced bytes",
         check_seam_boundaries(total, unfired, unsynced_seen),
     )
+
+
+def check_crash_keeps(
+    pending: Sequence[tuple[str, int]], none: Mapping[str, bytes] | None, every: Mapping[str, bytes] | None
+) -> tuple[str, ...]:
+    """The crash seam keeps what ``crash`` was asked to (PROTOCOL.md, "Crash ops"): at one point,
+    each file ``unsynced`` showed with ``pending`` bytes holds at least that many more bytes after
+    a cut that keeps ``"all"`` (``every``) than after one that keeps ``"none"`` (``none``; a file
+    gone counts as empty), as ``export`` shows them; a file gone after both (a temporary file the
+    restarted store removed) shows nothing. A seam that kept the same whatever the plan would make
+    the point's two cuts one outcome checked twice. Without ``export`` nothing is checked."""
+    if none is None or every is None:
+        return ()
+    problems: list[str] = []
+    for name, size in pending:
+        matches = [path for path in (*every, *none) if name == path or name.endswith(f"/{path}")]
+        if not matches:  # gone after either cut (a temporary file the restarted store removed)
+            continue
+        kept_all, kept_none = len(every.get(matches[0], b"")), len(none.get(matches[0], b""))
+        if kept_all - kept_none < size:
+            problems.append(
+                f"{name}: keep all left {kept_all} bytes and keep none {kept_none}, though {size} were unsynced"
+            )
+    return tuple(problems)
+
+
+def check_byte_cut(
+    name: str, kept: int, none: Mapping[str, bytes] | None, cut: Mapping[str, bytes] | None
+) -> tuple[str, ...]:
+    """A power cut that keeps ``kept`` of the unsynced bytes of the file ``unsynced`` calls
+    ``name`` leaves that file exactly ``kept`` bytes longer than a cut that keeps none (PROTOCOL.md,
+    "Crash ops"), as ``export`` shows them right after each cut. A file neither cut left (a name
+    that was not durable yet) shows nothing; without ``export`` nothing is checked."""
+    if none is None or cut is None:
+        return ()
+    for path in (*cut, *none):
+        if name == path or name.endswith(f"/{path}"):
+            before, after = len(none.get(path, b"")), len(cut.get(path, b""))
+            if after != before + kept:
+                return (f"{name}: keeping {kept} unsynced bytes left {after} bytes, keeping none {before}",)
+            return ()
+    return ()
 
 
 def check_seam_boundaries(total: int, unfired: Sequence[int], unsynced_seen: bool) -> tuple[str, ...]:
@@ -403,14 +464,19 @@ def run_fault_injection(
             record_outcome(outcome, name, check_after_power_cut(run, "none", retry_storage_io=True))
 
 
+def exported_files(driver: Driver) -> dict[str, bytes] | None:
+    """Every file ``export`` shows, by path; ``None`` when its answer is not a set of files."""
+    answer = driver.raw("export")
+    try:
+        return decode_files(answer.result) if answer.ok else None
+    except FilesError:
+        return None
+
+
 def stored_logs(driver: Driver) -> dict[str, bytes] | None:
     """The log files (``session.v4.jsonl[.zstd]``, ``session.jsonl[.zstd]``) ``export`` shows, by
     path; ``None`` when its answer is not a set of files."""
-    answer = driver.raw("export")
-    try:
-        files = decode_files(answer.result) if answer.ok else None
-    except FilesError:
-        files = None
+    files = exported_files(driver)
     if files is None:
         return None
     return {path: data for path, data in files.items() if path.rsplit("/", 1)[-1] in LOG_NAMES}

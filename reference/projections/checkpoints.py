@@ -27,7 +27,6 @@ class DurabilityCheckpoints:
 
     def __init__(self, session: Flushable) -> None:
         self.session = session
-        self.flushes = 0  # completed checkpoint flushes, for hosts that want to observe them
 
     def checkpoint(self, moment: Moment) -> None:
         """Flush for ``moment``, or raise ``DURABILITY_CHECKPOINT_FAILED``."""
@@ -37,7 +36,6 @@ class DurabilityCheckpoints:
             self.session.flush()
         except Exception as error:
             raise checkpoint_failure(moment, derive_error_chain(error)) from error
-        self.flushes += 1
 
     def guard(self, moment: Moment, action: Callable[[], T]) -> T:
         """Run ``action`` after the checkpoint of ``moment``; never run it if the flush failed."""
