@@ -13,7 +13,20 @@ from __future__ import annotations
 from typing import Final
 
 from conformance.cases import msg
-from conformance.cases.build import NOW, Cases, Step, append, case, chained, fails, log, ok, pure, turn, turn_end
+from conformance.cases.build import (
+    NOW,
+    Cases,
+    Step,
+    append,
+    case,
+    chained,
+    fails,
+    log,
+    ok,
+    pure,
+    turn,
+    turn_end,
+)
 from conformance.cases.engine_build import (
     LONG,
     answered_step,
