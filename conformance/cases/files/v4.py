@@ -620,6 +620,21 @@ def envelope_forms() -> Iterator[tuple[str, list[bytes], str]]:
     )
     yield "whose event is ignorable true reads", [first, raw_line(1, "{}", ignorable=True)], OK
     yield (
+        "whose event has no data is refused",
+        [first, b'{"type":"custom/value","seq":1,"time":0}\n'],
+        Code.SEED_ENVELOPE_INVALID,
+    )
+    yield (
+        "whose event's type is not a string is refused",
+        [first, b'{"type":5,"seq":1,"time":0,"data":{}}\n'],
+        Code.SEED_ENVELOPE_INVALID,
+    )
+    yield (
+        "whose request header has no reason is refused",
+        [first, raw_line(1, "{}", "request/header")],
+        Code.REQUEST_HEADER_PROVIDER_MODEL,
+    )
+    yield (
         "whose log-only event appends to the surface is refused",
         [first, raw_line(1, "{}", surfaceOp="append")],
         Code.SURFACE_OP_ON_LOG_ONLY,
