@@ -376,11 +376,12 @@ def containers(bottom: str, depth: int = DEEP) -> str:
     return text
 
 
-# every kind of token the iterative reader reads, each followed by more: the number past the
-# largest double at the very end is reached only by a reader that read all the rest right
+# every kind of token the iterative reader reads, each followed by more (keys of one character,
+# none and an escaped quote among them): the number past the largest double at the very end is
+# reached only by a reader that read all the rest right
 DEEP_TOKENS: Final = (
     '[{}, { }, [ ], null ,true, false,1.5, -2, 3e1, -0.25E-1, 0, "s\\u00e9\\"", "", '
-    '{"a":[null], "b" : {"c":{}} , "d":"e"}, [[true],[false],[null]], 10, 1e999]'
+    '{"a":[null], "b" : {"c":{}} , "d":"e", "": 1, "\\"": 2}, [[true],[false],[null]], 10, 1e999]'
 )
 
 

@@ -141,6 +141,8 @@ def event_row_cases() -> Cases:
     for name, position, seq, text in (
         ("an event row after a gap is damage", 3, 4, line.replace('"seq":3', '"seq":4')),
         ("an event row before its place is damage", 3, 2, line.replace('"seq":3', '"seq":2')),
+        ("an event row keyed past its place is damage, whatever its event says", 3, 4, line),
+        ("an event row keyed before its place is damage, whatever its event says", 3, 2, line),
         ("an event row whose key seq is text is damage", 3, "3", line),
         ("an event row whose key seq is negative is damage", 0, -1, line),
         ("an event row whose key seq is a fraction is damage", 3, 3.5, line),
