@@ -280,8 +280,10 @@ def _spread(value: JsonValue, indent: int) -> str:
 
 
 def one_line(value: JsonValue) -> str:
-    """``value`` as one line of JSON, its keys in the order the case author wrote them."""
-    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+    """``value`` as one line of JSON, its keys in the order the case author wrote them; a lone
+    surrogate, which UTF-8 text cannot hold, as its escape (``\\ud800``)."""
+    text = json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def generate() -> dict[str, str]:

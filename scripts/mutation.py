@@ -545,7 +545,9 @@ def certify(
             if result.outcome != "passed":
                 if subject.dead is not None and "no answer" in subject.dead:
                     return TestOutcome.KILLED, "timeout"
-                return TestOutcome.KILLED, f"{key}: {result.outcome}: {result.detail}"
+                why = f"{key}: {result.outcome}: {result.detail}"
+                # the session database keeps UTF-8: a lone surrogate in the detail as its escape
+                return TestOutcome.KILLED, why.encode("utf-8", "backslashreplace").decode("utf-8")
         return TestOutcome.SURVIVED, f"{len(keys)} cases passed"
     finally:
         subject.close()

@@ -34,8 +34,17 @@ from spec.format.framing import (
     decode_jsonl_log,
     place_compressed_log,
 )
+from spec.format.json_text import decode_json_text, encode_json_text
 from spec.format.legacy import upgrade_v0_records
 from spec.format.naming import decode_header_line, derive_session_relpath, encode_project_key, encode_segment
+from spec.format.tables import (
+    decode_event_row,
+    decode_header_row,
+    encode_event_row,
+    encode_header_row,
+    plan_layout_migration,
+    plan_unknown_commit,
+)
 from spec.lineage.repair import derive_closers
 from spec.lineage.transfer import plan_session_copy
 from spec.log.events import Event
@@ -103,6 +112,21 @@ def decode_string(inputs: Inputs, key: str) -> str:
     if not isinstance(value, str):
         raise WireInputError(f"input {key!r} must be a string")
     return value
+
+
+def decode_strings(inputs: Inputs, key: str) -> list[str]:
+    """``inputs[key]``, which must be an array of strings."""
+    values = decode_array(inputs, key)
+    if not all(isinstance(value, str) for value in values):
+        raise WireInputError(f"every entry of input {key!r} must be a string")
+    return [str(value) for value in values]
+
+
+def decode_present(inputs: Inputs, key: str) -> JsonValue:
+    """``inputs[key]``, any JSON value (``null`` included), which must be present."""
+    if key not in inputs:
+        raise WireInputError(f"input {key!r} is missing")
+    return inputs[key]
 
 
 def decode_integer(value: JsonValue, what: str) -> int:
@@ -294,6 +318,24 @@ def _plan_session_copy(inputs: Inputs) -> JsonValue:
     return plan_session_copy(decode_object(inputs, "header"), decode_events(inputs), found)
 
 
+def _decode_json_text(inputs: Inputs) -> JsonValue:
+    """Exactly one of ``text`` (a string: the text's code units, a lone surrogate included) and
+    ``bytes`` (an array of byte values: the text as bytes, read as UTF-8)."""
+    if ("text" in inputs) == ("bytes" in inputs):
+        raise WireInputError("give exactly one of the inputs 'text' and 'bytes'")
+    if "text" in inputs:
+        return decode_json_text(decode_string(inputs, "text"))
+    values = [decode_integer(value, "every byte") for value in decode_array(inputs, "bytes")]
+    if not all(0 <= value <= 255 for value in values):
+        raise WireInputError("every byte must be 0 to 255")
+    return decode_json_text(bytes(values))
+
+
+def _plan_layout_migration(inputs: Inputs) -> JsonValue:
+    found = decode_present(inputs, "found")
+    return list(plan_layout_migration(None if found is None else decode_integer(found, "found")))
+
+
 def _validate_header(inputs: Inputs) -> JsonValue:
     validate_header(decode_string(inputs, "sessionId"), inputs.get("header"))
     return None
@@ -472,6 +514,69 @@ WIRE_TABLE: Final[tuple[WireRow, ...]] = (
         _derive_projection_changes,
         '`unit` (`"sessionDigest"`, the seed\'s digest: `spec/projections/digest.py`), `events`',
         '`{"state", "changed": [bool, …]}`: the unit folded from its `init` over `events`, and per event whether `apply` returned a different state (by identity: the same object, or for a scalar the same value, means unchanged)',
+    ),
+    WireRow(
+        "spec.json_text.decode_json_text",
+        decode_json_text,
+        _decode_json_text,
+        "`text` (a string: the JSON text's code units) or `bytes` (an array of byte values 0-255: the text as bytes), exactly one",
+        "the value",
+    ),
+    WireRow(
+        "spec.json_text.encode_json_text",
+        encode_json_text,
+        lambda i: encode_json_text(decode_present(i, "value")),
+        "`value`",
+        "string: the value's one line of JSON text",
+    ),
+    WireRow(
+        "spec.tables.encode_header_row",
+        encode_header_row,
+        lambda i: encode_header_row(decode_object(i, "header")),
+        "`header`",
+        "string: the header row's text",
+    ),
+    WireRow(
+        "spec.tables.encode_event_row",
+        encode_event_row,
+        lambda i: encode_event_row(decode_object(i, "event")),
+        "`event`",
+        "string: the event row's text",
+    ),
+    WireRow(
+        "spec.tables.decode_header_row",
+        decode_header_row,
+        lambda i: decode_header_row(decode_string(i, "key"), decode_string(i, "text")),
+        "`key` (the row's session key), `text` (the row's text)",
+        "the header",
+    ),
+    WireRow(
+        "spec.tables.decode_event_row",
+        decode_event_row,
+        lambda i: decode_event_row(
+            decode_string(i, "sessionId"),
+            decode_integer(i.get("position"), "position"),
+            decode_present(i, "seq"),
+            decode_string(i, "text"),
+        ),
+        "`sessionId`, `position` (the row's place in seq order), `seq` (the row's key seq, any JSON value), `text` (the row's text)",
+        "the event",
+    ),
+    WireRow(
+        "spec.tables.plan_layout_migration",
+        plan_layout_migration,
+        _plan_layout_migration,
+        "`found` (null: an empty database; else the layout version it holds, an integer)",
+        "`[version, …]`: the layouts to step through",
+    ),
+    WireRow(
+        "spec.tables.plan_unknown_commit",
+        plan_unknown_commit,
+        lambda i: plan_unknown_commit(
+            decode_string(i, "sessionId"), decode_strings(i, "found"), decode_strings(i, "pending")
+        ),
+        "`sessionId`, `found` (the rows stored past the durable count, as texts), `pending` (the rows the writer still holds)",
+        "integer: how many pending rows are durable already",
     ),
 )
 """Every function of capability ``pure``: its protocol name, the spec function, the adapter, and the

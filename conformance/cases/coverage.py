@@ -16,17 +16,7 @@ from conformance.cases.build import GenerationError
 from spec.checks.log import RULES
 from spec.codes import Code
 
-_JSON_TEXT_WRAPPED: Final = (
-    "a reading of JSON text names its edge with this code, and every reader that answers through the "
-    "protocol wraps it: a stored line's refusal is CORRUPT_LOG (HEADER_LINE_INVALID for the header line), "
-    "a request's is BAD_REQUEST; the json vectors' stored lines meet it so (spec/format/json_text.py)"
-)
-
 UNREACHABLE: Final[Mapping[Code, str]] = {
-    Code.JSON_TEXT_INVALID: _JSON_TEXT_WRAPPED,
-    Code.JSON_NOT_UTF8: _JSON_TEXT_WRAPPED,
-    Code.JSON_BYTE_ORDER_MARK: _JSON_TEXT_WRAPPED,
-    Code.JSON_NUMBER_OUT_OF_RANGE: _JSON_TEXT_WRAPPED,
     Code.SURFACE_METADATA_NOT_JSON: "surfaceOp and sourceEventSeqs arrive as JSON, and an absent key means "
     "'not passed'; no request carries a value outside the lossless domain (D5 keeps -0 and unsafe integers "
     "out of vectors)",
@@ -35,8 +25,6 @@ UNREACHABLE: Final[Mapping[Code, str]] = {
     "carries a value outside the lossless domain",
     Code.SESSION_NOT_LIVE: "a question of object identity (a stale session object); the protocol names "
     "sessions by id",
-    Code.LOCKED: "needs a second writer (another store or process) on the same storage; the protocol drives "
-    "one store",
     Code.SESSION_CLOSED: "a closed persistence handle; the protocol's close releases the session, after "
     "which its id answers SESSION_NOT_FOUND",
     Code.COMPACTION_SURFACE_MISMATCH: "the engine prices the surface it selects from, so the priced seqs are "

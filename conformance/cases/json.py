@@ -23,6 +23,8 @@ from spec.codes import Code
 
 RULE = "snapshot_event_data"
 JSONL = "spec.framing.decode_jsonl_log"
+DECODE = "spec.json_text.decode_json_text"
+ENCODE = "spec.json_text.encode_json_text"
 TEXT_RULE = (
     "a stored line is read as a JavaScript peer reads it, or refused: every number a finite double, "
     "every string the UTF-16 code units its escapes name (SPEC-DECISIONS D5)"
@@ -32,6 +34,9 @@ TEXT_RULE = (
 def cases() -> Cases:
     yield from value_cases()
     yield from text_cases()
+    yield from reader_cases()
+    yield from deep_reader_cases()
+    yield from writer_cases()
 
 
 def value_cases() -> Cases:
@@ -127,11 +132,14 @@ DEEP: Final = (
 def deep_text(bottom: str, depth: int = DEEP) -> str:
     """Raw JSON text: ``bottom`` (itself raw text) inside ``depth`` containers, an array at most
     levels and an object of two keys at every fifth, spaced unevenly so that its tokens start at
-    odd and even offsets alike."""
+    odd and even offsets alike. Each level's number follows its inner value: a reader that
+    recurses meets no number before it gives up (a number it reads near its limit calls a hook
+    there, which a line tracer's own call can then not follow: the mutation lane's coverage map
+    would lose the iterative reader's lines)."""
     text = bottom
     for level in range(depth):
         pad = " " * (level % 3)
-        text = f'{{"level" :{pad}{level},"inner":{text} }}' if level % 5 == 0 else f"[{pad}{text},{level}]"
+        text = f'{{"inner":{text} ,"level" :{pad}{level}}}' if level % 5 == 0 else f"[{pad}{text},{level}]"
     return text
 
 
@@ -222,3 +230,240 @@ def text_cases() -> Cases:
         why=TEXT_RULE,
         text=stored("[\u0661]"),
     )
+
+
+def utf8(text: str) -> list[int]:
+    """``text`` as the byte values of its UTF-8 form (the ``bytes`` input of ``decode_json_text``)."""
+    return list(text.encode("utf-8"))
+
+
+def reader_cases() -> Cases:
+    """The reader itself, called on one text (``decode_json_text``): each edge of
+    docs/choices.md "JSON text's edges", as a string and as bytes."""
+    yield pure(
+        "a JSON text reads as its value, every kind of token and whitespace between them",
+        DECODE,
+        why=TEXT_RULE,
+        text=' {"a" : [1, -2.5, 3e2, true, false, null, "s\\u00e9\\n", {}, []] ,\t"": {"b":"é"}}\r\n',
+    )
+    yield pure(
+        "the same text given as UTF-8 bytes reads as the same value",
+        DECODE,
+        why=TEXT_RULE,
+        bytes=utf8('{"é":["𝄞", "✓"], "n": -0.5}'),
+    )
+    for what, raw in (
+        ("a lone high surrogate", "\\ud800"),
+        ("a lone low surrogate", "\\udfff"),
+        ("an inverted pair", "\\udc00\\ud800"),
+    ):
+        yield pure(
+            f"an escaped lone surrogate is kept as the code unit it names: {what}",
+            DECODE,
+            why=TEXT_RULE,
+            comment="JSON.parse keeps it: a JavaScript string is UTF-16 code units",
+            text=f'["{raw}", "é{raw}"]',
+        )
+    yield pure(
+        "a string holding a raw surrogate code point is not UTF-8 text",
+        DECODE,
+        Code.JSON_NOT_UTF8,
+        why=TEXT_RULE,
+        comment="what a lenient decode makes of bytes that are not UTF-8; no UTF-8 text decodes to it",
+        text='["é", "\ud800"]',
+    )
+    for what, data in (
+        ("a byte that never starts a character", [0x5B, 0xFF, 0x5D]),
+        ("an overlong encoding", [0x22, 0xC0, 0xAF, 0x22]),
+        ("an encoded surrogate", [0x22, 0xED, 0xA0, 0x80, 0x22]),
+        ("a character cut short", [0x22, 0xC3, 0x22]),
+        ("UTF-16 with its byte order mark", [0xFF, 0xFE, 0x5B, 0x00, 0x5D, 0x00]),
+    ):
+        yield pure(
+            f"bytes that are not UTF-8 are refused: {what}",
+            DECODE,
+            Code.JSON_NOT_UTF8,
+            why=TEXT_RULE,
+            bytes=data,
+        )
+    yield pure(
+        "UTF-16 bytes without a byte order mark are not JSON",
+        DECODE,
+        Code.JSON_TEXT_INVALID,
+        why=TEXT_RULE,
+        comment="valid UTF-8 (NUL bytes and ASCII), which is not one JSON value",
+        bytes=[0x5B, 0x00, 0x5D, 0x00],
+    )
+    yield pure(
+        "a text that begins with a byte order mark is refused",
+        DECODE,
+        Code.JSON_BYTE_ORDER_MARK,
+        why=TEXT_RULE,
+        text="﻿{}",
+    )
+    yield pure(
+        "bytes that begin with a byte order mark are refused",
+        DECODE,
+        Code.JSON_BYTE_ORDER_MARK,
+        why=TEXT_RULE,
+        comment="a Python reader given bytes would skip EF BB BF; JSON.parse refuses U+FEFF",
+        bytes=[0xEF, 0xBB, 0xBF, 0x7B, 0x7D],
+    )
+    for what, number in (
+        ("an exponent", "1e309"),
+        ("a negative number", "-1e309"),
+        ("an integer literal of 400 digits", "1" + "0" * 400),
+        ("an integer literal of 5,000 digits", "9" * 5_000),
+        ("a negative integer literal of 5,000 digits", "-" + "9" * 5_000),
+    ):
+        yield pure(
+            f"a number past the largest double is refused, never Infinity: {what}",
+            DECODE,
+            Code.JSON_NUMBER_OUT_OF_RANGE,
+            why=TEXT_RULE,
+            comment="a literal longer than Python's int() reads (4,300 digits) is still a number: out of range",
+            text=f"[{number}]",
+        )
+    yield pure(
+        "numbers below the smallest double, and -0, read as 0",
+        DECODE,
+        why=TEXT_RULE,
+        text="[1e-400, -1e-400, -0, -0.0, 0e5]",
+    )
+    yield pure(
+        "integers at the safe bound stay integers; past it they read as the nearest double",
+        DECODE,
+        why=TEXT_RULE,
+        comment="16 digits either side of the bound, and literals of 17 and 30 digits",
+        text="[9007199254740991, -9007199254740991, 9007199254740993, -9007199254740993, "
+        "1000000000000001, 12345678901234567, 123456789012345678901234567890]",
+    )
+    for what, text in (
+        ("NaN", "[NaN]"),
+        ("Infinity", "[Infinity]"),
+        ("minus Infinity", "[-Infinity]"),
+        ("data after the value", "{} x"),
+        ("a second value", "1 2"),
+        ("nothing", ""),
+        ("only whitespace", " \n"),
+        ("a trailing comma", "[1,]"),
+        ("a single-quoted string", "['a']"),
+        ("a leading zero", "[01]"),
+        ("a digit outside ASCII", "[١]"),
+    ):
+        yield pure(
+            f"a text that is not one JSON value is refused: {what}",
+            DECODE,
+            Code.JSON_TEXT_INVALID,
+            why=TEXT_RULE,
+            text=text,
+        )
+
+
+DEEP_RULE: Final = (
+    "nesting has no limit but the text's length: a text nested past the recursion limit is read "
+    "whole, every token at its depth, and refused where it stops being JSON (SPEC-DECISIONS D6)"
+)
+
+
+def containers(bottom: str, depth: int = DEEP) -> str:
+    """``bottom`` inside ``depth`` containers: arrays, with an object of one key at every third
+    level, and nothing before the inner value but its opening (no number a recursing reader would
+    read near its limit: see :func:`deep_text`)."""
+    text = bottom
+    for level in range(depth):
+        text = f'{{"k{level % 4}" : {text}}}' if level % 3 == 0 else f"[ {text} ]"
+    return text
+
+
+# every kind of token the iterative reader reads, each followed by more (keys of one character,
+# none and an escaped quote among them): the number past the largest double at the very end is
+# reached only by a reader that read all the rest right
+DEEP_TOKENS: Final = (
+    '[{}, { }, [ ], null ,true, false,1.5, -2, 3e1, -0.25E-1, 0, "s\\u00e9\\"", "", '
+    '{"a":[null], "b" : {"c":{}} , "d":"e", "": 1, "\\"": 2}, [[true],[false],[null]], 10, 1e999]'
+)
+
+
+def deep_reader_cases() -> Cases:
+    yield pure(
+        "a text nested past the recursion limit is read to its end: every kind of token at its depth",
+        DECODE,
+        Code.JSON_NUMBER_OUT_OF_RANGE,
+        why=DEEP_RULE,
+        comment="a vector cannot hold a value this deep, so the text ends in a number past the largest "
+        "double, which only a reader that read all before it right reaches",
+        text=containers(DEEP_TOKENS),
+    )
+    yield pure(
+        "a text nested past the recursion limit whose last value closes it reads to its end",
+        DECODE,
+        Code.JSON_NUMBER_OUT_OF_RANGE,
+        why=DEEP_RULE,
+        text="[" + containers('[true, null, false, "x", {}]') + ' , {"z" : [1e999]}]',
+    )
+    for what, bottom in (
+        ("data after the value", None),
+        ("a missing closer", "]"),
+        ("a trailing comma in an array", "[1,]"),
+        ("a trailing comma in an object", '{"a":1,}'),
+        ("a key that is not a string", "{1:2}"),
+        ("a missing colon", '{"a" 1}'),
+        ("a missing comma", "[1 2]"),
+        ("a closer of the wrong kind", '{"a":1]'),
+        ("an array closed as an object", "[1}"),
+        ("a literal cut short", "[nul]"),
+        ("a misspelt literal", "[tru]"),
+        ("false cut short", "[fals]"),
+        ("a lone minus", "[-]"),
+        ("a fraction without digits", "[1.]"),
+        ("an exponent without digits", "[1e]"),
+        ("a leading zero", "[01]"),
+        ("NaN", "[NaN]"),
+        ("a bad escape", '["\\x"]'),
+        ("a string left open", '["abc'),
+        ("a key left open", '{"abc'),
+        ("nothing where a value belongs", "[,]"),
+    ):
+        if bottom is None:
+            text = containers("[]") + " x"
+        elif bottom == "]":
+            text = containers("[]")[:-1]
+        else:
+            text = containers(bottom)
+        yield pure(
+            f"a text nested deep is refused where it stops being JSON: {what}",
+            DECODE,
+            Code.JSON_TEXT_INVALID,
+            why=DEEP_RULE,
+            text=text,
+        )
+
+
+WRITE_RULE: Final = (
+    "a value is written as one compact line: keys in the value's order, no spaces, non-ASCII raw, "
+    "a lone surrogate as a lowercase escape, as JSON.stringify writes it (SPEC-DECISIONS D5)"
+)
+
+
+def writer_cases() -> Cases:
+    yield pure(
+        "a value is written as one compact line, its keys in the value's own order",
+        ENCODE,
+        why=WRITE_RULE,
+        value={"b": 1, "a": [True, False, None, -2, 0.5], "": {}, "c": [], "d": "x"},
+    )
+    yield pure(
+        "non-ASCII text is written raw and only what JSON must escape is escaped",
+        ENCODE,
+        why=WRITE_RULE,
+        value={"é": "héllo ✓ 𝄞", "q": '"\\ \n\t\u0001/\u007f'},
+    )
+    yield pure(
+        "a lone surrogate is written as a lowercase escape, in keys and values, beside raw non-ASCII",
+        ENCODE,
+        why=WRITE_RULE,
+        comment="an escape is the only way UTF-8 text can hold one; JSON.stringify writes it so",
+        value={"s": "a\ud800b\udfff é", "\udc00\ud800": ["\udbff"]},
+    )
+    yield pure("a string alone is written as a string", ENCODE, why=WRITE_RULE, value="é\ud83d")

@@ -81,7 +81,8 @@ def steps_of(file_set: FileSet) -> tuple[Step, ...]:
     wrote reads back: a torn tail was cut back, not appended after), and for a ``shown`` set the
     resumed session's state and a fork's are asked before the close (their events decoded from the
     stored lines the resumed session keeps); a refused one answers its
-    code to read and resume alike, keeps its id, and still answers it after the failed resume."""
+    code to read and resume alike, keeps its id, and still answers it after the failed resume (one
+    refused by resume only reads alike before and after it)."""
     session = file_set.session
     opening = (
         ok("reset", storage="file", compressed=file_set.compressed, files=encode_files(file_set.files)),
@@ -101,6 +102,8 @@ def steps_of(file_set: FileSet) -> tuple[Step, ...]:
             ok("read", id=session),
         )
     code = Code(file_set.intent)
+    if file_set.read:
+        return (*opening, ok("read", id=session), fails(code, "resume", id=session), ok("read", id=session))
     create = (fails(Code.SESSION_ALREADY_EXISTS, "create", id=session),) if file_set.taken else ()
     return (
         *opening,

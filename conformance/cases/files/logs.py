@@ -45,6 +45,7 @@ class FileSet:
     comment: str | None = None
     taken: bool = True  # a refused log's id is still taken: create answers SESSION_ALREADY_EXISTS
     shown: bool = False  # the resumed session's state is asked, and a fork's: events decoded from kept lines
+    read: bool = False  # refused by resume only: read answers the log's events (its fold is resume's)
 
 
 # --- the logs ----------------------------------------------------------------------------------

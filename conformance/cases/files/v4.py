@@ -545,6 +545,16 @@ def stored_text_sets() -> Iterator[FileSet]:
             intent,
             shown=intent == OK,
         )
+    for what, lines, intent in envelope_forms():
+        yield FileSet(
+            f"a plain v4 log {what}",
+            ENVELOPE_RULE,
+            v4_files(raw_log(header, lines, False), False),
+            False,
+            intent,
+            shown=intent == OK,
+            read=True,
+        )
     wide = [raw_line(seq, f'"{seq:03d}{"x" * 1_200}"') for seq in range(WIDE_FRAME // 1_200 + 1)]
     yield FileSet(
         f"a compressed v4 log whose frame of events holds more than {WIDE_FRAME:,} bytes reads whole",
@@ -574,6 +584,66 @@ TEXT_RULE_WHY: Final = (
 
 LONG_LOG: Final = 1_100  # events: past the 1,024 lines a reader may decode at a time
 WIDE_FRAME: Final = 70_000  # bytes: a frame past 64 KiB, which a reader may inflate a piece at a time
+
+
+ENVELOPE_RULE: Final = "validate_seed_envelope"
+
+
+def envelope_forms() -> Iterator[tuple[str, list[bytes], str]]:
+    """Logs whose stored events' envelopes a resume judges by the per-event rules of a seed
+    (notes/dsh-session-core §1.3): a time that is not a safe integer, ``ignorable`` other than
+    ``true``, a log-only event with a ``surfaceOp`` or a key no envelope has. A resume folds most
+    stored events in runs that skip those rules for what they already know (issue 24); each of
+    these must end the run and be judged, never taken as it is."""
+    first = raw_line(0, "{}")
+
+    def timed(time: str) -> bytes:
+        return raw_line(1, "{}").replace(f'"time":{SEED_TIME}'.encode(), f'"time":{time}'.encode())
+
+    yield "whose time is a fraction is refused", [first, timed("1.5")], Code.SEED_ENVELOPE_INVALID
+    yield (
+        "whose time is past the largest safe integer is refused",
+        [first, timed("9007199254740992")],
+        Code.SEED_ENVELOPE_INVALID,
+    )
+    yield (
+        "whose time is below the smallest safe integer is refused",
+        [first, timed("-9007199254740992")],
+        Code.SEED_ENVELOPE_INVALID,
+    )
+    yield "whose time is the smallest safe integer reads", [first, timed("-9007199254740991")], OK
+    yield "whose time is written 2.0 reads it as 2", [first, timed("2.0")], OK
+    yield (
+        "whose event is ignorable false is refused",
+        [first, raw_line(1, "{}", ignorable=False)],
+        Code.SEED_ENVELOPE_INVALID,
+    )
+    yield "whose event is ignorable true reads", [first, raw_line(1, "{}", ignorable=True)], OK
+    yield (
+        "whose event has no data is refused",
+        [first, b'{"type":"custom/value","seq":1,"time":0}\n'],
+        Code.SEED_ENVELOPE_INVALID,
+    )
+    yield (
+        "whose event's type is not a string is refused",
+        [first, b'{"type":5,"seq":1,"time":0,"data":{}}\n'],
+        Code.SEED_ENVELOPE_INVALID,
+    )
+    yield (
+        "whose request header has no reason is refused",
+        [first, raw_line(1, "{}", "request/header")],
+        Code.REQUEST_HEADER_PROVIDER_MODEL,
+    )
+    yield (
+        "whose log-only event appends to the surface is refused",
+        [first, raw_line(1, "{}", surfaceOp="append")],
+        Code.SURFACE_OP_ON_LOG_ONLY,
+    )
+    yield (
+        "whose log-only event has a key no envelope has is refused",
+        [first, raw_line(1, "{}", extra=1)],
+        Code.SEED_ENVELOPE_INVALID,
+    )
 
 
 def seq_forms() -> Iterator[tuple[str, list[bytes], str]]:
