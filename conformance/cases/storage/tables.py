@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 from typing import Final
 
-from conformance.cases.build import Cases, chained, pure, user_msg
+from conformance.cases import msg
+from conformance.cases.build import Cases, chained, pure
 from conformance.cases.storage.naming import V4_LINE
 from spec.codes import Code
 from spec.log.json import JsonObject
@@ -136,7 +137,7 @@ def event_row_cases() -> Cases:
         sessionId="s",
         position=2,
         seq=2,
-        text=message_row(user_msg()),
+        text=message_row(msg.user()),
     )
     for name, position, seq, text in (
         ("an event row after a gap is damage", 3, 4, line.replace('"seq":3', '"seq":4')),
@@ -172,7 +173,7 @@ def event_row_cases() -> Cases:
         sessionId="s",
         position=2,
         seq=2,
-        text=message_row({**user_msg(), "content": "hi"}),
+        text=message_row({**msg.user(), "content": "hi"}),
     )
 
 
