@@ -33,11 +33,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import combinations
 from typing import Final, TypeAlias
 
-from conformance.files.reader import FilesError, decode_files, read_placed
+from conformance.files.reader import FilesError, decode_files, locate_logs, read_placed
+from conformance.zstd_frames import inflate_zstd
 from spec.codes import Code, SpecError
-from spec.format.legacy import validate_stored_events
+from spec.format.legacy import decode_listed_header, derive_session_listing, validate_stored_events
+from spec.format.naming import LOG_NAMES
 from spec.lineage.fork import derive_child_meta, plan_fork_seed, validate_fork_request
 from spec.lineage.store import (
     derive_resumed_log,
@@ -151,6 +154,7 @@ class ModelStore:
     faults: tuple[str, ...] = ()
     broken: Mapping[str, str] = field(default_factory=dict)  # stored logs a read refuses, with the code
     engine: EngineState = field(default_factory=EngineState)
+    unread_listed: tuple[FrozenDict, ...] = ()  # placed logs a read refuses whose header line reads
 
     @property
     def has_storage(self) -> bool:
@@ -208,7 +212,18 @@ def derive_model_key(model: ModelStore) -> str:
         {session_id: entry.overflow_retries for session_id, entry in model.live.items()},
     ]
     return canonical_text(
-        [model.storage, batch, model.now, model.minted, live, stored, list(model.faults), broken, engine]
+        [
+            model.storage,
+            batch,
+            model.now,
+            model.minted,
+            live,
+            stored,
+            list(model.faults),
+            broken,
+            engine,
+            list(model.unread_listed),
+        ]
     )
 
 
@@ -242,7 +257,33 @@ def model_reset(
         if log.code is None and log.header is not None
     }
     broken = {session_id: str(log.code) for session_id, log in placed.items() if log.code is not None}
-    return ModelStore(storage=storage, batch=batch, stored=stored, broken=broken), accepted(None)
+    unread_listed = tuple(_listed_headers(decode_files(files), frozenset(stored)))
+    return ModelStore(
+        storage=storage, batch=batch, stored=stored, broken=broken, unread_listed=unread_listed
+    ), accepted(None)
+
+
+def _listed_headers(files: Mapping[str, bytes], readable: frozenset[str]) -> list[FrozenDict]:
+    """The headers a listing shows for placed logs that no read gives: the log of every session
+    directory (its preferred name; a directory whose name no id encodes to included), but not that
+    of a session read whole, whose header ``stored`` holds; each by its header line alone."""
+    read_whole = {paths[0] for session_id, paths in locate_logs(files).items() if session_id in readable}
+    logs: dict[tuple[str, str], str] = {}
+    for path in sorted(files):
+        parts = path.split("/")
+        if len(parts) == 3 and parts[2] in LOG_NAMES:
+            held = logs.get((parts[0], parts[1]))
+            if held is None or LOG_NAMES.index(parts[2]) < LOG_NAMES.index(held.split("/")[2]):
+                logs[(parts[0], parts[1])] = path
+    headers: list[FrozenDict] = []
+    for path in sorted(set(logs.values()) - read_whole):
+        try:
+            headers.append(
+                decode_listed_header(files[path], path.endswith(".zstd"), inflate_zstd, path.split("/")[2])
+            )
+        except SpecError:
+            continue
+    return headers
 
 
 def model_clock(model: ModelStore, now: int) -> Transition:
@@ -362,6 +403,31 @@ def model_close(model: ModelStore, session_id: object) -> Transition:
     return replace(model, live=live), expected
 
 
+def model_list(model: ModelStore) -> Transition:
+    """The store's listing (:func:`spec.format.legacy.derive_session_listing`): the header of every
+    stored log, and of every placed log a read refuses whose header line reads. A live session not
+    yet published may be listed too (a store may publish early; PROTOCOL.md, Timing): each set of
+    them listed is as good."""
+    headers = [log.header for log in model.stored.values()] if model.has_storage else []
+    headers += model.unread_listed
+    unpublished = [
+        entry.state.header for session_id, entry in model.live.items() if session_id not in model.stored_ids
+    ]
+    listed = _listing(headers)
+    if not model.has_storage or not unpublished:
+        return model, listed
+    early = [
+        _listing([*headers, *chosen])
+        for size in range(1, len(unpublished) + 1)
+        for chosen in combinations(unpublished, size)
+    ]
+    return model, replace(listed, alternatives=tuple(early))
+
+
+def _listing(headers: Sequence[FrozenDict]) -> Expected:
+    return accepted([*derive_session_listing(headers)])
+
+
 def model_resume(model: ModelStore, session_id: object) -> Transition:
     """Take over a stored log: refused without storage, for a live id, or for an id not stored;
     else the durable log plus its closers (written at once) is restored as the seed, and
@@ -479,6 +545,7 @@ OPS: Final[Mapping[str, Callable[..., Transition]]] = {
     "close": lambda model, id: model_close(model, id),
     "resume": lambda model, id: model_resume(model, id),
     "read": lambda model, id: model_read(model, id),
+    "list": lambda model: model_list(model),
     "crash": lambda model, keep="none": (
         model_crash(model) if keep in ("none", "all") else (model, rejected(UNSUPPORTED_OP))
     ),

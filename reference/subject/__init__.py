@@ -52,6 +52,7 @@ class ReferenceSubject(SessionOps, StorageOps, CrashOps, EngineOps, ProjectionOp
         "checker-rules",
         "export",
         "import",
+        "list",
         *ENGINE_CAPABILITIES,
     )
     ops: ClassVar[Mapping[str, str]] = {

@@ -15,12 +15,13 @@ from reference.persistence.powerloss import PowerLossFileSystem
 from reference.subject.base import STORE_ROOT, SubjectBase
 from reference.subject.requests import Args, BadRequest
 from spec.codes import Code, reject
+from spec.format.legacy import derive_session_listing
 from spec.log.json import JsonValue
 from spec.log.session import ABSENT
 from spec.projections.durability import decode_batch_policy
 
 # each answered by its op_<name> method
-STORAGE_OPS: Final = ("reset", "flush", "close", "resume", "read", "export")
+STORAGE_OPS: Final = ("reset", "flush", "close", "resume", "read", "export", "list")
 
 
 class StorageOps(SubjectBase):
@@ -64,6 +65,13 @@ class StorageOps(SubjectBase):
             )
         stored = self.persistence.read(session_id)
         return {"header": stored.header, "events": list(stored.events)}
+
+    def op_list(self, args: Args) -> JsonValue:
+        """The store's listing (capability ``list``): the header of every stored session whose
+        header line reads, in :func:`derive_session_listing`'s order; none without storage."""
+        if self.persistence is None:
+            return []
+        return list(derive_session_listing(self.persistence.list()))
 
     def op_export(self, args: Args) -> JsonValue:
         """Every file under the file store's root: its path relative to the root and its bytes."""
