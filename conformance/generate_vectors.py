@@ -130,6 +130,8 @@ def capabilities_of(case: Case | PureCase, expect: JsonValue = None) -> list[str
             needed.update({"storage", "commit-fault"})
         if op == "list":
             needed.update({"storage", "list"})
+        if op == "check":
+            needed.update({"storage", "check", "checker-rules"})
     return sorted(needed)
 
 

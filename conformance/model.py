@@ -38,6 +38,8 @@ from typing import Final, TypeAlias
 
 from conformance.files.reader import FilesError, decode_files, locate_logs, read_placed
 from conformance.zstd_frames import inflate_zstd
+from spec.checks.log import LEGACY_RULES, check_log
+from spec.checks.violation import Violation
 from spec.codes import Code, SpecError
 from spec.format.legacy import decode_listed_header, derive_session_listing, validate_stored_events
 from spec.format.naming import LOG_NAMES
@@ -50,6 +52,7 @@ from spec.lineage.store import (
     validate_resume_request,
 )
 from spec.log.events import Event
+from spec.log.header import HEADER_FORMAT_VERSION
 from spec.log.json import FrozenDict, JsonObject, JsonValue
 from spec.log.session import (
     ABSENT,
@@ -137,6 +140,7 @@ class DurableLog:
 
     header: FrozenDict
     events: tuple[Event, ...]
+    format_version: int = HEADER_FORMAT_VERSION  # the format it is stored in (0: a placed DSH v0 log)
 
 
 @dataclass(frozen=True)
@@ -203,7 +207,10 @@ def derive_model_key(model: ModelStore) -> str:
         session_id: [entry.state.header, list(entry.state.events), entry.state.first_live_seq, entry.flushed]
         for session_id, entry in model.live.items()
     }
-    stored = {session_id: [log.header, list(log.events)] for session_id, log in model.stored.items()}
+    stored = {
+        session_id: [log.header, list(log.events), log.format_version]
+        for session_id, log in model.stored.items()
+    }
     batch = None if model.batch is None else [model.batch.max_delay_ms, model.batch.max_bytes]
     broken = dict(model.broken)
     engine = [
@@ -252,7 +259,7 @@ def model_reset(
     except FilesError:
         return model, rejected(BAD_REQUEST)
     stored = {
-        session_id: DurableLog(log.header, log.events)
+        session_id: DurableLog(log.header, log.events, log.format_version)
         for session_id, log in placed.items()
         if log.code is None and log.header is not None
     }
@@ -479,6 +486,34 @@ def model_read(model: ModelStore, session_id: object) -> Transition:
     return model, Expected(True, view, events_at_least=at_least)
 
 
+def model_check(model: ModelStore, session_id: object) -> Transition:
+    """A stored log as the checker reads it (file storage only): refused as ``read`` refuses it;
+    else its format, its event count and :func:`spec.checks.log.check_log`'s violations of the
+    whole log (relational rules and header included), those of :data:`LEGACY_RULES` apart. Only a
+    log's durable events are judged: a session with events not yet flushed is not modelled."""
+    if model.storage != "file":
+        return model, rejected(BAD_REQUEST)
+    model, read = model_read(model, session_id)
+    log = model.stored.get(session_id) if isinstance(session_id, str) else None
+    if read.alternatives or read.events_at_least is not None:
+        return model, rejected(UNSUPPORTED_OP)
+    if not read.ok or log is None:
+        return model, read
+    found = check_log(log.events, log.header, format_version=log.format_version)
+    return model, accepted(
+        {
+            "format": log.format_version,
+            "events": len(log.events),
+            "violations": [_violation(item) for item in found if item.rule not in LEGACY_RULES],
+            "legacy": [_violation(item) for item in found if item.rule in LEGACY_RULES],
+        }
+    )
+
+
+def _violation(found: Violation) -> JsonValue:
+    return {"rule": found.rule, "seq": found.seq}
+
+
 def validate_durable_log(model: ModelStore, session_id: str, events: Sequence[Event]) -> None:
     """A log read back from files passes the stored-event checks: well-formed messages, and every
     type known or marked ignorable (notes/dsh-persistence §3.5). A session accepts any type on
@@ -546,6 +581,7 @@ OPS: Final[Mapping[str, Callable[..., Transition]]] = {
     "resume": lambda model, id: model_resume(model, id),
     "read": lambda model, id: model_read(model, id),
     "list": lambda model: model_list(model),
+    "check": lambda model, id: model_check(model, id),
     "crash": lambda model, keep="none": (
         model_crash(model) if keep in ("none", "all") else (model, rejected(UNSUPPORTED_OP))
     ),

@@ -53,6 +53,7 @@ class ReferenceSubject(SessionOps, StorageOps, CrashOps, EngineOps, ProjectionOp
         "export",
         "import",
         "list",
+        "check",
         *ENGINE_CAPABILITIES,
     )
     ops: ClassVar[Mapping[str, str]] = {

@@ -87,7 +87,7 @@ def file_set_cases() -> Cases:
     for file_set in file_sets():
         if sum(len(data) for data in file_set.files.values()) <= SMALL_SET:
             yield placed(
-                f"{file_set.name}; the listing reads its header line alone",
+                f"listed: {file_set.name}",
                 dict(file_set.files),
                 file_set.compressed,
             )
