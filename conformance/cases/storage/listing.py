@@ -17,6 +17,7 @@ from typing import Final
 from conformance.cases.build import NOW, Case, Cases, append_user, case, ok, turn, turn_end
 from conformance.cases.files import file_sets
 from conformance.cases.files.logs import (
+    SESSION,
     line,
     plain_log,
     raw_frame,
@@ -136,14 +137,21 @@ def header_line_sets() -> Iterator[tuple[str, dict[str, bytes], bool]]:
     yield "a compressed v4 log under a v0 file name is not listed", beside(packed, True, V0_ZSTD_NAME), True
     (path,) = readable
     project, session, _ = path.split("/")
+    v0_line = {"type": "session", "version": 0, "id": SESSION, "createdAt": 5, "cwd": "/elsewhere"}
     yield (
         "a file beside the project directories and one beside the session directories are not sessions",
-        {**readable, "stray": plain, f"{project}/stray": plain, f"{project}/{session}/notes.txt": b"x"},
+        {
+            **readable,
+            "+stray": plain,
+            "stray": plain,
+            f"{project}/+stray": plain,
+            f"{project}/{session}/notes.txt": b"x",
+        },
         False,
     )
     yield (
         "a session directory holding a v4 and a v0 log is listed once, by the v4 log's header",
-        {**readable, f"{project}/{session}/{V0_PLAIN_NAME}": b"{}\n"},
+        {**readable, f"{project}/{session}/{V0_PLAIN_NAME}": line(v0_line)},
         False,
     )
 
