@@ -30,6 +30,7 @@ from conformance.cases.files.logs import (
 from conformance.files.reader import encode_files
 from conformance.zstd_frames import encode_skippable_frame
 from spec.format.naming import V0_PLAIN_NAME, V0_ZSTD_NAME, encode_header_line
+from spec.log.json import JsonObject
 
 LISTING: Final = "derive_session_listing"
 HEADER: Final = "decode_listed_header"
@@ -137,7 +138,13 @@ def header_line_sets() -> Iterator[tuple[str, dict[str, bytes], bool]]:
     yield "a compressed v4 log under a v0 file name is not listed", beside(packed, True, V0_ZSTD_NAME), True
     (path,) = readable
     project, session, _ = path.split("/")
-    v0_line = {"type": "session", "version": 0, "id": SESSION, "createdAt": 5, "cwd": "/elsewhere"}
+    v0_line: JsonObject = {
+        "type": "session",
+        "version": 0,
+        "id": SESSION,
+        "createdAt": 5,
+        "cwd": "/elsewhere",
+    }
     yield (
         "a file beside the project directories and one beside the session directories are not sessions",
         {
