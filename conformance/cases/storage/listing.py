@@ -113,6 +113,11 @@ def header_line_sets() -> Iterator[tuple[str, dict[str, bytes], bool]]:
         beside(plain[: plain.index(b"\n")], False),
         False,
     )
+    yield (
+        "a plain log of a whole header line and a space without a line break is not listed",
+        beside(plain[: plain.index(b"\n")] + b" ", False),
+        False,
+    )
     yield "a plain log whose header line is not JSON is not listed", beside(b"{" + plain, False), False
     yield "an empty plain log is not listed", beside(b"", False), False
     yield "a compressed log whose header frame is torn is not listed", beside(packed[:20], True), True
