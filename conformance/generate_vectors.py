@@ -128,6 +128,10 @@ def capabilities_of(case: Case | PureCase, expect: JsonValue = None) -> list[str
             needed.add("storage")
         if op == "fail_commit":
             needed.update({"storage", "commit-fault"})
+        if op == "list":
+            needed.update({"storage", "list"})
+        if op == "check":
+            needed.update({"storage", "check", "checker-rules"})
     return sorted(needed)
 
 

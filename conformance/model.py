@@ -33,11 +33,16 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import combinations
 from typing import Final, TypeAlias
 
-from conformance.files.reader import FilesError, decode_files, read_placed
+from conformance.files.reader import FilesError, decode_files, locate_logs, read_placed
+from conformance.zstd_frames import inflate_zstd
+from spec.checks.log import LEGACY_RULES, check_log
+from spec.checks.violation import Violation
 from spec.codes import Code, SpecError
-from spec.format.legacy import validate_stored_events
+from spec.format.legacy import decode_listed_header, derive_session_listing, validate_stored_events
+from spec.format.naming import LOG_NAMES
 from spec.lineage.fork import derive_child_meta, plan_fork_seed, validate_fork_request
 from spec.lineage.store import (
     derive_resumed_log,
@@ -47,6 +52,7 @@ from spec.lineage.store import (
     validate_resume_request,
 )
 from spec.log.events import Event
+from spec.log.header import HEADER_FORMAT_VERSION
 from spec.log.json import FrozenDict, JsonObject, JsonValue
 from spec.log.session import (
     ABSENT,
@@ -134,6 +140,7 @@ class DurableLog:
 
     header: FrozenDict
     events: tuple[Event, ...]
+    format_version: int = HEADER_FORMAT_VERSION  # the format it is stored in (0: a placed DSH v0 log)
 
 
 @dataclass(frozen=True)
@@ -151,6 +158,7 @@ class ModelStore:
     faults: tuple[str, ...] = ()
     broken: Mapping[str, str] = field(default_factory=dict)  # stored logs a read refuses, with the code
     engine: EngineState = field(default_factory=EngineState)
+    unread_listed: tuple[FrozenDict, ...] = ()  # placed logs a read refuses whose header line reads
 
     @property
     def has_storage(self) -> bool:
@@ -199,7 +207,10 @@ def derive_model_key(model: ModelStore) -> str:
         session_id: [entry.state.header, list(entry.state.events), entry.state.first_live_seq, entry.flushed]
         for session_id, entry in model.live.items()
     }
-    stored = {session_id: [log.header, list(log.events)] for session_id, log in model.stored.items()}
+    stored = {
+        session_id: [log.header, list(log.events), log.format_version]
+        for session_id, log in model.stored.items()
+    }
     batch = None if model.batch is None else [model.batch.max_delay_ms, model.batch.max_bytes]
     broken = dict(model.broken)
     engine = [
@@ -208,7 +219,18 @@ def derive_model_key(model: ModelStore) -> str:
         {session_id: entry.overflow_retries for session_id, entry in model.live.items()},
     ]
     return canonical_text(
-        [model.storage, batch, model.now, model.minted, live, stored, list(model.faults), broken, engine]
+        [
+            model.storage,
+            batch,
+            model.now,
+            model.minted,
+            live,
+            stored,
+            list(model.faults),
+            broken,
+            engine,
+            list(model.unread_listed),
+        ]
     )
 
 
@@ -237,12 +259,38 @@ def model_reset(
     except FilesError:
         return model, rejected(BAD_REQUEST)
     stored = {
-        session_id: DurableLog(log.header, log.events)
+        session_id: DurableLog(log.header, log.events, log.format_version)
         for session_id, log in placed.items()
         if log.code is None and log.header is not None
     }
     broken = {session_id: str(log.code) for session_id, log in placed.items() if log.code is not None}
-    return ModelStore(storage=storage, batch=batch, stored=stored, broken=broken), accepted(None)
+    unread_listed = tuple(_listed_headers(decode_files(files), frozenset(stored)))
+    return ModelStore(
+        storage=storage, batch=batch, stored=stored, broken=broken, unread_listed=unread_listed
+    ), accepted(None)
+
+
+def _listed_headers(files: Mapping[str, bytes], readable: frozenset[str]) -> list[FrozenDict]:
+    """The headers a listing shows for placed logs that no read gives: the log of every session
+    directory (its preferred name; a directory whose name no id encodes to included), but not that
+    of a session read whole, whose header ``stored`` holds; each by its header line alone."""
+    read_whole = {paths[0] for session_id, paths in locate_logs(files).items() if session_id in readable}
+    logs: dict[tuple[str, str], str] = {}
+    for path in sorted(files):
+        parts = path.split("/")
+        if len(parts) == 3 and parts[2] in LOG_NAMES:
+            held = logs.get((parts[0], parts[1]))
+            if held is None or LOG_NAMES.index(parts[2]) < LOG_NAMES.index(held.split("/")[2]):
+                logs[(parts[0], parts[1])] = path
+    headers: list[FrozenDict] = []
+    for path in sorted(set(logs.values()) - read_whole):
+        try:
+            headers.append(
+                decode_listed_header(files[path], path.endswith(".zstd"), inflate_zstd, path.split("/")[2])
+            )
+        except SpecError:
+            continue
+    return headers
 
 
 def model_clock(model: ModelStore, now: int) -> Transition:
@@ -362,6 +410,31 @@ def model_close(model: ModelStore, session_id: object) -> Transition:
     return replace(model, live=live), expected
 
 
+def model_list(model: ModelStore) -> Transition:
+    """The store's listing (:func:`spec.format.legacy.derive_session_listing`): the header of every
+    stored log, and of every placed log a read refuses whose header line reads. A live session not
+    yet published may be listed too (a store may publish early; PROTOCOL.md, Timing): each set of
+    them listed is as good."""
+    headers = [log.header for log in model.stored.values()] if model.has_storage else []
+    headers += model.unread_listed
+    unpublished = [
+        entry.state.header for session_id, entry in model.live.items() if session_id not in model.stored_ids
+    ]
+    listed = _listing(headers)
+    if not model.has_storage or not unpublished:
+        return model, listed
+    early = [
+        _listing([*headers, *chosen])
+        for size in range(1, len(unpublished) + 1)
+        for chosen in combinations(unpublished, size)
+    ]
+    return model, replace(listed, alternatives=tuple(early))
+
+
+def _listing(headers: Sequence[FrozenDict]) -> Expected:
+    return accepted([*derive_session_listing(headers)])
+
+
 def model_resume(model: ModelStore, session_id: object) -> Transition:
     """Take over a stored log: refused without storage, for a live id, or for an id not stored;
     else the durable log plus its closers (written at once) is restored as the seed, and
@@ -411,6 +484,34 @@ def model_read(model: ModelStore, session_id: object) -> Transition:
     view = derive_read_view(DurableLog(log.header, appended))
     at_least = len(log.events) if len(appended) > len(log.events) else None
     return model, Expected(True, view, events_at_least=at_least)
+
+
+def model_check(model: ModelStore, session_id: object) -> Transition:
+    """A stored log as the checker reads it (file storage only): refused as ``read`` refuses it;
+    else its format, its event count and :func:`spec.checks.log.check_log`'s violations of the
+    whole log (relational rules and header included), those of :data:`LEGACY_RULES` apart. Only a
+    log's durable events are judged: a session with events not yet flushed is not modelled."""
+    if model.storage != "file":
+        return model, rejected(BAD_REQUEST)
+    model, read = model_read(model, session_id)
+    log = model.stored.get(session_id) if isinstance(session_id, str) else None
+    if read.alternatives or read.events_at_least is not None:
+        return model, rejected(UNSUPPORTED_OP)
+    if not read.ok or log is None:
+        return model, read
+    found = check_log(log.events, log.header, format_version=log.format_version)
+    return model, accepted(
+        {
+            "format": log.format_version,
+            "events": len(log.events),
+            "violations": [_violation(item) for item in found if item.rule not in LEGACY_RULES],
+            "legacy": [_violation(item) for item in found if item.rule in LEGACY_RULES],
+        }
+    )
+
+
+def _violation(found: Violation) -> JsonValue:
+    return {"rule": found.rule, "seq": found.seq}
 
 
 def validate_durable_log(model: ModelStore, session_id: str, events: Sequence[Event]) -> None:
@@ -479,6 +580,8 @@ OPS: Final[Mapping[str, Callable[..., Transition]]] = {
     "close": lambda model, id: model_close(model, id),
     "resume": lambda model, id: model_resume(model, id),
     "read": lambda model, id: model_read(model, id),
+    "list": lambda model: model_list(model),
+    "check": lambda model, id: model_check(model, id),
     "crash": lambda model, keep="none": (
         model_crash(model) if keep in ("none", "all") else (model, rejected(UNSUPPORTED_OP))
     ),

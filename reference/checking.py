@@ -14,9 +14,9 @@ from __future__ import annotations
 import json
 import os
 import urllib.parse
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import Final, TextIO
+from typing import BinaryIO, Final, TextIO
 
 from reference.exits import (
     CHECK_FORMATS,
@@ -27,7 +27,7 @@ from reference.exits import (
     EXIT_UNREADABLE,
     LOG_FILE_SUFFIXES,
 )
-from reference.logfile import InputError, LogFile, LogForm, find_logs, read_log_file
+from reference.logfile import InputError, LogFile, LogForm, find_logs, open_log, read_log_file
 from reference.persistence.fastjson import collector_paused
 from spec.checks.log import CORE_RULES, LEGACY_RULES, check_log
 from spec.checks.violation import Violation
@@ -110,10 +110,15 @@ class NoLogs:
 Outcome = CheckedLog | NoLogs
 
 
-def check_log_file(path: str, core_only: bool = False) -> CheckedLog:
-    """Read one log file and check it against every rule (the core rules alone with ``core_only``)."""
+def check_log_file(
+    path: str, core_only: bool = False, opener: Callable[[str], BinaryIO] = open_log
+) -> CheckedLog:
+    """Read one log file (opened by ``opener``) and check it against every rule (the core rules
+    alone with ``core_only``)."""
     try:
-        file = read_log_file(path, checked_only=True)  # the events are checked, never handed out
+        file = read_log_file(
+            path, checked_only=True, opener=opener
+        )  # the events are checked, never handed out
     except (InputError, SpecError) as error:
         return CheckedLog(path, None, error, (), core_only)
     events = file.events

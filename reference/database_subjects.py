@@ -3,7 +3,7 @@ sqlite`` or ``--backend postgres`` (conformance/PROTOCOL.md), and in process
 ``reference.database_subjects:SqliteSubject`` or ``:PostgresSubject``.
 
 They are :class:`reference.subject.ReferenceSubject` with its store on the database instead of the
-simulated filesystem. Their capabilities are ``core``, ``storage``, ``pure`` and ``commit-fault``,
+simulated filesystem. Their capabilities are ``core``, ``storage``, ``pure``, ``commit-fault`` and ``list``,
 but not ``crash-seam``: the seam is a simulated filesystem that loses unsynced bytes, and a
 database commits whole transactions, so its crash checks are real ones instead — the suite's kill
 check over stdio, and this project's fault runs (tests/test_db_faults.py).
@@ -118,7 +118,7 @@ class FailingPostgresConnection:
 class DatabaseSubject(ReferenceSubject):
     """A :class:`ReferenceSubject` whose storage is a database; subclasses say which."""
 
-    capabilities: ClassVar[tuple[str, ...]] = ("core", "storage", "pure", "commit-fault")
+    capabilities: ClassVar[tuple[str, ...]] = ("core", "storage", "pure", "commit-fault", "list")
     ops: ClassVar[Mapping[str, str]] = {**ReferenceSubject.ops, "fail_commit": "op_fail_commit"}
 
     def __init__(self) -> None:

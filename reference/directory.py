@@ -41,7 +41,7 @@ class DirectorySubject(ReferenceSubject):
     docstring for the rules it follows)."""
 
     name: ClassVar[str] = "dsh-session-spec reference (real directory)"
-    capabilities: ClassVar[tuple[str, ...]] = ("core", "storage", "pure", "export", "import")
+    capabilities: ClassVar[tuple[str, ...]] = ("core", "storage", "pure", "export", "import", "list", "check")
 
     def __init__(self, root: str) -> None:
         super().__init__()

@@ -338,14 +338,21 @@ def probe_head(file: BinaryIO, file_name: str) -> None:
         load_framed_log(None, decode_jsonl_log(head[: cut + 1]), file_name)
 
 
-def read_log_file(path: str, limits: ReadLimits | None = None, checked_only: bool = False) -> LogFile:
+def read_log_file(
+    path: str,
+    limits: ReadLimits | None = None,
+    checked_only: bool = False,
+    opener: Callable[[str], BinaryIO] = open_log,
+) -> LogFile:
     """Read the log at ``path``: :class:`InputError` when the file cannot be read or passes a
     reading limit (``limits``, by default :meth:`ReadLimits.from_environment`),
     :class:`spec.codes.SpecError` (with the file line and byte where it can say) when its bytes
     are not a valid log. A plain log is streamed (:func:`read_jsonl_file`): what is held is the
     records read and one line; a zstd log is read whole, its plaintext bounded first, a clean one
     in bulk (:func:`read_clean_zstd_log`). ``checked_only``: the caller only checks the events and
-    hands none out, so a v0 log read in bulk leaves them unfrozen (:func:`judge_clean_records`)."""
+    hands none out, so a v0 log read in bulk leaves them unfrozen (:func:`judge_clean_records`).
+    ``opener`` opens the file (by default on the real filesystem; a store's seam for the protocol's
+    ``check``)."""
     limits = limits or ReadLimits.from_environment()
 
     def read(file: BinaryIO) -> LogFile | tuple[LogForm, FramedLog]:
@@ -358,7 +365,7 @@ def read_log_file(path: str, limits: ReadLimits | None = None, checked_only: boo
             return clean or frame_log_bytes(data, limits, path)
         return LogForm.JSONL, read_jsonl_file(file, limits, path)
 
-    with open_log(path) as file:
+    with opener(path) as file:
         read_in = read_or_fail(path, lambda: read(file))
     if isinstance(read_in, LogFile):
         return read_in

@@ -21,6 +21,7 @@ from conformance.trace.specread import read_log_file
 from spec.codes import SpecError
 from spec.format.naming import LOG_NAMES, encode_segment
 from spec.log.events import Event
+from spec.log.header import HEADER_FORMAT_VERSION
 from spec.log.json import FrozenDict, JsonValue
 
 _ESCAPE: Final = re.compile(r"~([0-9A-F]{4})")
@@ -90,6 +91,7 @@ class PlacedLog:
     header: FrozenDict | None = None
     events: tuple[Event, ...] = ()
     code: str | None = None
+    format_version: int = HEADER_FORMAT_VERSION  # the format the log was stored in (0: DSH v0)
 
 
 def locate_logs(files: Mapping[str, bytes]) -> dict[str, list[str]]:
@@ -119,7 +121,7 @@ def read_placed(files: Mapping[str, bytes]) -> dict[str, PlacedLog]:
             logs[session_id] = PlacedLog(paths[0], code="CORRUPT_LOG")
             continue
         view = read_log_file(session_id, paths[0], files[paths[0]])
-        logs[session_id] = PlacedLog(paths[0], view.header, view.events, view.code)
+        logs[session_id] = PlacedLog(paths[0], view.header, view.events, view.code, view.format_version)
     return logs
 
 

@@ -24,6 +24,7 @@ from spec.format.framing import decode_log_bytes
 from spec.format.legacy import decode_stored_log
 from spec.format.naming import LOG_NAMES, derive_session_relpath
 from spec.log.events import Event
+from spec.log.header import HEADER_FORMAT_VERSION
 from spec.log.json import FrozenDict, JsonValue
 
 
@@ -40,6 +41,7 @@ class SpecView:
     torn: bool = False
     code: str | None = None
     message: str | None = None
+    format_version: int = HEADER_FORMAT_VERSION  # the format the log was stored in (0: DSH v0)
 
     @property
     def found(self) -> bool:
@@ -77,7 +79,13 @@ def read_log_file(session_id: str, path: str, data: bytes) -> SpecView:
         log = decode_stored_log(session_id, stored, path.rsplit("/", 1)[-1])
     except SpecError as error:
         return SpecView(path, code=str(error.code), message=error.message)
-    return SpecView(path, log.header, log.events + log.recovered, stored.truncate_to is not None)
+    return SpecView(
+        path,
+        log.header,
+        log.events + log.recovered,
+        stored.truncate_to is not None,
+        format_version=log.format_version,
+    )
 
 
 __all__ = [

@@ -36,11 +36,15 @@ from spec.format.framing import (
     FramedLog,
     decode_header_text,
     decode_log_bytes,
-    decode_zstd_frame,
     decode_zstd_log,
     scan_zstd_frames,
 )
-from spec.format.legacy import decode_stored_log, upgrade_v0_records, validate_stored_events
+from spec.format.legacy import (
+    decode_listed_header,
+    decode_stored_log,
+    upgrade_v0_records,
+    validate_stored_events,
+)
 from spec.format.naming import (
     LOG_NAMES,
     V0_PLAIN_NAME,
@@ -498,23 +502,10 @@ class FileStore:
     # --- internals ---
 
     def _read_header(self, path: str) -> FrozenDict:
-        data = self.fs.read_bytes(path)
-        if path.endswith(".zstd"):
-            scan = scan_zstd_frames(data)
-            if not scan.frames:
-                raise reject(Code.CORRUPT_LOG, "empty or header-less Zstandard session log")
-            first = scan.frames[0]
-            plaintext = decode_zstd_frame(
-                data[first.offset : first.offset + first.length], first.offset, inflate_zstd
-            )
-            return decode_header_line(
-                decode_zstd_log([DecodedFrame(first.offset, plaintext)], None).header_line,
-                file_name=_basename(path),
-            )[1]
-        line_end = data.find(b"\n")
-        if line_end < 0:
-            raise reject(Code.CORRUPT_LOG, "empty or header-less session log")
-        return decode_header_line(decode_header_text(data[:line_end]), file_name=_basename(path))[1]
+        """The header the listing shows for the log at ``path`` (:func:`decode_listed_header`)."""
+        return decode_listed_header(
+            self.fs.read_bytes(path), path.endswith(".zstd"), inflate_zstd, _basename(path)
+        )
 
     def _lock(self, log_path: str, session_id: str) -> LockHandle:
         session_dir = _dirname(log_path)

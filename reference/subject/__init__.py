@@ -52,6 +52,8 @@ class ReferenceSubject(SessionOps, StorageOps, CrashOps, EngineOps, ProjectionOp
         "checker-rules",
         "export",
         "import",
+        "list",
+        "check",
         *ENGINE_CAPABILITIES,
     )
     ops: ClassVar[Mapping[str, str]] = {

@@ -3,10 +3,12 @@ places the suite's files), ``flush``, ``close``, ``resume``, ``read`` and ``expo
 
 from __future__ import annotations
 
+import io
 from collections.abc import Mapping
 from typing import Final
 
 from conformance.files.reader import FilesError, decode_files, encode_files
+from reference.checking import check_log_file
 from reference.persistence.faulty import FaultyFileSystem
 from reference.persistence.filestore import FileStore
 from reference.persistence.fs import FileSystem
@@ -15,12 +17,13 @@ from reference.persistence.powerloss import PowerLossFileSystem
 from reference.subject.base import STORE_ROOT, SubjectBase
 from reference.subject.requests import Args, BadRequest
 from spec.codes import Code, reject
+from spec.format.legacy import derive_session_listing
 from spec.log.json import JsonValue
 from spec.log.session import ABSENT
 from spec.projections.durability import decode_batch_policy
 
 # each answered by its op_<name> method
-STORAGE_OPS: Final = ("reset", "flush", "close", "resume", "read", "export")
+STORAGE_OPS: Final = ("reset", "flush", "close", "resume", "read", "export", "list", "check")
 
 
 class StorageOps(SubjectBase):
@@ -64,6 +67,35 @@ class StorageOps(SubjectBase):
             )
         stored = self.persistence.read(session_id)
         return {"header": stored.header, "events": list(stored.events)}
+
+    def op_list(self, args: Args) -> JsonValue:
+        """The store's listing (capability ``list``): the header of every stored session whose
+        header line reads, in :func:`derive_session_listing`'s order; none without storage."""
+        if self.persistence is None:
+            return []
+        return list(derive_session_listing(self.persistence.list()))
+
+    def op_check(self, args: Args) -> JsonValue:
+        """A stored log as ``dsh-session check`` reads and checks it (capability ``check``): what
+        ``read`` refuses is refused alike; else the log's format, its event count and the checker's
+        violations, the legacy rules' apart, each by rule and seq."""
+        session_id = args.session_id()
+        store = self.persistence
+        if not isinstance(store, FileStore):
+            raise BadRequest("check needs reset with storage 'file'")
+        store.read(session_id)
+        path = store.locate(session_id)
+        assert path is not None
+        outcome = check_log_file(path, opener=lambda name: io.BytesIO(store.fs.read_bytes(name)))
+        if outcome.error is not None:
+            raise outcome.error
+        assert outcome.file is not None
+        return {
+            "format": outcome.file.log.format_version,
+            "events": outcome.event_count,
+            "violations": [{"rule": found.rule, "seq": found.seq} for found in outcome.violations],
+            "legacy": [{"rule": found.rule, "seq": found.seq} for found in outcome.legacy],
+        }
 
     def op_export(self, args: Args) -> JsonValue:
         """Every file under the file store's root: its path relative to the root and its bytes."""

@@ -11,13 +11,24 @@ conversions happen in memory on every read.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
 from spec.codes import Code, SpecError, reject
 from spec.format.chunk_rows import decode_storage_record
-from spec.format.framing import FramedLog, LinePlace, describe_place
+from spec.format.framing import (
+    DecodedFrame,
+    FramedLog,
+    Inflate,
+    LinePlace,
+    decode_header_text,
+    decode_zstd_frame,
+    decode_zstd_log,
+    describe_place,
+    scan_zstd_frames,
+)
+from spec.format.json_text import encode_json_text
 from spec.format.naming import decode_header_line
 from spec.log.events import (
     ASSISTANT_MESSAGE,
@@ -163,6 +174,36 @@ def decode_stored_log(session_id: str | None, stored: FramedLog, file_name: str 
     recovered_events = decode_v4_events(stored.recovered, len(committed_events), stored.places)
     validate_stored_events(header_id, committed_events + recovered_events, stored.places)
     return DecodedLog(version, header, committed_events, recovered_events)
+
+
+def decode_listed_header(data: bytes, compressed: bool, inflate: Inflate, file_name: str) -> FrozenDict:
+    """The header a store's listing shows for one log file is its header line alone, read by
+    :func:`decode_header_line` against the file's name; nothing after it is read, so a log damaged
+    past its header line is listed (its ``read`` names the damage; SPEC-DECISIONS D2's ``list``,
+    a listing without a full-log parse). The header line is the first non-skippable zstd frame,
+    which must be complete, inflate whole and hold exactly that line (:func:`decode_zstd_log`), or
+    the text before a plain log's first line break; a log without one is ``CORRUPT_LOG``."""
+    if compressed:
+        frames = [frame for frame in scan_zstd_frames(data).frames if not frame.skippable]
+        if not frames:
+            raise reject(Code.CORRUPT_LOG, "empty or header-less Zstandard session log")
+        first = frames[0]
+        plaintext = decode_zstd_frame(data[first.offset : first.offset + first.length], first.offset, inflate)
+        line = decode_zstd_log([DecodedFrame(first.offset, plaintext)], None).header_line
+    else:
+        line_end = data.find(b"\n")
+        if line_end < 0:
+            raise reject(Code.CORRUPT_LOG, "empty or header-less session log")
+        line = decode_header_text(data[:line_end])
+    return decode_header_line(line, file_name=file_name)[1]
+
+
+def derive_session_listing(headers: Iterable[FrozenDict]) -> list[FrozenDict]:
+    """A store's listing (SPEC-DECISIONS D2's ``list``) is one header per stored log whose header
+    line reads (:func:`decode_listed_header`), in ascending order of ``id`` by code point, and two
+    logs naming one id (a store's damage) by their headers' compact JSON text. Which sessions it
+    holds is what is stored, whatever the order the store keeps them in."""
+    return sorted(headers, key=lambda header: (str(header["id"]), encode_json_text(header)))
 
 
 def decode_v4_events(

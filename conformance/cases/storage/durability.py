@@ -528,6 +528,16 @@ def seeded_batch_cases() -> Cases:
         comment="the bound (1 MiB) is never reached: the 301 events are written by the close, as the lines "
         "encoded when the seed was appended",
     )
+    yield case(
+        "a session created from a seed older than the delay bound is durable at its create",
+        BATCH_DUE,
+        [ok("create", id="s", seed=seed[:2]), ok("read", id="s")],
+        storage="memory",
+        batch={"batchMaxDelayMs": 1000},
+        why=BATCH_RULE,
+        comment="the seed's events carry their own time, long before the end-seed marker's (now): the batch "
+        "of the seed and the marker is due by the age of its oldest event against its newest",
+    )
 
 
 def batch_age_cases() -> Cases:
