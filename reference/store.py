@@ -103,12 +103,12 @@ class SessionStore:
     def close(self, session_id: str) -> None:
         """Flush and release a live session (its writer lock too). Unknown ids are ignored. A flush
         that fails raises and leaves the session live, so nothing buffered is dropped."""
+        pending = self._handles.get(session_id)
+        if pending is not None:
+            pending.flush()  # first: a fault met here is the close's, before any listener writes
         live = self._live.get(session_id)
         if live is not None:
             self._closing(live)
-        pending = self._handles.get(session_id)
-        if pending is not None:
-            pending.flush()
         session = self._live.pop(session_id, None)
         handle = self._handles.pop(session_id, None)
         if session is not None:
