@@ -1271,9 +1271,11 @@ def write_ledger(modules: dict[str, dict[str, Any]], path: Path = LEDGER) -> Non
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def save_to_ledger(session: Path, path: Path = LEDGER) -> list[str]:
-    """Save the session's results into the ledger, module by module: a module whose mutants are
-    the ledger's has each mutant's lanes updated (the session's word for each lane it ran, the
+def save_to_ledger(session: Path, path: Path = LEDGER, modules: Sequence[str] | None = None) -> list[str]:
+    """Save the session's results into the ledger, module by module (of ``modules``, when given: a
+    run saves the modules it was asked to judge, so a module the session holds from an older run
+    never overwrites what another tree's session saved since): a module whose mutants are the
+    ledger's has each mutant's lanes updated (the session's word for each lane it ran, the
     ledger's for the others); any other module's entry is replaced. A module edited since the
     session made its mutants is left out (its results belong to another text). Returns the
     modules saved."""
@@ -1283,7 +1285,8 @@ def save_to_ledger(session: Path, path: Path = LEDGER) -> list[str]:
     sources = json.loads(found[0]) if found is not None else {}
     by_module: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for mutant in read_mutants(session):
-        by_module[mutant.module].append(ledger_row(mutant))
+        if modules is None or mutant.module in modules:
+            by_module[mutant.module].append(ledger_row(mutant))
     ledger = read_ledger(path)
     saved = []
     for module, made in sorted(by_module.items()):
@@ -1490,7 +1493,7 @@ def main(argv: Iterable[str] | None = None) -> int:
                  options.rule, select=not options.all_cases,
                  modules=files if options.modules else (), backend=options.backend)  # fmt: skip
     if changed is None:
-        save_to_ledger(session)
+        save_to_ledger(session, modules=files)
         write_report(None, options.markdown or REPORT)
     else:
         write_report(session, options.markdown)

@@ -281,6 +281,30 @@ def test_the_ledger_keeps_a_sessions_results_for_a_new_session_and_the_report(tm
     assert {m.module for m in mutation.read_mutants(fresh) if m.lanes} == {UNREACHED[0]}
 
 
+def test_a_save_of_named_modules_leaves_the_others_as_the_ledger_holds_them(tmp_path: Path) -> None:
+    """A run saves only the modules it judged: a session holding an older word on another module
+    (a survivor that another tree's session has since killed) does not overwrite the ledger's."""
+    newer, ledger = tmp_path / "newer.sqlite", tmp_path / "ledger.json"
+    mutation.open_session(newer, [UNREACHED[0]], fresh=True)
+    with sqlite3.connect(newer) as db:
+        db.executemany(
+            "INSERT INTO lane_results VALUES (?, 'fast', 'killed', 1.0)",
+            [(m.job_id,) for m in mutation.read_mutants(newer)],
+        )
+    mutation.save_to_ledger(newer, ledger)
+    older = tmp_path / "older.sqlite"
+    mutation.open_session(older, [UNREACHED[0], MODULE], fresh=True)
+    with sqlite3.connect(older) as db:
+        db.executemany(
+            "INSERT INTO lane_results VALUES (?, 'fast', 'survived', 1.0)",
+            [(m.job_id,) for m in mutation.read_mutants(older)],
+        )
+    assert mutation.save_to_ledger(older, ledger, modules=[MODULE]) == [MODULE]
+    kept = [m.lanes for m in mutation.ledger_mutants(ledger, [UNREACHED[0]])]
+    assert kept and all(lanes == {"fast": ("killed", 1.0)} for lanes in kept)
+    assert all(m.lanes == {"fast": ("survived", 1.0)} for m in mutation.ledger_mutants(ledger, [MODULE]))
+
+
 def test_a_run_naming_a_module_the_session_lacks_adds_it_and_keeps_the_others(tmp_path: Path) -> None:
     """A session of one module, resumed for another: the other is added (its results from the
     ledger), and what the session held stays."""
