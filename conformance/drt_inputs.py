@@ -351,6 +351,58 @@ def copy_inputs(draw: st.DrawFn) -> JsonObject:
     return {"header": header, "events": events, "found": found}
 
 
+@st.composite
+def json_texts(draw: st.DrawFn) -> JsonObject:
+    """A JSON text as ``text`` or as UTF-8 ``bytes``: a value's own line most of the time, else
+    that line cut or with a byte changed, or any text at all."""
+    line = encode_json_text(draw(values.json_values()))
+    if draw(st.booleans()):
+        cut = draw(st.integers(0, len(line)))
+        line = draw(st.sampled_from((line[:cut], line[:cut] + draw(values.texts(3)) + line[cut:], line)))
+    text = draw(values.mostly(st.just(line), values.texts(), odds=3))
+    if draw(st.booleans()):
+        data = text.encode("utf-8", "surrogatepass")
+        return {"bytes": list(draw(values.mostly(st.just(data), st.binary(max_size=12), odds=3)))}
+    return {"text": text}
+
+
+@st.composite
+def header_rows(draw: st.DrawFn) -> JsonObject:
+    """A header row to read back under its key: the text written for a header most of the time,
+    else any text; the header's own id for key most of the time, else any text."""
+    header = draw(header_records())
+    key = header["id"] if isinstance(header.get("id"), str) else draw(values.texts())
+    text = draw(values.mostly(st.just(encode_json_text(header)), values.texts()))
+    return {"key": draw(values.mostly(st.just(key), values.texts())), "text": text}
+
+
+@st.composite
+def event_rows(draw: st.DrawFn) -> JsonObject:
+    """An event row to read back at its place: the text written for an event of a log most of
+    the time, else any text; the event's own seq for the row's key most of the time."""
+    events = draw(values.logs(max_events=3)) or [{"seq": 0, "type": "x"}]
+    position = draw(st.integers(0, len(events) - 1))
+    event = events[position]
+    seq = event.get("seq") if isinstance(event, dict) else position
+    return {
+        "sessionId": draw(values.texts()),
+        "position": position,
+        "seq": draw(values.mostly(st.just(seq), values.seq_like(4))),
+        "text": draw(values.mostly(st.just(encode_json_text(event)), values.texts())),
+    }
+
+
+@st.composite
+def unknown_commits(draw: st.DrawFn) -> JsonObject:
+    """Rows a writer still holds after a commit it never heard of, and the rows found stored past
+    the durable count: a prefix of the pending ones most of the time, else others."""
+    events: list[JsonValue] = [encode_json_text(event) for event in draw(values.logs(max_events=4))]
+    cut = draw(st.integers(0, len(events)))
+    others: st.SearchStrategy[list[JsonValue]] = st.lists(values.texts(), max_size=3)
+    found = draw(values.mostly(st.just(events[:cut]), others))
+    return {"sessionId": draw(values.texts()), "found": found, "pending": events}
+
+
 INPUTS: Final[Mapping[str, Callable[[], Inputs]]] = {
     "spec.surface.fold_surface": lambda: either(
         st.builds(lambda events: {"events": events}, values.logs()), "events"
@@ -426,4 +478,20 @@ INPUTS: Final[Mapping[str, Callable[[], Inputs]]] = {
     "spec.projection.derive_projection_changes": lambda: either(
         st.builds(lambda events: {"unit": "sessionDigest", "events": events}, values.logs()), "unit", "events"
     ),
+    "spec.json_text.decode_json_text": lambda: either(json_texts(), "text", "bytes"),
+    "spec.json_text.encode_json_text": lambda: either(
+        st.builds(lambda value: {"value": value}, values.json_values()), "value"
+    ),
+    "spec.tables.encode_header_row": lambda: either(
+        st.builds(lambda h: {"header": h}, header_records()), "header"
+    ),
+    "spec.tables.encode_event_row": lambda: either(
+        st.builds(lambda events: {"event": events[0] if events else {}}, values.logs(max_events=2)), "event"
+    ),
+    "spec.tables.decode_header_row": lambda: either(header_rows(), "key", "text"),
+    "spec.tables.decode_event_row": lambda: either(event_rows(), "sessionId", "position", "seq", "text"),
+    "spec.tables.plan_layout_migration": lambda: either(
+        st.builds(lambda found: {"found": found}, st.one_of(st.none(), st.integers(-2, 6))), "found"
+    ),
+    "spec.tables.plan_unknown_commit": lambda: either(unknown_commits(), "sessionId", "found", "pending"),
 }

@@ -25,6 +25,13 @@ def test_the_budget_is_fixed_per_profile() -> None:
     assert BUDGETS == {"ci": 100, "thorough": 1000}
 
 
+def test_every_function_of_the_call_table_has_generated_inputs() -> None:
+    """pure-drt runs every function of the call table: one without inputs would stop the family."""
+    from conformance.drt_inputs import INPUTS
+
+    assert set(INPUTS) == set(WIRE_FUNCTIONS)
+
+
 def test_every_edge_input_reaches_its_rule_not_the_wire_decoder() -> None:
     """An edge input the wire refuses (BAD_REQUEST) would test the adapter, not the rule."""
     oracle = SpecOracle()
