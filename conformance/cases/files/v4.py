@@ -536,25 +536,18 @@ def stored_text_sets() -> Iterator[FileSet]:
                 why=TEXT_RULE_WHY,
                 shown=True,
             )
-    for what, lines, intent in seq_forms():
-        yield FileSet(
-            f"a plain v4 log {what}",
-            SEQ_RULE,
-            v4_files(raw_log(header, lines, False), False),
-            False,
-            intent,
-            shown=intent == OK,
-        )
-    for what, lines, intent in envelope_forms():
-        yield FileSet(
-            f"a plain v4 log {what}",
-            ENVELOPE_RULE,
-            v4_files(raw_log(header, lines, False), False),
-            False,
-            intent,
-            shown=intent == OK,
-            read=True,
-        )
+    # seqs are refused by read and resume alike; an envelope by resume only (read answers it)
+    for forms, rule, read in ((seq_forms(), SEQ_RULE, False), (envelope_forms(), ENVELOPE_RULE, True)):
+        for what, lines, intent in forms:
+            yield FileSet(
+                f"a plain v4 log {what}",
+                rule,
+                v4_files(raw_log(header, lines, False), False),
+                False,
+                intent,
+                shown=intent == OK,
+                read=read,
+            )
     wide = [raw_line(seq, f'"{seq:03d}{"x" * 1_200}"') for seq in range(WIDE_FRAME // 1_200 + 1)]
     yield FileSet(
         f"a compressed v4 log whose frame of events holds more than {WIDE_FRAME:,} bytes reads whole",
