@@ -139,13 +139,9 @@ def test_a_module_changed_since_the_session_made_its_mutants_has_them_made_again
 def test_a_module_no_longer_in_the_scope_has_its_mutants_dropped(tmp_path: Path) -> None:
     """A module moved out of the scope (as the PostgreSQL test cluster went to scripts/): its
     mutants and their results leave the session, the others stay as they were."""
-    session = tmp_path / "session.sqlite"
-    mutation.open_session(session, [MODULE, UNREACHED[0]], fresh=True)
+    session = judged_session(tmp_path / "session.sqlite", [MODULE, UNREACHED[0]], "survived")
     made = mutation.read_mutants(session)
     with sqlite3.connect(session) as db:
-        db.executemany(
-            "INSERT INTO lane_results VALUES (?, 'fast', 'survived', 1.0)", [(m.job_id,) for m in made]
-        )
         db.execute(
             "UPDATE mutation_specs SET module_path = 'reference/persistence/moved_away.py' WHERE module_path = ?",
             (UNREACHED[0],),
@@ -281,24 +277,23 @@ def test_the_ledger_keeps_a_sessions_results_for_a_new_session_and_the_report(tm
     assert {m.module for m in mutation.read_mutants(fresh) if m.lanes} == {UNREACHED[0]}
 
 
+def judged_session(path: Path, files: list[str], outcome: str) -> Path:
+    """A session of ``files`` made anew, every mutant's fast lane judged ``outcome``."""
+    mutation.open_session(path, files, fresh=True)
+    with sqlite3.connect(path) as db:
+        db.executemany(
+            "INSERT INTO lane_results VALUES (?, 'fast', ?, 1.0)",
+            [(m.job_id, outcome) for m in mutation.read_mutants(path)],
+        )
+    return path
+
+
 def test_a_save_of_named_modules_leaves_the_others_as_the_ledger_holds_them(tmp_path: Path) -> None:
     """A run saves only the modules it judged: a session holding an older word on another module
     (a survivor that another tree's session has since killed) does not overwrite the ledger's."""
-    newer, ledger = tmp_path / "newer.sqlite", tmp_path / "ledger.json"
-    mutation.open_session(newer, [UNREACHED[0]], fresh=True)
-    with sqlite3.connect(newer) as db:
-        db.executemany(
-            "INSERT INTO lane_results VALUES (?, 'fast', 'killed', 1.0)",
-            [(m.job_id,) for m in mutation.read_mutants(newer)],
-        )
-    mutation.save_to_ledger(newer, ledger)
-    older = tmp_path / "older.sqlite"
-    mutation.open_session(older, [UNREACHED[0], MODULE], fresh=True)
-    with sqlite3.connect(older) as db:
-        db.executemany(
-            "INSERT INTO lane_results VALUES (?, 'fast', 'survived', 1.0)",
-            [(m.job_id,) for m in mutation.read_mutants(older)],
-        )
+    ledger = tmp_path / "ledger.json"
+    mutation.save_to_ledger(judged_session(tmp_path / "newer.sqlite", [UNREACHED[0]], "killed"), ledger)
+    older = judged_session(tmp_path / "older.sqlite", [UNREACHED[0], MODULE], "survived")
     assert mutation.save_to_ledger(older, ledger, modules=[MODULE]) == [MODULE]
     kept = [m.lanes for m in mutation.ledger_mutants(ledger, [UNREACHED[0]])]
     assert kept and all(lanes == {"fast": ("killed", 1.0)} for lanes in kept)
@@ -308,14 +303,8 @@ def test_a_save_of_named_modules_leaves_the_others_as_the_ledger_holds_them(tmp_
 def test_a_run_naming_a_module_the_session_lacks_adds_it_and_keeps_the_others(tmp_path: Path) -> None:
     """A session of one module, resumed for another: the other is added (its results from the
     ledger), and what the session held stays."""
-    session, ledger = tmp_path / "session.sqlite", tmp_path / "ledger.json"
-    mutation.open_session(session, [UNREACHED[0]], fresh=True)
-    with sqlite3.connect(session) as db:
-        db.executemany(
-            "INSERT INTO lane_results VALUES (?, 'fast', 'killed', 1.0)",
-            [(m.job_id,) for m in mutation.read_mutants(session)],
-        )
-    mutation.save_to_ledger(session, ledger)
+    ledger = tmp_path / "ledger.json"
+    mutation.save_to_ledger(judged_session(tmp_path / "session.sqlite", [UNREACHED[0]], "killed"), ledger)
     other = tmp_path / "other.sqlite"
     mutation.open_session(other, [MODULE], fresh=True)
     held = mutation.read_mutants(other)[0].job_id
