@@ -78,7 +78,10 @@ def is_repair_tool_result(event_type: object, data: JsonValue) -> bool:
 def is_repair_closer(event_type: object, data: JsonValue) -> bool:
     """Does the event say it is one of crash repair's closers (:func:`is_interrupted_turn_end`,
     :func:`is_repair_tool_result`)?"""
-    return is_interrupted_turn_end(event_type, data) or is_repair_tool_result(event_type, data)
+    # Each says so only of its own type: one is asked, and neither for most events (issue 24).
+    if event_type == TURN_END:
+        return is_interrupted_turn_end(event_type, data)
+    return event_type == TOOL_RESULT and is_repair_tool_result(event_type, data)
 
 
 def validate_writer_of_type(event_type: str, writer: Writer) -> None:

@@ -107,8 +107,8 @@ def apply_pending_events(
     size = pending.bytes
     for event in events:
         time = event.get("time")
-        if is_safe_integer(time):
-            earliest = int(time) if earliest is None else min(earliest, int(time))
+        if is_safe_integer(time) and (earliest is None or time < earliest):
+            earliest = int(time)
     if policy.max_bytes is not None:
         if lines is None:
             size += sum(derive_event_bytes(event) for event in events)
@@ -116,7 +116,7 @@ def apply_pending_events(
             if len(lines) != len(events):
                 raise ValueError("one line per event")
             size += sum(map(len, lines))
-    return PendingBatch(bytes=size, earliest_time=earliest)
+    return PendingBatch(size, earliest)
 
 
 def is_batch_due(policy: BatchPolicy, pending: PendingBatch, newest_time: object) -> bool:
