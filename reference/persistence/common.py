@@ -61,6 +61,7 @@ class BufferedLogHandle:
         stored = durable if isinstance(durable, StoredEvents) else StoredEvents(())
         self._tail: list[Event] = list(durable[len(stored.lines) :])
         self._events: Sequence[Event] = stored.with_tail(self._tail) if stored.lines else self._tail
+        self._held = len(stored.lines)  # the events kept as lines: ``_events`` is them and ``_tail``
         self._durable_count = len(durable)
         self._report = report
         self._closed = False
@@ -108,11 +109,13 @@ class BufferedLogHandle:
             raise ValueError("only a handle holding its events as objects keeps lines for them")
         self._tail = self._tail[len(lines) :]
         self._events = StoredEvents(lines, None, self._tail)
+        self._held = len(lines)
 
     def append(self, events: Sequence[Event]) -> None:
         if self._closed:
             raise reject(Code.SESSION_CLOSED, f'session "{self._header["id"]}" is closed')
-        validate_batch(len(self._events), events)
+        # The next seq counted from two lists, not asked of a log kept as lines (issue 24: append).
+        validate_batch(self._held + len(self._tail), events)
         lines = self._encode(events)
         self._tail.extend(events)
         if self._batch is not None and events:
