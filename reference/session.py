@@ -8,7 +8,7 @@ towards storage. Appends are atomic: a rejected append changes nothing and consu
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -29,9 +29,11 @@ def wall_clock_ms() -> int:
 
 
 class EventSink(Protocol):
-    """Where committed events go (a persistence handle); ``append`` buffers, ``flush`` is durable."""
+    """Where committed events go (a persistence handle); ``append`` buffers, ``flush`` is durable.
+    ``floats``, when given, holds every float the events hold (perhaps more): a sink that encodes
+    them need not search their text for the floats its encoder writes otherwise."""
 
-    def append(self, events: Sequence[Event]) -> None: ...
+    def append(self, events: Sequence[Event], floats: Collection[float] | None = None) -> None: ...
 
     def flush(self) -> None: ...
 
@@ -134,17 +136,22 @@ class Session:
         """Validate the event through the spec, hand it to the sink, then commit it. A host appends
         as the ``CALLER``, and never writes what only the store writes (``session/end-seed``, repair
         closers: ``spec.log.writers``); the compaction engine (``reference.shrink.compaction``)
-        appends as ``COMPACTION_ENGINE``, which may write the compaction bracket's own events."""
-        return self._commit(
-            *plan_event(
-                self._nodes, self._log, event_type, data, surface_op, source_event_seqs, self._clock(), writer
-            )
+        appends as ``COMPACTION_ENGINE``, which may write the compaction bracket's own events.
+        The sink is told the floats the event holds, which the spec's copies met (issue 24)."""
+        floats: list[float] = []
+        time = self._clock()
+        if type(time) is float:  # a clock's float is the one number of the event no copy meets
+            floats.append(time)
+        event, plan = plan_event(
+            self._nodes, self._log, event_type, data, surface_op, source_event_seqs, time, writer, floats
         )
+        return self._commit(event, plan, floats)
 
-    def _commit(self, event: Event, plan: SurfacePlan) -> Event:
-        """A planned append made: to the sink, the log, the surface, then the store is told."""
+    def _commit(self, event: Event, plan: SurfacePlan, floats: Collection[float] | None = None) -> Event:
+        """A planned append made: to the sink (with the floats the event holds, when known), the
+        log, the surface, then the store is told."""
         if self._sink is not None:
-            self._sink.append((event,))
+            self._sink.append((event,), floats)
         self._tail.append(event)
         if plan is not None:
             self._generation = splice_plan(self._nodes, plan, self._generation)

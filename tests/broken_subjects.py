@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from types import ModuleType
 from typing import Any, ClassVar
@@ -270,9 +270,9 @@ class RewriteMayChangeIsError(MutantSubject):
 
 
 class _FrozenGenerationSession(PlannedSession):
-    def _commit(self, event: Event, plan: SurfacePlan) -> Event:
+    def _commit(self, event: Event, plan: SurfacePlan, floats: Collection[float] | None = None) -> Event:
         generation = self._generation
-        committed = super()._commit(event, plan)
+        committed = super()._commit(event, plan, floats)
         self._generation = generation
         return committed
 

@@ -435,7 +435,7 @@ class FramesWithoutChecksum(SwapMutant):
     rule = "D2 framing"
 
 
-def _surrogates_raw(values: Sequence[JsonValue]) -> bytes:
+def _surrogates_raw(values: Sequence[JsonValue], *_: object) -> bytes:
     return b"".join(_ENCODER.encode(value).encode("utf-8", "surrogatepass") + b"\n" for value in values)
 
 

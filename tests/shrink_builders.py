@@ -3,7 +3,7 @@ calls and results to a reference Session, so that every log it makes passes spec
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from reference.session import Session
@@ -130,7 +130,7 @@ class RecordingSink:
         self.fail_append: Callable[[Event], bool] = lambda event: False
         self.on_flush: Callable[[], None] = lambda: None
 
-    def append(self, events: Sequence[Event]) -> None:
+    def append(self, events: Sequence[Event], floats: Collection[float] | None = None) -> None:
         for event in events:
             if self.fail_append(event):
                 raise OSError(f"injected append failure on {event.get('type')}")

@@ -518,6 +518,53 @@ def test_zstd_mode_writes_one_checksummed_header_frame_then_one_frame_per_flush(
     ]
 
 
+def stored_text(fs: PowerLossFileSystem, compressed: bool, session_id: str = "s") -> bytes:
+    """The JSONL text of a session's log file, its frames decompressed when ``compressed``."""
+    path = FileStore(ROOT, fs=fs).locate(session_id)
+    assert path is not None
+    data = fs.read_bytes(path)
+    if compressed:
+        frames = scan_zstd_frames(data).frames
+        data = b"".join(
+            zstandard.ZstdDecompressor().decompress(data[f.offset : f.offset + f.length]) for f in frames
+        )
+    return data
+
+
+@pytest.mark.parametrize("compressed", [True, False], ids=["zstd", "plain"])
+def test_an_appended_event_s_floats_are_written_as_the_spec_writes_them_without_a_search(
+    compressed: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The session tells its handle the floats the spec's copies met (and a float time), so the
+    handle's line is searched for small floats only when one is there; every line is still the
+    spec's: orjson's for the floats it writes alike, the spec encoder's for those below 1e-4
+    (``1e-06`` where orjson writes ``1e-6``; ``1e-05`` where it writes ``0.00001``)."""
+    searched: list[bytes] = []
+    original = fastjson.may_write_otherwise
+
+    def counting(text: bytes) -> bool:
+        searched.append(text)
+        return original(text)
+
+    monkeypatch.setattr(fastjson, "may_write_otherwise", counting)
+    fs = new_fs()
+    session = store_on(fs, compressed).create("s", meta={"cwd": CWD})  # the default policy: 1 MiB
+    searched.clear()
+    session.append("turn/start", {"turn": 1, "share": 0.5, "big": 1e20, "zero": 0.0})
+    session.append("turn/start", {"turn": 2, "step": 3})
+    assert searched == []  # no small float: orjson's lines, unsearched
+    session.append("turn/start", {"turn": 3, "tiny": [1e-06, {"less": 1.5e-05}]})
+    assert searched  # a small float in the data: its line searched (and written by the spec)
+    searched.clear()
+    monkeypatch.setattr(session, "_clock", lambda: 1e-07)
+    session.append("turn/start", {"turn": 4})
+    assert searched  # a float time, which no copy meets: the session counts it
+    session.flush()
+    data = stored_text(fs, compressed)
+    assert data == encode_lines([encode_header_line(session.header), *session.events])
+    assert b"1e-06" in data and b"1.5e-05" in data and b"1e-07" in data
+
+
 @pytest.mark.parametrize("compressed", [True, False], ids=["zstd", "plain"])
 def test_under_a_byte_bound_each_event_is_encoded_once_as_it_is_appended_and_written_as_such(
     compressed: bool, monkeypatch: pytest.MonkeyPatch
@@ -527,9 +574,9 @@ def test_under_a_byte_bound_each_event_is_encoded_once_as_it_is_appended_and_wri
     encoded: list[object] = []
     original = fastjson.encode_lines
 
-    def counting(records: Any) -> bytes:
+    def counting(records: Any, small_floats: Any = None) -> bytes:
         encoded.extend(records)
-        return original(records)
+        return original(records, small_floats)
 
     monkeypatch.setattr(fastjson, "encode_lines", counting)
     fs = new_fs()
@@ -539,14 +586,7 @@ def test_under_a_byte_bound_each_event_is_encoded_once_as_it_is_appended_and_wri
         session.flush()
     events = [record for record in encoded if isinstance(record, dict) and "seq" in record]
     assert events == list(session.events) and len({id(record) for record in events}) == len(events)
-    path = FileStore(ROOT, fs=fs).locate("s")
-    assert path is not None
-    data = fs.read_bytes(path)
-    if compressed:
-        frames = scan_zstd_frames(data).frames
-        data = b"".join(
-            zstandard.ZstdDecompressor().decompress(data[f.offset : f.offset + f.length]) for f in frames
-        )
+    data = stored_text(fs, compressed)
     assert data == encode_lines([encode_header_line(session.header), *session.events])
 
 

@@ -8,7 +8,7 @@ before it is on stable storage. ``close`` flushes. A handle is the single writer
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -58,8 +58,9 @@ class LogHandle(Protocol):
         """Every event appended through this handle or found durable at open, in seq order."""
         ...
 
-    def append(self, events: Sequence[Event]) -> None:
-        """Buffer events; their seqs must continue the log exactly."""
+    def append(self, events: Sequence[Event], floats: Collection[float] | None = None) -> None:
+        """Buffer events; their seqs must continue the log exactly. ``floats``, when given, holds
+        every float the events hold (perhaps more), for a backend that encodes them."""
         ...
 
     def flush(self) -> None:

@@ -3,7 +3,7 @@ buffer, and the batch policy that bounds it (SPEC-DECISIONS D2; spec.projections
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from reference.persistence.api import OpenReport
 from reference.persistence.fastjson import StoredEvents
@@ -111,12 +111,12 @@ class BufferedLogHandle:
         self._events = StoredEvents(lines, None, self._tail)
         self._held = len(lines)
 
-    def append(self, events: Sequence[Event]) -> None:
+    def append(self, events: Sequence[Event], floats: Collection[float] | None = None) -> None:
         if self._closed:
             raise reject(Code.SESSION_CLOSED, f'session "{self._header["id"]}" is closed')
         # The next seq counted from two lists, not asked of a log kept as lines (issue 24: append).
         validate_batch(self._held + len(self._tail), events)
-        lines = self._encode(events)
+        lines = self._encode(events, floats)
         self._tail.extend(events)
         if self._batch is not None and events:
             self._pending = apply_pending_events(self._batch, self._pending, events, lines)
@@ -143,10 +143,11 @@ class BufferedLogHandle:
             self._closed = True
             self._release()
 
-    def _encode(self, events: Sequence[Event]) -> Sequence[bytes] | None:
+    def _encode(self, events: Sequence[Event], floats: Collection[float] | None) -> Sequence[bytes] | None:
         """A backend that stores each event as its JSONL line encodes it here, once, as it is
         appended (and keeps it for :meth:`_write_pending`); the batch bound then counts these
-        lines instead of encoding the events again. ``None``: this backend encodes when it writes."""
+        lines instead of encoding the events again. ``None``: this backend encodes when it writes.
+        ``floats``: every float the events hold, when the appender knows them (``append``)."""
         return None
 
     def _write_pending(self, pending: Sequence[Event]) -> None:

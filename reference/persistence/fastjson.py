@@ -304,17 +304,18 @@ def encode_lines(records: Sequence[JsonValue], small_floats: Collection[float] |
     fifth of a flush's encoding). Both are searched for once in the whole text, and line by line
     only when found (issue 24: a search per record was two fifths of a v0 migration's encoding).
     ``small_floats``, when given, holds every float of the records below :data:`SMALL_FLOAT` in
-    magnitude (a superset will do: the walk that read them met each, :func:`decode_lines`): none
-    means no float to compare, and the text is not searched (issue 24: the two searches were a
-    third of a v0 migration's encoding)."""
+    magnitude (a superset will do: the walk that read them met each, :func:`decode_lines`; the
+    copies that made an appended event met every float it holds, ``Session.append``): none of
+    them below it means no float to compare, and the text is not searched (issue 24: the two
+    searches were a third of a v0 migration's encoding, and a tenth of the append row)."""
     if _orjson is None:
         return framing.encode_lines(records)
     if len(records) == 1:  # one appended event, encoded as it is appended
-        return _encode_line(records[0])
+        return _encode_line(records[0], small_floats)
     return _encode_each(records, small_floats)
 
 
-def _encode_line(record: JsonValue) -> bytes:
+def _encode_line(record: JsonValue, small_floats: Collection[float] | None) -> bytes:
     """:func:`encode_lines` of one record (an event as it is appended): orjson's line when it
     holds no small float orjson may write otherwise (the common case: one call, no buffer)."""
     if _orjson is not None:
@@ -322,9 +323,15 @@ def _encode_line(record: JsonValue) -> bytes:
             line: bytes = _orjson.dumps(record, option=_orjson.OPT_APPEND_NEWLINE)
         except (TypeError, ValueError):
             line = b""
-        if line and not may_write_otherwise(line):
+        if line and (_none_small(small_floats) or not may_write_otherwise(line)):
             return line
-    return _encode_each((record,), None)
+    return _encode_each((record,), small_floats)
+
+
+def _none_small(floats: Collection[float] | None) -> bool:
+    """``floats`` is given (every float of some records, or more) and none of them is one orjson
+    may write otherwise: non-zero and below :data:`SMALL_FLOAT` in magnitude."""
+    return floats is not None and not any(0.0 < abs(number) < SMALL_FLOAT for number in floats)
 
 
 def _encode_each(records: Sequence[JsonValue], small_floats: Collection[float] | None) -> bytes:
@@ -344,7 +351,7 @@ def _encode_each(records: Sequence[JsonValue], small_floats: Collection[float] |
             write(encode_json_text(record).encode("utf-8") + b"\n")
     out = buffer.getvalue()
     del buffer
-    if small_floats is not None and not small_floats:  # the caller met every float: none is small
+    if _none_small(small_floats):  # the caller met every float: none is small
         return out
     if not may_write_otherwise(out):  # one search of the whole text, not one a record
         return out

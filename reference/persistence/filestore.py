@@ -19,7 +19,7 @@ a new v4 file beside it and leaves the old file untouched.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from typing import Final, NamedTuple, cast
 
@@ -690,7 +690,7 @@ class FileLogHandle(BufferedLogHandle):
         self._published = published
         self._lines: list[bytes] = []  # the JSONL lines of the events not yet written, when encoded at append
 
-    def _encode(self, events: Sequence[Event]) -> Sequence[bytes] | None:
+    def _encode(self, events: Sequence[Event], floats: Collection[float] | None) -> Sequence[bytes] | None:
         """Under a byte bound every appended event is encoded anyway, to be counted: its line is
         kept and becomes the batch's text, so no event is encoded twice (without one, a flush
         encodes its batch at once)."""
@@ -699,9 +699,9 @@ class FileLogHandle(BufferedLogHandle):
         # Many events at once (a fork's or a seeded session's log) are encoded in one call and cut
         # into their lines: a JSON line holds no raw line break, so each piece is one event's line.
         if len(events) == 1:  # one appended event (the common case): its line
-            lines: list[bytes] = [fastjson.encode_lines(events)]
+            lines: list[bytes] = [fastjson.encode_lines(events, floats)]
         else:
-            lines = fastjson.encode_lines(events).splitlines(keepends=True)
+            lines = fastjson.encode_lines(events, floats).splitlines(keepends=True)
         if len(lines) != len(events):
             lines = [fastjson.encode_lines((event,)) for event in events]
         self._lines += lines

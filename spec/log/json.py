@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any, Final, NoReturn, TypeAlias, TypeGuard, Union
+from typing import Any, Final, NoReturn, TypeAlias, TypeGuard, Union, cast
 
 MAX_SAFE_INTEGER: Final = 2**53 - 1  # the largest integer a double holds exactly (JS Number.MAX_SAFE_INTEGER)
 
@@ -110,25 +110,29 @@ def _is_json_scalar(value: object) -> TypeGuard[bool | str | int | float | None]
     return False
 
 
-def snapshot_json(value: object) -> JsonValue | _NotJson:
+def snapshot_json(value: object, floats: list[float] | None = None) -> JsonValue | _NotJson:
     """Copy a value into frozen JSON containers, or return ``NOT_JSON`` if any part of it lies
     outside the lossless domain: only None, bool, str, safe ints, finite floats other than -0.0,
     lists and str-keyed dicts, with no container its own ancestor (D5). Shared sub-values that are
     not cycles are copied once per occurrence. A value nested at most :data:`_SHALLOW_DEPTH` deep
     (every event an agent appends) is copied by :func:`_copy_shallow`; a deeper one, or one that
-    holds a cycle, by :func:`_snapshot_deep`, which never meets the recursion limit."""
+    holds a cycle, by :func:`_snapshot_deep`, which never meets the recursion limit. Each float the
+    walk meets is appended to ``floats`` when given (some perhaps twice, none missed): a writer
+    that encodes the copy then knows its numbers without searching its text (issue 24: append)."""
     kind = type(value)
     source: Any = value
     if kind is dict or kind is FrozenDict or kind is list or kind is FrozenList:
         try:
-            return _copy_shallow(source, _SHALLOW_DEPTH)
+            return _copy_shallow(source, _SHALLOW_DEPTH, floats)
         except _OutsideDomain:
             return NOT_JSON
         except (_TooDeep, RecursionError):
-            return _snapshot_deep(source)
-    if isinstance(value, (dict, list)):
+            return _snapshot_deep(source, floats)
+    if isinstance(value, (dict, list)) or not _is_json_scalar(value):
         return NOT_JSON
-    return value if _is_json_scalar(value) else NOT_JSON
+    if floats is not None and kind is float:
+        floats.append(source)
+    return value
 
 
 _SHALLOW_DEPTH: Final = 64  # levels of containers the recursive copy takes; deeper: the iterative walk
@@ -142,10 +146,10 @@ class _TooDeep(Exception):
     """The value nests deeper than the recursive copy goes (or holds a cycle)."""
 
 
-def _copy_shallow(value: Any, depth: int) -> FrozenDict | FrozenList:
+def _copy_shallow(value: Any, depth: int, floats: list[float] | None) -> FrozenDict | FrozenList:
     """:func:`snapshot_json` of an exact dict or list, recursively, ``depth`` levels at most (a
     cycle runs out of them too): raises :class:`_OutsideDomain` for a part outside the domain,
-    :class:`_TooDeep` past ``depth``."""
+    :class:`_TooDeep` past ``depth``; the floats it meets go to ``floats`` when given."""
     if depth == 0:
         raise _TooDeep
     copy: FrozenDict | FrozenList
@@ -168,15 +172,18 @@ def _copy_shallow(value: Any, depth: int) -> FrozenDict | FrozenList:
             if not -MAX_SAFE_INTEGER <= child <= MAX_SAFE_INTEGER:
                 raise _OutsideDomain
         elif kind is dict or kind is FrozenDict or kind is list or kind is FrozenList:
-            put(copy, place, _copy_shallow(child, depth - 1))
+            put(copy, place, _copy_shallow(child, depth - 1, floats))
         elif not _is_json_scalar(child):
             raise _OutsideDomain
+        elif floats is not None and kind is float:
+            floats.append(cast(float, child))
     return copy
 
 
-def _snapshot_deep(value: Any) -> JsonValue | _NotJson:
+def _snapshot_deep(value: Any, floats: list[float] | None = None) -> JsonValue | _NotJson:
     """:func:`snapshot_json` of an exact dict or list at any depth, iteratively: each container is
-    walked with its ancestors on a path, so a cycle is found however deep it lies."""
+    walked with its ancestors on a path, so a cycle is found however deep it lies; the floats it
+    meets go to ``floats`` when given."""
     source: Any = value
     root: FrozenDict | FrozenList = (
         FrozenDict(source) if type(value) is dict or type(value) is FrozenDict else FrozenList(source)
@@ -217,6 +224,8 @@ def _snapshot_deep(value: Any) -> JsonValue | _NotJson:
                 break
             if not _is_json_scalar(child):
                 return NOT_JSON
+            if floats is not None and child_kind is float:
+                floats.append(cast(float, child))
         else:
             stack.pop()
             on_path.discard(id(source))

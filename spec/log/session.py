@@ -175,6 +175,7 @@ def plan_event(
     source_event_seqs: object = ABSENT,
     time: int = 0,
     writer: Writer = CALLER,
+    floats: list[float] | None = None,
 ) -> tuple[Event, SurfacePlan]:
     """The event an append would commit and its surface plan, in DSH's order: the type is a
     non-empty string (Python's addition: JavaScript's types enforce it) that ``writer`` may write
@@ -183,13 +184,14 @@ def plan_event(
     crash-repair closer (:func:`spec.log.writers.validate_writer_of_closer`); no retired
     request-header vocabulary; the surface metadata is lossless JSON; then the frozen event
     ``{type, seq, time, data, sourceEventSeqs?, surfaceOp?}`` with ``seq`` the log length is
-    planned on the surface. Message shapes are NOT checked (§5.1, §5.4, §14.1)."""
+    planned on the surface. Message shapes are NOT checked (§5.1, §5.4, §14.1). The floats the
+    two copies meet go to ``floats`` when given (:func:`spec.log.json.snapshot_json`)."""
     kind = validate_event_type(event_type)
     validate_writer_of_type(kind, writer)
-    frozen_data = snapshot_event_data(kind, data)
+    frozen_data = snapshot_event_data(kind, data, floats)
     validate_writer_of_closer(kind, frozen_data, writer)
     validate_request_header_vocabulary(kind, frozen_data)
-    metadata = snapshot_surface_metadata(kind, surface_op, source_event_seqs)
+    metadata = snapshot_surface_metadata(kind, surface_op, source_event_seqs, floats)
     seq = len(events)
     event = FrozenDict(type=kind, seq=seq, time=time, data=frozen_data, **metadata)
     return event, plan_surface_event(nodes, event, seq, events)
@@ -204,9 +206,10 @@ def validate_event_type(event_type: object) -> str:
     return event_type
 
 
-def snapshot_event_data(kind: str, data: object) -> JsonValue:
-    """Appended data is copied into the lossless JSON domain; anything else is rejected (§5.1 step 2)."""
-    frozen = snapshot_json(data)
+def snapshot_event_data(kind: str, data: object, floats: list[float] | None = None) -> JsonValue:
+    """Appended data is copied into the lossless JSON domain; anything else is rejected (§5.1 step 2).
+    The floats the copy meets go to ``floats`` when given."""
+    frozen = snapshot_json(data, floats)
     if frozen is NOT_JSON:
         raise reject(Code.DATA_NOT_JSON, f'session event "{kind}" carries non-JSON-serializable data')
     return frozen  # type: ignore[return-value]
@@ -230,9 +233,12 @@ def validate_request_header_vocabulary(kind: str, data: JsonValue) -> None:
 _NO_METADATA: Final = FrozenDict()
 
 
-def snapshot_surface_metadata(kind: str, surface_op: object, source_event_seqs: object) -> FrozenDict:
+def snapshot_surface_metadata(
+    kind: str, surface_op: object, source_event_seqs: object, floats: list[float] | None = None
+) -> FrozenDict:
     """The passed surface keys, ``sourceEventSeqs`` then ``surfaceOp`` (a passed ``None`` is kept,
-    to be rejected by the surface rules), copied into the lossless JSON domain (§5.1 steps 1, 4)."""
+    to be rejected by the surface rules), copied into the lossless JSON domain (§5.1 steps 1, 4).
+    The floats the copy meets go to ``floats`` when given."""
     if source_event_seqs is ABSENT and surface_op is ABSENT:
         return _NO_METADATA  # a log-only event's (most events): nothing to copy
     metadata: dict[str, object] = {}
@@ -240,7 +246,7 @@ def snapshot_surface_metadata(kind: str, surface_op: object, source_event_seqs: 
         metadata["sourceEventSeqs"] = source_event_seqs
     if surface_op is not ABSENT:
         metadata["surfaceOp"] = surface_op
-    frozen = snapshot_json(metadata)
+    frozen = snapshot_json(metadata, floats)
     if not isinstance(frozen, FrozenDict):
         raise reject(
             Code.SURFACE_METADATA_NOT_JSON,

@@ -277,6 +277,24 @@ def test_a_cycle_deep_inside_a_deep_value_is_still_found() -> None:
     assert snapshot_json(root) is NOT_JSON
 
 
+@pytest.mark.parametrize("depth", [1, 3, 70], ids=["flat", "nested", "past the recursive copy"])
+def test_the_copy_names_every_float_it_holds_and_nothing_else(depth: int) -> None:
+    """``snapshot_json(value, floats)`` appends each float of the copy (in a dict, in a list, at
+    the top, past the depth the recursive copy takes) and no other number: a writer that finds
+    no small float among them writes orjson's line unsearched (issue 24)."""
+    value: Any = {"f": 1e-06, "i": 7, "b": True, "s": "0.5", "l": [2.5, 3, None, {"g": -0.25}]}
+    for _ in range(depth - 1):
+        value = [value, 1.0]
+    floats: list[float] = []
+    copy = snapshot_json(value, floats)
+    assert copy == value
+    assert sorted(set(floats)) == sorted({1e-06, 2.5, -0.25} | ({1.0} if depth > 1 else set()))
+    top: list[float] = []
+    assert snapshot_json(1.5e-05, top) == 1.5e-05 and top == [1.5e-05]
+    assert snapshot_json(3, top) == 3 and top == [1.5e-05]  # an int is no float
+    assert snapshot_json({"nan": math.nan}, top) is NOT_JSON
+
+
 # --- text --------------------------------------------------------------------------------------
 
 
