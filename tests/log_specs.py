@@ -34,6 +34,11 @@ def step_end(turn: Any, step: Any) -> Spec:
     return ("step/end", {"turn": turn, "step": step}, {})
 
 
+def in_step(*inner: Spec, turn: int = 1, step: int = 1) -> tuple[Spec, ...]:
+    """``inner`` inside step ``step`` of turn ``turn``, the step and the turn opened and ended."""
+    return (turn_start(turn), step_start(turn, step), *inner, step_end(turn, step), turn_end(turn))
+
+
 def user(text: str = "hi", surface_op: Any = "append", **extra: Any) -> Spec:
     data = {
         "id": f"u-{text}",

@@ -22,6 +22,7 @@ from log_specs import (
     chunk,
     compaction_end,
     compaction_start,
+    in_step,
     log,
     not_started_result,
     plain,
@@ -49,6 +50,12 @@ from spec.log.surface import fold_surface
 
 def rules_at(violations: tuple[Violation, ...]) -> list[tuple[str, int | None]]:
     return [(violation.rule, violation.seq) for violation in violations]
+
+
+def assert_only(events: list[dict[str, Any]], rule: str, seq: int, words: str) -> None:
+    """The checker reports one violation of ``events``: ``rule`` at ``seq``, its message saying ``words``."""
+    violations = check_log(events)
+    assert rules_at(violations) == [(rule, seq)] and words in violations[0].message, violations
 
 
 # A well-formed turn: a user prompt, one step with a started and answered call, another without calls.
@@ -332,13 +339,13 @@ def test_a_turn_started_over_an_open_one_counts_as_the_next_turn() -> None:
 
 def test_execution_records_are_allowed_inside_a_step() -> None:
     events = log(
-        turn_start(1),
-        step_start(1, 1),
-        plain("todo/write", {"todos": []}),
-        plain("request/header", {"header": {"config": {"provider": "p", "model": "m"}}, "reason": "initial"}),
-        request_context(),
-        step_end(1, 1),
-        turn_end(1),
+        *in_step(
+            plain("todo/write", {"todos": []}),
+            plain(
+                "request/header", {"header": {"config": {"provider": "p", "model": "m"}}, "reason": "initial"}
+            ),
+            request_context(),
+        ),
     )
     assert check_log(events) == ()
 
@@ -405,14 +412,7 @@ def test_a_chunk_after_its_step_ended_names_no_open_step() -> None:
 
 
 def test_a_tool_result_without_a_prior_tool_call_is_unpaired() -> None:
-    events = log(
-        turn_start(1),
-        step_start(1, 1),
-        assistant(1, 1, "c"),
-        tool_result(1, 1, "c"),
-        step_end(1, 1),
-        turn_end(1),
-    )
+    events = log(*in_step(assistant(1, 1, "c"), tool_result(1, 1, "c")))
     (violation,) = check_log(events)
     assert violation.rule == "tool-result-pairing" and "no prior tool/call" in violation.message
 
@@ -431,12 +431,7 @@ def test_an_appended_tool_result_outside_a_step_is_step_checked() -> None:
 
 def test_a_tool_result_replacement_in_a_turn_without_a_step_is_accepted() -> None:
     events = log(
-        turn_start(1),
-        step_start(1, 1),
-        tool_call(1, 1, "c"),
-        tool_result(1, 1, "c"),
-        step_end(1, 1),
-        turn_end(1),
+        *in_step(tool_call(1, 1, "c"), tool_result(1, 1, "c")),
         turn_start(2),
         prune(3, 3),
         rewrite(1, 1, "c", 3),
@@ -447,12 +442,7 @@ def test_a_tool_result_replacement_in_a_turn_without_a_step_is_accepted() -> Non
 
 def test_a_tool_result_replacement_outside_a_turn_is_not_turn_enclosed() -> None:
     events = log(
-        turn_start(1),
-        step_start(1, 1),
-        tool_call(1, 1, "c"),
-        tool_result(1, 1, "c"),
-        step_end(1, 1),
-        turn_end(1),
+        *in_step(tool_call(1, 1, "c"), tool_result(1, 1, "c")),
         prune(3, 3),
         rewrite(1, 1, "c", 3),
     )
@@ -460,15 +450,7 @@ def test_a_tool_result_replacement_outside_a_turn_is_not_turn_enclosed() -> None
 
 
 def test_not_started_repair_results_and_unresolved_calls_at_step_end_pass_the_pairing_rule() -> None:
-    events = log(
-        turn_start(1),
-        step_start(1, 1),
-        assistant(1, 1, "a", "b"),
-        tool_call(1, 1, "b"),
-        not_started_result(1, 1, "a"),
-        step_end(1, 1),
-        turn_end(1),
-    )
+    events = log(*in_step(assistant(1, 1, "a", "b"), tool_call(1, 1, "b"), not_started_result(1, 1, "a")))
     # The pairing rule lets repair's not-started result answer a call that never started (DSH's
     # companion does too); the closers rule says this one is no closer: its turn went on and ended.
     assert rules_at(check_log(events)) == [("closers", 4)]
@@ -548,8 +530,7 @@ def test_a_compaction_start_while_one_is_open_is_reported() -> None:
     events = log(
         compaction_start("k1", None), compaction_start("k2", None), compaction_end("k2", None, error="x")
     )
-    violations = check_log(events)
-    assert rules_at(violations) == [("compaction-bracket", 1)] and "still compacting" in violations[0].message
+    assert_only(events, "compaction-bracket", 1, "still compacting")
 
 
 def test_a_compaction_end_with_another_id_does_not_match() -> None:
@@ -573,11 +554,7 @@ def test_a_second_summary_in_one_compaction_is_reported() -> None:
 
 def test_a_turn_boundary_cannot_cross_an_open_compaction() -> None:
     events = log(turn_start(1), compaction_start("k", 1), turn_end(1))
-    violations = check_log(events)
-    assert (
-        rules_at(violations) == [("compaction-turn", 2)]
-        and "cannot cross an open compaction for turn 1" in violations[0].message
-    )
+    assert_only(events, "compaction-turn", 2, "cannot cross an open compaction for turn 1")
 
 
 def test_a_standalone_compaction_inside_a_turn_is_reported() -> None:
@@ -589,11 +566,7 @@ def test_a_standalone_compaction_inside_a_turn_is_reported() -> None:
 
 def test_a_compaction_end_names_the_owner_of_its_start() -> None:
     events = log(turn_start(1), compaction_start("k", 1), compaction_end("k", 2, error="x"), turn_end(1))
-    violations = check_log(events)
-    assert (
-        rules_at(violations) == [("compaction-turn", 2)]
-        and "owner 2 does not match compaction/start owner 1" in violations[0].message
-    )
+    assert_only(events, "compaction-turn", 2, "owner 2 does not match compaction/start owner 1")
 
 
 def test_a_summary_range_must_span_its_shadowed_seqs() -> None:
@@ -614,9 +587,7 @@ def test_an_end_seed_makes_an_open_compaction_a_stale_orphan_reported_as_danglin
         compaction_start("k2", None),
         compaction_end("k2", None, error="x"),
     )
-    violations = check_log(events)
-    assert rules_at(violations) == [("compaction-dangling", 0)]
-    assert "session/end-seed at seq 1" in violations[0].message
+    assert_only(events, "compaction-dangling", 0, "session/end-seed at seq 1")
 
 
 def test_a_dangling_start_in_a_v0_log_is_reported_as_legacy_and_not_as_dangling() -> None:
@@ -643,18 +614,13 @@ def test_turn_boundaries_before_the_end_seed_may_cross_an_inherited_orphan() -> 
 
 def test_a_replace_without_its_metering_event_has_no_shadow_price() -> None:
     events = log(user("a"), user("b", replace(0, 0), sourceEventSeqs=[0]))
-    violations = check_log(events)
-    assert (
-        rules_at(violations) == [("shadow-price", 1)]
-        and "has no adjacent shadow price" in violations[0].message
-    )
+    assert_only(events, "shadow-price", 1, "has no adjacent shadow price")
 
 
 def test_a_metering_event_over_another_range_does_not_price_the_replace() -> None:
     events = compacted_turn()
     events[4]["data"]["shadowedRange"], events[4]["data"]["shadowedSeqs"] = {"start": 1, "end": 1}, [1]
-    violations = check_log(events)
-    assert rules_at(violations) == [("shadow-price", 5)] and "armed claim covers 1-1" in violations[0].message
+    assert_only(events, "shadow-price", 5, "armed claim covers 1-1")
 
 
 def test_a_prune_meters_a_tool_result_and_not_a_user_message() -> None:
@@ -927,14 +893,7 @@ def test_the_checker_is_total_and_reports_only_known_rules(events: list[dict[str
 
 
 def test_a_result_with_repair_s_error_code_outside_a_closer_block_breaks_the_closers_rule() -> None:
-    events = log(
-        turn_start(1),
-        step_start(1, 1),
-        assistant(1, 1, "c1"),
-        not_started_result(1, 1, "c1"),
-        step_end(1, 1),
-        turn_end(1),
-    )
+    events = log(*in_step(assistant(1, 1, "c1"), not_started_result(1, 1, "c1")))
     assert ("closers", 3) in rules_at(check_log(events))
 
 

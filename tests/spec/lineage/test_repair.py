@@ -13,6 +13,7 @@ from log_specs import (
     compaction_end,
     compaction_start,
     end_seed,
+    in_step,
     log,
     step_end,
     step_start,
@@ -102,11 +103,7 @@ def test_a_closed_step_leaves_only_the_turn_to_close() -> None:
 
 def test_calls_of_an_earlier_committed_turn_are_not_repaired() -> None:
     events = log(
-        turn_start(1),
-        step_start(1, 1),
-        assistant(1, 1, "old-call"),
-        step_end(1, 1),
-        turn_end(1),
+        *in_step(assistant(1, 1, "old-call")),
         turn_start(2),
         step_start(2, 1),
         assistant(2, 1, "new-call"),
