@@ -25,6 +25,7 @@ from log_specs import (
     in_step,
     log,
     not_started_result,
+    open_step,
     plain,
     prune,
     replace,
@@ -118,11 +119,7 @@ BREAKS: dict[str, tuple[Callable[[], list[dict[str, Any]]], int | None, dict[str
     "step-in-turn": (lambda: log(step_start(1, 1), step_end(1, 1)), 0, None),
     "step-numbering": (lambda: log(turn_start(1), step_start(1, 2), step_end(1, 2), turn_end(1)), 1, None),
     "step-scoped": (lambda: log(turn_start(1), chunk(1, 1), turn_end(1)), 1, None),
-    "tool-result-pairing": (
-        lambda: log(turn_start(1), step_start(1, 1), tool_result(1, 1, "c"), step_end(1, 1), turn_end(1)),
-        2,
-        None,
-    ),
+    "tool-result-pairing": (lambda: log(*in_step(tool_result(1, 1, "c"))), 2, None),
     "turn-enclosed": (lambda: log(request_context()), 0, None),
     "compaction-bracket": (lambda: log(compaction_end("k", None, error="x")), 0, None),
     "delegation-depth": (
@@ -287,17 +284,8 @@ def test_an_ignorable_flag_other_than_true_breaks_the_envelope_rule() -> None:
 def test_a_tool_result_that_rewrites_more_than_its_content_is_reported() -> None:
     kind, data, extra = rewrite(1, 1, "c", 4)
     data["message"]["content"][0]["isError"] = True
-    events = log(
-        turn_start(1),
-        step_start(1, 1),
-        assistant(1, 1, "c"),
-        tool_call(1, 1, "c"),
-        tool_result(1, 1, "c"),
-        step_end(1, 1),
-        prune(4, 4),
-        (kind, data, extra),
-        turn_end(1),
-    )
+    answered = open_step(assistant(1, 1, "c"), tool_call(1, 1, "c"), tool_result(1, 1, "c"))
+    events = log(*answered, step_end(1, 1), prune(4, 4), (kind, data, extra), turn_end(1))
     assert rules_at(check_log(events)) == [("tool-rewrite", 7)]
 
 
@@ -389,7 +377,7 @@ def test_a_turn_end_while_a_step_is_open_says_the_step_is_still_open() -> None:
 
 @pytest.mark.parametrize("wrong", [assistant(1, 2), step_end(1, 2)])
 def test_a_step_scoped_event_naming_another_step_is_reported(wrong: Spec) -> None:
-    violations = check_log(log(turn_start(1), step_start(1, 1), wrong, step_end(1, 1), turn_end(1)))
+    violations = check_log(log(*in_step(wrong)))
     assert rules_at(violations)[0] == ("step-scoped", 2) and "open is turn 1/step 1" in violations[0].message
 
 
@@ -418,14 +406,7 @@ def test_a_tool_result_without_a_prior_tool_call_is_unpaired() -> None:
 
 
 def test_an_appended_tool_result_outside_a_step_is_step_checked() -> None:
-    events = log(
-        turn_start(1),
-        step_start(1, 1),
-        tool_call(1, 1, "c"),
-        step_end(1, 1),
-        tool_result(1, 1, "c"),
-        turn_end(1),
-    )
+    events = log(*open_step(tool_call(1, 1, "c")), step_end(1, 1), tool_result(1, 1, "c"), turn_end(1))
     assert rules_at(check_log(events)) == [("step-scoped", 4)]
 
 
@@ -458,9 +439,7 @@ def test_not_started_repair_results_and_unresolved_calls_at_step_end_pass_the_pa
 
 def test_a_result_in_a_later_step_does_not_answer_an_earlier_call() -> None:
     events = log(
-        turn_start(1),
-        step_start(1, 1),
-        tool_call(1, 1, "c"),
+        *open_step(tool_call(1, 1, "c")),
         step_end(1, 1),
         step_start(1, 2),
         tool_result(1, 2, "c"),
@@ -666,17 +645,13 @@ def test_a_repaired_log_goes_on_with_its_next_turn() -> None:
 
 
 def test_an_interrupted_turn_end_that_leaves_a_call_unanswered_is_not_a_closer() -> None:
-    events = log(
-        turn_start(1), step_start(1, 1), assistant(1, 1, "c"), step_end(1, 1), turn_end(1, kind="interrupted")
-    )
+    events = log(*open_step(assistant(1, 1, "c")), step_end(1, 1), turn_end(1, kind="interrupted"))
     events[3] = {**events[3], "type": "plugin/x"}
     assert rules_at(check_log(events)) == [("step-open", 4), ("closers", 4)]
 
 
 def test_an_interrupted_turn_end_after_the_step_closed_is_a_closer_block_of_one() -> None:
-    events = log(
-        turn_start(1), step_start(1, 1), assistant(1, 1, "c"), step_end(1, 1), turn_end(1, kind="interrupted")
-    )
+    events = log(*open_step(assistant(1, 1, "c")), step_end(1, 1), turn_end(1, kind="interrupted"))
     assert check_log(events) == ()
 
 
@@ -898,7 +873,7 @@ def test_a_result_with_repair_s_error_code_outside_a_closer_block_breaks_the_clo
 
 
 def test_repair_s_own_results_inside_its_closer_block_pass_the_closers_rule() -> None:
-    events = log(turn_start(1), step_start(1, 1), assistant(1, 1, "c1", "c2"), tool_call(1, 1, "c1"))
+    events = log(*open_step(assistant(1, 1, "c1", "c2"), tool_call(1, 1, "c1")))
     repaired = [*events, *derive_closers(events)]
     assert [e["type"] for e in repaired[4:]] == ["tool/result", "tool/result", "step/end", "turn/end"]
     assert "closers" not in [rule for rule, _ in rules_at(check_log(repaired))]
