@@ -317,10 +317,10 @@ def turn_edge_cases() -> Cases:
 
     def answer(error: JsonValue, blocks: list[JsonValue] | None = None) -> tuple[str, JsonObject, JsonObject]:
         data = {**msg.result("zz", is_error=True), "error": error}
-        message = dict(data["message"])  # type: ignore[arg-type]
-        if blocks is not None:
-            message["content"] = blocks
-        return ("tool/result", {**data, "message": message}, APPEND)
+        message = data["message"]
+        assert isinstance(message, dict)
+        content: JsonObject = {} if blocks is None else {"content": blocks}
+        return ("tool/result", {**data, "message": {**message, **content}}, APPEND)
 
     error_block: JsonObject = {"type": "tool-result", "toolCallId": "zz", "isError": True,
                                "content": [{"type": "text", "text": "result"}]}  # fmt: skip

@@ -372,7 +372,9 @@ def check_header_line(run: Written, target: Target) -> list[str]:
         want: JsonValue = dict(encode_header_line(log.header))
         if target.format == LEGACY_FORMAT_VERSION and isinstance(line, dict):
             shown = {key: value for key, value in line.items() if key != "type"}
-            want = {"type": "session", **dict(target.header(dict(log.header), shown))}  # type: ignore[arg-type]
+            header = target.header(dict(log.header), shown)
+            assert isinstance(header, dict)  # a format 0 target's view of a header object
+            want = {"type": "session", **header}
         if not is_deep_equal_json(want, line):
             problems.append(f"{path}: the header line is {line!r}, expected {want!r}")
             continue
