@@ -416,6 +416,18 @@ def check_seam_boundaries(total: int, unfired: Sequence[int], unsynced_seen: boo
     return tuple(problems)
 
 
+def arm_fault(
+    driver: Driver, fs_op: str, errno_name: str, after: int, outcome: CrashOutcome, name: str
+) -> bool:
+    """``fail_next`` armed (counted among the outcome's faults), or its refusal recorded under ``name``."""
+    armed = driver.raw("fail_next", fsOp=fs_op, errno=errno_name, after=after)
+    if not armed.ok:
+        record_outcome(outcome, name, (f"fail_next answered {armed.error_code}",))
+        return False
+    outcome.faults += 1
+    return True
+
+
 def run_fault_injection(
     subject: Any, workload: Sequence[Request], compressed: bool, outcome: CrashOutcome
 ) -> None:
@@ -437,12 +449,9 @@ def run_fault_injection(
                 # workload still needs more than ``index`` writes (or fsyncs): a seam that let it
                 # pass would make every later point vacuous.
                 required = durable_steps(driver.model, workload) if driver.model.batch is None else 0
-            armed = driver.raw("fail_next", fsOp=fs_op, errno=errno_name, after=index)
             name = f"{label}: {fs_op} number {index + 1} fails with {errno_name}"
-            if not armed.ok:
-                record_outcome(outcome, name, (f"fail_next answered {armed.error_code}",))
+            if not arm_fault(driver, fs_op, errno_name, index, outcome, name):
                 break
-            outcome.faults += 1
             try:
                 run = _replay(driver, workload, (STORAGE_IO,))
             except Mismatch as error:
@@ -513,26 +522,30 @@ def run_fault_countdown(subject: Any, compressed: bool, outcome: CrashOutcome) -
         return
     for fs_op, errno_name in FAULTS:
         for armed_after in range(COUNTDOWN_ROUNDS):
+            name = f"{label}: fail_next {fs_op} {errno_name} after {armed_after}, over rounds of one {fs_op} each"
             driver = _start(subject, compressed)
             _replay(driver, opening, ())
-            name = f"{label}: fail_next {fs_op} {errno_name} after {armed_after}, over rounds of one {fs_op} each"
-            armed = driver.raw("fail_next", fsOp=fs_op, errno=errno_name, after=armed_after)
-            if not armed.ok:
-                record_outcome(outcome, name, (f"fail_next answered {armed.error_code}",))
-                continue
-            outcome.faults += 1
-            try:
-                run = _replay(driver, rounds, (STORAGE_IO,))
-            except Mismatch as error:
-                record_outcome(outcome, name, (f"a round disagreed with the model: {error}",))
-                continue
-            met = None if run.stopped_at is None else run.stopped_at // 2 + 1
-            where = f"round {met}" if met is not None else "no round"
-            problems = () if met == armed_after + 1 else (
-                f"the fault stopped {where}, not round {armed_after + 1}: each round makes one {fs_op}, "
-                f"and it lets {armed_after} through",
-            )  # fmt: skip
-            record_outcome(outcome, name, problems)
+            if arm_fault(driver, fs_op, errno_name, armed_after, outcome, name):
+                record_outcome(outcome, name, countdown_problems(driver, rounds, fs_op, armed_after))
+
+
+def countdown_problems(
+    driver: Driver, rounds: Sequence[Request], fs_op: str, armed_after: int
+) -> tuple[str, ...]:
+    """What is wrong with where a fault armed after ``armed_after`` calls stops ``rounds`` (one
+    ``fs_op`` each): it must stop round ``armed_after + 1``."""
+    try:
+        run = _replay(driver, rounds, (STORAGE_IO,))
+    except Mismatch as error:
+        return (f"a round disagreed with the model: {error}",)
+    met = None if run.stopped_at is None else run.stopped_at // 2 + 1
+    if met == armed_after + 1:
+        return ()
+    where = f"round {met}" if met is not None else "no round"
+    return (
+        f"the fault stopped {where}, not round {armed_after + 1}: each round makes one {fs_op}, "
+        f"and it lets {armed_after} through",
+    )
 
 
 def exported_files(driver: Driver) -> dict[str, bytes] | None:
