@@ -471,21 +471,23 @@ def coverage_map(
     if missing:
         started = time.monotonic()
         failing = []
-        with multiprocessing.Pool(jobs) as pool:
-            for done, (vector, (key, outcome, found)) in enumerate(
-                zip(missing, pool.imap(functools.partial(trace_case, backend=backend), missing), strict=True),
-                1,
-            ):
-                if outcome.startswith("unsupported"):  # a capability the backend lacks: it reaches nothing
-                    found = {}
-                elif outcome != "passed":
-                    failing.append(f"{key}: {outcome}")
-                kept[key] = {"vector": vector_digest(vector), "lines": found}
-                if done % 50 == 0 or done == len(missing):
-                    print(
-                        f"coverage: {done}/{len(missing)} cases traced {time.monotonic() - started:.0f}s",
-                        flush=True,
-                    )
+        lost: list[Any] = []
+        by_key = {vector_key(v): v for v in missing}
+        trace = functools.partial(trace_case, backend=backend)
+        for done, (key, outcome, found) in enumerate(
+            in_workers(trace, list(by_key.items()), jobs, hard_limit(120.0), lost), 1
+        ):
+            if outcome.startswith("unsupported"):  # a capability the backend lacks: it reaches nothing
+                found = {}
+            elif outcome != "passed":
+                failing.append(f"{key}: {outcome}")
+            kept[key] = {"vector": vector_digest(by_key[key]), "lines": found}
+            if done % 50 == 0 or done == len(missing):
+                print(
+                    f"coverage: {done}/{len(missing)} cases traced {time.monotonic() - started:.0f}s",
+                    flush=True,
+                )
+        failing += [f"{key}: its tracing worker died or hung {TRIES} times" for key, _ in lost]
         if failing:
             raise SystemExit("the unmutated tree fails vector cases:\n" + "\n".join(failing[:10]))
         save_map(path, {"code": code, "cases": kept})
@@ -703,17 +705,18 @@ def unit_map(
     missing = [key for key in keys if key not in units]
     if missing:
         started = time.monotonic()
-        with multiprocessing.Pool(jobs) as pool:
-            for done, (key, said, seconds, found) in enumerate(
-                pool.imap_unordered(
-                    functools.partial(trace_unit, backend=backend), [(lane, k) for k in missing]
-                ),
-                1,
-            ):
-                units[key] = {"verdict": said, "seconds": seconds, "lines": found}
-                print(f"coverage ({lane}): {done}/{len(missing)} units traced, {key} {seconds:.0f}s "
-                      f"{said} ({time.monotonic() - started:.0f}s)", flush=True)  # fmt: skip
-                save_map(path, {"code": code, "units": units})  # a unit traced is kept, even if the run stops
+        lost: list[Any] = []
+        trace = functools.partial(trace_unit, backend=backend)
+        for done, (key, said, seconds, found) in enumerate(
+            in_workers(trace, [(k, (lane, k)) for k in missing], jobs, hard_limit(600.0), lost), 1
+        ):
+            units[key] = {"verdict": said, "seconds": seconds, "lines": found}
+            print(f"coverage ({lane}): {done}/{len(missing)} units traced, {key} {seconds:.0f}s "
+                  f"{said} ({time.monotonic() - started:.0f}s)", flush=True)  # fmt: skip
+            save_map(path, {"code": code, "units": units})  # a unit traced is kept, even if the run stops
+        if lost:
+            raise SystemExit(f"coverage ({lane}): the workers tracing {' '.join(k for k, _ in lost)} died or "
+                             f"hung {TRIES} times; run the same command again")  # fmt: skip
     return unit_map_of({key: units[key] for key in keys})
 
 
@@ -984,6 +987,27 @@ def start_worker(target: Callable[..., None], args: tuple[Any, ...]) -> tuple[An
     process.start()
     theirs.close()
     return process, ours
+
+
+def serve(function: Callable[[Any], Any], connection: Any) -> None:
+    """A worker of :func:`in_workers`: ``function`` of each task's payload, sent back."""
+    os.chdir(ROOT)
+    while (task := connection.recv()) is not None:
+        connection.send(function(task[1]))
+
+
+def in_workers(function: Callable[[Any], Any], tasks: Sequence[tuple[str, Any]], jobs: int, limit: float,
+               lost: list[Any]) -> Generator[Any]:  # fmt: skip
+    """``function`` of each ``(key, payload)`` task's payload, in ``jobs`` workers (as
+    :func:`judged` runs them: a worker that dies or hangs replaced, its task handed out again),
+    in the order they finish."""
+    results = judged(
+        tasks, lambda index, again: start_worker(serve, (function,)), min(jobs, len(tasks)), limit, lost
+    )
+    try:
+        yield from results
+    finally:
+        results.close()
 
 
 @dataclass
