@@ -6,14 +6,20 @@ counts is told it was not judged."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pytest
+from broken_storage_files import _BrokenFilesSubject
 from broken_subjects import ArmsFaultsOnlyForTheNextCall, MutantSubject
 
 from conformance.crash.outcome import CrashOutcome
-from conformance.crash.points import COUNTDOWN_ROUNDS, FAULTS, run_fault_countdown
+from conformance.crash.points import COUNTDOWN_ROUNDS, FAULTS, TWO_FAULTS, run_fault_countdown
 from conformance.subject import InProcessSubject
 from reference.persistence.faulty import FaultyFileSystem
+from reference.persistence.filestore import FileStore
 from reference.server import ReferenceSubject
+from spec.codes import Code, reject
+from spec.log.events import Event
 
 
 class _CountsFromOne(FaultyFileSystem):
@@ -39,6 +45,25 @@ class SyncsTheFolderOnEveryFsync(MutantSubject):
     fs_class = _SyncsTheFolderToo
 
 
+class _RollbackUnguardedStore(FileStore):
+    def _append_batch(self, path: str, events: Sequence[Event], compressed: bool) -> None:
+        before = self.fs.size(path)
+        try:
+            self.fs.append(path, self._batch_bytes(events, compressed))
+            self.fs.fsync(path)
+        except OSError as error:
+            self.fs.truncate(path, before)  # unguarded: a failure while undoing escapes as it is
+            self.fs.fsync(path)
+            raise reject(Code.STORAGE_IO, f"could not make {path!r} durable: {error}") from error
+
+
+class RollbackFailureEscapes(_BrokenFilesSubject):
+    """A failed append's cut back to the old size is fsynced unguarded: when that fsync fails too
+    (a second fault), the request answers INTERNAL, not STORAGE_IO."""
+
+    store_class = _RollbackUnguardedStore
+
+
 def countdown(subject: ReferenceSubject, compressed: bool) -> CrashOutcome:
     outcome = CrashOutcome()
     run_fault_countdown(InProcessSubject(subject), compressed, outcome)
@@ -49,7 +74,7 @@ def countdown(subject: ReferenceSubject, compressed: bool) -> CrashOutcome:
 def test_the_reference_fails_exactly_the_call_after_the_ones_a_fault_lets_through(compressed: bool) -> None:
     outcome = countdown(ReferenceSubject(), compressed)
     assert outcome.failures == [] and outcome.not_reached == []
-    assert outcome.points == len(FAULTS) * COUNTDOWN_ROUNDS
+    assert outcome.points == len(FAULTS) * COUNTDOWN_ROUNDS + len(TWO_FAULTS)
 
 
 @pytest.mark.parametrize("broken", [CountsFaultsFromOne, ArmsFaultsOnlyForTheNextCall])
@@ -66,3 +91,12 @@ def test_rounds_of_other_counts_are_not_judged_and_say_so() -> None:
         "plain: fail_next's after counted exactly (a round of one append and a flush made [3, 3, 3] "
         "mutating operations, not one write and one fsync)"
     ]
+
+
+def test_a_failure_while_undoing_a_failed_append_still_answers_storage_io() -> None:
+    outcome = countdown(RollbackFailureEscapes(), compressed=False)
+    names = [case.name for case in outcome.failures]
+    assert names == [
+        f"plain: fail_next {a} and {b} armed at once, over rounds of one of each" for a, b in TWO_FAULTS
+    ]
+    assert all("INTERNAL" in problem for case in outcome.failures for problem in case.problems)

@@ -474,6 +474,7 @@ def run_fault_injection(
 
 
 COUNTDOWN_ROUNDS: Final = 3  # rounds of one append and a flush the countdown's faults are armed over
+TWO_FAULTS: Final = (("fsync", "fsync"), ("write", "fsync"))  # armed at once: the first meets round 1
 
 
 def countdown_workload() -> tuple[tuple[Request, ...], tuple[Request, ...]]:
@@ -499,7 +500,10 @@ def run_fault_countdown(subject: Any, compressed: bool, outcome: CrashOutcome) -
     an fsync after that write are in the round. Over such rounds, a fault armed after ``n`` writes
     (or fsyncs) must stop round ``n + 1``, no earlier and no later (:func:`run_fault_injection`
     can only bound it: over a workload whose requests make several of each it cannot say which one
-    failed). A subject whose rounds make other counts is not judged here, and is told so."""
+    failed). Two faults armed at once (:data:`TWO_FAULTS`) stop round 1 too: the second may meet
+    what the subject does after the first failed (the reference's rollback fsyncs), and the request
+    still answers ``STORAGE_IO``. A subject whose rounds make other counts is not judged here, and
+    is told so."""
     label = "zstd" if compressed else "plain"
     opening, rounds = countdown_workload()
     driver = _start(subject, compressed)
@@ -527,6 +531,14 @@ def run_fault_countdown(subject: Any, compressed: bool, outcome: CrashOutcome) -
             _replay(driver, opening, ())
             if arm_fault(driver, fs_op, errno_name, armed_after, outcome, name):
                 record_outcome(outcome, name, countdown_problems(driver, rounds, fs_op, armed_after))
+    for first, second in TWO_FAULTS:
+        name = f"{label}: fail_next {first} and {second} armed at once, over rounds of one of each"
+        driver = _start(subject, compressed)
+        _replay(driver, opening, ())
+        if arm_fault(driver, first, "EIO", 0, outcome, name) and arm_fault(
+            driver, second, "EIO", 0, outcome, name
+        ):
+            record_outcome(outcome, name, countdown_problems(driver, rounds, first, 0))
 
 
 def countdown_problems(
