@@ -9,7 +9,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from conformance.builders import START_TIME
+from conformance.builders import START_TIME, append_request, close_turn, turn_start
 from conformance.crash.outcome import (
     CRASH_BYTE_CUTS,
     CRASH_REACHED,
@@ -45,7 +45,7 @@ from conformance.model import DurableLog, ModelStore, canonical_text, model_adop
 from conformance.targets import DEFAULT_TARGET, Target
 from spec.format.naming import LOG_NAMES
 from spec.lineage.store import derive_resumed_log
-from spec.log.events import Event
+from spec.log.events import TURN_START, Event
 from spec.log.json import JsonValue
 from spec.protocol import BAD_REQUEST, CRASHED, DAMAGE_SPOTS, UNSUPPORTED_OP, Request
 
@@ -416,6 +416,18 @@ def check_seam_boundaries(total: int, unfired: Sequence[int], unsynced_seen: boo
     return tuple(problems)
 
 
+def arm_fault(
+    driver: Driver, fs_op: str, errno_name: str, after: int, outcome: CrashOutcome, name: str
+) -> bool:
+    """``fail_next`` armed (counted among the outcome's faults), or its refusal recorded under ``name``."""
+    armed = driver.raw("fail_next", fsOp=fs_op, errno=errno_name, after=after)
+    if not armed.ok:
+        record_outcome(outcome, name, (f"fail_next answered {armed.error_code}",))
+        return False
+    outcome.faults += 1
+    return True
+
+
 def run_fault_injection(
     subject: Any, workload: Sequence[Request], compressed: bool, outcome: CrashOutcome
 ) -> None:
@@ -437,12 +449,9 @@ def run_fault_injection(
                 # workload still needs more than ``index`` writes (or fsyncs): a seam that let it
                 # pass would make every later point vacuous.
                 required = durable_steps(driver.model, workload) if driver.model.batch is None else 0
-            armed = driver.raw("fail_next", fsOp=fs_op, errno=errno_name, after=index)
             name = f"{label}: {fs_op} number {index + 1} fails with {errno_name}"
-            if not armed.ok:
-                record_outcome(outcome, name, (f"fail_next answered {armed.error_code}",))
+            if not arm_fault(driver, fs_op, errno_name, index, outcome, name):
                 break
-            outcome.faults += 1
             try:
                 run = _replay(driver, workload, (STORAGE_IO,))
             except Mismatch as error:
@@ -462,6 +471,93 @@ def run_fault_injection(
                 continue
             run.in_flight = None  # a failed request completed nothing
             record_outcome(outcome, name, check_after_power_cut(run, "none", retry_storage_io=True))
+
+
+COUNTDOWN_ROUNDS: Final = 3  # rounds of one append and a flush the countdown's faults are armed over
+TWO_FAULTS: Final = (("fsync", "fsync"), ("write", "fsync"))  # armed at once: the first meets round 1
+
+
+def countdown_workload() -> tuple[tuple[Request, ...], tuple[Request, ...]]:
+    """The countdown's opening (a session created, published, and grown by one event and a flush,
+    so that a store's first append, which may make more of a log than later ones, is behind it)
+    and its rounds: turns opened and closed, one event and a flush a round."""
+    flush: Request = ("flush", {"id": "n"})
+    events = [
+        request
+        for turn in (1, 2)
+        for request in (append_request("n", TURN_START, turn_start(turn)), close_turn("n", turn))
+    ]
+    rounds = tuple(request for event in events for request in (event, flush))
+    return (("create", {"id": "n"}), flush, *rounds[:2]), rounds[2 : 2 + 2 * COUNTDOWN_ROUNDS]
+
+
+def run_fault_countdown(subject: Any, compressed: bool, outcome: CrashOutcome) -> None:
+    """``fail_next``'s ``after`` counted exactly (PROTOCOL.md, "Crash ops": the fault fails the
+    operation after the next ``after`` ones of its kind). A session is created, published and
+    grown once, then driven in rounds of one append and a flush. A round that makes exactly two
+    mutating operations (``ops``) makes exactly one write of file bytes and one fsync of a file:
+    its event, appended in the round, is durable at its end, so a write made after the append and
+    an fsync after that write are in the round. Over such rounds, a fault armed after ``n`` writes
+    (or fsyncs) must stop round ``n + 1``, no earlier and no later (:func:`run_fault_injection`
+    can only bound it: over a workload whose requests make several of each it cannot say which one
+    failed). Two faults armed at once (:data:`TWO_FAULTS`) stop round 1 too: the second may meet
+    what the subject does after the first failed (the reference's rollback fsyncs), and the request
+    still answers ``STORAGE_IO``. A subject whose rounds make other counts is not judged here, and
+    is told so."""
+    label = "zstd" if compressed else "plain"
+    opening, rounds = countdown_workload()
+    driver = _start(subject, compressed)
+    _replay(driver, opening, ())
+    counts = []
+    for index in range(0, len(rounds), 2):
+        before = driver.raw("ops")
+        _replay(driver, rounds[index : index + 2], ())
+        after = driver.raw("ops")
+        if not (before.ok and after.ok and isinstance(before.result, int) and isinstance(after.result, int)):
+            raise Mismatch(
+                f"the ops counter answered {before.error_code or before.result} / {after.error_code or after.result}"
+            )
+        counts.append(int(after.result) - int(before.result))
+    if any(count != 2 for count in counts):
+        outcome.not_reached.append(
+            f"{label}: fail_next's after counted exactly (a round of one append and a flush made {counts} "
+            "mutating operations, not one write and one fsync)"
+        )
+        return
+    for fs_op, errno_name in FAULTS:
+        for armed_after in range(COUNTDOWN_ROUNDS):
+            name = f"{label}: fail_next {fs_op} {errno_name} after {armed_after}, over rounds of one {fs_op} each"
+            driver = _start(subject, compressed)
+            _replay(driver, opening, ())
+            if arm_fault(driver, fs_op, errno_name, armed_after, outcome, name):
+                record_outcome(outcome, name, countdown_problems(driver, rounds, fs_op, armed_after))
+    for first, second in TWO_FAULTS:
+        name = f"{label}: fail_next {first} and {second} armed at once, over rounds of one of each"
+        driver = _start(subject, compressed)
+        _replay(driver, opening, ())
+        if arm_fault(driver, first, "EIO", 0, outcome, name) and arm_fault(
+            driver, second, "EIO", 0, outcome, name
+        ):
+            record_outcome(outcome, name, countdown_problems(driver, rounds, first, 0))
+
+
+def countdown_problems(
+    driver: Driver, rounds: Sequence[Request], fs_op: str, armed_after: int
+) -> tuple[str, ...]:
+    """What is wrong with where a fault armed after ``armed_after`` calls stops ``rounds`` (one
+    ``fs_op`` each): it must stop round ``armed_after + 1``."""
+    try:
+        run = _replay(driver, rounds, (STORAGE_IO,))
+    except Mismatch as error:
+        return (f"a round disagreed with the model: {error}",)
+    met = None if run.stopped_at is None else run.stopped_at // 2 + 1
+    if met == armed_after + 1:
+        return ()
+    where = f"round {met}" if met is not None else "no round"
+    return (
+        f"the fault stopped {where}, not round {armed_after + 1}: each round makes one {fs_op}, "
+        f"and it lets {armed_after} through",
+    )
 
 
 def exported_files(driver: Driver) -> dict[str, bytes] | None:
@@ -634,6 +730,15 @@ def run_crash_checks(
     try:
         for compressed in compressions:
             label = "zstd" if compressed else "plain"
+            if workloads is None:
+                try:
+                    run_fault_countdown(subject, compressed, outcome)
+                except Mismatch as error:
+                    record_outcome(outcome, f"{label}: fail_next's after counted exactly", (str(error),))
+                except Unsupported as unsupported:
+                    outcome.not_reached.append(
+                        f"{label}: fail_next's after (the subject lacks {unsupported})"
+                    )
             for workload_name, workload in crash_workloads(capabilities):
                 if compressed not in WORKLOAD_FORMATS.get(workload_name, (True, False)):
                     continue

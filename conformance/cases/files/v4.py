@@ -537,7 +537,11 @@ def stored_text_sets() -> Iterator[FileSet]:
                 shown=True,
             )
     # seqs are refused by read and resume alike; an envelope by resume only (read answers it)
-    for forms, rule, read in ((seq_forms(), SEQ_RULE, False), (envelope_forms(), ENVELOPE_RULE, True)):
+    for forms, rule, read in (
+        (seq_forms(), SEQ_RULE, False),
+        (envelope_forms(), ENVELOPE_RULE, True),
+        (legacy_looking_forms(), STORED_LOG_RULE, False),
+    ):
         for what, lines, intent in forms:
             yield FileSet(
                 f"a plain v4 log {what}",
@@ -580,6 +584,29 @@ WIDE_FRAME: Final = 70_000  # bytes: a frame past 64 KiB, which a reader may inf
 
 
 ENVELOPE_RULE: Final = "validate_seed_envelope"
+STORED_LOG_RULE: Final = "decode_stored_log"
+
+
+def legacy_looking_forms() -> Iterator[tuple[str, list[bytes], str]]:
+    """v4 logs holding events in the forms DSH's v0 logs wrote, which the legacy conversions
+    rewrite (notes/dsh-persistence §3.6: a ``turn/start`` trigger dropped, an ``aborted`` end
+    given the cause ``legacy``, a ``disposed`` end made ``aborted``): a v4 log's records are taken
+    as they are (D1), so each reads as stored; a reader that sent a v4 log down the v0 path would
+    show them converted."""
+    start = raw_line(0, '{"turn":1,"trigger":{"kind":"user"}}', "turn/start")
+    yield (
+        "whose turn/start has a trigger and whose turn/end was aborted without a cause reads them as stored",
+        [start, raw_line(1, '{"turn":1,"reason":{"kind":"aborted"}}', "turn/end")],
+        OK,
+    )
+    yield (
+        "whose turn/end reason is disposed reads it as stored",
+        [
+            raw_line(0, '{"turn":1}', "turn/start"),
+            raw_line(1, '{"turn":1,"reason":{"kind":"disposed"}}', "turn/end"),
+        ],
+        OK,
+    )
 
 
 def envelope_forms() -> Iterator[tuple[str, list[bytes], str]]:
