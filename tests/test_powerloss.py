@@ -484,6 +484,19 @@ def _seam_counts_from(origin: int) -> Callable[[PowerLossFileSystem], None]:
     return init
 
 
+_WRITE_NEW: Final = PowerLossFileSystem.write_new
+
+
+def _seam_new_file_one_byte_long(fs: PowerLossFileSystem, path: str, data: bytes) -> None:
+    """``write_new`` recording a new file as durable up to -1 bytes: ``unsynced`` shows one byte
+    more than was written (of a temporary file, whose name differs from replay to replay)."""
+    _WRITE_NEW(fs, path, data)
+    parent, name = fs._parent(path)
+    created = fs._nodes[parent.current[name]]
+    assert isinstance(created, _File)
+    created.kept = -1
+
+
 SEAM_BREAKS: Final[dict[str, tuple[type, str, object, str]]] = {
     "ops counts one before reset": (PowerLossFileSystem, "__init__", _seam_counts_from(1), "right after reset"),
     "keeping every unsynced byte refused": (
@@ -496,6 +509,9 @@ SEAM_BREAKS: Final[dict[str, tuple[type, str, object, str]]] = {
     "synced files listed": (_File, "is_unsynced", lambda f: f.kept <= len(f.data), "with no unsynced bytes"),
     "armed from reset": (
         PowerLossFileSystem, "crash_at_op", lambda fs, n: setattr(fs, "_crash_after", fs._mutations | n), "midway"
+    ),
+    "a new file shown one byte longer": (
+        PowerLossFileSystem, "write_new", _seam_new_file_one_byte_long, "what keep none and keep all kept"
     ),
     "counts compared by identity": (PowerLossFileSystem, "_enter", _seam_enter_is, "past 300 operations"),
     "the power back on after the crash": (

@@ -323,8 +323,11 @@ def run_boundary_crashes(
         pending = _unsynced(probe.driver, listed)
         outcome.boundaries += 1
         survived: dict[str, Any] = {}
+        replayed = pending  # what the keep-all run's unsynced names (a temporary file's name may differ)
         for keep in ("none", "all"):
             run = probe if keep == "none" else _armed_run(subject, workload, compressed, after)
+            if keep == "all" and pending:
+                replayed = _unsynced(run.driver)
             record_outcome(
                 outcome,
                 f"{label}: crash before mutating op {after + 1} of {total}, at {stopped}, keep {keep}",
@@ -334,7 +337,7 @@ def run_boundary_crashes(
             record_outcome(
                 outcome,
                 f"{label}: crash before mutating op {after + 1} of {total}: what keep none and keep all kept",
-                check_crash_keeps(pending, survived.get("none"), survived.get("all")),
+                check_crash_keeps(pending, survived.get("none"), survived.get("all"), replayed),
             )
         if pending and not bounds_checked:
             bounds_checked = True
@@ -382,27 +385,44 @@ def run_boundary_crashes(
 
 
 def check_crash_keeps(
-    pending: Sequence[tuple[str, int]], none: Mapping[str, bytes] | None, every: Mapping[str, bytes] | None
+    pending: Sequence[tuple[str, int]],
+    none: Mapping[str, bytes] | None,
+    every: Mapping[str, bytes] | None,
+    replayed: Sequence[tuple[str, int]] | None = None,
 ) -> tuple[str, ...]:
     """The crash seam keeps what ``crash`` was asked to (PROTOCOL.md, "Crash ops"): at one point,
     each file ``unsynced`` showed with ``pending`` bytes holds at least that many more bytes after
     a cut that keeps ``"all"`` (``every``) than after one that keeps ``"none"`` (``none``; a file
     gone counts as empty), as ``export`` shows them; a file gone after both (a temporary file the
     restarted store removed) shows nothing. A seam that kept the same whatever the plan would make
-    the point's two cuts one outcome checked twice. Without ``export`` nothing is checked."""
+    the point's two cuts one outcome checked twice. ``replayed``: what ``unsynced`` showed in the
+    run cut keeping all, replayed to the same point, file for file in the same order (a temporary
+    file's name may differ from replay to replay); by default the names of ``pending``. Without
+    ``export`` nothing is checked."""
     if none is None or every is None:
         return ()
+    replayed = pending if replayed is None else replayed
+    if [size for _, size in replayed] != [size for _, size in pending]:
+        return (
+            f"the unsynced files differ between identical replays: {list(pending)[:3]} and {list(replayed)[:3]}",
+        )
     problems: list[str] = []
-    for name, size in pending:
-        matches = [path for path in (*every, *none) if name == path or name.endswith(f"/{path}")]
-        if not matches:  # gone after either cut (a temporary file the restarted store removed)
-            continue
-        kept_all, kept_none = len(every.get(matches[0], b"")), len(none.get(matches[0], b""))
-        if kept_all - kept_none < size:
+    for (name, size), (again, _) in zip(pending, replayed, strict=True):
+        kept_none = next((len(none[path]) for path in none if _names(name, path)), 0)
+        kept_all = next((len(every[path]) for path in every if _names(again, path)), None)
+        if kept_all is None and not any(_names(name, path) for path in none):
+            continue  # gone after either cut (a temporary file the restarted store removed)
+        if (kept_all or 0) - kept_none < size:
             problems.append(
-                f"{name}: keep all left {kept_all} bytes and keep none {kept_none}, though {size} were unsynced"
+                f"{name}: keep all left {kept_all or 0} bytes and keep none {kept_none}, though {size} were unsynced"
             )
     return tuple(problems)
+
+
+def _names(name: str, path: str) -> bool:
+    """Whether ``unsynced``'s ``name`` (a path on the subject's disk) is ``export``'s ``path``
+    (relative to the store's root)."""
+    return name == path or name.endswith(f"/{path}")
 
 
 def check_byte_cut(
