@@ -51,6 +51,9 @@ from spec.protocol import BAD_REQUEST, CRASHED, DAMAGE_SPOTS, UNSUPPORTED_OP, Re
 
 STORAGE_IO: Final = "STORAGE_IO"
 FAULTS: Final = (("fsync", "EIO"), ("write", "ENOSPC"), ("write", "EIO"))
+# How many mutating operations the power-out check's run makes at least: past the small integers
+# a host language may keep a single object of (CPython: up to 256).
+LONG_RUN_OPS: Final = 300
 # The workloads the damage check runs on: the standard one, or, where a subject cannot replay it
 # (no engine_append), the single-session one, so D3 item 5 is still reached.
 DAMAGE_WORKLOADS: Final = ("standard", "single session")
@@ -96,15 +99,24 @@ def _replay(driver: Driver, workload: Sequence[Request], stop_codes: Sequence[st
 
 def count_mutations(subject: Any, workload: Sequence[Request], compressed: bool) -> int:
     """How many mutating filesystem operations the whole workload makes."""
+    return _counted(subject, workload, compressed)[1]
+
+
+def _counted(subject: Any, workload: Sequence[Request], compressed: bool) -> tuple[int, int]:
+    """What ``ops`` answers right after ``reset``, and how many mutating operations the whole
+    workload makes."""
     driver = _start(subject, compressed)
-    before = driver.raw("ops")
+    before = _ops(driver)
     _replay(driver, workload, ())
-    after = driver.raw("ops")
-    if not (before.ok and after.ok and isinstance(before.result, int) and isinstance(after.result, int)):
-        raise Mismatch(
-            f"the ops counter answered {before.error_code or before.result} / {after.error_code or after.result}"
-        )
-    return int(after.result) - int(before.result)
+    return before, _ops(driver) - before
+
+
+def _ops(driver: Driver) -> int:
+    """What ``ops`` answers (a Mismatch when it is not an integer)."""
+    answer = driver.raw("ops")
+    if not (answer.ok and isinstance(answer.result, int) and not isinstance(answer.result, bool)):
+        raise Mismatch(f"the ops counter answered {answer.error_code or canonical_text(answer.result)}")
+    return int(answer.result)
 
 
 def durable_steps(model: ModelStore, workload: Sequence[Request]) -> int:
@@ -263,14 +275,15 @@ def _read_back(
 # --- the enumerations -------------------------------------------------------------------------------
 
 
-def _unsynced(driver: Driver) -> list[tuple[str, int]]:
+def _unsynced(driver: Driver, listed: list[tuple[str, int]] | None = None) -> list[tuple[str, int]]:
+    """The files ``unsynced`` shows with unsynced bytes; ``listed``, when given, receives every
+    entry it answered, those showing none included."""
     answer = driver.raw("unsynced")
     files = answer.result if answer.ok and isinstance(answer.result, list) else []
-    return [
-        (str(entry["path"]), int(entry["bytes"]))
-        for entry in files
-        if isinstance(entry, dict) and int(entry.get("bytes", 0)) > 0
-    ]
+    entries = [(str(entry["path"]), int(entry.get("bytes", 0))) for entry in files if isinstance(entry, dict)]
+    if listed is not None:
+        listed += entries
+    return [(path, size) for path, size in entries if size > 0]
 
 
 def _armed_run(subject: Any, workload: Sequence[Request], compressed: bool, after: int) -> _Run:
@@ -291,12 +304,15 @@ def run_boundary_crashes(
     """A power cut at every mutating-op boundary of the workload (keeping nothing, then all that
     was written), and at every byte of whatever unsynced bytes that boundary leaves. The seam
     itself is held to the protocol too (:func:`check_seam_boundaries`)."""
-    total = count_mutations(subject, workload, compressed)
+    origin, total = _counted(subject, workload, compressed)
     label = "zstd" if compressed else "plain"
     unfired: list[int] = []
-    unsynced_seen = False
+    stops: dict[int, int | None] = {}
+    listed: list[tuple[str, int]] = []
+    bounds_checked = False
     for after in range(total):
         probe = _armed_run(subject, workload, compressed, after)
+        stops[after] = probe.stopped_at
         stopped = (
             "the end"
             if probe.stopped_at is None
@@ -304,12 +320,14 @@ def run_boundary_crashes(
         )
         if probe.stopped_at is None:
             unfired.append(after)
-        pending = _unsynced(probe.driver)
-        unsynced_seen = unsynced_seen or bool(pending)
+        pending = _unsynced(probe.driver, listed)
         outcome.boundaries += 1
         survived: dict[str, Any] = {}
+        replayed = pending  # what the keep-all run's unsynced names (a temporary file's name may differ)
         for keep in ("none", "all"):
             run = probe if keep == "none" else _armed_run(subject, workload, compressed, after)
+            if keep == "all" and pending:
+                replayed = _unsynced(run.driver)
             record_outcome(
                 outcome,
                 f"{label}: crash before mutating op {after + 1} of {total}, at {stopped}, keep {keep}",
@@ -319,7 +337,16 @@ def run_boundary_crashes(
             record_outcome(
                 outcome,
                 f"{label}: crash before mutating op {after + 1} of {total}: what keep none and keep all kept",
-                check_crash_keeps(pending, survived.get("none"), survived.get("all")),
+                check_crash_keeps(pending, survived.get("none"), survived.get("all"), replayed),
+            )
+        if pending and not bounds_checked:
+            bounds_checked = True
+            record_outcome(
+                outcome,
+                f"{label}: crash before mutating op {after + 1} of {total}: the bounds of a byte cut",
+                check_cut_bounds(
+                    _armed_run(subject, workload, compressed, after), 0, pending[0][1], survived.get("none")
+                ),
             )
         if not every_byte:
             continue
@@ -348,32 +375,54 @@ def run_boundary_crashes(
     record_outcome(
         outcome,
         f"{label}: the seam's armed crashes and unsynced bytes",
-        check_seam_boundaries(total, unfired, unsynced_seen),
+        check_seam_boundaries(total, unfired, listed, origin),
+    )
+    record_outcome(
+        outcome,
+        f"{label}: a crash armed midway",
+        check_armed_midway(subject, workload, compressed, stops),
     )
 
 
 def check_crash_keeps(
-    pending: Sequence[tuple[str, int]], none: Mapping[str, bytes] | None, every: Mapping[str, bytes] | None
+    pending: Sequence[tuple[str, int]],
+    none: Mapping[str, bytes] | None,
+    every: Mapping[str, bytes] | None,
+    replayed: Sequence[tuple[str, int]] | None = None,
 ) -> tuple[str, ...]:
     """The crash seam keeps what ``crash`` was asked to (PROTOCOL.md, "Crash ops"): at one point,
     each file ``unsynced`` showed with ``pending`` bytes holds at least that many more bytes after
     a cut that keeps ``"all"`` (``every``) than after one that keeps ``"none"`` (``none``; a file
     gone counts as empty), as ``export`` shows them; a file gone after both (a temporary file the
     restarted store removed) shows nothing. A seam that kept the same whatever the plan would make
-    the point's two cuts one outcome checked twice. Without ``export`` nothing is checked."""
+    the point's two cuts one outcome checked twice. ``replayed``: what ``unsynced`` showed in the
+    run cut keeping all, replayed to the same point, file for file in the same order (a temporary
+    file's name may differ from replay to replay); by default the names of ``pending``. Without
+    ``export`` nothing is checked."""
     if none is None or every is None:
         return ()
+    replayed = pending if replayed is None else replayed
+    if [size for _, size in replayed] != [size for _, size in pending]:
+        return (
+            f"the unsynced files differ between identical replays: {list(pending)[:3]} and {list(replayed)[:3]}",
+        )
     problems: list[str] = []
-    for name, size in pending:
-        matches = [path for path in (*every, *none) if name == path or name.endswith(f"/{path}")]
-        if not matches:  # gone after either cut (a temporary file the restarted store removed)
-            continue
-        kept_all, kept_none = len(every.get(matches[0], b"")), len(none.get(matches[0], b""))
-        if kept_all - kept_none < size:
+    for (name, size), (again, _) in zip(pending, replayed, strict=True):
+        kept_none = next((len(none[path]) for path in none if _names(name, path)), 0)
+        kept_all = next((len(every[path]) for path in every if _names(again, path)), None)
+        if kept_all is None and not any(_names(name, path) for path in none):
+            continue  # gone after either cut (a temporary file the restarted store removed)
+        if (kept_all or 0) - kept_none < size:
             problems.append(
-                f"{name}: keep all left {kept_all} bytes and keep none {kept_none}, though {size} were unsynced"
+                f"{name}: keep all left {kept_all or 0} bytes and keep none {kept_none}, though {size} were unsynced"
             )
     return tuple(problems)
+
+
+def _names(name: str, path: str) -> bool:
+    """Whether ``unsynced``'s ``name`` (a path on the subject's disk) is ``export``'s ``path``
+    (relative to the store's root)."""
+    return name == path or name.endswith(f"/{path}")
 
 
 def check_byte_cut(
@@ -394,15 +443,27 @@ def check_byte_cut(
     return ()
 
 
-def check_seam_boundaries(total: int, unfired: Sequence[int], unsynced_seen: bool) -> tuple[str, ...]:
+def check_seam_boundaries(
+    total: int, unfired: Sequence[int], listed: Sequence[tuple[str, int]], origin: int = 0
+) -> tuple[str, ...]:
     """The crash seam (PROTOCOL.md, "Crash ops") over one workload of ``total`` mutating
     operations (``ops``) that makes sessions durable: ``arm_crash`` with ``after`` below ``total``
     stops the request that meets that operation with ``CRASHED`` (``unfired``: the values of
     ``after`` whose replay ran to the end), and some boundary shows unsynced bytes (before the
     fsync that follows a write of file bytes, they are written and not durable). A seam that
     crashed nowhere, or never reported unsynced bytes, would leave every power cut and every byte
-    cut of the workload checking nothing."""
+    cut of the workload checking nothing. ``listed``: every entry ``unsynced`` answered at the
+    boundaries, each of which must show at least one byte (a file with none is not listed);
+    ``origin``: what ``ops`` answered right after ``reset``, which counts nothing yet (0)."""
     problems: list[str] = []
+    unsynced_seen = any(size > 0 for _, size in listed)
+    empty = sorted({path for path, size in listed if size < 1})
+    if empty:
+        problems.append(
+            f"unsynced listed {empty[:3]} with no unsynced bytes; it lists only files that have some"
+        )
+    if origin != 0:
+        problems.append(f"ops answered {origin} right after reset, though nothing was done since")
     if unfired:
         problems.append(
             f"arm_crash after {list(unfired[:5])}{' …' if len(unfired) > 5 else ''} stopped no request with "
@@ -426,6 +487,126 @@ def arm_fault(
         return False
     outcome.faults += 1
     return True
+
+
+def check_cut_bounds(
+    run: _Run, position: int, size: int, none: Mapping[str, bytes] | None
+) -> tuple[str, ...]:
+    """A byte cut's bounds (PROTOCOL.md, "Crash ops"), at a boundary where ``unsynced`` showed
+    ``size`` bytes of its ``position``-th file (``none``: the files ``export`` showed after that
+    point's cut keeping none; ``run`` replayed to the same point, whose ``unsynced`` names the
+    file again, as a temporary file's name may differ from replay to replay): keeping one byte
+    more than that, or naming a file ``unsynced`` did not list, answers ``BAD_REQUEST`` and changes
+    nothing; keeping every one of them is a cut like any other, leaving the file exactly that many
+    bytes longer than keeping none; and ``ops`` answers 0 right after a ``crash``, which counts
+    nothing yet."""
+    files = _unsynced(run.driver)
+    if position >= len(files) or files[position][1] != size:
+        return ("the unsynced files differ between identical replays",)
+    path = files[position][0]
+    problems: list[str] = []
+    for keep in ({"path": path, "bytes": size + 1}, {"path": f"{path}.never-written", "bytes": 0}):
+        answer = run.driver.raw("crash", keep=keep)
+        if answer.ok or answer.error_code != BAD_REQUEST:
+            problems.append(
+                f"crash keep={canonical_text(keep)}, past what unsynced showed ({size} bytes of {path}), "
+                f"answered {answer.error_code or 'ok'}, expected {BAD_REQUEST}"
+            )
+    if problems:
+        return tuple(problems)
+    cut: dict[str, Any] = {}
+    problems += check_after_power_cut(run, {"path": path, "bytes": size}, survived=cut)
+    problems += check_byte_cut(path, size, none, next(iter(cut.values()), None))
+    if not problems:
+        run.driver.raw("crash", keep="none")
+        after = run.driver.raw("ops")
+        if not after.ok or after.result != 0:
+            problems.append(
+                f"ops answered {after.error_code or canonical_text(after.result)} right after a crash"
+            )
+    return tuple(problems)
+
+
+def check_armed_midway(
+    subject: Any, workload: Sequence[Request], compressed: bool, stops: Mapping[int, int | None]
+) -> tuple[str, ...]:
+    """``arm_crash`` counts from when it is sent (PROTOCOL.md, "Crash ops": the operation after
+    the next ``after`` mutating ones): armed after the workload's first ``p`` requests made ``d``
+    operations, with ``after`` ``d - 1``, it stops the request that a crash armed at ``reset`` with
+    ``after`` ``2d - 1`` stopped (``stops``: the request each ``after`` armed at ``reset``
+    stopped). A seam that counted from ``reset`` instead, or added the counts another way, would
+    agree with the crashes armed at the start only."""
+    driver = _start(subject, compressed)
+    origin = _ops(driver)
+    for prefix in range(1, len(workload)):
+        _replay(driver, workload[prefix - 1 : prefix], ())
+        done = _ops(driver) - origin
+        if done >= 1:
+            break
+    else:
+        return ()
+    if 2 * done - 1 not in stops:
+        return ()
+    armed = driver.raw("arm_crash", after=done - 1)
+    if not armed.ok:
+        return (f"arm_crash after={done - 1} answered {armed.error_code}",)
+    run = _replay(driver, workload[prefix:], (CRASHED,))
+    stopped = None if run.stopped_at is None else prefix + run.stopped_at
+    expected = stops[2 * done - 1]
+    if stopped != expected:
+        return (
+            f"arm_crash after={done - 1}, sent after the first {prefix} requests made {done} mutating "
+            f"operations, stopped {'no request' if stopped is None else f'request {stopped}'}; armed at reset "
+            f"with after={2 * done - 1} it stopped {'no request' if expected is None else f'request {expected}'}",
+        )
+    return ()
+
+
+def run_power_out_check(subject: Any, compressed: bool, outcome: CrashOutcome) -> None:
+    """A crash armed past :data:`LONG_RUN_OPS` mutating operations fires, and the power then stays
+    out until ``crash`` (PROTOCOL.md, "Crash ops"): sessions are created and flushed, one after the
+    other, until the run has made that many operations (``ops``); the same run, armed at ``reset``
+    to stop its last operation, must answer ``CRASHED``, and after it a session created and flushed
+    is not made durable (its flush does not succeed, some request answers ``CRASHED``) and ``ops``
+    does not grow. A seam that compared the counts by identity, or failed only the one operation
+    and let the rest of the run write on, would pass the shorter workloads."""
+    label = "zstd" if compressed else "plain"
+    name = f"{label}: a crash armed past {LONG_RUN_OPS} operations, and the power out after it"
+    driver = _start(subject, compressed)
+    origin = _ops(driver)
+    workload: list[Request] = []
+    while _ops(driver) - origin < LONG_RUN_OPS and len(workload) < 2 * LONG_RUN_OPS:
+        session_id = f"p{len(workload) // 2}"
+        pair: tuple[Request, ...] = (("create", {"id": session_id}), ("flush", {"id": session_id}))
+        _replay(driver, pair, ())
+        workload += pair
+    total = _ops(driver) - origin
+    problems: list[str] = []
+    if total < LONG_RUN_OPS:
+        problems.append(
+            f"{len(workload) // 2} sessions created and flushed made only {total} mutating operations (ops)"
+        )
+    driver = _start(subject, compressed)
+    armed = driver.raw("arm_crash", after=total - 1)
+    run = _replay(driver, workload, (CRASHED,)) if armed.ok and total >= 1 else None
+    if run is None:
+        problems.append(f"arm_crash after={total - 1} answered {armed.error_code or 'ok'}")
+    elif run.stopped_at is None:
+        problems.append(
+            f"arm_crash after={total - 1} stopped no request with {CRASHED}, though the run makes {total} "
+            "mutating operations"
+        )
+    else:
+        before = _ops(driver)
+        late = [driver.raw("create", id="after-the-cut"), driver.raw("flush", id="after-the-cut")]
+        if late[1].ok or all(answer.ok or answer.error_code != CRASHED for answer in late):
+            problems.append(
+                "after a request answered CRASHED, a session created and flushed answered "
+                f"{[answer.error_code or 'ok' for answer in late]}: the power is out until crash"
+            )
+        if _ops(driver) != before:
+            problems.append(f"after a request answered CRASHED, ops grew from {before} to {_ops(driver)}")
+    record_outcome(outcome, name, problems)
 
 
 def run_fault_injection(
@@ -726,6 +907,7 @@ def run_crash_checks(
     outcome = CrashOutcome(fail_fast=fail_fast)
     started = time.perf_counter()
     damaged: set[bool] = set()  # the formats whose damage check ran
+    power_checked = False  # the power-out check runs once, in the first format
     target_token, reached_token = CRASH_TARGET.set(target), CRASH_REACHED.set(outcome.reached)
     try:
         for compressed in compressions:
@@ -748,6 +930,9 @@ def run_crash_checks(
                 reset = CRASH_RESET.set(WORKLOAD_RESETS.get(workload_name, {}))
                 cuts = CRASH_BYTE_CUTS.set(WORKLOAD_BYTE_CUTS.get(workload_name, lambda size: range(1, size)))
                 try:
+                    if not power_checked:
+                        power_checked = True
+                        run_power_out_check(subject, compressed, outcome)
                     if workload_name in DAMAGE_WORKLOADS and compressed not in damaged:
                         for spot in DAMAGE_SPOTS:
                             run_damage_check(
