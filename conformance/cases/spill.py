@@ -356,4 +356,20 @@ def boundary_cases() -> Cases:
         )
 
 
-cases: Final = chained(pure_cases, engine_cases, preview_cases, boundary_cases)
+def shape_cases() -> Cases:
+    """What the spill op reads of the result it is given: the first block of its message's content
+    is the tool-result block whose inner content the policy works on, and the blocks after it
+    stay as they are."""
+    yield case(
+        "a result whose tool-result block is followed by another entry keeps it after the block",
+        "should_spill",
+        [
+            *open_call(),
+            ok("spill", id="s", toolName="grep", maxInlineTokens=200, data=msg.result("c1", after=["x"])),
+        ],
+        comment="the policy reads the first block's content; a live append checks no message shape, so the "
+        "entry after the block enters the log as it came",
+    )
+
+
+cases: Final = chained(pure_cases, engine_cases, preview_cases, boundary_cases, shape_cases)

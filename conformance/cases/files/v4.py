@@ -6,6 +6,7 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from typing import Final
 
+from conformance import builders as payloads
 from conformance.cases.build import OK, SEED_TIME
 from conformance.cases.files.logs import (
     CHECKSUM_BYTES,
@@ -41,6 +42,7 @@ from conformance.zstd_frames import (
     encode_skippable_frame,
 )
 from spec.codes import Code
+from spec.format.json_text import encode_json_text
 from spec.format.naming import derive_session_relpath, encode_header_line
 from spec.log.header import build_header
 
@@ -612,6 +614,18 @@ def envelope_forms() -> Iterator[tuple[str, list[bytes], str]]:
         Code.SEED_ENVELOPE_INVALID,
     )
     yield "whose event is ignorable true reads", [first, raw_line(1, "{}", ignorable=True)], OK
+    for what, flag in (("1", 1), ('"yes"', "yes")):
+        yield (
+            f"whose event is ignorable {what} is refused",
+            [first, raw_line(1, "{}", ignorable=flag)],
+            Code.SEED_ENVELOPE_INVALID,
+        )
+    message = encode_json_text(payloads.user_message("u1"))
+    yield (
+        "whose appended message cites its own seq is refused",
+        [first, raw_line(1, message, "user/message", surfaceOp="append", sourceEventSeqs=[1])],
+        Code.PROVENANCE_NOT_EARLIER,
+    )
     yield (
         "whose event has no data is refused",
         [first, b'{"type":"custom/value","seq":1,"time":0}\n'],
