@@ -621,6 +621,30 @@ def envelope_forms() -> Iterator[tuple[str, list[bytes], str]]:
             Code.SEED_ENVELOPE_INVALID,
         )
     message = encode_json_text(payloads.user_message("u1"))
+    for what, kind in (("an array", b"[]"), ("an object", b"{}")):
+        yield (
+            f"whose event's type is {what} is refused",
+            [first, b'{"type":' + kind + b',"seq":1,"time":0,"data":{}}\n'],
+            Code.SEED_ENVELOPE_INVALID,
+        )
+    header_data = encode_json_text({"header": {"config": {"provider": "p", "model": "m"}}, "reason": "user"})
+    yield (
+        "whose request header is followed by appended messages puts each on the surface once",
+        [
+            first,
+            raw_line(1, header_data, "request/header"),
+            *(
+                raw_line(
+                    seq,
+                    encode_json_text(payloads.user_message(f"u{seq}")),
+                    "user/message",
+                    surfaceOp="append",
+                )
+                for seq in (2, 3, 4)
+            ),
+        ],
+        OK,
+    )
     yield (
         "whose appended message cites its own seq is refused",
         [first, raw_line(1, message, "user/message", surfaceOp="append", sourceEventSeqs=[1])],
