@@ -436,24 +436,22 @@ def repeated_resume_cases() -> Cases:
 def restored_message_cases() -> Cases:
     """A live append does not judge a message's shape (the harness wrote it); a resume restores
     the stored log as a seed, and a seed's messages are judged (notes/dsh-session-core §1.4, §4.2)."""
-    yield case(
-        "a message a live append let through without an id is refused when its log is resumed",
-        "validate_message_shape",
-        [
-            ok("create", id="s"),
-            turn(),
-            append(
-                {"role": "user", "content": [], "source": {"kind": "user"}},
-                type="user/message",
-                surfaceOp="append",
-            ),
-            turn_end(),
-            ok("close", id="s"),
-            fails(Code.MESSAGE_UNIDENTIFIED, "resume", id="s"),
-        ],
-        storage="memory",
-        comment="the memory store's log is restored rule by rule, every message judged",
-    )
+    unidentified = {"role": "user", "content": [], "source": {"kind": "user"}}
+    for where, before in (("first", []), ("second", [turn()])):
+        yield case(
+            f"a message a live append let through without an id, the log's {where} event, is refused when "
+            "its log is resumed",
+            "validate_message_shape",
+            [
+                ok("create", id="s"),
+                *before,
+                append(unidentified, type="user/message", surfaceOp="append"),
+                ok("close", id="s"),
+                fails(Code.MESSAGE_UNIDENTIFIED, "resume", id="s"),
+            ],
+            storage="memory",
+            comment="the memory store's log is restored rule by rule, every message judged",
+        )
 
 
 cases: Final = chained(
