@@ -227,6 +227,17 @@ def engine_cases() -> Cases:
         comment="the refused registrant changes nothing: the key still folds at stateVersion 1",
     )
     yield case(
+        "a key registered at stateVersion 2 is refused to a registrant at stateVersion 1",
+        REGISTER,
+        [
+            ok("project", stateVersion=2, **LEDGER),
+            fails(Code.PROJECTION_VERSION_CONFLICT, "project", stateVersion=1, **LEDGER),
+            *history(1),
+            *_ledger(),
+        ],
+        comment="the refusal does not depend on which stateVersion came first",
+    )
+    yield case(
         "a unit named at the stateVersion the catalogue defines first is that unit",
         REGISTER,
         [
