@@ -289,6 +289,15 @@ def session_pass_cases() -> Cases:
         events=log(("turn/start", {"turn": 1}), msg.assistant(calls=["c1"]), ("tool/result", split, APPEND)),
         config=SMALL,
     )
+    carrying = {**msg.user("u1", "short"), "message": msg.result("c1", DIGITS)["message"]}
+    yield pure(
+        "a user message whose data also holds an oversized tool result's message is not pruned",
+        EVENTS,
+        comment="only a tool/result is a candidate, whatever its data holds; user/message sorts after tool/result",
+        nodes=[0],
+        events=log(("user/message", carrying, APPEND)),
+        config=SMALL,
+    )
     odd = _result_holding("r", "c1", ["not a block"])
     yield pure(
         "a tool/result whose first content entry is not a block is skipped",

@@ -433,6 +433,20 @@ def repeated_resume_cases() -> Cases:
     )
 
 
+def restarted_compaction_cases() -> Cases:
+    yield pure(
+        "a compaction started again replaces its own start and leaves the others open as they were",
+        CLOSERS,
+        events=log(
+            T1,
+            ("compaction/start", {"compactionId": "k2", "turn": 1}),
+            ("compaction/start", {"compactionId": "k1", "turn": 1}),
+            ("compaction/start", {"compactionId": "k2", "turn": 1, "note": "again"}),
+        ),
+        comment="k1 sorts before k2: only the start with k2's id is the one started again",
+    )
+
+
 def restored_message_cases() -> Cases:
     """A live append does not judge a message's shape (the harness wrote it); a resume restores
     the stored log as a seed, and a seed's messages are judged (notes/dsh-session-core §1.4, §4.2)."""
@@ -455,5 +469,11 @@ def restored_message_cases() -> Cases:
 
 
 cases: Final = chained(
-    balanced_cases, call_cases, compaction_cases, identity_cases, resume_cases, restored_message_cases
+    balanced_cases,
+    call_cases,
+    compaction_cases,
+    identity_cases,
+    resume_cases,
+    restored_message_cases,
+    restarted_compaction_cases,
 )

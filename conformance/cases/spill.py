@@ -110,6 +110,12 @@ def engine_cases() -> Cases:
         [*open_call(), _spill(ASTRAL, maxInlineTokens=200), ok("spill_read", locator=LOCATOR_1)],
     )
     yield case(
+        "a preview that costs exactly the limit replaces the result",
+        PREVIEW,
+        [*open_call(), _spill("x" * 4000, maxInlineTokens=150), ok("spill_read", locator=LOCATOR_1)],
+        comment="the head, the tail and the notice estimate at 150 tokens, the limit itself: at most the limit fits",
+    )
+    yield case(
         "a result within the limit enters the log as it came",
         "should_spill",
         [*open_call(), _spill("3 passed", maxInlineTokens=200)],

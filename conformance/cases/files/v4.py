@@ -208,6 +208,9 @@ def frame_form_sets() -> Iterator[FileSet]:
             lambda index, _: FrameHeader(dictionary_bytes=(1, 2, 4)[index % 3])
         ),
         "with RLE, compressed and empty blocks": mixed_blocks,
+        "with a window descriptor, a one-byte zero dictionary id and no checksum": framed(
+            lambda _, __: FrameHeader(window=True, size_bytes=0, dictionary_bytes=1, checksum=False)
+        ),
         "without checksums whose last block is empty": lambda _, texts: encode_frame(
             [*((RAW_BLOCK, text) for text in texts), (RAW_BLOCK, b"")], FrameHeader(checksum=False)
         ),
@@ -246,6 +249,14 @@ def frame_form_sets() -> Iterator[FileSet]:
         "a skippable frame between two frames of events, after the header frame, is skipped",
         FRAME_RULE,
         v4_files(b"".join(frames[:2]) + encode_skippable_frame(b"between") + b"".join(frames[2:]), True),
+        True,
+        comment="no skippable frame comes before the header frame: a reader that stops at the first "
+        "skippable frame after it would show the first write's events alone, whose seqs still run 0, 1",
+    )
+    yield FileSet(
+        "a skippable frame of eight bytes between two frames of events is skipped",
+        FRAME_RULE,
+        v4_files(b"".join(frames[:2]) + encode_skippable_frame(b"8 bytes!") + b"".join(frames[2:]), True),
         True,
         comment="no skippable frame comes before the header frame: a reader that stops at the first "
         "skippable frame after it would show the first write's events alone, whose seqs still run 0, 1",
@@ -550,6 +561,13 @@ def stored_text_sets() -> Iterator[FileSet]:
                 shown=intent == OK,
                 read=read,
             )
+    yield FileSet(
+        "a compressed v4 log whose event is one raw block of more than 8 KiB reads whole",
+        FRAME_RULE,
+        v4_files(raw_log(header, [raw_line(0, '"' + "x" * 9_000 + '"')], True), True),
+        True,
+        comment="a block's size is the high 21 bits of its 3-byte header: this one needs more than 13",
+    )
     wide = [raw_line(seq, f'"{seq:03d}{"x" * 1_200}"') for seq in range(WIDE_FRAME // 1_200 + 1)]
     yield FileSet(
         f"a compressed v4 log whose frame of events holds more than {WIDE_FRAME:,} bytes reads whole",

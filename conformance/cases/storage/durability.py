@@ -377,6 +377,25 @@ def batch_cases() -> Cases:
             comment="a delay bound of 0 writes each append as it comes: the session is published by it",
         )
     yield case(
+        "a delay bound measures the age of a batch whose events have negative times",
+        BATCH_DUE,
+        [
+            ok("clock", now=0),
+            ok("create", id="s"),
+            ok("clock", now=-199),
+            turn(),
+            ok("clock", now=0),
+            append(msg.user()),
+            ok("crash"),
+            ok("read", id="s"),
+        ],
+        storage="file",
+        batch={"batchMaxDelayMs": 100},
+        why=BATCH_RULE,
+        comment="the session is created at 0 (a header's createdAt is never negative), then the clock goes back: the "
+        "turn/start at -199 is 199 ms older than the user/message at 0, so that append writes both",
+    )
+    yield case(
         "with a delay bound, appends older than the bound are durable once a later append comes",
         BATCH_DUE,
         [

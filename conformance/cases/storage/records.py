@@ -132,6 +132,22 @@ def malformed_row_cases() -> Cases:
         ),
     ]:
         yield pure(name, RECORD, Code.MALFORMED_CHUNK_ROW, why=ROW_RULE, record=value)
+    for field in ("turn", "step"):
+        yield pure(
+            f"a packed row whose {field} is a string is malformed, whatever the other numbers",
+            RECORD,
+            Code.MALFORMED_CHUNK_ROW,
+            why=ROW_RULE,
+            record={**TEXT_ROW, "data": {**text_data, field: "1"}},
+        )
+    many = 300
+    yield pure(
+        f"a packed row of {many} members expands into {many} chunks",
+        RECORD,
+        why=ROW_RULE,
+        comment="past 256 members: the lengths compared are large integers",
+        record={**TEXT_ROW, "data": {**text_data, "dt": [1] * (many - 1), "texts": ["a"] * many}},
+    )
     yield pure(
         "a packed row whose last member's seq is the largest safe integer is valid",
         RECORD,
