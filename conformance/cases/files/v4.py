@@ -211,6 +211,9 @@ def frame_form_sets() -> Iterator[FileSet]:
         "with a window descriptor, a one-byte zero dictionary id and no checksum": framed(
             lambda _, __: FrameHeader(window=True, size_bytes=0, dictionary_bytes=1, checksum=False)
         ),
+        "with a window descriptor, an eight-byte content size and a one-byte zero dictionary id": framed(
+            lambda _, __: FrameHeader(window=True, size_bytes=8, dictionary_bytes=1)
+        ),
         "without checksums whose last block is empty": lambda _, texts: encode_frame(
             [*((RAW_BLOCK, text) for text in texts), (RAW_BLOCK, b"")], FrameHeader(checksum=False)
         ),
