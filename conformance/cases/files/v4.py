@@ -248,22 +248,18 @@ def frame_form_sets() -> Iterator[FileSet]:
         "that many bytes, and readers skip it; DSH refuses one, this project's reader skips it",
         comment="the skippable frames use the first and the last of the 16 magics; one holds nothing",
     )
-    yield FileSet(
-        "a skippable frame between two frames of events, after the header frame, is skipped",
-        FRAME_RULE,
-        v4_files(b"".join(frames[:2]) + encode_skippable_frame(b"between") + b"".join(frames[2:]), True),
-        True,
-        comment="no skippable frame comes before the header frame: a reader that stops at the first "
-        "skippable frame after it would show the first write's events alone, whose seqs still run 0, 1",
-    )
-    yield FileSet(
-        "a skippable frame of eight bytes between two frames of events is skipped",
-        FRAME_RULE,
-        v4_files(b"".join(frames[:2]) + encode_skippable_frame(b"8 bytes!") + b"".join(frames[2:]), True),
-        True,
-        comment="no skippable frame comes before the header frame: a reader that stops at the first "
-        "skippable frame after it would show the first write's events alone, whose seqs still run 0, 1",
-    )
+    for name, payload in (
+        ("a skippable frame between two frames of events, after the header frame, is skipped", b"between"),
+        ("a skippable frame of eight bytes between two frames of events is skipped", b"8 bytes!"),
+    ):
+        yield FileSet(
+            name,
+            FRAME_RULE,
+            v4_files(b"".join(frames[:2]) + encode_skippable_frame(payload) + b"".join(frames[2:]), True),
+            True,
+            comment="no skippable frame comes before the header frame: a reader that stops at the first "
+            "skippable frame after it would show the first write's events alone, whose seqs still run 0, 1",
+        )
     data = v4_log(True)
     skippable = encode_skippable_frame(b"after")
     for where, cut in {"in its size": 6, "in its content": len(skippable) - 2}.items():
