@@ -686,7 +686,7 @@ def refused_digest_row_cases() -> Cases:
         steps = _planted(record)
         yield case(
             f"a stored state ignores a digest cache row whose state {what}",
-            "is_digest_state",
+            "decode_cache_row",
             [*steps[:-1], ok("project", **DIGEST), ok("state_of_stored", id=SESSION, **DIGEST)],
             storage="file",
             why="a cache row whose val fails its unit's stateSchema is dropped and the unit refolds from "
