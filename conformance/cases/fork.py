@@ -310,4 +310,26 @@ def request_cases() -> Cases:
     )
 
 
-cases: Final = chained(child_cases, boundary_cases, open_turn_cases, open_compaction_cases, request_cases)
+def judged_seed_cases() -> Cases:
+    """A live append does not judge a message's shape (the harness wrote it), but a child's seed is
+    judged entry by entry, its messages included, however much of it the fold takes at once
+    (notes/dsh-session-core §1.4, §4.2 step 2)."""
+    unidentified: JsonObject = {"role": "user", "content": [], "source": {"kind": "user"}}
+    for where, before in (("first", []), ("second", [append(msg.user("u1"), "p")])):
+        yield case(
+            f"a fork whose seed's {where} entry is a message without an id is refused",
+            "validate_message_shape",
+            [
+                ok("create", id="p"),
+                *before,
+                append(unidentified, "p", type="user/message", surfaceOp="append"),
+                fails(Code.MESSAGE_UNIDENTIFIED, "fork", source="p", child="c"),
+                gone("c"),
+            ],
+            comment="the parent's log holds the message as the live append took it",
+        )
+
+
+cases: Final = chained(
+    child_cases, boundary_cases, open_turn_cases, open_compaction_cases, request_cases, judged_seed_cases
+)
