@@ -115,6 +115,7 @@ def check_writers(subject: StdioSubject, options: Options) -> CaseResult:
             {STORE_ROOT_ENV: root},
             "list" in options.capabilities,
             options.target or DEFAULT_TARGET,
+            "commit-fault" in options.capabilities,
         )
     name = f"{D2_WRITER}: {D2_WRITER_SENTENCE} (two processes on one store root)"
     seconds = time.perf_counter() - began

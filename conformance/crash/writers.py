@@ -56,9 +56,10 @@ def _say(session_id: str, text: str) -> dict[str, Any]:
 HELD: Final = "A holds it"
 
 
-def writer_steps(listing: bool) -> list[Step]:
+def writer_steps(listing: bool, commit_fault: bool = False) -> list[Step]:
     """The check's requests in order (B's first request starts B, on the store A reset); with
-    ``listing``, B lists the store while A writes."""
+    ``listing``, B lists the store while A writes; with ``commit_fault``, A's commit fails once and
+    B is refused again."""
     return [
         Step(A, "reset", {"storage": "file"}),
         Step(A, "clock", {"now": START_TIME}),
@@ -92,11 +93,30 @@ def writer_steps(listing: bool) -> list[Step]:
         Step(B, "close", {"id": "s"}),
         Step(A, "resume", {"id": "s"}),
         *([Step(A, "list", {})] if listing else []),
+        *(_commit_fault_steps() if commit_fault else []),
+    ]
+
+
+def _commit_fault_steps() -> list[Step]:
+    """A writer whose commit failed (capability ``commit-fault``: a database's, whose connection
+    may be lost with it) still holds its session once it is answering again."""
+    return [
+        Step(A, "fail_commit", {}),
+        Step(A, "append", _say("s", "u5")),
+        Step(A, "flush", {"id": "s"}),
+        Step(A, "read", {"id": "s"}),
+        Step(B, "resume", {"id": "s"}, (Code.LOCKED,), "A still holds it after its failed commit"),
+        Step(A, "flush", {"id": "s"}),
+        Step(B, "read", {"id": "s"}),
     ]
 
 
 def run_writers_check(
-    command: str, env: dict[str, str], listing: bool, target: Target = DEFAULT_TARGET
+    command: str,
+    env: dict[str, str],
+    listing: bool,
+    target: Target = DEFAULT_TARGET,
+    commit_fault: bool = False,
 ) -> tuple[str, ...]:
     """The steps of :func:`writer_steps` on two processes of ``command`` sharing ``env``'s store
     root (added to this process's environment): the problems found (empty: D2's one writer held),
@@ -106,7 +126,7 @@ def run_writers_check(
     processes: dict[str, SubjectProcess] = {}
     model = ModelStore(storage="file")
     try:
-        for number, step in enumerate(writer_steps(listing), 1):
+        for number, step in enumerate(writer_steps(listing, commit_fault), 1):
             process = processes.get(step.process)
             if process is None:
                 process = processes[step.process] = SubjectProcess(argv, full_env)
