@@ -244,7 +244,8 @@ def kill_check(flag: str, profile: str = "ci", deadline: float | None = None) ->
 
 def test_a_real_directory_store_over_stdio_survives_being_killed_at_random_points() -> None:
     results = kill_check("")
-    assert results and all("SIGKILL" in r.name for r in results)
+    kills = [r for r in results if r.key != "crash/d2-writer"]  # beside them, two processes on one store
+    assert kills and all("SIGKILL" in r.name for r in kills) and len(results) == len(kills) + 1
     assert not failures(results), describe(failures(results))
 
 
