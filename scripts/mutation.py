@@ -3,6 +3,7 @@
     python -m scripts.mutation run [MODULE ...] [--lanes fast,drt,stateful] [--jobs N] [--timeout S]
     python -m scripts.mutation run MODULE ... --again    judge those modules' survivors again (new vectors)
     python -m scripts.mutation run --changed BASE        the fast lane on the lines a change touches
+                                                         (BASE "ledger": since the ledger was last saved; CI)
     python -m scripts.mutation report [--markdown docs/mutation.md]   from the ledger
     python -m scripts.mutation save SESSION ...          save session databases into the ledger
 
@@ -161,6 +162,21 @@ def changed_lines(base: str) -> dict[str, set[int]]:
             start, _, count = line.split()[2].lstrip("+").partition(",")
             lines[current].update(range(int(start), int(start) + int(count or 1)))
     return {name: found for name, found in lines.items() if found}
+
+
+def ledger_base() -> str:
+    """The commit that last saved the ledger (``--changed ledger``): the lines of the scope changed
+    since are the ones no saved run judged. A checkout without that history (not a git clone, or a
+    shallow one) is told so instead of judging nothing."""
+    found = subprocess.run(
+        ["git", "-C", str(ROOT), "log", "-1", "--format=%H", "--", str(LEDGER.relative_to(ROOT))],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    if found.returncode != 0 or not found.stdout.strip():
+        raise SystemExit(
+            f"--changed ledger: no commit of {LEDGER.relative_to(ROOT)} in this checkout's history"
+        )
+    return found.stdout.strip()
 
 
 # -- the session database -----------------------------------------------------------------------
@@ -1520,7 +1536,11 @@ def main(argv: Iterable[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="make (or resume) the session and run its lanes")
     run.add_argument("modules", nargs="*", help="files, folders or dotted modules in scope (default: all)")
-    run.add_argument("--changed", metavar="BASE", help="mutate only the lines changed since BASE; fast lane")
+    run.add_argument(
+        "--changed",
+        metavar="BASE",
+        help="mutate only the lines changed since BASE ('ledger': the commit that last saved the ledger); fast lane",
+    )
     run.add_argument("--lanes", default="fast,drt,stateful", help="comma-separated, cheapest first")
     run.add_argument(
         "--jobs", type=int, default=os.cpu_count() or 1, help="worker processes (default: cores)"
@@ -1566,6 +1586,8 @@ def main(argv: Iterable[str] | None = None) -> int:
         return 0
     changed: dict[str, set[int]] | None = None
     if options.changed:
+        if options.changed == "ledger":
+            options.changed = ledger_base()
         changed = changed_lines(options.changed)
         files = sorted(changed)
         lanes = ["fast"]

@@ -9,6 +9,8 @@ import multiprocessing
 import os
 import signal
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -354,4 +356,37 @@ def test_the_committed_report_is_made_from_the_ledger_and_the_tree_as_it_is() ->
     made = mutation.render(mutation.ledger_mutants(), mutation.read_triage())
     assert made == mutation.REPORT.read_text(encoding="utf-8"), (
         "docs/mutation.md is stale: run bash scripts/mutation.sh report --markdown docs/mutation.md"
+    )
+
+
+def test_ci_judges_the_lines_changed_since_the_ledger_was_saved_and_every_survivor_is_reviewed(
+    tmp_path: Path,
+) -> None:
+    """CI's mutation lane (issue 26): the mutants of the scope's lines changed since the commit that
+    last saved the ledger (a change no saved run judged) run on the fast lane, and each one is
+    killed or has a reviewed verdict in docs/mutation-equivalents.json. With no such line the lane
+    has nothing to judge: the test is skipped and says so, it does not pass."""
+    if not (mutation.ROOT / ".git").exists():
+        pytest.skip("not a git checkout: no change to find, the fast lane judged nothing")
+    base = mutation.ledger_base()
+    changed = mutation.changed_lines(base)
+    if not changed:
+        pytest.skip(
+            f"no line of the mutation scope changed since {base[:12]} (the ledger's last save): nothing to judge"
+        )
+    session, report = tmp_path / "changed.sqlite", tmp_path / "changed.md"
+    command = ["run", "--changed", base, "--session", str(session), "--markdown", str(report), "--jobs", "2"]
+    done = subprocess.run([sys.executable, "-m", "scripts.mutation", *command], cwd=mutation.ROOT,
+                          capture_output=True, text=True, timeout=3600)  # fmt: skip
+    mutants, triage = mutation.read_mutants(session), mutation.read_triage()
+    outcomes = {m.job_id: mutation.final_outcome(m, triage) for m in mutants}
+    assert mutants and "pending" not in outcomes.values(), (
+        f"the fast lane did not judge every mutant:\n{done.stderr[-2000:]}"
+    )
+    unreviewed = sorted(f"{m.module}:{m.line} {m.operator} -> {m.after!r}" for m in mutants
+                        if outcomes[m.job_id] == "survived" and mutation.review_of(m, triage) is None)  # fmt: skip
+    assert not unreviewed, (
+        f"{len(unreviewed)} mutants of lines changed since {base[:12]} survive the fast lane with no review: kill them "
+        "(a vector, an edge) or review them in docs/mutation-equivalents.json, then save a run into the ledger:\n"
+        + "\n".join(unreviewed[:40])
     )
