@@ -569,7 +569,8 @@ def run_power_out_check(subject: Any, compressed: bool, outcome: CrashOutcome) -
     to stop its last operation, must answer ``CRASHED``, and after it a session created and flushed
     is not made durable (its flush does not succeed, some request answers ``CRASHED``) and ``ops``
     does not grow. A seam that compared the counts by identity, or failed only the one operation
-    and let the rest of the run write on, would pass the shorter workloads."""
+    and let the rest of the run write on, would pass the shorter workloads. A subject whose created
+    and flushed sessions make fewer operations than that is not judged here, and is told so."""
     label = "zstd" if compressed else "plain"
     name = f"{label}: a crash armed past {LONG_RUN_OPS} operations, and the power out after it"
     driver = _start(subject, compressed)
@@ -581,11 +582,14 @@ def run_power_out_check(subject: Any, compressed: bool, outcome: CrashOutcome) -
         _replay(driver, pair, ())
         workload += pair
     total = _ops(driver) - origin
-    problems: list[str] = []
-    if total < LONG_RUN_OPS:
-        problems.append(
-            f"{len(workload) // 2} sessions created and flushed made only {total} mutating operations (ops)"
+    if (
+        total < LONG_RUN_OPS
+    ):  # a store that writes nothing for an empty session (DSH publishes at the first event)
+        outcome.not_reached.append(
+            f"{name} ({len(workload) // 2} sessions created and flushed made only {total} mutating operations)"
         )
+        return
+    problems: list[str] = []
     driver = _start(subject, compressed)
     armed = driver.raw("arm_crash", after=total - 1)
     run = _replay(driver, workload, (CRASHED,)) if armed.ok and total >= 1 else None
