@@ -582,9 +582,8 @@ def run_power_out_check(subject: Any, compressed: bool, outcome: CrashOutcome) -
         _replay(driver, pair, ())
         workload += pair
     total = _ops(driver) - origin
-    if (
-        total < LONG_RUN_OPS
-    ):  # a store that writes nothing for an empty session (DSH publishes at the first event)
+    # A store that writes nothing for an empty session (DSH publishes at its first event).
+    if total < LONG_RUN_OPS:
         outcome.not_reached.append(
             f"{name} ({len(workload) // 2} sessions created and flushed made only {total} mutating operations)"
         )
@@ -592,7 +591,7 @@ def run_power_out_check(subject: Any, compressed: bool, outcome: CrashOutcome) -
     problems: list[str] = []
     driver = _start(subject, compressed)
     armed = driver.raw("arm_crash", after=total - 1)
-    run = _replay(driver, workload, (CRASHED,)) if armed.ok and total >= 1 else None
+    run = _replay(driver, workload, (CRASHED,)) if armed.ok else None
     if run is None:
         problems.append(f"arm_crash after={total - 1} answered {armed.error_code or 'ok'}")
     elif run.stopped_at is None:
@@ -695,14 +694,9 @@ def run_fault_countdown(subject: Any, compressed: bool, outcome: CrashOutcome) -
     _replay(driver, opening, ())
     counts = []
     for index in range(0, len(rounds), 2):
-        before = driver.raw("ops")
+        before = _ops(driver)
         _replay(driver, rounds[index : index + 2], ())
-        after = driver.raw("ops")
-        if not (before.ok and after.ok and isinstance(before.result, int) and isinstance(after.result, int)):
-            raise Mismatch(
-                f"the ops counter answered {before.error_code or before.result} / {after.error_code or after.result}"
-            )
-        counts.append(int(after.result) - int(before.result))
+        counts.append(_ops(driver) - before)
     if any(count != 2 for count in counts):
         outcome.not_reached.append(
             f"{label}: fail_next's after counted exactly (a round of one append and a flush made {counts} "
