@@ -27,6 +27,10 @@ D3_ITEMS: Final = {
     "D3.5": "damage that is not a tail is a corrupt-log error, never silent loss (and a torn tail is not damage)",
     "D3.6": "an open turn is kept and closed by the repair closers, appended as new events",
 }
+D2_WRITER: Final = "D2.writer"
+D2_WRITER_SENTENCE: Final = (
+    "one writer per session: a second writer in another process gets LOCKED, and readers read while it writes"
+)
 
 
 def header_of(model: ModelStore, session_id: str) -> FrozenDict | None:

@@ -238,11 +238,11 @@ def model_compact_if_needed(
 
 def model_prune(model: ModelStore, id: object, config: object = None) -> Transition:
     """``prune``: one prune pass with the suite's thresholds (``null`` or absent: the defaults)."""
-
-    def body(run: EngineRun) -> JsonValue:
-        return encode_prune_result(run.run(plans.plan_prune_pass(decode_prune_config(config))))
-
-    return _engine_op(model, id, body)
+    return _engine_op(
+        model,
+        id,
+        lambda run: encode_prune_result(run.run(plans.plan_prune_pass(decode_prune_config(config)))),
+    )
 
 
 def model_overflow(
@@ -273,11 +273,7 @@ def model_overflow(
 def model_overflow_reset(model: ModelStore, id: object) -> Transition:
     """``overflow_reset``: a response succeeded, so a fresh recovery sequence starts."""
 
-    def body(run: EngineRun) -> JsonValue:
-        run.keep_overflow_retries(0)
-        return None
-
-    return _engine_op(model, id, body)
+    return _engine_op(model, id, lambda run: run.keep_overflow_retries(0))
 
 
 def model_spill(

@@ -41,7 +41,15 @@ from spec.checks.lineage import check_closers, check_header_lineage
 from spec.checks.log import check_log
 from spec.format.json_text import encode_json_text
 from spec.lineage.repair import derive_closers
-from spec.log.events import ASSISTANT_MESSAGE, TOOL_RESULT, TURN_START, USER_MESSAGE, Event, tool_call_ids_of
+from spec.log.events import (
+    ASSISTANT_MESSAGE,
+    TOOL_RESULT,
+    TURN_START,
+    USER_MESSAGE,
+    Event,
+    event_data,
+    tool_call_ids_of,
+)
 from spec.log.json import JsonValue
 from spec.log.session import SessionState
 from spec.log.surface import fold_surface
@@ -122,8 +130,8 @@ def _result(model: ModelStore) -> Sequence[Request]:
     calls = [
         call
         for event in _events(model)
-        if event.get("type") == ASSISTANT_MESSAGE and isinstance(event.get("data"), dict)
-        for call in tool_call_ids_of(event["data"].get("message"))  # type: ignore[union-attr]
+        if event.get("type") == ASSISTANT_MESSAGE
+        for call in tool_call_ids_of(event_data(event).get("message"))
     ]
     call = calls[-1] if calls else "c-none"
     more = (values.text_block(values.NON_BMP),)

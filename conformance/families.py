@@ -19,7 +19,7 @@ from conformance.crash import check_crash
 from conformance.crash.family import FAIL_FAST, summarise_crash_outcome, with_fixed_replay
 from conformance.crash.outcome import CrashOutcome
 from conformance.crash.points import run_crash_checks
-from conformance.crash_rules import D3_ITEMS
+from conformance.crash_rules import D2_WRITER, D3_ITEMS
 from conformance.exhaustive import check_exhaustive, exhaustive_part, exhaustive_parts, finish_exhaustive
 from conformance.files.writing import CHECKS, check_files
 from conformance.machine import check_machine
@@ -53,7 +53,7 @@ FAMILY_RULES: Final[Mapping[str, tuple[str, ...]]] = {
     "files": ("files/replay", *(f"files/{key}" for key in CHECKS)),
     "machine": ("machine/agrees",),
     "exhaustive": ("exhaustive/agrees",),
-    "crash": (*D3_ITEMS, "replay"),
+    "crash": (*D3_ITEMS, "replay", D2_WRITER),
     "trace": tuple(ITEM_SENTENCES),
 }
 

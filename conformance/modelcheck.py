@@ -39,6 +39,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import pickle
 import re
 import sys
@@ -1066,6 +1067,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     except KeyboardInterrupt:
         print("interrupted")
+    times = os.times()  # the workers' processes are joined: their time is the children's
+    cpu = max(times.user + times.system + times.children_user + times.children_system, 1e-9)
+    average = ", ".join(f"{value:.2f}" for value in os.getloadavg())
+    print(
+        f"this run's CPU time (its workers' too): {cpu:.1f} s, {search.distinct / cpu:.0f} distinct states a CPU second; load average {average}"
+    )
     if args.checkpoint:
         save(search, args.checkpoint)
         print(f"checkpoint written to {args.checkpoint}")

@@ -18,7 +18,7 @@ from typing import Final
 from conformance.engine_model import model_request, modelled_ops
 from conformance.model import Expected, ModelStore
 from spec.codes import SpecError
-from spec.log.json import JsonObject, JsonValue, is_safe_integer
+from spec.log.json import JsonObject, JsonValue, int_field, is_safe_integer
 from spec.protocol import BAD_REQUEST, FIRST_PROTOCOL_VERSION, UNSUPPORTED_OP
 from spec.wire import WIRE_FUNCTIONS, WireInputError
 
@@ -76,7 +76,7 @@ class SpecOracle:
             raise _Refused(UNSUPPORTED_OP, f"unsupported op {op!r}")
         _validate_request(op, args, self.model)
         if op == "clock":
-            args = {**args, "now": int(args["now"])}  # type: ignore[arg-type]
+            args = {**args, "now": int_field(args, "now")}
         try:
             inspect.signature(ops[op]).bind(self.model, **args)
         except TypeError as error:  # an argument the op does not take, or a missing one

@@ -47,6 +47,7 @@ from reference.persistence.faulty import Countdown, FaultyFileSystem
 from reference.store import SessionStore
 from reference.subject import ReferenceSubject
 from reference.subject.requests import Args, BadRequest, UnsupportedOp
+from spec.format.legacy import derive_session_listing
 from spec.log.json import JsonValue
 from spec.log.session import ABSENT
 from spec.protocol import STORE_ROOT_ENV
@@ -235,6 +236,18 @@ class SqliteSubject(DatabaseSubject):
 
     def _arm_commit_faults(self, database: DatabaseStore) -> None:
         database._conn = FailingSqliteConnection(database._conn, self.commit_fault)  # type: ignore[attr-defined]
+
+    def op_list(self, args: Args) -> JsonValue:
+        """The listing as ``dsh-session copy --from sqlite:PATH`` reads its source: the database
+        opened read-only, beside this process's writer connection, by a store of its own (what
+        every flush committed, nothing upgraded or left behind), then closed."""
+        if self.database is None:
+            return super().op_list(args)
+        reader = self._store_class()(os.path.join(self._directory(), SQLITE_FILE), read_only=True)
+        try:
+            return list(derive_session_listing(reader.list()))
+        finally:
+            reader.close()
 
 
 class PostgresSubject(DatabaseSubject):

@@ -258,27 +258,20 @@ def build_log(root: Path, events: int) -> Path:
     steps = TurnWriter(session, 0, flush_now_and_then).events()
     while session.seq < events - 40 or session.events[-1]["type"] != "turn/end":
         next(steps)
-    return sealed_log(root, store, session, events, ticks)
+    while session.seq < events - 1:
+        session.append("session/title", {"title": f"filler {session.seq}"})
+    store.close(SESSION_ID)
+    store = SessionStore(FileStore(str(root)), clock=lambda: next(ticks))
+    store.resume(SESSION_ID)  # writes the end-seed, event number ``events``
+    store.close(SESSION_ID)
+    path = FileStore(str(root)).locate(SESSION_ID)
+    assert path is not None and path.endswith(".jsonl.zstd")
+    return Path(path)
 
 
 def absent_if_none(value: Any) -> Any:
     """``value``, or ``ABSENT`` (the key left out of the event) for ``None``."""
     return ABSENT if value is None else value
-
-
-def sealed_log(root: Path, store: SessionStore, session: Session, events: int, ticks: Iterator[int]) -> Path:
-    """Fill ``session`` up to ``events - 1`` events with titles, close it, then resume and close it
-    once: that resume writes the end-seed (event number ``events``), so every later resume and check
-    reads the same bytes and repairs nothing. The log's path."""
-    while session.seq < events - 1:
-        session.append("session/title", {"title": f"filler {session.seq}"})
-    store.close(SESSION_ID)
-    store = SessionStore(FileStore(str(root)), clock=lambda: next(ticks))
-    store.resume(SESSION_ID)
-    store.close(SESSION_ID)
-    path = FileStore(str(root)).locate(SESSION_ID)
-    assert path is not None and path.endswith(".jsonl.zstd")
-    return Path(path)
 
 
 # --- measuring -----------------------------------------------------------------------------------

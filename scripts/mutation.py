@@ -3,6 +3,7 @@
     python -m scripts.mutation run [MODULE ...] [--lanes fast,drt,stateful] [--jobs N] [--timeout S]
     python -m scripts.mutation run MODULE ... --again    judge those modules' survivors again (new vectors)
     python -m scripts.mutation run --changed BASE        the fast lane on the lines a change touches
+                                                         (BASE "ledger": since the ledger was last saved; CI)
     python -m scripts.mutation report [--markdown docs/mutation.md]   from the ledger
     python -m scripts.mutation save SESSION ...          save session databases into the ledger
 
@@ -50,8 +51,8 @@ import functools
 import hashlib
 import json
 import multiprocessing
+import multiprocessing.connection
 import os
-import queue
 import shutil
 import signal
 import sqlite3
@@ -61,7 +62,7 @@ import tempfile
 import time
 import traceback
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -161,6 +162,21 @@ def changed_lines(base: str) -> dict[str, set[int]]:
             start, _, count = line.split()[2].lstrip("+").partition(",")
             lines[current].update(range(int(start), int(start) + int(count or 1)))
     return {name: found for name, found in lines.items() if found}
+
+
+def ledger_base() -> str:
+    """The commit that last saved the ledger (``--changed ledger``): the lines of the scope changed
+    since are the ones no saved run judged. A checkout without that history (not a git clone, or a
+    shallow one) is told so instead of judging nothing."""
+    found = subprocess.run(
+        ["git", "-C", str(ROOT), "log", "-1", "--format=%H", "--", str(LEDGER.relative_to(ROOT))],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    if found.returncode != 0 or not found.stdout.strip():
+        raise SystemExit(
+            f"--changed ledger: no commit of {LEDGER.relative_to(ROOT)} in this checkout's history"
+        )
+    return found.stdout.strip()
 
 
 # -- the session database -----------------------------------------------------------------------
@@ -471,21 +487,23 @@ def coverage_map(
     if missing:
         started = time.monotonic()
         failing = []
-        with multiprocessing.Pool(jobs) as pool:
-            for done, (vector, (key, outcome, found)) in enumerate(
-                zip(missing, pool.imap(functools.partial(trace_case, backend=backend), missing), strict=True),
-                1,
-            ):
-                if outcome.startswith("unsupported"):  # a capability the backend lacks: it reaches nothing
-                    found = {}
-                elif outcome != "passed":
-                    failing.append(f"{key}: {outcome}")
-                kept[key] = {"vector": vector_digest(vector), "lines": found}
-                if done % 50 == 0 or done == len(missing):
-                    print(
-                        f"coverage: {done}/{len(missing)} cases traced {time.monotonic() - started:.0f}s",
-                        flush=True,
-                    )
+        lost: list[Any] = []
+        by_key = {vector_key(v): v for v in missing}
+        trace = functools.partial(trace_case, backend=backend)
+        for done, (key, outcome, found) in enumerate(
+            in_workers(trace, list(by_key.items()), jobs, hard_limit(120.0), lost), 1
+        ):
+            if outcome.startswith("unsupported"):  # a capability the backend lacks: it reaches nothing
+                found = {}
+            elif outcome != "passed":
+                failing.append(f"{key}: {outcome}")
+            kept[key] = {"vector": vector_digest(by_key[key]), "lines": found}
+            if done % 50 == 0 or done == len(missing):
+                print(
+                    f"coverage: {done}/{len(missing)} cases traced {time.monotonic() - started:.0f}s",
+                    flush=True,
+                )
+        failing += [f"{key}: its tracing worker died or hung {TRIES} times" for key, _ in lost]
         if failing:
             raise SystemExit("the unmutated tree fails vector cases:\n" + "\n".join(failing[:10]))
         save_map(path, {"code": code, "cases": kept})
@@ -603,14 +621,15 @@ def unreached(mutation: MutationSpec) -> WorkResult:
                       test_outcome=TestOutcome.SURVIVED, worker_outcome=WorkerOutcome.NORMAL)  # fmt: skip
 
 
-def worker(copy: Path, judge: Callable[[Path, Sequence[str]], tuple[TestOutcome, str]], tasks: Any,
-           results: Any) -> None:  # fmt: skip
-    """One long-lived suite process: per mutant, ``judge`` (:func:`certify` in the fast lane,
-    :func:`certify_units` in a later one) with the copy mutated, over the cases or units that reach
-    the mutant (none: recorded unreached without running), each on a fresh subject process."""
+def worker(copy: Path, judge: Callable[[Path, Sequence[str]], tuple[TestOutcome, str]],
+           connection: Any) -> None:  # fmt: skip
+    """One long-lived suite process: per mutant it is handed on its own pipe, ``judge``
+    (:func:`certify` in the fast lane, :func:`certify_units` in a later one) with the copy mutated,
+    over the cases or units that reach the mutant (none: recorded unreached without running), each
+    on a fresh subject process; the result goes back on the same pipe."""
     os.chdir(ROOT)
     previous = ""
-    while (item := tasks.get()) is not None:
+    while (item := connection.recv()) is not None:
         job_id, mutation, keys = item
         started = time.monotonic()
         if not intact(copy):  # something removed part of it: judge no mutant on a broken tree
@@ -618,10 +637,10 @@ def worker(copy: Path, judge: Callable[[Path, Sequence[str]], tuple[TestOutcome,
             make_copy(copy)
         previous = job_id
         if not keys:  # nothing run: no time spent certifying
-            results.put((job_id, unreached(mutation), 0.0))
+            connection.send((job_id, unreached(mutation), 0.0))
             continue
         result = mutate_and_run(copy, mutation, functools.partial(judge, copy, keys))
-        results.put((job_id, result, time.monotonic() - started))
+        connection.send((job_id, result, time.monotonic() - started))
 
 
 # -- the later lanes: which units of the stateful families reach which line -----------------------
@@ -702,17 +721,18 @@ def unit_map(
     missing = [key for key in keys if key not in units]
     if missing:
         started = time.monotonic()
-        with multiprocessing.Pool(jobs) as pool:
-            for done, (key, said, seconds, found) in enumerate(
-                pool.imap_unordered(
-                    functools.partial(trace_unit, backend=backend), [(lane, k) for k in missing]
-                ),
-                1,
-            ):
-                units[key] = {"verdict": said, "seconds": seconds, "lines": found}
-                print(f"coverage ({lane}): {done}/{len(missing)} units traced, {key} {seconds:.0f}s "
-                      f"{said} ({time.monotonic() - started:.0f}s)", flush=True)  # fmt: skip
-                save_map(path, {"code": code, "units": units})  # a unit traced is kept, even if the run stops
+        lost: list[Any] = []
+        trace = functools.partial(trace_unit, backend=backend)
+        for done, (key, said, seconds, found) in enumerate(
+            in_workers(trace, [(k, (lane, k)) for k in missing], jobs, hard_limit(600.0), lost), 1
+        ):
+            units[key] = {"verdict": said, "seconds": seconds, "lines": found}
+            print(f"coverage ({lane}): {done}/{len(missing)} units traced, {key} {seconds:.0f}s "
+                  f"{said} ({time.monotonic() - started:.0f}s)", flush=True)  # fmt: skip
+            save_map(path, {"code": code, "units": units})  # a unit traced is kept, even if the run stops
+        if lost:
+            raise SystemExit(f"coverage ({lane}): the workers tracing {' '.join(k for k, _ in lost)} died or "
+                             f"hung {TRIES} times; run the same command again")  # fmt: skip
     return unit_map_of({key: units[key] for key in keys})
 
 
@@ -926,12 +946,6 @@ def run_lane(path: Path, lane: str, earlier: Sequence[str], jobs: int, timeout: 
         copies = make_copies(workers, copies_dir)
         if units is None:
             baseline(copies[0], timeout, cases, backend)
-        tasks: Any = multiprocessing.Queue()
-        results: Any = multiprocessing.Queue()
-        for item in pending:
-            tasks.put((item.job_id, item.mutations[0], chosen[item.job_id]))
-        for _ in copies:
-            tasks.put(None)
         judge = (
             functools.partial(certify, timeout=timeout, backend=backend)
             if units is None
@@ -939,46 +953,157 @@ def run_lane(path: Path, lane: str, earlier: Sequence[str], jobs: int, timeout: 
                 certify_units, lane=lane, verdicts=units.verdicts, timeout=timeout, backend=backend
             )
         )
-        processes = [
-            multiprocessing.Process(target=worker, args=(copy, judge, tasks, results)) for copy in copies
-        ]
-        for process in processes:
-            process.start()
+
+        def start(index: int, again: bool) -> tuple[Any, Any]:
+            if again:  # the worker it replaces may have left its copy mutated
+                make_copy(copies[index])
+            return start_worker(worker, (copies[index], judge))
+
+        tasks = [(item.job_id, item.mutations[0], chosen[item.job_id]) for item in pending]
         started = time.monotonic()
         counts: Counter[str] = Counter()
+        lost: list[Any] = []
+        results = judged(tasks, start, len(copies), hard_limit(timeout), lost)
         try:
-            for done in range(1, len(pending) + 1):
-                job_id, result, seconds = next_result(results, processes, lane)
+            for done, (job_id, result, seconds) in enumerate(results, 1):
                 counts[record(path, work_db, job_id, lane, result, seconds)] += 1
                 print(
                     f"{lane}: {done}/{len(pending)} {dict(counts)} {time.monotonic() - started:.0f}s",
                     flush=True,
                 )
         finally:
-            for process in processes:
-                process.join(timeout=1)
-                if process.is_alive():
-                    process.terminate()
-                    process.join(timeout=5)
+            results.close()  # its workers ended (an interrupted run's too)
             shutil.rmtree(copies_dir, ignore_errors=True)
-            tasks.cancel_join_thread()  # an interrupted run leaves tasks queued: do not wait to flush them
         print(f"{lane}: {len(pending)} mutants in {time.monotonic() - started:.0f}s on {workers} workers")
+        if lost:
+            raise SystemExit(
+                f"{lane}: {len(lost)} mutants have no result, their worker having died or hung "
+                f"{TRIES} times ({' '.join(task[0] for task in lost[:10])}); run the same command again to judge them"
+            )
 
 
-def next_result(results: Any, processes: Sequence[Any], lane: str, wait: float = 5.0) -> Any:
-    """The next result a worker sends. A worker that dies (an exit code other than 0, or every
-    worker gone with results still owed) would leave the run waiting for ever: it stops instead,
-    and the same command resumes it (the dead worker's mutant has no result, so it runs again)."""
-    while True:
-        try:
-            return results.get(timeout=wait)
-        except queue.Empty:
-            dead = [process.exitcode for process in processes if process.exitcode not in (None, 0)]
-            if dead or not any(process.is_alive() for process in processes):
-                raise SystemExit(
-                    f"{lane}: a worker stopped (exit codes {dead or 'all 0'}) with results still owed; "
-                    "run the same command again to resume"
-                ) from None
+TRIES: Final = 2  # a mutant is handed out at most this often (its worker died or hung: once more)
+
+
+def hard_limit(timeout: float) -> float:
+    """How long a worker may spend on one mutant before it is taken for hung and killed: well past
+    the lane's ``timeout``, which the judge checks only between cases (and a subject's silence is
+    bounded by its response timeout), so that only a worker stuck outside them (a lock, a pipe)
+    reaches it."""
+    return 3 * timeout + 300.0
+
+
+def start_worker(target: Callable[..., None], args: tuple[Any, ...]) -> tuple[Any, Any]:
+    """A worker process running ``target(*args, connection)`` and the run's end of its own pipe.
+    It is *spawned*, not forked: the run's process has had threads (a subject's readers), and a
+    forked copy of a lock one of them held would hang the worker for ever."""
+    context = multiprocessing.get_context("spawn")
+    ours, theirs = context.Pipe()
+    process = context.Process(target=target, args=(*args, theirs))
+    process.start()
+    theirs.close()
+    return process, ours
+
+
+def serve(function: Callable[[Any], Any], connection: Any) -> None:
+    """A worker of :func:`in_workers`: ``function`` of each task's payload, sent back."""
+    os.chdir(ROOT)
+    while (task := connection.recv()) is not None:
+        connection.send(function(task[1]))
+
+
+def in_workers(function: Callable[[Any], Any], tasks: Sequence[tuple[str, Any]], jobs: int, limit: float,
+               lost: list[Any]) -> Generator[Any]:  # fmt: skip
+    """``function`` of each ``(key, payload)`` task's payload, in ``jobs`` workers (as
+    :func:`judged` runs them: a worker that dies or hangs replaced, its task handed out again),
+    in the order they finish."""
+    results = judged(
+        tasks, lambda index, again: start_worker(serve, (function,)), min(jobs, len(tasks)), limit, lost
+    )
+    try:
+        yield from results
+    finally:
+        results.close()
+
+
+@dataclass
+class Slot:
+    """One worker: its process, the run's end of its pipe, the task it was handed and when."""
+
+    process: Any
+    connection: Any
+    task: Any = None
+    since: float = 0.0
+
+
+def judged(tasks: Sequence[Any], start: Callable[[int, bool], tuple[Any, Any]], workers: int,
+           limit: float, lost: list[Any], wait: float = 5.0) -> Generator[tuple[str, WorkResult, float]]:  # fmt: skip
+    """Each task's ``(job_id, result, seconds)`` as its worker sends it back. A task is a tuple
+    whose first item is its job id; ``start(index, again)`` starts worker ``index`` (``again``: in
+    place of one that died). Each worker has its own pipe and holds one task at a time, so the run
+    knows what each is doing and no worker can block another (a shared queue's lock held by a
+    worker that died stops every other worker in a futex): a worker that exits, closes its pipe or
+    spends ``limit`` seconds on one task is killed and replaced, and its task handed out again, at
+    most :data:`TRIES` times in all; a task that used them gets no result and goes into ``lost``."""
+    waiting = list(tasks)[::-1]  # popped from the end: in their order
+    tries: Counter[str] = Counter()
+    slots = [Slot(*start(index, False)) for index in range(workers)]
+    try:
+        while waiting or any(slot.task is not None for slot in slots):
+            for index, slot in enumerate(slots):
+                if slot.task is None and waiting:
+                    if not slot.process.is_alive():  # it died idle
+                        end_worker(slot)
+                        slot = slots[index] = Slot(*start(index, True))
+                    slot.task, slot.since = waiting.pop(), time.monotonic()
+                    tries[slot.task[0]] += 1
+                    try:
+                        slot.connection.send(slot.task)
+                    except OSError:  # it died since: the wait below finds its pipe closed
+                        pass
+            busy = [index for index, slot in enumerate(slots) if slot.task is not None]
+            ready = multiprocessing.connection.wait(
+                [slots[i].connection for i in busy] + [slots[i].process.sentinel for i in busy], timeout=wait
+            )
+            for index in busy:
+                slot = slots[index]
+                if slot.connection in ready:
+                    try:
+                        answer = slot.connection.recv()
+                    except (EOFError, OSError):
+                        pass  # its pipe closed: it died (below)
+                    else:
+                        slot.task = None
+                        yield answer
+                        continue
+                hung = time.monotonic() - slot.since > limit
+                if slot.connection in ready or slot.process.sentinel in ready or hung:
+                    print(
+                        f"worker {index} (pid {slot.process.pid}) "
+                        + ("hung" if hung else f"died (exit code {slot.process.exitcode})")
+                        + f" on job {slot.task[0]}: replaced",
+                        file=sys.stderr, flush=True,
+                    )  # fmt: skip
+                    end_worker(slot)
+                    (waiting if tries[slot.task[0]] < TRIES else lost).append(slot.task)
+                    slots[index] = Slot(*start(index, True))
+    finally:
+        for slot in slots:
+            try:
+                slot.connection.send(None)
+            except OSError:
+                pass
+        for slot in slots:
+            end_worker(slot, grace=5.0)
+
+
+def end_worker(slot: Slot, grace: float = 0.0) -> None:
+    """The worker ended: given ``grace`` seconds to finish, then killed; its pipe closed."""
+    slot.process.join(timeout=grace)
+    if slot.process.is_alive():
+        slot.process.kill()
+        slot.process.join()
+    slot.connection.close()
 
 
 # -- the report ---------------------------------------------------------------------------------
@@ -1411,7 +1536,11 @@ def main(argv: Iterable[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="make (or resume) the session and run its lanes")
     run.add_argument("modules", nargs="*", help="files, folders or dotted modules in scope (default: all)")
-    run.add_argument("--changed", metavar="BASE", help="mutate only the lines changed since BASE; fast lane")
+    run.add_argument(
+        "--changed",
+        metavar="BASE",
+        help="mutate only the lines changed since BASE ('ledger': the commit that last saved the ledger); fast lane",
+    )
     run.add_argument("--lanes", default="fast,drt,stateful", help="comma-separated, cheapest first")
     run.add_argument(
         "--jobs", type=int, default=os.cpu_count() or 1, help="worker processes (default: cores)"
@@ -1457,6 +1586,8 @@ def main(argv: Iterable[str] | None = None) -> int:
         return 0
     changed: dict[str, set[int]] | None = None
     if options.changed:
+        if options.changed == "ledger":
+            options.changed = ledger_base()
         changed = changed_lines(options.changed)
         files = sorted(changed)
         lanes = ["fast"]

@@ -2,6 +2,7 @@
 # Mutation testing with cosmic-ray over spec/ and the named parts of reference/ (scripts/mutation.py):
 #     scripts/mutation.sh [MODULE ...] [--lanes fast,drt,stateful] [--jobs N] [--timeout S] [--fresh]
 #     scripts/mutation.sh --changed BASE          the fast lane on the mutants of the lines changed since BASE
+#                                                 (BASE "ledger": since the commit that last saved the ledger; CI runs it)
 #     scripts/mutation.sh MODULE ... --again      judge those modules' survivors again (after new vectors)
 #     scripts/mutation.sh report [--markdown docs/mutation.md]   (from the ledger, docs/mutation-ledger.json)
 #     scripts/mutation.sh save SESSION ...       save session databases (another tree's) into the ledger

@@ -34,6 +34,16 @@ def step_end(turn: Any, step: Any) -> Spec:
     return ("step/end", {"turn": turn, "step": step}, {})
 
 
+def open_step(*inner: Spec, turn: int = 1, step: int = 1) -> tuple[Spec, ...]:
+    """``inner`` inside step ``step`` of turn ``turn``, the step and the turn opened and left open."""
+    return (turn_start(turn), step_start(turn, step), *inner)
+
+
+def in_step(*inner: Spec, turn: int = 1, step: int = 1) -> tuple[Spec, ...]:
+    """``inner`` inside step ``step`` of turn ``turn``, the step and the turn opened and ended."""
+    return (*open_step(*inner, turn=turn, step=step), step_end(turn, step), turn_end(turn))
+
+
 def user(text: str = "hi", surface_op: Any = "append", **extra: Any) -> Spec:
     data = {
         "id": f"u-{text}",

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from event_builders import assistant_data, at, user_data
+from refusals import refusal
 
 from reference.persistence.api import LogHandle, PersistenceService
 from reference.persistence.filestore import FileStore
@@ -175,9 +176,7 @@ def test_a_session_round_trips_its_header_and_events_through_a_restart(backend: 
 def test_a_fractional_created_at_is_rejected_without_reserving_the_session_id(backend: Backend) -> None:
     """§9.1 #2."""
     store = backend.store()
-    with pytest.raises(SpecError) as rejected:
-        store.create("s", meta={"createdAt": 1.5})
-    assert rejected.value.code == Code.HEADER_CREATED_AT
+    assert refusal(lambda: store.create("s", meta={"createdAt": 1.5})).code == Code.HEADER_CREATED_AT
     session = store.create("s", meta={"createdAt": 2})
     session.flush()
     assert backend.service.read("s").header["createdAt"] == 2
@@ -262,9 +261,7 @@ def test_read_returns_exactly_the_stored_log_and_rejects_a_missing_session(backe
     service = backend.restart()
     assert service.read("s").events == events
     assert service.read("s").events == events
-    with pytest.raises(SpecError) as missing:
-        service.read("nobody")
-    assert missing.value.code == Code.SESSION_NOT_FOUND
+    assert refusal(lambda: service.read("nobody")).code == Code.SESSION_NOT_FOUND
 
 
 def test_the_revision_changes_after_a_flush_that_wrote_events(backend: Backend) -> None:
@@ -286,9 +283,7 @@ def test_append_rejects_a_batch_that_re_appends_a_stored_seq(backend: Backend) -
     events = interrupted_turn()
     write_session(backend.service, "s", events[:4])
     handle = backend.restart().open("s")
-    with pytest.raises(SpecError) as rejected:
-        handle.append(events[3:5])
-    assert rejected.value.code == Code.SEQ_NOT_CONTIGUOUS
+    assert refusal(lambda: handle.append(events[3:5])).code == Code.SEQ_NOT_CONTIGUOUS
     handle.append(events[4:5])
     handle.close()
 
@@ -297,9 +292,7 @@ def test_append_rejects_a_batch_with_a_gap_in_the_middle_and_keeps_none_of_it(ba
     """§9.1 #11."""
     events = interrupted_turn()
     handle = live_session(backend.service, "s", events[:2])
-    with pytest.raises(SpecError) as rejected:
-        handle.append((events[2], events[4]))
-    assert rejected.value.code == Code.SEQ_NOT_CONTIGUOUS
+    assert refusal(lambda: handle.append((events[2], events[4]))).code == Code.SEQ_NOT_CONTIGUOUS
     assert handle.read() == events[:2]
     handle.close()
     assert backend.service.read("s").events == events[:2]
@@ -333,9 +326,7 @@ def test_an_unflushed_new_session_is_not_found_after_a_restart(backend: Backend)
     session = backend.store().create("s", meta={"cwd": CWD})
     session.append("turn/start", {"turn": 1})
     store = SessionStore(backend.restart())
-    with pytest.raises(SpecError) as missing:
-        store.resume("s")
-    assert missing.value.code == Code.SESSION_NOT_FOUND
+    assert refusal(lambda: store.resume("s")).code == Code.SESSION_NOT_FOUND
 
 
 def test_seed_length_and_delegation_depth_round_trip_through_a_resume(backend: Backend) -> None:
@@ -430,12 +421,11 @@ def test_a_new_session_colliding_with_a_stored_id_is_rejected(backend: Backend) 
     """§9.2 #20, #34: a duplicate id is refused whether it is live or only stored."""
     store = backend.store()
     store.create("s", meta={"cwd": CWD}).flush()
-    with pytest.raises(SpecError) as live:
-        store.create("s", meta={"cwd": CWD})
-    assert live.value.code == Code.SESSION_ALREADY_EXISTS
-    with pytest.raises(SpecError) as stored:
-        SessionStore(backend.restart()).create("s", meta={"cwd": CWD})
-    assert stored.value.code == Code.SESSION_ALREADY_EXISTS
+    assert refusal(lambda: store.create("s", meta={"cwd": CWD})).code == Code.SESSION_ALREADY_EXISTS
+    assert (
+        refusal(lambda: SessionStore(backend.restart()).create("s", meta={"cwd": CWD})).code
+        == Code.SESSION_ALREADY_EXISTS
+    )
 
 
 def test_an_abandoned_session_that_never_flushed_releases_its_id(backend: Backend) -> None:
@@ -466,9 +456,7 @@ def test_a_second_writer_is_refused_while_a_reader_still_reads(backend: Backend)
     """SPEC-DECISIONS D2: one writer per session; readers may read."""
     write_session(backend.service, "s", interrupted_turn()[:4])
     writer = backend.service.open("s")
-    with pytest.raises(SpecError) as locked:
-        backend.service.open("s")
-    assert locked.value.code == Code.LOCKED
+    assert refusal(lambda: backend.service.open("s")).code == Code.LOCKED
     assert backend.service.read("s").events == interrupted_turn()[:4]
     writer.close()
     backend.service.open("s").close()
@@ -485,9 +473,7 @@ def test_close_flushes_and_a_second_close_is_harmless(backend: Backend) -> None:
 def test_append_after_close_is_rejected(backend: Backend) -> None:
     handle = backend.service.create(header("s"))
     handle.close()
-    with pytest.raises(SpecError) as closed:
-        handle.append(interrupted_turn()[:1])
-    assert closed.value.code == Code.SESSION_CLOSED
+    assert refusal(lambda: handle.append(interrupted_turn()[:1])).code == Code.SESSION_CLOSED
 
 
 def test_flush_is_the_durability_barrier(backend: Backend) -> None:

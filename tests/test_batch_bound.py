@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 import pytest
 from event_builders import user_data
+from refusals import refusal
 
 from reference.persistence.filestore import FileStore
 from reference.persistence.memory import MemoryPersistence
@@ -141,9 +142,7 @@ def test_lines_a_writer_already_encoded_count_as_the_events_would() -> None:
 
 @pytest.mark.parametrize(("delay", "size"), [(-1, None), (None, 1.5), ("1", None), (True, None)])
 def test_a_bound_that_is_not_a_non_negative_integer_is_refused(delay: object, size: object) -> None:
-    with pytest.raises(SpecError) as caught:
-        decode_batch_policy(delay, size)
-    assert caught.value.code == Code.BATCH_POLICY_INVALID
+    assert refusal(lambda: decode_batch_policy(delay, size)).code == Code.BATCH_POLICY_INVALID
 
 
 def test_no_bound_given_is_no_policy_and_one_bound_leaves_the_other_open() -> None:

@@ -6,12 +6,13 @@ from __future__ import annotations
 import errno
 
 import pytest
+from refusals import refusal
 from shrink_builders import Conversation, RecordingSink, sink_session
 
 from reference.persistence.filestore import FileStore
 from reference.projections.checkpoints import DurabilityCheckpoints
 from reference.store import SessionStore
-from spec.codes import Code, SpecError
+from spec.codes import Code
 from spec.projections.durability import CHECKPOINT_MOMENTS, Moment, is_durability_checkpoint
 from tests.powerloss_harness import ProbedFileSystem
 
@@ -46,10 +47,9 @@ def test_a_failed_flush_fails_closed_and_the_action_is_not_run(moment: Moment) -
 
     sink.fail_flushes("fsync failed")
     ran: list[bool] = []
-    with pytest.raises(SpecError) as caught:
-        DurabilityCheckpoints(session).guard(moment, lambda: ran.append(True))
-    assert caught.value.code == Code.DURABILITY_CHECKPOINT_FAILED
-    assert isinstance(caught.value.__cause__, OSError) and "fsync failed" in caught.value.message
+    caught = refusal(lambda: DurabilityCheckpoints(session).guard(moment, lambda: ran.append(True)))
+    assert caught.code == Code.DURABILITY_CHECKPOINT_FAILED
+    assert isinstance(caught.__cause__, OSError) and "fsync failed" in caught.message
     assert ran == []
 
 
@@ -61,9 +61,10 @@ def test_a_storage_failure_under_a_real_store_keeps_the_tool_from_running() -> N
     Conversation(session).prompt("run the migration")
     fs.fail_next("fsync", errno.EIO)
     ran: list[bool] = []
-    with pytest.raises(SpecError) as caught:
-        DurabilityCheckpoints(session).before_tool(lambda: ran.append(True))
-    assert caught.value.code == Code.DURABILITY_CHECKPOINT_FAILED
+    assert (
+        refusal(lambda: DurabilityCheckpoints(session).before_tool(lambda: ran.append(True))).code
+        == Code.DURABILITY_CHECKPOINT_FAILED
+    )
     assert ran == []
 
 

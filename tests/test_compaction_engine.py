@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from refusals import refusal
 from shrink_builders import (
     Conversation,
     RecordingSink,
@@ -147,10 +148,9 @@ def test_manual_compaction_inside_an_open_turn_is_busy_and_writes_nothing() -> N
     session = new_session()
     in_open_turn(session)
     mark = session.seq
-    with pytest.raises(SpecError) as caught:
-        engine().compact_now(session)
-    assert caught.value.code == Code.COMPACTION_BUSY
-    assert "already has an open turn" in caught.value.message
+    caught = refusal(lambda: engine().compact_now(session))
+    assert caught.code == Code.COMPACTION_BUSY
+    assert "already has an open turn" in caught.message
     assert session.seq == mark
 
 
@@ -187,10 +187,9 @@ def test_a_live_unmatched_start_makes_compaction_busy_without_summarizing() -> N
     session.append(COMPACTION_START, {"compactionId": "other", "turn": None}, writer=COMPACTION_ENGINE)
     summarizer = ScriptedSummarizer()
     mark = session.seq
-    with pytest.raises(SpecError) as caught:
-        engine(summarizer).compact_now(session)
-    assert caught.value.code == Code.COMPACTION_BUSY
-    assert "compaction lock is already active" in caught.value.message
+    caught = refusal(lambda: engine(summarizer).compact_now(session))
+    assert caught.code == Code.COMPACTION_BUSY
+    assert "compaction lock is already active" in caught.message
     assert session.seq == mark and summarizer.requests == []
 
 
@@ -217,9 +216,7 @@ def test_automatic_and_manual_compaction_exclude_each_other_through_the_log() ->
     start, end = head_span(session)
 
     def nested(request: SummaryRequest, signal: AbortSignal) -> None:
-        with pytest.raises(SpecError) as caught:
-            engine().compact_region(session, start, end)
-        assert caught.value.code == Code.COMPACTION_BUSY
+        assert refusal(lambda: engine().compact_region(session, start, end)).code == Code.COMPACTION_BUSY
 
     engine(ScriptedSummarizer(nested)).compact_region(session, start, end)
     assert len(events_of(session, COMPACTION_START)) == 1
@@ -244,9 +241,10 @@ def test_automatic_compaction_outside_a_turn_is_rejected_and_writes_nothing() ->
     session = new_session()
     long_conversation(session, turns=3)
     mark = session.seq
-    with pytest.raises(SpecError) as caught:
-        engine().compact_region(session, *head_span(session))
-    assert caught.value.code == Code.COMPACTION_NO_OPEN_TURN
+    assert (
+        refusal(lambda: engine().compact_region(session, *head_span(session))).code
+        == Code.COMPACTION_NO_OPEN_TURN
+    )
     assert session.seq == mark
 
 
@@ -254,10 +252,9 @@ def test_a_region_whose_end_splits_a_tool_call_from_its_result_is_rejected() -> 
     session = new_session()
     in_open_turn(session)
     calls = [seq for seq in session.surface.nodes if session.events[seq]["type"] == "assistant/message"]
-    with pytest.raises(SpecError) as caught:
-        engine().compact_region(session, session.surface.nodes[0], calls[0])
-    assert caught.value.code == Code.COMPACTION_RANGE_INVALID
-    assert "not a balanced boundary" in caught.value.message
+    caught = refusal(lambda: engine().compact_region(session, session.surface.nodes[0], calls[0]))
+    assert caught.code == Code.COMPACTION_RANGE_INVALID
+    assert "not a balanced boundary" in caught.message
 
 
 def test_the_checkpoint_cites_the_start_the_summary_and_every_shadowed_node() -> None:
@@ -338,10 +335,11 @@ def test_the_bracket_stays_paired_when_a_manual_summarizer_raises_and_the_failur
 ):
     sink, session = sink_conversation(3)
     mark = session.seq
-    with pytest.raises(SpecError) as caught:
-        engine(ScriptedSummarizer(raising(ValueError("model down")))).compact_now(session)
-    assert caught.value.code == Code.COMPACTION_SUMMARY_FAILED
-    assert isinstance(caught.value.__cause__, ValueError)
+    caught = refusal(
+        lambda: engine(ScriptedSummarizer(raising(ValueError("model down")))).compact_now(session)
+    )
+    assert caught.code == Code.COMPACTION_SUMMARY_FAILED
+    assert isinstance(caught.__cause__, ValueError)
     assert types_after(session, mark) == [COMPACTION_START, COMPACTION_END]
     assert sink.flushes == 1
     assert_log_clean(session)
@@ -361,15 +359,13 @@ def test_the_bracket_stays_paired_when_the_summarizer_times_out() -> None:
 
     mark = session.seq
     try:
-        with pytest.raises(SpecError) as caught:
-            engine(ScriptedSummarizer(stuck), summary_timeout=0.05).compact_now(session)
+        caught = refusal(lambda: engine(ScriptedSummarizer(stuck), summary_timeout=0.05).compact_now(session))
     finally:
         release.set()
     started.wait(30)  # on a loaded machine the summarizer's thread may start after the timeout
-    assert caught.value.code == Code.COMPACTION_SUMMARY_FAILED
+    assert caught.code == Code.COMPACTION_SUMMARY_FAILED
     assert (
-        isinstance(caught.value.__cause__, SpecError)
-        and caught.value.__cause__.code == Code.COMPACTION_SUMMARY_TIMEOUT
+        isinstance(caught.__cause__, SpecError) and caught.__cause__.code == Code.COMPACTION_SUMMARY_TIMEOUT
     )
     assert seen[0].aborted
     assert types_after(session, mark) == [COMPACTION_START, COMPACTION_END]
@@ -393,9 +389,10 @@ def test_the_bracket_stays_paired_when_the_summarizer_is_cancelled() -> None:
         signal_seen.throw_if_aborted()
 
     mark = session.seq
-    with pytest.raises(SpecError) as caught:
-        engine(ScriptedSummarizer(cancelled)).compact_now(session, signal)
-    assert caught.value.code == Code.ABORTED
+    assert (
+        refusal(lambda: engine(ScriptedSummarizer(cancelled)).compact_now(session, signal)).code
+        == Code.ABORTED
+    )
     assert types_after(session, mark) == [COMPACTION_START, COMPACTION_END]
     assert data_of(session.events[-1])["error"] == "the operation was aborted"
     assert sink.flushes == 1
@@ -426,9 +423,14 @@ def test_a_manual_summary_that_returns_after_cancellation_is_not_committed() -> 
     long_conversation(session, turns=3)
     signal = AbortSignal()
     mark = session.seq
-    with pytest.raises(SpecError) as caught:
-        engine(ScriptedSummarizer(lambda request, seen: signal.abort())).compact_now(session, signal)
-    assert caught.value.code == Code.ABORTED
+    assert (
+        refusal(
+            lambda: engine(ScriptedSummarizer(lambda request, seen: signal.abort())).compact_now(
+                session, signal
+            )
+        ).code
+        == Code.ABORTED
+    )
     assert types_after(session, mark) == [COMPACTION_START, COMPACTION_END]
 
 
@@ -437,9 +439,7 @@ def test_cancellation_during_the_flush_wins_over_a_committed_manual_compaction()
     signal = AbortSignal()
     sink.on_flush = signal.abort
     mark = session.seq
-    with pytest.raises(SpecError) as caught:
-        engine().compact_now(session, signal)
-    assert caught.value.code == Code.ABORTED
+    assert refusal(lambda: engine().compact_now(session, signal)).code == Code.ABORTED
     assert types_after(session, mark) == [
         COMPACTION_START,
         COMPACTION_SUMMARY,
@@ -468,9 +468,12 @@ def test_the_bracket_stays_paired_when_the_surface_changes_during_automatic_summ
         talk.user("injected while summarizing", kind="inject")
 
     mark = session.seq
-    with pytest.raises(SpecError) as caught:
-        engine(ScriptedSummarizer(interfere)).compact_region(session, *head_span(session))
-    assert caught.value.code == Code.COMPACTION_SURFACE_CHANGED
+    assert (
+        refusal(
+            lambda: engine(ScriptedSummarizer(interfere)).compact_region(session, *head_span(session))
+        ).code
+        == Code.COMPACTION_SURFACE_CHANGED
+    )
     assert types_after(session, mark) == [COMPACTION_START, "user/message", COMPACTION_END]
     assert data_of(session.events[-1])["error"] == "compaction: session surface changed during summarization"
     assert session.surface.nodes == (*nodes, mark + 1)
@@ -516,9 +519,10 @@ def test_a_manual_compaction_whose_span_changed_during_summarization_reports_cha
         session.append("user/message", message, {"op": "replace", "start": first, "end": first}, [first])
 
     mark = session.seq
-    with pytest.raises(SpecError) as caught:
-        engine(ScriptedSummarizer(rewrite)).compact_now(session)
-    assert caught.value.code == Code.COMPACTION_SURFACE_CHANGED
+    assert (
+        refusal(lambda: engine(ScriptedSummarizer(rewrite)).compact_now(session)).code
+        == Code.COMPACTION_SURFACE_CHANGED
+    )
     assert types_after(session, mark) == [COMPACTION_START, "user/message", COMPACTION_END]
     assert "selected span" in data_of(session.events[-1])["error"]
     assert sink.flushes == 1
@@ -528,9 +532,14 @@ def test_a_summary_that_is_not_smaller_is_refused_and_the_surface_is_unchanged()
     session = new_session()
     in_open_turn(session)
     nodes, mark = session.surface.nodes, session.seq
-    with pytest.raises(SpecError) as caught:
-        engine(ScriptedSummarizer(text="word " * 20_000)).compact_region(session, *head_span(session))
-    assert caught.value.code == Code.COMPACTION_SUMMARY_NOT_SMALLER
+    assert (
+        refusal(
+            lambda: engine(ScriptedSummarizer(text="word " * 20_000)).compact_region(
+                session, *head_span(session)
+            )
+        ).code
+        == Code.COMPACTION_SUMMARY_NOT_SMALLER
+    )
     assert session.surface.nodes == nodes
     assert types_after(session, mark) == [COMPACTION_START, COMPACTION_END]
 
@@ -539,9 +548,14 @@ def test_a_summary_with_an_image_is_refused() -> None:
     session = new_session()
     in_open_turn(session)
     image = SummarizerOutput(summary=FrozenList([{"type": "image", "data": "x"}]), provider="p", model="m")
-    with pytest.raises(SpecError) as caught:
-        engine(ScriptedSummarizer(lambda request, signal: image)).compact_region(session, *head_span(session))
-    assert caught.value.code == Code.COMPACTION_SUMMARY_UNSUPPORTED_CONTENT
+    assert (
+        refusal(
+            lambda: engine(ScriptedSummarizer(lambda request, signal: image)).compact_region(
+                session, *head_span(session)
+            )
+        ).code
+        == Code.COMPACTION_SUMMARY_UNSUPPORTED_CONTENT
+    )
     assert session.events[-1]["type"] == COMPACTION_END
 
 
@@ -551,9 +565,7 @@ def failed_commit(failing: str, summarizer: Any = None) -> tuple[RecordingSink, 
     sink, session = sink_conversation(3)
     sink.fail_appends_of(failing)
     mark = session.seq
-    with pytest.raises(SpecError) as caught:
-        engine(summarizer).compact_now(session)
-    assert caught.value.code == Code.COMPACTION_COMMIT_FAILED
+    assert refusal(lambda: engine(summarizer).compact_now(session)).code == Code.COMPACTION_COMMIT_FAILED
     return sink, session, types_after(session, mark)
 
 
@@ -562,9 +574,7 @@ def test_a_failing_compaction_end_leaves_one_orphaned_start_that_keeps_the_lock(
     assert left == [COMPACTION_START, COMPACTION_SUMMARY, "user/message"]
     assert sink.flushes == 0
     sink.fail_append = lambda event: False
-    with pytest.raises(SpecError) as again:
-        engine().compact_now(session)
-    assert again.value.code == Code.COMPACTION_BUSY
+    assert refusal(lambda: engine().compact_now(session)).code == Code.COMPACTION_BUSY
 
 
 def test_a_failed_error_close_leaves_only_the_start_and_is_a_commit_failure() -> None:
@@ -587,9 +597,7 @@ def test_a_failed_flush_after_a_committed_manual_compaction_is_a_persistence_fai
     sink, session = sink_conversation(3)
 
     sink.fail_flushes("disk full")
-    with pytest.raises(SpecError) as caught:
-        engine().compact_now(session)
-    assert caught.value.code == Code.COMPACTION_PERSISTENCE_FAILED
+    assert refusal(lambda: engine().compact_now(session)).code == Code.COMPACTION_PERSISTENCE_FAILED
     assert "error" not in data_of(session.events[-1]) and session.events[-1]["type"] == COMPACTION_END
 
 
@@ -598,9 +606,7 @@ def test_a_commit_failure_takes_precedence_over_a_flush_failure() -> None:
     sink.fail_appends_of(COMPACTION_SUMMARY)
 
     sink.fail_flushes("disk full")
-    with pytest.raises(SpecError) as caught:
-        engine().compact_now(session)
-    assert caught.value.code == Code.COMPACTION_COMMIT_FAILED
+    assert refusal(lambda: engine().compact_now(session)).code == Code.COMPACTION_COMMIT_FAILED
 
 
 def test_an_interrupt_during_summarization_still_closes_the_bracket_and_propagates() -> None:
@@ -765,18 +771,17 @@ def test_pressure_that_compaction_cannot_relieve_ends_still_above_the_threshold(
 
 def test_pressure_needs_the_context_window() -> None:
     session = pressured_session()
-    with pytest.raises(SpecError) as caught:
-        engine().compact_if_needed(session, "pressure")
-    assert caught.value.code == Code.COMPACTION_NO_CAPACITY
+    assert (
+        refusal(lambda: engine().compact_if_needed(session, "pressure")).code == Code.COMPACTION_NO_CAPACITY
+    )
 
 
 def test_pressure_checks_the_lock_before_anything_else() -> None:
     session = pressured_session()
     session.append(COMPACTION_START, {"compactionId": "x", "turn": 4}, writer=COMPACTION_ENGINE)
-    with pytest.raises(SpecError) as caught:
-        engine().compact_if_needed(session, "pressure")
-    assert caught.value.code == Code.COMPACTION_BUSY
-    assert caught.value.message.startswith("automatic pressure compaction:")
+    caught = refusal(lambda: engine().compact_if_needed(session, "pressure"))
+    assert caught.code == Code.COMPACTION_BUSY
+    assert caught.message.startswith("automatic pressure compaction:")
 
 
 @settings(max_examples=15)

@@ -10,6 +10,7 @@ import pytest
 from event_builders import EventLog
 from hypothesis import given
 from hypothesis import strategies as st
+from refusals import refusal
 
 from spec.checks.compaction import is_compact_checkpoint
 from spec.codes import Code, SpecError
@@ -209,9 +210,8 @@ def test_an_override_with_an_unknown_key_is_rejected() -> None:
     ],
 )
 def test_an_invalid_policy_is_rejected(policy: CompactionPolicy, message: str) -> None:
-    with pytest.raises(SpecError) as caught:
-        validate_compaction_policy(policy)
-    assert (caught.value.code, caught.value.message) == (Code.COMPACTION_CONFIG_INVALID, message)
+    caught = refusal(lambda: validate_compaction_policy(policy))
+    assert (caught.code, caught.message) == (Code.COMPACTION_CONFIG_INVALID, message)
 
 
 def test_zero_overflow_retries_and_a_summarization_pair_are_valid() -> None:
@@ -228,10 +228,9 @@ def test_a_context_window_must_be_a_positive_integer(window: Any) -> None:
 
 
 def test_retention_must_stay_below_the_threshold_tokens() -> None:
-    with pytest.raises(SpecError) as caught:
-        resolve_compact_spec(CompactionPolicy(retain_tokens=800), 1000, "p/m")
+    caught = refusal(lambda: resolve_compact_spec(CompactionPolicy(retain_tokens=800), 1000, "p/m"))
     assert (
-        caught.value.message
+        caught.message
         == "BasicCompactionConfig: p/m retainTokens (800) must be less than threshold tokens 800"
     )
 
@@ -378,9 +377,8 @@ def closed_step() -> tuple[Log, int, int, int, int]:
 )
 def test_an_invalid_region_is_rejected(bounds: tuple[int, int], message: str) -> None:
     log, *_ = closed_step()
-    with pytest.raises(SpecError) as caught:
-        plan_compaction_region(log.nodes, log.events, *bounds)
-    assert (caught.value.code, caught.value.message) == (Code.COMPACTION_RANGE_INVALID, message)
+    caught = refusal(lambda: plan_compaction_region(log.nodes, log.events, *bounds))
+    assert (caught.code, caught.message) == (Code.COMPACTION_RANGE_INVALID, message)
 
 
 def test_a_balanced_region_names_its_positions_and_shadowed_nodes() -> None:
@@ -433,10 +431,11 @@ def test_an_unmatched_start_after_an_end_seed_is_live() -> None:
 
 
 def test_a_busy_session_rejects_a_new_compaction_naming_the_stage() -> None:
-    with pytest.raises(SpecError) as caught:
-        validate_compaction_inactive(bracket_log("compaction/start"), "automatic pressure compaction")
-    assert caught.value.code == Code.COMPACTION_BUSY
-    assert caught.value.message == (
+    caught = refusal(
+        lambda: validate_compaction_inactive(bracket_log("compaction/start"), "automatic pressure compaction")
+    )
+    assert caught.code == Code.COMPACTION_BUSY
+    assert caught.message == (
         "automatic pressure compaction: compaction already in progress; the session compaction lock is already active"
     )
 
@@ -540,11 +539,10 @@ def test_a_summary_must_cost_less_than_what_it_shadows() -> None:
     checkpoint = derive_checkpoint_message("m", [text("S")], "k")
     price = estimate_content(checkpoint["content"]) + 4
     validate_summary_smaller(checkpoint, price + 1)  # one token more than the checkpoint: accepted
-    with pytest.raises(SpecError) as caught:
-        validate_summary_smaller(checkpoint, price)
-    assert caught.value.code == Code.COMPACTION_SUMMARY_NOT_SMALLER
+    caught = refusal(lambda: validate_summary_smaller(checkpoint, price))
+    assert caught.code == Code.COMPACTION_SUMMARY_NOT_SMALLER
     assert (
-        caught.value.message
+        caught.message
         == f"summary is not smaller than the shadowed content ({price} estimated framed tokens >= {price})"
     )
 

@@ -160,11 +160,7 @@ def test_the_cli_runs_only_the_families_it_is_given(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     report = tmp_path / "report.xml"
-    assert (
-        main(
-            ["--subject", "reference.server:ReferenceSubject", "--junit", str(report), "--families", "tokens"]
-        )
-        == 0
-    )
+    subject = ["--subject", "reference.server:ReferenceSubject"]
+    assert main([*subject, "--junit", str(report), "--families", "tokens"]) == 0
     names = {suite.get("name") for suite in ElementTree.parse(report).getroot().findall("testsuite")}
     assert names == {"tokens"}

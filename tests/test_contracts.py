@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from refusals import refusal
 
 from spec.codes import Code, SpecError
 from spec.lineage.fork import plan_fork_seed_length
@@ -40,16 +41,12 @@ def _result(seq: int) -> dict[str, Any]:
 
 def test_an_orphan_result_before_a_corrupt_node_is_the_error_reported() -> None:
     events = [_result(0), {**_result(1), "seq": 7}]
-    with pytest.raises(SpecError) as caught:
-        derive_cut_balance((0, 1), events)
-    assert caught.value.code == Code.PAIRING_ORPHAN_RESULT
+    assert refusal(lambda: derive_cut_balance((0, 1), events)).code == Code.PAIRING_ORPHAN_RESULT
 
 
 def test_a_corrupt_node_before_an_orphan_result_is_the_error_reported() -> None:
     events = [{**_result(0), "seq": 7}, _result(1)]
-    with pytest.raises(SpecError) as caught:
-        derive_cut_balance((0, 1), events)
-    assert caught.value.code == Code.PAIRING_SURFACE_CORRUPT
+    assert refusal(lambda: derive_cut_balance((0, 1), events)).code == Code.PAIRING_SURFACE_CORRUPT
 
 
 # --- provenance ---------------------------------------------------------------------------------------
@@ -71,9 +68,7 @@ def test_a_cited_seq_equal_to_the_event_seq_is_not_earlier() -> None:
 
 
 def test_a_duplicate_is_reported_before_a_later_seq() -> None:
-    with pytest.raises(SpecError) as caught:
-        validate_cited_seqs(4, (9, 1, 1), ())
-    assert caught.value.code == Code.PROVENANCE_DUPLICATE
+    assert refusal(lambda: validate_cited_seqs(4, (9, 1, 1), ())).code == Code.PROVENANCE_DUPLICATE
 
 
 def test_shadowed_nodes_missing_from_the_cited_seqs_are_listed_in_surface_order() -> None:
@@ -83,9 +78,7 @@ def test_shadowed_nodes_missing_from_the_cited_seqs_are_listed_in_surface_order(
 
 
 def test_no_cited_seqs_cover_no_shadowed_node() -> None:
-    with pytest.raises(SpecError) as caught:
-        validate_cited_seqs(9, None, (3,))
-    assert caught.value.code == Code.PROVENANCE_MISSING_SHADOWED
+    assert refusal(lambda: validate_cited_seqs(9, None, (3,))).code == Code.PROVENANCE_MISSING_SHADOWED
 
 
 # --- prune ----------------------------------------------------------------------------------------------
@@ -125,9 +118,10 @@ def test_the_first_text_block_meeting_the_span_carries_the_marker() -> None:
 
 
 def test_head_and_tail_covering_everything_find_no_span() -> None:
-    with pytest.raises(SpecError) as caught:
-        plan_text_cuts([6], PruneConfig(threshold_chars=1, head_chars=6, tail_chars=6))
-    assert caught.value.code == Code.PRUNE_SPAN_NOT_FOUND
+    assert (
+        refusal(lambda: plan_text_cuts([6], PruneConfig(threshold_chars=1, head_chars=6, tail_chars=6))).code
+        == Code.PRUNE_SPAN_NOT_FOUND
+    )
 
 
 # --- fork -----------------------------------------------------------------------------------------------

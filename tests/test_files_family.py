@@ -15,6 +15,7 @@ import pytest
 from conformance.files.writing import (
     CHECKS,
     check_files,
+    check_layout,
     rewritten_problems,
     run_both_forms,
     same_but_number_forms,
@@ -194,3 +195,31 @@ def test_a_reader_that_keeps_integers_past_the_safe_bound_writes_them_again_and_
     runs = run_both_forms(InProcessSubject(ReferenceSubject()), DEFAULT_TARGET, take_exported, rewrite=True)
     found = "\n".join(problem for run in runs for problem in rewritten_problems(run, DEFAULT_TARGET))
     assert "/o0/" in found and "/r0f/" in found  # the migration and the fork of a resumed v4 log
+
+
+def test_a_v0_log_migrated_in_place_or_under_the_other_v4_name_fails_layout() -> None:
+    """A resumed v0 log is written anew as a v4 log beside it, under the store's v4 name, and the
+    v0 file is never written (D1): a store that appends to the v0 file, or publishes the migrated
+    log as session.v4.jsonl in a compressed store, answers every request alike (reading either
+    file gives the same events), so only the layout after the rewriting workload shows it (its
+    mutants in reference/persistence/filestore.py's _open_locked, issue 26)."""
+    runs = run_both_forms(InProcessSubject(ReferenceSubject()), DEFAULT_TARGET, take_exported, rewrite=True)
+    assert all(check_layout(run, DEFAULT_TARGET) == [] for run in runs)
+    zstd = next(run for run in runs if run.compressed)
+    again = zstd.rewritten
+    assert again is not None
+    v0 = next(path for path in again.files if path.endswith("/o0/session.jsonl.zstd"))
+    v4 = v0.replace("session.jsonl.zstd", "session.v4.jsonl.zstd")
+    files = dict(again.files)
+    files[v0] += b"x"
+    again.files = files
+    assert check_layout(zstd, DEFAULT_TARGET) == [
+        f"written again: the v0 log {v0} was written (D1: v0 logs are read, never written)"
+    ]
+    files = {**dict(files), v0: dict(files)[v0][:-1]}
+    files[v4.replace(".zstd", "")] = files.pop(v4)
+    again.files = files
+    assert check_layout(zstd, DEFAULT_TARGET) == [
+        f"written again: session 'o0': no log at {v4} (D1: <projectKey(cwd)>/<encodeSegment(id)>/<file name>)",
+        f"written again: a log file where D1 puts none: {v4.replace('.zstd', '')}",
+    ]

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 import zstandard
 from event_builders import V4_HEADER_LINE, at, user_data
+from refusals import refusal
 
 from reference.persistence import fastjson
 from reference.persistence.api import OpenReport
@@ -89,10 +90,9 @@ def flip_byte(fs: PowerLossFileSystem, path: str, index: int) -> None:
 
 
 def expect_code(code: Code, call: Any, *args: Any) -> SpecError:
-    with pytest.raises(SpecError) as caught:
-        call(*args)
-    assert caught.value.code == code, caught.value
-    return caught.value
+    caught = refusal(lambda: call(*args))
+    assert caught.code == code, caught
+    return caught
 
 
 # --- damage that is not a tail (D3 item 5) -------------------------------------------------------
@@ -871,9 +871,9 @@ def test_a_v0_file_name_holding_a_v4_header_is_refused_instead_of_appended_in_pl
     v0_name = path.rsplit("/", 1)[0] + "/session.jsonl"
     fs.rename(path, v0_name)
     data = fs.read_bytes(v0_name)
-    with pytest.raises(SpecError) as caught:
-        store_on(fs, compressed=False).resume("s")
-    assert caught.value.code == Code.HEADER_VERSION_FILE_MISMATCH
+    assert (
+        refusal(lambda: store_on(fs, compressed=False).resume("s")).code == Code.HEADER_VERSION_FILE_MISMATCH
+    )
     assert fs.read_bytes(v0_name) == data
 
 
@@ -892,8 +892,7 @@ def test_the_v0_to_v4_migration_never_publishes_over_an_existing_v4_file() -> No
     first.close()
     v4_path = path.rsplit("/", 1)[0] + "/" + V4_ZSTD_NAME
     migrated = fs.read_bytes(v4_path)
-    with pytest.raises(SpecError) as caught:
-        _RacingStore(ROOT, fs=fs).open("old")
-    assert caught.value.code == Code.SESSION_ALREADY_EXISTS and "refusing to publish" in caught.value.message
+    caught = refusal(lambda: _RacingStore(ROOT, fs=fs).open("old"))
+    assert caught.code == Code.SESSION_ALREADY_EXISTS and "refusing to publish" in caught.message
     assert fs.read_bytes(v4_path) == migrated
     assert not [name for name in fs.listdir(path.rsplit("/", 1)[0]) if name.endswith(".tmp")]

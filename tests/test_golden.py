@@ -47,77 +47,52 @@ SCENARIOS = (
 
 HAS_REPAIR = importlib.util.find_spec("spec.lineage.repair") is not None
 
-_TYPE = r'"[^"]*"'
+_EVENT = r'^session event "[^"]*" '  # DSH's messages about one event name its type
+_REPLACE = r"^tool/result surface replacement "
+_SEED = r"^seed \S+ at index \d+ "
+_SEED_EVENT = r"^seed event at index \d+ "
+_SURFACE = r"^surface replace: "
+_HEADER = r"^seed request/header at index \d+ "
 DSH_MESSAGE_CODES: tuple[tuple[str, Code], ...] = (
-    (rf"^session event {_TYPE} carries an invalid replace surfaceOp$", Code.REPLACE_OP_INVALID),
-    (rf"^session event {_TYPE} carries an invalid surfaceOp$", Code.SURFACE_OP_INVALID),
-    (
-        rf"^session event {_TYPE} is not surface-eligible and cannot carry surfaceOp$",
-        Code.SURFACE_OP_ON_LOG_ONLY,
-    ),
-    (
-        rf"^session event {_TYPE} is not surface-eligible and cannot carry sourceEventSeqs$",
-        Code.PROVENANCE_ON_LOG_ONLY,
-    ),
-    (
-        rf"^session event {_TYPE} is surface-eligible and requires a surfaceOp marker$",
-        Code.SURFACE_OP_MISSING,
-    ),
+    (rf"{_EVENT}carries an invalid replace surfaceOp$", Code.REPLACE_OP_INVALID),
+    (rf"{_EVENT}carries an invalid surfaceOp$", Code.SURFACE_OP_INVALID),
+    (rf"{_EVENT}is not surface-eligible and cannot carry surfaceOp$", Code.SURFACE_OP_ON_LOG_ONLY),
+    (rf"{_EVENT}is not surface-eligible and cannot carry sourceEventSeqs$", Code.PROVENANCE_ON_LOG_ONLY),
+    (rf"{_EVENT}is surface-eligible and requires a surfaceOp marker$", Code.SURFACE_OP_MISSING),
     (r"^session event seq \S+ is not contiguous; expected \d+$", Code.SEQ_NOT_CONTIGUOUS),
-    (r"^surface replace: start seq \S+ not found in surface$", Code.REPLACE_START_NOT_FOUND),
-    (r"^surface replace: end seq \S+ not found in surface$", Code.REPLACE_END_NOT_FOUND),
+    (rf"{_SURFACE}start seq \S+ not found in surface$", Code.REPLACE_START_NOT_FOUND),
+    (rf"{_SURFACE}end seq \S+ not found in surface$", Code.REPLACE_END_NOT_FOUND),
+    (rf"{_SURFACE}start seq \S+ \(index \d+\) is after end seq \S+ \(index \d+\)$", Code.REPLACE_INVERTED),
     (
-        r"^surface replace: start seq \S+ \(index \d+\) is after end seq \S+ \(index \d+\)$",
-        Code.REPLACE_INVERTED,
-    ),
-    (
-        r"^surface replace: sourceEventSeqs must include every shadowed surface node; missing [\d, ]+$",
+        rf"{_SURFACE}sourceEventSeqs must include every shadowed surface node; missing [\d, ]+$",
         Code.PROVENANCE_MISSING_SHADOWED,
     ),
     (r"^sourceEventSeqs on event at seq \d+ must be an array when present$", Code.PROVENANCE_NOT_ARRAY),
     (r"^sourceEventSeqs must not be empty except on assistant/message$", Code.PROVENANCE_EMPTY),
-    (
-        rf"^session event {_TYPE} sourceEventSeqs must densely contain non-negative safe integers$",
-        Code.PROVENANCE_NOT_SEQ,
-    ),
+    (rf"{_EVENT}sourceEventSeqs must densely contain non-negative safe integers$", Code.PROVENANCE_NOT_SEQ),
     (r"^sourceEventSeqs must not contain duplicates$", Code.PROVENANCE_DUPLICATE),
     (r"^sourceEventSeqs must reference earlier events: \S+ >= current seq \d+$", Code.PROVENANCE_NOT_EARLIER),
-    (
-        r"^tool/result surface replacement must rewrite exactly one current node$",
-        Code.TOOL_REWRITE_NOT_ONE_NODE,
-    ),
-    (r"^tool/result surface replacement must target a current tool/result$", Code.TOOL_REWRITE_NOT_A_RESULT),
-    (
-        r"^tool/result surface replacement may change only content$",
-        Code.TOOL_REWRITE_CHANGES_MORE_THAN_CONTENT,
-    ),
-    (rf"^session event {_TYPE} carries non-JSON-serializable data$", Code.DATA_NOT_JSON),
-    (
-        rf"^session event {_TYPE} carries non-JSON-serializable surface metadata$",
-        Code.SURFACE_METADATA_NOT_JSON,
-    ),
+    (rf"{_REPLACE}must rewrite exactly one current node$", Code.TOOL_REWRITE_NOT_ONE_NODE),
+    (rf"{_REPLACE}must target a current tool/result$", Code.TOOL_REWRITE_NOT_A_RESULT),
+    (rf"{_REPLACE}may change only content$", Code.TOOL_REWRITE_CHANGES_MORE_THAN_CONTENT),
+    (rf"{_EVENT}carries non-JSON-serializable data$", Code.DATA_NOT_JSON),
+    (rf"{_EVENT}carries non-JSON-serializable surface metadata$", Code.SURFACE_METADATA_NOT_JSON),
     (r"uses unsupported legacy request/header-delta format$", Code.LEGACY_HEADER_DELTA),
     (r'uses unsupported legacy request/header reason "fallback"$', Code.LEGACY_FALLBACK_REASON),
-    (r"^seed event at index \d+ is not losslessly JSON-serializable$", Code.SEED_NOT_JSON),
-    (r"^seed event at index \d+ has an invalid event envelope$", Code.SEED_ENVELOPE_INVALID),
-    (
-        r"^seed event at index \d+ has seq \S+ \(expected \d+\); seed must be contiguous from 0$",
-        Code.SEED_SEQ_MISMATCH,
-    ),
-    (r"^seed \S+ at index \d+ lacks an identified message$", Code.MESSAGE_UNIDENTIFIED),
-    (r"^seed \S+ at index \d+ message must have role", Code.MESSAGE_ROLE),
-    (r"^seed \S+ at index \d+ message has invalid source$", Code.MESSAGE_SOURCE),
-    (r"^seed \S+ at index \d+ message has invalid content$", Code.MESSAGE_CONTENT),
-    (r"^seed \S+ at index \d+ message must have model source$", Code.MESSAGE_MODEL_SOURCE),
-    (r"^seed \S+ at index \d+ message must have tool source$", Code.MESSAGE_TOOL_SOURCE),
-    (r"^seed \S+ at index \d+ message must contain one tool-result block$", Code.MESSAGE_TOOL_BLOCK),
-    (r"^seed \S+ at index \d+ message has mismatched tool call ids$", Code.MESSAGE_TOOL_CALL_ID_MISMATCH),
-    (r"^seed request/header at index \d+ lacks provider/model$", Code.REQUEST_HEADER_PROVIDER_MODEL),
-    (
-        r"^seed request/header at index \d+ has an invalid reasoningEffort$",
-        Code.REQUEST_HEADER_REASONING_EFFORT,
-    ),
-    (r"^seed request/header at index \d+ has invalid adapterDefaults$", Code.REQUEST_HEADER_ADAPTER_DEFAULTS),
+    (rf"{_SEED_EVENT}is not losslessly JSON-serializable$", Code.SEED_NOT_JSON),
+    (rf"{_SEED_EVENT}has an invalid event envelope$", Code.SEED_ENVELOPE_INVALID),
+    (rf"{_SEED_EVENT}has seq \S+ \(expected \d+\); seed must be contiguous from 0$", Code.SEED_SEQ_MISMATCH),
+    (rf"{_SEED}lacks an identified message$", Code.MESSAGE_UNIDENTIFIED),
+    (rf"{_SEED}message must have role", Code.MESSAGE_ROLE),
+    (rf"{_SEED}message has invalid source$", Code.MESSAGE_SOURCE),
+    (rf"{_SEED}message has invalid content$", Code.MESSAGE_CONTENT),
+    (rf"{_SEED}message must have model source$", Code.MESSAGE_MODEL_SOURCE),
+    (rf"{_SEED}message must have tool source$", Code.MESSAGE_TOOL_SOURCE),
+    (rf"{_SEED}message must contain one tool-result block$", Code.MESSAGE_TOOL_BLOCK),
+    (rf"{_SEED}message has mismatched tool call ids$", Code.MESSAGE_TOOL_CALL_ID_MISMATCH),
+    (rf"{_HEADER}lacks provider/model$", Code.REQUEST_HEADER_PROVIDER_MODEL),
+    (rf"{_HEADER}has an invalid reasoningEffort$", Code.REQUEST_HEADER_REASONING_EFFORT),
+    (rf"{_HEADER}has invalid adapterDefaults$", Code.REQUEST_HEADER_ADAPTER_DEFAULTS),
     (r'^session "[^"]*" already exists$', Code.SESSION_ALREADY_EXISTS),
 )
 SEED_WRAPPER = re.compile(r"^invalid seed event at index \d+: (.*)$", re.DOTALL)

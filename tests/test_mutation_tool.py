@@ -6,7 +6,13 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
+import signal
 import sqlite3
+import subprocess
+import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -184,22 +190,49 @@ def test_a_later_lane_runs_only_the_units_that_reach_a_mutant(tmp_path: Path) ->
     assert lanes[UNREACHED[0]] == ("unreached", 0.0)
 
 
-def test_a_dead_worker_stops_the_run_instead_of_leaving_it_waiting() -> None:
-    class Process:
-        def __init__(self, exitcode: int | None) -> None:
-            self.exitcode = exitcode
+def fake_worker(marks: Path, connection: Any) -> None:
+    """A worker of :func:`mutation.judged` whose task ``(job, how)`` says how it fares the first
+    time it is handed out: ``die`` kills it, ``hang`` blocks it for ever on a lock (a futex, as a
+    queue's lock held by a dead worker did), ``always`` dies every time; else it answers."""
+    while (task := connection.recv()) is not None:
+        job, how = task
+        first = not (marks / job).exists()
+        (marks / job).touch()
+        if how == "always" or (how == "die" and first):
+            os.kill(os.getpid(), signal.SIGKILL)
+        if how == "hang" and first:
+            lock = threading.Lock()
+            lock.acquire()
+            lock.acquire()
+        connection.send((job, f"judged by {os.getpid()}", 0.0))
 
-        def is_alive(self) -> bool:
-            return self.exitcode is None
 
-    results: Any = multiprocessing.Queue()
-    results.put(("job", "result", 1.0))
-    # a result already sent is taken, whatever became of its worker
-    assert mutation.next_result(results, [Process(1)], "fast", wait=0.1) == ("job", "result", 1.0)
-    with pytest.raises(SystemExit, match="run the same command again"):
-        mutation.next_result(results, [Process(None), Process(-9)], "fast", wait=0.1)
-    with pytest.raises(SystemExit, match="all 0"):
-        mutation.next_result(results, [Process(0), Process(0)], "fast", wait=0.1)
+def test_a_worker_that_dies_or_hangs_is_replaced_and_its_mutant_judged_again(tmp_path: Path) -> None:
+    """A worker killed mid-mutant, or stuck on a lock, cost the old run everything: it stopped (or,
+    the stuck one alive, waited for ever). Each worker now has its own pipe and one task at a time:
+    the dead or hung one is replaced, its task handed out again, the others' results kept; a task
+    whose workers die every time is given up after TRIES and named, without stopping the rest."""
+    context = multiprocessing.get_context("fork")  # the test's own workers: no pickling needed
+    started: list[tuple[int, bool]] = []
+
+    def start(index: int, again: bool) -> tuple[Any, Any]:
+        started.append((index, again))
+        ours, theirs = context.Pipe()
+        process = context.Process(target=fake_worker, args=(tmp_path, theirs))
+        process.start()
+        theirs.close()
+        return process, ours
+
+    tasks = [("a", "ok"), ("b", "die"), ("c", "hang"), ("d", "always"), ("e", "ok"), ("f", "ok")]
+    lost: list[Any] = []
+    begun = time.monotonic()
+    results = list(mutation.judged(tasks, start, 2, limit=3.0, lost=lost, wait=0.2))
+    assert sorted(job for job, _, _ in results) == ["a", "b", "c", "e", "f"]
+    assert lost == [("d", "always")]
+    # two workers, replaced after b's death, c's hang and d's two deaths
+    assert started[:2] == [(0, False), (1, False)] and len(started) == 6
+    assert all(again for _, again in started[2:])
+    assert time.monotonic() - begun < 60
 
 
 def test_a_case_glob_choosing_none_of_a_lanes_cases_stops_the_run_instead_of_recording_unreached(
@@ -323,4 +356,37 @@ def test_the_committed_report_is_made_from_the_ledger_and_the_tree_as_it_is() ->
     made = mutation.render(mutation.ledger_mutants(), mutation.read_triage())
     assert made == mutation.REPORT.read_text(encoding="utf-8"), (
         "docs/mutation.md is stale: run bash scripts/mutation.sh report --markdown docs/mutation.md"
+    )
+
+
+def test_ci_judges_the_lines_changed_since_the_ledger_was_saved_and_every_survivor_is_reviewed(
+    tmp_path: Path,
+) -> None:
+    """CI's mutation lane (issue 26): the mutants of the scope's lines changed since the commit that
+    last saved the ledger (a change no saved run judged) run on the fast lane, and each one is
+    killed or has a reviewed verdict in docs/mutation-equivalents.json. With no such line the lane
+    has nothing to judge: the test is skipped and says so, it does not pass."""
+    if not (mutation.ROOT / ".git").exists():
+        pytest.skip("not a git checkout: no change to find, the fast lane judged nothing")
+    base = mutation.ledger_base()
+    changed = mutation.changed_lines(base)
+    if not changed:
+        pytest.skip(
+            f"no line of the mutation scope changed since {base[:12]} (the ledger's last save): nothing to judge"
+        )
+    session, report = tmp_path / "changed.sqlite", tmp_path / "changed.md"
+    command = ["run", "--changed", base, "--session", str(session), "--markdown", str(report), "--jobs", "2"]
+    done = subprocess.run([sys.executable, "-m", "scripts.mutation", *command], cwd=mutation.ROOT,
+                          capture_output=True, text=True, timeout=3600)  # fmt: skip
+    mutants, triage = mutation.read_mutants(session), mutation.read_triage()
+    outcomes = {m.job_id: mutation.final_outcome(m, triage) for m in mutants}
+    assert mutants and "pending" not in outcomes.values(), (
+        f"the fast lane did not judge every mutant:\n{done.stderr[-2000:]}"
+    )
+    unreviewed = sorted(f"{m.module}:{m.line} {m.operator} -> {m.after!r}" for m in mutants
+                        if outcomes[m.job_id] == "survived" and mutation.review_of(m, triage) is None)  # fmt: skip
+    assert not unreviewed, (
+        f"{len(unreviewed)} mutants of lines changed since {base[:12]} survive the fast lane with no review: kill them "
+        "(a vector, an edge) or review them in docs/mutation-equivalents.json, then save a run into the ledger:\n"
+        + "\n".join(unreviewed[:40])
     )

@@ -3,18 +3,25 @@
 from __future__ import annotations
 
 import errno
+from collections.abc import Callable
+from typing import Final
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from conformance.crash import run_crash_checks
+from conformance.subject import InProcessSubject
 from reference.persistence.powerloss import (
     KEEP_ALL,
+    MUTATING_OPS,
     CrashPlan,
     PowerLossFileSystem,
     SimulatedCrash,
     UnsyncedFile,
+    _File,
 )
+from reference.server import ReferenceSubject
 from tests.powerloss_harness import (
     Op,
     ProbedFileSystem,
@@ -443,3 +450,97 @@ def test_a_plan_naming_a_directory_without_unsynced_entries_is_refused() -> None
 def test_relative_paths_are_refused() -> None:
     with pytest.raises(ValueError):
         ProbedFileSystem().makedirs("s")
+
+
+# --- the crash family holds the seam to the protocol (conformance/crash/points.py) ---
+def _seam_enter_is(fs: PowerLossFileSystem, op: str, path: str) -> None:
+    """``_enter`` comparing the operation count with the armed one by identity."""
+    if fs._crashed:
+        raise SimulatedCrash(f"{op} {path}")
+    if op in MUTATING_OPS:
+        fs._mutations += 1
+        if fs._mutations is fs._crash_after:
+            fs._crashed = True
+            raise SimulatedCrash(f"{op} {path}")
+
+
+def _seam_power_back_on(fs: PowerLossFileSystem, op: str, path: str) -> None:
+    """``_enter`` failing only the armed operation: the calls after it go through."""
+    if fs._crashed:
+        raise SimulatedCrash(f"{op} {path}")
+    if op in MUTATING_OPS:
+        fs._mutations += 1
+        if fs._mutations == fs._crash_after:
+            raise SimulatedCrash(f"{op} {path}")
+
+
+def _seam_counts_from(origin: int) -> Callable[[PowerLossFileSystem], None]:
+    made = PowerLossFileSystem.__init__
+
+    def init(fs: PowerLossFileSystem) -> None:
+        made(fs)
+        fs._mutations = origin
+
+    return init
+
+
+_WRITE_NEW: Final = PowerLossFileSystem.write_new
+
+
+def _seam_new_file_one_byte_long(fs: PowerLossFileSystem, path: str, data: bytes) -> None:
+    """``write_new`` recording a new file as durable up to -1 bytes: ``unsynced`` shows one byte
+    more than was written (of a temporary file, whose name differs from replay to replay)."""
+    _WRITE_NEW(fs, path, data)
+    parent, name = fs._parent(path)
+    created = fs._nodes[parent.current[name]]
+    assert isinstance(created, _File)
+    created.kept = -1
+
+
+SEAM_BREAKS: Final[dict[str, tuple[type, str, object, str]]] = {
+    "ops counts one before reset": (PowerLossFileSystem, "__init__", _seam_counts_from(1), "right after reset"),
+    "keeping every unsynced byte refused": (
+        UnsyncedFile, "cuts", lambda f: tuple(range(f.pending)), "the bounds of a byte cut"
+    ),
+    "a cut past the unsynced bytes accepted": (
+        UnsyncedFile, "cuts", lambda f: tuple(range(f.pending + 2)), "the bounds of a byte cut"
+    ),
+    "a plan's cuts not checked": (PowerLossFileSystem, "_validate", lambda fs, plan: None, "the bounds of a byte cut"),
+    "synced files listed": (_File, "is_unsynced", lambda f: f.kept <= len(f.data), "with no unsynced bytes"),
+    "armed from reset": (
+        PowerLossFileSystem, "crash_at_op", lambda fs, n: setattr(fs, "_crash_after", fs._mutations | n), "midway"
+    ),
+    "a new file shown one byte longer": (
+        PowerLossFileSystem, "write_new", _seam_new_file_one_byte_long, "what keep none and keep all kept"
+    ),
+    "counts compared by identity": (PowerLossFileSystem, "_enter", _seam_enter_is, "past 300 operations"),
+    "the power back on after the crash": (
+        PowerLossFileSystem, "_enter", _seam_power_back_on, "the power out after it"
+    ),
+}  # fmt: skip
+
+
+def _seam_failures() -> list[str]:
+    outcome = run_crash_checks(
+        InProcessSubject(ReferenceSubject()),
+        capabilities=ReferenceSubject.capabilities,
+        workloads=("single session",),
+        every_byte=False,
+    )
+    return [f"{case.name}: {' '.join(case.problems)}" for case in outcome.failures]
+
+
+def test_the_reference_seam_passes_the_crash_familys_checks_of_it() -> None:
+    assert _seam_failures() == []
+
+
+@pytest.mark.parametrize("break_", sorted(SEAM_BREAKS))
+def test_a_seam_that_breaks_the_protocol_fails_the_crash_family(
+    break_: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each seam break the crash family once let pass (issue 26, mutants of powerloss.py) now fails
+    a point of the single-session workload, for the reason named."""
+    owner, name, broken, point = SEAM_BREAKS[break_]
+    monkeypatch.setattr(owner, name, broken)
+    failed = _seam_failures()
+    assert any(point in failure for failure in failed), failed

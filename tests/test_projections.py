@@ -12,6 +12,7 @@ from unittest.mock import ANY
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from refusals import refusal
 from shrink_builders import (
     Conversation,
     RecordingSink,
@@ -36,7 +37,7 @@ from reference.session import Session
 from reference.shrink.compaction import CompactionEngine
 from reference.store import SessionStore
 from reference.summarizers import DeterministicSummarizer
-from spec.codes import Code, SpecError
+from spec.codes import Code
 from spec.format.json_text import encode_json_text
 from spec.log.events import Event
 from spec.log.json import JsonValue, int_field
@@ -130,10 +131,9 @@ def test_registrants_of_one_key_and_version_share_it_until_the_last_one_leaves()
 def test_a_key_is_not_shared_across_a_state_version_change() -> None:
     projections = Projections()
     projections.register(counter_unit(version=1))
-    with pytest.raises(SpecError) as caught:
-        projections.register(counter_unit(version=2))
-    assert caught.value.code == Code.PROJECTION_VERSION_CONFLICT
-    assert "already registered at stateVersion 1" in caught.value.message
+    caught = refusal(lambda: projections.register(counter_unit(version=2)))
+    assert caught.code == Code.PROJECTION_VERSION_CONFLICT
+    assert "already registered at stateVersion 1" in caught.message
 
 
 def test_a_shared_key_keeps_the_first_definition() -> None:
@@ -152,9 +152,7 @@ def test_a_shared_key_keeps_the_first_definition() -> None:
     ],
 )
 def test_an_invalid_unit_is_refused_at_registration(unit: ProjectionUnit) -> None:
-    with pytest.raises(SpecError) as caught:
-        Projections().register(unit)
-    assert caught.value.code == Code.PROJECTION_UNIT_INVALID
+    assert refusal(lambda: Projections().register(unit)).code == Code.PROJECTION_UNIT_INVALID
 
 
 # --- state_of and snapshot (D7; notes §11.2) -------------------------------------------------------
@@ -214,17 +212,13 @@ def test_a_unit_that_breaks_its_own_schema_fails_loudly() -> None:
     projections.register(
         ProjectionUnit("bad", 1, lambda s: isinstance(s, int), lambda: "zero", lambda s, e: s)
     )
-    with pytest.raises(SpecError) as caught:
-        projections.state_of(new_session(), "bad")
-    assert caught.value.code == Code.PROJECTION_STATE_INVALID
+    assert refusal(lambda: projections.state_of(new_session(), "bad")).code == Code.PROJECTION_STATE_INVALID
 
 
 def test_a_unit_state_outside_plain_json_fails_loudly() -> None:
     projections = Projections()
     projections.register(ProjectionUnit("tuple", 1, lambda s: True, lambda: (1, 2), lambda s, e: s))  # type: ignore[arg-type,return-value]
-    with pytest.raises(SpecError) as caught:
-        projections.state_of(new_session(), "tuple")
-    assert caught.value.code == Code.PROJECTION_STATE_INVALID
+    assert refusal(lambda: projections.state_of(new_session(), "tuple")).code == Code.PROJECTION_STATE_INVALID
 
 
 def test_an_event_at_or_below_the_cursor_is_never_folded_again() -> None:
@@ -593,10 +587,9 @@ def test_a_unit_returning_a_new_equal_state_breaks_the_identity_rule() -> None:
     session.append("note", {})
     projections = Projections()
     projections.register(copying_unit())
-    with pytest.raises(SpecError) as caught:
-        projections.state_of(session, "copy")
-    assert caught.value.code == Code.PROJECTION_IDENTITY_BROKEN
-    assert '"note" event at seq 0' in caught.value.message
+    caught = refusal(lambda: projections.state_of(session, "copy"))
+    assert caught.code == Code.PROJECTION_IDENTITY_BROKEN
+    assert '"note" event at seq 0' in caught.message
 
 
 def test_a_pushed_unit_that_breaks_the_rule_never_fails_the_append_and_fails_the_read() -> None:
@@ -606,9 +599,7 @@ def test_a_pushed_unit_that_breaks_the_rule_never_fails_the_append_and_fails_the
     session = store.create("s")
     session.append("note", {})  # committed; the projection's failure is not the appender's
     assert session.seq == 1
-    with pytest.raises(SpecError) as caught:
-        projections.state_of(session, "copy")
-    assert caught.value.code == Code.PROJECTION_IDENTITY_BROKEN
+    assert refusal(lambda: projections.state_of(session, "copy")).code == Code.PROJECTION_IDENTITY_BROKEN
 
 
 def test_scalar_states_are_the_same_state_by_value() -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
+from refusals import refusal
 from shrink_builders import (
     Conversation,
     assert_log_clean,
@@ -17,7 +17,7 @@ from shrink_builders import (
 
 from reference.shrink.compaction import CompactionEngine, prune_session
 from reference.summarizers import DeterministicSummarizer
-from spec.codes import Code, SpecError
+from spec.codes import Code
 from spec.log.events import COMPACTION_PRUNE, TOOL_RESULT
 from spec.log.json import thaw_json
 from spec.log.surface import derive_messages, fold_surface
@@ -124,10 +124,9 @@ def test_the_chars_removed_add_up_over_every_pruned_result() -> None:
 def test_pruning_outside_a_turn_is_refused_and_appends_nothing() -> None:
     session, _ = session_with_results(BIG, close=True)
     mark = session.seq
-    with pytest.raises(SpecError) as caught:
-        prune_session(session)
-    assert caught.value.code == Code.PRUNE_OUTSIDE_TURN
-    assert "outside any open turn" in caught.value.message
+    caught = refusal(lambda: prune_session(session))
+    assert caught.code == Code.PRUNE_OUTSIDE_TURN
+    assert "outside any open turn" in caught.message
     assert session.seq == mark
 
 

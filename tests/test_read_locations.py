@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from event_builders import V4_HEADER_LINE
+from refusals import refusal
 
 from reference.logfile import read_log_file
 from reference.persistence.filestore import compress_frame
@@ -35,10 +36,8 @@ def jsonl(*values: object) -> bytes:
     return b"".join(json.dumps(value).encode() + b"\n" for value in values)
 
 
-def refusal(path: Path) -> SpecError:
-    with pytest.raises(SpecError) as caught:
-        read_log_file(str(path))
-    return caught.value
+def read_refusal(path: Path) -> SpecError:
+    return refusal(lambda: read_log_file(str(path)))
 
 
 def line_start(data: bytes, line: int) -> int:
@@ -52,7 +51,7 @@ def test_an_unparsable_line_twelve_is_reported_as_line_twelve_with_its_byte(tmp_
     data = b"".join(lines)
     log = tmp_path / "session.v4.jsonl"
     log.write_bytes(data)
-    error = refusal(log)
+    error = read_refusal(log)
     assert error.code is Code.CORRUPT_LOG
     assert data.splitlines()[11] == b"{not json"
     assert (
@@ -81,7 +80,7 @@ def test_a_malformed_packed_chunk_row_names_its_line_and_byte(tmp_path: Path) ->
     )
     log = tmp_path / "session.jsonl"
     log.write_bytes(data)
-    error = refusal(log)
+    error = read_refusal(log)
     assert error.code is Code.MALFORMED_CHUNK_ROW
     assert error.message == (
         f"malformed text-chunks storage row at line 5 (byte {line_start(data, 5)}): "
@@ -97,7 +96,7 @@ def test_a_seq_gap_names_the_line_that_breaks_the_count(tmp_path: Path, name: st
     data = jsonl(header, *events)
     log = tmp_path / name
     log.write_bytes(data)
-    error = refusal(log)
+    error = read_refusal(log)
     assert error.code is Code.CORRUPT_LOG
     assert f"at line 6 (byte {line_start(data, 6)}): expected seq 4, got 9" in error.message
 
@@ -108,7 +107,7 @@ def test_a_message_that_a_restore_refuses_names_its_line(tmp_path: Path) -> None
     data = jsonl(V4_HEADER_LINE, *events)
     log = tmp_path / "session.v4.jsonl"
     log.write_bytes(data)
-    error = refusal(log)
+    error = read_refusal(log)
     assert error.code is Code.MESSAGE_ROLE
     assert error.message.endswith(f", at line 4 (byte {line_start(data, 4)})")
 
@@ -117,7 +116,7 @@ def test_an_unknown_v0_event_type_names_its_line(tmp_path: Path) -> None:
     data = jsonl(V0_HEADER, event(0, "turn/start", {"turn": 1}), event(1, "plugin/unknown", {}))
     log = tmp_path / "session.jsonl"
     log.write_bytes(data)
-    error = refusal(log)
+    error = read_refusal(log)
     assert error.code is Code.UNKNOWN_EVENT_TYPE
     assert error.message.endswith(f", at line 3 (byte {line_start(data, 3)})")
 
@@ -133,7 +132,7 @@ def test_a_bad_line_in_a_zstd_frame_names_its_line_in_the_decompressed_text_and_
     data = compress_frame(header) + compress_frame(first) + compress_frame(second)
     log = tmp_path / "session.v4.jsonl.zstd"
     log.write_bytes(data)
-    error = refusal(log)
+    error = read_refusal(log)
     text = header + first + second
     assert text.splitlines()[4] == b"{oops"
     third_frame = len(compress_frame(header)) + len(compress_frame(first))

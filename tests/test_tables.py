@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from refusals import refusal
 
 from spec.checks.log import check_session_copy
 from spec.codes import Code, SpecError
@@ -41,9 +42,7 @@ def test_every_session_id_has_one_ascii_key_and_no_two_ids_share_one(session_id:
 
 
 def test_the_empty_session_id_has_no_key() -> None:
-    with pytest.raises(SpecError) as refused:
-        encode_session_key("")
-    assert refused.value.code == Code.EMPTY_PATH_SEGMENT
+    assert refusal(lambda: encode_session_key("")).code == Code.EMPTY_PATH_SEGMENT
 
 
 @given(st.text())
@@ -68,15 +67,16 @@ def test_a_header_row_is_the_header_line_and_reads_back_under_its_own_key() -> N
     ],
 )
 def test_a_damaged_header_row_is_a_corrupt_log(key: str, text: str) -> None:
-    with pytest.raises(SpecError) as refused:
-        decode_header_row(key, text)
-    assert refused.value.code == Code.CORRUPT_LOG
+    assert refusal(lambda: decode_header_row(key, text)).code == Code.CORRUPT_LOG
 
 
 def test_a_header_row_of_a_newer_format_is_an_unsupported_format() -> None:
-    with pytest.raises(SpecError) as refused:
-        decode_header_row("s", encode_header_row(HEADER).replace('"version":4', '"version":5'))
-    assert refused.value.code == Code.UNSUPPORTED_FORMAT
+    assert (
+        refusal(
+            lambda: decode_header_row("s", encode_header_row(HEADER).replace('"version":4', '"version":5'))
+        ).code
+        == Code.UNSUPPORTED_FORMAT
+    )
 
 
 @pytest.mark.parametrize(
@@ -90,9 +90,7 @@ def test_a_header_row_of_a_newer_format_is_an_unsupported_format() -> None:
     ],
 )
 def test_a_damaged_event_row_is_a_corrupt_log(position: int, seq: object, text: str) -> None:
-    with pytest.raises(SpecError) as refused:
-        decode_event_row("s", position, seq, text)
-    assert refused.value.code == Code.CORRUPT_LOG
+    assert refusal(lambda: decode_event_row("s", position, seq, text)).code == Code.CORRUPT_LOG
 
 
 def test_an_event_row_with_a_malformed_message_is_refused_as_a_restore_would() -> None:
@@ -104,12 +102,8 @@ def test_an_event_row_with_a_malformed_message_is_refused_as_a_restore_would() -
 def test_the_layout_is_created_from_nothing_kept_when_current_and_refused_when_newer() -> None:
     assert plan_layout_migration(None) == tuple(range(1, TABLE_LAYOUT_VERSION + 1))
     assert plan_layout_migration(TABLE_LAYOUT_VERSION) == ()
-    with pytest.raises(SpecError) as newer:
-        plan_layout_migration(TABLE_LAYOUT_VERSION + 1)
-    assert newer.value.code == Code.UNSUPPORTED_FORMAT
-    with pytest.raises(SpecError) as impossible:
-        plan_layout_migration(0)
-    assert impossible.value.code == Code.CORRUPT_LOG
+    assert refusal(lambda: plan_layout_migration(TABLE_LAYOUT_VERSION + 1)).code == Code.UNSUPPORTED_FORMAT
+    assert refusal(lambda: plan_layout_migration(0)).code == Code.CORRUPT_LOG
 
 
 def test_rows_found_after_an_unknown_commit_that_start_the_batch_are_that_commit() -> None:
@@ -120,9 +114,7 @@ def test_rows_found_after_an_unknown_commit_that_start_the_batch_are_that_commit
 
 @pytest.mark.parametrize("found", [["x"], ["a", "x"], ["a", "b", "c"]])
 def test_any_other_rows_after_an_unknown_commit_mean_another_writer_took_over(found: list[str]) -> None:
-    with pytest.raises(SpecError) as refused:
-        plan_unknown_commit("s", found, ["a", "b"])
-    assert refused.value.code == Code.LOCKED
+    assert refusal(lambda: plan_unknown_commit("s", found, ["a", "b"])).code == Code.LOCKED
 
 
 def test_a_copy_is_written_when_absent_skipped_when_identical_and_refused_when_different() -> None:

@@ -135,21 +135,8 @@ def test_the_cli_flag_adds_the_trace_family_and_prints_why_it_did_not_run(
 ) -> None:
     from conformance.__main__ import main
 
-    report = tmp_path / "report.xml"
-    assert (
-        main(
-            [
-                "--subject",
-                "reference.server:ReferenceSubject",
-                "--families",
-                "tokens",
-                "--trace-crashes",
-                "--junit",
-                str(report),
-            ]
-        )
-        == 0
-    )
+    subject = ["--subject", "reference.server:ReferenceSubject", "--families", "tokens"]
+    assert main([*subject, "--trace-crashes", "--junit", str(tmp_path / "report.xml")]) == 0
     out = capsys.readouterr().out
     assert (
         "trace: not run: the trace family runs a stdio subject's command beneath strace (use --stdio)" in out

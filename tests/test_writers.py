@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from refusals import refusal
 
 from reference.persistence.memory import MemoryPersistence
 from reference.shrink.compaction import CompactionEngine
@@ -72,9 +73,10 @@ def test_ordinary_turn_ends_and_tool_errors_are_a_caller_s() -> None:
 
 def test_session_append_refuses_the_bracket_and_the_engine_path_takes_it() -> None:
     session = SessionStore(clock=lambda: 1).create("s")
-    with pytest.raises(SpecError) as caught:
-        session.append("compaction/start", START)
-    assert caught.value.code == Code.STORE_ONLY_EVENT and session.seq == 0
+    assert (
+        refusal(lambda: session.append("compaction/start", START)).code == Code.STORE_ONLY_EVENT
+        and session.seq == 0
+    )
     session.append("compaction/start", START, writer=COMPACTION_ENGINE)
     assert session.events[-1]["type"] == "compaction/start"
 
@@ -117,9 +119,10 @@ def test_a_stale_orphan_before_an_end_seed_is_no_lock_for_a_fork() -> None:
 
 
 def test_a_seed_that_would_get_the_marker_may_not_end_inside_a_bracket() -> None:
-    with pytest.raises(SpecError) as caught:
-        create_session_state("s", events(("compaction/start", START)), header(), 1)
-    assert caught.value.code == Code.OPEN_COMPACTION
+    assert (
+        refusal(lambda: create_session_state("s", events(("compaction/start", START)), header(), 1)).code
+        == Code.OPEN_COMPACTION
+    )
 
 
 def test_a_resume_of_a_log_left_inside_a_bracket_closes_it_before_its_end_seed() -> None:

@@ -317,10 +317,10 @@ def turn_edge_cases() -> Cases:
 
     def answer(error: JsonValue, blocks: list[JsonValue] | None = None) -> tuple[str, JsonObject, JsonObject]:
         data = {**msg.result("zz", is_error=True), "error": error}
-        message = dict(data["message"])  # type: ignore[arg-type]
-        if blocks is not None:
-            message["content"] = blocks
-        return ("tool/result", {**data, "message": message}, APPEND)
+        message = data["message"]
+        assert isinstance(message, dict)
+        content: JsonObject = {} if blocks is None else {"content": blocks}
+        return ("tool/result", {**data, "message": {**message, **content}}, APPEND)
 
     error_block: JsonObject = {"type": "tool-result", "toolCallId": "zz", "isError": True,
                                "content": [{"type": "text", "text": "result"}]}  # fmt: skip
@@ -921,6 +921,32 @@ def compaction_edge_cases() -> Cases:
         )
 
 
+def order_edge_cases() -> Cases:
+    """Rules whose code compares a type, a version or a position with another (issue 26, the
+    mutation survivors): a log-only type that sorts before tool/result carrying a replace, a format
+    version that is not v0's, a seedLength past 256 whose end-seed is missing."""
+    yield breaks(
+        "surface-op: a log-only event with a replace outside a turn is the surface rule's alone",
+        log(msg.user(), ("custom/x", {}, {"surfaceOp": replace(0, 0), "sourceEventSeqs": [0]})),
+        comment="custom/x sorts before tool/result; only a replacing tool/result must be turn-enclosed",
+    )
+    standalone = ("compaction/start", {"compactionId": "k1", "turn": None})
+    yield breaks(
+        "compaction-dangling: a start left open at the end-seed of a log of format -1 is not a v0 log's",
+        log(msg.user(), standalone, ("session/end-seed", {})),
+        formatVersion=-1,
+        comment="only formatVersion 0 names DSH's v0 format",
+    )
+    many = 300
+    yield checked(
+        "end-seed",
+        f"end-seed: a seedLength of {many}, the log's length, with no end-seed at {many - 1} is a violation",
+        events=[event(seq, "custom/x", {}) for seq in range(many)],
+        header={**HEADER, "seedLength": many, "isSeeded": True},
+        comment="the end-seed may sit at seedLength - 1 or seedLength; the second is past the log's end",
+    )
+
+
 cases: Final = chained(
     clean_cases,
     core_rule_cases,
@@ -932,4 +958,5 @@ cases: Final = chained(
     lineage_rule_cases,
     lineage_edge_cases,
     reporting_cases,
+    order_edge_cases,
 )

@@ -611,6 +611,12 @@ def _pressure() -> Cases:
         "newest question is kept",
     )
     yield case(
+        "pressure on a session with no events does nothing",
+        "is_under_pressure",
+        [ok("create", id="s"), ok("compact_if_needed", id="s", contextWindow=100000, attempts=two), state()],
+        comment="no request/header to read the system prompt and tools from, nothing on the surface: 0 tokens",
+    )
+    yield case(
         "pressure needs the model's context window",
         "validate_context_capacity",
         [*setup, fails(Code.COMPACTION_NO_CAPACITY, "compact_if_needed", id="s", attempts=two)],

@@ -36,6 +36,14 @@ OPEN_COMPACTION = "validate_boundary_outside_open_compaction"
 REQUEST = "validate_fork_request"
 
 
+def fork(*boundary: JsonValue, code: Code | None = None) -> Step:
+    """A fork of "p" into "c" (at ``boundary`` when one is given), meant to succeed or, given
+    ``code``, to be rejected with it."""
+    at: dict[str, JsonValue] = {"boundary": boundary[0]} if boundary else {}
+    args: dict[str, JsonValue] = {"source": "p", **at, "child": "c"}
+    return ok("fork", **args) if code is None else fails(code, "fork", **args)
+
+
 def parent() -> list[Step]:
     """A session "p" with lineage meta and two events: user, assistant; then the clock moves on, so
     that a child's createdAt and end-seed time (now) differ from what the parent holds."""
@@ -65,24 +73,24 @@ def child_cases() -> Cases:
     yield case(
         "a fork without a boundary inherits the whole log, names its parent and seed length, and adds the end-seed marker",
         SEED,
-        [*parent(), ok("fork", source="p", child="c"), state("c")],
+        [*parent(), fork(), state("c")],
     )
     yield case(
         "a child inherits cwd but not delegationDepth, origin or agentPreset",
         "derive_child_meta",
-        [*parent(), ok("fork", source="p", child="c")],
+        [*parent(), fork()],
         why="a child inherits its parent's cwd; delegationDepth, origin and agentPreset are not inherited "
         "(notes/dsh-session-core §7.1 step 4)",
     )
     yield case(
         "a fork at boundary 0 inherits only the first event",
         SEED,
-        [*parent(), ok("fork", source="p", boundary=0, child="c")],
+        [*parent(), fork(0)],
     )
     yield case(
         "the parent is unchanged by a fork",
         SEED,
-        [*parent(), ok("fork", source="p", boundary=0, child="c"), state("p")],
+        [*parent(), fork(0), state("p")],
     )
     yield case(
         "a fork mints the child id when none is given",
@@ -93,17 +101,17 @@ def child_cases() -> Cases:
     yield case(
         "a fork of an empty session has an empty seed and seedLength 0",
         SEED,
-        [ok("create", id="p"), ok("fork", source="p", child="c")],
+        [ok("create", id="p"), fork()],
     )
     yield case(
         "forking a fork inherits its end-seed marker and adds no second one",
         "needs_end_seed",
-        [*parent(), ok("fork", source="p", child="c"), ok("fork", source="c", child="g")],
+        [*parent(), fork(), ok("fork", source="c", child="g")],
     )
     yield case(
         "a child is a live session that can be appended to",
         "append_event",
-        [*parent(), ok("fork", source="p", child="c"), append(msg.user("u2"), "c"), state("c"), state("p")],
+        [*parent(), fork(), append(msg.user("u2"), "c"), state("c"), state("p")],
         why="a fork's child is a live session of its own: its appends change the child alone",
         comment="the last step shows the parent did not gain the child's event",
     )
@@ -124,26 +132,19 @@ def boundary_cases() -> Cases:
         yield case(
             name,
             SEED,
-            [
-                *parent(),
-                fails(Code.INVALID_BOUNDARY, "fork", source="p", boundary=boundary, child="c"),
-                gone("c"),
-            ],
+            [*parent(), fork(boundary, code=Code.INVALID_BOUNDARY), gone("c")],
             why=why,
         )
     yield case(
         "any boundary of an empty session is invalid",
         SEED,
-        [ok("create", id="p"), fails(Code.INVALID_BOUNDARY, "fork", source="p", boundary=0, child="c")],
+        [ok("create", id="p"), fork(0, code=Code.INVALID_BOUNDARY)],
         why=why,
     )
     yield case(
         "a boundary past the end of a log of one event is invalid",
         SEED,
-        [
-            ok("create", id="p", seed=[]),
-            fails(Code.INVALID_BOUNDARY, "fork", source="p", boundary=1, child="c"),
-        ],
+        [ok("create", id="p", seed=[]), fork(1, code=Code.INVALID_BOUNDARY)],
         why=why,
         comment="an empty seed leaves the end-seed marker alone at seq 0: the log's only event is also its last",
     )
@@ -151,7 +152,7 @@ def boundary_cases() -> Cases:
     yield case(
         "a fork of a log of 260 events at boundary 258 inherits 259 of them",
         SEED,
-        [ok("create", id="p", seed=long_seed), ok("fork", source="p", boundary=258, child="c")],
+        [ok("create", id="p", seed=long_seed), fork(258)],
         comment="a seed of 259 events and its end-seed marker; seqs above 256 are compared by value",
     )
 
@@ -160,25 +161,25 @@ def open_turn_cases() -> Cases:
     yield case(
         "a boundary inside an open turn is rejected",
         OPEN_TURN,
-        [*in_turn(), fails(Code.OPEN_TURN, "fork", source="p", boundary=1, child="c")],
+        [*in_turn(), fork(1, code=Code.OPEN_TURN)],
         comment="turn 1 ends at seq 3, but a child cut at seq 1 would inherit it open",
     )
     yield case(
         "a boundary at a turn/start is inside that turn",
         OPEN_TURN,
-        [*in_turn(), fails(Code.OPEN_TURN, "fork", source="p", boundary=4, child="c")],
+        [*in_turn(), fork(4, code=Code.OPEN_TURN)],
         comment="seq 4 is turn 2's turn/start",
     )
     yield case(
         "a boundary at a turn/end is outside the turn",
         OPEN_TURN,
-        [*in_turn(), ok("fork", source="p", boundary=3, child="c")],
+        [*in_turn(), fork(3)],
         comment="seq 3 is turn 1's turn/end",
     )
     yield case(
         "a fork without a boundary of a log that ends inside a turn is rejected",
         OPEN_TURN,
-        [*in_turn(), fails(Code.OPEN_TURN, "fork", source="p", child="c")],
+        [*in_turn(), fork(code=Code.OPEN_TURN)],
     )
 
 
@@ -204,18 +205,18 @@ def open_compaction_cases() -> Cases:
     yield case(
         "a boundary inside a standalone compaction bracket is rejected",
         OPEN_COMPACTION,
-        [*bracketed(), fails(Code.OPEN_COMPACTION, "fork", source="p", boundary=4, child="c"), gone("c")],
+        [*bracketed(), fork(4, code=Code.OPEN_COMPACTION), gone("c")],
         comment="seq 4 lies between the bracket's start (3) and its end (6): the child would inherit it open",
     )
     yield case(
         "a boundary at a compaction/start is inside that compaction",
         OPEN_COMPACTION,
-        [*bracketed(), fails(Code.OPEN_COMPACTION, "fork", source="p", boundary=3, child="c")],
+        [*bracketed(), fork(3, code=Code.OPEN_COMPACTION)],
     )
     yield case(
         "a boundary at a compaction/end is outside the compaction",
         OPEN_COMPACTION,
-        [*bracketed(), ok("fork", source="p", boundary=6, child="c")],
+        [*bracketed(), fork(6)],
     )
     yield case(
         "a fork without a boundary of a log that ends inside a compaction is rejected",
@@ -224,7 +225,7 @@ def open_compaction_cases() -> Cases:
             ok("create", id="p"),
             append(msg.user("u1"), "p"),
             ok("engine_append", id="p", type="compaction/start", data={"compactionId": "k1", "turn": None}),
-            fails(Code.OPEN_COMPACTION, "fork", source="p", child="c"),
+            fork(code=Code.OPEN_COMPACTION),
         ],
         comment="the compaction engine is still at work on p: its bracket is the session's live lock",
     )
@@ -242,7 +243,7 @@ def open_compaction_cases() -> Cases:
                     ("turn/end", {"turn": 1, "reason": {"kind": "completed"}}),
                 ),
             ),
-            fails(Code.OPEN_TURN, "fork", source="p", boundary=1, child="c"),
+            fork(1, code=Code.OPEN_TURN),
         ],
         comment="the open turn is checked first; its compaction is inside it",
     )
@@ -257,7 +258,7 @@ def open_compaction_cases() -> Cases:
                     ("compaction/start", {"compactionId": "k1", "turn": None}), ("session/end-seed", {})
                 ),
             ),
-            ok("fork", source="p", child="c"),
+            fork(),
         ],
         comment="the marker made it a stale orphan of an earlier lifecycle (a DSH v0 resume leaves these): "
         "it is no live lock, so the fork is allowed and the checker reports the orphan",
@@ -273,12 +274,7 @@ def request_cases() -> Cases:
     yield case(
         "a fork into a live id is rejected",
         REQUEST,
-        [
-            *parent(),
-            ok("create", id="c"),
-            fails(Code.SESSION_ALREADY_EXISTS, "fork", source="p", child="c"),
-            state("c"),
-        ],
+        [*parent(), ok("create", id="c"), fork(code=Code.SESSION_ALREADY_EXISTS), state("c")],
     )
     yield case(
         "a stored child id is rejected before the boundary is looked at",
@@ -287,7 +283,7 @@ def request_cases() -> Cases:
             ok("create", id="c", meta={"cwd": "/work/c"}),
             ok("close", id="c"),
             *parent(),
-            fails(Code.SESSION_ALREADY_EXISTS, "fork", source="p", boundary=7, child="c"),
+            fork(7, code=Code.SESSION_ALREADY_EXISTS),
             ok("read", id="c"),
         ],
         storage="memory",
@@ -314,4 +310,26 @@ def request_cases() -> Cases:
     )
 
 
-cases: Final = chained(child_cases, boundary_cases, open_turn_cases, open_compaction_cases, request_cases)
+def judged_seed_cases() -> Cases:
+    """A live append does not judge a message's shape (the harness wrote it), but a child's seed is
+    judged entry by entry, its messages included, however much of it the fold takes at once
+    (notes/dsh-session-core §1.4, §4.2 step 2)."""
+    unidentified: JsonObject = {"role": "user", "content": [], "source": {"kind": "user"}}
+    for where, before in (("first", []), ("second", [append(msg.user("u1"), "p")])):
+        yield case(
+            f"a fork whose seed's {where} entry is a message without an id is refused",
+            "validate_message_shape",
+            [
+                ok("create", id="p"),
+                *before,
+                append(unidentified, "p", type="user/message", surfaceOp="append"),
+                fails(Code.MESSAGE_UNIDENTIFIED, "fork", source="p", child="c"),
+                gone("c"),
+            ],
+            comment="the parent's log holds the message as the live append took it",
+        )
+
+
+cases: Final = chained(
+    child_cases, boundary_cases, open_turn_cases, open_compaction_cases, request_cases, judged_seed_cases
+)

@@ -14,7 +14,7 @@ from typing import Final
 from conformance.cases import msg
 from conformance.cases.build import APPEND, OK, Cases, chained, log, pure, with_seq
 from spec.codes import Code
-from spec.log.json import JsonObject
+from spec.log.json import JsonObject, JsonValue
 
 CUTS = "spec.pairing.derive_cut_balance"
 BEFORE = "spec.pairing.is_balanced_before"
@@ -68,24 +68,16 @@ def cut_cases() -> Cases:
 
 
 def counting_cases() -> Cases:
-    nested: JsonObject = {
-        "turn": 1,
-        "step": 1,
-        "message": {
-            "id": "a",
-            "role": "assistant",
-            "source": {"kind": "model", "provider": "p", "model": "m"},
-            "content": [{"type": "group", "content": [{"type": "tool-call", "id": "c1"}]}],
-        },
+    message: JsonObject = {
+        "id": "a",
+        "role": "assistant",
+        "source": {"kind": "model", "provider": "p", "model": "m"},
+        "content": [{"type": "group", "content": [{"type": "tool-call", "id": "c1"}]}],
     }
+    nested: JsonObject = {"turn": 1, "step": 1, "message": message}
     call_message = msg.assistant(calls=["c1"])
-    tool_like: JsonObject = {
-        **nested,
-        "message": {
-            **nested["message"],  # type: ignore[dict-item]
-            "content": [{"type": "tool-use", "id": "c1"}, {"type": "text", "text": "hi"}],
-        },
-    }
+    tool_blocks: JsonValue = [{"type": "tool-use", "id": "c1"}, {"type": "text", "text": "hi"}]
+    tool_like: JsonObject = {**nested, "message": {**message, "content": tool_blocks}}
     for name, comment, nodes, events in (
         (
             "a node that is neither an assistant message nor a tool result opens and closes nothing",

@@ -20,6 +20,7 @@ from conformance.cases.build import (
     append,
     case,
     chained,
+    event,
     fails,
     log,
     ok,
@@ -75,6 +76,18 @@ def pure_cases() -> Cases:
             ("turn/end", {"turn": 1, "reason": {"kind": "completed"}}),
         ),
         comment="only the successful end (seq 4) and the prune (seq 5) are changes",
+    )
+    ended = {"compactionId": "k1", "turn": None}
+    yield pure(
+        "an event at or below the cursor was folded already and changes nothing",
+        CHANGES,
+        unit="sessionDigest",
+        events=[
+            event(3, "compaction/end", ended),
+            event(3, "compaction/end", ended),
+            event(2, "compaction/end", ended),
+        ],
+        comment="the cursor moves to seq 3 with the first event; the same seq again and an earlier one are not counted",
     )
     prune_2 = ("compaction/prune", {**PRUNE[1], "shadowedTokenCount": 7})
     yield pure(
@@ -225,6 +238,17 @@ def engine_cases() -> Cases:
             *_ledger(),
         ],
         comment="the refused registrant changes nothing: the key still folds at stateVersion 1",
+    )
+    yield case(
+        "a key registered at stateVersion 2 is refused to a registrant at stateVersion 1",
+        REGISTER,
+        [
+            ok("project", stateVersion=2, **LEDGER),
+            fails(Code.PROJECTION_VERSION_CONFLICT, "project", stateVersion=1, **LEDGER),
+            *history(1),
+            *_ledger(),
+        ],
+        comment="the refusal does not depend on which stateVersion came first",
     )
     yield case(
         "a unit named at the stateVersion the catalogue defines first is that unit",
@@ -645,6 +669,31 @@ def resumed_lines_cases() -> Cases:
     )
 
 
+def refused_digest_row_cases() -> Cases:
+    """The session digest's rows are held to its schema as the ledger's are (``is_digest_state``):
+    exactly its three keys, two counts and a price that is null or a count. A row the schema
+    refuses is dropped and the digest refolds (0 compactions for this log, against the row's 5)."""
+    good: JsonObject = {"compactions": 5, "prunes": 0, "lastShadowedTokens": None}
+    states: list[tuple[str, JsonValue]] = [
+        ("has a key its schema lacks", {**good, "turns": 1}),
+        ("lacks its price", {"compactions": 5, "prunes": 0}),
+        ("has a negative compaction count", {**good, "compactions": -1}),
+        ("has a negative prune count", {**good, "prunes": -1}),
+        ("has a price that is a string", {**good, "lastShadowedTokens": "7"}),
+    ]
+    for what, state in states:
+        record = encode_cache_record(v4_header(), {"sessionDigest": {"ver": 1, "seq": 8, "val": state}})
+        steps = _planted(record)
+        yield case(
+            f"a stored state ignores a digest cache row whose state {what}",
+            "decode_cache_row",
+            [*steps[:-1], ok("project", **DIGEST), ok("state_of_stored", id=SESSION, **DIGEST)],
+            storage="file",
+            why="a cache row whose val fails its unit's stateSchema is dropped and the unit refolds from "
+            "the log (SPEC-DECISIONS D7)",
+        )
+
+
 cases: Final = chained(
     pure_cases,
     engine_cases,
@@ -654,4 +703,5 @@ cases: Final = chained(
     cache_write_cases,
     cache_place_cases,
     resumed_lines_cases,
+    refused_digest_row_cases,
 )

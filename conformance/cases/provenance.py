@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Final
 
 from conformance.cases import msg
-from conformance.cases.build import OK, Cases, Step, append, case, chained, ok, refused, replace, state
+from conformance.cases.build import OK, Cases, Step, append, case, chained, event, ok, refused, replace, state
 from spec.codes import MEANING, Code
 from spec.log.json import JsonObject, JsonValue
 
@@ -155,4 +155,19 @@ def replace_cases() -> Cases:
     )
 
 
-cases: Final = chained(citing_cases, refused_cases, replace_cases)
+MANY: Final = 300  # cited seqs: lengths past 256, the integers CPython keeps one object of each
+
+
+def many_cases() -> Cases:
+    yield case(
+        f"an append may cite {MANY} distinct earlier events",
+        RULE,
+        [
+            ok("create", id="s", seed=[event(seq, "custom/x", {}) for seq in range(MANY)]),
+            Step(cite("user/message", list(range(MANY))), OK),
+        ],
+        comment="the seed's events are log-only; the distinct test compares two lengths of 300",
+    )
+
+
+cases: Final = chained(citing_cases, refused_cases, replace_cases, many_cases)

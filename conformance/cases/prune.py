@@ -289,15 +289,24 @@ def session_pass_cases() -> Cases:
         events=log(("turn/start", {"turn": 1}), msg.assistant(calls=["c1"]), ("tool/result", split, APPEND)),
         config=SMALL,
     )
+    carrying = {**msg.user("u1", "short"), "message": msg.result("c1", DIGITS)["message"]}
     odd = _result_holding("r", "c1", ["not a block"])
-    yield pure(
-        "a tool/result whose first content entry is not a block is skipped",
-        EVENTS,
-        comment="a project choice: DSH would fail on it",
-        nodes=[0],
-        events=log(("tool/result", odd, APPEND)),
-        config=SMALL,
-    )
+    skipped: list[tuple[str, str, str, JsonObject]] = [
+        (
+            "a user message whose data also holds an oversized tool result's message is not pruned",
+            "only a tool/result is a candidate, whatever its data holds; user/message sorts after tool/result",
+            "user/message",
+            carrying,
+        ),
+        (
+            "a tool/result whose first content entry is not a block is skipped",
+            "a project choice: DSH would fail on it",
+            "tool/result",
+            odd,
+        ),
+    ]
+    for name, comment, kind, data in skipped:
+        yield pure(name, EVENTS, comment=comment, nodes=[0], events=log((kind, data, APPEND)), config=SMALL)
     looks_like_a_result: JsonValue = [
         {
             "type": "tool-result",

@@ -24,6 +24,7 @@ from conformance.cases.build import (
     case,
     chained,
     event,
+    fails,
     log,
     ok,
     pure,
@@ -31,6 +32,7 @@ from conformance.cases.build import (
     turn_end,
     with_closers,
 )
+from spec.codes import Code
 from spec.log.json import JsonObject, JsonValue
 
 CLOSERS = "spec.repair.derive_closers"
@@ -431,4 +433,47 @@ def repeated_resume_cases() -> Cases:
     )
 
 
-cases: Final = chained(balanced_cases, call_cases, compaction_cases, identity_cases, resume_cases)
+def restarted_compaction_cases() -> Cases:
+    yield pure(
+        "a compaction started again replaces its own start and leaves the others open as they were",
+        CLOSERS,
+        events=log(
+            T1,
+            ("compaction/start", {"compactionId": "k2", "turn": 1}),
+            ("compaction/start", {"compactionId": "k1", "turn": 1}),
+            ("compaction/start", {"compactionId": "k2", "turn": 1, "note": "again"}),
+        ),
+        comment="k1 sorts before k2: only the start with k2's id is the one started again",
+    )
+
+
+def restored_message_cases() -> Cases:
+    """A live append does not judge a message's shape (the harness wrote it); a resume restores
+    the stored log as a seed, and a seed's messages are judged (notes/dsh-session-core §1.4, §4.2)."""
+    unidentified = {"role": "user", "content": [], "source": {"kind": "user"}}
+    for where, before in (("first", []), ("second", [turn()])):
+        yield case(
+            f"a message a live append let through without an id, the log's {where} event, is refused when "
+            "its log is resumed",
+            "validate_message_shape",
+            [
+                ok("create", id="s"),
+                *before,
+                append(unidentified, type="user/message", surfaceOp="append"),
+                ok("close", id="s"),
+                fails(Code.MESSAGE_UNIDENTIFIED, "resume", id="s"),
+            ],
+            storage="memory",
+            comment="the memory store's log is restored rule by rule, every message judged",
+        )
+
+
+cases: Final = chained(
+    balanced_cases,
+    call_cases,
+    compaction_cases,
+    identity_cases,
+    resume_cases,
+    restored_message_cases,
+    restarted_compaction_cases,
+)

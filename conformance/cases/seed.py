@@ -173,6 +173,11 @@ def request_header_cases() -> Cases:
     for name, code, data in [
         ("a seeded request/header needs a header config", Code.REQUEST_HEADER_PROVIDER_MODEL, {}),
         (
+            "a seeded request/header whose header has no config is refused",
+            Code.REQUEST_HEADER_PROVIDER_MODEL,
+            {"header": {}},
+        ),
+        (
             "a seeded request/header needs a model",
             Code.REQUEST_HEADER_PROVIDER_MODEL,
             {"header": {"config": {"provider": "p"}}},
@@ -224,6 +229,18 @@ def request_header_cases() -> Cases:
         ),
     ]:
         yield refused(name, code, HEADER_SHAPE, [event(0, "request/header", data)], why=MEANING[code])
+    yield case(
+        "a fallback reason on an event that is no request/header is not the retired form",
+        "validate_seed_request_header_reason",
+        [
+            ok(
+                "create",
+                id="s",
+                seed=log(("a/custom", {"reason": "fallback"}), ("x-custom/y", {"reason": "fallback"})),
+            )
+        ],
+        comment="the two types sort before and after request/header",
+    )
     marked = {"header": {"config": {**config, "maxTokens": 9}, "adapterDefaults": {"maxTokens": True}}}
     yield case(
         "adapterDefaults may mark a field the config sets",
@@ -290,6 +307,18 @@ def user_and_assistant_shapes() -> list[tuple[str, Code, str, JsonValue]]:
             {**assistant, "message": {**message, "source": {"kind": "user"}}},
         ),
         (
+            "a seeded assistant message's source is a model even when it names a provider and model",
+            Code.MESSAGE_MODEL_SOURCE,
+            "assistant/message",
+            {**assistant, "message": {**message, "source": {"kind": "agent", "provider": "p", "model": "m"}}},
+        ),
+        (
+            "a seeded assistant message whose source is the user is refused though it names a model",
+            Code.MESSAGE_MODEL_SOURCE,
+            "assistant/message",
+            {**assistant, "message": {**message, "source": {"kind": "user", "provider": "p", "model": "m"}}},
+        ),
+        (
             "a seeded assistant message's source names its model",
             Code.MESSAGE_MODEL_SOURCE,
             "assistant/message",
@@ -315,6 +344,11 @@ def tool_result_shapes() -> list[tuple[str, Code, str, JsonValue]]:
             with_message(source={"kind": "model", "callId": "c1"}),
         ),
         (
+            "a seeded tool result whose source is the user is refused",
+            Code.MESSAGE_TOOL_SOURCE,
+            with_message(source={"kind": "user", "callId": "c1"}),
+        ),
+        (
             "a seeded tool result's source names its call",
             Code.MESSAGE_TOOL_SOURCE,
             with_message(source={"kind": "tool"}),
@@ -331,6 +365,11 @@ def tool_result_shapes() -> list[tuple[str, Code, str, JsonValue]]:
             with_message(content=[{**block, "type": "text"}]),
         ),
         (
+            "a seeded tool result's block of type tool-use is not a tool-result block",
+            Code.MESSAGE_TOOL_BLOCK,
+            with_message(content=[{**block, "type": "tool-use"}]),
+        ),
+        (
             "a seeded tool-result block's content is an array",
             Code.MESSAGE_TOOL_BLOCK,
             with_message(content=[{**block, "content": "text"}]),
@@ -339,6 +378,11 @@ def tool_result_shapes() -> list[tuple[str, Code, str, JsonValue]]:
             "a seeded tool result's block answers the call its source names",
             Code.MESSAGE_TOOL_CALL_ID_MISMATCH,
             with_message(content=[{**block, "toolCallId": "c2"}]),
+        ),
+        (
+            "a seeded tool result's block naming a call that sorts before its source's is refused",
+            Code.MESSAGE_TOOL_CALL_ID_MISMATCH,
+            with_message(content=[{**block, "toolCallId": "c0"}]),
         ),
     ]
     return [(name, code, "tool/result", data) for name, code, data in shapes]

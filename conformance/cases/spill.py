@@ -110,6 +110,12 @@ def engine_cases() -> Cases:
         [*open_call(), _spill(ASTRAL, maxInlineTokens=200), ok("spill_read", locator=LOCATOR_1)],
     )
     yield case(
+        "a preview that costs exactly the limit replaces the result",
+        PREVIEW,
+        [*open_call(), _spill("x" * 4000, maxInlineTokens=150), ok("spill_read", locator=LOCATOR_1)],
+        comment="the head, the tail and the notice estimate at 150 tokens, the limit itself: at most the limit fits",
+    )
+    yield case(
         "a result within the limit enters the log as it came",
         "should_spill",
         [*open_call(), _spill("3 passed", maxInlineTokens=200)],
@@ -356,4 +362,20 @@ def boundary_cases() -> Cases:
         )
 
 
-cases: Final = chained(pure_cases, engine_cases, preview_cases, boundary_cases)
+def shape_cases() -> Cases:
+    """What the spill op reads of the result it is given: the first block of its message's content
+    is the tool-result block whose inner content the policy works on, and the blocks after it
+    stay as they are."""
+    yield case(
+        "a result whose tool-result block is followed by another entry keeps it after the block",
+        "should_spill",
+        [
+            *open_call(),
+            ok("spill", id="s", toolName="grep", maxInlineTokens=200, data=msg.result("c1", after=["x"])),
+        ],
+        comment="the policy reads the first block's content; a live append checks no message shape, so the "
+        "entry after the block enters the log as it came",
+    )
+
+
+cases: Final = chained(pure_cases, engine_cases, preview_cases, boundary_cases, shape_cases)

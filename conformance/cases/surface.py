@@ -318,4 +318,50 @@ def fold_cases() -> Cases:
     )
 
 
-cases: Final = chained(replace_cases, replace_rule_cases, log_only_cases, surface_op_cases, fold_cases)
+def lookup_cases() -> Cases:
+    """A surface read by position after appends, replaces and a seed: the nodes and the messages a
+    state shows follow each change in order (notes/dsh-session-core §3.8), whatever a reader keeps
+    between two reads."""
+    yield case(
+        "the messages a second state shows follow the nodes appended since the first",
+        APPLY,
+        [
+            ok("create", id="s"),
+            append(msg.user("u1")),
+            state(),
+            append(msg.assistant("a1")),
+            append(msg.user("u2")),
+            state(),
+        ],
+    )
+    yield case(
+        "the messages a state shows after a replace follow the nodes appended since",
+        APPLY,
+        [
+            ok("create", id="s"),
+            append(msg.user("u1")),
+            append(msg.assistant("a1")),
+            replace_user(0, 1, [0, 1]),
+            state(),
+            append(msg.assistant("a2")),
+            append(msg.user("u3")),
+            state(),
+        ],
+    )
+    yield case(
+        "a node a replace left on the surface is found again by a later replace",
+        PLAN,
+        [*three_nodes(), replace_user(2, 2, [2], "s1"), replace_user(1, 1, [1], "s2"), state()],
+        comment="the first replace leaves the assistant message at seq 1 in place; the second replaces it",
+    )
+    seeded = log(msg.user("u1"), msg.assistant("a1"), msg.user("u2"), msg.assistant("a2"))
+    yield case(
+        "a replace of the fourth node of a seeded surface shadows that node",
+        PLAN,
+        [ok("create", id="s", seed=seeded), replace_user(3, 3, [3]), state()],
+    )
+
+
+cases: Final = chained(
+    replace_cases, replace_rule_cases, log_only_cases, surface_op_cases, fold_cases, lookup_cases
+)

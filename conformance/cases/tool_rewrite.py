@@ -200,4 +200,23 @@ def meta_cases() -> Cases:
     )
 
 
-cases: Final = chained(allowed_cases, target_cases, changed_cases, meta_cases)
+def unshaped_cases() -> Cases:
+    """A live append judges no message shape, so a result whose message content is not an array can
+    be in the log; the rewrite rule still compares the two results around the first block's inner
+    content, whatever the content is."""
+    odd = with_message(content={"text": "a long tool output"})
+    yield case(
+        "a tool/result whose message content is an object may be rewritten by an equal one",
+        RULE,
+        [
+            ok("create", id="s"),
+            turn(),
+            append(msg.assistant(calls=["c1"])),
+            append(odd, type="tool/result", surfaceOp="append"),
+            Step(rewrite(odd), OK),
+        ],
+        comment="with no first block to set aside, the two results compare whole and are equal",
+    )
+
+
+cases: Final = chained(allowed_cases, target_cases, changed_cases, meta_cases, unshaped_cases)

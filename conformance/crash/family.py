@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import tempfile
+import time
 from dataclasses import replace
 from typing import Final
 
 from conformance.crash.kill import KILL_ROUNDS, KILL_SEED, run_kill_check
 from conformance.crash.outcome import CrashOutcome
 from conformance.crash.points import run_crash_checks
-from conformance.crash_rules import (
-    D3_ITEMS,
-)
+from conformance.crash.writers import run_writers_check
+from conformance.crash_rules import D2_WRITER, D2_WRITER_SENTENCE, D3_ITEMS
 from conformance.report import CaseResult, Options
 from conformance.subject import StdioSubject, Subject
 from conformance.targets import DEFAULT_TARGET
@@ -99,6 +99,26 @@ def check_crash(subject: Subject, options: Options) -> list[CaseResult]:
         with tempfile.TemporaryDirectory(prefix="conformance-kill-") as root:
             outcome = run_kill_check(subject.command, {STORE_ROOT_ENV: root}, rounds, KILL_SEED)
         cases = summarise_crash_outcome(outcome, f"SIGKILL while appending and flushing, seed {KILL_SEED}")
-        return with_fixed_replay(cases, options)
+        return with_fixed_replay([*cases, check_writers(subject, options)], options)
     reason = "needs capability crash-seam, or capability storage over stdio"
     return [CaseResult("crash", "crash injection (SPEC-DECISIONS D3)", "unsupported", reason, case_id="all")]
+
+
+def check_writers(subject: StdioSubject, options: Options) -> CaseResult:
+    """D2's one writer across processes (:func:`conformance.crash.writers.run_writers_check`), on
+    a store root of its own: one case. A subject over the crash seam stores in its own memory, so
+    two of its processes share no store and the rule is *not run* for it."""
+    began = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="conformance-writers-") as root:
+        problems = run_writers_check(
+            subject.command,
+            {STORE_ROOT_ENV: root},
+            "list" in options.capabilities,
+            options.target or DEFAULT_TARGET,
+            "commit-fault" in options.capabilities,
+        )
+    name = f"{D2_WRITER}: {D2_WRITER_SENTENCE} (two processes on one store root)"
+    seconds = time.perf_counter() - began
+    if problems:
+        return CaseResult("crash", name, "failed", "\n".join(problems), seconds, D2_WRITER, "d2-writer")
+    return CaseResult("crash", name, "passed", "every answer held", seconds, D2_WRITER, "d2-writer")

@@ -9,7 +9,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from conformance.builders import START_TIME
+from conformance.builders import START_TIME, append_request, close_turn, turn_start
 from conformance.crash.outcome import (
     CRASH_BYTE_CUTS,
     CRASH_REACHED,
@@ -45,12 +45,15 @@ from conformance.model import DurableLog, ModelStore, canonical_text, model_adop
 from conformance.targets import DEFAULT_TARGET, Target
 from spec.format.naming import LOG_NAMES
 from spec.lineage.store import derive_resumed_log
-from spec.log.events import Event
+from spec.log.events import TURN_START, Event
 from spec.log.json import JsonValue
 from spec.protocol import BAD_REQUEST, CRASHED, DAMAGE_SPOTS, UNSUPPORTED_OP, Request
 
 STORAGE_IO: Final = "STORAGE_IO"
 FAULTS: Final = (("fsync", "EIO"), ("write", "ENOSPC"), ("write", "EIO"))
+# How many mutating operations the power-out check's run makes at least: past the small integers
+# a host language may keep a single object of (CPython: up to 256).
+LONG_RUN_OPS: Final = 300
 # The workloads the damage check runs on: the standard one, or, where a subject cannot replay it
 # (no engine_append), the single-session one, so D3 item 5 is still reached.
 DAMAGE_WORKLOADS: Final = ("standard", "single session")
@@ -96,15 +99,24 @@ def _replay(driver: Driver, workload: Sequence[Request], stop_codes: Sequence[st
 
 def count_mutations(subject: Any, workload: Sequence[Request], compressed: bool) -> int:
     """How many mutating filesystem operations the whole workload makes."""
+    return _counted(subject, workload, compressed)[1]
+
+
+def _counted(subject: Any, workload: Sequence[Request], compressed: bool) -> tuple[int, int]:
+    """What ``ops`` answers right after ``reset``, and how many mutating operations the whole
+    workload makes."""
     driver = _start(subject, compressed)
-    before = driver.raw("ops")
+    before = _ops(driver)
     _replay(driver, workload, ())
-    after = driver.raw("ops")
-    if not (before.ok and after.ok and isinstance(before.result, int) and isinstance(after.result, int)):
-        raise Mismatch(
-            f"the ops counter answered {before.error_code or before.result} / {after.error_code or after.result}"
-        )
-    return int(after.result) - int(before.result)
+    return before, _ops(driver) - before
+
+
+def _ops(driver: Driver) -> int:
+    """What ``ops`` answers (a Mismatch when it is not an integer)."""
+    answer = driver.raw("ops")
+    if not (answer.ok and isinstance(answer.result, int) and not isinstance(answer.result, bool)):
+        raise Mismatch(f"the ops counter answered {answer.error_code or canonical_text(answer.result)}")
+    return int(answer.result)
 
 
 def durable_steps(model: ModelStore, workload: Sequence[Request]) -> int:
@@ -263,14 +275,15 @@ def _read_back(
 # --- the enumerations -------------------------------------------------------------------------------
 
 
-def _unsynced(driver: Driver) -> list[tuple[str, int]]:
+def _unsynced(driver: Driver, listed: list[tuple[str, int]] | None = None) -> list[tuple[str, int]]:
+    """The files ``unsynced`` shows with unsynced bytes; ``listed``, when given, receives every
+    entry it answered, those showing none included."""
     answer = driver.raw("unsynced")
     files = answer.result if answer.ok and isinstance(answer.result, list) else []
-    return [
-        (str(entry["path"]), int(entry["bytes"]))
-        for entry in files
-        if isinstance(entry, dict) and int(entry.get("bytes", 0)) > 0
-    ]
+    entries = [(str(entry["path"]), int(entry.get("bytes", 0))) for entry in files if isinstance(entry, dict)]
+    if listed is not None:
+        listed += entries
+    return [(path, size) for path, size in entries if size > 0]
 
 
 def _armed_run(subject: Any, workload: Sequence[Request], compressed: bool, after: int) -> _Run:
@@ -291,12 +304,15 @@ def run_boundary_crashes(
     """A power cut at every mutating-op boundary of the workload (keeping nothing, then all that
     was written), and at every byte of whatever unsynced bytes that boundary leaves. The seam
     itself is held to the protocol too (:func:`check_seam_boundaries`)."""
-    total = count_mutations(subject, workload, compressed)
+    origin, total = _counted(subject, workload, compressed)
     label = "zstd" if compressed else "plain"
     unfired: list[int] = []
-    unsynced_seen = False
+    stops: dict[int, int | None] = {}
+    listed: list[tuple[str, int]] = []
+    bounds_checked = False
     for after in range(total):
         probe = _armed_run(subject, workload, compressed, after)
+        stops[after] = probe.stopped_at
         stopped = (
             "the end"
             if probe.stopped_at is None
@@ -304,12 +320,14 @@ def run_boundary_crashes(
         )
         if probe.stopped_at is None:
             unfired.append(after)
-        pending = _unsynced(probe.driver)
-        unsynced_seen = unsynced_seen or bool(pending)
+        pending = _unsynced(probe.driver, listed)
         outcome.boundaries += 1
         survived: dict[str, Any] = {}
+        replayed = pending  # what the keep-all run's unsynced names (a temporary file's name may differ)
         for keep in ("none", "all"):
             run = probe if keep == "none" else _armed_run(subject, workload, compressed, after)
+            if keep == "all" and pending:
+                replayed = _unsynced(run.driver)
             record_outcome(
                 outcome,
                 f"{label}: crash before mutating op {after + 1} of {total}, at {stopped}, keep {keep}",
@@ -319,7 +337,16 @@ def run_boundary_crashes(
             record_outcome(
                 outcome,
                 f"{label}: crash before mutating op {after + 1} of {total}: what keep none and keep all kept",
-                check_crash_keeps(pending, survived.get("none"), survived.get("all")),
+                check_crash_keeps(pending, survived.get("none"), survived.get("all"), replayed),
+            )
+        if pending and not bounds_checked:
+            bounds_checked = True
+            record_outcome(
+                outcome,
+                f"{label}: crash before mutating op {after + 1} of {total}: the bounds of a byte cut",
+                check_cut_bounds(
+                    _armed_run(subject, workload, compressed, after), 0, pending[0][1], survived.get("none")
+                ),
             )
         if not every_byte:
             continue
@@ -348,32 +375,54 @@ def run_boundary_crashes(
     record_outcome(
         outcome,
         f"{label}: the seam's armed crashes and unsynced bytes",
-        check_seam_boundaries(total, unfired, unsynced_seen),
+        check_seam_boundaries(total, unfired, listed, origin),
+    )
+    record_outcome(
+        outcome,
+        f"{label}: a crash armed midway",
+        check_armed_midway(subject, workload, compressed, stops),
     )
 
 
 def check_crash_keeps(
-    pending: Sequence[tuple[str, int]], none: Mapping[str, bytes] | None, every: Mapping[str, bytes] | None
+    pending: Sequence[tuple[str, int]],
+    none: Mapping[str, bytes] | None,
+    every: Mapping[str, bytes] | None,
+    replayed: Sequence[tuple[str, int]] | None = None,
 ) -> tuple[str, ...]:
     """The crash seam keeps what ``crash`` was asked to (PROTOCOL.md, "Crash ops"): at one point,
     each file ``unsynced`` showed with ``pending`` bytes holds at least that many more bytes after
     a cut that keeps ``"all"`` (``every``) than after one that keeps ``"none"`` (``none``; a file
     gone counts as empty), as ``export`` shows them; a file gone after both (a temporary file the
     restarted store removed) shows nothing. A seam that kept the same whatever the plan would make
-    the point's two cuts one outcome checked twice. Without ``export`` nothing is checked."""
+    the point's two cuts one outcome checked twice. ``replayed``: what ``unsynced`` showed in the
+    run cut keeping all, replayed to the same point, file for file in the same order (a temporary
+    file's name may differ from replay to replay); by default the names of ``pending``. Without
+    ``export`` nothing is checked."""
     if none is None or every is None:
         return ()
+    replayed = pending if replayed is None else replayed
+    if [size for _, size in replayed] != [size for _, size in pending]:
+        return (
+            f"the unsynced files differ between identical replays: {list(pending)[:3]} and {list(replayed)[:3]}",
+        )
     problems: list[str] = []
-    for name, size in pending:
-        matches = [path for path in (*every, *none) if name == path or name.endswith(f"/{path}")]
-        if not matches:  # gone after either cut (a temporary file the restarted store removed)
-            continue
-        kept_all, kept_none = len(every.get(matches[0], b"")), len(none.get(matches[0], b""))
-        if kept_all - kept_none < size:
+    for (name, size), (again, _) in zip(pending, replayed, strict=True):
+        kept_none = next((len(none[path]) for path in none if _names(name, path)), 0)
+        kept_all = next((len(every[path]) for path in every if _names(again, path)), None)
+        if kept_all is None and not any(_names(name, path) for path in none):
+            continue  # gone after either cut (a temporary file the restarted store removed)
+        if (kept_all or 0) - kept_none < size:
             problems.append(
-                f"{name}: keep all left {kept_all} bytes and keep none {kept_none}, though {size} were unsynced"
+                f"{name}: keep all left {kept_all or 0} bytes and keep none {kept_none}, though {size} were unsynced"
             )
     return tuple(problems)
+
+
+def _names(name: str, path: str) -> bool:
+    """Whether ``unsynced``'s ``name`` (a path on the subject's disk) is ``export``'s ``path``
+    (relative to the store's root)."""
+    return name == path or name.endswith(f"/{path}")
 
 
 def check_byte_cut(
@@ -394,15 +443,27 @@ def check_byte_cut(
     return ()
 
 
-def check_seam_boundaries(total: int, unfired: Sequence[int], unsynced_seen: bool) -> tuple[str, ...]:
+def check_seam_boundaries(
+    total: int, unfired: Sequence[int], listed: Sequence[tuple[str, int]], origin: int = 0
+) -> tuple[str, ...]:
     """The crash seam (PROTOCOL.md, "Crash ops") over one workload of ``total`` mutating
     operations (``ops``) that makes sessions durable: ``arm_crash`` with ``after`` below ``total``
     stops the request that meets that operation with ``CRASHED`` (``unfired``: the values of
     ``after`` whose replay ran to the end), and some boundary shows unsynced bytes (before the
     fsync that follows a write of file bytes, they are written and not durable). A seam that
     crashed nowhere, or never reported unsynced bytes, would leave every power cut and every byte
-    cut of the workload checking nothing."""
+    cut of the workload checking nothing. ``listed``: every entry ``unsynced`` answered at the
+    boundaries, each of which must show at least one byte (a file with none is not listed);
+    ``origin``: what ``ops`` answered right after ``reset``, which counts nothing yet (0)."""
     problems: list[str] = []
+    unsynced_seen = any(size > 0 for _, size in listed)
+    empty = sorted({path for path, size in listed if size < 1})
+    if empty:
+        problems.append(
+            f"unsynced listed {empty[:3]} with no unsynced bytes; it lists only files that have some"
+        )
+    if origin != 0:
+        problems.append(f"ops answered {origin} right after reset, though nothing was done since")
     if unfired:
         problems.append(
             f"arm_crash after {list(unfired[:5])}{' …' if len(unfired) > 5 else ''} stopped no request with "
@@ -414,6 +475,141 @@ def check_seam_boundaries(total: int, unfired: Sequence[int], unsynced_seen: boo
             "though it writes file bytes and fsyncs them"
         )
     return tuple(problems)
+
+
+def arm_fault(
+    driver: Driver, fs_op: str, errno_name: str, after: int, outcome: CrashOutcome, name: str
+) -> bool:
+    """``fail_next`` armed (counted among the outcome's faults), or its refusal recorded under ``name``."""
+    armed = driver.raw("fail_next", fsOp=fs_op, errno=errno_name, after=after)
+    if not armed.ok:
+        record_outcome(outcome, name, (f"fail_next answered {armed.error_code}",))
+        return False
+    outcome.faults += 1
+    return True
+
+
+def check_cut_bounds(
+    run: _Run, position: int, size: int, none: Mapping[str, bytes] | None
+) -> tuple[str, ...]:
+    """A byte cut's bounds (PROTOCOL.md, "Crash ops"), at a boundary where ``unsynced`` showed
+    ``size`` bytes of its ``position``-th file (``none``: the files ``export`` showed after that
+    point's cut keeping none; ``run`` replayed to the same point, whose ``unsynced`` names the
+    file again, as a temporary file's name may differ from replay to replay): keeping one byte
+    more than that, or naming a file ``unsynced`` did not list, answers ``BAD_REQUEST`` and changes
+    nothing; keeping every one of them is a cut like any other, leaving the file exactly that many
+    bytes longer than keeping none; and ``ops`` answers 0 right after a ``crash``, which counts
+    nothing yet."""
+    files = _unsynced(run.driver)
+    if position >= len(files) or files[position][1] != size:
+        return ("the unsynced files differ between identical replays",)
+    path = files[position][0]
+    problems: list[str] = []
+    for keep in ({"path": path, "bytes": size + 1}, {"path": f"{path}.never-written", "bytes": 0}):
+        answer = run.driver.raw("crash", keep=keep)
+        if answer.ok or answer.error_code != BAD_REQUEST:
+            problems.append(
+                f"crash keep={canonical_text(keep)}, past what unsynced showed ({size} bytes of {path}), "
+                f"answered {answer.error_code or 'ok'}, expected {BAD_REQUEST}"
+            )
+    if problems:
+        return tuple(problems)
+    cut: dict[str, Any] = {}
+    problems += check_after_power_cut(run, {"path": path, "bytes": size}, survived=cut)
+    problems += check_byte_cut(path, size, none, next(iter(cut.values()), None))
+    if not problems:
+        run.driver.raw("crash", keep="none")
+        after = run.driver.raw("ops")
+        if not after.ok or after.result != 0:
+            problems.append(
+                f"ops answered {after.error_code or canonical_text(after.result)} right after a crash"
+            )
+    return tuple(problems)
+
+
+def check_armed_midway(
+    subject: Any, workload: Sequence[Request], compressed: bool, stops: Mapping[int, int | None]
+) -> tuple[str, ...]:
+    """``arm_crash`` counts from when it is sent (PROTOCOL.md, "Crash ops": the operation after
+    the next ``after`` mutating ones): armed after the workload's first ``p`` requests made ``d``
+    operations, with ``after`` ``d - 1``, it stops the request that a crash armed at ``reset`` with
+    ``after`` ``2d - 1`` stopped (``stops``: the request each ``after`` armed at ``reset``
+    stopped). A seam that counted from ``reset`` instead, or added the counts another way, would
+    agree with the crashes armed at the start only."""
+    driver = _start(subject, compressed)
+    origin = _ops(driver)
+    for prefix in range(1, len(workload)):
+        _replay(driver, workload[prefix - 1 : prefix], ())
+        done = _ops(driver) - origin
+        if done >= 1:
+            break
+    else:
+        return ()
+    if 2 * done - 1 not in stops:
+        return ()
+    armed = driver.raw("arm_crash", after=done - 1)
+    if not armed.ok:
+        return (f"arm_crash after={done - 1} answered {armed.error_code}",)
+    run = _replay(driver, workload[prefix:], (CRASHED,))
+    stopped = None if run.stopped_at is None else prefix + run.stopped_at
+    expected = stops[2 * done - 1]
+    if stopped != expected:
+        return (
+            f"arm_crash after={done - 1}, sent after the first {prefix} requests made {done} mutating "
+            f"operations, stopped {'no request' if stopped is None else f'request {stopped}'}; armed at reset "
+            f"with after={2 * done - 1} it stopped {'no request' if expected is None else f'request {expected}'}",
+        )
+    return ()
+
+
+def run_power_out_check(subject: Any, compressed: bool, outcome: CrashOutcome) -> None:
+    """A crash armed past :data:`LONG_RUN_OPS` mutating operations fires, and the power then stays
+    out until ``crash`` (PROTOCOL.md, "Crash ops"): sessions are created and flushed, one after the
+    other, until the run has made that many operations (``ops``); the same run, armed at ``reset``
+    to stop its last operation, must answer ``CRASHED``, and after it a session created and flushed
+    is not made durable (its flush does not succeed, some request answers ``CRASHED``) and ``ops``
+    does not grow. A seam that compared the counts by identity, or failed only the one operation
+    and let the rest of the run write on, would pass the shorter workloads. A subject whose created
+    and flushed sessions make fewer operations than that is not judged here, and is told so."""
+    label = "zstd" if compressed else "plain"
+    name = f"{label}: a crash armed past {LONG_RUN_OPS} operations, and the power out after it"
+    driver = _start(subject, compressed)
+    origin = _ops(driver)
+    workload: list[Request] = []
+    while _ops(driver) - origin < LONG_RUN_OPS and len(workload) < 2 * LONG_RUN_OPS:
+        session_id = f"p{len(workload) // 2}"
+        pair: tuple[Request, ...] = (("create", {"id": session_id}), ("flush", {"id": session_id}))
+        _replay(driver, pair, ())
+        workload += pair
+    total = _ops(driver) - origin
+    # A store that writes nothing for an empty session (DSH publishes at its first event).
+    if total < LONG_RUN_OPS:
+        outcome.not_reached.append(
+            f"{name} ({len(workload) // 2} sessions created and flushed made only {total} mutating operations)"
+        )
+        return
+    problems: list[str] = []
+    driver = _start(subject, compressed)
+    armed = driver.raw("arm_crash", after=total - 1)
+    run = _replay(driver, workload, (CRASHED,)) if armed.ok else None
+    if run is None:
+        problems.append(f"arm_crash after={total - 1} answered {armed.error_code or 'ok'}")
+    elif run.stopped_at is None:
+        problems.append(
+            f"arm_crash after={total - 1} stopped no request with {CRASHED}, though the run makes {total} "
+            "mutating operations"
+        )
+    else:
+        before = _ops(driver)
+        late = [driver.raw("create", id="after-the-cut"), driver.raw("flush", id="after-the-cut")]
+        if late[1].ok or all(answer.ok or answer.error_code != CRASHED for answer in late):
+            problems.append(
+                "after a request answered CRASHED, a session created and flushed answered "
+                f"{[answer.error_code or 'ok' for answer in late]}: the power is out until crash"
+            )
+        if _ops(driver) != before:
+            problems.append(f"after a request answered CRASHED, ops grew from {before} to {_ops(driver)}")
+    record_outcome(outcome, name, problems)
 
 
 def run_fault_injection(
@@ -437,12 +633,9 @@ def run_fault_injection(
                 # workload still needs more than ``index`` writes (or fsyncs): a seam that let it
                 # pass would make every later point vacuous.
                 required = durable_steps(driver.model, workload) if driver.model.batch is None else 0
-            armed = driver.raw("fail_next", fsOp=fs_op, errno=errno_name, after=index)
             name = f"{label}: {fs_op} number {index + 1} fails with {errno_name}"
-            if not armed.ok:
-                record_outcome(outcome, name, (f"fail_next answered {armed.error_code}",))
+            if not arm_fault(driver, fs_op, errno_name, index, outcome, name):
                 break
-            outcome.faults += 1
             try:
                 run = _replay(driver, workload, (STORAGE_IO,))
             except Mismatch as error:
@@ -462,6 +655,88 @@ def run_fault_injection(
                 continue
             run.in_flight = None  # a failed request completed nothing
             record_outcome(outcome, name, check_after_power_cut(run, "none", retry_storage_io=True))
+
+
+COUNTDOWN_ROUNDS: Final = 3  # rounds of one append and a flush the countdown's faults are armed over
+TWO_FAULTS: Final = (("fsync", "fsync"), ("write", "fsync"))  # armed at once: the first meets round 1
+
+
+def countdown_workload() -> tuple[tuple[Request, ...], tuple[Request, ...]]:
+    """The countdown's opening (a session created, published, and grown by one event and a flush,
+    so that a store's first append, which may make more of a log than later ones, is behind it)
+    and its rounds: turns opened and closed, one event and a flush a round."""
+    flush: Request = ("flush", {"id": "n"})
+    events = [
+        request
+        for turn in (1, 2)
+        for request in (append_request("n", TURN_START, turn_start(turn)), close_turn("n", turn))
+    ]
+    rounds = tuple(request for event in events for request in (event, flush))
+    return (("create", {"id": "n"}), flush, *rounds[:2]), rounds[2 : 2 + 2 * COUNTDOWN_ROUNDS]
+
+
+def run_fault_countdown(subject: Any, compressed: bool, outcome: CrashOutcome) -> None:
+    """``fail_next``'s ``after`` counted exactly (PROTOCOL.md, "Crash ops": the fault fails the
+    operation after the next ``after`` ones of its kind). A session is created, published and
+    grown once, then driven in rounds of one append and a flush. A round that makes exactly two
+    mutating operations (``ops``) makes exactly one write of file bytes and one fsync of a file:
+    its event, appended in the round, is durable at its end, so a write made after the append and
+    an fsync after that write are in the round. Over such rounds, a fault armed after ``n`` writes
+    (or fsyncs) must stop round ``n + 1``, no earlier and no later (:func:`run_fault_injection`
+    can only bound it: over a workload whose requests make several of each it cannot say which one
+    failed). Two faults armed at once (:data:`TWO_FAULTS`) stop round 1 too: the second may meet
+    what the subject does after the first failed (the reference's rollback fsyncs), and the request
+    still answers ``STORAGE_IO``. A subject whose rounds make other counts is not judged here, and
+    is told so."""
+    label = "zstd" if compressed else "plain"
+    opening, rounds = countdown_workload()
+    driver = _start(subject, compressed)
+    _replay(driver, opening, ())
+    counts = []
+    for index in range(0, len(rounds), 2):
+        before = _ops(driver)
+        _replay(driver, rounds[index : index + 2], ())
+        counts.append(_ops(driver) - before)
+    if any(count != 2 for count in counts):
+        outcome.not_reached.append(
+            f"{label}: fail_next's after counted exactly (a round of one append and a flush made {counts} "
+            "mutating operations, not one write and one fsync)"
+        )
+        return
+    for fs_op, errno_name in FAULTS:
+        for armed_after in range(COUNTDOWN_ROUNDS):
+            name = f"{label}: fail_next {fs_op} {errno_name} after {armed_after}, over rounds of one {fs_op} each"
+            driver = _start(subject, compressed)
+            _replay(driver, opening, ())
+            if arm_fault(driver, fs_op, errno_name, armed_after, outcome, name):
+                record_outcome(outcome, name, countdown_problems(driver, rounds, fs_op, armed_after))
+    for first, second in TWO_FAULTS:
+        name = f"{label}: fail_next {first} and {second} armed at once, over rounds of one of each"
+        driver = _start(subject, compressed)
+        _replay(driver, opening, ())
+        if arm_fault(driver, first, "EIO", 0, outcome, name) and arm_fault(
+            driver, second, "EIO", 0, outcome, name
+        ):
+            record_outcome(outcome, name, countdown_problems(driver, rounds, first, 0))
+
+
+def countdown_problems(
+    driver: Driver, rounds: Sequence[Request], fs_op: str, armed_after: int
+) -> tuple[str, ...]:
+    """What is wrong with where a fault armed after ``armed_after`` calls stops ``rounds`` (one
+    ``fs_op`` each): it must stop round ``armed_after + 1``."""
+    try:
+        run = _replay(driver, rounds, (STORAGE_IO,))
+    except Mismatch as error:
+        return (f"a round disagreed with the model: {error}",)
+    met = None if run.stopped_at is None else run.stopped_at // 2 + 1
+    if met == armed_after + 1:
+        return ()
+    where = f"round {met}" if met is not None else "no round"
+    return (
+        f"the fault stopped {where}, not round {armed_after + 1}: each round makes one {fs_op}, "
+        f"and it lets {armed_after} through",
+    )
 
 
 def exported_files(driver: Driver) -> dict[str, bytes] | None:
@@ -630,10 +905,20 @@ def run_crash_checks(
     outcome = CrashOutcome(fail_fast=fail_fast)
     started = time.perf_counter()
     damaged: set[bool] = set()  # the formats whose damage check ran
+    power_checked = False  # the power-out check runs once, in the first format
     target_token, reached_token = CRASH_TARGET.set(target), CRASH_REACHED.set(outcome.reached)
     try:
         for compressed in compressions:
             label = "zstd" if compressed else "plain"
+            if workloads is None:
+                try:
+                    run_fault_countdown(subject, compressed, outcome)
+                except Mismatch as error:
+                    record_outcome(outcome, f"{label}: fail_next's after counted exactly", (str(error),))
+                except Unsupported as unsupported:
+                    outcome.not_reached.append(
+                        f"{label}: fail_next's after (the subject lacks {unsupported})"
+                    )
             for workload_name, workload in crash_workloads(capabilities):
                 if compressed not in WORKLOAD_FORMATS.get(workload_name, (True, False)):
                     continue
@@ -643,6 +928,9 @@ def run_crash_checks(
                 reset = CRASH_RESET.set(WORKLOAD_RESETS.get(workload_name, {}))
                 cuts = CRASH_BYTE_CUTS.set(WORKLOAD_BYTE_CUTS.get(workload_name, lambda size: range(1, size)))
                 try:
+                    if not power_checked:
+                        power_checked = True
+                        run_power_out_check(subject, compressed, outcome)
                     if workload_name in DAMAGE_WORKLOADS and compressed not in damaged:
                         for spot in DAMAGE_SPOTS:
                             run_damage_check(

@@ -84,7 +84,8 @@ ZSTD_BINARY: Final = "/usr/bin/zstd"  # the standard zstd command-line tool
 CHECKSUM_FLAG: Final = 0x04  # Content_Checksum_flag of a frame header descriptor
 
 CHECKS: Final = {
-    "layout": "every log lies where SPEC-DECISIONS D1 puts it, under its target's file name, and no log elsewhere",
+    "layout": "every log lies where SPEC-DECISIONS D1 puts it, under its target's file name, and no log elsewhere "
+    "(a v0 log it was handed stays as it was: read, never written)",
     "header-line": "a log's first line is its session's header line, byte for byte (format 4)",
     "framing": "a compressed log is standard zstd frames: the header line's, then one per write holding its events (D2)",
     "zstd-dc": "the standard zstd -dc reads a compressed log whole, to the same text",
@@ -301,6 +302,24 @@ def written_logs(run: Written, target: Target) -> Iterator[tuple[str, DurableLog
 
 
 def check_layout(run: Written, target: Target) -> list[str]:
+    """D1's layout after the writing workload, and after :func:`rewriting_workload` (when it ran):
+    there, a log the suite placed may stay where it was, and a v0 log, which is never written (D1),
+    must stay byte for byte as placed, its resumed log written anew under the v4 name."""
+    problems = layout_problems(run, target)
+    again = run.rewritten
+    if again is not None:
+        placed = rewriting_files(again.compressed)
+        problems += [f"written again: {problem}" for problem in layout_problems(again, target, placed)]
+        problems += [
+            f"written again: the v0 log {path} was written (D1: v0 logs are read, never written)"
+            for path, data in sorted(placed.items())
+            if path.rsplit("/", 1)[-1] in V0_NAMES.values() and again.files.get(path) != data
+        ]
+    return problems
+
+
+def layout_problems(run: Written, target: Target, placed: Mapping[str, bytes] | None = None) -> list[str]:
+    """Each stored log of the model where D1 puts it, and no other log file (but the ``placed``)."""
     expected = {
         expected_path(log.header, run.compressed, target): sid for sid, log in run.model.stored.items()
     }
@@ -310,7 +329,9 @@ def check_layout(run: Written, target: Target) -> list[str]:
         if path not in run.files
     ]
     problems += [
-        f"a log file where D1 puts none: {path}" for path in log_files(run.files) if path not in expected
+        f"a log file where D1 puts none: {path}"
+        for path in log_files(run.files)
+        if path not in expected and path not in (placed or {})
     ]
     return problems
 
@@ -372,7 +393,9 @@ def check_header_line(run: Written, target: Target) -> list[str]:
         want: JsonValue = dict(encode_header_line(log.header))
         if target.format == LEGACY_FORMAT_VERSION and isinstance(line, dict):
             shown = {key: value for key, value in line.items() if key != "type"}
-            want = {"type": "session", **dict(target.header(dict(log.header), shown))}  # type: ignore[arg-type]
+            header = target.header(dict(log.header), shown)
+            assert isinstance(header, dict)  # a format 0 target's view of a header object
+            want = {"type": "session", **header}
         if not is_deep_equal_json(want, line):
             problems.append(f"{path}: the header line is {line!r}, expected {want!r}")
             continue

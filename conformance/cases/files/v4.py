@@ -6,6 +6,7 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from typing import Final
 
+from conformance import builders as payloads
 from conformance.cases.build import OK, SEED_TIME
 from conformance.cases.files.logs import (
     CHECKSUM_BYTES,
@@ -41,6 +42,7 @@ from conformance.zstd_frames import (
     encode_skippable_frame,
 )
 from spec.codes import Code
+from spec.format.json_text import encode_json_text
 from spec.format.naming import derive_session_relpath, encode_header_line
 from spec.log.header import build_header
 
@@ -206,6 +208,12 @@ def frame_form_sets() -> Iterator[FileSet]:
             lambda index, _: FrameHeader(dictionary_bytes=(1, 2, 4)[index % 3])
         ),
         "with RLE, compressed and empty blocks": mixed_blocks,
+        "with a window descriptor, a one-byte zero dictionary id and no checksum": framed(
+            lambda _, __: FrameHeader(window=True, size_bytes=0, dictionary_bytes=1, checksum=False)
+        ),
+        "with a window descriptor, an eight-byte content size and a one-byte zero dictionary id": framed(
+            lambda _, __: FrameHeader(window=True, size_bytes=8, dictionary_bytes=1)
+        ),
         "without checksums whose last block is empty": lambda _, texts: encode_frame(
             [*((RAW_BLOCK, text) for text in texts), (RAW_BLOCK, b"")], FrameHeader(checksum=False)
         ),
@@ -240,14 +248,18 @@ def frame_form_sets() -> Iterator[FileSet]:
         "that many bytes, and readers skip it; DSH refuses one, this project's reader skips it",
         comment="the skippable frames use the first and the last of the 16 magics; one holds nothing",
     )
-    yield FileSet(
-        "a skippable frame between two frames of events, after the header frame, is skipped",
-        FRAME_RULE,
-        v4_files(b"".join(frames[:2]) + encode_skippable_frame(b"between") + b"".join(frames[2:]), True),
-        True,
-        comment="no skippable frame comes before the header frame: a reader that stops at the first "
-        "skippable frame after it would show the first write's events alone, whose seqs still run 0, 1",
-    )
+    for name, payload in (
+        ("a skippable frame between two frames of events, after the header frame, is skipped", b"between"),
+        ("a skippable frame of eight bytes between two frames of events is skipped", b"8 bytes!"),
+    ):
+        yield FileSet(
+            name,
+            FRAME_RULE,
+            v4_files(b"".join(frames[:2]) + encode_skippable_frame(payload) + b"".join(frames[2:]), True),
+            True,
+            comment="no skippable frame comes before the header frame: a reader that stops at the first "
+            "skippable frame after it would show the first write's events alone, whose seqs still run 0, 1",
+        )
     data = v4_log(True)
     skippable = encode_skippable_frame(b"after")
     for where, cut in {"in its size": 6, "in its content": len(skippable) - 2}.items():
@@ -537,7 +549,11 @@ def stored_text_sets() -> Iterator[FileSet]:
                 shown=True,
             )
     # seqs are refused by read and resume alike; an envelope by resume only (read answers it)
-    for forms, rule, read in ((seq_forms(), SEQ_RULE, False), (envelope_forms(), ENVELOPE_RULE, True)):
+    for forms, rule, read in (
+        (seq_forms(), SEQ_RULE, False),
+        (envelope_forms(), ENVELOPE_RULE, True),
+        (legacy_looking_forms(), STORED_LOG_RULE, False),
+    ):
         for what, lines, intent in forms:
             yield FileSet(
                 f"a plain v4 log {what}",
@@ -548,6 +564,13 @@ def stored_text_sets() -> Iterator[FileSet]:
                 shown=intent == OK,
                 read=read,
             )
+    yield FileSet(
+        "a compressed v4 log whose event is one raw block of more than 8 KiB reads whole",
+        FRAME_RULE,
+        v4_files(raw_log(header, [raw_line(0, '"' + "x" * 9_000 + '"')], True), True),
+        True,
+        comment="a block's size is the high 21 bits of its 3-byte header: this one needs more than 13",
+    )
     wide = [raw_line(seq, f'"{seq:03d}{"x" * 1_200}"') for seq in range(WIDE_FRAME // 1_200 + 1)]
     yield FileSet(
         f"a compressed v4 log whose frame of events holds more than {WIDE_FRAME:,} bytes reads whole",
@@ -580,6 +603,29 @@ WIDE_FRAME: Final = 70_000  # bytes: a frame past 64 KiB, which a reader may inf
 
 
 ENVELOPE_RULE: Final = "validate_seed_envelope"
+STORED_LOG_RULE: Final = "decode_stored_log"
+
+
+def legacy_looking_forms() -> Iterator[tuple[str, list[bytes], str]]:
+    """v4 logs holding events in the forms DSH's v0 logs wrote, which the legacy conversions
+    rewrite (notes/dsh-persistence §3.6: a ``turn/start`` trigger dropped, an ``aborted`` end
+    given the cause ``legacy``, a ``disposed`` end made ``aborted``): a v4 log's records are taken
+    as they are (D1), so each reads as stored; a reader that sent a v4 log down the v0 path would
+    show them converted."""
+    start = raw_line(0, '{"turn":1,"trigger":{"kind":"user"}}', "turn/start")
+    yield (
+        "whose turn/start has a trigger and whose turn/end was aborted without a cause reads them as stored",
+        [start, raw_line(1, '{"turn":1,"reason":{"kind":"aborted"}}', "turn/end")],
+        OK,
+    )
+    yield (
+        "whose turn/end reason is disposed reads it as stored",
+        [
+            raw_line(0, '{"turn":1}', "turn/start"),
+            raw_line(1, '{"turn":1,"reason":{"kind":"disposed"}}', "turn/end"),
+        ],
+        OK,
+    )
 
 
 def envelope_forms() -> Iterator[tuple[str, list[bytes], str]]:
@@ -612,6 +658,42 @@ def envelope_forms() -> Iterator[tuple[str, list[bytes], str]]:
         Code.SEED_ENVELOPE_INVALID,
     )
     yield "whose event is ignorable true reads", [first, raw_line(1, "{}", ignorable=True)], OK
+    for what, flag in (("1", 1), ('"yes"', "yes")):
+        yield (
+            f"whose event is ignorable {what} is refused",
+            [first, raw_line(1, "{}", ignorable=flag)],
+            Code.SEED_ENVELOPE_INVALID,
+        )
+    message = encode_json_text(payloads.user_message("u1"))
+    for what, kind in (("an array", b"[]"), ("an object", b"{}")):
+        yield (
+            f"whose event's type is {what} is refused",
+            [first, b'{"type":' + kind + b',"seq":1,"time":0,"data":{}}\n'],
+            Code.SEED_ENVELOPE_INVALID,
+        )
+    header_data = encode_json_text({"header": {"config": {"provider": "p", "model": "m"}}, "reason": "user"})
+    yield (
+        "whose request header is followed by appended messages puts each on the surface once",
+        [
+            first,
+            raw_line(1, header_data, "request/header"),
+            *(
+                raw_line(
+                    seq,
+                    encode_json_text(payloads.user_message(f"u{seq}")),
+                    "user/message",
+                    surfaceOp="append",
+                )
+                for seq in (2, 3, 4)
+            ),
+        ],
+        OK,
+    )
+    yield (
+        "whose appended message cites its own seq is refused",
+        [first, raw_line(1, message, "user/message", surfaceOp="append", sourceEventSeqs=[1])],
+        Code.PROVENANCE_NOT_EARLIER,
+    )
     yield (
         "whose event has no data is refused",
         [first, b'{"type":"custom/value","seq":1,"time":0}\n'],

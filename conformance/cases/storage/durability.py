@@ -427,24 +427,39 @@ def batch_cases() -> Cases:
         batch={"batchMaxDelayMs": 0},
         why=BATCH_RULE,
     )
-    yield case(
-        "a batch that began at time 0 is due once an append comes the bound later",
-        BATCH_DUE,
-        [
-            ok("clock", now=0),
-            ok("create", id="s"),
-            turn(),
-            ok("clock", now=150),
-            append(msg.user()),
-            ok("crash"),
-            ok("read", id="s"),
-        ],
-        storage="file",
-        batch={"batchMaxDelayMs": 100},
-        why=BATCH_RULE,
-        comment="the age is the newest time minus the earliest (150 - 0 = 150 >= 100), whatever the earliest is: "
-        "0 is a time like any other, and a batch 50 ms past its bound is due as much as one exactly at it",
-    )
+    aged = {
+        "a batch that began at time 0 is due once an append comes the bound later": (
+            0,
+            150,
+            "the age is the newest time minus the earliest (150 - 0 = 150 >= 100), whatever the earliest is: "
+            "0 is a time like any other, and a batch 50 ms past its bound is due as much as one exactly at it",
+        ),
+        "a delay bound measures the age of a batch whose events have negative times": (
+            -199,
+            0,
+            "the session is created at 0 (a header's createdAt is never negative), then the clock goes back: "
+            "the turn/start at -199 is 199 ms older than the user/message at 0, so that append writes both",
+        ),
+    }
+    for name, (began, later, comment) in aged.items():
+        yield case(
+            name,
+            BATCH_DUE,
+            [
+                ok("clock", now=0),
+                ok("create", id="s"),
+                *([ok("clock", now=began)] if began else []),
+                turn(),
+                ok("clock", now=later),
+                append(msg.user()),
+                ok("crash"),
+                ok("read", id="s"),
+            ],
+            storage="file",
+            batch={"batchMaxDelayMs": 100},
+            why=BATCH_RULE,
+            comment=comment,
+        )
     for storage in ("file", "memory"):
         crash = [ok("crash")] if storage == "file" else []
         yield case(

@@ -316,4 +316,161 @@ def refused_cases() -> Cases:
         yield pure(name, UPGRADE, code, why=REFUSALS[code], sessionId="old", records=records)
 
 
-cases: Final = chained(conversion_cases, turn_end_reason_cases, legacy_form_cases, kept_cases, refused_cases)
+def boundary_cases() -> Cases:
+    """The edges of the legacy read path's tests: what each compares with, exactly (a type that is
+    no string, a repeated seq, a reason that sorts past another, the key set of a message from
+    before message identity, which replace target a result's id comes from)."""
+    old = {"sessionId": "old"}
+    text: JsonValue = [{"type": "text", "text": "hi"}]
+    user: JsonObject = {"content": text, "source": {"kind": "user"}}
+    result: JsonObject = PRE_IDENTITY_RESULT
+    bare_result = {key: result[key] for key in ("callId", "content", "isError")}
+    yield pure(
+        "an ignorable v0 event whose type is not a string is kept",
+        UPGRADE,
+        why=REFUSALS[Code.UNKNOWN_EVENT_TYPE],
+        records=[{"type": [], "seq": 0, "time": 0, "data": {}, "ignorable": True}],
+        **old,
+    )
+    yield pure(
+        "an unknown event type after a known one is refused",
+        UPGRADE,
+        Code.UNKNOWN_EVENT_TYPE,
+        why=REFUSALS[Code.UNKNOWN_EVENT_TYPE],
+        records=log(("turn/start", {"turn": 1}), ("custom/x", {})),
+        **old,
+    )
+    yield pure(
+        "an unknown event type marked ignorable with 1, not true, is refused",
+        UPGRADE,
+        Code.UNKNOWN_EVENT_TYPE,
+        why=REFUSALS[Code.UNKNOWN_EVENT_TYPE],
+        records=log(("custom/x", {}, {"ignorable": 1})),
+        **old,
+    )
+    yield pure(
+        "a repeated seq in a v0 log is corruption",
+        UPGRADE,
+        Code.CORRUPT_LOG,
+        why=REFUSALS[Code.CORRUPT_LOG],
+        records=[event(0, "turn/start", {"turn": 1}), event(0, "custom/x", {}, ignorable=True)],
+        **old,
+    )
+    yield pure(
+        "a request/header whose reason sorts after fallback is kept",
+        UPGRADE,
+        records=log(("request/header", {**msg.header(), "reason": "user"})),
+        **old,
+    )
+    yield pure(
+        "v0 turn/end kinds that sort before aborted and after error pass unchanged",
+        UPGRADE,
+        records=log(
+            ("turn/start", {"turn": 1}),
+            ("turn/end", {"turn": 1, "reason": {"kind": "abandoned"}}),
+            ("turn/start", {"turn": 2}),
+            ("turn/end", {"turn": 2, "reason": {"kind": "timeout"}}),
+        ),
+        **old,
+    )
+    yield pure(
+        "a user/message from before message identity with a key besides content and source gets an id",
+        UPGRADE,
+        records=log(("user/message", {**user, "turn": 1}, APPEND)),
+        **old,
+    )
+    yield pure(
+        "a user/message with content but no source is not one from before message identity",
+        UPGRADE,
+        Code.MESSAGE_UNIDENTIFIED,
+        why=REFUSALS[Code.MESSAGE_ROLE],
+        records=log(("user/message", {"content": text}, APPEND)),
+        **old,
+    )
+    yield pure(
+        "an assistant/message of exactly content and provenance is one from before message identity",
+        UPGRADE,
+        records=log(
+            ("assistant/message", {"content": text, "provenance": {"provider": "p", "model": "m"}}, APPEND)
+        ),
+        **old,
+    )
+    yield pure(
+        "an assistant/message with content but no provenance is not one from before message identity",
+        UPGRADE,
+        Code.MESSAGE_UNIDENTIFIED,
+        why=REFUSALS[Code.MESSAGE_ROLE],
+        records=log(("assistant/message", {"turn": 1, "step": 1, "content": text}, APPEND)),
+        **old,
+    )
+    yield pure(
+        "a tool/result of exactly callId, content and isError is one from before message identity",
+        UPGRADE,
+        records=log(("tool/result", bare_result, APPEND)),
+        **old,
+    )
+    yield pure(
+        "a tool/result with a callId and content but no isError is not one from before message identity",
+        UPGRADE,
+        Code.MESSAGE_UNIDENTIFIED,
+        why=REFUSALS[Code.MESSAGE_ROLE],
+        records=log(("tool/result", {"callId": "c1", "content": []}, APPEND)),
+        **old,
+    )
+    targets: dict[str, JsonValue] = {
+        "a seq past the log's end": 5,
+        "its own seq": 1,
+        "a negative seq": -1,
+    }
+    for what, start in targets.items():
+        yield pure(
+            f"a replacing result from before message identity whose target is {what} inherits no id",
+            UPGRADE,
+            Code.MESSAGE_UNIDENTIFIED,
+            why=REFUSALS[Code.MESSAGE_ROLE],
+            records=log(
+                ("user/message", user, APPEND),
+                ("tool/result", result, {"surfaceOp": {"op": "replace", "start": start, "end": start}}),
+            ),
+            **old,
+        )
+    yield pure(
+        "a replacing result from before message identity inherits a user message's own id",
+        UPGRADE,
+        records=log(
+            ("user/message", user, APPEND),
+            ("tool/result", result, {"surfaceOp": {"op": "replace", "start": 0, "end": 0}}),
+        ),
+        comment="a user/message holds its id in its data, the other message events under message",
+        **old,
+    )
+    yield pure(
+        "a replacing result from before message identity inherits no id from an event that is no message",
+        UPGRADE,
+        Code.MESSAGE_UNIDENTIFIED,
+        why=REFUSALS[Code.MESSAGE_ROLE],
+        records=log(
+            ("x-custom/y", {"id": "x"}, {"ignorable": True}),
+            ("tool/result", result, {"surfaceOp": {"op": "replace", "start": 0, "end": 0}}),
+        ),
+        comment="the event's type sorts after user/message and its data has an id",
+        **old,
+    )
+    yield pure(
+        "only a replace's start names the message whose id a result from before message identity takes",
+        UPGRADE,
+        records=log(
+            ("user/message", user, APPEND),
+            ("tool/result", result, {"surfaceOp": {"op": "append", "start": 0}}),
+            ("tool/result", result, {"surfaceOp": {"op": "truncate", "start": 0}}),
+            ("tool/result", result, {"surfaceOp": {"op": "replace", "start": "0", "end": 0}}),
+        ),
+        comment="an append or another op with a start, and a replace whose start is a string, mint the "
+        "result's own id",
+        **old,
+    )
+
+
+cases: Final = chained(
+    conversion_cases, turn_end_reason_cases, legacy_form_cases, kept_cases, refused_cases, boundary_cases
+)

@@ -10,9 +10,17 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any, Final
 
-from conformance.cases.build import OK, Cases, PureCase, chained, event, pure
+from conformance import builders as payloads
+from conformance.cases import msg
+from conformance.cases.build import NOW, OK, Cases, PureCase, append, chained, event, ok, pure, state
+from conformance.cases.build import case as protocol_case
+from conformance.cases.build import replace as replace_op
+from conformance.cases.files.logs import SESSION, raw_line, raw_log, v4_files, v4_header
 from conformance.cases.storage.naming import V4_LINE
+from conformance.files.reader import encode_files
 from spec.codes import Code
+from spec.format.json_text import encode_json_text
+from spec.format.naming import encode_header_line
 from spec.log.json import JsonObject, JsonValue
 
 RECORD = "spec.chunk_rows.decode_storage_record"
@@ -132,6 +140,22 @@ def malformed_row_cases() -> Cases:
         ),
     ]:
         yield pure(name, RECORD, Code.MALFORMED_CHUNK_ROW, why=ROW_RULE, record=value)
+    for field in ("turn", "step"):
+        yield pure(
+            f"a packed row whose {field} is a string is malformed, whatever the other numbers",
+            RECORD,
+            Code.MALFORMED_CHUNK_ROW,
+            why=ROW_RULE,
+            record={**TEXT_ROW, "data": {**text_data, field: "1"}},
+        )
+    many = 300
+    yield pure(
+        f"a packed row of {many} members expands into {many} chunks",
+        RECORD,
+        why=ROW_RULE,
+        comment="past 256 members: the lengths compared are large integers",
+        record={**TEXT_ROW, "data": {**text_data, "dt": [1] * (many - 1), "texts": ["a"] * many}},
+    )
     yield pure(
         "a packed row whose last member's seq is the largest safe integer is valid",
         RECORD,
@@ -354,4 +378,32 @@ def compressed_reads() -> Iterator[PureCase]:
     )
 
 
-cases: Final = chained(chunk_row_cases, malformed_row_cases, jsonl_cases, compressed_cases)
+def resumed_surface_cases() -> Cases:
+    """A stored log folded at resume in runs (issue 24: take_seed_run) gives the surface a fold
+    event by event gives: a second run of appends, after a request/header ends the first, is pushed
+    once, and a replace after the resume finds its nodes where they stand."""
+    header_data = encode_json_text({"header": {"config": {"provider": "p", "model": "m"}}, "reason": "user"})
+    messages = [
+        raw_line(seq, encode_json_text(payloads.user_message(f"u{seq}")), "user/message", surfaceOp="append")
+        for seq in (2, 3, 4)
+    ]
+    lines = [raw_line(0, "{}"), raw_line(1, header_data, "request/header"), *messages]
+    files = v4_files(raw_log(encode_header_line(v4_header()), lines, False), False)
+    yield protocol_case(
+        "a replace after a resume finds the resumed log's second run of appends where it stands",
+        "fold_seed",
+        [
+            ok("reset", storage="file", compressed=False, files=encode_files(files)),
+            ok("clock", now=NOW),
+            ok("resume", id=SESSION),
+            append(msg.user("sum", "summary"), SESSION, surfaceOp=replace_op(3, 4), sourceEventSeqs=[3, 4]),
+            state(SESSION),
+        ],
+        storage="file",
+        comment="the surface is [2, 3, 4] after the resume; the summary replaces 3 and 4",
+    )
+
+
+cases: Final = chained(
+    chunk_row_cases, malformed_row_cases, jsonl_cases, compressed_cases, resumed_surface_cases
+)

@@ -22,8 +22,10 @@ from log_specs import (
     chunk,
     compaction_end,
     compaction_start,
+    in_step,
     log,
     not_started_result,
+    open_step,
     plain,
     prune,
     replace,
@@ -49,6 +51,12 @@ from spec.log.surface import fold_surface
 
 def rules_at(violations: tuple[Violation, ...]) -> list[tuple[str, int | None]]:
     return [(violation.rule, violation.seq) for violation in violations]
+
+
+def assert_only(events: list[dict[str, Any]], rule: str, seq: int, words: str) -> None:
+    """The checker reports one violation of ``events``: ``rule`` at ``seq``, its message saying ``words``."""
+    violations = check_log(events)
+    assert rules_at(violations) == [(rule, seq)] and words in violations[0].message, violations
 
 
 # A well-formed turn: a user prompt, one step with a started and answered call, another without calls.
@@ -111,11 +119,7 @@ BREAKS: dict[str, tuple[Callable[[], list[dict[str, Any]]], int | None, dict[str
     "step-in-turn": (lambda: log(step_start(1, 1), step_end(1, 1)), 0, None),
     "step-numbering": (lambda: log(turn_start(1), step_start(1, 2), step_end(1, 2), turn_end(1)), 1, None),
     "step-scoped": (lambda: log(turn_start(1), chunk(1, 1), turn_end(1)), 1, None),
-    "tool-result-pairing": (
-        lambda: log(turn_start(1), step_start(1, 1), tool_result(1, 1, "c"), step_end(1, 1), turn_end(1)),
-        2,
-        None,
-    ),
+    "tool-result-pairing": (lambda: log(*in_step(tool_result(1, 1, "c"))), 2, None),
     "turn-enclosed": (lambda: log(request_context()), 0, None),
     "compaction-bracket": (lambda: log(compaction_end("k", None, error="x")), 0, None),
     "delegation-depth": (
@@ -280,17 +284,8 @@ def test_an_ignorable_flag_other_than_true_breaks_the_envelope_rule() -> None:
 def test_a_tool_result_that_rewrites_more_than_its_content_is_reported() -> None:
     kind, data, extra = rewrite(1, 1, "c", 4)
     data["message"]["content"][0]["isError"] = True
-    events = log(
-        turn_start(1),
-        step_start(1, 1),
-        assistant(1, 1, "c"),
-        tool_call(1, 1, "c"),
-        tool_result(1, 1, "c"),
-        step_end(1, 1),
-        prune(4, 4),
-        (kind, data, extra),
-        turn_end(1),
-    )
+    answered = open_step(assistant(1, 1, "c"), tool_call(1, 1, "c"), tool_result(1, 1, "c"))
+    events = log(*answered, step_end(1, 1), prune(4, 4), (kind, data, extra), turn_end(1))
     assert rules_at(check_log(events)) == [("tool-rewrite", 7)]
 
 
@@ -332,13 +327,13 @@ def test_a_turn_started_over_an_open_one_counts_as_the_next_turn() -> None:
 
 def test_execution_records_are_allowed_inside_a_step() -> None:
     events = log(
-        turn_start(1),
-        step_start(1, 1),
-        plain("todo/write", {"todos": []}),
-        plain("request/header", {"header": {"config": {"provider": "p", "model": "m"}}, "reason": "initial"}),
-        request_context(),
-        step_end(1, 1),
-        turn_end(1),
+        *in_step(
+            plain("todo/write", {"todos": []}),
+            plain(
+                "request/header", {"header": {"config": {"provider": "p", "model": "m"}}, "reason": "initial"}
+            ),
+            request_context(),
+        ),
     )
     assert check_log(events) == ()
 
@@ -382,7 +377,7 @@ def test_a_turn_end_while_a_step_is_open_says_the_step_is_still_open() -> None:
 
 @pytest.mark.parametrize("wrong", [assistant(1, 2), step_end(1, 2)])
 def test_a_step_scoped_event_naming_another_step_is_reported(wrong: Spec) -> None:
-    violations = check_log(log(turn_start(1), step_start(1, 1), wrong, step_end(1, 1), turn_end(1)))
+    violations = check_log(log(*in_step(wrong)))
     assert rules_at(violations)[0] == ("step-scoped", 2) and "open is turn 1/step 1" in violations[0].message
 
 
@@ -405,38 +400,19 @@ def test_a_chunk_after_its_step_ended_names_no_open_step() -> None:
 
 
 def test_a_tool_result_without_a_prior_tool_call_is_unpaired() -> None:
-    events = log(
-        turn_start(1),
-        step_start(1, 1),
-        assistant(1, 1, "c"),
-        tool_result(1, 1, "c"),
-        step_end(1, 1),
-        turn_end(1),
-    )
+    events = log(*in_step(assistant(1, 1, "c"), tool_result(1, 1, "c")))
     (violation,) = check_log(events)
     assert violation.rule == "tool-result-pairing" and "no prior tool/call" in violation.message
 
 
 def test_an_appended_tool_result_outside_a_step_is_step_checked() -> None:
-    events = log(
-        turn_start(1),
-        step_start(1, 1),
-        tool_call(1, 1, "c"),
-        step_end(1, 1),
-        tool_result(1, 1, "c"),
-        turn_end(1),
-    )
+    events = log(*open_step(tool_call(1, 1, "c")), step_end(1, 1), tool_result(1, 1, "c"), turn_end(1))
     assert rules_at(check_log(events)) == [("step-scoped", 4)]
 
 
 def test_a_tool_result_replacement_in_a_turn_without_a_step_is_accepted() -> None:
     events = log(
-        turn_start(1),
-        step_start(1, 1),
-        tool_call(1, 1, "c"),
-        tool_result(1, 1, "c"),
-        step_end(1, 1),
-        turn_end(1),
+        *in_step(tool_call(1, 1, "c"), tool_result(1, 1, "c")),
         turn_start(2),
         prune(3, 3),
         rewrite(1, 1, "c", 3),
@@ -447,12 +423,7 @@ def test_a_tool_result_replacement_in_a_turn_without_a_step_is_accepted() -> Non
 
 def test_a_tool_result_replacement_outside_a_turn_is_not_turn_enclosed() -> None:
     events = log(
-        turn_start(1),
-        step_start(1, 1),
-        tool_call(1, 1, "c"),
-        tool_result(1, 1, "c"),
-        step_end(1, 1),
-        turn_end(1),
+        *in_step(tool_call(1, 1, "c"), tool_result(1, 1, "c")),
         prune(3, 3),
         rewrite(1, 1, "c", 3),
     )
@@ -460,15 +431,7 @@ def test_a_tool_result_replacement_outside_a_turn_is_not_turn_enclosed() -> None
 
 
 def test_not_started_repair_results_and_unresolved_calls_at_step_end_pass_the_pairing_rule() -> None:
-    events = log(
-        turn_start(1),
-        step_start(1, 1),
-        assistant(1, 1, "a", "b"),
-        tool_call(1, 1, "b"),
-        not_started_result(1, 1, "a"),
-        step_end(1, 1),
-        turn_end(1),
-    )
+    events = log(*in_step(assistant(1, 1, "a", "b"), tool_call(1, 1, "b"), not_started_result(1, 1, "a")))
     # The pairing rule lets repair's not-started result answer a call that never started (DSH's
     # companion does too); the closers rule says this one is no closer: its turn went on and ended.
     assert rules_at(check_log(events)) == [("closers", 4)]
@@ -476,9 +439,7 @@ def test_not_started_repair_results_and_unresolved_calls_at_step_end_pass_the_pa
 
 def test_a_result_in_a_later_step_does_not_answer_an_earlier_call() -> None:
     events = log(
-        turn_start(1),
-        step_start(1, 1),
-        tool_call(1, 1, "c"),
+        *open_step(tool_call(1, 1, "c")),
         step_end(1, 1),
         step_start(1, 2),
         tool_result(1, 2, "c"),
@@ -548,8 +509,7 @@ def test_a_compaction_start_while_one_is_open_is_reported() -> None:
     events = log(
         compaction_start("k1", None), compaction_start("k2", None), compaction_end("k2", None, error="x")
     )
-    violations = check_log(events)
-    assert rules_at(violations) == [("compaction-bracket", 1)] and "still compacting" in violations[0].message
+    assert_only(events, "compaction-bracket", 1, "still compacting")
 
 
 def test_a_compaction_end_with_another_id_does_not_match() -> None:
@@ -573,11 +533,7 @@ def test_a_second_summary_in_one_compaction_is_reported() -> None:
 
 def test_a_turn_boundary_cannot_cross_an_open_compaction() -> None:
     events = log(turn_start(1), compaction_start("k", 1), turn_end(1))
-    violations = check_log(events)
-    assert (
-        rules_at(violations) == [("compaction-turn", 2)]
-        and "cannot cross an open compaction for turn 1" in violations[0].message
-    )
+    assert_only(events, "compaction-turn", 2, "cannot cross an open compaction for turn 1")
 
 
 def test_a_standalone_compaction_inside_a_turn_is_reported() -> None:
@@ -589,11 +545,7 @@ def test_a_standalone_compaction_inside_a_turn_is_reported() -> None:
 
 def test_a_compaction_end_names_the_owner_of_its_start() -> None:
     events = log(turn_start(1), compaction_start("k", 1), compaction_end("k", 2, error="x"), turn_end(1))
-    violations = check_log(events)
-    assert (
-        rules_at(violations) == [("compaction-turn", 2)]
-        and "owner 2 does not match compaction/start owner 1" in violations[0].message
-    )
+    assert_only(events, "compaction-turn", 2, "owner 2 does not match compaction/start owner 1")
 
 
 def test_a_summary_range_must_span_its_shadowed_seqs() -> None:
@@ -614,9 +566,7 @@ def test_an_end_seed_makes_an_open_compaction_a_stale_orphan_reported_as_danglin
         compaction_start("k2", None),
         compaction_end("k2", None, error="x"),
     )
-    violations = check_log(events)
-    assert rules_at(violations) == [("compaction-dangling", 0)]
-    assert "session/end-seed at seq 1" in violations[0].message
+    assert_only(events, "compaction-dangling", 0, "session/end-seed at seq 1")
 
 
 def test_a_dangling_start_in_a_v0_log_is_reported_as_legacy_and_not_as_dangling() -> None:
@@ -643,18 +593,13 @@ def test_turn_boundaries_before_the_end_seed_may_cross_an_inherited_orphan() -> 
 
 def test_a_replace_without_its_metering_event_has_no_shadow_price() -> None:
     events = log(user("a"), user("b", replace(0, 0), sourceEventSeqs=[0]))
-    violations = check_log(events)
-    assert (
-        rules_at(violations) == [("shadow-price", 1)]
-        and "has no adjacent shadow price" in violations[0].message
-    )
+    assert_only(events, "shadow-price", 1, "has no adjacent shadow price")
 
 
 def test_a_metering_event_over_another_range_does_not_price_the_replace() -> None:
     events = compacted_turn()
     events[4]["data"]["shadowedRange"], events[4]["data"]["shadowedSeqs"] = {"start": 1, "end": 1}, [1]
-    violations = check_log(events)
-    assert rules_at(violations) == [("shadow-price", 5)] and "armed claim covers 1-1" in violations[0].message
+    assert_only(events, "shadow-price", 5, "armed claim covers 1-1")
 
 
 def test_a_prune_meters_a_tool_result_and_not_a_user_message() -> None:
@@ -700,17 +645,13 @@ def test_a_repaired_log_goes_on_with_its_next_turn() -> None:
 
 
 def test_an_interrupted_turn_end_that_leaves_a_call_unanswered_is_not_a_closer() -> None:
-    events = log(
-        turn_start(1), step_start(1, 1), assistant(1, 1, "c"), step_end(1, 1), turn_end(1, kind="interrupted")
-    )
+    events = log(*open_step(assistant(1, 1, "c")), step_end(1, 1), turn_end(1, kind="interrupted"))
     events[3] = {**events[3], "type": "plugin/x"}
     assert rules_at(check_log(events)) == [("step-open", 4), ("closers", 4)]
 
 
 def test_an_interrupted_turn_end_after_the_step_closed_is_a_closer_block_of_one() -> None:
-    events = log(
-        turn_start(1), step_start(1, 1), assistant(1, 1, "c"), step_end(1, 1), turn_end(1, kind="interrupted")
-    )
+    events = log(*open_step(assistant(1, 1, "c")), step_end(1, 1), turn_end(1, kind="interrupted"))
     assert check_log(events) == ()
 
 
@@ -927,19 +868,12 @@ def test_the_checker_is_total_and_reports_only_known_rules(events: list[dict[str
 
 
 def test_a_result_with_repair_s_error_code_outside_a_closer_block_breaks_the_closers_rule() -> None:
-    events = log(
-        turn_start(1),
-        step_start(1, 1),
-        assistant(1, 1, "c1"),
-        not_started_result(1, 1, "c1"),
-        step_end(1, 1),
-        turn_end(1),
-    )
+    events = log(*in_step(assistant(1, 1, "c1"), not_started_result(1, 1, "c1")))
     assert ("closers", 3) in rules_at(check_log(events))
 
 
 def test_repair_s_own_results_inside_its_closer_block_pass_the_closers_rule() -> None:
-    events = log(turn_start(1), step_start(1, 1), assistant(1, 1, "c1", "c2"), tool_call(1, 1, "c1"))
+    events = log(*open_step(assistant(1, 1, "c1", "c2"), tool_call(1, 1, "c1")))
     repaired = [*events, *derive_closers(events)]
     assert [e["type"] for e in repaired[4:]] == ["tool/result", "tool/result", "step/end", "turn/end"]
     assert "closers" not in [rule for rule, _ in rules_at(check_log(repaired))]

@@ -8,6 +8,7 @@ import itertools
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from refusals import refusal
 
 from spec.codes import Code, SpecError
 from spec.format.chunk_rows import decode_storage_record
@@ -299,16 +300,14 @@ def test_there_are_seventeen_malformed_row_cases() -> None:
     ("label", "row", "why"), MALFORMED_ROWS, ids=[label for label, _, _ in MALFORMED_ROWS]
 )
 def test_a_malformed_row_is_refused_with_the_dsh_reason(label: str, row: JsonObject, why: str) -> None:
-    with pytest.raises(SpecError) as caught:
-        decode_storage_record(row)
-    assert caught.value.code is Code.MALFORMED_CHUNK_ROW
-    assert caught.value.message == f"malformed {row['type']} storage row: {why}"
+    caught = refusal(lambda: decode_storage_record(row))
+    assert caught.code is Code.MALFORMED_CHUNK_ROW
+    assert caught.message == f"malformed {row['type']} storage row: {why}"
 
 
 def test_a_dt_shorter_than_the_members_is_refused_too() -> None:
-    with pytest.raises(SpecError) as caught:
-        decode_storage_record(text_row(["a", "b", "c"], [1]))
-    assert caught.value.message == "malformed text-chunks storage row: dt length 1 does not match 3 members"
+    caught = refusal(lambda: decode_storage_record(text_row(["a", "b", "c"], [1])))
+    assert caught.message == "malformed text-chunks storage row: dt length 1 does not match 3 members"
 
 
 def test_an_array_data_fails_the_exact_keys_check_as_in_dsh() -> None:
@@ -323,9 +322,7 @@ def test_a_boolean_turn_is_not_a_number() -> None:
 
 def test_an_event_whose_type_is_literally_a_row_tag_cannot_be_read_back() -> None:
     plugin_event: JsonObject = {"type": "text-chunks", "seq": 0, "time": 1, "data": None, "ignorable": True}
-    with pytest.raises(SpecError) as caught:
-        decode_storage_record(plugin_event)
-    assert caught.value.code is Code.MALFORMED_CHUNK_ROW
+    assert refusal(lambda: decode_storage_record(plugin_event)).code is Code.MALFORMED_CHUNK_ROW
 
 
 @st.composite

@@ -13,6 +13,7 @@ import pytest
 import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from refusals import refusal
 
 from conformance.zstd_frames import inflate_zstd
 from spec.codes import Code, SpecError
@@ -162,34 +163,29 @@ def test_a_torn_tail_of_one_stray_byte_is_cut_too() -> None:
 
 def test_a_bad_line_followed_by_more_data_is_a_corrupt_log_naming_its_file_line_and_byte() -> None:
     data = HEADER + b"\n" + TURN_START + b"\n" + b"{not json\n" + STEP_START + b"\n"
-    with pytest.raises(SpecError) as caught:
-        decode_jsonl_log(data)
-    assert caught.value.code is Code.CORRUPT_LOG
+    caught = refusal(lambda: decode_jsonl_log(data))
+    assert caught.code is Code.CORRUPT_LOG
     offset = len(HEADER) + len(TURN_START) + 2
     assert data.split(b"\n")[2] == b"{not json" and data[offset:].startswith(b"{not json")
     # the header is line 1, so the third line of the file is line 3 (sed -n 3p shows it)
-    assert (
-        caught.value.message == f"corrupt session log: unparsable committed event at line 3 (byte {offset})"
-    )
+    assert caught.message == f"corrupt session log: unparsable committed event at line 3 (byte {offset})"
 
 
 def test_a_bad_last_complete_line_is_a_corrupt_log_because_a_crash_cannot_produce_it() -> None:
-    with pytest.raises(SpecError) as caught:
-        decode_jsonl_log(HEADER + b"\n" + TURN_START + b"\n" + b'{"partial\n')
-    assert caught.value.code is Code.CORRUPT_LOG
+    assert (
+        refusal(lambda: decode_jsonl_log(HEADER + b"\n" + TURN_START + b"\n" + b'{"partial\n')).code
+        is Code.CORRUPT_LOG
+    )
 
 
 def test_an_empty_line_is_an_unparsable_record() -> None:
-    with pytest.raises(SpecError) as caught:
-        decode_jsonl_log(HEADER + b"\n\n" + TURN_START + b"\n")
-    assert caught.value.code is Code.CORRUPT_LOG
-    assert f"line 2 (byte {len(HEADER) + 1})" in caught.value.message
+    caught = refusal(lambda: decode_jsonl_log(HEADER + b"\n\n" + TURN_START + b"\n"))
+    assert caught.code is Code.CORRUPT_LOG
+    assert f"line 2 (byte {len(HEADER) + 1})" in caught.message
 
 
 def test_invalid_utf8_in_a_complete_line_is_a_corrupt_log() -> None:
-    with pytest.raises(SpecError) as caught:
-        decode_jsonl_log(HEADER + b'\n{"type":"x\xff"}\n')
-    assert caught.value.code is Code.CORRUPT_LOG
+    assert refusal(lambda: decode_jsonl_log(HEADER + b'\n{"type":"x\xff"}\n')).code is Code.CORRUPT_LOG
 
 
 def test_a_record_nested_twenty_thousand_levels_deep_is_read() -> None:
@@ -204,17 +200,15 @@ def test_utf8_text_in_a_record_is_decoded() -> None:
 
 @pytest.mark.parametrize("data", [b"", HEADER, b"\x28\xb5"])
 def test_a_log_without_a_complete_header_line_is_corrupt(data: bytes) -> None:
-    with pytest.raises(SpecError) as caught:
-        decode_jsonl_log(data)
-    assert caught.value.code is Code.CORRUPT_LOG
-    assert caught.value.message == "empty or header-less session log"
+    caught = refusal(lambda: decode_jsonl_log(data))
+    assert caught.code is Code.CORRUPT_LOG
+    assert caught.message == "empty or header-less session log"
 
 
 def test_a_header_line_that_is_not_json_is_not_a_header() -> None:
-    with pytest.raises(SpecError) as caught:
-        decode_jsonl_log(b"{oops\n" + TURN_START + b"\n")
-    assert caught.value.code is Code.HEADER_LINE_INVALID
-    assert caught.value.message == "corrupt session log: header line is not valid JSON"
+    caught = refusal(lambda: decode_jsonl_log(b"{oops\n" + TURN_START + b"\n"))
+    assert caught.code is Code.HEADER_LINE_INVALID
+    assert caught.message == "corrupt session log: header line is not valid JSON"
 
 
 def test_a_header_only_log_has_no_records() -> None:
@@ -347,29 +341,25 @@ def test_an_incomplete_structural_frame_is_torn(name: str, data: bytes) -> None:
 
 def test_four_trailing_bytes_that_start_no_frame_are_an_invalid_magic() -> None:
     head = frame(HEADER + b"\n")
-    with pytest.raises(SpecError) as caught:
-        scan_zstd_frames(head + b"\x00\x00\x00\x00")
-    assert caught.value.code is Code.CORRUPT_LOG
-    assert caught.value.message == f"corrupt Zstandard session log: invalid frame magic at byte {len(head)}"
+    caught = refusal(lambda: scan_zstd_frames(head + b"\x00\x00\x00\x00"))
+    assert caught.code is Code.CORRUPT_LOG
+    assert caught.message == f"corrupt Zstandard session log: invalid frame magic at byte {len(head)}"
 
 
 @pytest.mark.parametrize("bit", [0x08, 0x10])
 def test_a_reserved_or_unused_descriptor_bit_is_refused(bit: int) -> None:
     head = frame(b"x")
-    with pytest.raises(SpecError) as caught:
-        scan_zstd_frames(head + MAGIC + bytes([0x20 | bit]) + b"\x00" + b"\x01\x00\x00")
-    assert caught.value.code is Code.CORRUPT_LOG
+    caught = refusal(lambda: scan_zstd_frames(head + MAGIC + bytes([0x20 | bit]) + b"\x00" + b"\x01\x00\x00"))
+    assert caught.code is Code.CORRUPT_LOG
     assert (
-        caught.value.message
-        == f"corrupt Zstandard session log: reserved frame-header bit at byte {len(head) + 4}"
+        caught.message == f"corrupt Zstandard session log: reserved frame-header bit at byte {len(head) + 4}"
     )
 
 
 def test_the_reserved_block_type_is_refused() -> None:
-    with pytest.raises(SpecError) as caught:
-        scan_zstd_frames(MAGIC + b"\x20\x00" + (3 << 1 | 1).to_bytes(3, "little"))
-    assert caught.value.code is Code.CORRUPT_LOG
-    assert caught.value.message == "corrupt Zstandard session log: reserved block type at byte 6"
+    caught = refusal(lambda: scan_zstd_frames(MAGIC + b"\x20\x00" + (3 << 1 | 1).to_bytes(3, "little")))
+    assert caught.code is Code.CORRUPT_LOG
+    assert caught.message == "corrupt Zstandard session log: reserved block type at byte 6"
 
 
 # --- scan_zstd_frames: every legal header variant -------------------------------------------
@@ -434,35 +424,39 @@ def test_a_zstd_log_is_its_header_frame_then_whole_lines_per_frame() -> None:
 
 
 def test_a_zstd_log_without_a_complete_frame_is_header_less() -> None:
-    with pytest.raises(SpecError) as caught:
-        decode_zstd_log([], DecodedFrame(0, b""))
-    assert caught.value.code is Code.CORRUPT_LOG
-    assert caught.value.message == "empty or header-less Zstandard session log"
+    caught = refusal(lambda: decode_zstd_log([], DecodedFrame(0, b"")))
+    assert caught.code is Code.CORRUPT_LOG
+    assert caught.message == "empty or header-less Zstandard session log"
 
 
 @pytest.mark.parametrize("plaintext", [b"", HEADER, HEADER + b"\n" + TURN_START + b"\n", HEADER + b"\n{"])
 def test_a_first_frame_that_is_not_exactly_one_line_is_corrupt(plaintext: bytes) -> None:
-    with pytest.raises(SpecError) as caught:
-        decode_zstd_log([DecodedFrame(0, plaintext)], None)
-    assert caught.value.code is Code.CORRUPT_LOG
-    assert caught.value.message.startswith(
+    caught = refusal(lambda: decode_zstd_log([DecodedFrame(0, plaintext)], None))
+    assert caught.code is Code.CORRUPT_LOG
+    assert caught.message.startswith(
         "corrupt Zstandard session log: first frame is not exactly one header line (a log compressed whole"
     )
 
 
 def test_a_complete_frame_ending_inside_a_line_is_corrupt_naming_the_frame() -> None:
-    with pytest.raises(SpecError) as caught:
-        decode_zstd_log([DecodedFrame(0, HEADER + b"\n"), DecodedFrame(57, b'{"type":"turn/start"')], None)
-    assert caught.value.code is Code.CORRUPT_LOG
-    assert "frame at byte 57" in caught.value.message
+    caught = refusal(
+        lambda: decode_zstd_log(
+            [DecodedFrame(0, HEADER + b"\n"), DecodedFrame(57, b'{"type":"turn/start"')], None
+        )
+    )
+    assert caught.code is Code.CORRUPT_LOG
+    assert "frame at byte 57" in caught.message
 
 
 def test_an_unparsable_line_in_a_complete_frame_is_corrupt_even_as_the_last_line() -> None:
-    with pytest.raises(SpecError) as caught:
-        decode_zstd_log([DecodedFrame(0, HEADER + b"\n"), DecodedFrame(57, TURN_START + b"\n{oops\n")], None)
-    assert caught.value.code is Code.CORRUPT_LOG
+    caught = refusal(
+        lambda: decode_zstd_log(
+            [DecodedFrame(0, HEADER + b"\n"), DecodedFrame(57, TURN_START + b"\n{oops\n")], None
+        )
+    )
+    assert caught.code is Code.CORRUPT_LOG
     offset = len(HEADER) + 1 + len(TURN_START) + 1
-    assert caught.value.message == (
+    assert caught.message == (
         f"corrupt session log: unparsable committed event at line 3 (byte {offset} of the decompressed text, "
         "zstd frame at byte 57)"
     )
@@ -478,9 +472,7 @@ def test_the_complete_lines_of_a_torn_frame_are_recovered_and_its_fragment_dropp
 
 def test_a_bad_complete_line_inside_a_torn_frame_is_still_corrupt() -> None:
     torn = DecodedFrame(120, b"{oops\n" + TURN_START + b"\n")
-    with pytest.raises(SpecError) as caught:
-        decode_zstd_log([DecodedFrame(0, HEADER + b"\n")], torn)
-    assert caught.value.code is Code.CORRUPT_LOG
+    assert refusal(lambda: decode_zstd_log([DecodedFrame(0, HEADER + b"\n")], torn)).code is Code.CORRUPT_LOG
 
 
 def test_a_real_log_with_a_torn_final_frame_recovers_its_complete_lines() -> None:
@@ -502,7 +494,7 @@ def test_a_real_log_with_a_torn_final_frame_recovers_its_complete_lines() -> Non
 def test_a_frame_that_reaches_past_the_end_but_is_followed_by_complete_frames_is_damaged_not_torn() -> None:
     import zstandard
 
-    from spec.codes import Code, SpecError
+    from spec.codes import Code
 
     compressor = zstandard.ZstdCompressor(level=3, write_checksum=True)
     frames = [compressor.compress(b'{"n":%d}\n' % n * 50) for n in range(3)]
@@ -510,10 +502,9 @@ def test_a_frame_that_reaches_past_the_end_but_is_followed_by_complete_frames_is
     data[len(frames[0]) + 9] |= (
         0x80  # the high byte of frame 1's first block header (descriptor 0x64): a huge size
     )
-    with pytest.raises(SpecError) as raised:
-        scan_zstd_frames(bytes(data))
-    assert raised.value.code == Code.CORRUPT_LOG
-    assert f"frame at byte {len(frames[0])} is damaged" in raised.value.message
+    raised = refusal(lambda: scan_zstd_frames(bytes(data)))
+    assert raised.code == Code.CORRUPT_LOG
+    assert f"frame at byte {len(frames[0])} is damaged" in raised.message
 
 
 def test_every_cut_of_a_last_frame_is_still_a_torn_tail_when_nothing_complete_follows() -> None:
@@ -546,10 +537,9 @@ def test_the_frames_are_inflated_the_skippable_left_out_and_a_torn_one_gives_its
 def test_a_complete_frame_that_does_not_inflate_whole_is_corrupt_at_its_offset() -> None:
     first, second = frame(HEADER + b"\n"), bytearray(frame(TURN_START + b"\n"))
     second[-1] ^= 0xFF  # its checksum
-    with pytest.raises(SpecError) as raised:
-        decode_zstd_frames(first + bytes(second), inflate_zstd)
-    assert raised.value.code == Code.CORRUPT_LOG
-    assert f"frame at byte {len(first)} failed validation" in raised.value.message
+    raised = refusal(lambda: decode_zstd_frames(first + bytes(second), inflate_zstd))
+    assert raised.code == Code.CORRUPT_LOG
+    assert f"frame at byte {len(first)} failed validation" in raised.message
     with pytest.raises(SpecError, match=r"frame at byte 0 failed validation \(frame did not end"):
         decode_zstd_frames(first, lambda data: (inflate_zstd(data)[0], False))
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import pytest
+from refusals import refusal
 
 from spec.codes import Code, SpecError
 from spec.format.framing import LinePlace
@@ -33,10 +34,8 @@ def upgrade_one(event: JsonObject, before: list[JsonObject] | None = None) -> Js
     return upgrade_v0_records(SID, records)[-1]
 
 
-def refusal(records: list[JsonValue]) -> SpecError:
-    with pytest.raises(SpecError) as caught:
-        upgrade_v0_records(SID, records)
-    return caught.value
+def refused_records(records: list[JsonValue]) -> SpecError:
+    return refusal(lambda: upgrade_v0_records(SID, records))
 
 
 def data_of(event: JsonObject) -> JsonObject:
@@ -71,7 +70,7 @@ def test_a_turn_start_without_a_trigger_is_left_alone() -> None:
     ],
 )
 def test_a_malformed_turn_start_with_a_trigger_is_refused(data: JsonObject) -> None:
-    error = refusal([ev(0, "turn/start", data)])
+    error = refused_records([ev(0, "turn/start", data)])
     assert error.code is Code.LEGACY_MALFORMED_TURN_START
     assert error.message == 'session "s1" contains malformed pre-react-loop turn/start at seq 0'
 
@@ -138,7 +137,7 @@ def test_a_turn_end_reason_is_mapped_to_its_current_form(reason: JsonObject, cur
     ],
 )
 def test_a_malformed_turn_end_is_refused(data: JsonObject) -> None:
-    error = refusal([ev(0, "turn/end", data)])
+    error = refused_records([ev(0, "turn/end", data)])
     assert error.code is Code.LEGACY_MALFORMED_TURN_END
     assert error.message == 'session "s1" contains malformed pre-react-loop turn/end at seq 0'
 
@@ -173,7 +172,7 @@ def test_an_unwrapped_steering_message_becomes_a_user_message_with_a_legacy_id()
     ],
 )
 def test_a_malformed_steering_message_is_refused(data: JsonValue) -> None:
-    error = refusal([ev(0, "steering/message", data)])
+    error = refused_records([ev(0, "steering/message", data)])
     assert error.code is Code.LEGACY_MALFORMED_MESSAGE
     assert error.message == 'session "s1" contains malformed pre-react-loop steering/message at seq 0'
 
@@ -300,7 +299,7 @@ def test_a_replacing_tool_result_whose_start_holds_no_message_is_unidentified() 
         ev(0, "turn/start", {"turn": 1}),
         legacy_tool_result(1, surfaceOp={"op": "replace", "start": 0, "end": 0}),
     ]
-    assert refusal(records).code is Code.MESSAGE_UNIDENTIFIED
+    assert refused_records(records).code is Code.MESSAGE_UNIDENTIFIED
 
 
 def test_a_current_user_message_is_left_alone() -> None:
@@ -310,14 +309,16 @@ def test_a_current_user_message_is_left_alone() -> None:
 
 
 def test_a_current_looking_malformed_message_is_not_disguised_as_legacy() -> None:
-    error = refusal([ev(0, "user/message", {**USER, "role": "assistant"})])
+    error = refused_records([ev(0, "user/message", {**USER, "role": "assistant"})])
     assert error.code is Code.MESSAGE_ROLE
     assert error.message == 'session event at seq 0 message must have role "user"'
 
 
 def test_a_pre_identity_message_that_still_lacks_a_shape_is_refused_after_conversion() -> None:
     assert (
-        refusal([ev(0, "assistant/message", {"turn": 1, "step": 1, "content": [], "provenance": None})]).code
+        refused_records(
+            [ev(0, "assistant/message", {"turn": 1, "step": 1, "content": [], "provenance": None})]
+        ).code
         is Code.MESSAGE_MODEL_SOURCE
     )
 
@@ -326,19 +327,19 @@ def test_a_pre_identity_message_that_still_lacks_a_shape_is_refused_after_conver
 
 
 def test_a_request_header_delta_is_refused() -> None:
-    error = refusal([ev(0, "turn/start", {"turn": 1}), ev(1, "request/header-delta", {})])
+    error = refused_records([ev(0, "turn/start", {"turn": 1}), ev(1, "request/header-delta", {})])
     assert error.code is Code.LEGACY_HEADER_DELTA
     assert error.message == 'session "s1" contains unsupported legacy request/header-delta event at seq 1'
 
 
 def test_a_mode_set_is_refused() -> None:
-    error = refusal([ev(0, "mode/set", {"mode": "plan"})])
+    error = refused_records([ev(0, "mode/set", {"mode": "plan"})])
     assert error.code is Code.LEGACY_MODE_SET
     assert error.message == 'session "s1" contains unsupported legacy mode/set event at seq 0'
 
 
 def test_a_request_header_with_the_fallback_reason_is_refused() -> None:
-    error = refusal([ev(0, "request/header", {"header": {}, "reason": "fallback"})])
+    error = refused_records([ev(0, "request/header", {"header": {}, "reason": "fallback"})])
     assert error.code is Code.LEGACY_FALLBACK_REASON
     assert (
         error.message == 'session "s1" contains unsupported legacy request/header reason "fallback" at seq 0'
@@ -347,19 +348,22 @@ def test_a_request_header_with_the_fallback_reason_is_refused() -> None:
 
 def test_a_header_delta_anywhere_is_reported_before_an_earlier_mode_set() -> None:
     assert (
-        refusal([ev(0, "mode/set", {}), ev(1, "request/header-delta", {})]).code is Code.LEGACY_HEADER_DELTA
+        refused_records([ev(0, "mode/set", {}), ev(1, "request/header-delta", {})]).code
+        is Code.LEGACY_HEADER_DELTA
     )
 
 
 def test_retired_vocabulary_is_refused_before_any_conversion_fails() -> None:
-    assert refusal([ev(0, "turn/end", {"turn": 0}), ev(1, "mode/set", {})]).code is Code.LEGACY_MODE_SET
+    assert (
+        refused_records([ev(0, "turn/end", {"turn": 0}), ev(1, "mode/set", {})]).code is Code.LEGACY_MODE_SET
+    )
 
 
 # --- unknown types --------------------------------------------------------------------------------
 
 
 def test_an_unknown_type_not_marked_ignorable_is_refused() -> None:
-    error = refusal([ev(0, "turn/start", {"turn": 1}), ev(1, "plugin/future", {})])
+    error = refused_records([ev(0, "turn/start", {"turn": 1}), ev(1, "plugin/future", {})])
     assert error.code is Code.UNKNOWN_EVENT_TYPE
     assert error.message == (
         'session "s1" contains event type "plugin/future" (seq 1) unknown to this harness and not marked ignorable; '
@@ -378,7 +382,7 @@ def test_unknown_types_are_checked_after_conversion_so_steering_passes() -> None
 
 def test_an_unknown_type_is_refused_only_after_every_event_converted() -> None:
     assert (
-        refusal([ev(0, "plugin/future", {}), ev(1, "turn/end", {"turn": 0})]).code
+        refused_records([ev(0, "plugin/future", {}), ev(1, "turn/end", {"turn": 0})]).code
         is Code.LEGACY_MALFORMED_TURN_END
     )
 
@@ -407,7 +411,7 @@ def test_packed_rows_are_expanded_before_conversion() -> None:
 
 
 def test_a_seq_gap_in_the_records_is_a_corrupt_log() -> None:
-    error = refusal(
+    error = refused_records(
         [ev(0, "turn/start", {"turn": 1}), ev(2, "turn/end", {"turn": 1, "reason": {"kind": "completed"}})]
     )
     assert error.code is Code.CORRUPT_LOG
@@ -421,21 +425,20 @@ def test_v4_records_are_events_whose_seqs_run_on_from_the_first() -> None:
     records: list[JsonValue] = [ev(3, "turn/start", {"turn": 1}), ev(4, "note", {})]
     assert [dict(event) for event in decode_v4_events(records, 3)] == records
     places = [LinePlace(line, 10 * line) for line in range(2, 9)]  # seq 0 is on line 2
-    with pytest.raises(SpecError) as caught:
-        decode_v4_events([*records, ev(6, "note", {})], 3, places)
-    assert caught.value.code is Code.CORRUPT_LOG
-    assert caught.value.message == (
+    caught = refusal(lambda: decode_v4_events([*records, ev(6, "note", {})], 3, places))
+    assert caught.code is Code.CORRUPT_LOG
+    assert caught.message == (
         "corrupt session log: seq gap in committed region at line 7 (byte 70): expected seq 5, got 6"
     )
 
 
 @pytest.mark.parametrize("record", [None, 42, "junk", []])
 def test_a_record_that_is_not_an_event_object_is_a_corrupt_log(record: JsonValue) -> None:
-    assert refusal([ev(0, "turn/start", {"turn": 1}), record]).code is Code.CORRUPT_LOG
+    assert refused_records([ev(0, "turn/start", {"turn": 1}), record]).code is Code.CORRUPT_LOG
 
 
 def test_a_malformed_row_is_refused_with_its_own_code() -> None:
-    assert refusal([{"type": "text-chunks", "seq0": 0}]).code is Code.MALFORMED_CHUNK_ROW
+    assert refused_records([{"type": "text-chunks", "seq0": 0}]).code is Code.MALFORMED_CHUNK_ROW
 
 
 def test_upgraded_events_are_frozen_all_the_way_down() -> None:
@@ -482,7 +485,10 @@ def test_events_left_unfrozen_are_the_frozen_ones_as_plain_values() -> None:
     for bad in refused:
         with pytest.raises(SpecError) as unfrozen:
             upgrade_v0_records(SID, bad, frozen=False)
-        assert (unfrozen.value.code, unfrozen.value.message) == (refusal(bad).code, refusal(bad).message)
+        assert (unfrozen.value.code, unfrozen.value.message) == (
+            refused_records(bad).code,
+            refused_records(bad).message,
+        )
 
 
 def test_the_callers_records_are_not_changed() -> None:
@@ -505,9 +511,14 @@ def test_stored_v4_events_pass_when_their_messages_and_types_are_good() -> None:
 
 
 def test_a_stored_v4_event_is_not_converted_so_a_pre_identity_message_is_refused() -> None:
-    with pytest.raises(SpecError) as caught:
-        validate_stored_events(SID, [ev(0, "user/message", {"content": [], "source": {"kind": "user"}})])
-    assert caught.value.code is Code.MESSAGE_UNIDENTIFIED
+    assert (
+        refusal(
+            lambda: validate_stored_events(
+                SID, [ev(0, "user/message", {"content": [], "source": {"kind": "user"}})]
+            )
+        ).code
+        is Code.MESSAGE_UNIDENTIFIED
+    )
 
 
 def test_a_stored_v4_event_of_unknown_type_is_kept_because_a_v4_writer_may_write_any_type() -> None:

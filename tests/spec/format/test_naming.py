@@ -8,8 +8,9 @@ import re
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from refusals import refusal
 
-from spec.codes import Code, SpecError
+from spec.codes import Code
 from spec.format.naming import (
     NO_CWD_DIR,
     V4_PLAIN_NAME,
@@ -69,10 +70,9 @@ def test_project_key_caps_the_slug_at_251_characters_even_inside_an_escape() -> 
 
 
 def test_project_key_refuses_an_empty_cwd() -> None:
-    with pytest.raises(SpecError) as caught:
-        encode_project_key("")
-    assert caught.value.code is Code.EMPTY_PROJECT_PATH
-    assert caught.value.message == "cannot encode an empty project path"
+    caught = refusal(lambda: encode_project_key(""))
+    assert caught.code is Code.EMPTY_PROJECT_PATH
+    assert caught.message == "cannot encode an empty project path"
 
 
 @pytest.mark.parametrize(
@@ -95,10 +95,9 @@ def test_encode_segment_matches_the_dsh_examples(session_id: str, expected: str)
 
 
 def test_encode_segment_refuses_an_empty_id() -> None:
-    with pytest.raises(SpecError) as caught:
-        encode_segment("")
-    assert caught.value.code is Code.EMPTY_PATH_SEGMENT
-    assert caught.value.message == "cannot encode an empty path segment"
+    caught = refusal(lambda: encode_segment(""))
+    assert caught.code is Code.EMPTY_PATH_SEGMENT
+    assert caught.message == "cannot encode an empty path segment"
 
 
 @given(js_strings)
@@ -168,6 +167,4 @@ def test_session_relpath_without_a_cwd_uses_the_no_cwd_dir_and_the_plain_name() 
 
 
 def test_session_relpath_refuses_a_header_whose_id_cannot_name_a_path() -> None:
-    with pytest.raises(SpecError) as caught:
-        derive_session_relpath(v4_header(""), True)
-    assert caught.value.code is Code.EMPTY_PATH_SEGMENT
+    assert refusal(lambda: derive_session_relpath(v4_header(""), True)).code is Code.EMPTY_PATH_SEGMENT

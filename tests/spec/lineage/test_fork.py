@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from event_builders import append_item, assistant, at, event, turn_end, turn_start, user, user_data
+from refusals import refusal
 
 from reference.persistence.memory import MemoryPersistence
 from reference.store import SessionStore
@@ -39,9 +40,7 @@ def fork(source: SessionState, boundary: object = ABSENT, child_id: str = "child
 
 
 def fork_error(source: SessionState, boundary: object = ABSENT) -> SpecError:
-    with pytest.raises(SpecError) as caught:
-        plan_fork_seed(str(source.header["id"]), source.events, boundary)
-    return caught.value
+    return refusal(lambda: plan_fork_seed(str(source.header["id"]), source.events, boundary))
 
 
 CLOSED_TURN = [turn_start(0), user(1, "first"), assistant(2), turn_end(3)]
@@ -172,10 +171,9 @@ def test_an_integral_float_boundary_is_that_integer() -> None:
 
 def test_a_log_whose_positions_do_not_match_their_seqs_is_rejected() -> None:
     corrupted = (turn_start(0), {**turn_end(1), "seq": 7})
-    with pytest.raises(SpecError) as caught:
-        plan_fork_seed("src", corrupted, 1)
-    assert caught.value.code == Code.INVALID_BOUNDARY
-    assert caught.value.message == 'fork boundary 1 does not match a contiguous event seq in session "src"'
+    caught = refusal(lambda: plan_fork_seed("src", corrupted, 1))
+    assert caught.code == Code.INVALID_BOUNDARY
+    assert caught.message == 'fork boundary 1 does not match a contiguous event seq in session "src"'
 
 
 @pytest.mark.parametrize(
@@ -226,33 +224,28 @@ def test_a_boundary_inside_a_standalone_compaction_is_refused_by_the_fork_itself
 
 
 def test_an_unknown_source_is_not_found() -> None:
-    with pytest.raises(SpecError) as caught:
-        validate_fork_request({"src"}, "missing", None)
-    assert (caught.value.code, caught.value.message) == (
+    caught = refusal(lambda: validate_fork_request({"src"}, "missing", None))
+    assert (caught.code, caught.message) == (
         Code.SESSION_NOT_FOUND,
         'session "missing" not found',
     )
 
 
 def test_a_live_child_id_is_rejected() -> None:
-    with pytest.raises(SpecError) as caught:
-        validate_fork_request({"src", "k1"}, "src", "k1")
-    assert (caught.value.code, caught.value.message) == (
+    caught = refusal(lambda: validate_fork_request({"src", "k1"}, "src", "k1"))
+    assert (caught.code, caught.message) == (
         Code.SESSION_ALREADY_EXISTS,
         'session "k1" already exists',
     )
 
 
 def test_a_duplicate_child_id_is_reported_before_a_missing_source() -> None:
-    with pytest.raises(SpecError) as caught:
-        validate_fork_request({"k1"}, "missing", "k1")
-    assert caught.value.code == Code.SESSION_ALREADY_EXISTS
+    assert refusal(lambda: validate_fork_request({"k1"}, "missing", "k1")).code == Code.SESSION_ALREADY_EXISTS
 
 
 def test_a_stored_child_id_is_rejected_before_a_missing_source() -> None:
-    with pytest.raises(SpecError) as caught:
-        validate_fork_request({"src"}, "missing", "k1", stored_ids={"k1"})
-    assert (caught.value.code, caught.value.message) == (
+    caught = refusal(lambda: validate_fork_request({"src"}, "missing", "k1", stored_ids={"k1"}))
+    assert (caught.code, caught.message) == (
         Code.SESSION_ALREADY_EXISTS,
         'session "k1" already exists on storage',
     )
@@ -263,9 +256,7 @@ def test_a_stored_child_id_is_rejected_by_a_store_before_a_bad_boundary() -> Non
     store.create("k1").flush()
     store.close("k1")
     store.create("src")
-    with pytest.raises(SpecError) as caught:
-        store.fork("src", boundary=5, child_id="k1")
-    assert caught.value.code == Code.SESSION_ALREADY_EXISTS
+    assert refusal(lambda: store.fork("src", boundary=5, child_id="k1")).code == Code.SESSION_ALREADY_EXISTS
 
 
 def test_a_free_child_id_and_a_live_source_pass() -> None:
@@ -297,9 +288,7 @@ def test_the_child_header_takes_its_own_creation_time() -> None:
 
 def test_a_source_that_append_allowed_but_a_seed_refuses_cannot_be_forked() -> None:
     source = live([event(0, "user/message", {"content": [], "source": {"kind": "user"}}, "append")])
-    with pytest.raises(SpecError) as caught:
-        fork(source)
-    assert caught.value.code == Code.MESSAGE_UNIDENTIFIED
+    assert refusal(lambda: fork(source)).code == Code.MESSAGE_UNIDENTIFIED
 
 
 def test_the_parent_is_not_changed_by_a_fork() -> None:

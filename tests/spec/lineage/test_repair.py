@@ -13,7 +13,9 @@ from log_specs import (
     compaction_end,
     compaction_start,
     end_seed,
+    in_step,
     log,
+    open_step,
     step_end,
     step_start,
     tool_call,
@@ -86,27 +88,19 @@ def test_an_announced_call_that_never_started_gets_a_not_started_result() -> Non
 
 def test_a_call_that_already_has_a_result_is_not_answered_again() -> None:
     events = log(
-        turn_start(1),
-        step_start(1, 1),
-        assistant(1, 1, "call-1"),
-        tool_call(1, 1, "call-1"),
-        tool_result(1, 1, "call-1"),
+        *open_step(assistant(1, 1, "call-1"), tool_call(1, 1, "call-1"), tool_result(1, 1, "call-1"))
     )
     assert types_and_seqs(closers_of(events)) == [("step/end", 5), ("turn/end", 6)]
 
 
 def test_a_closed_step_leaves_only_the_turn_to_close() -> None:
-    events = log(turn_start(1), step_start(1, 1), assistant(1, 1), step_end(1, 1))
+    events = log(*open_step(assistant(1, 1)), step_end(1, 1))
     assert types_and_seqs(closers_of(events)) == [("turn/end", 4)]
 
 
 def test_calls_of_an_earlier_committed_turn_are_not_repaired() -> None:
     events = log(
-        turn_start(1),
-        step_start(1, 1),
-        assistant(1, 1, "old-call"),
-        step_end(1, 1),
-        turn_end(1),
+        *in_step(assistant(1, 1, "old-call")),
         turn_start(2),
         step_start(2, 1),
         assistant(2, 1, "new-call"),
@@ -116,15 +110,13 @@ def test_calls_of_an_earlier_committed_turn_are_not_repaired() -> None:
 
 
 def test_only_the_unanswered_one_of_two_calls_gets_a_result() -> None:
-    events = log(
-        turn_start(1), step_start(1, 1), assistant(1, 1, "call-a", "call-b"), tool_result(1, 1, "call-a")
-    )
+    events = log(*open_step(assistant(1, 1, "call-a", "call-b"), tool_result(1, 1, "call-a")))
     results = [event for event in closers_of(events) if event["type"] == "tool/result"]
     assert [event["data"]["message"]["source"]["callId"] for event in results] == ["call-b"]
 
 
 def test_a_logged_tool_call_gets_an_outcome_unknown_result_citing_it() -> None:
-    events = log(turn_start(1), step_start(1, 1), assistant(1, 1, "call-1"), tool_call(1, 1, "call-1"))
+    events = log(*open_step(assistant(1, 1, "call-1"), tool_call(1, 1, "call-1")))
     result = closers_of(events)[0]
     assert result["surfaceOp"] == "append"
     assert result["sourceEventSeqs"] == [3]
@@ -135,7 +127,7 @@ def test_a_logged_tool_call_gets_an_outcome_unknown_result_citing_it() -> None:
 
 
 def test_an_orphan_tool_call_without_an_announcing_block_gets_no_result() -> None:
-    events = log(turn_start(1), step_start(1, 1), tool_call(1, 1, "ghost"))
+    events = log(*open_step(tool_call(1, 1, "ghost")))
     assert types_and_seqs(closers_of(events)) == [("step/end", 3), ("turn/end", 4)]
 
 
@@ -143,7 +135,7 @@ def test_an_orphan_tool_call_without_an_announcing_block_gets_no_result() -> Non
 
 
 def test_a_closer_result_id_names_the_call_and_its_own_seq() -> None:
-    events = log(turn_start(1), step_start(1, 1), assistant(1, 1, "x", "y"))
+    events = log(*open_step(assistant(1, 1, "x", "y")))
     ids = [event["data"]["message"]["id"] for event in closers_of(events)[:2]]
     assert ids == ["interrupted-tool-result-x-3", "interrupted-tool-result-y-4"]
 
@@ -155,7 +147,7 @@ def test_closers_reuse_the_time_of_the_last_event() -> None:
 
 
 def test_a_started_closer_writes_surface_op_before_source_event_seqs() -> None:
-    events = log(turn_start(1), step_start(1, 1), assistant(1, 1, "c"), tool_call(1, 1, "c"))
+    events = log(*open_step(assistant(1, 1, "c"), tool_call(1, 1, "c")))
     assert list(closers_of(events)[0]) == ["type", "seq", "time", "data", "surfaceOp", "sourceEventSeqs"]
 
 
@@ -167,13 +159,7 @@ def test_closers_are_frozen() -> None:
 
 
 def test_a_re_announced_call_keeps_its_place_and_forgets_its_start() -> None:
-    events = log(
-        turn_start(1),
-        step_start(1, 1),
-        assistant(1, 1, "a", "b"),
-        tool_call(1, 1, "a"),
-        assistant(1, 2, "a"),
-    )
+    events = log(*open_step(assistant(1, 1, "a", "b"), tool_call(1, 1, "a"), assistant(1, 2, "a")))
     results = closers_of(events)[:2]
     assert [event["data"]["message"]["source"]["callId"] for event in results] == ["a", "b"]
     assert results[0]["data"]["step"] == 2 and "sourceEventSeqs" not in results[0]
@@ -182,10 +168,7 @@ def test_a_re_announced_call_keeps_its_place_and_forgets_its_start() -> None:
 def test_a_replacing_tool_result_still_answers_its_call() -> None:
     kind, data, _ = tool_result(1, 1, "c")
     events = log(
-        turn_start(1),
-        step_start(1, 1),
-        assistant(1, 1, "c"),
-        (kind, data, {"surfaceOp": {"op": "replace", "start": 2, "end": 2}}),
+        *open_step(assistant(1, 1, "c"), (kind, data, {"surfaceOp": {"op": "replace", "start": 2, "end": 2}}))
     )
     assert types_and_seqs(closers_of(events)) == [("step/end", 4), ("turn/end", 5)]
 
@@ -194,7 +177,7 @@ def test_a_replacing_tool_result_still_answers_its_call() -> None:
 
 
 def test_an_unmatched_compaction_in_an_open_turn_is_closed_after_the_results_and_before_the_step() -> None:
-    events = log(turn_start(1), step_start(1, 1), assistant(1, 1, "c"), compaction_start("k1", 1))
+    events = log(*open_step(assistant(1, 1, "c"), compaction_start("k1", 1)))
     assert types_and_seqs(closers_of(events)) == [
         ("tool/result", 4),
         ("compaction/end", 5),
@@ -266,13 +249,7 @@ def test_a_log_without_turn_boundaries_has_no_open_turn() -> None:
 
 
 def test_repairing_a_repaired_log_adds_nothing() -> None:
-    events = log(
-        turn_start(1),
-        step_start(1, 1),
-        assistant(1, 1, "a", "b"),
-        tool_call(1, 1, "b"),
-        compaction_start("k", 1),
-    )
+    events = log(*open_step(assistant(1, 1, "a", "b"), tool_call(1, 1, "b"), compaction_start("k", 1)))
     repaired = events + list(closers_of(events))
     assert derive_closers(repaired) == ()
     assert not has_open_turn(repaired)

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import pytest
 from event_builders import assistant_data, event, turn_start, user
 from hypothesis import given
 from hypothesis import strategies as st
+from refusals import refusal
 
-from spec.codes import Code, SpecError
+from spec.codes import Code
 from spec.lineage.repair import derive_closers
 from spec.lineage.store import (
     derive_resumed_log,
@@ -28,9 +28,8 @@ BAD_SEED = [{"type": "turn/start", "seq": 5, "time": 0, "data": {"turn": 1}}]
 
 
 def code_of(call: Callable[[], object]) -> str:
-    with pytest.raises(SpecError) as caught:
-        call()
-    return str(caught.value.code)
+    caught = refusal(lambda: call())
+    return str(caught.code)
 
 
 def test_a_minted_id_skips_ids_that_are_live_or_stored() -> None:

@@ -20,6 +20,7 @@ from event_builders import (
     user,
     user_data,
 )
+from refusals import refusal
 
 from spec.codes import Code, SpecError
 from spec.log.header import build_header
@@ -54,15 +55,11 @@ def restore(seed: list[Any], record: Any = None) -> SessionState:
 
 
 def seed_error(seed: list[Any], restore_mode: bool = False) -> SpecError:
-    with pytest.raises(SpecError) as caught:
-        restore(seed) if restore_mode else create(seed)
-    return caught.value
+    return refusal(lambda: restore(seed) if restore_mode else create(seed))
 
 
 def append_error(state: SessionState, *args: Any, **kwargs: Any) -> SpecError:
-    with pytest.raises(SpecError) as caught:
-        append_event(state, *args, **kwargs)
-    return caught.value
+    return refusal(lambda: append_event(state, *args, **kwargs))
 
 
 def request_header(
@@ -396,9 +393,10 @@ def test_an_unknown_plugin_type_with_null_data_is_accepted() -> None:
 
 
 def test_the_message_shape_check_names_its_subject() -> None:
-    with pytest.raises(SpecError) as caught:
-        validate_message_shape("session event at seq 7", broken("user", ("role",), "system"))
-    assert caught.value.message == 'session event at seq 7 message must have role "user"'
+    caught = refusal(
+        lambda: validate_message_shape("session event at seq 7", broken("user", ("role",), "system"))
+    )
+    assert caught.message == 'session event at seq 7 message must have role "user"'
 
 
 def test_the_message_shape_check_ignores_log_only_events() -> None:
@@ -479,27 +477,25 @@ def test_validate_seed_event_returns_the_frozen_event() -> None:
 
 
 def test_a_snapshot_header_is_validated_after_the_seed() -> None:
-    with pytest.raises(SpecError) as caught:
-        create_session_state("s", [user(1)], {"version": 4, "id": "other"}, NOW)
-    assert caught.value.code == Code.SEED_SEQ_MISMATCH
+    assert (
+        refusal(lambda: create_session_state("s", [user(1)], {"version": 4, "id": "other"}, NOW)).code
+        == Code.SEED_SEQ_MISMATCH
+    )
 
 
 def test_a_restored_header_is_validated_before_the_seed() -> None:
-    with pytest.raises(SpecError) as caught:
-        restore([user(1)], {"version": 4, "id": "other"})
-    assert caught.value.code == Code.HEADER_ID_MISMATCH
+    assert refusal(lambda: restore([user(1)], {"version": 4, "id": "other"})).code == Code.HEADER_ID_MISMATCH
 
 
 def test_a_restored_header_that_is_not_an_object_is_not_a_plain_record() -> None:
-    with pytest.raises(SpecError) as caught:
-        restore([], [1])
-    assert caught.value.code == Code.HEADER_NOT_RECORD
+    assert refusal(lambda: restore([], [1])).code == Code.HEADER_NOT_RECORD
 
 
 def test_a_supplied_header_outside_the_json_domain_is_rejected() -> None:
-    with pytest.raises(SpecError) as caught:
-        create_session_state("s", None, {**header(), "extra": (1,)}, NOW)
-    assert caught.value.code == Code.HEADER_NOT_JSON
+    assert (
+        refusal(lambda: create_session_state("s", None, {**header(), "extra": (1,)}, NOW)).code
+        == Code.HEADER_NOT_JSON
+    )
 
 
 def test_a_supplied_header_is_detached_and_frozen() -> None:
@@ -528,9 +524,7 @@ def test_a_supplied_header_is_detached_and_frozen() -> None:
     ],
 )
 def test_a_supplied_header_with_an_invalid_field_is_rejected(field: str, value: Any, code: Code) -> None:
-    with pytest.raises(SpecError) as caught:
-        create_session_state("s", None, {**header(), field: value}, NOW)
-    assert caught.value.code == code
+    assert refusal(lambda: create_session_state("s", None, {**header(), field: value}, NOW)).code == code
 
 
 def test_unknown_header_keys_are_kept() -> None:
@@ -758,9 +752,8 @@ def test_minted_session_ids_skip_live_ids() -> None:
 
 
 def test_a_live_id_cannot_be_created_again() -> None:
-    with pytest.raises(SpecError) as caught:
-        validate_new_session_id({"s"}, "s")
-    assert (caught.value.code, caught.value.message) == (
+    caught = refusal(lambda: validate_new_session_id({"s"}, "s"))
+    assert (caught.code, caught.message) == (
         Code.SESSION_ALREADY_EXISTS,
         'session "s" already exists',
     )

@@ -18,6 +18,7 @@ from event_builders import (
     user,
     user_data,
 )
+from refusals import refusal
 
 from spec.codes import Code, SpecError
 from spec.log.events import (
@@ -30,15 +31,11 @@ from spec.log.surface import Replacement, Surface, derive_messages, fold_surface
 
 
 def fold_code(events: list[dict[str, Any]]) -> Code:
-    with pytest.raises(SpecError) as caught:
-        fold_surface(events)
-    return caught.value.code
+    return refusal(lambda: fold_surface(events)).code
 
 
 def fold_error(events: list[dict[str, Any]]) -> SpecError:
-    with pytest.raises(SpecError) as caught:
-        fold_surface(events)
-    return caught.value
+    return refusal(lambda: fold_surface(events))
 
 
 def fresh(session_id: str = "s") -> SessionState:
@@ -192,9 +189,8 @@ def test_a_window_checks_a_tool_result_rewrite_against_its_own_offset() -> None:
 
 def test_a_replace_reaching_before_the_window_head_is_not_found() -> None:
     window = [user(BASE), user(BASE + 1, "s", replace(BASE - 1, BASE), [BASE - 1, BASE])]
-    with pytest.raises(SpecError) as caught:
-        fold_surface(window, base_seq=BASE)
-    assert caught.value.message == "surface replace: start seq 399999 not found in surface"
+    caught = refusal(lambda: fold_surface(window, base_seq=BASE))
+    assert caught.message == "surface replace: start seq 399999 not found in surface"
 
 
 def test_nested_replacements_are_reported_in_log_order() -> None:
@@ -211,12 +207,10 @@ def test_the_incremental_surface_keeps_no_replacement_history() -> None:
 def test_fold_and_seed_report_the_same_invalid_replacement() -> None:
     events = [user(0), user(1, "s", replace(42, 42), [0])]
     assert fold_error(events).message == "surface replace: start seq 42 not found in surface"
-    with pytest.raises(SpecError) as caught:
-        create_session_state("s", events, build_header("s", None, 1, True), 1)
-    assert caught.value.code == Code.REPLACE_START_NOT_FOUND
+    caught = refusal(lambda: create_session_state("s", events, build_header("s", None, 1, True), 1))
+    assert caught.code == Code.REPLACE_START_NOT_FOUND
     assert (
-        caught.value.message
-        == "invalid seed event at index 1: surface replace: start seq 42 not found in surface"
+        caught.message == "invalid seed event at index 1: surface replace: start seq 42 not found in surface"
     )
 
 

@@ -10,6 +10,7 @@ import pytest
 from event_builders import EventLog
 from hypothesis import given
 from hypothesis import strategies as st
+from refusals import refusal
 
 from spec.codes import Code, SpecError
 from spec.log.surface import fold_surface
@@ -67,11 +68,10 @@ def test_a_key_whose_value_is_null_takes_its_default() -> None:
 
 
 def test_an_unknown_config_key_is_rejected_with_the_allowed_keys() -> None:
-    with pytest.raises(SpecError) as caught:
-        decode_prune_config({"maxChars": 1})
-    assert caught.value.code == Code.PRUNE_CONFIG_INVALID
+    caught = refusal(lambda: decode_prune_config({"maxChars": 1}))
+    assert caught.code == Code.PRUNE_CONFIG_INVALID
     assert (
-        caught.value.message
+        caught.message
         == 'ToolResultPruneConfig: unknown key "maxChars" (allowed: thresholdChars, headChars, tailChars)'
     )
 
@@ -87,17 +87,16 @@ def test_an_unknown_config_key_is_rejected_with_the_allowed_keys() -> None:
     ],
 )
 def test_invalid_config_scalars_are_rejected(raw: Any) -> None:
-    with pytest.raises(SpecError) as caught:
-        decode_prune_config(raw)
-    assert caught.value.code == Code.PRUNE_CONFIG_INVALID
+    assert refusal(lambda: decode_prune_config(raw)).code == Code.PRUNE_CONFIG_INVALID
 
 
 def test_an_output_budget_above_the_threshold_is_rejected() -> None:
-    with pytest.raises(SpecError) as caught:
-        validate_prune_config(PruneConfig(threshold_chars=8192, head_chars=5000, tail_chars=4000))
-    assert caught.value.code == Code.PRUNE_CONFIG_INVALID
+    caught = refusal(
+        lambda: validate_prune_config(PruneConfig(threshold_chars=8192, head_chars=5000, tail_chars=4000))
+    )
+    assert caught.code == Code.PRUNE_CONFIG_INVALID
     assert (
-        caught.value.message
+        caught.message
         == "ToolResultPruneConfig: headChars + marker + tailChars (9039) must be at most thresholdChars (8192)"
     )
 
@@ -350,9 +349,10 @@ def test_results_shadowed_by_a_checkpoint_are_not_candidates() -> None:
 
 def test_a_pass_with_an_invalid_config_is_rejected() -> None:
     log, _, _ = two_results()
-    with pytest.raises(SpecError) as caught:
-        plan_prune_events(log.nodes, log.events, PruneConfig(10, 8, 8))
-    assert caught.value.code == Code.PRUNE_CONFIG_INVALID
+    assert (
+        refusal(lambda: plan_prune_events(log.nodes, log.events, PruneConfig(10, 8, 8))).code
+        == Code.PRUNE_CONFIG_INVALID
+    )
 
 
 def test_a_tool_result_without_a_content_array_is_skipped() -> None:
