@@ -331,7 +331,9 @@ def _encode_line(record: JsonValue, small_floats: Collection[float] | None) -> b
 def _none_small(floats: Collection[float] | None) -> bool:
     """``floats`` is given (every float of some records, or more) and none of them is one orjson
     may write otherwise: non-zero and below :data:`SMALL_FLOAT` in magnitude."""
-    return floats is not None and not any(0.0 < abs(number) < SMALL_FLOAT for number in floats)
+    if not floats:  # none given (not known), or none held: the common appended event's (issue 24)
+        return floats is not None
+    return not any(0.0 < abs(number) < SMALL_FLOAT for number in floats)
 
 
 def _encode_each(records: Sequence[JsonValue], small_floats: Collection[float] | None) -> bytes:
