@@ -15,7 +15,14 @@ from enum import Enum
 from typing import Final, cast
 
 from spec.codes import Code, reject
-from spec.log.events import END_SEED, REQUEST_HEADER, REQUEST_HEADER_DELTA, Event, Message
+from spec.log.events import (
+    END_SEED,
+    REQUEST_HEADER,
+    REQUEST_HEADER_DELTA,
+    SURFACE_EVENT_TYPES,
+    Event,
+    Message,
+)
 from spec.log.header import snapshot_header, validate_header
 from spec.log.json import NOT_JSON, FrozenDict, JsonValue, freeze_parsed_json, snapshot_json
 from spec.log.nodes import SurfaceNodes
@@ -184,7 +191,7 @@ def plan_event(
     crash-repair closer (:func:`spec.log.writers.validate_writer_of_closer`); no retired
     request-header vocabulary; the surface metadata is lossless JSON; then the frozen event
     ``{type, seq, time, data, sourceEventSeqs?, surfaceOp?}`` with ``seq`` the log length is
-    planned on the surface. Message shapes are NOT checked (§5.1, §5.4, §14.1). The floats the
+    planned on the surface (a log-only type carrying neither surface key has nothing to plan). Message shapes are NOT checked (§5.1, §5.4, §14.1). The floats the
     two copies meet go to ``floats`` when given (:func:`spec.log.json.snapshot_json`)."""
     kind = validate_event_type(event_type)
     validate_writer_of_type(kind, writer)
@@ -194,6 +201,8 @@ def plan_event(
     metadata = snapshot_surface_metadata(kind, surface_op, source_event_seqs, floats)
     seq = len(events)
     event = FrozenDict(type=kind, seq=seq, time=time, data=frozen_data, **metadata)
+    if metadata is _NO_METADATA and kind not in SURFACE_EVENT_TYPES:
+        return event, None  # log-only, no surface key, the next seq: nothing to plan (issue 24: append)
     return event, plan_surface_event(nodes, event, seq, events)
 
 
