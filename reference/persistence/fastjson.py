@@ -310,37 +310,14 @@ def encode_lines(records: Sequence[JsonValue], small_floats: Collection[float] |
     searches were a third of a v0 migration's encoding, and a tenth of the append row)."""
     if _orjson is None:
         return framing.encode_lines(records)
-    if len(records) == 1:  # one appended event, encoded as it is appended
-        return _encode_line(records[0], small_floats)
-    return _encode_each(records, small_floats)
-
-
-def _encode_line(record: JsonValue, small_floats: Collection[float] | None) -> bytes:
-    """:func:`encode_lines` of one record (an event as it is appended): orjson's line when it
-    holds no small float orjson may write otherwise (the common case: one call, no buffer)."""
-    if _orjson is not None:
+    dumps, newline = _orjson.dumps, _orjson.OPT_APPEND_NEWLINE
+    if len(records) == 1:  # one appended event, encoded as it is appended: its line as orjson writes it
         try:
-            line: bytes = _orjson.dumps(record, option=_orjson.OPT_APPEND_NEWLINE)
+            line: bytes = dumps(records[0], option=newline)
         except (TypeError, ValueError):
             line = b""
         if line and (_none_small(small_floats) or not may_write_otherwise(line)):
             return line
-    return _encode_each((record,), small_floats)
-
-
-def _none_small(floats: Collection[float] | None) -> bool:
-    """``floats`` is given (every float of some records, or more) and none of them is one orjson
-    may write otherwise: non-zero and below :data:`SMALL_FLOAT` in magnitude."""
-    if not floats:  # none given (not known), or none held: the common appended event's (issue 24)
-        return floats is not None
-    return not any(0.0 < abs(number) < SMALL_FLOAT for number in floats)
-
-
-def _encode_each(records: Sequence[JsonValue], small_floats: Collection[float] | None) -> bytes:
-    """:func:`encode_lines` record by record (see there)."""
-    if _orjson is None:
-        return framing.encode_lines(records)
-    dumps, newline = _orjson.dumps, _orjson.OPT_APPEND_NEWLINE
     # Each orjson result is dropped at once (held together, their spare capacity adds up), written
     # to a buffer whose text is then handed out as it is (a bytearray's is copied: issue 24, the
     # copy was a fifth of a v0 migration's encoding).
@@ -353,9 +330,7 @@ def _encode_each(records: Sequence[JsonValue], small_floats: Collection[float] |
             write(encode_json_text(record).encode("utf-8") + b"\n")
     out = buffer.getvalue()
     del buffer
-    if _none_small(small_floats):  # the caller met every float: none is small
-        return out
-    if not may_write_otherwise(out):  # one search of the whole text, not one a record
+    if _none_small(small_floats) or not may_write_otherwise(out):  # one search of the whole text
         return out
     # Rare: a line may hold a float orjson writes otherwise; such a record the spec encodes (a line
     # the spec encoded already is encoded alike again). A JSON line holds no raw line break, so
@@ -370,31 +345,20 @@ def _encode_each(records: Sequence[JsonValue], small_floats: Collection[float] |
     return b"".join(lines)
 
 
+def _none_small(floats: Collection[float] | None) -> bool:
+    """``floats`` is given (every float of some records, or more) and none of them is one orjson
+    may write otherwise: non-zero and below :data:`SMALL_FLOAT` in magnitude."""
+    if not floats:  # none given (not known), or none held: the common appended event's (issue 24)
+        return floats is not None
+    return not any(0.0 < abs(number) < SMALL_FLOAT for number in floats)
+
+
 def may_write_otherwise(text: bytes) -> bool:
-    """Does orjson's ``text`` hold ``e-`` or ``0.0000`` (where a float it writes otherwise would
-    be: :func:`encode_lines`)? Prose holds an ``e`` every few bytes and a ``0`` often, and a
-    search for the pair stops at each; their second bytes, ``-`` and ``.``, are rare, and
-    ``memchr`` finds them (issue 24: the two searches were a fifth of an append's encoding)."""
-    return _holds(text, b"0.0000") or _holds(text, b"e-")
-
-
-_RARE_LOOKS: Final = 8  # places of the rare byte compared one by one before the plain search
-
-
-def _holds(text: bytes, needle: bytes) -> bool:
-    """``needle in text``, found at its second byte: each place of that byte (from the second of
-    the text) is compared with the needle starting one before it; past :data:`_RARE_LOOKS`
-    places (a text of many dashes) the rest of the text is searched for the whole needle, so no
-    text costs more than the plain search and a few looks."""
-    rare = needle[1:2]
-    at = text.find(rare, 1)
-    for _ in range(_RARE_LOOKS):
-        if at < 0:
-            return False
-        if text.startswith(needle, at - 1):
-            return True
-        at = text.find(rare, at + 1)
-    return at >= 0 and text.find(needle, at - 1) >= 0
+    """Does orjson's ``text`` hold ``e-`` or ``0.0000``, where a float it writes otherwise would
+    be (:func:`encode_lines`)? Asked only of a text whose floats are not all known to be written
+    alike (issue 24: the copies of an appended event name its floats, the read of a log its small
+    ones), so its cost is that of the rare text that may hold one."""
+    return b"e-" in text or b"0.0000" in text
 
 
 def _floats_in(value: JsonValue) -> list[float]:
