@@ -101,6 +101,35 @@ def value_cases() -> Cases:
     )
 
     yield case(
+        "file storage under a byte bound: data may be a string, null or a fraction, each written as its line",
+        RULE,
+        [
+            ok("create", id="s"),
+            append("text", type="custom/a"),
+            append(None, type="custom/b"),
+            append(0.25, type="custom/c"),
+            ok("crash"),
+            ok("read", id="s"),
+        ],
+        storage="file",
+        batch={"batchMaxBytes": 150},
+        comment="a value that is not a container is copied as it is; each line is counted against the "
+        "bound as it is appended (the third brings the buffer past 150 bytes and writes all three)",
+    )
+    yield case(
+        "a seeded event's data nested 100 levels deep, a fraction at its bottom, is kept exactly",
+        RULE,
+        [
+            ok(
+                "create",
+                id="s",
+                seed=[{"type": "custom/deep", "seq": 0, "time": 0, "data": nested(100, [0.5])}],
+            ),
+            state(),
+        ],
+        why="D6: a seed's deep JSON never meets a recursion limit either; what is committed is what was sent (D5)",
+    )
+    yield case(
         "data may hold a zero and negative fractions written as floats",
         RULE,
         [

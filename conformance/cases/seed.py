@@ -117,6 +117,7 @@ def envelope_cases() -> Cases:
         ("a seed entry that is null is not an event", None),
         ("a seed entry that is an array is not an event", []),
         ("a seed entry that is a string is not an event", "event"),
+        ("a seed entry that is a number is not an event", 1.5),
     ]:
         yield refused(name, Code.SEED_ENVELOPE_INVALID, ENVELOPE, [entry])
 

@@ -22,7 +22,7 @@ from typing import Final, Literal, NamedTuple
 from spec.codes import Code, SpecError, reject
 from spec.format.framing import encode_lines
 from spec.log.events import Event
-from spec.log.json import MAX_SAFE_INTEGER, is_safe_integer, js_text
+from spec.log.json import is_safe_integer, js_text
 
 # --- the batch bound (seed 002; SPEC-DECISIONS D2 "or per batch bound") ---------------------------
 
@@ -107,10 +107,7 @@ def apply_pending_events(
     size = pending.bytes
     for event in events:
         time = event.get("time")
-        if type(time) is int:  # every appended event's time: judged here, without a call (issue 24)
-            if -MAX_SAFE_INTEGER <= time <= MAX_SAFE_INTEGER and (earliest is None or time < earliest):
-                earliest = time
-        elif is_safe_integer(time) and (earliest is None or time < earliest):
+        if is_safe_integer(time) and (earliest is None or time < earliest):
             earliest = int(time)
     if policy.max_bytes is not None:
         if lines is None:

@@ -460,6 +460,28 @@ def batch_cases() -> Cases:
             why=BATCH_RULE,
             comment=comment,
         )
+    yield case(
+        "a delay bound measures from the earliest time in the batch, which may come after its first event",
+        BATCH_DUE,
+        [
+            ok("create", id="s"),
+            turn(),
+            ok("clock", now=NOW - 100),
+            append(msg.user()),
+            ok("clock", now=NOW - 50),
+            append(msg.assistant()),
+            ok("clock", now=NOW),
+            turn_end(),
+            ok("crash"),
+            ok("read", id="s"),
+        ],
+        storage="file",
+        batch={"batchMaxDelayMs": 100},
+        why=BATCH_RULE,
+        comment="the clock goes back after the turn/start at NOW: the user/message at NOW-100 is the "
+        "batch's earliest event, not the first, and stays so past the assistant/message at NOW-50; the "
+        "turn/end at NOW is 100 ms after it, so that append writes all four, which the crash keeps",
+    )
     for storage in ("file", "memory"):
         crash = [ok("crash")] if storage == "file" else []
         yield case(
