@@ -488,6 +488,18 @@ def lineage_rule_cases() -> Cases:
         "closers: an interrupted turn/end outside repair's closers is a violation",
         log(T1, msg.user(), interrupted),
     )
+    yield checked(
+        "closers",
+        "closers: an event of another type that says what repair's closers say is not a closer",
+        events=log(
+            T1,
+            msg.user(),
+            ("custom/x", {"reason": {"kind": "interrupted"}, "error": {"code": "TOOL_NOT_STARTED"}}),
+            T1_END,
+        ),
+        comment="only a turn/end is an interrupted turn end and only a tool/result is repair's answer to a call, "
+        "whatever their data says",
+    )
     yield breaks(
         "closers: an interrupted turn/end that opens the log is a violation",
         log(interrupted),

@@ -91,7 +91,8 @@ def value_cases() -> Cases:
         [
             ok("create", id="s"),
             append(
-                nested(100, {"k": [True, None, "s", 1.5, -(2**53 - 1), [], {}], "": {}}), type="custom/deep"
+                nested(100, {"k": [True, None, "s", 1.5, -(2**53 - 1), 2**53 - 1, [], {}], "": {}}),
+                type="custom/deep",
             ),
             append(nested(99, [[{"a": {"b": [None]}}], "y"]), type="custom/deep"),
             state(),
