@@ -117,17 +117,11 @@ def value_cases() -> Cases:
         comment="a value that is not a container is copied as it is; each line is counted against the "
         "bound as it is appended (the third brings the buffer past 150 bytes and writes all three)",
     )
+    deep_seed = [{"type": "custom/deep", "seq": 0, "time": 0, "data": nested(100, [0.5])}]
     yield case(
         "a seeded event's data nested 100 levels deep, a fraction at its bottom, is kept exactly",
         RULE,
-        [
-            ok(
-                "create",
-                id="s",
-                seed=[{"type": "custom/deep", "seq": 0, "time": 0, "data": nested(100, [0.5])}],
-            ),
-            state(),
-        ],
+        [ok("create", id="s", seed=deep_seed), state()],
         why="D6: a seed's deep JSON never meets a recursion limit either; what is committed is what was sent (D5)",
     )
     yield case(

@@ -429,59 +429,38 @@ def batch_cases() -> Cases:
     )
     aged = {
         "a batch that began at time 0 is due once an append comes the bound later": (
-            0,
-            150,
+            (0, 150),
             "the age is the newest time minus the earliest (150 - 0 = 150 >= 100), whatever the earliest is: "
             "0 is a time like any other, and a batch 50 ms past its bound is due as much as one exactly at it",
         ),
         "a delay bound measures the age of a batch whose events have negative times": (
-            -199,
-            0,
+            (-199, 0),
             "the session is created at 0 (a header's createdAt is never negative), then the clock goes back: "
             "the turn/start at -199 is 199 ms older than the user/message at 0, so that append writes both",
         ),
+        "a delay bound measures from the earliest time in the batch, which may come after its first event": (
+            (100, 0, 100),
+            "the clock goes back after the turn/start at 100: the user/message at 0 is the batch's earliest "
+            "event, not the first; the assistant/message at 100 is 100 ms after it, so that append writes all "
+            "three, which the crash keeps",
+        ),
     }
-    for name, (began, later, comment) in aged.items():
+    # The events of a batch, appended in turn, each at its time (the clock moved only when it changes).
+    events = (turn(), append(msg.user()), append(msg.assistant()))
+    for name, (times, comment) in aged.items():
+        steps, now = [ok("clock", now=0), ok("create", id="s")], 0
+        for time, step in zip(times, events):
+            steps += [*([ok("clock", now=time)] if time != now else []), step]
+            now = time
         yield case(
             name,
             BATCH_DUE,
-            [
-                ok("clock", now=0),
-                ok("create", id="s"),
-                *([ok("clock", now=began)] if began else []),
-                turn(),
-                ok("clock", now=later),
-                append(msg.user()),
-                ok("crash"),
-                ok("read", id="s"),
-            ],
+            [*steps, ok("crash"), ok("read", id="s")],
             storage="file",
             batch={"batchMaxDelayMs": 100},
             why=BATCH_RULE,
             comment=comment,
         )
-    yield case(
-        "a delay bound measures from the earliest time in the batch, which may come after its first event",
-        BATCH_DUE,
-        [
-            ok("create", id="s"),
-            turn(),
-            ok("clock", now=NOW - 100),
-            append(msg.user()),
-            ok("clock", now=NOW - 50),
-            append(msg.assistant()),
-            ok("clock", now=NOW),
-            turn_end(),
-            ok("crash"),
-            ok("read", id="s"),
-        ],
-        storage="file",
-        batch={"batchMaxDelayMs": 100},
-        why=BATCH_RULE,
-        comment="the clock goes back after the turn/start at NOW: the user/message at NOW-100 is the "
-        "batch's earliest event, not the first, and stays so past the assistant/message at NOW-50; the "
-        "turn/end at NOW is 100 ms after it, so that append writes all four, which the crash keeps",
-    )
     for storage in ("file", "memory"):
         crash = [ok("crash")] if storage == "file" else []
         yield case(
