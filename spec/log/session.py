@@ -191,8 +191,9 @@ def plan_event(
     crash-repair closer (:func:`spec.log.writers.validate_writer_of_closer`); no retired
     request-header vocabulary; the surface metadata is lossless JSON; then the frozen event
     ``{type, seq, time, data, sourceEventSeqs?, surfaceOp?}`` with ``seq`` the log length is
-    planned on the surface (a log-only type carrying neither surface key has nothing to plan). Message shapes are NOT checked (§5.1, §5.4, §14.1). The floats the
-    two copies meet go to ``floats`` when given (:func:`spec.log.json.snapshot_json`)."""
+    planned on the surface (a log-only type carrying neither surface key has nothing to plan).
+    Message shapes are NOT checked (§5.1, §5.4, §14.1). The floats the two copies meet go to
+    ``floats`` when given (:func:`spec.log.json.snapshot_json`)."""
     kind = validate_event_type(event_type)
     validate_writer_of_type(kind, writer)
     frozen_data = snapshot_event_data(kind, data, floats)
