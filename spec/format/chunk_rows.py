@@ -22,12 +22,12 @@ _TEXT_ROW_DATA_KEYS: Final = frozenset({"turn", "step", "index", "dt", "texts"})
 _TOOL_ROW_DATA_KEYS: Final = frozenset({"turn", "step", "index", "id", "dt", "args"})
 
 
-def decode_storage_record(value: JsonValue, where: str | None = None) -> list[JsonValue]:
+def decode_storage_record(value: JsonValue, where: str | None = None, frozen: bool = True) -> list[JsonValue]:
     """One stored v0 record gives the events it holds: an object tagged ``text-chunks``,
     ``reasoning-chunks`` or ``tool-call-chunks`` is a packed row, validated strictly and expanded
     into its ``assistant/chunk`` members; any other value is one event, passed through unchecked
     (notes/dsh-session-core §13.1). ``where`` (the row's line in its file) goes into the message
-    of a malformed row."""
+    of a malformed row; not ``frozen``, the members are plain objects (:func:`expand_chunk_row`)."""
     tag = value.get("type") if isinstance(value, dict) else None
     if not (isinstance(tag, str) and tag in CHUNK_ROW_TAGS):  # is_named, inlined: once per record
         return [value]
@@ -40,7 +40,7 @@ def decode_storage_record(value: JsonValue, where: str | None = None) -> list[Js
         raise reject(
             error.code, error.message.replace(" storage row:", f" storage row at {where}:", 1)
         ) from None
-    return expand_chunk_row(tag, value, members)
+    return expand_chunk_row(tag, value, members, frozen)
 
 
 def validate_chunk_row(tag: str, row: JsonObject) -> list[str]:
@@ -108,12 +108,16 @@ def _validate_run_bounds(tag: str, seq0: int, time0: int, gaps: list[int], count
             raise _malformed_row(tag, "member times must stay safe integers")
 
 
-def expand_chunk_row(tag: str, row: JsonObject, members: Sequence[str]) -> list[JsonValue]:
+def expand_chunk_row(
+    tag: str, row: JsonObject, members: Sequence[str], frozen: bool = True
+) -> list[JsonValue]:
     """Member ``k`` of a valid row is ``{type: "assistant/chunk", seq: seq0 + k, time: time0 plus
     the first k gaps, data: {turn, step, chunk}}``, the chunk carrying the row's index (and, for a
     tool call, its id and name) and the member text (notes/dsh-persistence §3.2). Each event is
     built frozen (its leaves are the row's scalars and strings), so a reader that freezes what it
-    reads finds nothing left to freeze (issue 24: a v0 log's first sight)."""
+    reads finds nothing left to freeze (issue 24: a v0 log's first sight); not ``frozen``, as plain
+    objects, for a reader that judges the events unfrozen and keeps none of them (issue 24: a
+    first resume makes no frozen copy of the three objects it has just built for each member)."""
     data = row["data"]
     assert isinstance(data, dict)
     gaps = _gaps_of(data)
@@ -132,8 +136,12 @@ def expand_chunk_row(tag: str, row: JsonObject, members: Sequence[str]) -> list[
             chunk["argumentsDelta"] = member
         else:
             chunk["text"] = member
-        body = FrozenDict({"turn": turn, "step": step, "chunk": FrozenDict(chunk)})
-        events.append(FrozenDict({"type": "assistant/chunk", "seq": seq + k, "time": time, "data": body}))
+        if frozen:
+            body = FrozenDict({"turn": turn, "step": step, "chunk": FrozenDict(chunk)})
+            events.append(FrozenDict({"type": "assistant/chunk", "seq": seq + k, "time": time, "data": body}))
+        else:
+            plain: JsonObject = {"turn": turn, "step": step, "chunk": chunk}
+            events.append({"type": "assistant/chunk", "seq": seq + k, "time": time, "data": plain})
     return events
 
 

@@ -76,7 +76,7 @@ def upgrade_v0_records(
     that only judges the events and hands none out (a checker), each event is left as parsed and
     converted, unfrozen (freezing changes no value, so every verdict is the same; issue 24)."""
     candidates: list[int] = []
-    events, record_of = decode_v0_events(records, places, candidates)
+    events, record_of = decode_v0_events(records, places, candidates, frozen)
     where = _event_places(places, record_of)
     validate_no_retired_vocabulary(session_id, events, where, candidates)
     upgraded: list[Event] = []
@@ -230,7 +230,10 @@ def decode_v4_events(
 
 
 def decode_v0_events(
-    records: Sequence[JsonValue], places: Sequence[LinePlace] = (), retired: list[int] | None = None
+    records: Sequence[JsonValue],
+    places: Sequence[LinePlace] = (),
+    retired: list[int] | None = None,
+    frozen: bool = True,
 ) -> tuple[list[JsonObject], list[int]]:
     """Each stored record gives its events (:func:`spec.format.chunk_rows.decode_storage_record`), and each
     event is an object whose ``seq`` equals its position in the log; otherwise the log is corrupt
@@ -240,13 +243,15 @@ def decode_v0_events(
     none: nothing names a place then). A refusal names the record's file line: its ``places``
     entry, or else its line counted from the header (line 1), one record per line. ``retired``,
     when given, gets the index of every event of a retired form's type (:func:`is_of_retired_type`,
-    the only events :func:`validate_no_retired_vocabulary` searches: issue 24, a pass less)."""
+    the only events :func:`validate_no_retired_vocabulary` searches: issue 24, a pass less). Not
+    ``frozen``, a packed row's members are plain objects, as the records are
+    (:func:`upgrade_v0_records`)."""
     events: list[JsonObject] = []
     record_of: list[int] = []
     placed = bool(places)
     for index, record in enumerate(records):
         try:
-            decoded = decode_storage_record(record)
+            decoded = decode_storage_record(record, None, frozen)
         except SpecError:  # read again, naming the row's place (named only when needed: issue 24)
             decoded = decode_storage_record(record, _record_place(places, index))
         for event in decoded:

@@ -102,6 +102,29 @@ def test_expanded_events_are_frozen_all_the_way_down(tag: str) -> None:
         assert type(event["data"]["chunk"]) is FrozenDict
 
 
+@pytest.mark.parametrize("tag", ["text-chunks", "tool-call-chunks"])
+def test_a_reader_that_judges_unfrozen_gets_the_same_members_as_plain_objects(tag: str) -> None:
+    """Not ``frozen`` (a checker, or a first resume that keeps only the lines it writes): the very
+    members, in the same key order, built as plain objects all the way down."""
+    payload: JsonObject = {"texts": ["a", "b"]} if tag == "text-chunks" else {"id": "c1", "args": ["a", "b"]}
+    row: JsonObject = {
+        "type": tag,
+        "seq0": 3,
+        "time0": 1,
+        "data": {"turn": 1, "step": 1, "index": 0, "dt": [2], **payload},
+    }
+    frozen, plain = decode_storage_record(row), decode_storage_record(row, frozen=False)
+    assert plain == frozen and len(plain) == 2
+    for event, twin in zip(plain, frozen):
+        assert isinstance(event, dict) and isinstance(twin, dict)
+        data, twin_data = event["data"], twin["data"]
+        assert isinstance(data, dict) and isinstance(twin_data, dict)
+        chunk, twin_chunk = data["chunk"], twin_data["chunk"]
+        assert isinstance(chunk, dict) and isinstance(twin_chunk, dict)
+        assert (type(event), type(data), type(chunk)) == (dict, dict, dict)
+        assert list(event) == list(twin) and list(chunk) == list(twin_chunk)
+
+
 def test_a_name_less_tool_call_row_expands_without_a_name_key() -> None:
     row: JsonObject = {
         "type": "tool-call-chunks",
