@@ -88,23 +88,9 @@ def test_a_tool_call_row_expands_with_its_id_and_name() -> None:
 
 
 @pytest.mark.parametrize("tag", ["text-chunks", "tool-call-chunks"])
-def test_expanded_events_are_frozen_all_the_way_down(tag: str) -> None:
-    """A reader freezes what it reads: an expanded member is built frozen, envelope, data and chunk."""
-    payload: JsonObject = {"texts": ["a", "b"]} if tag == "text-chunks" else {"id": "c1", "args": ["a", "b"]}
-    row: JsonObject = {
-        "type": tag,
-        "seq0": 0,
-        "time0": 1,
-        "data": {"turn": 1, "step": 1, "index": 0, "dt": [0], **payload},
-    }
-    for event in decode_storage_record(row):
-        assert type(event) is FrozenDict and type(event["data"]) is FrozenDict
-        assert type(event["data"]["chunk"]) is FrozenDict
-
-
-@pytest.mark.parametrize("tag", ["text-chunks", "tool-call-chunks"])
-def test_a_reader_that_judges_unfrozen_gets_the_same_members_as_plain_objects(tag: str) -> None:
-    """Not ``frozen`` (a checker, or a first resume that keeps only the lines it writes): the very
+def test_expanded_events_are_frozen_all_the_way_down_unless_a_reader_judges_them_unfrozen(tag: str) -> None:
+    """A reader freezes what it reads: an expanded member is built frozen, envelope, data and chunk.
+    Not ``frozen`` (a checker, or a first resume that keeps only the lines it writes): the very
     members, in the same key order, built as plain objects all the way down."""
     payload: JsonObject = {"texts": ["a", "b"]} if tag == "text-chunks" else {"id": "c1", "args": ["a", "b"]}
     row: JsonObject = {
@@ -121,6 +107,7 @@ def test_a_reader_that_judges_unfrozen_gets_the_same_members_as_plain_objects(ta
         assert isinstance(data, dict) and isinstance(twin_data, dict)
         chunk, twin_chunk = data["chunk"], twin_data["chunk"]
         assert isinstance(chunk, dict) and isinstance(twin_chunk, dict)
+        assert (type(twin), type(twin_data), type(twin_chunk)) == (FrozenDict, FrozenDict, FrozenDict)
         assert (type(event), type(data), type(chunk)) == (dict, dict, dict)
         assert list(event) == list(twin) and list(chunk) == list(twin_chunk)
 
